@@ -1,0 +1,13 @@
+#ifndef KOPT_LUA_MODULES_H
+#define KOPT_LUA_MODULES_H
+#include <lua.h>
+
+/* Registers every C module under package.preload ("kopt.sys", ...) and the
+ * searcher that finds the built-in Lua: from DIR/<path> when lua_dev is set,
+ * else from the sources embedded at build time. */
+void kopt_lua_open_modules(lua_State *L, const char *lua_dev);
+
+/* One luaopen per binding file (core/lua_<mod>.c). */
+int luaopen_kopt_sys(lua_State *L);
+
+#endif

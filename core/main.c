@@ -1,0 +1,87 @@
+/* kopt entry point: builds the Lua state, registers the core modules and hands
+ * the command line to lua/kopt/cli.lua, all under one protected call (as lua.c
+ * does), so no Lua error escapes as a crash. Exit codes: 0 success, 1 runtime
+ * failure, 2 bad input (decided by cli.lua), 130 interrupted. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+#include <lualib.h>
+
+#include "lua_modules.h"
+
+struct main_args {
+	int argc;
+	char **argv;
+	const char *lua_dev;
+	int exit_code;
+};
+
+static int message_handler(lua_State *L)
+{
+	const char *msg = lua_tostring(L, 1);
+	if (msg == NULL)
+		msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+	luaL_traceback(L, L, msg, 1);
+	return 1;
+}
+
+static int protected_main(lua_State *L)
+{
+	struct main_args *args = lua_touserdata(L, 1);
+	luaL_openlibs(L);
+	kopt_lua_open_modules(L, args->lua_dev);
+
+	lua_getglobal(L, "require");
+	lua_pushliteral(L, "kopt.cli");
+	lua_call(L, 1, 1);
+	lua_getfield(L, -1, "main");
+	lua_createtable(L, args->argc, 0);
+	for (int i = 1; i < args->argc; i++) {
+		lua_pushstring(L, args->argv[i]);
+		lua_rawseti(L, -2, i);
+	}
+	lua_call(L, 1, 1);
+	args->exit_code = (int)luaL_optinteger(L, -1, 0);
+	return 0;
+}
+
+/* --lua-dev DIR must be known before any Lua is loaded, so it is taken out of
+ * argv here; KOPT_LUA_DEV does the same from the environment. */
+static void take_lua_dev(struct main_args *args)
+{
+	args->lua_dev = getenv("KOPT_LUA_DEV");
+	int out = 1;
+	for (int i = 1; i < args->argc; i++) {
+		if (strcmp(args->argv[i], "--lua-dev") == 0 && i + 1 < args->argc) {
+			args->lua_dev = args->argv[++i];
+			continue;
+		}
+		args->argv[out++] = args->argv[i];
+	}
+	args->argc = out;
+	if (args->lua_dev != NULL && args->lua_dev[0] == '\0')
+		args->lua_dev = NULL;
+}
+
+int main(int argc, char **argv)
+{
+	struct main_args args = {argc, argv, NULL, 1};
+	take_lua_dev(&args);
+	lua_State *L = luaL_newstate();
+	if (L == NULL) {
+		fprintf(stderr, "kopt: cannot create the Lua state (out of memory)\n");
+		return 1;
+	}
+	lua_pushcfunction(L, message_handler);
+	lua_pushcfunction(L, protected_main);
+	lua_pushlightuserdata(L, &args);
+	if (lua_pcall(L, 1, 0, 1) != LUA_OK) {
+		fprintf(stderr, "kopt: internal error: %s\n", lua_tostring(L, -1));
+		args.exit_code = 1;
+	}
+	lua_close(L);
+	return args.exit_code;
+}

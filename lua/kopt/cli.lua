@@ -1,0 +1,192 @@
+-- Command line: `kopt [options] STRATEGY [SPEC]` and the subcommands found in
+-- lua/kopt/commands/<name>.lua. Everything is validated before anything is
+-- written; bad input is one sentence on stderr and exit code 2.
+local errors = require("kopt.errors")
+local sys = require("kopt.sys")
+
+local M = {}
+
+-- Flag table: drives parsing and --help. kind: "flag" (no value), or the
+-- name of a converter in `convert` below.
+M.flags = {
+  { "--budget", "count", "N", "stop after N evaluations (failures count; default 200, or the strategy's own)" },
+  { "--time-limit", "seconds", "S", "stop after S seconds of evaluation time (simulated time under replay)" },
+  { "--out", "string", "DIR", "run directory (default runs/<spec name>/)" },
+  { "--resume", "flag", nil, "continue the run in --out without re-measuring anything it recorded" },
+  { "--backend", "backend", "B", "cuda (default when a GPU is present) or replay:FILE (a recorded search space)" },
+  { "--seed", "integer", "N", "random seed (default 1); logged in the run" },
+  { "--gpus", "gpu_list", "LIST", "GPUs to use, e.g. 0,1 (default: all)" },
+  { "--profile", "profile", "P", "whom to profile with CUPTI: none (default), top-k, every-N" },
+  { "--opt", "keyvalue", "K=V", "strategy option (repeatable); `kopt STRATEGY --help` lists them" },
+  { "-q", "flag", nil, "quiet: only errors and the final summary" },
+  { "-v", "flag", nil, "verbose: strategy events and tracebacks" },
+  { "--lua-dev", "string", "DIR", "read lua/ and strategies/ from DIR instead of the built-in copies" },
+  { "--help", "flag", nil, "this help, or a strategy's options with STRATEGY --help" },
+  { "--version", "flag", nil, "print the version" },
+}
+
+local convert = {}
+function convert.string(v) return v end
+function convert.count(v, flag)
+  local n = math.tointeger(tonumber(v))
+  if not n or n < 1 then errors.usage("%s: expected a positive integer, got '%s'", flag, v) end
+  return n
+end
+function convert.integer(v, flag)
+  local n = math.tointeger(tonumber(v))
+  if not n or n < 0 then errors.usage("%s: expected a non-negative integer, got '%s'", flag, v) end
+  return n
+end
+function convert.seconds(v, flag)
+  local n = tonumber(v)
+  if not n or n <= 0 or n ~= n or n == math.huge then
+    errors.usage("%s: expected a positive number of seconds, got '%s'", flag, v)
+  end
+  return n
+end
+function convert.backend(v, flag)
+  if v == "cuda" then return { kind = "cuda" } end
+  local file = v:match("^replay:(.+)$")
+  if file then return { kind = "replay", file = file } end
+  errors.usage("%s: expected 'cuda' or 'replay:FILE', got '%s'", flag, v)
+end
+function convert.gpu_list(v, flag)
+  local list = {}
+  for item in (v .. ","):gmatch("([^,]*),") do
+    local n = math.tointeger(tonumber(item))
+    if not n or n < 0 then errors.usage("%s: expected a comma-separated list of GPU indices, got '%s'", flag, v) end
+    list[#list + 1] = n
+  end
+  return list
+end
+function convert.profile(v, flag)
+  if v == "none" or v == "top-k" or v:match("^every%-%d+$") or v:match("^top%-%d+$") then return v end
+  errors.usage("%s: expected none, top-k, top-N or every-N, got '%s'", flag, v)
+end
+function convert.keyvalue(v, flag)
+  local k, val = v:match("^([%w_%-]+)=(.*)$")
+  if not k then errors.usage("%s: expected key=value, got '%s'", flag, v) end
+  return { k, val }
+end
+
+local by_name = {}
+for _, f in ipairs(M.flags) do by_name[f[1]] = f end
+
+-- Parses argv into options and positional arguments.
+function M.parse(argv)
+  local opts, pos = { opt = {} }, {}
+  local i = 1
+  while i <= #argv do
+    local a = argv[i]
+    local name, inline = a:match("^(%-%-[%w%-]+)=(.*)$")
+    name = name or a
+    local f = by_name[name]
+    if a == "--" then
+      for j = i + 1, #argv do pos[#pos + 1] = argv[j] end
+      break
+    elseif f then
+      local key = f[1]:gsub("^%-+", ""):gsub("%-", "_")
+      if f[2] == "flag" then
+        if inline then errors.usage("%s takes no value", f[1]) end
+        opts[key] = true
+      else
+        local v = inline
+        if not v then
+          i = i + 1
+          v = argv[i]
+          if v == nil then errors.usage("%s needs a value (%s)", f[1], f[3]) end
+        end
+        v = convert[f[2]](v, f[1])
+        if key == "opt" then opts.opt[#opts.opt + 1] = v else opts[key] = v end
+      end
+    elseif a:sub(1, 1) == "-" and a ~= "-" then
+      errors.usage("unknown option '%s' (see kopt --help)", a)
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  if opts.q and opts.v then errors.usage("-q and -v cannot be used together") end
+  return opts, pos
+end
+
+function M.help()
+  local lines = {
+    "usage: kopt [options] STRATEGY [SPEC]",
+    "       kopt COMMAND ...   (script, devices, compare, regraph, ...)",
+    "",
+    "Tunes the GPU kernel described by SPEC (a JSON file) with the search strategy",
+    "STRATEGY (a Lua file, or a built-in name: " .. table.concat(M.builtin_strategies(), ", ") .. ").",
+    "With --backend replay:FILE, SPEC may be left out: the space comes from the file.",
+    "",
+    "options:",
+  }
+  for _, f in ipairs(M.flags) do
+    local left = f[1] .. (f[3] and (" " .. f[3]) or "")
+    lines[#lines + 1] = string.format("  %-20s %s", left, f[4])
+  end
+  lines[#lines + 1] = ""
+  lines[#lines + 1] = "commands:"
+  for _, c in ipairs(M.commands()) do
+    local ok, mod = pcall(require, "kopt.commands." .. c)
+    lines[#lines + 1] = string.format("  %-20s %s", c, ok and mod.summary or "")
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+function M.builtin_strategies()
+  local names = {}
+  for _, p in ipairs(package.builtin.list("strategies/")) do
+    local n = p:match("^strategies/([%w_]+)%.lua$")
+    if n then names[#names + 1] = n end
+  end
+  table.sort(names)
+  return names
+end
+
+function M.commands()
+  local names = {}
+  for _, p in ipairs(package.builtin.list("lua/kopt/commands/")) do
+    names[#names + 1] = p:match("([%w_]+)%.lua$")
+  end
+  table.sort(names)
+  return names
+end
+
+local function run(argv)
+  local first = argv[1]
+  if first and not first:find("[/.]") and first:sub(1, 1) ~= "-" then
+    local ok, cmd = pcall(require, "kopt.commands." .. first)
+    if ok then return cmd.main({ table.unpack(argv, 2) }) or 0 end
+  end
+  local opts, pos = M.parse(argv)
+  if opts.version then
+    io.stdout:write("kopt ", sys.version, "\n")
+    return 0
+  end
+  if opts.help and #pos == 0 then
+    io.stdout:write(M.help())
+    return 0
+  end
+  return require("kopt.run").main(opts, pos)
+end
+
+-- Entry point called from C. Returns the exit code.
+function M.main(argv)
+  local verbose = false
+  for _, a in ipairs(argv) do if a == "-v" then verbose = true end end
+  local ok, result = xpcall(run, function(e)
+    if errors.is_user_error(e) then return e end
+    return { internal = true, msg = debug.traceback(tostring(e), 2) }
+  end, argv)
+  if ok then return result end
+  if result.internal then
+    io.stderr:write("kopt: internal error: ", result.msg, "\n")
+    return errors.RUNTIME
+  end
+  io.stderr:write("kopt: ", result.msg, "\n")
+  if verbose and result.traceback then io.stderr:write(result.traceback, "\n") end
+  return result.code
+end
+
+return M

@@ -1,0 +1,19 @@
+-- `kopt script FILE [ARGS...]`: runs a Lua file inside kopt, with the kopt
+-- library on the path and `arg` set. Tests and tools use it.
+local errors = require("kopt.errors")
+
+local M = { summary = "run a Lua file with the kopt library (tests, tools)" }
+
+function M.main(argv)
+  local file = argv[1]
+  if not file then errors.usage("script: missing FILE") end
+  local chunk, err = loadfile(file, "t")
+  if not chunk then errors.usage("%s", err) end
+  local dir = file:match("^(.*)/[^/]*$") or "."
+  package.path = dir .. "/?.lua;" .. package.path
+  _G.arg = { [0] = file, table.unpack(argv, 2) }
+  local rc = chunk(table.unpack(argv, 2))
+  return math.tointeger(rc) or 0
+end
+
+return M

@@ -1,0 +1,118 @@
+-- JSON on top of lua-cjson. cjson decodes every number as a float; kopt wants
+-- 16 to stay the integer 16 (config keys, -D defines), so decoded trees are
+-- normalised: integral floats within 2^53 become integers.
+local cjson = require("cjson")
+local errors = require("kopt.errors")
+
+local M = {}
+local decoder = cjson.new()
+decoder.decode_invalid_numbers(false)
+decoder.decode_max_depth(200)
+local encoder = cjson.new()
+encoder.encode_number_precision(17)
+encoder.encode_invalid_numbers(true)
+encoder.encode_sparse_array(true, 1, 1)
+encoder.encode_escape_forward_slash(false)
+
+M.null = cjson.null
+M.empty_array = setmetatable({}, { __jsontype = "array" })
+
+local function normalise(v)
+  local t = type(v)
+  if t == "number" then
+    if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^53 then
+      return math.tointeger(v)
+    end
+    return v
+  elseif t == "table" then
+    for k, x in pairs(v) do v[k] = normalise(x) end
+  end
+  return v
+end
+
+-- Returns the decoded value, or nil and cjson's message.
+function M.decode(text)
+  local ok, v = pcall(decoder.decode, text)
+  if not ok then return nil, (tostring(v):gsub("^.-: ", "")) end
+  return normalise(v)
+end
+
+function M.encode(v) return encoder.encode(v) end
+
+-- Reads and decodes a file. Errors are returned as "<path>: <what>".
+function M.read_file(path)
+  local f, err = io.open(path, "rb")
+  if not f then return nil, (err:gsub("^[^:]*: ", path .. ": ")) end
+  local text = f:read("a")
+  f:close()
+  local v, derr = M.decode(text)
+  if v == nil then return nil, path .. ": malformed JSON: " .. derr, text end
+  return v, nil, text
+end
+
+-- Pretty printer with sorted keys and two-space indent, for files humans read
+-- (best/config.json, results). Arrays are tables with 1..n keys and no others.
+local function is_array(t)
+  local mt = getmetatable(t)
+  if mt and mt.__jsontype == "array" then return true end
+  local n = #t
+  if n == 0 then return false end
+  for k in pairs(t) do
+    if math.type(k) ~= "integer" or k < 1 or k > n then return false end
+  end
+  return true
+end
+
+local function pretty(v, indent, out)
+  if type(v) ~= "table" or v == cjson.null then
+    out[#out + 1] = encoder.encode(v)
+    return
+  end
+  local pad = string.rep("  ", indent + 1)
+  if is_array(v) then
+    if #v == 0 then out[#out + 1] = "[]" return end
+    local simple = true
+    for _, x in ipairs(v) do if type(x) == "table" then simple = false break end end
+    if simple then out[#out + 1] = encoder.encode(v) return end
+    out[#out + 1] = "[\n"
+    for i, x in ipairs(v) do
+      out[#out + 1] = pad
+      pretty(x, indent + 1, out)
+      out[#out + 1] = i < #v and ",\n" or "\n"
+    end
+    out[#out + 1] = string.rep("  ", indent) .. "]"
+    return
+  end
+  local keys = {}
+  for k in pairs(v) do keys[#keys + 1] = tostring(k) end
+  table.sort(keys)
+  if #keys == 0 then out[#out + 1] = "{}" return end
+  out[#out + 1] = "{\n"
+  for i, k in ipairs(keys) do
+    local x = v[k]
+    if x == nil then x = v[tonumber(k)] end
+    out[#out + 1] = pad .. encoder.encode(k) .. ": "
+    pretty(x, indent + 1, out)
+    out[#out + 1] = i < #keys and ",\n" or "\n"
+  end
+  out[#out + 1] = string.rep("  ", indent) .. "}"
+end
+
+function M.pretty(v)
+  local out = {}
+  pretty(v, 0, out)
+  return table.concat(out) .. "\n"
+end
+
+-- Writes atomically: a crash leaves the old file or the new one, never half.
+function M.write_file(path, v, raw)
+  local tmp = path .. ".tmp"
+  local f, err = io.open(tmp, "wb")
+  if not f then errors.raise(errors.RUNTIME, "cannot write %s: %s", path, err) end
+  f:write(raw and v or M.pretty(v))
+  f:close()
+  local ok, rerr = os.rename(tmp, path)
+  if not ok then errors.raise(errors.RUNTIME, "cannot write %s: %s", path, rerr) end
+end
+
+return M
