@@ -1,0 +1,142 @@
+/* kopt.nvrtc: one NVRTC compile in this process, and NVRTC's version. The
+ * compile pool (kopt.cpool) runs the same compile in worker processes. */
+#include <stdio.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "lua_modules.h"
+#include "lua_nvrtc.h"
+#include "kopt_nvrtc.h"
+
+static const char *opt_field(lua_State *L, int idx, const char *key)
+{
+	int t = lua_getfield(L, idx, key);
+	const char *s = NULL;
+	if (t == LUA_TSTRING)
+		s = lua_tostring(L, -1);
+	else if (t != LUA_TNIL)
+		luaL_error(L, "job.%s: expected a string, got %s", key, luaL_typename(L, -1));
+	lua_pop(L, 1); /* the table still holds the string */
+	return s;
+}
+
+void kopt_lua_check_job(lua_State *L, int idx, struct kopt_nvrtc_job *job)
+{
+	idx = lua_absindex(L, idx);
+	luaL_checktype(L, idx, LUA_TTABLE);
+	memset(job, 0, sizeof *job);
+	job->source = opt_field(L, idx, "source");
+	if (job->source == NULL)
+		luaL_error(L, "job.source: expected the kernel's source text");
+	job->entry = opt_field(L, idx, "entry");
+	job->arch = opt_field(L, idx, "arch");
+	job->name = opt_field(L, idx, "name");
+	int t = lua_getfield(L, idx, "options");
+	size_t n = t == LUA_TTABLE ? (size_t)luaL_len(L, -1) : 0;
+	if (t != LUA_TTABLE && t != LUA_TNIL)
+		luaL_error(L, "job.options: expected a list of strings");
+	const char **opts = lua_newuserdatauv(L, (n ? n : 1) * sizeof *opts, 0);
+	for (size_t i = 0; i < n; i++) {
+		if (lua_rawgeti(L, -2, (lua_Integer)i + 1) != LUA_TSTRING)
+			luaL_error(L, "job.options[%d]: expected a string", (int)i + 1);
+		opts[i] = lua_tostring(L, -1);
+		lua_pop(L, 1);
+	}
+	lua_remove(L, -2); /* options table (held by the job table); keep the array */
+	job->options = opts;
+	job->n_options = n;
+}
+
+static void set_number(lua_State *L, const char *key, long v)
+{
+	if (v < 0)
+		return;
+	lua_pushinteger(L, v);
+	lua_setfield(L, -2, key);
+}
+
+void kopt_lua_push_result(lua_State *L, const struct kopt_nvrtc_result *res)
+{
+	lua_createtable(L, 0, 16);
+	lua_pushboolean(L, res->ok);
+	lua_setfield(L, -2, "ok");
+	if (res->cubin != NULL) {
+		lua_pushlstring(L, (const char *)res->cubin, res->cubin_size);
+		lua_setfield(L, -2, "cubin");
+	}
+	lua_pushstring(L, res->log ? res->log : "");
+	lua_setfield(L, -2, "log");
+	if (res->lowered != NULL) {
+		lua_pushstring(L, res->lowered);
+		lua_setfield(L, -2, "lowered");
+	}
+	set_number(L, "regs", res->regs);
+	set_number(L, "barriers", res->barriers);
+	set_number(L, "smem_static", res->smem_static);
+	set_number(L, "local_bytes", res->local_bytes);
+	set_number(L, "spill_stores", res->spill_stores);
+	set_number(L, "spill_loads", res->spill_loads);
+	if (res->spill_stores >= 0 && res->spill_loads >= 0)
+		set_number(L, "spills", res->spill_stores + res->spill_loads);
+	set_number(L, "const_bytes", res->const_bytes);
+	set_number(L, "max_threads", res->max_threads);
+	lua_pushnumber(L, res->compile_s);
+	lua_setfield(L, -2, "compile_s");
+}
+
+/* compile{source=, entry=, arch=, name=, options={...}} -> result table.
+ * A compile error is a result with ok == false; only running out of memory
+ * raises. */
+static int l_compile(lua_State *L)
+{
+	struct kopt_nvrtc_job job;
+	kopt_lua_check_job(L, 1, &job);
+	struct kopt_nvrtc_result res;
+	char err[256];
+	if (kopt_nvrtc_compile(&job, &res, err, sizeof err) != 0)
+		return luaL_error(L, "nvrtc: %s", err);
+	kopt_lua_push_result(L, &res);
+	kopt_nvrtc_result_release(&res);
+	return 1;
+}
+
+/* version() -> "13.0", 13, 0 */
+static int l_version(lua_State *L)
+{
+	int major, minor;
+	kopt_nvrtc_version(&major, &minor);
+	lua_pushfstring(L, "%d.%d", major, minor);
+	lua_pushinteger(L, major);
+	lua_pushinteger(L, minor);
+	return 3;
+}
+
+/* parse_log(log, entry|nil) -> {regs=, ...}: the ptxas report of one entry. */
+static int l_parse_log(lua_State *L)
+{
+	const char *log = luaL_checkstring(L, 1);
+	const char *entry = luaL_optstring(L, 2, NULL);
+	struct kopt_nvrtc_result res;
+	kopt_nvrtc_result_init(&res);
+	kopt_nvrtc_parse_log(log, entry, &res);
+	res.ok = res.regs >= 0;
+	kopt_lua_push_result(L, &res);
+	return 1;
+}
+
+static const luaL_Reg nvrtc_funcs[] = {
+	{"compile", l_compile},
+	{"version", l_version},
+	{"parse_log", l_parse_log},
+	{NULL, NULL},
+};
+
+int luaopen_kopt_nvrtc(lua_State *L)
+{
+	luaL_newlib(L, nvrtc_funcs);
+	lua_pushinteger(L, KOPT_NVRTC_LOG_CAP);
+	lua_setfield(L, -2, "log_cap");
+	return 1;
+}

@@ -1,0 +1,298 @@
+/* NVRTC to CUBIN with the ptxas resource report. See nvrtc.h for the
+ * contract; the log format parsed here is ptxas 13's:
+ *
+ *   ptxas info    : Compiling entry function 'k' for 'sm_90'
+ *   ptxas info    : Function properties for k
+ *   ptxas         .     256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ *   ptxas info    : Used 32 registers, used 1 barriers, 256 bytes cumulative stack size, 1200 bytes smem
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <nvrtc.h>
+
+#include "kopt_nvrtc.h"
+#include "sys.h"
+
+void kopt_nvrtc_result_init(struct kopt_nvrtc_result *res)
+{
+	memset(res, 0, sizeof *res);
+	res->regs = res->barriers = res->smem_static = res->local_bytes = -1;
+	res->spill_stores = res->spill_loads = res->const_bytes = res->max_threads = -1;
+}
+
+void kopt_nvrtc_result_release(struct kopt_nvrtc_result *res)
+{
+	free(res->cubin);
+	free(res->log);
+	free(res->lowered);
+	kopt_nvrtc_result_init(res);
+}
+
+void kopt_nvrtc_version(int *major, int *minor)
+{
+	if (nvrtcVersion(major, minor) != NVRTC_SUCCESS)
+		*major = *minor = 0;
+}
+
+/* The number right before `unit` in [line, end), e.g. "1200 bytes smem". */
+static long number_before(const char *line, const char *end, const char *unit)
+{
+	size_t ulen = strlen(unit);
+	for (const char *p = line; p + ulen <= end; p++) {
+		if (memcmp(p, unit, ulen) != 0)
+			continue;
+		const char *q = p;
+		while (q > line && q[-1] == ' ')
+			q--;
+		const char *digits = q;
+		while (digits > line && digits[-1] >= '0' && digits[-1] <= '9')
+			digits--;
+		if (digits == q)
+			continue;
+		return strtol(digits, NULL, 10);
+	}
+	return -1;
+}
+
+static int line_has(const char *line, const char *end, const char *s)
+{
+	size_t n = strlen(s);
+	for (const char *p = line; p + n <= end; p++)
+		if (memcmp(p, s, n) == 0)
+			return 1;
+	return 0;
+}
+
+/* Picks the report block of one entry function and reads its numbers. */
+void kopt_nvrtc_parse_log(const char *log, const char *entry, struct kopt_nvrtc_result *res)
+{
+	static const char marker[] = "Compiling entry function '";
+	const char *block = NULL;
+	for (const char *p = strstr(log, marker); p != NULL; p = strstr(p + 1, marker)) {
+		const char *name = p + sizeof marker - 1;
+		const char *quote = strchr(name, '\'');
+		if (quote == NULL)
+			break;
+		if (entry == NULL || ((size_t)(quote - name) == strlen(entry) &&
+				      memcmp(name, entry, (size_t)(quote - name)) == 0)) {
+			block = quote;
+			break;
+		}
+	}
+	if (block == NULL)
+		return;
+	const char *block_end = strstr(block, marker);
+	if (block_end == NULL)
+		block_end = block + strlen(block);
+	for (const char *line = block; line < block_end;) {
+		const char *eol = memchr(line, '\n', (size_t)(block_end - line));
+		if (eol == NULL)
+			eol = block_end;
+		if (line_has(line, eol, "bytes stack frame")) {
+			res->local_bytes = number_before(line, eol, "bytes stack frame");
+			res->spill_stores = number_before(line, eol, "bytes spill stores");
+			res->spill_loads = number_before(line, eol, "bytes spill loads");
+		} else if (line_has(line, eol, "Used ") && line_has(line, eol, "registers")) {
+			res->regs = number_before(line, eol, "registers");
+			res->barriers = number_before(line, eol, "barriers");
+			long smem = number_before(line, eol, "bytes smem");
+			res->smem_static = smem < 0 ? 0 : smem;
+			res->const_bytes = number_before(line, eol, "bytes cmem[0]");
+		}
+		line = eol + 1;
+	}
+}
+
+static uint64_t rd(const unsigned char *p, size_t n)
+{
+	uint64_t v = 0;
+	for (size_t i = n; i > 0; i--)
+		v = (v << 8) | p[i - 1];
+	return v;
+}
+
+/* .nv.info.<entry> is a list of attributes: format byte, attribute byte, a
+ * 16-bit value or size, and (format 0x04) that many bytes of payload.
+ * Attribute 0x05 (max threads) and 0x10 (required block shape) carry three
+ * 32-bit extents from __launch_bounds__ / __maxnthreads__ / __reqntid__. */
+long kopt_nvrtc_cubin_max_threads(const unsigned char *elf, size_t size, const char *entry)
+{
+	if (elf == NULL || entry == NULL || size < 64 || memcmp(elf, "\177ELF", 4) != 0 ||
+	    elf[4] != 2 || elf[5] != 1)
+		return -1;
+	uint64_t shoff = rd(elf + 0x28, 8);
+	uint64_t shentsize = rd(elf + 0x3a, 2), shnum = rd(elf + 0x3c, 2), shstrndx = rd(elf + 0x3e, 2);
+	if (shentsize < 64 || shstrndx >= shnum || shoff > size || shnum * shentsize > size - shoff)
+		return -1;
+	const unsigned char *strsh = elf + shoff + shstrndx * shentsize;
+	uint64_t stroff = rd(strsh + 0x18, 8), strsize = rd(strsh + 0x20, 8);
+	if (stroff > size || strsize > size - stroff)
+		return -1;
+	char want[512];
+	if (snprintf(want, sizeof want, ".nv.info.%s", entry) >= (int)sizeof want)
+		return -1;
+	size_t wlen = strlen(want);
+	for (uint64_t i = 0; i < shnum; i++) {
+		const unsigned char *sh = elf + shoff + i * shentsize;
+		uint64_t name = rd(sh, 4), off = rd(sh + 0x18, 8), len = rd(sh + 0x20, 8);
+		if (name >= strsize || strsize - name <= wlen ||
+		    memcmp(elf + stroff + name, want, wlen + 1) != 0)
+			continue;
+		if (off > size || len > size - off)
+			return -1;
+		long best = -1;
+		for (uint64_t p = 0; p + 4 <= len;) {
+			const unsigned char *a = elf + off + p;
+			uint64_t payload = a[0] == 0x04 ? rd(a + 2, 2) : 0;
+			if (p + 4 + payload > len)
+				break;
+			if (a[0] == 0x04 && (a[1] == 0x05 || a[1] == 0x10) && payload == 12) {
+				uint64_t t = rd(a + 4, 4) * rd(a + 8, 4) * rd(a + 12, 4);
+				if (t > 0 && (best < 0 || (long)t < best))
+					best = (long)t;
+			}
+			p += 4 + payload;
+		}
+		return best;
+	}
+	return -1;
+}
+
+/* The most threads a block can have with `regs` registers per thread on
+ * sm_90: 64 Ki registers per block, allocated per warp in units of 256. */
+static long register_limited_threads(long regs)
+{
+	if (regs <= 0)
+		return 1024;
+	long per_warp = (regs * 32 + 255) / 256 * 256;
+	long warps = 65536 / per_warp;
+	return warps * 32 < 1024 ? warps * 32 : 1024;
+}
+
+/* Stores log (taking ownership), cut to the cap with a note. */
+static void set_log(struct kopt_nvrtc_result *res, char *log)
+{
+	size_t n = strlen(log);
+	if (n > KOPT_NVRTC_LOG_CAP) {
+		static const char note[] = "\n[kopt: log cut at %d of %zu bytes]\n";
+		char tail[96];
+		int t = snprintf(tail, sizeof tail, note, KOPT_NVRTC_LOG_CAP, n);
+		memcpy(log + KOPT_NVRTC_LOG_CAP - (size_t)t, tail, (size_t)t + 1);
+	}
+	res->log = log;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_result *res,
+		       char *err, size_t errlen)
+{
+	kopt_nvrtc_result_init(res);
+	int rc = -1;
+	nvrtcProgram prog = NULL;
+	char *log = NULL;
+	char arch_opt[64];
+	const char **opts = calloc(job->n_options + 3, sizeof *opts);
+	if (opts == NULL) {
+		snprintf(err, errlen, "out of memory");
+		return -1;
+	}
+	size_t n = 0;
+	int has_arch = 0;
+	for (size_t i = 0; i < job->n_options; i++) {
+		const char *o = job->options[i];
+		if (strncmp(o, "--gpu-architecture", 18) == 0 || strncmp(o, "-arch", 5) == 0)
+			has_arch = 1;
+		opts[n++] = o;
+	}
+	if (job->arch != NULL && !has_arch) {
+		snprintf(arch_opt, sizeof arch_opt, "--gpu-architecture=%s", job->arch);
+		opts[n++] = arch_opt;
+	}
+	opts[n++] = "--ptxas-options=-v";
+	opts[n++] = "--no-cache";
+
+	double t0 = kopt_sys_now();
+	nvrtcResult r = nvrtcCreateProgram(&prog, job->source, job->name ? job->name : "kernel.cu",
+					   0, NULL, NULL);
+	if (r != NVRTC_SUCCESS) {
+		snprintf(err, errlen, "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
+		goto out;
+	}
+	if (job->entry != NULL)
+		nvrtcAddNameExpression(prog, job->entry);
+	nvrtcResult cr = nvrtcCompileProgram(prog, (int)n, opts);
+	res->compile_s = kopt_sys_now() - t0;
+
+	size_t log_size = 0;
+	if (nvrtcGetProgramLogSize(prog, &log_size) != NVRTC_SUCCESS)
+		log_size = 1;
+	/* room for a note about a failure that the log does not mention */
+	log = malloc(log_size + 256);
+	if (log == NULL) {
+		snprintf(err, errlen, "out of memory for a %zu-byte log", log_size);
+		goto out;
+	}
+	log[0] = '\0';
+	if (log_size > 1)
+		nvrtcGetProgramLog(prog, log);
+	size_t len = strlen(log);
+	if (cr != NVRTC_SUCCESS) {
+		snprintf(log + len, 256, "%snvrtc: %s\n", len && log[len - 1] != '\n' ? "\n" : "",
+			 nvrtcGetErrorString(cr));
+		set_log(res, log);
+		log = NULL;
+		rc = 0;
+		goto out;
+	}
+	if (job->entry != NULL) {
+		const char *lowered = NULL;
+		if (nvrtcGetLoweredName(prog, job->entry, &lowered) != NVRTC_SUCCESS || !lowered) {
+			snprintf(log + len, 256, "kopt: entry '%.120s' not found in the program\n",
+				 job->entry);
+			set_log(res, log);
+			log = NULL;
+			rc = 0;
+			goto out;
+		}
+		res->lowered = dup_or_null(lowered);
+	}
+	size_t cubin_size = 0;
+	if (nvrtcGetCUBINSize(prog, &cubin_size) != NVRTC_SUCCESS || cubin_size == 0) {
+		snprintf(log + len, 256,
+			 "kopt: NVRTC produced no CUBIN (a virtual architecture such as compute_90?)\n");
+		set_log(res, log);
+		log = NULL;
+		rc = 0;
+		goto out;
+	}
+	res->cubin = malloc(cubin_size);
+	if (res->cubin == NULL || (job->entry != NULL && res->lowered == NULL)) {
+		snprintf(err, errlen, "out of memory for a %zu-byte cubin", cubin_size);
+		goto out;
+	}
+	nvrtcGetCUBIN(prog, (char *)res->cubin);
+	res->cubin_size = cubin_size;
+	kopt_nvrtc_parse_log(log, res->lowered, res);
+	long bound = kopt_nvrtc_cubin_max_threads(res->cubin, cubin_size, res->lowered);
+	long limit = register_limited_threads(res->regs);
+	res->max_threads = bound > 0 && bound < limit ? bound : limit;
+	set_log(res, log);
+	log = NULL;
+	res->ok = 1;
+	rc = 0;
+out:
+	if (prog != NULL)
+		nvrtcDestroyProgram(&prog);
+	free(log);
+	free(opts);
+	if (rc != 0)
+		kopt_nvrtc_result_release(res);
+	return rc;
+}
