@@ -17,6 +17,7 @@ static const luaL_Reg c_modules[] = {
 	{"kopt.nvrtc", luaopen_kopt_nvrtc},
 	{"kopt.http", luaopen_kopt_http},
 	{"cjson", luaopen_cjson},
+	{"kopt.graph", luaopen_kopt_graph},
 	{NULL, NULL},
 };
 

@@ -20,6 +20,11 @@ end
 
 function M.usage(fmt, ...) M.raise(M.USAGE, fmt, ...) end
 
+-- A user error with a traceback kept for -v.
+function M.with_traceback(code, msg, traceback)
+  error(setmetatable({ code = code, msg = msg, traceback = traceback }, UserError), 0)
+end
+
 function M.is_user_error(e) return getmetatable(e) == UserError end
 
 -- Runs f(...) and turns any non-user error into a user error whose message

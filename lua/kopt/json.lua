@@ -9,10 +9,9 @@ local decoder = cjson.new()
 decoder.decode_invalid_numbers(false)
 decoder.decode_max_depth(200)
 local encoder = cjson.new()
-encoder.encode_number_precision(17)
+encoder.encode_number_precision(14)  -- the most lua-cjson allows
 encoder.encode_invalid_numbers(true)
 encoder.encode_sparse_array(true, 1, 1)
-encoder.encode_escape_forward_slash(false)
 
 M.null = cjson.null
 M.empty_array = setmetatable({}, { __jsontype = "array" })

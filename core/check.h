@@ -1,0 +1,101 @@
+/* Host-side data and correctness math for GPU evaluation: element types,
+ * fp16/bf16 conversion, seeded input generation, NaN poison patterns, and the
+ * comparison of a candidate's output against the reference's (relative L2
+ * error, max-abs error, NaN/Inf and unwritten counts), all in double.
+ * No CUDA here: everything is testable on a machine without a GPU. */
+#ifndef KOPT_CHECK_H
+#define KOPT_CHECK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+enum kopt_dtype {
+	KOPT_F32,
+	KOPT_F16,
+	KOPT_BF16,
+	KOPT_F64,
+	KOPT_I32,
+	KOPT_I64,
+	KOPT_U32,
+	KOPT_I8,
+	KOPT_U8,
+	KOPT_DTYPE_COUNT
+};
+
+/* Input distributions. Floats: NORMAL N(0,1), UNIFORM [-1,1], UNIFORM01 [0,1).
+ * Integers: NORMAL round(N(0,16)), UNIFORM [-64,64] ([0,64] if unsigned),
+ * UNIFORM01 {0,1}. ARANGE i (wrapped to the type), CONSTANT `value`. */
+enum kopt_dist {
+	KOPT_DIST_NORMAL,
+	KOPT_DIST_UNIFORM,
+	KOPT_DIST_UNIFORM01,
+	KOPT_DIST_CONSTANT,
+	KOPT_DIST_ARANGE,
+	KOPT_DIST_COUNT
+};
+
+/* -1 when unknown. Names: "f32" "f16" "bf16" "f64" "i32" "i64" "u32" "i8" "u8". */
+int kopt_dtype_parse(const char *name);
+const char *kopt_dtype_name(enum kopt_dtype t);
+size_t kopt_dtype_size(enum kopt_dtype t);
+int kopt_dtype_is_float(enum kopt_dtype t);
+
+/* "normal" "uniform" "uniform01" "constant" "arange", plus "zeros"/"ones"
+ * (constant 0/1: *value is set). -1 when unknown. */
+int kopt_dist_parse(const char *name, double *value);
+const char *kopt_dist_name(enum kopt_dist d);
+/* The distribution of the second correctness trial: another one with a
+ * different range, so a kernel right only on [0,1) (or only on signed data)
+ * fails it. Constants and aranges keep their own. */
+enum kopt_dist kopt_dist_alternate(enum kopt_dist d);
+
+uint16_t kopt_f32_to_f16(float f); /* round to nearest even, with overflow to inf */
+float kopt_f16_to_f32(uint16_t h);
+uint16_t kopt_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
+float kopt_bf16_to_f32(uint16_t h);
+
+/* Element i of a typed array as double. */
+double kopt_check_load(enum kopt_dtype t, const void *data, size_t i);
+/* Stores v into element i (rounded / saturated to the type). */
+void kopt_check_store(enum kopt_dtype t, void *data, size_t i, double v);
+
+/* Fills n elements; the stream is a pure function of (seed, stream id). */
+void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
+		     uint64_t seed, uint64_t stream);
+
+/* A 32-bit word to memset (cuMemsetD32) over an output buffer such that every
+ * element of type t reads as NaN (floats; the payload and sign change with
+ * `nonce`) or as a nonce-dependent pattern (integers). */
+uint32_t kopt_check_poison_word(enum kopt_dtype t, uint64_t nonce);
+/* Whether element i still holds the poison written with `word`. */
+int kopt_check_is_poison(enum kopt_dtype t, const void *data, size_t i, uint32_t word);
+
+struct kopt_check_result {
+	size_t count;	  /* elements compared */
+	size_t nonfinite; /* NaN or Inf in the candidate's output */
+	size_t unwritten; /* elements still holding the poison */
+	size_t first_bad; /* index of the first nonfinite/unwritten element, or count */
+	double max_abs;	  /* max |out - ref| over finite elements */
+	double rel_l2;	  /* ||out - ref|| / ||ref|| (plain ||out - ref|| if ref is 0) */
+	double ref_norm;
+};
+
+/* Compares n elements. `poison` is the word the output was poisoned with
+ * (kopt_check_poison_word); pass has_poison = 0 for outputs never poisoned. */
+void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, size_t n,
+			uint32_t poison, int has_poison, struct kopt_check_result *res);
+
+/* Default tolerances by output type, used when the spec gives none:
+ * rel_l2 f32 1e-5, f16 2e-3, bf16 1e-2, f64 1e-12, integers exact (0).
+ * "tf32" is recognised by kopt_check_tolerance_named (5e-4). */
+double kopt_check_default_rel_l2(enum kopt_dtype t);
+/* rel_l2 tolerance for a precision name ("f32", "tf32", "f16", "bf16",
+ * "f64"), or a negative number when unknown. */
+double kopt_check_tolerance_named(const char *precision);
+
+/* Formats one sentence on why `res` fails the tolerances, into msg; returns 1
+ * when it fails, 0 when it passes. max_abs_tol < 0 means "not checked". */
+int kopt_check_verdict(const struct kopt_check_result *res, double rel_l2_tol, double max_abs_tol,
+		       const char *what, char *msg, size_t msglen);
+
+#endif

@@ -1,0 +1,471 @@
+/* kopt.graph: the search graph store for Lua (see graph.h).
+ *
+ *   local graph = require("kopt.graph")
+ *   local g = graph.new([expected_nodes])      -- or graph.load(path) -> g | nil, msg
+ *   local id, created = g:add(key)             -- node ids and edge ids are integers from 1
+ *   g:find(key) -> id|nil ; g:set(id, {config=, source=, status=, time_ms=, reward=, flags=})
+ *   g:node(id) -> {key=, config=, source=, status=, time_ms=, reward=, visits=, flags=,
+ *                  edges=, parents=, edge_visits=}
+ *   g:reward(id), g:flags(id), g:key(id), g:visit(id[, k])
+ *   local eid, created = g:link(parent, action, child[, prior])
+ *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
+ *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=}
+ *   g:backup(eid, value[, failed]) ; g:vloss(eid, delta) ; g:set_prior(eid, p)
+ *   g:select(id, {c_puct=, fpu=, beta_max=, vl_value=, limit=, skip_mask=, max_fails=}) -> eid|nil
+ *   g:size() -> nodes, edges ; g:digest() -> hex ; g:save(path) -> true | nil, msg
+ *   g:close()   (also __gc and __close)
+ */
+#include <math.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "graph.h"
+#include "lua_modules.h"
+
+#define GRAPH_MT "kopt.Graph"
+
+struct lgraph {
+	struct kopt_graph *g; /* NULL once closed */
+};
+
+static struct kopt_graph *check_graph(lua_State *L, int idx)
+{
+	struct lgraph *lg = luaL_checkudata(L, idx, GRAPH_MT);
+	if (lg->g == NULL)
+		luaL_argerror(L, idx, "graph is closed");
+	return lg->g;
+}
+
+/* Lua ids are 1-based; returns the 0-based id after a range check. */
+static uint32_t check_node(lua_State *L, struct kopt_graph *g, int idx)
+{
+	lua_Integer id = luaL_checkinteger(L, idx);
+	luaL_argcheck(L, id >= 1 && (size_t)id <= kopt_graph_node_count(g), idx, "no such node");
+	return (uint32_t)(id - 1);
+}
+
+static uint32_t check_edge(lua_State *L, struct kopt_graph *g, int idx)
+{
+	lua_Integer id = luaL_checkinteger(L, idx);
+	luaL_argcheck(L, id >= 1 && (size_t)id <= kopt_graph_edge_count(g), idx, "no such edge");
+	return (uint32_t)(id - 1);
+}
+
+static void push_id(lua_State *L, uint32_t id)
+{
+	if (id == KOPT_GRAPH_NONE)
+		lua_pushnil(L);
+	else
+		lua_pushinteger(L, (lua_Integer)id + 1);
+}
+
+static void push_new(lua_State *L, struct kopt_graph *g)
+{
+	struct lgraph *lg = lua_newuserdatauv(L, sizeof *lg, 0);
+	lg->g = NULL;
+	luaL_setmetatable(L, GRAPH_MT);
+	lg->g = g;
+}
+
+static int l_new(lua_State *L)
+{
+	lua_Integer n = luaL_optinteger(L, 1, 0);
+	luaL_argcheck(L, n >= 0, 1, "expected a count >= 0");
+	struct lgraph *lg = lua_newuserdatauv(L, sizeof *lg, 0);
+	lg->g = NULL;
+	luaL_setmetatable(L, GRAPH_MT);
+	lg->g = kopt_graph_new((size_t)n);
+	if (lg->g == NULL)
+		return luaL_error(L, "out of memory creating a graph");
+	return 1;
+}
+
+static int l_load(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	char err[512];
+	struct kopt_graph *g;
+	if (kopt_graph_load(path, &g, err, sizeof err) != 0) {
+		luaL_pushfail(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	push_new(L, g);
+	return 1;
+}
+
+static int l_close(lua_State *L)
+{
+	struct lgraph *lg = luaL_checkudata(L, 1, GRAPH_MT);
+	kopt_graph_free(lg->g);
+	lg->g = NULL;
+	return 0;
+}
+
+static int l_tostring(lua_State *L)
+{
+	struct lgraph *lg = luaL_checkudata(L, 1, GRAPH_MT);
+	if (lg->g == NULL)
+		lua_pushliteral(L, "kopt.Graph (closed)");
+	else
+		lua_pushfstring(L, "kopt.Graph (%I nodes, %I edges)",
+				(lua_Integer)kopt_graph_node_count(lg->g),
+				(lua_Integer)kopt_graph_edge_count(lg->g));
+	return 1;
+}
+
+static int l_add(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	size_t len;
+	const char *key = luaL_checklstring(L, 2, &len);
+	uint32_t id;
+	int created;
+	char err[256];
+	if (kopt_graph_add(g, key, len, &id, &created, err, sizeof err) != 0)
+		return luaL_error(L, "%s", err);
+	push_id(L, id);
+	lua_pushboolean(L, created);
+	return 2;
+}
+
+static int l_find(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	size_t len;
+	const char *key = luaL_checklstring(L, 2, &len);
+	push_id(L, kopt_graph_find(g, key, len));
+	return 1;
+}
+
+static void set_str_field(lua_State *L, struct kopt_graph *g, uint32_t id, const char *name,
+			  int which)
+{
+	if (lua_getfield(L, 3, name) != LUA_TNIL) {
+		size_t len;
+		const char *s = lua_tolstring(L, -1, &len);
+		if (s == NULL)
+			luaL_error(L, "graph:set: field '%s' must be a string", name);
+		if (kopt_graph_set_str(g, id, which, s, len) != 0)
+			luaL_error(L, "out of memory in graph:set");
+	}
+	lua_pop(L, 1);
+}
+
+static int l_set(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	luaL_checktype(L, 3, LUA_TTABLE);
+	set_str_field(L, g, id, "config", KOPT_GRAPH_STR_CONFIG);
+	set_str_field(L, g, id, "source", KOPT_GRAPH_STR_SOURCE);
+	set_str_field(L, g, id, "status", KOPT_GRAPH_STR_STATUS);
+	struct kopt_graph_node_view v;
+	kopt_graph_node(g, id, &v);
+	double t = v.time_ms, r = v.reward;
+	if (lua_getfield(L, 3, "time_ms") != LUA_TNIL)
+		t = luaL_checknumber(L, -1);
+	if (lua_getfield(L, 3, "reward") != LUA_TNIL)
+		r = luaL_checknumber(L, -1);
+	kopt_graph_set_result(g, id, t, r);
+	if (lua_getfield(L, 3, "flags") != LUA_TNIL)
+		kopt_graph_set_flags(g, id, (uint32_t)luaL_checkinteger(L, -1));
+	return 0;
+}
+
+static void push_number_or_nil(lua_State *L, double x)
+{
+	if (isnan(x))
+		lua_pushnil(L);
+	else
+		lua_pushnumber(L, x);
+}
+
+static int l_node(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	struct kopt_graph_node_view v;
+	kopt_graph_node(g, id, &v);
+	lua_createtable(L, 0, 11);
+	lua_pushlstring(L, v.key, v.key_len);
+	lua_setfield(L, -2, "key");
+	lua_pushlstring(L, v.config, v.config_len);
+	lua_setfield(L, -2, "config");
+	lua_pushlstring(L, v.source, v.source_len);
+	lua_setfield(L, -2, "source");
+	lua_pushlstring(L, v.status, v.status_len);
+	lua_setfield(L, -2, "status");
+	push_number_or_nil(L, v.time_ms);
+	lua_setfield(L, -2, "time_ms");
+	push_number_or_nil(L, v.reward);
+	lua_setfield(L, -2, "reward");
+	lua_pushinteger(L, v.visits);
+	lua_setfield(L, -2, "visits");
+	lua_pushinteger(L, v.flags);
+	lua_setfield(L, -2, "flags");
+	lua_pushinteger(L, v.n_edges);
+	lua_setfield(L, -2, "edges");
+	lua_pushinteger(L, v.n_in);
+	lua_setfield(L, -2, "parents");
+	lua_pushinteger(L, (lua_Integer)v.edge_visits);
+	lua_setfield(L, -2, "edge_visits");
+	return 1;
+}
+
+static int l_reward(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	push_number_or_nil(L, kopt_graph_reward(g, check_node(L, g, 2)));
+	return 1;
+}
+
+static int l_flags(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	lua_pushinteger(L, kopt_graph_flags(g, check_node(L, g, 2)));
+	return 1;
+}
+
+static int l_key(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	struct kopt_graph_node_view v;
+	kopt_graph_node(g, check_node(L, g, 2), &v);
+	lua_pushlstring(L, v.key, v.key_len);
+	return 1;
+}
+
+static int l_visit(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	lua_Integer k = luaL_optinteger(L, 3, 1);
+	luaL_argcheck(L, k >= 0 && k <= 1000000, 3, "expected a small count >= 0");
+	kopt_graph_visit(g, id, (uint32_t)k);
+	return 0;
+}
+
+static int l_link(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t parent = check_node(L, g, 2);
+	size_t len;
+	const char *action = luaL_checklstring(L, 3, &len);
+	uint32_t child = check_node(L, g, 4);
+	double prior = luaL_optnumber(L, 5, 1.0);
+	uint32_t eid;
+	int created;
+	char err[256];
+	if (kopt_graph_link(g, parent, action, len, child, prior, &eid, &created, err,
+			    sizeof err) != 0)
+		return luaL_error(L, "%s", err);
+	push_id(L, eid);
+	lua_pushboolean(L, created);
+	return 2;
+}
+
+static int l_find_edge(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t parent = check_node(L, g, 2);
+	size_t len;
+	const char *action = luaL_checklstring(L, 3, &len);
+	push_id(L, kopt_graph_find_edge(g, parent, action, len));
+	return 1;
+}
+
+static int l_edges(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	lua_newtable(L);
+	lua_Integer i = 1;
+	for (uint32_t e = kopt_graph_first_edge(g, id); e != KOPT_GRAPH_NONE;
+	     e = kopt_graph_next_edge(g, e)) {
+		lua_pushinteger(L, (lua_Integer)e + 1);
+		lua_rawseti(L, -2, i++);
+	}
+	return 1;
+}
+
+static int l_edge(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	struct kopt_graph_edge_view v;
+	kopt_graph_edge(g, check_edge(L, g, 2), &v);
+	lua_createtable(L, 0, 10);
+	lua_pushlstring(L, v.action, v.action_len);
+	lua_setfield(L, -2, "action");
+	lua_pushinteger(L, (lua_Integer)v.parent + 1);
+	lua_setfield(L, -2, "parent");
+	lua_pushinteger(L, (lua_Integer)v.child + 1);
+	lua_setfield(L, -2, "child");
+	lua_pushinteger(L, v.n);
+	lua_setfield(L, -2, "n");
+	lua_pushnumber(L, v.w);
+	lua_setfield(L, -2, "w");
+	if (v.n > 0) {
+		lua_pushnumber(L, v.w / v.n);
+		lua_setfield(L, -2, "q");
+		lua_pushnumber(L, v.max);
+		lua_setfield(L, -2, "max");
+	}
+	lua_pushnumber(L, v.prior);
+	lua_setfield(L, -2, "prior");
+	lua_pushinteger(L, v.fails);
+	lua_setfield(L, -2, "fails");
+	lua_pushinteger(L, v.vloss);
+	lua_setfield(L, -2, "vloss");
+	return 1;
+}
+
+static int l_backup(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t eid = check_edge(L, g, 2);
+	double value = luaL_checknumber(L, 3);
+	kopt_graph_backup(g, eid, value, lua_toboolean(L, 4));
+	return 0;
+}
+
+static int l_vloss(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t eid = check_edge(L, g, 2);
+	lua_Integer d = luaL_checkinteger(L, 3);
+	luaL_argcheck(L, d >= -1000000 && d <= 1000000, 3, "expected a small count");
+	kopt_graph_vloss(g, eid, (int)d);
+	return 0;
+}
+
+static int l_set_prior(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t eid = check_edge(L, g, 2);
+	kopt_graph_set_prior(g, eid, luaL_checknumber(L, 3));
+	return 0;
+}
+
+static double opt_num(lua_State *L, int t, const char *name, double dflt)
+{
+	double x = dflt;
+	if (lua_getfield(L, t, name) != LUA_TNIL)
+		x = luaL_checknumber(L, -1);
+	lua_pop(L, 1);
+	return x;
+}
+
+static uint32_t opt_u32(lua_State *L, int t, const char *name, uint32_t dflt)
+{
+	uint32_t x = dflt;
+	if (lua_getfield(L, t, name) != LUA_TNIL) {
+		lua_Integer v = luaL_checkinteger(L, -1);
+		x = v < 0 ? 0u : v > (lua_Integer)UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+	}
+	lua_pop(L, 1);
+	return x;
+}
+
+static int l_select(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	struct kopt_graph_puct p = {1.5, 0.0, 0.0, -1.0, UINT32_MAX, 0, 0};
+	if (!lua_isnoneornil(L, 3)) {
+		luaL_checktype(L, 3, LUA_TTABLE);
+		p.c_puct = opt_num(L, 3, "c_puct", p.c_puct);
+		p.fpu = opt_num(L, 3, "fpu", p.fpu);
+		p.beta_max = opt_num(L, 3, "beta_max", p.beta_max);
+		p.vl_value = opt_num(L, 3, "vl_value", p.vl_value);
+		p.limit = opt_u32(L, 3, "limit", p.limit);
+		p.skip_mask = opt_u32(L, 3, "skip_mask", p.skip_mask);
+		p.max_fails = opt_u32(L, 3, "max_fails", p.max_fails);
+	}
+	push_id(L, kopt_graph_select(g, id, &p));
+	return 1;
+}
+
+static int l_size(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	lua_pushinteger(L, (lua_Integer)kopt_graph_node_count(g));
+	lua_pushinteger(L, (lua_Integer)kopt_graph_edge_count(g));
+	return 2;
+}
+
+static int l_digest(lua_State *L)
+{
+	char hex[17];
+	kopt_graph_digest(check_graph(L, 1), hex);
+	lua_pushstring(L, hex);
+	return 1;
+}
+
+static int l_save(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	const char *path = luaL_checkstring(L, 2);
+	char err[512];
+	if (kopt_graph_save(g, path, err, sizeof err) != 0) {
+		luaL_pushfail(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static const luaL_Reg graph_methods[] = {
+	{"add", l_add},
+	{"find", l_find},
+	{"set", l_set},
+	{"node", l_node},
+	{"reward", l_reward},
+	{"flags", l_flags},
+	{"key", l_key},
+	{"visit", l_visit},
+	{"link", l_link},
+	{"find_edge", l_find_edge},
+	{"edges", l_edges},
+	{"edge", l_edge},
+	{"backup", l_backup},
+	{"vloss", l_vloss},
+	{"set_prior", l_set_prior},
+	{"select", l_select},
+	{"size", l_size},
+	{"digest", l_digest},
+	{"save", l_save},
+	{"close", l_close},
+	{NULL, NULL},
+};
+
+static const luaL_Reg graph_meta[] = {
+	{"__gc", l_close},
+	{"__close", l_close},
+	{"__tostring", l_tostring},
+	{"__index", NULL},
+	{NULL, NULL},
+};
+
+static const luaL_Reg graph_funcs[] = {
+	{"new", l_new},
+	{"load", l_load},
+	{NULL, NULL},
+};
+
+int luaopen_kopt_graph(lua_State *L)
+{
+	luaL_newmetatable(L, GRAPH_MT);
+	luaL_setfuncs(L, graph_meta, 0);
+	luaL_newlibtable(L, graph_methods);
+	luaL_setfuncs(L, graph_methods, 0);
+	lua_setfield(L, -2, "__index");
+	lua_pop(L, 1);
+	luaL_newlib(L, graph_funcs);
+	lua_pushinteger(L, KOPT_GRAPH_VERSION);
+	lua_setfield(L, -2, "version");
+	return 1;
+}

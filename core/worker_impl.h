@@ -1,0 +1,107 @@
+/* Internals shared by worker.c (requests, data, correctness) and bench.c
+ * (timing). Not a public interface. */
+#ifndef KOPT_WORKER_IMPL_H
+#define KOPT_WORKER_IMPL_H
+
+#include <stdint.h>
+
+#include "check.h"
+#include "cuda_driver.h"
+
+enum { ARG_ARRAY, ARG_SCALAR, ARG_CONSTANT };
+
+struct warg {
+	char name[128];
+	enum kopt_dtype type;
+	int kind;
+	size_t count;
+	int output;
+	enum kopt_dist dist;
+	double init_value;
+	double value;	/* scalar by value */
+	int64_t ivalue; /* scalar, exact for integers */
+};
+
+/* One set of inputs: the pristine host copy, the device copy the kernels
+ * read, and the reference's outputs for it once computed. */
+struct inputset {
+	int valid;
+	uint64_t seed;
+	int variant; /* 0: the spec's distributions, 1: the alternate ones */
+	void **host; /* per arg: inputs and constants; NULL for outputs/scalars */
+	CUdeviceptr *dev;
+	void **ref_out; /* per output arg, NULL until the reference ran */
+	int have_ref;
+	uint64_t used; /* LRU stamp */
+};
+
+#define KOPT_SETS 3
+
+struct launch {
+	unsigned grid[3], block[3], smem;
+};
+
+struct timing_opts {
+	int min_samples, max_samples;
+	double max_time_s, max_noise, min_gpu_s;
+};
+
+struct timing {
+	int samples;
+	double median_ms, p10_ms, p90_ms, mean_ms, stdev_ms, min_ms, noise;
+	double clock_mhz; /* mean SM clock over the samples, 0 when unknown */
+	double gpu_s;	  /* summed kernel time */
+};
+
+struct worker {
+	struct kopt_cuda_device dev;
+	CUdevice cudev;
+	CUcontext ctx;
+	CUstream stream;
+	CUdeviceptr flush;
+	size_t flush_bytes;
+	CUmodule harness;
+	CUfunction spin, stamp;
+	volatile int *flag; /* host-mapped */
+	CUdeviceptr flag_dev;
+	unsigned long long *stamps; /* host-mapped: [4] clock, ns, clock, ns */
+	CUdeviceptr stamps_dev;
+	int *spin_timed_out;
+	CUdeviceptr spin_timed_out_dev;
+
+	/* the problem: argument list and its buffers */
+	char signature[4096];
+	struct warg *args;
+	int nargs;
+	CUdeviceptr *out_dev; /* per arg, outputs only */
+	void **out_host;      /* per arg, outputs only: the candidate's output */
+	void *scratch;	      /* input read-back */
+	size_t scratch_bytes;
+	uint32_t *poison; /* per arg: the word each output was last poisoned with */
+	struct inputset sets[KOPT_SETS];
+	uint64_t clock;
+	uint64_t nonce;
+
+	CUmodule ref_mod;
+	CUfunction ref_fn;
+	int ref_loaded;
+
+	int64_t timeout_ms; /* of the request in progress */
+	char log[4096];
+};
+
+/* Status of a wait: 0 done, 1 timeout, else the CUresult of the failure. */
+int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res);
+
+/* Poisons every output buffer with a fresh word (async on w->stream). */
+CUresult kopt_worker_poison(struct worker *w);
+
+/* Times f with the launch and params given. Returns 0 with *t filled, or a
+ * status string ("timeout", "crash", "launch_error") with w->log set. */
+const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch *l, void **params,
+			    const struct timing_opts *o, struct timing *t);
+
+/* Milliseconds since an arbitrary start (CLOCK_MONOTONIC). */
+double kopt_worker_now_ms(void);
+
+#endif

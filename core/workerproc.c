@@ -1,0 +1,104 @@
+/* Main-process side of the worker processes: spawn, stop, reap. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "worker.h"
+
+extern char **environ;
+
+static int lift(int *fd)
+{
+	if (*fd > 4)
+		return 0;
+	int n = fcntl(*fd, F_DUPFD_CLOEXEC, 5);
+	if (n < 0)
+		return -1;
+	close(*fd);
+	*fd = n;
+	return 0;
+}
+
+int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, char *err, size_t errlen)
+{
+	int req[2] = {-1, -1}, rep[2] = {-1, -1};
+	w->pid = -1;
+	w->to_fd = w->from_fd = -1;
+	w->device = device;
+	signal(SIGPIPE, SIG_IGN);
+	if (pipe2(req, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0) {
+		snprintf(err, errlen, "pipe: %s", strerror(errno));
+		goto fail;
+	}
+	/* The child gets its ends as fds 3 and 4; everything else is close-on-exec.
+	 * Our ends are moved above 4 first, so dup2 never maps an fd onto itself
+	 * (which would keep its close-on-exec flag). */
+	for (int i = 0; i < 2; i++) {
+		if (lift(&req[i]) != 0 || lift(&rep[i]) != 0) {
+			snprintf(err, errlen, "fcntl: %s", strerror(errno));
+			goto fail;
+		}
+	}
+	posix_spawn_file_actions_t fa;
+	posix_spawn_file_actions_init(&fa);
+	posix_spawn_file_actions_adddup2(&fa, req[0], 3);
+	posix_spawn_file_actions_adddup2(&fa, rep[1], 4);
+	char dev[16];
+	snprintf(dev, sizeof dev, "%d", device);
+	char *argv[] = {"kopt", KOPT_WORKER_ARG, dev, "3", "4", NULL};
+	pid_t pid;
+	int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	if (rc != 0) {
+		snprintf(err, errlen, "cannot start a GPU worker: posix_spawn /proc/self/exe: %s",
+			 strerror(rc));
+		goto fail;
+	}
+	close(req[0]);
+	close(rep[1]);
+	w->pid = pid;
+	w->to_fd = req[1];
+	w->from_fd = rep[0];
+	return 0;
+fail:
+	for (int i = 0; i < 2; i++) {
+		if (req[i] >= 0)
+			close(req[i]);
+		if (rep[i] >= 0)
+			close(rep[i]);
+	}
+	return -1;
+}
+
+void kopt_workerproc_stop(struct kopt_workerproc *w, char *how, size_t howlen)
+{
+	if (how != NULL && howlen > 0)
+		how[0] = '\0';
+	if (w->to_fd >= 0)
+		close(w->to_fd);
+	if (w->from_fd >= 0)
+		close(w->from_fd);
+	w->to_fd = w->from_fd = -1;
+	if (w->pid <= 0)
+		return;
+	int status = 0;
+	pid_t r = waitpid(w->pid, &status, WNOHANG);
+	if (r == 0) {
+		kill(w->pid, SIGKILL);
+		do
+			r = waitpid(w->pid, &status, 0);
+		while (r < 0 && errno == EINTR);
+	}
+	if (how != NULL && r == w->pid) {
+		if (WIFEXITED(status))
+			snprintf(how, howlen, "exit code %d", WEXITSTATUS(status));
+		else if (WIFSIGNALED(status))
+			snprintf(how, howlen, "killed by signal %d", WTERMSIG(status));
+	}
+	w->pid = -1;
+}

@@ -1,0 +1,75 @@
+-- Replay backend: answers evaluations from a recorded search space, with
+-- Kernel Tuner's simulation semantics. A config's first visit costs its
+-- recorded compile + verify + benchmark time on a simulated clock (the engine
+-- never asks twice for the same state); failed configs stay failures; a
+-- config absent from the recording is invalid and free.
+local errors = require("kopt.errors")
+local recording = require("kopt.recording")
+local space_mod = require("kopt.space")
+
+local M = {}
+local Replay = {}
+Replay.__index = Replay
+
+-- opts.file: the recording; spec may be nil (the space then comes from the file).
+function M.open(spec, opts)
+  local rec, err = recording.read(opts.file)
+  if not rec then errors.usage("%s", err) end
+  local self = setmetatable({ name = "replay", slots = opts.slots or 1, rec = rec, clock = 0 }, Replay)
+  local configs = {}
+  for i, e in ipairs(rec.entries) do configs[i] = e.config end
+  self.space = space_mod.listed({ knobs = rec.knobs, configs = configs })
+  self.by_key = {}
+  for _, e in ipairs(rec.entries) do self.by_key[self.space:key(e.config)] = e end
+  if spec then
+    for _, k in ipairs(spec.knobs) do
+      if not self.space.index[k.name] then
+        errors.usage("replay file %s has no parameter '%s' (knob of %s); it records: %s", opts.file,
+                     k.name, spec.path, table.concat((function()
+                       local n = {}
+                       for i, kk in ipairs(rec.knobs) do n[i] = kk.name end
+                       return n
+                     end)(), ", "))
+      end
+    end
+  end
+  return self
+end
+
+local function copy(t)
+  if type(t) ~= "table" then return t end
+  local c = {}
+  for k, v in pairs(t) do c[k] = copy(v) end
+  return c
+end
+
+function Replay:lookup(config)
+  return self.by_key[self.space:key(config)]
+end
+
+function Replay:evaluate(jobs)
+  local out = {}
+  for i, job in ipairs(jobs) do
+    local e = self:lookup(job.config)
+    if not e then
+      out[i] = { status = "invalid", free = true, log = "not in the recorded space" }
+    else
+      self.clock = self.clock + (e.cost_s or 0)
+      out[i] = { status = e.status, time_ms = e.time_ms, p90_ms = e.p90_ms, samples = e.samples,
+                 median_ms = e.median_ms, metrics = copy(e.metrics), resources = copy(e.resources),
+                 log = e.log, cost_s = e.cost_s }
+    end
+  end
+  return out
+end
+
+function Replay:elapsed() return self.clock end
+
+function Replay:describe()
+  return { backend = "replay", file = self.rec.file, format = self.rec.format,
+           device = self.rec.device, kernel = self.rec.kernel, objective = self.rec.objective }
+end
+
+function Replay:close() end
+
+return M

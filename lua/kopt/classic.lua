@@ -1,0 +1,155 @@
+-- Helpers shared by the classic strategies (anneal, genetic, surrogate): a
+-- memory of the configurations already proposed, fitness of a result, knob
+-- value indices, and "a configuration nobody has asked for yet".
+--
+-- A strategy never proposes a key twice: the engine would answer a repeat
+-- from its cache without spending budget, and a strategy that keeps asking
+-- for cached configurations would never finish. When no new configuration is
+-- left the helpers return nil and the strategy answers {} (done).
+local M = {}
+
+-- Objective to minimise: the time of a successful result, +inf otherwise
+-- (every failure kind is equally useless as a kernel).
+function M.fitness(result)
+  if result and result.status == "ok" and type(result.time_ms) == "number" then return result.time_ms end
+  return math.huge
+end
+
+local Memory = {}
+Memory.__index = Memory
+
+-- A memory over ctx.space. `seen[key]` is true once proposed, `fit[key]` the
+-- fitness once told; `order` lists told entries in arrival order so every
+-- iteration over them is deterministic.
+function M.memory(space)
+  local knobs = space.knobs
+  local index = {}
+  for j, k in ipairs(knobs) do
+    index[j] = {}
+    for i, v in ipairs(k.values) do index[j][v] = i end
+  end
+  return setmetatable({ space = space, knobs = knobs, index = index, seen = {}, fit = {},
+                        order = {}, queue = {}, pending = 0, unseen = nil }, Memory)
+end
+
+function Memory:key(config) return self.space:key(config) end
+function Memory:is_seen(config) return self.seen[self.space:key(config)] ~= nil end
+
+-- Marks a configuration as proposed; returns false if it already was.
+function Memory:claim(config)
+  local k = self.space:key(config)
+  if self.seen[k] then return false end
+  self.seen[k] = true
+  self.pending = self.pending + 1
+  self.queue[#self.queue + 1] = config
+  return true
+end
+
+-- The configuration a told result belongs to. The engine tells results in
+-- the order of the candidates, so claimed configurations form a FIFO.
+function Memory:told_config(result)
+  local c = table.remove(self.queue, 1)
+  return result.config or c
+end
+
+-- Records a told result; returns its fitness. Results the engine answered
+-- from its cache (cached = true) are recorded the same way.
+function Memory:record(config, result)
+  local k = self.space:key(config)
+  local f = M.fitness(result)
+  if self.fit[k] == nil then
+    self.order[#self.order + 1] = { config = config, f = f }
+    if self.seen[k] then self.pending = self.pending - 1 end
+  end
+  self.seen[k], self.fit[k] = true, f
+  return f
+end
+
+-- The fitness of a told configuration, or nil.
+function Memory:fitness_of(config) return self.fit[self.space:key(config)] end
+
+-- Ordinal vector of a configuration: the index of each knob's value.
+function Memory:vector(config)
+  local x = {}
+  for j, k in ipairs(self.knobs) do x[j] = self.index[j][config[k.name]] or 1 end
+  return x
+end
+
+function Memory:config(x)
+  local c = {}
+  for j, k in ipairs(self.knobs) do c[k.name] = k.values[x[j]] end
+  return c
+end
+
+-- The n best told entries ({config, f}), best first; ties keep arrival order.
+function Memory:best(n)
+  local list = {}
+  for i, e in ipairs(self.order) do
+    if e.f < math.huge then list[#list + 1] = { config = e.config, f = e.f, i = i } end
+  end
+  table.sort(list, function(a, b) if a.f ~= b.f then return a.f < b.f end return a.i < b.i end)
+  for i = #list, (n or #list) + 1, -1 do list[i] = nil end
+  return list
+end
+
+-- Enumeration is the fallback once sampling keeps hitting seen
+-- configurations; spaces larger than this are never enumerated.
+M.ENUMERATE_LIMIT = 200000
+
+-- A valid configuration not proposed yet, uniformly at random, or nil when
+-- none is left (or none could be found in a space too large to enumerate).
+-- Sampling draws knob values itself rather than calling space:sample, so the
+-- sequence depends only on the seed and the knob order, never on the order in
+-- which a recording happened to list its configurations.
+function Memory:fresh(rng)
+  local knobs, space = self.knobs, self.space
+  for _ = 1, 64 do
+    local c = {}
+    for _, k in ipairs(knobs) do c[k.name] = k.values[rng:random(1, #k.values)] end
+    if not self.seen[space:key(c)] and space:is_valid(c) then return c end
+  end
+  if self.unseen == nil then
+    if space:size_raw() > M.ENUMERATE_LIMIT then return nil end
+    local list, keys = {}, {}
+    for i, c in ipairs(space:enumerate()) do list[i] = c; keys[c] = space:key(c) end
+    table.sort(list, function(a, b) return keys[a] < keys[b] end)
+    self.unseen = list
+  end
+  -- Pick uniformly among the rest, swap-removing seen entries on the way.
+  local list = self.unseen
+  while #list > 0 do
+    local i = rng:random(1, #list)
+    local c = list[i]
+    if not self.seen[space:key(c)] then return c end
+    list[i] = list[#list]
+    list[#list] = nil
+  end
+  return nil
+end
+
+-- Neighbours of `config` not proposed yet, in the space's order.
+function Memory:fresh_neighbours(config, kind)
+  local out = {}
+  for _, c in ipairs(self.space:neighbours(config, kind or "adjacent")) do
+    if not self.seen[self.space:key(c)] then out[#out + 1] = c end
+  end
+  return out
+end
+
+-- Options with defaults applied; ctx.options may hold strings from --opt.
+function M.options(S, ctx)
+  local o = {}
+  local given = ctx.options or {}
+  for name, decl in pairs(S.options) do
+    local v = given[name]
+    if v == nil then v = decl.default end
+    if type(decl.default) == "number" and tonumber(v) == nil then
+      require("kopt.errors").usage("%s: option %s expects a number, got '%s'", S.name, name, tostring(v))
+    end
+    if type(decl.default) == "number" then v = tonumber(v) end
+    o[name] = v
+  end
+  return o
+end
+
+return M

@@ -1,0 +1,306 @@
+-- The engine owns the loop around a strategy: it asks for candidates, checks
+-- them, answers repeats from its cache, sends new states to the backend,
+-- records every evaluation, and tells the strategy. Budget by evaluations and
+-- by time; a failed candidate costs one evaluation, a candidate rejected by
+-- the constraints costs none. On --resume the recorded evaluations answer the
+-- strategy's questions again (it is deterministic given its seed), so nothing
+-- recorded is measured twice and the evaluated set equals an uninterrupted run.
+local errors = require("kopt.errors")
+local rng_mod = require("kopt.rng")
+local sys = require("kopt.sys")
+local progress_mod = require("kopt.progress")
+
+local M = {}
+local Engine = {}
+Engine.__index = Engine
+
+-- Rounds in a row without one new evaluation before the engine gives up on a
+-- strategy that only proposes what it has already seen.
+M.STALL_ROUNDS = 200
+M.LOG_CAP = 8192
+
+local function shallow(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+
+local function describe_config(space, config)
+  local parts = {}
+  for i, k in ipairs(space.knobs) do parts[i] = k.name .. "=" .. tostring(config[k.name]) end
+  return table.concat(parts, " ")
+end
+M.describe_config = describe_config
+
+-- The strategy's view of the run.
+local Ctx = {}
+Ctx.__index = Ctx
+
+function Ctx:lookup(config)
+  local ok = self._engine.space:is_valid(config)
+  if not ok then return nil end
+  local r = self._engine.cache[self._engine.space:key(config)]
+  return r and shallow(r) or nil
+end
+
+function Ctx:log(fmt, ...)
+  local msg = select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt)
+  self._engine:strategy_event(msg)
+end
+
+function Ctx:key(config) return self._engine.space:key(config) end
+
+-- Profiles a measured candidate when the backend can (CUPTI); nil and a
+-- reason otherwise.
+function Ctx:profile(candidate)
+  local e = self._engine
+  if not e.backend.profile then return nil, "the " .. e.backend.name .. " backend cannot profile" end
+  return e.backend:profile(e:job_for(candidate))
+end
+
+local function call_strategy(self, fname, ...)
+  local f = self.strategy[fname]
+  if f == nil then return nil end
+  local ok, a = xpcall(f, function(err)
+    if errors.is_user_error(err) then return err end
+    return debug.traceback(tostring(err), 2)
+  end, ...)
+  if ok then return a end
+  if errors.is_user_error(a) then error(a, 0) end
+  local first = tostring(a):match("^[^\n]*")
+  errors.with_traceback(errors.RUNTIME,
+    string.format("strategy '%s' failed in %s(): %s", self.strategy_name, fname, first), a)
+end
+
+function M.new(opts)
+  local self = setmetatable({}, Engine)
+  self.strategy, self.strategy_name = opts.strategy, opts.strategy_name or opts.strategy.name or "strategy"
+  self.space, self.spec, self.backend = opts.space, opts.spec, opts.backend
+  self.budget = opts.budget or 200
+  self.time_limit = opts.time_limit or math.huge
+  self.run = opts.run_dir_opener  -- function() -> rundir object, called at the first evaluation
+  self.rundir = nil
+  self.cache = {}        -- key -> result (every state answered in this run)
+  self.records = {}      -- evaluated states in order: {key, config, origin, result, timestamp}
+  self.resumed = {}      -- key -> recorded eval event (from a killed run)
+  self.evaluations, self.failures, self.restored_clock = 0, 0, 0
+  self.verbose, self.quiet = opts.verbose, opts.quiet
+  for _, ev in ipairs(opts.resume_events or {}) do
+    if ev.event == "eval" then self.resumed[ev.key] = ev end
+  end
+  self.progress = progress_mod.new({ quiet = opts.quiet or not opts.progress, budget = self.budget,
+                                     label = opts.label })
+  self.ctx = setmetatable({
+    _engine = self, spec = opts.spec, space = opts.space, rng = rng_mod.new(opts.seed or 1),
+    seed = opts.seed or 1, options = opts.options or {}, budget = self.budget, evaluations = 0,
+    best = nil, run_dir = opts.out_dir, backend_name = opts.backend.name,
+  }, Ctx)
+  self.on_eval = opts.on_eval
+  return self
+end
+
+function Engine:clock() return self.restored_clock + self.backend:elapsed() end
+
+function Engine:strategy_event(msg)
+  if self.verbose then self.progress:message("%s: %s", self.strategy_name, msg) end
+  if self.rundir then
+    self.rundir:event({ event = "log", n = self.evaluations, msg = msg })
+    self.rundir:trace("- [%d] %s", self.evaluations, msg)
+  else
+    self.pending_logs = self.pending_logs or {}
+    table.insert(self.pending_logs, msg)
+  end
+end
+
+-- The materialised source of a candidate, or nil + reason when its patch
+-- cannot be applied.
+function Engine:source_of(cand)
+  if not self.spec then return nil end
+  if cand.source then return cand.source end
+  if cand.patch then
+    local ok, patch = pcall(require, "kopt.patch")
+    if not ok then return nil, "this kopt cannot apply patches" end
+    return patch.apply(self.spec.kernel.source, cand.patch)
+  end
+  return self.spec.kernel.source
+end
+
+-- State identity: the config key, plus a hash of the source when a candidate
+-- carries its own source (a patch); spec, options and problem are fixed for a run.
+function Engine:job_for(cand)
+  local key = self.space:key(cand.config)
+  local source, err = self:source_of(cand)
+  if self.spec and source and source ~= self.spec.kernel.source then
+    key = key .. "#" .. sys.sha256(source):sub(1, 16)
+  end
+  return { key = key, config = cand.config, candidate = cand, source = source, source_error = err }
+end
+
+local function bad_candidate(self, i, fmt, ...)
+  errors.usage("strategy '%s' returned a bad candidate from ask(): candidates[%d]%s", self.strategy_name, i,
+               string.format(fmt, ...))
+end
+
+-- Checks a candidate's shape; returns nil when it passes the constraints or
+-- the reason it does not (a free 'invalid' result).
+function Engine:check_candidate(i, cand)
+  if type(cand) ~= "table" then bad_candidate(self, i, ": expected a table, got %s", type(cand)) end
+  if type(cand.config) ~= "table" then bad_candidate(self, i, ".config: expected a table of knob values") end
+  for name in pairs(cand.config) do
+    if not self.space.index[name] then bad_candidate(self, i, ".config.%s: no such knob", tostring(name)) end
+  end
+  for _, k in ipairs(self.space.knobs) do
+    local v = cand.config[k.name]
+    if v == nil then bad_candidate(self, i, ".config.%s: missing", k.name) end
+    if not self.space.index[k.name].pos[v] then
+      local vals = {}
+      for j, x in ipairs(k.values) do vals[j] = tostring(x) if j == 12 then vals[j] = "..." break end end
+      bad_candidate(self, i, ".config.%s: %s is not one of the knob's values (%s)", k.name, tostring(v),
+                    table.concat(vals, ", "))
+    end
+  end
+  if cand.patch ~= nil and type(cand.patch) ~= "string" then bad_candidate(self, i, ".patch: expected a string") end
+  local ok, why = self.space:is_valid(cand.config)
+  if not ok then return why end
+end
+
+function Engine:improves(result)
+  return result.status == "ok" and type(result.time_ms) == "number"
+    and (not self.ctx.best or result.time_ms < self.ctx.best.result.time_ms)
+end
+
+function Engine:ensure_rundir()
+  if self.rundir or not self.run then return end
+  self.rundir = self.run()
+  for _, msg in ipairs(self.pending_logs or {}) do
+    self.rundir:event({ event = "log", n = 0, msg = msg })
+    self.rundir:trace("- [0] %s", msg)
+  end
+  self.pending_logs = nil
+end
+
+function Engine:record(job, result, eval_s, from_log)
+  result.key = job.key
+  if result.log and #result.log > M.LOG_CAP then result.log = result.log:sub(1, M.LOG_CAP) .. "\n[truncated]" end
+  self.cache[job.key] = result
+  if result.free then return end
+  self.evaluations = self.evaluations + 1
+  self.ctx.evaluations = self.evaluations
+  if result.status ~= "ok" then self.failures = self.failures + 1 end
+  local rec = { key = job.key, config = job.config, origin = job.candidate.origin, result = result,
+                timestamp = from_log and from_log.timestamp or sys.utc_iso() }
+  self.records[#self.records + 1] = rec
+  local improved = self:improves(result)
+  if improved then
+    self.ctx.best = { key = job.key, config = job.config, result = result, candidate = job.candidate,
+                      source = job.source, n = self.evaluations }
+  end
+  self:ensure_rundir()
+  if self.rundir and not from_log then
+    local r = shallow(result)
+    r.key, r.cached = nil, nil
+    self.rundir:event({ event = "eval", n = self.evaluations, key = job.key, config = job.config,
+                        origin = job.candidate.origin, patch = job.candidate.patch, result = r,
+                        eval_s = eval_s, timestamp = rec.timestamp })
+  end
+  if self.rundir and improved then
+    self.rundir:trace("- [%d] new best %.5g ms: %s%s", self.evaluations, result.time_ms,
+                      describe_config(self.space, job.config),
+                      job.candidate.origin and job.candidate.origin.method and
+                        (" (" .. tostring(job.candidate.origin.method) .. ")") or "")
+  end
+  if self.on_eval then self.on_eval(self, rec) end
+  self.progress:update(self, improved)
+end
+
+-- One round: ask, check, answer from cache/log, evaluate the rest, tell.
+-- Returns false when the strategy has nothing more to propose.
+function Engine:round(n)
+  local cands = call_strategy(self, "ask", self.ctx, n)
+  if type(cands) ~= "table" then
+    errors.usage("strategy '%s': ask() must return a table of candidates, got %s", self.strategy_name, type(cands))
+  end
+  if #cands == 0 then return false end
+  if #cands > n then
+    errors.usage("strategy '%s': ask(ctx, %d) returned %d candidates", self.strategy_name, n, #cands)
+  end
+  local results, pending, new_evals = {}, {}, 0
+  local seen_in_batch = {}
+  for i, cand in ipairs(cands) do
+    local why = self:check_candidate(i, cand)
+    local job = self:job_for(cand)
+    if why or job.source_error then
+      results[i] = { status = "invalid", free = true, log = why or job.source_error, key = job.key }
+    elseif self.cache[job.key] then
+      results[i] = shallow(self.cache[job.key])
+      results[i].cached = true
+    elseif seen_in_batch[job.key] then
+      results[i] = { dup_of = seen_in_batch[job.key] }
+    elseif self.resumed[job.key] then
+      local ev = self.resumed[job.key]
+      local r = ev.result
+      self.restored_clock = self.restored_clock + (ev.eval_s or 0)
+      self:record(job, r, ev.eval_s, ev)
+      results[i] = shallow(r)
+      results[i].cached = true
+      new_evals = new_evals + 1
+      seen_in_batch[job.key] = i
+    else
+      seen_in_batch[job.key] = i
+      pending[#pending + 1] = { i = i, job = job }
+    end
+  end
+  if #pending > 0 then
+    local jobs = {}
+    for j, p in ipairs(pending) do jobs[j] = p.job end
+    local before = self.backend:elapsed()
+    local out = self.backend:evaluate(jobs)
+    local per = (self.backend:elapsed() - before) / #jobs
+    for j, p in ipairs(pending) do
+      local r = out[j] or { status = "crash", log = "backend returned no result" }
+      if self.backend.confirm and self:improves(r) and self.ctx.best then
+        r = self.backend:confirm(p.job, r) or r
+      end
+      self:record(p.job, r, per)
+      results[p.i] = shallow(r)
+      if not r.free then new_evals = new_evals + 1 end
+    end
+  end
+  for i, r in ipairs(results) do
+    if r.dup_of then
+      results[i] = shallow(results[r.dup_of])
+      results[i].cached = true
+    end
+  end
+  self.stalled = new_evals == 0 and (self.stalled or 0) + 1 or 0
+  call_strategy(self, "tell", self.ctx, results)
+  return true
+end
+
+-- Runs to the end. Returns the reason it stopped.
+function Engine:loop()
+  call_strategy(self, "init", self.ctx)
+  while true do
+    if sys.interrupted() then return "interrupted" end
+    if self.evaluations >= self.budget then return "budget" end
+    if self:clock() >= self.time_limit then return "time limit" end
+    if (self.stalled or 0) >= M.STALL_ROUNDS then return "stalled" end
+    local n = math.min(self.backend.slots or 1, self.budget - self.evaluations)
+    if not self:round(n) then return "strategy finished" end
+  end
+end
+
+function M.run(opts)
+  local self = M.new(opts)
+  local ok, reason = pcall(self.loop, self)
+  self.progress:finish()
+  if not ok then
+    self.error = reason
+    reason = "error"
+  end
+  self.stop_reason = reason
+  return self
+end
+
+M.Engine = Engine
+return M

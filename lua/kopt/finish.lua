@@ -1,0 +1,100 @@
+-- The end of a run: results.json (T4), best/, the stop event, trace.md's last
+-- lines and the summary table on stdout.
+local json = require("kopt.json")
+local rundir_mod = require("kopt.rundir")
+local sys = require("kopt.sys")
+local progress = require("kopt.progress")
+
+local M = {}
+
+local function status_counts(records)
+  local counts, order = {}, {}
+  for _, r in ipairs(records) do
+    local s = r.result.status
+    if not counts[s] then counts[s] = 0 order[#order + 1] = s end
+    counts[s] = counts[s] + 1
+  end
+  table.sort(order)
+  local parts = {}
+  for _, s in ipairs(order) do parts[#parts + 1] = string.format("%d %s", counts[s], s) end
+  return table.concat(parts, ", ")
+end
+
+-- The baseline a speedup is measured against: the spec's default config when
+-- it was measured, else the first valid measurement.
+local function baseline(engine)
+  local default = engine.space:default()
+  if default then
+    local r = engine.cache[engine.space:key(default)]
+    if r and r.status == "ok" then return r, "the default config" end
+  end
+  for _, rec in ipairs(engine.records) do
+    if rec.result.status == "ok" then return rec.result, "the first valid config measured" end
+  end
+end
+
+local function write_best(engine, dir)
+  local best = engine.ctx.best
+  if not best then return end
+  local bdir = dir .. "/best"
+  assert(sys.mkdir_p(bdir))
+  json.write_file(bdir .. "/config.json", best.config)
+  local r = {}
+  for k, v in pairs(best.result) do if k ~= "cached" then r[k] = v end end
+  json.write_file(bdir .. "/result.json", { key = best.key, evaluation = best.n, result = r,
+                                           origin = best.candidate and best.candidate.origin })
+  local spec = engine.spec
+  if spec and best.source then
+    local name = spec.kernel.path:match("([^/]+)$")
+    json.write_file(bdir .. "/" .. name, best.source, true)
+    local opts = spec:compile_options(best.config)
+    json.write_file(bdir .. "/options.txt", table.concat(opts, "\n") .. "\n", true)
+  end
+end
+
+function M.summary(engine, meta)
+  local lines = {}
+  local best = engine.ctx.best
+  lines[#lines + 1] = string.format("kopt: %s on %s (%s)", engine.strategy_name, meta.problem, meta.backend_label)
+  lines[#lines + 1] = string.format("  %d evaluations (%s) in %s%s; stopped: %s", engine.evaluations,
+    #engine.records > 0 and status_counts(engine.records) or "none", progress.clock(engine:clock()),
+    engine.backend.name == "replay" and " simulated" or "", engine.stop_reason)
+  if not best then
+    lines[#lines + 1] = "  no valid configuration found"
+    return table.concat(lines, "\n") .. "\n"
+  end
+  local base, base_label = baseline(engine)
+  local speed = base and base.time_ms / best.result.time_ms
+  lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,
+    speed and string.format(", %.2fx faster than %s (%.5g ms)", speed, base_label, base.time_ms) or "")
+  local ranked = {}
+  for _, r in ipairs(engine.records) do if r.result.status == "ok" then ranked[#ranked + 1] = r end end
+  table.sort(ranked, function(a, b) return a.result.time_ms < b.result.time_ms end)
+  lines[#lines + 1] = string.format("  %-4s %-12s %-8s %s", "rank", "time (ms)", "speedup", "config")
+  for i = 1, math.min(5, #ranked) do
+    local r = ranked[i]
+    lines[#lines + 1] = string.format("  %-4d %-12.5g %-8s %s", i, r.result.time_ms,
+      base and string.format("%.2fx", base.time_ms / r.result.time_ms) or "-",
+      require("kopt.engine").describe_config(engine.space, r.config))
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- Writes the derived files; returns the summary text.
+function M.finish(engine, meta)
+  local text = M.summary(engine, meta)
+  local rd = engine.rundir
+  if rd then
+    local best = engine.ctx.best
+    rd:event({ event = "stop", reason = engine.stop_reason, evaluations = engine.evaluations,
+               best = best and { key = best.key, time_ms = best.result.time_ms } or nil,
+               timestamp = sys.utc_iso() })
+    rd:trace("\n## Stopped: %s after %d evaluations\n\n```\n%s```", engine.stop_reason, engine.evaluations, text)
+    json.write_file(rd.dir .. "/results.json", rundir_mod.t4(engine.records, meta.t4))
+    write_best(engine, rd.dir)
+    if meta.after_finish then meta.after_finish(engine, rd.dir) end
+  end
+  return text
+end
+
+return M

@@ -1,0 +1,428 @@
+-- OpenAI-compatible chat completions: several requests at once (kopt.http),
+-- structured output with fallbacks, JSON extraction and local validation,
+-- token totals, and a transcript of every exchange (never the key).
+--
+--   local client = llm.new(llm.config(options))      -- nil, why when no endpoint
+--   local replies = client:chat_many({ {tag=, messages=, schema={name=, schema=}}, ... })
+--   reply = { ok=true, value=<decoded JSON>, content=, usage=, attempts=, elapsed_s= }
+--        or { ok=false, kind="http"|"transport"|"parse"|"schema"|"length"|"refusal"|"replay", err= }
+--
+-- Structured output is tried in this order, each step taken once for the
+-- client's life when the server answers 400 to the previous one:
+-- response_format json_schema (strict) -> json_object -> no response_format.
+-- Whatever the server promises, replies are validated locally.
+--
+-- Replay: with config.replay = <transcript.jsonl>, answers come from the
+-- recorded replies instead of the network: the n-th request with tag T gets
+-- the n-th recorded reply with tag T, so a strategy run is reproducible.
+local http = require("kopt.http")
+local json = require("kopt.json")
+local sys = require("kopt.sys")
+
+local M = {}
+local Client = {}
+Client.__index = Client
+
+M.MODES = { "json_schema", "json_object", "none" }
+
+-- Reads the endpoint settings: options (llm_base_url, llm_model, llm_api_key,
+-- llm_timeout, llm_replay, ...) first, then KOPT_LLM_*, then OPENAI_*.
+function M.config(options, getenv)
+  options = options or {}
+  getenv = getenv or os.getenv
+  local function pick(opt, ...)
+    local v = options[opt]
+    if v ~= nil and v ~= "" then return v end
+    for _, name in ipairs({ ... }) do
+      local e = getenv(name)
+      if e ~= nil and e ~= "" then return e end
+    end
+  end
+  return {
+    base_url = pick("llm_base_url", "KOPT_LLM_BASE_URL", "OPENAI_BASE_URL"),
+    model = pick("llm_model", "KOPT_LLM_MODEL", "OPENAI_MODEL") or "gpt-4o-mini",
+    api_key = pick("llm_api_key", "KOPT_LLM_API_KEY", "OPENAI_API_KEY"),
+    timeout_s = tonumber(pick("llm_timeout", "KOPT_LLM_TIMEOUT")) or 120,
+    max_retries = tonumber(pick("llm_retries", "KOPT_LLM_RETRIES")) or 2,
+    max_tokens = tonumber(pick("llm_max_tokens", "KOPT_LLM_MAX_TOKENS")) or 4096,
+    max_tokens_field = pick("llm_max_tokens_field", "KOPT_LLM_MAX_TOKENS_FIELD") or "max_completion_tokens",
+    temperature = tonumber(pick("llm_temperature", "KOPT_LLM_TEMPERATURE")),
+    mode = pick("llm_mode", "KOPT_LLM_MODE") or "json_schema",
+    replay = pick("llm_replay", "KOPT_LLM_REPLAY"),
+  }
+end
+
+-- A client, or nil and the reason when neither an endpoint nor a replay
+-- transcript is configured. cfg.transcript: path of the JSONL transcript to
+-- append to (nil: none).
+function M.new(cfg)
+  cfg = cfg or M.config()
+  if not cfg.base_url and not cfg.replay then return nil, "no LLM endpoint configured" end
+  local self = setmetatable({ cfg = cfg, mode = cfg.mode or "json_schema", seq = 0,
+                              usage = { prompt_tokens = 0, completion_tokens = 0, total_tokens = 0,
+                                        requests = 0, failures = 0 } }, Client)
+  local ok_mode = false
+  for _, m in ipairs(M.MODES) do if m == self.mode then ok_mode = true end end
+  if not ok_mode then return nil, "llm mode must be json_schema, json_object or none, got " .. tostring(self.mode) end
+  if cfg.base_url then
+    self.url = cfg.base_url:gsub("/+$", "") .. "/chat/completions"
+  end
+  if cfg.replay then
+    local recorded, err = M.read_transcript(cfg.replay)
+    if not recorded then return nil, err end
+    self.replay = { by_tag = {}, next = {} }
+    for _, rec in ipairs(recorded) do
+      if rec.kind == "reply" then
+        local tag = rec.tag or ""
+        self.replay.by_tag[tag] = self.replay.by_tag[tag] or {}
+        table.insert(self.replay.by_tag[tag], rec)
+      end
+    end
+  end
+  if cfg.transcript then
+    self.transcript = io.open(cfg.transcript, "a")
+  end
+  return self
+end
+
+function M.read_transcript(path)
+  local f, err = io.open(path, "r")
+  if not f then return nil, "cannot read LLM transcript: " .. tostring(err) end
+  local out = {}
+  local n = 0
+  for line in f:lines() do
+    n = n + 1
+    if line:match("%S") then
+      local rec, derr = json.decode(line)
+      if not rec then
+        f:close()
+        return nil, string.format("%s:%d: malformed transcript line: %s", path, n, derr)
+      end
+      out[#out + 1] = rec
+    end
+  end
+  f:close()
+  return out
+end
+
+function Client:describe()
+  if self.replay then return "replay of " .. self.cfg.replay end
+  return string.format("%s (model %s)", self.cfg.base_url, self.cfg.model)
+end
+
+-- Appends one record to the transcript; the key is scrubbed from every line
+-- in case a server echoes it back.
+function Client:log(rec)
+  if not self.transcript then return end
+  rec.t = sys.utc_iso()
+  local line = json.encode(rec)
+  local key = self.cfg.api_key
+  if key and #key >= 4 then
+    line = line:gsub(key:gsub("%p", "%%%0"), "[redacted]")
+  end
+  self.transcript:write(line, "\n")
+  self.transcript:flush()
+end
+
+function Client:close()
+  if self.transcript then self.transcript:close() self.transcript = nil end
+end
+
+---------------------------------------------------------------------------
+-- JSON in replies
+
+-- Finds the first balanced {...} or [...] starting at or after position i,
+-- skipping over strings. Returns the substring or nil.
+local function balanced_from(text, i)
+  local open = text:find("[%[{]", i)
+  while open do
+    local depth, in_str, esc = 0, false, false
+    for j = open, #text do
+      local c = text:sub(j, j)
+      if in_str then
+        if esc then esc = false
+        elseif c == "\\" then esc = true
+        elseif c == '"' then in_str = false end
+      elseif c == '"' then in_str = true
+      elseif c == "{" or c == "[" then depth = depth + 1
+      elseif c == "}" or c == "]" then
+        depth = depth - 1
+        if depth == 0 then
+          local cand = text:sub(open, j)
+          if json.decode(cand) ~= nil then return cand end
+          break
+        end
+      end
+    end
+    open = text:find("[%[{]", open + 1)
+  end
+end
+
+-- The JSON value in a model's reply: the whole text, else a ```json fence,
+-- else the first balanced object in the prose. Returns value or nil, why.
+function M.extract_json(text)
+  if type(text) ~= "string" then return nil, "the reply has no text" end
+  local v = json.decode(text)
+  if v ~= nil and type(v) == "table" then return v end
+  for body in text:gmatch("```[%w_%-]*%s*\n(.-)\n?```") do
+    v = json.decode(body)
+    if type(v) == "table" then return v end
+  end
+  local cand = balanced_from(text, 1)
+  if cand then return json.decode(cand) end
+  return nil, "no JSON object found in the reply"
+end
+
+---------------------------------------------------------------------------
+-- A small JSON Schema validator: the subset kopt's schemas use (type, enum,
+-- anyOf, properties, required, additionalProperties=false, items, minItems,
+-- maxItems). Returns true, or nil and "path: problem".
+
+local function json_type(v)
+  local t = type(v)
+  if v == json.null then return "null" end
+  if t == "table" then
+    if next(v) == nil then return "empty" end
+    if #v > 0 then return "array" end
+    return "object"
+  end
+  if t == "number" then return math.type(v) == "integer" and "integer" or "number" end
+  if t == "boolean" then return "boolean" end
+  if t == "string" then return "string" end
+  return t
+end
+
+local function type_ok(want, got)
+  if want == got then return true end
+  if want == "number" and got == "integer" then return true end
+  if got == "empty" and (want == "array" or want == "object") then return true end
+  return false
+end
+
+local function enum_has(enum, v)
+  for _, e in ipairs(enum) do
+    if e == v then return true end
+    if type(e) == "number" and type(v) == "number" and e == v then return true end
+  end
+  return false
+end
+
+local function validate(v, s, path)
+  if s.anyOf then
+    local last
+    for _, alt in ipairs(s.anyOf) do
+      local ok, err = validate(v, alt, path)
+      if ok then return true end
+      last = err
+    end
+    return nil, last or (path .. ": matches no alternative")
+  end
+  if s.enum and not enum_has(s.enum, v) then
+    return nil, string.format("%s: %s is not an allowed value", path, json.encode(v == nil and json.null or v))
+  end
+  if s.type then
+    local got = json_type(v)
+    local types = type(s.type) == "table" and s.type or { s.type }
+    local ok = false
+    for _, t in ipairs(types) do if type_ok(t, got) then ok = true end end
+    if not ok then return nil, string.format("%s: expected %s, got %s", path, table.concat(types, "|"), got) end
+  end
+  local got = json_type(v)
+  if (got == "object" or got == "empty") and s.properties then
+    for _, name in ipairs(s.required or {}) do
+      if v[name] == nil then return nil, string.format("%s: missing '%s'", path, name) end
+    end
+    for name, x in pairs(v) do
+      local ps = s.properties[name]
+      if ps then
+        local ok, err = validate(x, ps, path .. "." .. tostring(name))
+        if not ok then return nil, err end
+      elseif s.additionalProperties == false then
+        return nil, string.format("%s: unexpected property '%s'", path, tostring(name))
+      end
+    end
+  end
+  if (got == "array" or got == "empty") and s.items then
+    if s.minItems and #v < s.minItems then return nil, string.format("%s: fewer than %d items", path, s.minItems) end
+    if s.maxItems and #v > s.maxItems then return nil, string.format("%s: more than %d items", path, s.maxItems) end
+    for i, x in ipairs(v) do
+      local ok, err = validate(x, s.items, string.format("%s[%d]", path, i))
+      if not ok then return nil, err end
+    end
+  end
+  return true
+end
+
+function M.validate(value, schema) return validate(value, schema, "$") end
+
+---------------------------------------------------------------------------
+-- Requests
+
+function Client:body(req, mode)
+  local cfg = self.cfg
+  local b = { model = cfg.model, messages = req.messages, stream = false }
+  b[cfg.max_tokens_field] = req.max_tokens or cfg.max_tokens
+  local temp = req.temperature or cfg.temperature
+  if temp then b.temperature = temp end
+  if req.schema and mode == "json_schema" then
+    b.response_format = { type = "json_schema",
+                          json_schema = { name = req.schema.name, strict = true, schema = req.schema.schema } }
+  elseif req.schema and mode == "json_object" then
+    b.response_format = { type = "json_object" }
+  end
+  return b
+end
+
+local function usage_add(total, u)
+  if type(u) ~= "table" then return end
+  for _, k in ipairs({ "prompt_tokens", "completion_tokens", "total_tokens" }) do
+    if type(u[k]) == "number" then total[k] = total[k] + u[k] end
+  end
+end
+
+-- Turns an HTTP response into a reply table (see the top of the file).
+function Client:interpret(req, resp)
+  local reply = { status = resp.status, attempts = resp.attempts, elapsed_s = resp.elapsed_s,
+                  request_id = resp.headers and resp.headers["x-request-id"] }
+  if resp.err then
+    reply.kind, reply.err = "transport", resp.err
+    return reply
+  end
+  if resp.status ~= 200 then
+    local doc = json.decode(resp.body or "")
+    local msg = type(doc) == "table" and type(doc.error) == "table" and doc.error.message
+    reply.kind = "http"
+    reply.err = string.format("HTTP %d%s", resp.status, msg and (": " .. tostring(msg)) or "")
+    return reply
+  end
+  local doc, derr = json.decode(resp.body or "")
+  if type(doc) ~= "table" then
+    reply.kind, reply.err = "parse", "the response body is not JSON: " .. tostring(derr)
+    return reply
+  end
+  reply.usage = doc.usage
+  usage_add(self.usage, doc.usage)
+  local choice = type(doc.choices) == "table" and doc.choices[1]
+  local msg = type(choice) == "table" and choice.message
+  if type(msg) ~= "table" then
+    reply.kind, reply.err = "parse", "the response has no choices[1].message"
+    return reply
+  end
+  if type(msg.refusal) == "string" then
+    reply.kind, reply.err = "refusal", "the model refused: " .. msg.refusal
+    return reply
+  end
+  reply.content = type(msg.content) == "string" and msg.content or nil
+  return self:decode_content(req, reply, choice.finish_reason)
+end
+
+function Client:decode_content(req, reply, finish_reason)
+  local value, err = M.extract_json(reply.content)
+  if value == nil then
+    if finish_reason == "length" then
+      reply.kind, reply.err = "length", "the reply was cut off at the token limit (finish_reason=length)"
+    else
+      reply.kind, reply.err = "parse", err
+    end
+    return reply
+  end
+  if req.schema then
+    local ok, verr = M.validate(value, req.schema.schema)
+    if not ok then
+      reply.kind, reply.err = "schema", "the reply does not match the schema: " .. verr
+      reply.value = value
+      return reply
+    end
+  end
+  reply.ok, reply.value = true, value
+  return reply
+end
+
+local function wants_downgrade(resp)
+  return resp.status == 400 and not resp.err
+end
+
+function Client:replay_many(reqs)
+  local out = {}
+  for i, req in ipairs(reqs) do
+    local tag = req.tag or ""
+    local n = (self.replay.next[tag] or 0) + 1
+    self.replay.next[tag] = n
+    local rec = (self.replay.by_tag[tag] or {})[n]
+    local reply
+    if not rec then
+      reply = { kind = "replay", err = string.format("the transcript has no reply #%d for '%s'", n, tag) }
+    elseif rec.content == nil then
+      reply = { kind = rec.error_kind or "replay", err = rec.err or "recorded failure", status = rec.status }
+    else
+      reply = self:decode_content(req, { content = rec.content, status = rec.status, attempts = 0,
+                                         elapsed_s = 0 }, rec.finish_reason)
+      usage_add(self.usage, rec.usage)
+      reply.usage = rec.usage
+    end
+    self.seq = self.seq + 1
+    self:log({ kind = "request", id = self.seq, tag = tag, replay = true, messages = req.messages })
+    self:log({ kind = "reply", id = self.seq, tag = tag, replay = true, status = reply.status,
+               content = reply.content, ok = reply.ok or false, error_kind = reply.kind, err = reply.err })
+    out[i] = reply
+  end
+  return out
+end
+
+-- Sends every request at once; returns replies in the same order. Never
+-- raises for network or model trouble: those are replies with ok=false.
+function Client:chat_many(reqs)
+  if #reqs == 0 then return {} end
+  self.usage.requests = self.usage.requests + #reqs
+  local out
+  if self.replay then
+    out = self:replay_many(reqs)
+  else
+    out = {}
+    local todo = {}
+    for i = 1, #reqs do todo[i] = i end
+    while #todo > 0 do
+      local mode = self.mode
+      local batch, ids = {}, {}
+      local headers = { ["Content-Type"] = "application/json" }
+      if self.cfg.api_key then headers.Authorization = "Bearer " .. self.cfg.api_key end
+      for j, i in ipairs(todo) do
+        local req = reqs[i]
+        local body = self:body(req, mode)
+        self.seq = self.seq + 1
+        ids[j] = self.seq
+        self:log({ kind = "request", id = self.seq, tag = req.tag, url = self.url, mode = mode, body = body })
+        batch[j] = { url = self.url, headers = headers, body = json.encode(body), timeout_s = self.cfg.timeout_s }
+      end
+      local resps, err = http.request_many(batch, { timeout_s = self.cfg.timeout_s, max_retries = self.cfg.max_retries,
+                                                    backoff_initial_s = self.cfg.backoff_initial_s,
+                                                    connect_timeout_s = self.cfg.connect_timeout_s })
+      if not resps then
+        for _, i in ipairs(todo) do out[i] = { kind = "transport", err = err } end
+        break
+      end
+      local again = {}
+      for j, i in ipairs(todo) do
+        local resp = resps[j]
+        local downgrade = wants_downgrade(resp) and reqs[i].schema and mode ~= "none"
+        local reply = downgrade and { kind = "http", status = 400, err = "HTTP 400 (retrying without " .. mode .. ")" }
+          or self:interpret(reqs[i], resp)
+        self:log({ kind = "reply", id = ids[j], tag = reqs[i].tag, status = resp.status, attempts = resp.attempts,
+                   elapsed_s = resp.elapsed_s, request_id = resp.headers and resp.headers["x-request-id"],
+                   content = reply.content, usage = reply.usage, ok = reply.ok or false,
+                   error_kind = reply.kind, err = reply.err,
+                   body = (not reply.ok and resp.status ~= 200) and (resp.body or ""):sub(1, 2000) or nil })
+        if downgrade then again[#again + 1] = i else out[i] = reply end
+      end
+      if #again > 0 then
+        self.mode = mode == "json_schema" and "json_object" or "none"
+        self:log({ kind = "note", msg = "server rejected response_format " .. mode .. "; now using " .. self.mode })
+      end
+      todo = again
+    end
+  end
+  for _, r in ipairs(out) do if not r.ok then self.usage.failures = self.usage.failures + 1 end end
+  return out
+end
+
+return M

@@ -1,0 +1,65 @@
+-- Progress on stderr: a live line redrawn in place when stderr is a terminal,
+-- plain log lines otherwise (a new best, and every tenth of the budget).
+local sys = require("kopt.sys")
+
+local M = {}
+M.__index = M
+
+function M.new(opts)
+  return setmetatable({ quiet = opts.quiet, tty = sys.isatty(2), budget = opts.budget,
+                        start = sys.now(), last_draw = 0, next_mark = 0, label = opts.label or "" }, M)
+end
+
+local function clock(s)
+  if s == nil or s ~= s or s == math.huge then return "--:--" end
+  s = math.floor(s + 0.5)
+  if s >= 3600 then return string.format("%d:%02d:%02d", s // 3600, s % 3600 // 60, s % 60) end
+  return string.format("%d:%02d", s // 60, s % 60)
+end
+
+local function best_text(best)
+  if not best then return "best -" end
+  return string.format("best %.4g ms", best.result.time_ms)
+end
+
+-- state: the engine ({evaluations, failures, ctx.best})
+function M:update(state, improved)
+  if self.quiet then return end
+  local wall = sys.now() - self.start
+  local rate = state.evaluations / math.max(wall, 1e-9)
+  local eta = state.evaluations > 0 and (self.budget - state.evaluations) / rate or nil
+  if self.budget == math.huge then eta = nil end
+  local budget = self.budget == math.huge and "-" or tostring(self.budget)
+  local line = string.format("[%s%d/%s] %s | %d failed | %.1f eval/s | ETA %s", self.label,
+                             state.evaluations, budget, best_text(state.ctx.best), state.failures, rate, clock(eta))
+  if self.tty then
+    local now = sys.now()
+    if improved or now - self.last_draw > 0.1 or state.evaluations == self.budget then
+      io.stderr:write("\r\27[K", line)
+      io.stderr:flush()
+      self.last_draw = now
+      self.drawn = true
+    end
+  else
+    local mark = self.budget ~= math.huge and math.max(1, self.budget // 10) or 50
+    if improved or state.evaluations >= self.next_mark then
+      io.stderr:write("kopt: ", line, improved and "  (new best)" or "", "\n")
+      while self.next_mark <= state.evaluations do self.next_mark = self.next_mark + mark end
+    end
+  end
+end
+
+-- Ends the live line so later output starts on its own line.
+function M:finish()
+  if self.tty and self.drawn and not self.quiet then io.stderr:write("\n") end
+  self.drawn = false
+end
+
+function M:message(fmt, ...)
+  if self.quiet then return end
+  if self.tty and self.drawn then io.stderr:write("\r\27[K") end
+  io.stderr:write("kopt: ", string.format(fmt, ...), "\n")
+end
+
+M.clock = clock
+return M

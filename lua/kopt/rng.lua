@@ -1,0 +1,78 @@
+-- Seeded random numbers for strategies: xoshiro256** on Lua's 64-bit
+-- integers, one independent generator per run, so a run is reproducible from
+-- its logged seed whatever else calls math.random.
+local M = {}
+M.__index = M
+
+local function rotl(x, k) return (x << k) | (x >> (64 - k)) end
+
+local function splitmix(state)
+  state = state + 0x9e3779b97f4a7c15
+  local z = state
+  z = (z ~ (z >> 30)) * 0xbf58476d1ce4e5b9
+  z = (z ~ (z >> 27)) * 0x94d049bb133111eb
+  return state, z ~ (z >> 31)
+end
+
+function M.new(seed)
+  local s, st = {}, math.tointeger(seed) or 0
+  for i = 1, 4 do st, s[i] = splitmix(st) end
+  return setmetatable({ s = s, seed = seed }, M)
+end
+
+function M:next64()
+  local s = self.s
+  local result = rotl(s[2] * 5, 7) * 9
+  local t = s[2] << 17
+  s[3] = s[3] ~ s[1]
+  s[4] = s[4] ~ s[2]
+  s[2] = s[2] ~ s[3]
+  s[1] = s[1] ~ s[4]
+  s[3] = s[3] ~ t
+  s[4] = rotl(s[4], 45)
+  return result
+end
+
+-- Uniform float in [0, 1) from the top 53 bits.
+function M:uniform()
+  return (self:next64() >> 11) * (1.0 / 9007199254740992.0)
+end
+
+-- Uniform integer in [m, n] (or [1, m] with one argument), without modulo bias.
+function M:random(m, n)
+  if n == nil then m, n = 1, m end
+  assert(n >= m, "rng:random: empty interval")
+  local range = n - m + 1
+  local limit = (-1 >> 1) // range * range
+  while true do
+    local x = self:next64() >> 1
+    if x < limit then return m + x % range end
+  end
+end
+
+function M:normal()
+  local u1, u2 = self:uniform(), self:uniform()
+  if u1 < 1e-300 then u1 = 1e-300 end
+  return math.sqrt(-2 * math.log(u1)) * math.cos(2 * math.pi * u2)
+end
+
+function M:choice(list)
+  assert(#list > 0, "rng:choice: empty list")
+  return list[self:random(1, #list)]
+end
+
+-- Shuffles in place (Fisher-Yates) and returns the list.
+function M:shuffle(list)
+  for i = #list, 2, -1 do
+    local j = self:random(1, i)
+    list[i], list[j] = list[j], list[i]
+  end
+  return list
+end
+
+-- An independent generator derived from this one, e.g. for Dirichlet noise.
+function M:fork()
+  return M.new(self:next64())
+end
+
+return M

@@ -1,0 +1,174 @@
+-- `kopt [options] STRATEGY [SPEC]`: validates everything (flags, strategy,
+-- spec, backend, run directory) before anything is written, then runs the
+-- engine and writes the run's derived files.
+local errors = require("kopt.errors")
+local json = require("kopt.json")
+local rundir_mod = require("kopt.rundir")
+local space_mod = require("kopt.space")
+local spec_mod = require("kopt.spec")
+local strategy_mod = require("kopt.strategy")
+local sys = require("kopt.sys")
+
+local M = {}
+
+local function cuda_backend()
+  local ok, cuda = pcall(require, "kopt.backends.cuda")
+  if not ok then return nil, "this kopt was built without the cuda backend" end
+  return cuda
+end
+
+local function gpu_available()
+  local cuda, err = cuda_backend()
+  if not cuda then return false, err end
+  if cuda.available then return cuda.available() end
+  return true
+end
+
+-- Decides the backend. Returns {kind=, file=, fallback_note=}.
+local function choose_backend(opts, spec)
+  if opts.backend then return opts.backend end
+  local ok, why = gpu_available()
+  if ok then return { kind = "cuda" } end
+  if spec and spec.recording then
+    return { kind = "replay", file = spec.recording,
+             note = string.format("%s; running on the recorded measurements in %s instead (replay: no kernel runs here)",
+                                  why, spec.recording) }
+  end
+  errors.usage("%s", why)
+end
+
+local function build_space(spec, backend)
+  if not spec then return backend.space end
+  local scope = { device = spec.device }
+  for k, v in pairs(spec.problem) do scope[k] = v end
+  local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
+  -- A constraint that errors or never holds is a spec error, found now.
+  local ok, first = pcall(function()
+    local found
+    if space:size_raw() <= 1e6 then
+      space:walk(function(c) found = c return false end)
+    else
+      found = space:sample(require("kopt.rng").new(0))
+    end
+    return found
+  end)
+  if not ok then errors.usage("%s: constraints: %s", spec.path, tostring(first)) end
+  if not first then
+    errors.usage("%s: constraints: no configuration of the %d satisfies every constraint", spec.path, space:size_raw())
+  end
+  return space
+end
+
+local function check_resume(events, dir, info, opts)
+  if not events or #events == 0 then
+    errors.usage("--resume: %s holds no run to resume (no events.jsonl)", dir)
+  end
+  local start = events[1]
+  if start.event ~= "start" then errors.usage("--resume: %s/events.jsonl does not begin with a start event", dir) end
+  if start.strategy ~= info.strategy then
+    errors.usage("--resume: %s was started with strategy '%s', not '%s'", dir, tostring(start.strategy), info.strategy)
+  end
+  if start.problem ~= info.problem then
+    errors.usage("--resume: %s was started on '%s', not '%s'", dir, tostring(start.problem), info.problem)
+  end
+  if opts.seed and opts.seed ~= start.seed then
+    errors.usage("--resume: %s was started with --seed %s, not %d", dir, tostring(start.seed), opts.seed)
+  end
+  return start
+end
+
+function M.main(opts, pos)
+  if #pos == 0 then errors.usage("missing STRATEGY (see kopt --help)") end
+  if #pos > 2 then errors.usage("too many arguments: '%s' (expected STRATEGY [SPEC])", pos[3]) end
+  local strategy, strategy_label = strategy_mod.load(pos[1])
+  if opts.help then
+    io.stdout:write(strategy_mod.help(strategy))
+    return 0
+  end
+  local options = strategy_mod.options(strategy, opts.opt)
+
+  local spec = pos[2] and spec_mod.load(pos[2]) or nil
+  if not spec and not (opts.backend and opts.backend.kind == "replay") then
+    errors.usage("missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
+  end
+  local choice = choose_backend(opts, spec)
+  local backend
+  if choice.kind == "replay" then
+    backend = require("kopt.backends.replay").open(spec, { file = choice.file })
+  else
+    local cuda, err = cuda_backend()
+    if not cuda then errors.usage("%s", err) end
+    backend = cuda.open(spec, { gpus = opts.gpus, seed = opts.seed, profile = opts.profile, verbose = opts.v })
+    if backend.device then spec:set_device(backend.device) end
+  end
+  local space = build_space(spec, backend)
+  local problem = spec and spec.name or (choice.file:match("([^/]+)$"):gsub("%.json$", ""))
+  local dir = opts.out or ("runs/" .. problem)
+  local budget = opts.budget or strategy.default_budget or 200
+  if budget == math.huge and space.list == nil and space:size_raw() > space_mod.ENUMERATE_LIMIT then
+    errors.usage("strategy %s needs --budget on a space of %.3g raw points", strategy.name, space:size_raw())
+  end
+
+  local events_path = dir .. "/events.jsonl"
+  local existing = rundir_mod.read_events(events_path)
+  local info = { strategy = strategy.name, problem = problem }
+  local seed = opts.seed or 1
+  local resume_events
+  if opts.resume then
+    local start = check_resume(existing, dir, info, opts)
+    seed = start.seed
+    resume_events = existing
+  elseif existing then
+    errors.usage("%s already holds a run; continue it with --resume or choose another --out", dir)
+  end
+  local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
+  if choice.note then io.stderr:write("kopt: ", choice.note, "\n") end
+
+  local function open_rundir()
+    local rd = rundir_mod.open(dir, opts.resume)
+    local ev = { event = opts.resume and "resume" or "start", strategy = strategy.name,
+                 strategy_file = strategy_label, problem = problem, spec = spec and spec.path,
+                 backend = backend_label, seed = seed, budget = budget, time_limit = opts.time_limit,
+                 options = options, kopt = sys.version, host = sys.hostname(), timestamp = sys.utc_iso(),
+                 device = backend:describe() }
+    rd:event(ev)
+    if opts.resume then
+      rd:trace("\n## Resumed %s (%d evaluations on record)\n", ev.timestamp, #resume_events)
+    else
+      rd:trace("# kopt run: %s on %s\n\n- started %s, kopt %s, seed %d, budget %s\n- backend: %s\n",
+               strategy.name, problem, ev.timestamp, sys.version, seed, tostring(budget), backend_label)
+    end
+    return rd
+  end
+
+  sys.install_signal_handlers()
+  local engine = require("kopt.engine").run({
+    strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
+    backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
+    run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
+    quiet = opts.q, verbose = opts.v, progress = true,
+  })
+  local meta = {
+    problem = problem, backend_label = backend_label,
+    t4 = { kopt = sys.version, strategy = strategy.name, seed = seed, backend = backend:describe(),
+           timeunit = "milliseconds" },
+  }
+  local summary = require("kopt.finish").finish(engine, meta)
+  backend:close()
+  if engine.rundir then engine.rundir:close() end
+  if not opts.q or engine.stop_reason ~= "error" then io.stdout:write(summary) end
+  if engine.rundir then io.stdout:write("  run directory: ", dir, "\n") end
+  if engine.stop_reason == "error" then error(engine.error, 0) end
+  if engine.stop_reason == "interrupted" then
+    io.stderr:write(string.format("kopt: interrupted after %d evaluations; continue with --resume (same command)\n",
+                                  engine.evaluations))
+    return errors.INTERRUPTED
+  end
+  if engine.stop_reason == "stalled" then
+    io.stderr:write(string.format("kopt: strategy %s proposed nothing new for %d rounds; stopped\n",
+                                  strategy.name, require("kopt.engine").STALL_ROUNDS))
+  end
+  return 0
+end
+
+return M

@@ -1,0 +1,222 @@
+-- The search space: knobs with allowed values, minus the configs that break a
+-- constraint. Two kinds share one interface:
+--   space.new{knobs=, constraints=, scope=}  constraints checked as soon as the
+--                                            knobs they read are fixed
+--   space.listed{knobs=, configs=}           an explicit set (a recorded space)
+-- Interface: knobs, key(c), is_valid(c), sample(rng), enumerate(), size(),
+-- size_raw(), neighbours(c, "adjacent"|"hamming"), default().
+local expr = require("kopt.expr")
+
+local M = {}
+local Space = {}
+Space.__index = Space
+
+-- Enumeration is refused above this many raw points; sampling never enumerates
+-- above it.
+M.ENUMERATE_LIMIT = 5e7
+
+local function format_value(v)
+  if math.type(v) == "float" then
+    if v == math.floor(v) and math.abs(v) < 2^53 then return string.format("%.1f", v) end
+    return string.format("%.17g", v)
+  end
+  return tostring(v)
+end
+
+local function init_common(self, knobs)
+  self.knobs = knobs
+  self.index = {}
+  self.raw = 1
+  for i, k in ipairs(knobs) do
+    self.raw = self.raw * #k.values
+    local pos = {}
+    for j, v in ipairs(k.values) do pos[v] = j end
+    self.index[k.name] = { i = i, pos = pos }
+  end
+end
+
+-- knobs: { {name=, values=}, ... }; constraints: compiled expressions
+-- (kopt.expr) or strings; scope: table of other names (problem sizes, device).
+function M.new(opts)
+  local self = setmetatable({}, Space)
+  init_common(self, opts.knobs)
+  local base = {}
+  for k, v in pairs(expr.helpers) do base[k] = v end
+  for k, v in pairs(opts.scope or {}) do base[k] = v end
+  self.values = setmetatable({}, { __index = base })
+  -- Each constraint is checked at the depth of the last knob it reads.
+  self.checks_at = {}
+  for d = 0, #self.knobs do self.checks_at[d] = {} end
+  self.constraints = {}
+  for i, c in ipairs(opts.constraints or {}) do
+    if type(c) == "string" then c = assert(expr.compile(c, string.format("constraints[%d]", i))) end
+    local depth = 0
+    for _, n in ipairs(c.names) do
+      local ix = self.index[n]
+      if ix and ix.i > depth then depth = ix.i end
+    end
+    local check = { expr = c, fn = c:bind(self.values) }
+    self.constraints[#self.constraints + 1] = check
+    table.insert(self.checks_at[depth], check)
+  end
+  return self
+end
+
+function M.listed(opts)
+  local self = setmetatable({}, Space)
+  init_common(self, opts.knobs)
+  self.list = {}
+  self.members = {}
+  for _, c in ipairs(opts.configs) do
+    local k = self:key(c)
+    if not self.members[k] then
+      self.members[k] = true
+      self.list[#self.list + 1] = c
+    end
+  end
+  return self
+end
+
+function Space:key(config)
+  local parts = {}
+  for i, k in ipairs(self.knobs) do parts[i] = format_value(config[k.name]) end
+  return table.concat(parts, ",")
+end
+
+function Space:size_raw() return self.raw end
+
+-- Returns true, or false and the reason.
+function Space:is_valid(config)
+  if type(config) ~= "table" then return false, "not a table" end
+  for _, k in ipairs(self.knobs) do
+    local v = config[k.name]
+    if v == nil then return false, "missing knob " .. k.name end
+    if not self.index[k.name].pos[v] then
+      return false, string.format("%s=%s is not an allowed value", k.name, tostring(v))
+    end
+  end
+  if self.members then
+    if self.members[self:key(config)] then return true end
+    return false, "not in the recorded space"
+  end
+  local values = self.values
+  for _, k in ipairs(self.knobs) do values[k.name] = config[k.name] end
+  for _, check in ipairs(self.constraints) do
+    local ok, res = pcall(check.fn)
+    if not ok then return false, string.format("constraint '%s' failed: %s", check.expr.text, res) end
+    if not res then return false, string.format("constraint '%s' does not hold", check.expr.text) end
+  end
+  return true
+end
+
+-- Depth-first walk over knob values, calling visit(config) on each valid
+-- config; a constraint prunes its subtree as soon as its knobs are fixed.
+-- Constraint errors propagate (the caller turns them into user errors).
+function Space:walk(visit)
+  local knobs, values, checks_at = self.knobs, self.values, self.checks_at
+  local n = #knobs
+  for _, check in ipairs(checks_at[0]) do if not check.fn() then return end end
+  local stop = false
+  local function rec(d)
+    if d > n then
+      local c = {}
+      for i = 1, n do local name = knobs[i].name c[name] = values[name] end
+      if visit(c) == false then stop = true end
+      return
+    end
+    local name, checks = knobs[d].name, checks_at[d]
+    for _, v in ipairs(knobs[d].values) do
+      values[name] = v
+      local ok = true
+      for i = 1, #checks do
+        if not checks[i].fn() then ok = false break end
+      end
+      if ok then rec(d + 1) end
+      if stop then return end
+    end
+  end
+  rec(1)
+end
+
+function Space:enumerate()
+  if self.list then return self.list end
+  if self.raw > M.ENUMERATE_LIMIT then
+    error(string.format("the space has %.3g raw points: too many to enumerate (limit %.3g)",
+                        self.raw, M.ENUMERATE_LIMIT), 0)
+  end
+  local list = {}
+  self:walk(function(c) list[#list + 1] = c end)
+  self.list_cache = list
+  return list
+end
+
+function Space:size()
+  if self.list then return #self.list end
+  if not self.list_cache then self:enumerate() end
+  return #self.list_cache
+end
+
+local function random_raw(self, rng)
+  local c = {}
+  for _, k in ipairs(self.knobs) do c[k.name] = k.values[rng:random(1, #k.values)] end
+  return c
+end
+
+-- A uniformly random valid config, or nil when the space is empty. Rejection
+-- sampling over the raw space; when that accepts too rarely and the space is
+-- small enough, the valid set is enumerated once and sampled directly.
+function Space:sample(rng)
+  local list = self.list or self.list_cache
+  if list then return #list > 0 and list[rng:random(1, #list)] or nil end
+  local tries = 0
+  while tries < 2000 do
+    tries = tries + 1
+    local c = random_raw(self, rng)
+    if self:is_valid(c) then return c end
+  end
+  if self.raw <= 2e6 then
+    self:enumerate()
+    return self:sample(rng)
+  end
+  for _ = 1, 200000 do
+    local c = random_raw(self, rng)
+    if self:is_valid(c) then return c end
+  end
+  return nil
+end
+
+-- Valid configs that differ from `config` in one knob: by one step in that
+-- knob's value list ("adjacent", the default) or by any other value ("hamming").
+function Space:neighbours(config, mode)
+  local out = {}
+  for _, k in ipairs(self.knobs) do
+    local pos = self.index[k.name].pos[config[k.name]]
+    local candidates = {}
+    if mode == "hamming" then
+      for j = 1, #k.values do if j ~= pos then candidates[#candidates + 1] = j end end
+    else
+      if pos and pos > 1 then candidates[#candidates + 1] = pos - 1 end
+      if pos and pos < #k.values then candidates[#candidates + 1] = pos + 1 end
+    end
+    for _, j in ipairs(candidates) do
+      local c = {}
+      for name, v in pairs(config) do c[name] = v end
+      c[k.name] = k.values[j]
+      if self:is_valid(c) then out[#out + 1] = c end
+    end
+  end
+  return out
+end
+
+-- The knobs' declared defaults when they form a valid config, else nil.
+function Space:default()
+  local c = {}
+  for _, k in ipairs(self.knobs) do
+    if k.default == nil then return nil end
+    c[k.name] = k.default
+  end
+  return self:is_valid(c) and c or nil
+end
+
+M.format_value = format_value
+return M

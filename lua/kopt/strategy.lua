@@ -1,0 +1,106 @@
+-- Loading a strategy: a path to a Lua file, or a built-in name. The file's own
+-- directory goes on package.path so it can require its siblings. The returned
+-- table is checked, and --opt values are converted by the type of each
+-- option's default.
+local errors = require("kopt.errors")
+
+local M = {}
+
+function M.is_path(arg) return arg:find("/", 1, true) ~= nil or arg:match("%.lua$") ~= nil end
+
+function M.load(arg)
+  local chunk, err, label
+  if M.is_path(arg) then
+    local f = io.open(arg, "r")
+    if not f then errors.usage("strategy file '%s' not found", arg) end
+    f:close()
+    chunk, err = loadfile(arg, "t")
+    if not chunk then errors.usage("strategy %s", err) end
+    local dir = arg:match("^(.*)/[^/]*$") or "."
+    package.path = dir .. "/?.lua;" .. package.path
+    label = arg
+  else
+    if not arg:match("^[%w_]+$") or not package.builtin.read("strategies/" .. arg .. ".lua") then
+      errors.usage("unknown strategy '%s': not a file, and not a built-in strategy (%s)", arg,
+                   table.concat(require("kopt.cli").builtin_strategies(), ", "))
+    end
+    chunk, err = load(package.builtin.read("strategies/" .. arg .. ".lua"), "@strategies/" .. arg .. ".lua", "t")
+    if not chunk then errors.usage("built-in strategy %s", err) end
+    label = arg
+  end
+  local ok, s = xpcall(chunk, debug.traceback)
+  if not ok then errors.usage("strategy %s failed to load: %s", label, (tostring(s):match("^[^\n]*"))) end
+  if type(s) ~= "table" then errors.usage("strategy %s must return a table, got %s", label, type(s)) end
+  if type(s.ask) ~= "function" then errors.usage("strategy %s has no ask(ctx, n) function", label) end
+  for _, f in ipairs({ "init", "tell" }) do
+    if s[f] ~= nil and type(s[f]) ~= "function" then errors.usage("strategy %s: '%s' must be a function", label, f) end
+  end
+  s.options = s.options or {}
+  if type(s.options) ~= "table" then errors.usage("strategy %s: 'options' must be a table", label) end
+  for k, o in pairs(s.options) do
+    if type(o) ~= "table" or o.default == nil then
+      errors.usage("strategy %s: options.%s must be a table with a default", label, tostring(k))
+    end
+  end
+  s.name = s.name or (label:match("([%w_]+)%.lua$") or label)
+  return s, label
+end
+
+local function convert(name, o, text)
+  local d = o.default
+  if type(d) == "number" then
+    local v = tonumber(text)
+    if v == nil then errors.usage("--opt %s: expected a number, got '%s'", name, text) end
+    if math.type(d) == "integer" then
+      v = math.tointeger(v)
+      if v == nil then errors.usage("--opt %s: expected an integer, got '%s'", name, text) end
+    end
+    return v
+  elseif type(d) == "boolean" then
+    if text == "true" or text == "1" or text == "yes" then return true end
+    if text == "false" or text == "0" or text == "no" then return false end
+    errors.usage("--opt %s: expected true or false, got '%s'", name, text)
+  end
+  if o.choices then
+    for _, c in ipairs(o.choices) do if c == text then return text end end
+    errors.usage("--opt %s: expected one of %s, got '%s'", name, table.concat(o.choices, ", "), text)
+  end
+  return text
+end
+
+-- pairs: { {key, text}, ... } from --opt. Returns the full option table.
+function M.options(s, pairs_list)
+  local out = {}
+  for k, o in pairs(s.options) do out[k] = o.default end
+  for _, kv in ipairs(pairs_list or {}) do
+    local o = s.options[kv[1]]
+    if not o then
+      local names = {}
+      for k in pairs(s.options) do names[#names + 1] = k end
+      table.sort(names)
+      errors.usage("strategy '%s' has no option '%s' (%s)", s.name, kv[1],
+                   #names > 0 and "options: " .. table.concat(names, ", ") or "it takes no options")
+    end
+    out[kv[1]] = convert(kv[1], o, kv[2])
+  end
+  return out
+end
+
+function M.help(s)
+  local lines = { string.format("strategy %s%s", s.name, s.description and (": " .. s.description) or "") }
+  local names = {}
+  for k in pairs(s.options) do names[#names + 1] = k end
+  table.sort(names)
+  if #names == 0 then
+    lines[#lines + 1] = "no options"
+  else
+    lines[#lines + 1] = "options (--opt key=value):"
+    for _, k in ipairs(names) do
+      local o = s.options[k]
+      lines[#lines + 1] = string.format("  %-18s %-10s %s", k, tostring(o.default), o.help or "")
+    end
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+return M

@@ -1,0 +1,100 @@
+-- Simulated annealing over the knob lattice.
+--
+-- The walk moves between neighbouring configurations (one knob to an adjacent
+-- value, sometimes to any value) and accepts a slower one with probability
+-- exp(-ln(t_new / t_cur) / T): the energy is the log of the time, so the
+-- temperature reads as a relative slowdown whatever the kernel's scale. T cools
+-- geometrically from t0 to t_end over the budget. Stepping onto a neighbour
+-- that was already measured costs nothing, so those steps happen inside ask
+-- without spending budget. When no new best turns up for `patience`
+-- evaluations, or the walk is boxed in by measured neighbours, it restarts
+-- from a fresh random configuration.
+local classic = require("kopt.classic")
+
+local S = {
+  name = "anneal",
+  options = {
+    t0 = { default = 0.15, help = "initial temperature (log-time units: 0.15 accepts a 15 % slower neighbour with probability 1/e)" },
+    t_end = { default = 0.005, help = "temperature reached when the budget is spent; cooling is geometric in between" },
+    init = { default = 5, help = "random configurations measured first; the walk starts from the best of them" },
+    patience = { default = 50, help = "evaluations without a new best after which the walk restarts from a random configuration" },
+    hamming = { default = 0.15, help = "probability that a step may change one knob to any value, not only an adjacent one" },
+    free_steps = { default = 200, help = "most steps over already-measured neighbours taken inside one ask" },
+  },
+}
+
+function S.init(ctx)
+  local st = { o = classic.options(S, ctx), mem = classic.memory(ctx.space), cur = nil,
+               since_best = 0, best = math.huge, restart = false }
+  ctx.anneal = st
+end
+
+local function temperature(ctx, o)
+  local budget = ctx.budget or 200
+  local p = math.min(1, (ctx.evaluations or 0) / math.max(1, budget))
+  return o.t0 * (o.t_end / o.t0) ^ p
+end
+
+local function accept(ctx, o, f_new, f_cur)
+  if f_new == math.huge then return false end
+  if f_new <= f_cur then return true end
+  return ctx.rng:uniform() < math.exp(-math.log(f_new / f_cur) / temperature(ctx, o))
+end
+
+-- Next configuration to measure from the walk, or nil when it is boxed in.
+local function step(ctx, st)
+  local o, mem, space, rng = st.o, st.mem, ctx.space, ctx.rng
+  for _ = 1, o.free_steps do
+    local kind = rng:uniform() < o.hamming and "hamming" or "adjacent"
+    local nb = space:neighbours(st.cur.config, kind)
+    if #nb == 0 and kind == "adjacent" then nb = space:neighbours(st.cur.config, "hamming") end
+    if #nb == 0 then return nil end
+    local c = nb[rng:random(1, #nb)]
+    if not mem:is_seen(c) then return c end
+    local f = mem:fitness_of(c)
+    if f and accept(ctx, o, f, st.cur.f) then st.cur = { config = c, f = f } end
+  end
+  -- Boxed in: measured neighbours only. Fall back to any fresh one.
+  local fresh = mem:fresh_neighbours(st.cur.config, "hamming")
+  if #fresh > 0 then return fresh[rng:random(1, #fresh)] end
+  return nil
+end
+
+function S.ask(ctx, n)
+  local st, mem, out = ctx.anneal, ctx.anneal.mem, {}
+  while #out < n do
+    local c, method = nil, "anneal"
+    if st.cur ~= nil and not st.restart then c = step(ctx, st) end
+    if c == nil then
+      -- Sampling the start, restarting, or boxed in: a fresh random point.
+      c, method = mem:fresh(ctx.rng), "random"
+      if c == nil then break end
+      if st.restart then st.restart, st.jump = false, mem:key(c) end
+    end
+    mem:claim(c)
+    out[#out + 1] = { config = c, origin = { method = method } }
+  end
+  return out
+end
+
+function S.tell(ctx, results)
+  local st = ctx.anneal
+  local mem = st.mem
+  for i, r in ipairs(results) do
+    local config = mem:told_config(r, i)
+    local f = mem:record(config, r)
+    if f < st.best then st.best, st.since_best = f, 0 else st.since_best = st.since_best + 1 end
+    if st.jump == mem:key(config) then
+      st.jump = nil
+      if f < math.huge then st.cur = { config = config, f = f } else st.restart = true end
+    elseif st.cur == nil then
+      local b = #mem.order >= st.o.init and mem:best(1)[1]
+      if b then st.cur = { config = b.config, f = b.f } end
+    elseif accept(ctx, st.o, f, st.cur.f) then
+      st.cur = { config = config, f = f }
+    end
+    if st.since_best >= st.o.patience then st.since_best, st.restart = 0, true end
+  end
+end
+
+return S

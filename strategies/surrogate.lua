@@ -1,0 +1,196 @@
+-- Model-based search: a random-forest surrogate of log(time) with expected
+-- improvement.
+--
+-- After `init` random configurations, a forest of regression trees is fitted
+-- on the measured ones (features: the index of each knob's value, so splits
+-- are "knob <= value"; failures count as `failure_penalty` log-units slower
+-- than the slowest success). The mean and the spread of the trees' answers
+-- give expected improvement over a candidate pool: `pool` random unmeasured
+-- configurations plus every unmeasured neighbour of the `local_top` best.
+-- The pool ranked by EI is measured in order; the forest is refitted once the
+-- data grew by `refit` (a fraction) since the last fit, or when the ranking
+-- is used up.
+local classic = require("kopt.classic")
+
+local S = {
+  name = "surrogate",
+  options = {
+    init = { default = 10, help = "random configurations measured before the first model" },
+    trees = { default = 16, help = "trees in the forest" },
+    features = { default = 0.5, help = "fraction of the knobs each split may choose from" },
+    min_leaf = { default = 2, help = "fewest samples in a leaf" },
+    max_depth = { default = 12, help = "deepest split level" },
+    pool = { default = 256, help = "random unmeasured configurations scored per fit" },
+    local_top = { default = 5, help = "the unmeasured neighbours of this many best configurations join the pool" },
+    refit = { default = 0.05, help = "refit once the measured set grew by this fraction since the last fit (1 new at least)" },
+    xi = { default = 0.0, help = "EI margin in log-time units; larger explores more" },
+    failure_penalty = { default = 1.0, help = "log-time units added to the slowest success to stand for a failure" },
+  },
+}
+
+function S.init(ctx)
+  local mem = classic.memory(ctx.space)
+  local free = {}
+  for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then free[#free + 1] = j end end
+  ctx.surrogate = { o = classic.options(S, ctx), mem = mem, free = free, X = {}, f = {},
+                    ranked = {}, fitted_at = 0, ok = 0 }
+end
+
+-- One regression tree on rows `idx` of X, y; flat arrays, node 1 the root.
+local function build_tree(st, rng, X, y, idx)
+  local o, free, knobs = st.o, st.free, st.mem.knobs
+  local T = { f = {}, t = {}, l = {}, r = {}, v = {} }
+  local mtry = math.max(1, math.ceil(#free * o.features))
+  local function grow(rows, depth)
+    local node = #T.v + 1
+    local n, sum = #rows, 0
+    for _, i in ipairs(rows) do sum = sum + y[i] end
+    T.v[node] = sum / n
+    if n < 2 * o.min_leaf or depth >= o.max_depth then return node end
+    local cand = {}
+    for i = 1, #free do cand[i] = free[i] end
+    local best_score, bf, bt = sum * sum / n + 1e-12, nil, nil
+    for c = 1, math.min(mtry, #cand) do
+      local pick = rng:random(c, #cand)
+      cand[c], cand[pick] = cand[pick], cand[c]
+      local j = cand[c]
+      local nv = #knobs[j].values
+      local cnt, s = {}, {}
+      for v = 1, nv do cnt[v], s[v] = 0, 0 end
+      for _, i in ipairs(rows) do
+        local v = X[i][j]
+        cnt[v], s[v] = cnt[v] + 1, s[v] + y[i]
+      end
+      local nl, sl = 0, 0
+      for t = 1, nv - 1 do
+        nl, sl = nl + cnt[t], sl + s[t]
+        local nr = n - nl
+        if nl >= o.min_leaf and nr >= o.min_leaf and cnt[t] > 0 then
+          local score = sl * sl / nl + (sum - sl) ^ 2 / nr
+          if score > best_score then best_score, bf, bt = score, j, t end
+        end
+      end
+    end
+    if not bf then return node end
+    local L, R = {}, {}
+    for _, i in ipairs(rows) do
+      if X[i][bf] <= bt then L[#L + 1] = i else R[#R + 1] = i end
+    end
+    T.f[node], T.t[node] = bf, bt
+    T.l[node] = grow(L, depth + 1)
+    T.r[node] = grow(R, depth + 1)
+    return node
+  end
+  grow(idx, 0)
+  return T
+end
+
+local function predict(T, x)
+  local node = 1
+  while T.f[node] do
+    if x[T.f[node]] <= T.t[node] then node = T.l[node] else node = T.r[node] end
+  end
+  return T.v[node]
+end
+
+local function normal_cdf(z)
+  -- Abramowitz and Stegun 7.1.26 for erf, |error| < 1.5e-7.
+  local x = math.abs(z) / math.sqrt(2)
+  local t = 1 / (1 + 0.3275911 * x)
+  local erf = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
+                   + 0.254829592) * t * math.exp(-x * x)
+  return z >= 0 and 0.5 * (1 + erf) or 0.5 * (1 - erf)
+end
+
+local function fit_and_rank(ctx, st)
+  local o, mem, rng = st.o, st.mem, ctx.rng
+  local X, y, worst, best = st.X, {}, -math.huge, math.huge
+  for i, f in ipairs(st.f) do
+    if f < math.huge then
+      y[i] = math.log(f)
+      worst, best = math.max(worst, y[i]), math.min(best, y[i])
+    end
+  end
+  for i, f in ipairs(st.f) do if f == math.huge then y[i] = worst + o.failure_penalty end end
+  local forest = {}
+  for t = 1, o.trees do
+    local idx = {}
+    for i = 1, #X do idx[i] = rng:random(1, #X) end
+    forest[t] = build_tree(st, rng, X, y, idx)
+  end
+  -- Candidate pool: random fresh configurations plus fresh neighbours of the best.
+  local pool, inpool = {}, {}
+  local function add(c)
+    local k = mem:key(c)
+    if not inpool[k] and not mem:is_seen(c) then inpool[k] = true; pool[#pool + 1] = c end
+  end
+  for _, b in ipairs(mem:best(o.local_top)) do
+    for _, c in ipairs(mem:fresh_neighbours(b.config, "adjacent")) do add(c) end
+  end
+  for _ = 1, o.pool do
+    local c = mem:fresh(rng)
+    if c == nil then break end
+    add(c)
+  end
+  local scored = {}
+  for i, c in ipairs(pool) do
+    local x, s1, s2 = mem:vector(c), 0, 0
+    for _, T in ipairs(forest) do
+      local p = predict(T, x)
+      s1, s2 = s1 + p, s2 + p * p
+    end
+    local mu = s1 / #forest
+    local sd = math.sqrt(math.max(0, s2 / #forest - mu * mu))
+    local gain = best - mu - o.xi
+    local ei
+    if sd < 1e-9 then ei = math.max(gain, 0) else
+      local z = gain / sd
+      ei = gain * normal_cdf(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+    end
+    scored[i] = { c = c, ei = ei, mu = mu, i = i }
+  end
+  table.sort(scored, function(a, b)
+    if a.ei ~= b.ei then return a.ei > b.ei end
+    if a.mu ~= b.mu then return a.mu < b.mu end
+    return a.i < b.i
+  end)
+  st.ranked, st.next = scored, 1
+  st.fitted_at = #st.X
+end
+
+function S.ask(ctx, n)
+  local st, mem, out = ctx.surrogate, ctx.surrogate.mem, {}
+  local o = st.o
+  while #out < n do
+    local c, method = nil, "surrogate"
+    if #st.X >= o.init and st.ok >= 2 then
+      local grown = #st.X - st.fitted_at
+      if st.fitted_at == 0 or grown >= math.max(1, math.floor(st.fitted_at * o.refit)) or st.next > #st.ranked then
+        if grown > 0 or st.fitted_at == 0 then fit_and_rank(ctx, st) end
+      end
+      while st.next <= #st.ranked and c == nil do
+        local cand = st.ranked[st.next].c
+        st.next = st.next + 1
+        if not mem:is_seen(cand) then c = cand end
+      end
+    end
+    if c == nil then c, method = mem:fresh(ctx.rng), "random" end
+    if c == nil then break end
+    mem:claim(c)
+    out[#out + 1] = { config = c, origin = { method = method } }
+  end
+  return out
+end
+
+function S.tell(ctx, results)
+  local st = ctx.surrogate
+  for _, r in ipairs(results) do
+    local config = st.mem:told_config(r)
+    local f = st.mem:record(config, r)
+    st.X[#st.X + 1] = st.mem:vector(config)
+    st.f[#st.f + 1] = f
+    if f < math.huge then st.ok = st.ok + 1 end
+  end
+end
+
+return S
