@@ -1,6 +1,7 @@
 /* kopt.sys: clocks, directories, hashing, signals and terminal facts for Lua. */
 #include <dirent.h>
 #include <errno.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -138,6 +139,12 @@ static int l_interrupted(lua_State *L)
 	return 1;
 }
 
+static int l_kill_self(lua_State *L)
+{
+	raise(SIGKILL);
+	return 0;
+}
+
 static int l_hostname(lua_State *L)
 {
 	char buf[256];
@@ -163,6 +170,7 @@ static const luaL_Reg sys_funcs[] = {
 	{"install_signal_handlers", l_install_signal_handlers},
 	{"interrupted", l_interrupted},
 	{"hostname", l_hostname},
+	{"kill_self", l_kill_self},
 	{NULL, NULL},
 };
 

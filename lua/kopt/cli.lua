@@ -155,9 +155,11 @@ end
 
 local function run(argv)
   local first = argv[1]
+  if first == "--devices" then first = "devices" end
   if first and not first:find("[/.]") and first:sub(1, 1) ~= "-" then
     local ok, cmd = pcall(require, "kopt.commands." .. first)
     if ok then return cmd.main({ table.unpack(argv, 2) }) or 0 end
+    if not tostring(cmd):find("module 'kopt.commands." .. first .. "' not found", 1, true) then error(cmd, 0) end
   end
   local opts, pos = M.parse(argv)
   if opts.version then

@@ -96,6 +96,9 @@ function M.new(opts)
     best = nil, run_dir = opts.out_dir, backend_name = opts.backend.name,
   }, Ctx)
   self.on_eval = opts.on_eval
+  -- Test hook: die by SIGKILL right after this many evaluations are recorded,
+  -- exactly as an external `kill -9` would leave the run.
+  self.kill_after = math.tointeger(tonumber(os.getenv("KOPT_TEST_SIGKILL_AFTER") or ""))
   return self
 end
 
@@ -154,7 +157,10 @@ function Engine:check_candidate(i, cand)
     if v == nil then bad_candidate(self, i, ".config.%s: missing", k.name) end
     if not self.space.index[k.name].pos[v] then
       local vals = {}
-      for j, x in ipairs(k.values) do vals[j] = tostring(x) if j == 12 then vals[j] = "..." break end end
+      for j, x in ipairs(k.values) do
+        if j > 12 then vals[j] = "..." break end
+        vals[j] = tostring(x)
+      end
       bad_candidate(self, i, ".config.%s: %s is not one of the knob's values (%s)", k.name, tostring(v),
                     table.concat(vals, ", "))
     end
@@ -210,6 +216,7 @@ function Engine:record(job, result, eval_s, from_log)
                         (" (" .. tostring(job.candidate.origin.method) .. ")") or "")
   end
   if self.on_eval then self.on_eval(self, rec) end
+  if self.kill_after and self.evaluations >= self.kill_after then sys.kill_self() end
   self.progress:update(self, improved)
 end
 

@@ -327,7 +327,7 @@ function Client:decode_content(req, reply, finish_reason)
     return reply
   end
   if req.schema then
-    local ok, verr = M.validate(value, req.schema.schema)
+    local ok, verr = M.validate(value, req.schema.local_schema or req.schema.schema)
     if not ok then
       reply.kind, reply.err = "schema", "the reply does not match the schema: " .. verr
       reply.value = value

@@ -37,8 +37,7 @@ local function choose_backend(opts, spec)
   errors.usage("%s", why)
 end
 
-local function build_space(spec, backend)
-  if not spec then return backend.space end
+local function build_space(spec)
   local scope = { device = spec.device }
   for k, v in pairs(spec.problem) do scope[k] = v end
   local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
@@ -52,7 +51,14 @@ local function build_space(spec, backend)
     end
     return found
   end)
-  if not ok then errors.usage("%s: constraints: %s", spec.path, tostring(first)) end
+  if not ok then
+    local parts = {}
+    for _, k in ipairs(spec.knobs) do
+      if rawget(space.values, k.name) ~= nil then parts[#parts + 1] = k.name .. "=" .. tostring(space.values[k.name]) end
+    end
+    errors.usage("%s: %s (at %s)", spec.path, (tostring(first):gsub("^(constraints%[%d+%]):%d+:", "%1:")),
+                 table.concat(parts, ", "))
+  end
   if not first then
     errors.usage("%s: constraints: no configuration of the %d satisfies every constraint", spec.path, space:size_raw())
   end
@@ -91,6 +97,8 @@ function M.main(opts, pos)
   if not spec and not (opts.backend and opts.backend.kind == "replay") then
     errors.usage("missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
   end
+  -- The spec's constraints are checked before any backend starts.
+  local space = spec and build_space(spec) or nil
   local choice = choose_backend(opts, spec)
   local backend
   if choice.kind == "replay" then
@@ -99,9 +107,12 @@ function M.main(opts, pos)
     local cuda, err = cuda_backend()
     if not cuda then errors.usage("%s", err) end
     backend = cuda.open(spec, { gpus = opts.gpus, seed = opts.seed, profile = opts.profile, verbose = opts.v })
-    if backend.device then spec:set_device(backend.device) end
+    if backend.device then
+      spec:set_device(backend.device)
+      space = build_space(spec)
+    end
   end
-  local space = build_space(spec, backend)
+  space = space or backend.space
   local problem = spec and spec.name or (choice.file:match("([^/]+)$"):gsub("%.json$", ""))
   local dir = opts.out or ("runs/" .. problem)
   local budget = opts.budget or strategy.default_budget or 200

@@ -50,7 +50,8 @@ local function convert(name, o, text)
   local d = o.default
   if type(d) == "number" then
     local v = tonumber(text)
-    if v == nil then errors.usage("--opt %s: expected a number, got '%s'", name, text) end
+    local what = math.type(d) == "integer" and "an integer" or "a number"
+    if v == nil then errors.usage("--opt %s: expected %s, got '%s'", name, what, text) end
     if math.type(d) == "integer" then
       v = math.tointeger(v)
       if v == nil then errors.usage("--opt %s: expected an integer, got '%s'", name, text) end

@@ -1,0 +1,147 @@
+-- Bad input: each case asserts the exact one-sentence message on stderr, the
+-- exit code, and that no run directory was left behind.
+local T = require("testlib")
+
+local root = require("kopt.sys").realpath(os.getenv("KOPT_SOURCE_DIR") or ".")
+local tmp = T.tmpdir("cli")
+local kernel = root .. "/tests/data/specs/vector_add.cu"
+local replay = "tests/data/vector_add_A4000.json"
+
+local function spec_text(overrides)
+  local base = {
+    name = '"bad"',
+    kernel = string.format('{"source": "%s", "entry": "vector_add"}', kernel),
+    problem = '{"n": 1000}',
+    knobs = '[{"name": "block_size_x", "values": [128, 256]}, {"name": "unroll", "values": [1, 2]}]',
+    launch = '{"grid": ["cdiv(n, block_size_x)"], "block": ["block_size_x"]}',
+  }
+  for k, v in pairs(overrides) do base[k] = v end
+  local parts = {}
+  for _, k in ipairs({ "name", "kernel", "problem", "knobs", "constraints", "launch", "args", "knbos" }) do
+    if base[k] and base[k] ~= false then parts[#parts + 1] = string.format('"%s": %s', k, base[k]) end
+  end
+  return "{" .. table.concat(parts, ",\n") .. "}"
+end
+
+local function spec_file(name, overrides, raw)
+  local path = tmp .. "/" .. name .. ".json"
+  T.write(path, raw or spec_text(overrides))
+  return path
+end
+
+local function strategy_file(name, body)
+  local path = tmp .. "/" .. name .. ".lua"
+  T.write(path, body)
+  return path
+end
+
+local cases = {}
+local function case(args, code, want, opts)
+  cases[#cases + 1] = { args = args, code = code, want = want, prefix = opts and opts.prefix }
+end
+
+-- flags
+case("--bogus random " .. replay, 2, "kopt: unknown option '--bogus' (see kopt --help)")
+case("random --budget 0 --backend replay:" .. replay, 2, "kopt: --budget: expected a positive integer, got '0'")
+case("random --backend replay:" .. replay .. " --budget", 2, "kopt: --budget needs a value (N)")
+case("random --backend gpu7", 2, "kopt: --backend: expected 'cuda' or 'replay:FILE', got 'gpu7'")
+case("random --time-limit -3 --backend replay:" .. replay, 2, "kopt: --time-limit: expected a positive number of seconds, got '-3'")
+case("random --gpus 0,x --backend replay:" .. replay, 2, "kopt: --gpus: expected a comma-separated list of GPU indices, got '0,x'")
+case("-q -v random --backend replay:" .. replay, 2, "kopt: -q and -v cannot be used together")
+case("", 2, "kopt: missing STRATEGY (see kopt --help)")
+case("random", 2, "kopt: missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
+case("random a.json b.json c.json", 2, "kopt: too many arguments: 'b.json' (expected STRATEGY [SPEC])")
+-- strategies
+case("nosuch --backend replay:" .. replay, 2, "kopt: unknown strategy 'nosuch': not a file, and not a built-in strategy (", { prefix = true })
+case(tmp .. "/missing.lua --backend replay:" .. replay, 2, "kopt: strategy file '" .. tmp .. "/missing.lua' not found")
+case(strategy_file("syntax", "return { ask = function( end }") .. " --backend replay:" .. replay, 2,
+     "kopt: strategy " .. tmp .. "/syntax.lua:1: <name> or '...' expected near 'end'")
+case(strategy_file("noask", "return { name = 'noask' }") .. " --backend replay:" .. replay, 2,
+     "kopt: strategy " .. tmp .. "/noask.lua has no ask(ctx, n) function")
+case(strategy_file("notable", "return 42") .. " --backend replay:" .. replay, 2,
+     "kopt: strategy " .. tmp .. "/notable.lua must return a table, got number")
+case(strategy_file("bad_ask", "return { name = 'bad_ask', ask = function() error('boom') end }") ..
+     " --backend replay:" .. replay .. " --out " .. tmp .. "/run_bad_ask", 1,
+     "kopt: strategy 'bad_ask' failed in ask(): " .. tmp .. "/bad_ask.lua:1: boom")
+case(strategy_file("bad_tell", [[
+local S = { name = 'bad_tell' }
+function S.ask(ctx, n) return { { config = ctx.space:sample(ctx.rng) } } end
+function S.tell(ctx, results) local x = nil; return x.field end
+return S]]) .. " --backend replay:" .. replay .. " --out " .. tmp .. "/run_bad_tell", 1,
+     "kopt: strategy 'bad_tell' failed in tell(): " .. tmp .. "/bad_tell.lua:3: attempt to index a nil value (local 'x')")
+case(strategy_file("garbage", "return { name = 'garbage', ask = function() return { { config = { block_size_x = 7 } } } end }") ..
+     " --backend replay:" .. replay .. " --out " .. tmp .. "/run_garbage", 2,
+     "kopt: strategy 'garbage' returned a bad candidate from ask(): candidates[1].config.block_size_x: 7 is not one of the knob's values (128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, ...)")
+case(strategy_file("garbage2", "return { name = 'garbage2', ask = function() return 'all of them' end }") ..
+     " --backend replay:" .. replay .. " --out " .. tmp .. "/run_garbage2", 2,
+     "kopt: strategy 'garbage2': ask() must return a table of candidates, got string")
+case(strategy_file("garbage3", "return { name = 'garbage3', ask = function() return { { config = { block_size_x = 128, warps = 4 } } } end }") ..
+     " --backend replay:" .. replay .. " --out " .. tmp .. "/run_garbage3", 2,
+     "kopt: strategy 'garbage3' returned a bad candidate from ask(): candidates[1].config.warps: no such knob")
+case("random --opt nope=1 --backend replay:" .. replay, 2, "kopt: strategy 'random' has no option 'nope' (options: tries)")
+case("random --opt tries=many --backend replay:" .. replay, 2, "kopt: --opt tries: expected an integer, got 'many'")
+-- replay files
+case("random --backend replay:" .. tmp .. "/none.json", 2,
+     "kopt: cannot read replay file " .. tmp .. "/none.json: No such file or directory")
+T.write(tmp .. "/trunc.json", '{\n"device_name": "x",\n"tune_params_keys": ["a"],\n"tune_par')
+case("random --backend replay:" .. tmp .. "/trunc.json", 2,
+     "kopt: replay file " .. tmp .. "/trunc.json is not valid JSON (", { prefix = true })
+T.write(tmp .. "/notspace.json", '{"hello": "world"}')
+case("random --backend replay:" .. tmp .. "/notspace.json", 2,
+     "kopt: replay file " .. tmp .. "/notspace.json is not a Kernel Tuner cache, a T4 results file or a KTT results file")
+-- specs
+local s
+s = spec_file("malformed", nil, '{"name": "x", "knobs": [1, 2,}')
+case("random " .. s, 2, "kopt: " .. s .. ": malformed JSON: ", { prefix = true })
+case("random " .. tmp .. "/absent.json", 2, "kopt: " .. tmp .. "/absent.json: No such file or directory")
+s = spec_file("noname", { name = false })
+case("random " .. s, 2, "kopt: " .. s .. ": name: expected a name of letters, digits, '_', '-', '.', got nothing")
+s = spec_file("knobs_object", { knobs = '{"block_size_x": [128]}' })
+case("random " .. s, 2, "kopt: " .. s .. ": knobs: expected a non-empty array of knobs ({\"name\": ..., \"values\": [...]}), got an object")
+s = spec_file("empty_values", { knobs = '[{"name": "block_size_x", "values": [128]}, {"name": "unroll", "values": []}]' })
+case("random " .. s, 2, "kopt: " .. s .. ": knobs[2].values: expected a non-empty array of numbers or strings, got an empty array")
+s = spec_file("bool_value", { knobs = '[{"name": "block_size_x", "values": [128, true]}]' })
+case("random " .. s, 2, "kopt: " .. s .. ": knobs[1].values[2]: expected a number or a string, got boolean")
+s = spec_file("dup_knob", { knobs = '[{"name": "a", "values": [1]}, {"name": "a", "values": [2]}]' })
+case("random " .. s, 2, "kopt: " .. s .. ": knobs[2].name: duplicate knob 'a'")
+s = spec_file("never", { constraints = '["block_size_x > 4096"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints: no configuration of the 4 satisfies every constraint")
+s = spec_file("syntax_expr", { constraints = '["block_size_x >"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'block_size_x >' has a syntax error: unexpected symbol near <eof>")
+s = spec_file("os_expr", { constraints = '["os.time() > 0"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'os.time() > 0' uses unknown name 'os' (knobs, problem sizes, device and ceil/floor/min/max/abs/sqrt/log/log2/exp/cdiv are known)")
+s = spec_file("func_expr", { constraints = '["(function() while true do end end)()"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression '(function() while true do end end)()' may not define functions")
+s = spec_file("div_zero", { constraints = '["block_size_x // (unroll - unroll) > 0"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: attempt to divide by zero (at block_size_x=128, unroll=1)")
+s = spec_file("typo", { knbos = "[]" })
+case("random " .. s, 2, "kopt: " .. s .. ": knbos: unknown field (expected one of: ", { prefix = true })
+s = spec_file("nokernel", { kernel = '{"source": "missing.cu", "entry": "k"}' })
+case("random " .. s, 2, "kopt: " .. s .. ": kernel.source: cannot read 'missing.cu': No such file or directory")
+s = spec_file("badlaunch", { launch = '{"grid": [1, 1, 1, 1], "block": [32]}' })
+case("random " .. s, 2, "kopt: " .. s .. ": launch.grid: expected an array of 1 to 3 expressions, got 4")
+s = spec_file("badarg", { args = '[{"name": "x", "type": "f12", "shape": [4]}]' })
+case("random " .. s, 2, "kopt: " .. s .. ": args[1].type: unknown type 'f12' (expected one of bf16, f16, f32, f64, i32, i64, i8, u32, u8)")
+s = spec_file("replay_mismatch", {})
+case("random " .. s .. " --backend replay:" .. replay, 2,
+     "kopt: replay file " .. replay .. " has no parameter 'unroll' (knob of " .. s .. "); it records: block_size_x")
+
+for _, c in ipairs(cases) do
+  local code, _, err = T.run(c.args)
+  err = err:gsub("\n$", ""):match("[^\n]*$")  -- the last line: progress lines may come first
+  T.eq(code, c.code, "exit code of `kopt " .. c.args .. "`")
+  if c.prefix then
+    T.check(err:sub(1, #c.want) == c.want, "`kopt %s`:\n  expected prefix: %s\n  got:             %s", c.args, c.want, err)
+  else
+    T.check(err == c.want, "`kopt %s`:\n  expected: %s\n  got:      %s", c.args, c.want, err)
+  end
+  T.check(not T.exists("runs"), "`kopt %s` left a runs/ directory behind", c.args)
+end
+-- A strategy that fails before any evaluation leaves no run directory; one
+-- that fails later leaves a resumable one.
+T.check(not T.exists(tmp .. "/run_bad_ask"), "a failed ask() before any evaluation left a run directory")
+T.check(not T.exists(tmp .. "/run_garbage"), "a garbage candidate before any evaluation left a run directory")
+T.check(T.exists(tmp .. "/run_bad_tell/events.jsonl"), "the run that failed in tell() lost its recorded evaluation")
+io.stdout:write(#cases, " bad inputs checked\n")
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
