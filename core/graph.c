@@ -9,17 +9,17 @@
 
 #include "graph.h"
 
-/* A string in the arena: offset and length (the arena keeps a NUL after it). */
-struct str {
-	uint64_t off;
-	uint32_t len;
-	uint32_t pad;
-};
+/* A string in the arena, packed as offset << 24 | length (strings are capped
+ * at 16 MiB; the arena keeps a NUL after each). Offset 0 is the empty string
+ * every new node points at. */
+typedef uint64_t str;
+#define STR_MAX_LEN ((1u << 24) - 1)
+#define STR_OFF(s) ((s) >> 24)
+#define STR_LEN(s) ((uint32_t)((s) & STR_MAX_LEN))
 
 struct node {
-	uint64_t hash;
 	uint64_t edge_visits;
-	struct str key, config, source, status;
+	str key, config, source, status;
 	double time_ms, reward;
 	uint32_t first_edge, last_edge;
 	uint32_t n_edges, n_in;
@@ -27,10 +27,17 @@ struct node {
 };
 
 struct edge {
-	struct str action;
+	str action;
 	double w, max, prior;
 	uint32_t parent, child, next;
 	uint32_t n, fails, vloss;
+};
+
+/* A slot of the key table: the node id and the low 32 bits of its key hash,
+ * so probes and rehashing rarely touch the nodes themselves. */
+struct slot {
+	uint32_t id; /* KOPT_GRAPH_NONE = empty */
+	uint32_t h32;
 };
 
 struct kopt_graph {
@@ -40,7 +47,7 @@ struct kopt_graph {
 	size_t n_edges, cap_edges;
 	char *arena;
 	size_t arena_len, arena_cap;
-	uint32_t *slots; /* node ids, KOPT_GRAPH_NONE = empty; size is a power of two */
+	struct slot *slots; /* size is a power of two */
 	size_t n_slots;
 };
 
@@ -78,19 +85,39 @@ static uint64_t fnv1a(uint64_t h, const void *data, size_t n)
 	return h;
 }
 
-/* Key hash: FNV-1a with a final avalanche, so linear probing on the low bits
- * stays short even for keys that differ only at the end. */
-static uint64_t key_hash(const char *key, size_t len)
+static uint64_t mix64(uint64_t h)
 {
-	uint64_t h = fnv1a(FNV_OFFSET, key, len);
 	h ^= h >> 33;
 	h *= 0xff51afd7ed558ccdull;
+	h ^= h >> 33;
+	h *= 0xc4ceb9fe1a85ec53ull;
 	h ^= h >> 33;
 	return h;
 }
 
-/* Grows an array of `size`-byte records to hold at least `need`; new memory is
- * zeroed so snapshots never carry uninitialised padding. */
+/* Key hash, eight bytes a step (keys are 64-digit state hashes, so a
+ * byte-wise hash would cost more than the table probe), with a final
+ * avalanche so linear probing on the low bits stays short. Not stored in
+ * snapshots: only the in-memory table depends on it. */
+static uint64_t key_hash(const char *key, size_t len)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ull ^ len;
+	size_t i = 0;
+	for (; i + 8 <= len; i += 8) {
+		uint64_t w;
+		memcpy(&w, key + i, 8);
+		h = (h ^ mix64(w)) * 0x100000001b3ull;
+	}
+	uint64_t t = 0;
+	if (i < len)
+		memcpy(&t, key + i, len - i);
+	return mix64(h ^ t);
+}
+
+/* Grows an array of `size`-byte records to hold at least `need`. New memory is
+ * left untouched (the kernel zeroes pages on first use, so spare capacity
+ * costs nothing); callers clear each record they add, which also keeps
+ * padding out of snapshots. */
 static int grow(void **arr, size_t *cap, size_t need, size_t size)
 {
 	if (need <= *cap)
@@ -101,44 +128,55 @@ static int grow(void **arr, size_t *cap, size_t need, size_t size)
 	void *p = realloc(*arr, n * size);
 	if (p == NULL)
 		return -1;
-	memset((char *)p + *cap * size, 0, (n - *cap) * size);
 	*arr = p;
 	*cap = n;
 	return 0;
 }
 
-static int arena_put(struct kopt_graph *g, const char *s, size_t len, struct str *out)
+static int arena_put(struct kopt_graph *g, const char *s, size_t len, str *out)
 {
-	if (len > UINT32_MAX - 1)
+	if (len > STR_MAX_LEN)
 		return -1;
 	if (grow((void **)&g->arena, &g->arena_cap, g->arena_len + len + 1, 1) != 0)
 		return -1;
 	if (len)
 		memcpy(g->arena + g->arena_len, s, len);
 	g->arena[g->arena_len + len] = '\0';
-	out->off = g->arena_len;
-	out->len = (uint32_t)len;
+	*out = (uint64_t)g->arena_len << 24 | len;
 	g->arena_len += len + 1;
 	return 0;
 }
 
-static const char *str_at(const struct kopt_graph *g, struct str s)
+static const char *str_at(const struct kopt_graph *g, str s)
 {
-	return g->arena + s.off;
+	return g->arena + STR_OFF(s);
 }
 
-static int rehash(struct kopt_graph *g, size_t n_slots)
+/* Rebuilds the key table with n_slots slots from the old table, or from the
+ * nodes when `from_nodes` (after a restore). */
+static int rehash(struct kopt_graph *g, size_t n_slots, int from_nodes)
 {
-	uint32_t *slots = malloc(n_slots * sizeof *slots);
+	struct slot *slots = malloc(n_slots * sizeof *slots);
 	if (slots == NULL)
 		return -1;
 	memset(slots, 0xff, n_slots * sizeof *slots);
 	size_t mask = n_slots - 1;
-	for (size_t i = 0; i < g->n_nodes; i++) {
-		size_t j = (size_t)g->nodes[i].hash & mask;
-		while (slots[j] != KOPT_GRAPH_NONE)
+	size_t n = from_nodes ? g->n_nodes : g->n_slots;
+	for (size_t i = 0; i < n; i++) {
+		struct slot s;
+		if (from_nodes) {
+			s.id = (uint32_t)i;
+			const struct node *nd = &g->nodes[i];
+			s.h32 = (uint32_t)key_hash(str_at(g, nd->key), STR_LEN(nd->key));
+		} else {
+			s = g->slots[i];
+			if (s.id == KOPT_GRAPH_NONE)
+				continue;
+		}
+		size_t j = s.h32 & mask;
+		while (slots[j].id != KOPT_GRAPH_NONE)
 			j = (j + 1) & mask;
-		slots[j] = (uint32_t)i;
+		slots[j] = s;
 	}
 	free(g->slots);
 	g->slots = slots;
@@ -154,9 +192,11 @@ struct kopt_graph *kopt_graph_new(size_t expected_nodes)
 	size_t n = 64;
 	while (n < expected_nodes * 2)
 		n *= 2;
-	if (rehash(g, n) != 0 ||
+	str empty;
+	if (rehash(g, n, 1) != 0 ||
 	    grow((void **)&g->nodes, &g->cap_nodes, expected_nodes ? expected_nodes : 16,
-		 sizeof *g->nodes) != 0) {
+		 sizeof *g->nodes) != 0 ||
+	    arena_put(g, "", 0, &empty) != 0) {
 		kopt_graph_free(g);
 		return NULL;
 	}
@@ -188,14 +228,17 @@ static uint32_t find_hashed(const struct kopt_graph *g, const char *key, size_t 
 			    size_t *slot)
 {
 	size_t mask = g->n_slots - 1;
-	size_t j = (size_t)h & mask;
+	uint32_t h32 = (uint32_t)h;
+	size_t j = h32 & mask;
 	for (;;) {
-		uint32_t id = g->slots[j];
-		if (id == KOPT_GRAPH_NONE)
+		struct slot s = g->slots[j];
+		if (s.id == KOPT_GRAPH_NONE)
 			break;
-		const struct node *nd = &g->nodes[id];
-		if (nd->hash == h && nd->key.len == len && memcmp(str_at(g, nd->key), key, len) == 0)
-			return id;
+		if (s.h32 == h32) {
+			const struct node *nd = &g->nodes[s.id];
+			if (STR_LEN(nd->key) == len && memcmp(str_at(g, nd->key), key, len) == 0)
+				return s.id;
+		}
 		j = (j + 1) & mask;
 	}
 	if (slot)
@@ -226,7 +269,7 @@ int kopt_graph_add(struct kopt_graph *g, const char *key, size_t len, uint32_t *
 	}
 	/* keep the load factor at or below 1/2 */
 	if ((g->n_nodes + 1) * 2 > g->n_slots) {
-		if (rehash(g, g->n_slots * 2) != 0)
+		if (rehash(g, g->n_slots * 2, 0) != 0)
 			goto oom;
 		find_hashed(g, key, len, h, &slot);
 	}
@@ -234,15 +277,14 @@ int kopt_graph_add(struct kopt_graph *g, const char *key, size_t len, uint32_t *
 		goto oom;
 	struct node *nd = &g->nodes[g->n_nodes];
 	memset(nd, 0, sizeof *nd);
-	if (arena_put(g, key, len, &nd->key) != 0 || arena_put(g, "", 0, &nd->config) != 0)
+	if (arena_put(g, key, len, &nd->key) != 0)
 		goto oom;
-	nd->source = nd->config;
-	nd->status = nd->config;
-	nd->hash = h;
+	nd->config = nd->source = nd->status = 0;
 	nd->time_ms = NAN;
 	nd->reward = NAN;
 	nd->first_edge = nd->last_edge = KOPT_GRAPH_NONE;
-	g->slots[slot] = (uint32_t)g->n_nodes;
+	g->slots[slot].id = (uint32_t)g->n_nodes;
+	g->slots[slot].h32 = (uint32_t)h;
 	*id = (uint32_t)g->n_nodes++;
 	*created = 1;
 	return 0;
@@ -253,7 +295,7 @@ oom:
 
 int kopt_graph_set_str(struct kopt_graph *g, uint32_t id, int which, const char *s, size_t len)
 {
-	struct str v;
+	str v;
 	if (arena_put(g, s, len, &v) != 0)
 		return -1;
 	struct node *nd = &g->nodes[id];
@@ -286,13 +328,13 @@ void kopt_graph_node(const struct kopt_graph *g, uint32_t id, struct kopt_graph_
 {
 	const struct node *nd = &g->nodes[id];
 	v->key = str_at(g, nd->key);
-	v->key_len = nd->key.len;
+	v->key_len = STR_LEN(nd->key);
 	v->config = str_at(g, nd->config);
-	v->config_len = nd->config.len;
+	v->config_len = STR_LEN(nd->config);
 	v->source = str_at(g, nd->source);
-	v->source_len = nd->source.len;
+	v->source_len = STR_LEN(nd->source);
 	v->status = str_at(g, nd->status);
-	v->status_len = nd->status.len;
+	v->status_len = STR_LEN(nd->status);
 	v->time_ms = nd->time_ms;
 	v->reward = nd->reward;
 	v->visits = nd->visits;
@@ -317,7 +359,7 @@ uint32_t kopt_graph_find_edge(const struct kopt_graph *g, uint32_t parent, const
 {
 	for (uint32_t e = g->nodes[parent].first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next) {
 		const struct edge *ed = &g->edges[e];
-		if (ed->action.len == len && memcmp(str_at(g, ed->action), action, len) == 0)
+		if (STR_LEN(ed->action) == len && memcmp(str_at(g, ed->action), action, len) == 0)
 			return e;
 	}
 	return KOPT_GRAPH_NONE;
@@ -380,7 +422,7 @@ void kopt_graph_edge(const struct kopt_graph *g, uint32_t eid, struct kopt_graph
 {
 	const struct edge *ed = &g->edges[eid];
 	v->action = str_at(g, ed->action);
-	v->action_len = ed->action.len;
+	v->action_len = STR_LEN(ed->action);
 	v->parent = ed->parent;
 	v->child = ed->child;
 	v->n = ed->n;
@@ -452,10 +494,11 @@ uint32_t kopt_graph_select(const struct kopt_graph *g, uint32_t id, const struct
 	return best;
 }
 
-static uint64_t digest_str(uint64_t h, const struct kopt_graph *g, struct str s)
+static uint64_t digest_str(uint64_t h, const struct kopt_graph *g, str s)
 {
-	h = fnv1a(h, &s.len, sizeof s.len);
-	return fnv1a(h, str_at(g, s), s.len);
+	uint32_t len = STR_LEN(s);
+	h = fnv1a(h, &len, sizeof len);
+	return fnv1a(h, str_at(g, s), len);
 }
 
 void kopt_graph_digest(const struct kopt_graph *g, char hex[17])
@@ -553,9 +596,9 @@ static int get(FILE *fp, uint64_t *sum, void *p, size_t n)
 	return 0;
 }
 
-static int str_ok(const struct kopt_graph *g, struct str s)
+static int str_ok(const struct kopt_graph *g, str s)
 {
-	return s.off + s.len < g->arena_len && g->arena[s.off + s.len] == '\0';
+	return STR_OFF(s) + STR_LEN(s) < g->arena_len && g->arena[STR_OFF(s) + STR_LEN(s)] == '\0';
 }
 
 /* Every index and string a restored graph will follow must be in range. */
@@ -568,8 +611,6 @@ static int validate(const struct kopt_graph *g)
 			return -1;
 		if ((nd->first_edge != KOPT_GRAPH_NONE && nd->first_edge >= g->n_edges) ||
 		    (nd->last_edge != KOPT_GRAPH_NONE && nd->last_edge >= g->n_edges))
-			return -1;
-		if (nd->hash != key_hash(str_at(g, nd->key), nd->key.len))
 			return -1;
 	}
 	for (size_t i = 0; i < g->n_edges; i++) {
@@ -628,7 +669,7 @@ int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t
 		set_err(err, errlen, "%s: corrupt snapshot (checksum or index out of range)", path);
 		goto out;
 	}
-	if (rehash(g, g->n_slots) != 0) {
+	if (rehash(g, g->n_slots, 1) != 0) {
 		set_err(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
