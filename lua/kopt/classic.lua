@@ -29,7 +29,8 @@ function M.memory(space)
     for i, v in ipairs(k.values) do index[j][v] = i end
   end
   return setmetatable({ space = space, knobs = knobs, index = index, seen = {}, fit = {},
-                        order = {}, queue = {}, pending = 0, unseen = nil }, Memory)
+                        order = {}, queue = {}, pending = 0, unseen = nil,
+                        nb_cache = {} }, Memory)
 end
 
 function Memory:key(config) return self.space:key(config) end
@@ -127,10 +128,23 @@ function Memory:fresh(rng)
   return nil
 end
 
+-- The space's neighbours of `config`, remembered (walks come back often).
+-- The list is shared: callers must not change it.
+function Memory:neighbours(config, kind)
+  kind = kind or "adjacent"
+  local k = kind .. ":" .. self.space:key(config)
+  local nb = self.nb_cache[k]
+  if nb == nil then
+    nb = self.space:neighbours(config, kind)
+    self.nb_cache[k] = nb
+  end
+  return nb
+end
+
 -- Neighbours of `config` not proposed yet, in the space's order.
 function Memory:fresh_neighbours(config, kind)
   local out = {}
-  for _, c in ipairs(self.space:neighbours(config, kind or "adjacent")) do
+  for _, c in ipairs(self:neighbours(config, kind)) do
     if not self.seen[self.space:key(c)] then out[#out + 1] = c end
   end
   return out

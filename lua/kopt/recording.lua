@@ -68,7 +68,12 @@ local function from_kt(doc, file, repaired)
     end
     rec.knobs[i] = { name = name, values = values }
   end
-  for _, e in pairs(doc.cache) do
+  -- pairs() order changes from process to process; a run must not.
+  local cache_keys = {}
+  for k in pairs(doc.cache) do cache_keys[#cache_keys + 1] = k end
+  table.sort(cache_keys)
+  for _, ck in ipairs(cache_keys) do
+    local e = doc.cache[ck]
     local config = {}
     for _, name in ipairs(keys) do config[name] = e[name] end
     local obj = e[objective]

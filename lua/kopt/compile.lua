@@ -1,0 +1,195 @@
+-- Compilation for the GPU backend: NVRTC options for a spec and a config, a
+-- synchronous compile, and a pool of compile worker processes whose results
+-- arrive as they finish, all through an on-disk CUBIN cache.
+--
+--   local compile = require("kopt.compile")
+--   local job = compile.job_for(spec, config, "sm_90")
+--   local pool = compile.pool()             -- one worker per CPU
+--   local id = pool:submit(job)
+--   local id, result = pool:wait_any()      -- whichever finishes first
+--   local result = pool:wait(id)            -- that one (others are kept)
+--   pool:close()
+--
+-- A result: { ok=, cubin=<bytes>|nil, log=, lowered=, regs=, smem_static=,
+-- local_bytes=, spill_stores=, spill_loads=, spills=, barriers=,
+-- max_threads=, cached=, compile_s= }. A compile error is a result with
+-- ok == false and the log; a crashed or hung worker likewise.
+local cpool = require("kopt.cpool")
+local nvrtc = require("kopt.nvrtc")
+local sys = require("kopt.sys")
+
+local M = {}
+
+M.version = nvrtc.version
+
+-- The CUBIN cache directory: $KOPT_CACHE_DIR, else $XDG_CACHE_HOME/kopt/cubin,
+-- else ~/.cache/kopt/cubin. KOPT_CACHE_DIR=off (or "none", "") disables it.
+function M.cache_dir()
+  local dir = os.getenv("KOPT_CACHE_DIR")
+  if dir then
+    if dir == "" or dir == "off" or dir == "none" then return nil end
+    return dir
+  end
+  local xdg = os.getenv("XDG_CACHE_HOME")
+  if xdg and xdg ~= "" then return xdg .. "/kopt/cubin" end
+  local home = os.getenv("HOME")
+  if home and home ~= "" then return home .. "/.cache/kopt/cubin" end
+  return nil
+end
+
+local function exists(path) return sys.stat(path) ~= nil end
+
+-- The toolkit's include directories: <root>/include (cuda_fp16.h, mma.h)
+-- and, from CUDA 13 on, <root>/include/cccl (cuda/pipeline, cub). The root is
+-- $CUDA_HOME, $CUDA_PATH, the toolkit kopt was built with, or /usr/local/cuda.
+local include_cache
+function M.include_dirs()
+  if include_cache then return include_cache end
+  local roots = { os.getenv("CUDA_HOME"), os.getenv("CUDA_PATH"), nvrtc.cuda_home, "/usr/local/cuda" }
+  for _, root in ipairs(roots) do
+    if root and root ~= "" then
+      for _, inc in ipairs({ root .. "/include", root .. "/targets/x86_64-linux/include",
+                             root .. "/targets/sbsa-linux/include" }) do
+        if exists(inc .. "/cuda_fp16.h") then
+          include_cache = { inc }
+          if exists(inc .. "/cccl") then include_cache[2] = inc .. "/cccl" end
+          return include_cache
+        end
+      end
+    end
+  end
+  include_cache = {}
+  return include_cache
+end
+
+local function dirname(path) return path:match("^(.*)/[^/]*$") or "." end
+
+local function append_unique(out, seen, opt)
+  if not seen[opt] then
+    seen[opt] = true
+    out[#out + 1] = opt
+  end
+end
+
+-- Options for one kernel of a spec (spec.kernel or spec.reference):
+-- its own options, the knobs as -D defines (the kernel only), -lineinfo (free
+-- source correlation for profilers; same SASS), the include paths (toolkit,
+-- CCCL, the spec's directory, the kernel's directory) and the architecture.
+local function options(spec, kernel, config, arch, with_defines)
+  local out, seen = {}, {}
+  local base = with_defines and spec:compile_options(config) or kernel.options
+  for _, o in ipairs(base) do out[#out + 1] = o end
+  if with_defines and kernel ~= spec.kernel then
+    for _, d in ipairs(spec:defines(config)) do out[#out + 1] = d end
+  end
+  append_unique(out, seen, "-lineinfo")
+  for _, inc in ipairs(M.include_dirs()) do append_unique(out, seen, "-I" .. inc) end
+  append_unique(out, seen, "-I" .. spec.dir)
+  append_unique(out, seen, "-I" .. dirname(kernel.path))
+  out[#out + 1] = "--gpu-architecture=" .. (arch or "sm_90")
+  return out
+end
+
+-- spec kernel options + -D defines for the config's knobs + include paths +
+-- --gpu-architecture=arch (default sm_90).
+function M.options_for(spec, config, arch)
+  return options(spec, spec.kernel, config, arch, true)
+end
+
+local function basename(path) return path:match("([^/]*)$") end
+
+-- The compile job of a candidate. `source` replaces the spec's kernel text
+-- (a patched candidate).
+function M.job_for(spec, config, arch, source)
+  return { source = source or spec.kernel.source, entry = spec.kernel.entry,
+           name = basename(spec.kernel.path), arch = arch or "sm_90",
+           options = M.options_for(spec, config, arch) }
+end
+
+-- The reference kernel's job: no knob defines (a reference does not depend
+-- on the candidate), or nil when the spec has no reference.
+function M.reference_job(spec, arch)
+  local ref = spec.reference
+  if not ref then return nil end
+  return { source = ref.source, entry = ref.entry, name = basename(ref.path), arch = arch or "sm_90",
+           options = options(spec, ref, nil, arch, false) }
+end
+
+-- opts.cache: false disables the cache; opts.cache_dir overrides the default.
+local function cache_dir_of(opts)
+  if opts and opts.cache == false then return nil end
+  local dir = opts and opts.cache_dir or M.cache_dir()
+  if dir then sys.mkdir_p(dir) end
+  return dir
+end
+
+-- Compiles in this process, through the cache.
+function M.compile(job, opts)
+  return nvrtc.compile(job, cache_dir_of(opts))
+end
+
+function M.cache_key(job) return nvrtc.cache_key(job) end
+
+local Pool = {}
+Pool.__index = Pool
+
+-- n workers (default: one per CPU). opts: cache=false | cache_dir=DIR,
+-- timeout_s (per job; default 600).
+function M.pool(n, opts)
+  opts = opts or {}
+  n = n or sys.cpu_count()
+  local dir = cache_dir_of(opts)
+  local self = setmetatable({ dir = dir, stash = {}, order = {}, submitted = 0 }, Pool)
+  self.c = cpool.new(n, { cache_dir = dir, timeout_s = opts.timeout_s or 600 })
+  return self
+end
+
+function Pool:submit(job)
+  self.submitted = self.submitted + 1
+  return self.c:submit(job)
+end
+
+-- The next finished job: id, result; nil when nothing is pending or timeout_s
+-- (default: none) passed first. Results set aside by wait(id) come first.
+function Pool:wait_any(timeout_s)
+  while #self.order > 0 do
+    local id = table.remove(self.order, 1)
+    local r = self.stash[id]
+    if r then
+      self.stash[id] = nil
+      return id, r
+    end
+  end
+  return self.c:wait_any(timeout_s)
+end
+
+-- The result of one job, waiting for it; results of other jobs that finish
+-- meanwhile are kept for wait_any. Raises when id is not pending.
+function Pool:wait(id)
+  local r = self.stash[id]
+  if r then
+    self.stash[id] = nil
+    return r
+  end
+  while true do
+    local got, res = self.c:wait_any()
+    if got == nil then error(string.format("compile pool: job %s is not pending", tostring(id)), 2) end
+    if got == id then return res end
+    self.stash[got] = res
+    self.order[#self.order + 1] = got
+  end
+end
+
+function Pool:pending()
+  local n = self.c:pending()
+  for _ in pairs(self.stash) do n = n + 1 end
+  return n
+end
+
+function Pool:size() return self.c:size() end
+
+function Pool:close() self.c:close() end
+Pool.__close = Pool.close
+Pool.__gc = Pool.close
+
+return M

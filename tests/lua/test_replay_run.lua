@@ -1,0 +1,98 @@
+-- `kopt random --backend replay:<A100 convolution> --budget 200 --seed 1`:
+-- the best it reports must be the best of the 200 configs it evaluated,
+-- according to an independent read of the cache file (plain cjson, not
+-- kopt's recording reader). Then the same run killed by SIGKILL at evaluation
+-- 100 and resumed must end with the same evaluated set, in the same order.
+local T = require("testlib")
+local cjson = require("cjson")
+
+local file = "tests/data/convolution_A100.json"
+local tmp = T.tmpdir("replay")
+
+local function read_events(dir)
+  local evals, stop = {}, nil
+  for line in io.lines(dir .. "/events.jsonl") do
+    local ev = cjson.decode(line)
+    if ev.event == "eval" then evals[#evals + 1] = ev end
+    if ev.event == "stop" then stop = ev end
+  end
+  return evals, stop
+end
+
+-- Independent read of the Kernel Tuner cache: key -> time (or a failure string).
+local raw = cjson.decode(T.slurp(file))
+local function kt_key(config)
+  local parts = {}
+  for i, name in ipairs(raw.tune_params_keys) do parts[i] = string.format("%d", config[name]) end
+  return table.concat(parts, ",")
+end
+
+local full = tmp .. "/full"
+local code, out = T.run(string.format("random --backend replay:%s --budget 200 --seed 1 --out %s -q", file, full))
+T.eq(code, 0, "exit code of the uninterrupted run")
+local evals, stop = read_events(full)
+T.eq(#evals, 200, "evaluations recorded")
+local best_time, best_key = math.huge, nil
+local distinct = {}
+for _, ev in ipairs(evals) do
+  local entry = raw.cache[kt_key(ev.config)]
+  T.check(entry ~= nil, "evaluated config %s is not in the file", kt_key(ev.config))
+  distinct[kt_key(ev.config)] = true
+  if entry and type(entry.time) == "number" then
+    T.check(ev.result.status == "ok", "config %s: recorded time but status %s", kt_key(ev.config), ev.result.status)
+    T.check(math.abs(ev.result.time_ms - entry.time) < 1e-9 * entry.time, "config %s: time %s vs file %s",
+            kt_key(ev.config), ev.result.time_ms, entry.time)
+    if entry.time < best_time then best_time, best_key = entry.time, kt_key(ev.config) end
+  elseif entry then
+    T.check(ev.result.status ~= "ok", "config %s: file says %s but kopt says ok", kt_key(ev.config), tostring(entry.time))
+  end
+end
+local n = 0
+for _ in pairs(distinct) do n = n + 1 end
+T.eq(n, 200, "distinct configs among the 200 evaluations")
+T.check(stop and math.abs(stop.best.time_ms - best_time) < 1e-9 * best_time, "stop event best %s, file says %s",
+        stop and stop.best.time_ms, best_time)
+local best_cfg = cjson.decode(T.slurp(full .. "/best/config.json"))
+T.eq(kt_key(best_cfg), best_key, "best/config.json")
+T.check(out:find(string.format("best: %.5g ms", best_time), 1, true) ~= nil, "summary names the best time:\n%s", out)
+local results = cjson.decode(T.slurp(full .. "/results.json"))
+T.eq(#results.results, 200, "results.json (T4) entries")
+T.eq(results.schema_version, "1.0.0", "results.json schema_version")
+
+-- Kill at evaluation 100, then resume.
+local killed = tmp .. "/killed"
+code = T.run(string.format("random --backend replay:%s --budget 200 --seed 1 --out %s -q", file, killed),
+             "KOPT_TEST_SIGKILL_AFTER=100")
+T.eq(code, 137, "exit status of the run killed by SIGKILL")
+local half = read_events(killed)
+T.eq(#half, 100, "evaluations on record after the kill")
+T.check(not T.exists(killed .. "/results.json"), "a killed run has no results.json yet")
+-- A torn last line, as a kill in the middle of a write would leave.
+local f = assert(io.open(killed .. "/events.jsonl", "ab"))
+f:write('{"event":"eval","n":101,"key":"16,1')
+f:close()
+code = T.run(string.format("random --backend replay:%s --budget 200 --out %s --resume -q", file, killed))
+T.eq(code, 0, "exit code of the resumed run")
+local resumed, rstop = read_events(killed)
+T.eq(#resumed, 200, "evaluations after resume")
+for i = 1, math.min(#resumed, #evals) do
+  if resumed[i].key ~= evals[i].key then
+    T.check(false, "evaluation %d differs after resume: %s vs %s", i, resumed[i].key, evals[i].key)
+    break
+  end
+end
+T.check(rstop and rstop.best.key == stop.best.key, "resumed run's best differs")
+-- Resuming a finished run measures nothing new.
+code = T.run(string.format("random --backend replay:%s --budget 200 --out %s --resume -q", file, killed))
+T.eq(code, 0, "exit code of resuming a finished run")
+T.eq(#read_events(killed), 200, "evaluations after resuming a finished run")
+-- Without --resume an existing run is refused, and nothing is changed.
+local code2, _, err = T.run(string.format("random --backend replay:%s --out %s", file, killed))
+T.eq(code2, 2, "exit code when the run directory is taken")
+T.eq(err, "kopt: " .. killed .. " already holds a run; continue it with --resume or choose another --out\n", "message")
+-- --resume with another seed is refused.
+code2, _, err = T.run(string.format("random --backend replay:%s --out %s --resume --seed 5", file, killed))
+T.eq(code2, 2, "exit code of --resume with another seed")
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
