@@ -1,0 +1,154 @@
+-- Search space: enumeration with early pruning, uniform sampling without
+-- enumeration on a 10^8-point space, neighbours, stable keys, and the
+-- expression sandbox. Prints the timings docs/PERFORMANCE.md quotes.
+local T = require("testlib")
+local space_mod = require("kopt.space")
+local expr = require("kopt.expr")
+local rng_mod = require("kopt.rng")
+local sys = require("kopt.sys")
+
+local function range(a, b, step)
+  local t = {}
+  for v = a, b, step or 1 do t[#t + 1] = v end
+  return t
+end
+
+-- A matmul-like space: 8 knobs, 230,400 raw points, constraints that keep
+-- about 10^5 of them.
+local knobs = {
+  { name = "BLOCK_M", values = { 16, 32, 64, 128, 256 } },
+  { name = "BLOCK_N", values = { 16, 32, 64, 128, 256 } },
+  { name = "BLOCK_K", values = { 16, 32, 64, 128 } },
+  { name = "WARPS_M", values = { 1, 2, 4, 8 } },
+  { name = "WARPS_N", values = { 1, 2, 4, 8 } },
+  { name = "STAGES", values = { 1, 2, 3, 4, 5, 6 } },
+  { name = "VEC", values = { 1, 2, 4, 8 } },
+  { name = "UNROLL", values = { 1, 2, 4, 8, 16, 32 } },
+}
+local constraints = {
+  "WARPS_M * WARPS_N * 32 <= device.max_threads_block",
+  "BLOCK_M % (16 * WARPS_M) == 0",
+  "BLOCK_N % (8 * WARPS_N) == 0",
+  "(BLOCK_M + BLOCK_N) * BLOCK_K * 2 * STAGES <= device.max_smem_optin",
+  "BLOCK_K * BLOCK_N // (WARPS_M * WARPS_N * 32) >= VEC",
+}
+local compiled = {}
+for i, c in ipairs(constraints) do compiled[i] = assert(expr.compile(c, "constraints[" .. i .. "]")) end
+local scope = { device = { max_threads_block = 1024, max_smem_optin = 232448 } }
+local space = space_mod.new({ knobs = knobs, constraints = compiled, scope = scope })
+T.eq(space:size_raw(), 5 * 5 * 4 * 4 * 4 * 6 * 4 * 6, "raw size")
+
+local t0 = sys.now()
+local list = space:enumerate()
+local t_enum = sys.now() - t0
+-- Brute-force count without pruning, as the reference.
+local brute = 0
+local t1 = sys.now()
+for _, bm in ipairs(knobs[1].values) do for _, bn in ipairs(knobs[2].values) do for _, bk in ipairs(knobs[3].values) do
+for _, wm in ipairs(knobs[4].values) do for _, wn in ipairs(knobs[5].values) do for _, st in ipairs(knobs[6].values) do
+for _, vec in ipairs(knobs[7].values) do for _ in ipairs(knobs[8].values) do
+  if wm * wn * 32 <= 1024 and bm % (16 * wm) == 0 and bn % (8 * wn) == 0
+     and (bm + bn) * bk * 2 * st <= 232448 and bk * bn // (wm * wn * 32) >= vec then
+    brute = brute + 1
+  end
+end end end end end end end end
+local t_brute = sys.now() - t1
+T.eq(#list, brute, "enumerated valid configs vs brute force")
+T.check(#list >= 5e4 and #list <= 2e5, "valid count %d should be about 10^5", #list)
+T.check(t_enum < 1.0, "enumeration of %d valid configs took %.3f s (must be well under 1 s)", #list, t_enum)
+io.stdout:write(string.format("enumerate: %d valid of %d raw in %.3f s (brute-force loop without kopt: %.3f s)\n",
+                              #list, space:size_raw(), t_enum, t_brute))
+
+-- Keys are stable and distinct.
+local keys = {}
+for _, c in ipairs(list) do
+  local k = space:key(c)
+  T.check(not keys[k], "duplicate key %s", k)
+  keys[k] = true
+end
+T.eq(space:key({ BLOCK_M = 64, BLOCK_N = 128, BLOCK_K = 32, WARPS_M = 2, WARPS_N = 2, STAGES = 3, VEC = 4, UNROLL = 1 }),
+     "64,128,32,2,2,3,4,1", "key format")
+
+-- Uniform sampling: every sample valid; frequencies of one knob close to the
+-- valid-set marginals (chi-square-ish bound).
+local rng = rng_mod.new(7)
+local counts, want = {}, {}
+for _, c in ipairs(list) do want[c.STAGES] = (want[c.STAGES] or 0) + 1 end
+local N = 20000
+for _ = 1, N do
+  local c = space:sample(rng)
+  counts[c.STAGES] = (counts[c.STAGES] or 0) + 1
+end
+for v, w in pairs(want) do
+  local expected = N * w / #list
+  local got = counts[v] or 0
+  T.check(math.abs(got - expected) < 5 * math.sqrt(expected) + 5, "STAGES=%d sampled %d times, expected about %.0f", v, got, expected)
+end
+
+-- 10^8 raw points: sampled without enumerating.
+local big_knobs = {}
+for i = 1, 8 do big_knobs[i] = { name = "K" .. i, values = range(1, 10) } end
+local big = space_mod.new({ knobs = big_knobs, constraints = { assert(expr.compile("K1 + K2 <= 12", "c1")),
+                                                               assert(expr.compile("K8 % 2 == 0", "c2")) } })
+T.eq(big:size_raw(), 1e8, "raw size of the big space")
+t0 = sys.now()
+local ok_all = true
+for _ = 1, 1000 do
+  local c = big:sample(rng)
+  if not c or c.K1 + c.K2 > 12 or c.K8 % 2 ~= 0 then ok_all = false end
+end
+local t_big = sys.now() - t0
+T.check(ok_all, "every sample of the 10^8 space is valid")
+T.check(big.list_cache == nil, "the 10^8 space was not enumerated")
+T.check(not pcall(big.enumerate, big), "enumerating 10^8 points is refused")
+io.stdout:write(string.format("sample: 1000 valid configs of a 10^8-point space in %.3f s\n", t_big))
+
+-- Neighbours.
+local c = { BLOCK_M = 64, BLOCK_N = 64, BLOCK_K = 32, WARPS_M = 2, WARPS_N = 2, STAGES = 3, VEC = 1, UNROLL = 4 }
+T.check(space:is_valid(c), "the neighbour test config is valid")
+local adj = space:neighbours(c, "adjacent")
+local ham = space:neighbours(c, "hamming")
+for _, n in ipairs(adj) do
+  local diff = 0
+  for _, k in ipairs(knobs) do
+    if n[k.name] ~= c[k.name] then
+      diff = diff + 1
+      local pa, pb = space.index[k.name].pos[n[k.name]], space.index[k.name].pos[c[k.name]]
+      T.check(math.abs(pa - pb) == 1, "adjacent neighbour moved %s by more than one step", k.name)
+    end
+  end
+  T.eq(diff, 1, "knobs changed in an adjacent neighbour")
+  T.check(space:is_valid(n), "neighbour is valid")
+end
+T.check(#ham > #adj, "hamming neighbours (%d) outnumber adjacent ones (%d)", #ham, #adj)
+T.eq(#adj, 15, "adjacent neighbours of the test config (counted by hand: 2 per knob, 1 for VEC at its lowest value)")
+
+-- Listed spaces (recordings).
+local listed = space_mod.listed({ knobs = { { name = "a", values = { 1, 2 } }, { name = "b", values = { 1, 2 } } },
+                                  configs = { { a = 1, b = 1 }, { a = 2, b = 2 } } })
+T.check(listed:is_valid({ a = 1, b = 1 }), "listed member is valid")
+T.check(not listed:is_valid({ a = 1, b = 2 }), "listed non-member is invalid")
+T.eq(#listed:neighbours({ a = 1, b = 1 }, "hamming"), 0, "listed neighbours outside the set")
+
+-- Expression sandbox.
+local function fails(text, pattern)
+  local e, err = expr.compile(text, "x")
+  if e then
+    local _, rerr = e:eval({})
+    err = rerr
+  end
+  T.check(err and err:find(pattern, 1, true), "expression %q: expected an error containing %q, got %s", text, pattern, tostring(err))
+end
+fails("os.exit(1)", "unknown name 'os'")
+fails("io.open('x')", "unknown name 'io'")
+fails("require('os')", "unknown name 'require'")
+fails("load('return 1')()", "unknown name 'load'")
+fails("debug.getinfo(1)", "unknown name 'debug'")
+fails("string.rep('x', 10)", "unknown name 'string'")
+fails("(function() return 1 end)()", "may not define functions")
+fails("1 +", "syntax error")
+local e = assert(expr.compile("cdiv(N, BLOCK) * max(2, WARPS) + log2(8)", "y"))
+T.eq(e:number({ BLOCK = 128, WARPS = 4 }, { N = 1000 }), 35, "cdiv/max/log2")
+T.eq(#e.names, 3, "free names of the expression")
+
+return T.done()
