@@ -1,0 +1,103 @@
+/* Hardware counters of one kernel launch with CUPTI (CUDA 13 Host + Range
+ * Profiler APIs, auto-range, kernel replay).
+ *
+ * libcupti.so.13 is loaded at run time: kopt starts and runs without it, and
+ * everything here then reports "unavailable" with the reason (missing
+ * library, unsupported device, counters restricted to administrators by the
+ * driver, another profiler attached, ...). Nothing here crashes or exits.
+ *
+ * Use inside the process that owns the CUDA context (the GPU worker), after
+ * the candidate's timing is finished — never inside a timing window: kernel
+ * replay saves and restores device memory and runs the kernel once per pass.
+ *
+ *   kopt_cupti_load(err)                         once; cheap to repeat
+ *   kopt_cupti_probe(ctx, dev, ordinal, &p, err) once per context
+ *   kopt_cupti_session_begin(ctx, names, n, &s, err)
+ *       ... launch exactly one kernel and synchronize its stream ...
+ *   kopt_cupti_session_end(s, values, err)       values[i] for names[i]
+ * or kopt_cupti_profile(), which does the three with a launch callback.
+ *
+ * Not thread-safe: one profiling client per process (CUPTI allows one
+ * profiler per device anyway). The C++ implementation lives in cupti_prof.cc
+ * because cupti_profiler_host.h cannot be compiled as C. */
+#ifndef KOPT_CUPTI_PROF_H
+#define KOPT_CUPTI_PROF_H
+
+#include <stddef.h>
+
+#include <cuda.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The default metric set (names as Nsight Compute spells them), NULL-ended.
+ * The tensor-pipe metric is last so callers can drop it for non-matrix
+ * kernels: KOPT_CUPTI_DEFAULT_BASE is the count without it. */
+extern const char *const kopt_cupti_default_metrics[];
+#define KOPT_CUPTI_DEFAULT_BASE 10
+#define KOPT_CUPTI_MAX_METRICS 64
+
+/* Loads libcupti.so.13 (or $KOPT_CUPTI_LIB; "none" disables profiling), and
+ * resolves the entry points. Idempotent: a failure is remembered and repeated
+ * with the same sentence. Returns 0, or -1 with the reason in err. */
+int kopt_cupti_load(char *err, size_t errlen);
+
+/* What the probe learned. */
+struct kopt_cupti_info {
+	char chip[64];		 /* "GH100" */
+	int max_metrics_per_pass; /* 0 when unknown */
+};
+
+/* Checks that range profiling works on `dev` (ordinal `ordinal`) with `ctx`
+ * current: cuptiProfilerDeviceSupported, chip name, counter availability
+ * (fails when counters are restricted or another profiler is active).
+ * Initializes the profiler for this context; calling it again with the same
+ * context is free. Returns 0, or -1 with one sentence in err. */
+int kopt_cupti_probe(CUcontext ctx, CUdevice dev, int ordinal, struct kopt_cupti_info *out,
+		     char *err, size_t errlen);
+
+/* Number of replay passes `names` need (from the cached config image). */
+int kopt_cupti_num_passes(const char *const *names, size_t n, int *passes, char *err,
+			  size_t errlen);
+
+struct kopt_cupti_session;
+
+/* Enables the range profiler on ctx for the metric set `names` (n at most
+ * KOPT_CUPTI_MAX_METRICS; the configuration is cached per set) and starts an
+ * auto-range, kernel-replay collection. The caller then launches exactly one
+ * kernel and synchronizes, and calls kopt_cupti_session_end, which frees the
+ * session in every case. An unknown metric name fails here, naming it.
+ * Requires a successful kopt_cupti_probe for ctx. */
+int kopt_cupti_session_begin(CUcontext ctx, const char *const *names, size_t n,
+			     struct kopt_cupti_session **out, char *err, size_t errlen);
+
+/* Stops, decodes and evaluates: values[i] (caller-provided, n doubles) for
+ * names[i]. passes receives the number of passes (may be NULL). Frees s. */
+int kopt_cupti_session_end(struct kopt_cupti_session *s, double *values, int *passes, char *err,
+			   size_t errlen);
+
+/* Launch callback for kopt_cupti_profile: launch one kernel, synchronize,
+ * return 0 or -1 with a message. */
+typedef int (*kopt_cupti_launch_fn)(void *ud, char *err, size_t errlen);
+
+/* session_begin + launch(ud) + session_end. */
+int kopt_cupti_profile(CUcontext ctx, const char *const *names, size_t n,
+		       kopt_cupti_launch_fn launch, void *ud, double *values, int *passes, char *err,
+		       size_t errlen);
+
+/* A CUPTI result code as a sentence: the privilege error explains the
+ * driver's admin-only profiling setting (NVreg_RestrictProfilingToAdminUsers),
+ * the environment errors (vGPU, MIG, another profiler attached, ...) say what
+ * blocks profiling. Works without the library. Returns buf. */
+const char *kopt_cupti_strerror(int code, char *buf, size_t len);
+
+/* Releases cached configurations and deinitializes the profiler. The library
+ * stays loaded. */
+void kopt_cupti_shutdown(void);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
