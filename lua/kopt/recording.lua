@@ -40,12 +40,21 @@ end
 local function repair_kt(text)
   local body = text:gsub("%s+$", "")
   for _ = 1, 4 do
-    local candidate = body:gsub(",%s*$", "") .. "\n}\n}"
-    local v = json.decode(candidate)
+    local v = json.decode(body:gsub(",%s*$", "") .. "\n}\n}")
     if v then return v end
     local cut = body:match("^(.*)\n[^\n]*$")
     if not cut then break end
     body = cut:gsub("%s+$", "")
+  end
+  -- Pretty-printed caches spread an entry over many lines: cut after each of
+  -- the last closing braces in turn.
+  local pos, tries = #text, 0
+  while tries < 64 do
+    pos = text:sub(1, pos - 1):match(".*()}")
+    if not pos then break end
+    tries = tries + 1
+    local v = json.decode(text:sub(1, pos) .. "\n}\n}")
+    if v and type(v.cache) == "table" then return v end
   end
   return nil
 end

@@ -1,0 +1,64 @@
+-- Readers of recorded spaces: Kernel Tuner caches (also cut-off ones), T4 and
+-- KTT files. Counts and best values are those INDEX.tsv of the data set lists.
+local T = require("testlib")
+local recording = require("kopt.recording")
+
+local function summary(rec)
+  local s = { n = #rec.entries, ok = 0, best = math.huge, status = {} }
+  for _, e in ipairs(rec.entries) do
+    s.status[e.status] = (s.status[e.status] or 0) + 1
+    if e.status == "ok" then
+      s.ok = s.ok + 1
+      if e.time_ms < s.best then s.best = e.time_ms end
+    end
+  end
+  return s
+end
+
+local function near(a, b) return math.abs(a - b) <= 1e-9 * math.max(math.abs(a), math.abs(b)) end
+
+local conv = assert(recording.read("tests/data/convolution_A100.json"))
+local s = summary(conv)
+T.eq(s.n, 4362, "convolution A100 entries")
+T.eq(s.ok, 4201, "convolution A100 valid")
+T.eq(s.status.launch_error, 155, "RuntimeFailedConfig entries")
+T.eq(s.status.compile_error, 6, "CompilationFailedConfig entries")
+T.check(near(s.best, 0.5536000076681376), "convolution A100 best %s", s.best)
+T.eq(#conv.knobs, 10, "convolution knobs")
+T.eq(conv.knobs[1].name, "block_size_x", "knob order follows tune_params_keys")
+T.check(conv.entries[1].cost_s > 0, "recorded evaluation cost is charged")
+
+local pn = assert(recording.read("tests/data/pnpoly_RTX_3090.json"))
+s = summary(pn)
+T.eq(s.ok, 3774, "pnpoly valid")
+T.check(near(s.best, 8.714240169525146), "pnpoly best %s", s.best)
+
+local ktt = assert(recording.read("tests/data/coulomb_2080.json"))
+local t4 = assert(recording.read("tests/data/coulomb_2080.t4.json"))
+local sk, st = summary(ktt), summary(t4)
+T.eq(sk.n, 210, "KTT entries")
+T.eq(st.n, 210, "T4 entries")
+T.check(near(sk.best, 0.769696), "KTT best %s ms (769.696 us)", sk.best)
+T.check(near(st.best, 0.769696), "T4 best %s ms", st.best)
+T.eq(ktt.format, "ktt", "KTT format detected")
+T.eq(t4.format, "t4", "T4 format detected")
+local m = ktt.entries[1].metrics
+T.check(m and m["dram__throughput.avg.pct_of_peak_sustained_elapsed"] ~= nil, "KTT counters are kept as metrics")
+T.check(ktt.entries[1].resources.regs ~= nil, "KTT register counts are kept")
+
+-- Cut-off Kernel Tuner caches, as an interrupted run leaves them.
+local tmp = T.tmpdir("rec")
+local text = T.slurp("tests/data/vector_add_A4000.json")
+local cut = text:gsub("%s*}%s*}%s*$", "")
+T.write(tmp .. "/open.json", cut .. ",\n")
+local rec = assert(recording.read(tmp .. "/open.json"))
+T.eq(#rec.entries, 15, "entries of a cache without its closing braces")
+T.check(rec.repaired, "the reader says it repaired the file")
+T.write(tmp .. "/torn.json", cut:sub(1, #cut - 300))
+rec = assert(recording.read(tmp .. "/torn.json"))
+T.eq(#rec.entries, 14, "entries of a cache cut in the middle of its last entry")
+T.write(tmp .. "/header.json", text:sub(1, 200))
+local bad, err = recording.read(tmp .. "/header.json")
+T.check(bad == nil and err:find("could not be repaired", 1, true), "a cache cut in its header: %s", tostring(err))
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
