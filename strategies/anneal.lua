@@ -43,11 +43,11 @@ end
 
 -- Next configuration to measure from the walk, or nil when it is boxed in.
 local function step(ctx, st)
-  local o, mem, space, rng = st.o, st.mem, ctx.space, ctx.rng
+  local o, mem, rng = st.o, st.mem, ctx.rng
   for _ = 1, o.free_steps do
     local kind = rng:uniform() < o.hamming and "hamming" or "adjacent"
-    local nb = space:neighbours(st.cur.config, kind)
-    if #nb == 0 and kind == "adjacent" then nb = space:neighbours(st.cur.config, "hamming") end
+    local nb = mem:neighbours(st.cur.config, kind)
+    if #nb == 0 and kind == "adjacent" then nb = mem:neighbours(st.cur.config, "hamming") end
     if #nb == 0 then return nil end
     local c = nb[rng:random(1, #nb)]
     if not mem:is_seen(c) then return c end
