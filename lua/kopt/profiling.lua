@@ -1,0 +1,187 @@
+-- Who gets profiled, and what becomes of the counters. The engine creates one
+-- profiler per run and calls it after each round with the records that round
+-- added; the profiler asks the backend for counters (`backend:profile(job)`,
+-- the cuda backend's worker "profile" request, never inside a timing window)
+-- for the candidates --profile selects, diagnoses them with kopt.symptoms and
+-- writes the findings into the result, events.jsonl and trace.md.
+--
+--   --profile none      nobody (default)
+--   --profile top-k     the current best M.DEFAULT_K results, as they appear
+--   --profile top-N     the current best N
+--   --profile every-N   every N-th valid result
+--
+-- Results that already carry counters (replay of a recording with counters,
+-- such as the KTT files) are diagnosed for free, whatever the mode.
+local symptoms = require("kopt.symptoms")
+
+local M = { DEFAULT_K = 3 }
+local P = {}
+P.__index = P
+
+function M.parse(mode)
+  if mode == nil or mode == "none" then return { kind = "none" } end
+  if mode == "top-k" then return { kind = "top", n = M.DEFAULT_K } end
+  local n = mode:match("^top%-(%d+)$")
+  if n then return { kind = "top", n = math.tointeger(tonumber(n)) } end
+  n = mode:match("^every%-(%d+)$")
+  if n then return { kind = "every", n = math.max(1, math.tointeger(tonumber(n))) } end
+  return nil, string.format("--profile: expected none, top-k, top-N or every-N, got '%s'", tostring(mode))
+end
+
+-- A kernel that issues MMA instructions is a matrix kernel: its tensor pipes
+-- should be busy (tensor_idle) and its peak is the tensor-core peak.
+function M.is_matrix(source)
+  if type(source) ~= "string" then return false end
+  return source:find("wmma", 1, true) ~= nil or source:find("mma_sync", 1, true) ~= nil
+    or source:find("wgmma", 1, true) ~= nil or source:find("mma.sync", 1, true) ~= nil
+end
+
+-- opts: mode (the --profile string), backend, spec (or nil), device (table
+-- or nil), metrics (names; default: spec.profile_metrics, then the backend's).
+function M.new(opts)
+  local policy = assert(M.parse(opts.mode))
+  local self = setmetatable({ policy = policy, backend = opts.backend, spec = opts.spec,
+                              device = opts.device or (opts.spec and opts.spec.device),
+                              metrics = opts.metrics or (opts.spec and opts.spec.profile_metrics),
+                              profiled = {}, valid_seen = 0, count = 0, seconds = 0 }, P)
+  self.matrix = opts.matrix
+  if self.matrix == nil then self.matrix = M.is_matrix(opts.spec and opts.spec.kernel and opts.spec.kernel.source) end
+  if policy.kind ~= "none" and not (opts.backend and opts.backend.profile) then
+    self.off = string.format("the %s backend cannot profile", opts.backend and opts.backend.name or "current")
+  end
+  return self
+end
+
+-- Static facts for symptoms: launch geometry and work from the spec, resources
+-- from the result.
+function P:facts(config, result)
+  local launch, work
+  if self.spec and config then
+    local ok, l = pcall(self.spec.launch, self.spec, config)
+    if ok then launch = l end
+    local okw, w = pcall(self.spec.work, self.spec, config)
+    if okw then work = w end
+  end
+  return symptoms.facts_from(result, launch, self.device, { matrix = self.matrix, work = work })
+end
+
+-- Diagnoses a result that has counters; stores result.symptoms (a list of
+-- {name, severity, summary}) and returns the full diagnosis.
+function P:annotate(config, result)
+  if type(result.metrics) ~= "table" or next(result.metrics) == nil then return nil end
+  local list = symptoms.diagnose(result, self:facts(config, result))
+  local brief = {}
+  for i, s in ipairs(list) do
+    brief[i] = { name = s.name, severity = s.severity, summary = s.summary,
+                 detail = s.pipe or s.limiter or s.unit or s.kind }
+  end
+  result.symptoms = brief
+  return list
+end
+
+local function trace(engine, fmt, ...)
+  if engine.rundir then engine.rundir:trace(fmt, ...) end
+end
+
+local function describe(engine, config)
+  local ok, text = pcall(require("kopt.engine").describe_config, engine.space, config)
+  return ok and text or "?"
+end
+
+-- Collects counters for one record through the backend. Failures switch
+-- profiling off for the run, said once.
+function P:collect(engine, rec)
+  if self.off then return nil end
+  local job = engine.job_for and engine:job_for(rec.candidate or { config = rec.config }) or
+    { key = rec.key, config = rec.config, candidate = rec.candidate }
+  local t0 = os.clock()
+  local metrics, why, detail = self.backend:profile(job, self.metrics)
+  if not metrics then
+    local permanent = not (type(detail) == "table" and detail.kind == "candidate")
+    if permanent then
+      self.off = why or "profiling failed"
+      trace(engine, "- profiling is off for this run: %s", self.off)
+      if engine.rundir then engine.rundir:event({ event = "profile_off", reason = self.off }) end
+      if not engine.quiet then io.stderr:write("kopt: ", self.off, "; continuing without counters\n") end
+    end
+    return nil
+  end
+  self.count, self.seconds = self.count + 1, self.seconds + (os.clock() - t0)
+  return metrics
+end
+
+function P:process(engine, rec, chosen)
+  local r = rec.result
+  if self.profiled[rec.key] or (not chosen and r.symptoms) then return end
+  local has = type(r.metrics) == "table" and next(r.metrics) ~= nil
+  if not has and chosen then
+    local m = self:collect(engine, rec)
+    if m then
+      r.metrics = r.metrics or {}
+      for k, v in pairs(m) do r.metrics[k] = v end
+      has = true
+    end
+  end
+  if not has then return end
+  if chosen then self.profiled[rec.key] = true end
+  local list = self:annotate(rec.config, r)
+  if chosen and list then
+    trace(engine, "- profiled %s: %s%s", describe(engine, rec.config), symptoms.brief(list),
+          list[1] and ("; " .. list[1].summary) or "")
+    if engine.rundir then
+      engine.rundir:event({ event = "profile", key = rec.key, metrics = r.metrics, symptoms = r.symptoms })
+    end
+  end
+end
+
+-- Called by the engine after each round with the records it added.
+function P:after_round(engine, recs)
+  local chosen = {}
+  for _, rec in ipairs(recs) do
+    if rec.result.status == "ok" then
+      self.valid_seen = self.valid_seen + 1
+      if self.policy.kind == "every" and self.valid_seen % self.policy.n == 0 then chosen[rec.key] = true end
+    end
+  end
+  if self.policy.kind == "top" then
+    local ok = {}
+    for _, rec in ipairs(engine.records) do
+      if rec.result.status == "ok" then ok[#ok + 1] = rec end
+    end
+    table.sort(ok, function(a, b) return a.result.time_ms < b.result.time_ms end)
+    for i = 1, math.min(self.policy.n, #ok) do
+      if not self.profiled[ok[i].key] then
+        chosen[ok[i].key] = true
+        recs[#recs + 1] = ok[i]
+      end
+    end
+  end
+  local done = {}
+  for _, rec in ipairs(recs) do
+    if not done[rec.key] then
+      done[rec.key] = true
+      self:process(engine, rec, chosen[rec.key] or false)
+    end
+  end
+end
+
+-- At the end: make sure the best has counters when profiling is on; returns
+-- the facts report.write needs.
+function P:finish(engine)
+  local best = engine.ctx and engine.ctx.best
+  if best and self.policy.kind ~= "none" then
+    self:process(engine, { key = best.key, config = best.config, result = best.result,
+                           candidate = best.candidate }, true)
+  end
+  local facts = { name = self.spec and self.spec.name, device = self.device, matrix = self.matrix,
+                  profiling = self.off or (self.policy.kind == "none" and "--profile none" or nil) }
+  if best and self.spec then
+    local f = self:facts(best.config, best.result)
+    facts.work = f.work
+    local ok, l = pcall(self.spec.launch, self.spec, best.config)
+    if ok then facts.launch = l end
+  end
+  return facts
+end
+
+return M

@@ -1,0 +1,106 @@
+-- kopt.profiling: whom --profile selects, what happens to the counters, and
+-- that a backend that cannot profile switches profiling off once, not per
+-- candidate. Uses a fake engine and backend (no GPU).
+local profiling = require("kopt.profiling")
+
+local failures = 0
+local function check(cond, fmt, ...)
+  if not cond then
+    failures = failures + 1
+    io.stderr:write("FAIL: ", string.format(fmt, ...), "\n")
+  end
+end
+
+check(profiling.parse("top-k").n == profiling.DEFAULT_K, "top-k")
+check(profiling.parse("top-5").kind == "top" and profiling.parse("top-5").n == 5, "top-5")
+check(profiling.parse("every-4").kind == "every" and profiling.parse("every-4").n == 4, "every-4")
+check(profiling.parse(nil).kind == "none" and profiling.parse("none").kind == "none", "none")
+check(profiling.parse("sometimes") == nil, "bad mode rejected")
+check(profiling.is_matrix("wmma::mma_sync(acc, a, b, acc);") and not profiling.is_matrix("x[i] = y[i];"), "is_matrix")
+
+-- A backend whose "counters" say memory-bound, with a time per config.
+local function fake_backend(fail_with)
+  local b = { name = "fake", calls = 0, profiled = {} }
+  function b.profile(_, job)
+    b.calls = b.calls + 1
+    if fail_with then return nil, fail_with end
+    b.profiled[#b.profiled + 1] = job.config.x
+    return { ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 80 + job.config.x % 10,
+             ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 30 }
+  end
+  return b
+end
+
+local function fake_engine()
+  local e = { records = {}, quiet = true, ctx = {} }
+  function e.add(_, x, t)
+    local rec = { key = "k" .. x, config = { x = x }, result = { status = t and "ok" or "wrong", time_ms = t } }
+    e.records[#e.records + 1] = rec
+    if t and (not e.ctx.best or t < e.ctx.best.result.time_ms) then
+      e.ctx.best = { key = rec.key, config = rec.config, result = rec.result }
+    end
+    return rec
+  end
+  return e
+end
+
+-- top-2 over three rounds: the profiled set is always within the running top 2.
+do
+  local be, e = fake_backend(), fake_engine()
+  local p = profiling.new({ mode = "top-2", backend = be })
+  p:after_round(e, { e:add(1, 5.0), e:add(2, 4.0), e:add(3, 6.0) })
+  check(be.calls == 2, "round 1: the two fastest profiled, got %d calls", be.calls)
+  p:after_round(e, { e:add(4, 7.0), e:add(5, nil) })
+  check(be.calls == 2, "round 2: nothing new in the top 2, got %d calls", be.calls)
+  p:after_round(e, { e:add(6, 1.0) })
+  check(be.calls == 3 and be.profiled[3] == 6, "round 3: the new best profiled")
+  check(e.records[6].result.symptoms and e.records[6].result.symptoms[1].name == "memory_bound",
+        "symptoms stored in the result")
+  check(e.records[3].result.symptoms == nil, "an unselected result has no counters and no symptoms")
+  local facts = p:finish(e)
+  check(be.calls == 3 and facts.profiling == nil, "finish: best already profiled")
+end
+
+-- every-2: every second valid result.
+do
+  local be, e = fake_backend(), fake_engine()
+  local p = profiling.new({ mode = "every-2", backend = be })
+  p:after_round(e, { e:add(1, 5.0), e:add(2, nil), e:add(3, 6.0), e:add(4, 3.0), e:add(5, 2.0) })
+  check(be.calls == 2 and be.profiled[1] == 3 and be.profiled[2] == 5, "every-2 picks the 2nd and 4th valid")
+end
+
+-- Unavailable: one attempt, one reason, then no more calls.
+do
+  local be, e = fake_backend("profiling unavailable: cannot load CUPTI"), fake_engine()
+  local p = profiling.new({ mode = "every-1", backend = be })
+  p:after_round(e, { e:add(1, 5.0), e:add(2, 4.0) })
+  p:after_round(e, { e:add(3, 3.0) })
+  check(be.calls == 1, "profiling tried once, got %d calls", be.calls)
+  local facts = p:finish(e)
+  check(facts.profiling and facts.profiling:find("cannot load CUPTI"), "the reason reaches the report facts")
+end
+
+-- A backend without profile(): off from the start, with the reason.
+do
+  local p = profiling.new({ mode = "top-k", backend = { name = "replay" } })
+  check(p.off and p.off:find("replay"), "replay cannot profile")
+end
+
+-- Recorded counters (replay) are diagnosed whatever the mode.
+do
+  local e = fake_engine()
+  local p = profiling.new({ mode = "none", backend = { name = "replay" } })
+  local rec = e:add(1, 2.0)
+  rec.result.metrics = { ["smsp__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active"] = 97,
+                         ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 20 }
+  p:after_round(e, { rec })
+  check(rec.result.symptoms and rec.result.symptoms[1].name == "compute_bound"
+        and rec.result.symptoms[1].detail == "xu", "recorded counters diagnosed")
+end
+
+if failures > 0 then
+  io.stderr:write(failures, " check(s) failed\n")
+  return 1
+end
+print("test_profiling: ok")
+return 0
