@@ -14,6 +14,7 @@
 
 static const luaL_Reg c_modules[] = {
 	{"kopt.sys", luaopen_kopt_sys},
+	{"kopt.gpu", luaopen_kopt_gpu},
 	{"kopt.cupti", luaopen_kopt_cupti},
 	{"kopt.nvrtc", luaopen_kopt_nvrtc},
 	{"kopt.http", luaopen_kopt_http},

@@ -9,6 +9,7 @@ void kopt_lua_open_modules(lua_State *L, const char *lua_dev);
 
 /* One luaopen per binding file (core/lua_<mod>.c). */
 int luaopen_kopt_sys(lua_State *L);
+int luaopen_kopt_gpu(lua_State *L);
 int luaopen_kopt_cupti(lua_State *L);
 int luaopen_kopt_graph(lua_State *L);
 int luaopen_kopt_nvrtc(lua_State *L);

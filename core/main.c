@@ -11,6 +11,7 @@
 #include <lualib.h>
 
 #include "lua_modules.h"
+#include "worker.h"
 
 struct main_args {
 	int argc;
@@ -68,6 +69,9 @@ static void take_lua_dev(struct main_args *args)
 
 int main(int argc, char **argv)
 {
+	/* A GPU worker process (core/worker.c), started by kopt itself: no Lua. */
+	if (argc > 1 && strcmp(argv[1], KOPT_WORKER_ARG) == 0)
+		return kopt_worker_main(argc, argv);
 	struct main_args args = {argc, argv, NULL, 1};
 	take_lua_dev(&args);
 	lua_State *L = luaL_newstate();

@@ -1,0 +1,209 @@
+/* Kernel timing in the worker: CUDA events on a harness-owned stream, an
+ * nvbench-style blocking kernel so the queued samples start without launch
+ * gaps, the L2 flushed (a memset of the device's L2 size) and the outputs
+ * re-poisoned before every sample, the SM clock stamped around each batch,
+ * and sampling until the relative noise is under the target after a minimum
+ * number of samples, or a cap on samples or wall time. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker_impl.h"
+
+#define BATCH_MAX 4	   /* samples queued behind one blocking kernel */
+#define SPIN_TIMEOUT_NS 2000000000ull
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return (x > y) - (x < y);
+}
+
+/* q-quantile of sorted v (linear interpolation) */
+static double quantile(const double *v, int n, double q)
+{
+	if (n == 0)
+		return 0.0;
+	double pos = q * (n - 1);
+	int i = (int)pos;
+	double frac = pos - i;
+	return i + 1 < n ? v[i] * (1.0 - frac) + v[i + 1] * frac : v[i];
+}
+
+static void summarise(const double *samples, int n, struct timing *t)
+{
+	double *v = malloc((size_t)n * sizeof *v);
+	if (v == NULL)
+		return;
+	memcpy(v, samples, (size_t)n * sizeof *v);
+	qsort(v, (size_t)n, sizeof *v, cmp_double);
+	double sum = 0.0, sq = 0.0;
+	for (int i = 0; i < n; i++)
+		sum += v[i];
+	double mean = sum / n;
+	for (int i = 0; i < n; i++)
+		sq += (v[i] - mean) * (v[i] - mean);
+	t->samples = n;
+	t->median_ms = quantile(v, n, 0.5);
+	t->p10_ms = quantile(v, n, 0.1);
+	t->p90_ms = quantile(v, n, 0.9);
+	t->min_ms = v[0];
+	t->mean_ms = mean;
+	t->stdev_ms = n > 1 ? sqrt(sq / (n - 1)) : 0.0;
+	t->noise = mean > 0.0 ? t->stdev_ms / mean : 0.0;
+	free(v);
+}
+
+static const char *fail(struct worker *w, CUresult r, const char *what)
+{
+	char buf[256];
+	snprintf(w->log, sizeof w->log, "%s: %s", what, kopt_cuda_strerror(r, buf, sizeof buf));
+	return kopt_cuda_error_is_sticky(r) ? "crash" : "launch_error";
+}
+
+const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch *l, void **params,
+			    const struct timing_opts *o, struct timing *t)
+{
+	memset(t, 0, sizeof *t);
+	CUevent ev[2 * BATCH_MAX];
+	int nev = 0;
+	double *samples = NULL;
+	const char *status = NULL;
+	CUresult r = CUDA_SUCCESS;
+	int cap = o->max_samples > 0 ? o->max_samples : 100;
+	samples = malloc((size_t)cap * sizeof *samples);
+	if (samples == NULL) {
+		snprintf(w->log, sizeof w->log, "out of host memory for samples");
+		return "launch_error";
+	}
+	for (; nev < 2 * BATCH_MAX; nev++)
+		if ((r = kopt_cu.cuEventCreate(&ev[nev], CU_EVENT_DEFAULT)) != CUDA_SUCCESS) {
+			status = fail(w, r, "cuEventCreate");
+			goto out;
+		}
+
+	/* Warm-up: one launch (module load, caches, clocks), timed by events to
+	 * size the batches. */
+	if ((r = kopt_cu.cuEventRecord(ev[0], w->stream)) != CUDA_SUCCESS ||
+	    (r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+					l->block[1], l->block[2], l->smem, w->stream, params,
+					NULL)) != CUDA_SUCCESS ||
+	    (r = kopt_cu.cuEventRecord(ev[1], w->stream)) != CUDA_SUCCESS) {
+		status = fail(w, r, "warm-up launch");
+		goto out;
+	}
+	int ws = kopt_worker_wait(w, w->stream, w->timeout_ms, &r);
+	if (ws == 1) {
+		snprintf(w->log, sizeof w->log, "kernel still running after %lld ms (warm-up)",
+			 (long long)w->timeout_ms);
+		status = "timeout";
+		goto out;
+	}
+	if (ws != 0) {
+		status = fail(w, r, "warm-up run");
+		goto out;
+	}
+	float est = 0.0f;
+	kopt_cu.cuEventElapsedTime(&est, ev[0], ev[1]);
+	int batch = est > 2.0f ? 1 : BATCH_MAX;
+
+	int n = 0;
+	double clock_sum = 0.0;
+	int clock_n = 0;
+	double start = kopt_worker_now_ms();
+	while (n < cap) {
+		int b = batch < cap - n ? batch : cap - n;
+		*w->flag = 0;
+		*w->spin_timed_out = 0;
+		memset(w->stamps, 0, 4 * sizeof *w->stamps);
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		unsigned long long timeout_ns = SPIN_TIMEOUT_NS;
+		void *spin_args[] = {&w->flag_dev, &timeout_ns, &w->spin_timed_out_dev};
+		CUdeviceptr st0 = w->stamps_dev, st1 = w->stamps_dev + 2 * sizeof(unsigned long long);
+		void *stamp0[] = {&st0}, *stamp1[] = {&st1};
+		unsigned sms = (unsigned)(2 * w->dev.sm_count);
+		if ((r = kopt_cu.cuLaunchKernel(w->spin, 1, 1, 1, 1, 1, 1, 0, w->stream, spin_args,
+						NULL)) != CUDA_SUCCESS ||
+		    (r = kopt_cu.cuLaunchKernel(w->stamp, sms, 1, 1, 32, 1, 1, 0, w->stream, stamp0,
+						NULL)) != CUDA_SUCCESS) {
+			status = fail(w, r, "harness launch");
+			goto out;
+		}
+		for (int i = 0; i < b; i++) {
+			if ((r = kopt_worker_poison(w)) != CUDA_SUCCESS ||
+			    (r = kopt_cu.cuMemsetD32Async(w->flush, 0, w->flush_bytes / 4,
+							  w->stream)) != CUDA_SUCCESS ||
+			    (r = kopt_cu.cuEventRecord(ev[2 * i], w->stream)) != CUDA_SUCCESS) {
+				status = fail(w, r, "sample set-up");
+				goto out;
+			}
+			if ((r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2],
+							l->block[0], l->block[1], l->block[2],
+							l->smem, w->stream, params, NULL)) !=
+			    CUDA_SUCCESS) {
+				*w->flag = 1;
+				status = fail(w, r, "launch");
+				goto out;
+			}
+			if ((r = kopt_cu.cuEventRecord(ev[2 * i + 1], w->stream)) != CUDA_SUCCESS) {
+				status = fail(w, r, "cuEventRecord");
+				goto out;
+			}
+		}
+		if ((r = kopt_cu.cuLaunchKernel(w->stamp, sms, 1, 1, 32, 1, 1, 0, w->stream, stamp1,
+						NULL)) != CUDA_SUCCESS) {
+			*w->flag = 1;
+			status = fail(w, r, "harness launch");
+			goto out;
+		}
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+		*w->flag = 1;
+		ws = kopt_worker_wait(w, w->stream, w->timeout_ms * b + 2000, &r);
+		if (ws == 1) {
+			snprintf(w->log, sizeof w->log, "kernel still running after %lld ms",
+				 (long long)(w->timeout_ms * b));
+			status = "timeout";
+			goto out;
+		}
+		if (ws != 0) {
+			status = fail(w, r, "timed run");
+			goto out;
+		}
+		if (*w->spin_timed_out) {
+			/* the host was descheduled while queueing: redo the batch */
+			if ((kopt_worker_now_ms() - start) / 1e3 >= o->max_time_s)
+				break;
+			continue;
+		}
+		for (int i = 0; i < b; i++) {
+			float ms = 0.0f;
+			if ((r = kopt_cu.cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1])) !=
+			    CUDA_SUCCESS) {
+				status = fail(w, r, "cuEventElapsedTime");
+				goto out;
+			}
+			samples[n++] = ms;
+			t->gpu_s += ms / 1e3;
+		}
+		if (w->stamps[1] != 0 && w->stamps[3] > w->stamps[1]) {
+			clock_sum += (double)(w->stamps[2] - w->stamps[0]) /
+				     (double)(w->stamps[3] - w->stamps[1]) * 1e3;
+			clock_n++;
+		}
+		if (n >= o->min_samples && t->gpu_s >= o->min_gpu_s) {
+			summarise(samples, n, t);
+			if (t->noise <= o->max_noise)
+				break;
+		}
+		if ((kopt_worker_now_ms() - start) / 1e3 >= o->max_time_s && n >= 3)
+			break;
+	}
+	summarise(samples, n, t);
+	t->clock_mhz = clock_n > 0 ? clock_sum / clock_n : 0.0;
+out:
+	for (int i = 0; i < nev; i++)
+		kopt_cu.cuEventDestroy(ev[i]);
+	free(samples);
+	return status;
+}

@@ -1,0 +1,322 @@
+/* kopt.gpu: the driver (devices) and GPU worker processes for Lua.
+ *
+ *   gpu.load() -> true | nil, sentence          (no driver: the sentence says so)
+ *   gpu.devices() -> { {index=, name=, cc_major=, ...}, ... } | nil, sentence
+ *   gpu.spawn(device) -> Worker | nil, msg
+ *   gpu.wait_any({w1, w2, ...}, timeout_s) -> index of a worker with a reply | nil
+ *   Worker:send(t)            t: flat table, string keys -> integer/number/string/boolean
+ *   Worker:recv(timeout_s)    -> table | nil, "timeout" | nil, "exited: ..."
+ *   Worker:stop() -> how it ended; Worker.pid, Worker.device (fields via methods)
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "cuda_driver.h"
+#include "lua_modules.h"
+#include "wire.h"
+#include "worker.h"
+
+#define WORKER_MT "kopt.Worker"
+
+static int l_load(lua_State *L)
+{
+	char err[512];
+	if (kopt_cuda_load(err, sizeof err) != 0) {
+		luaL_pushfail(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+#define SETI(k, v) (lua_pushinteger(L, (lua_Integer)(v)), lua_setfield(L, -2, k))
+
+static void push_device(lua_State *L, const struct kopt_cuda_device *d)
+{
+	lua_createtable(L, 0, 24);
+	SETI("index", d->index);
+	lua_pushstring(L, d->name);
+	lua_setfield(L, -2, "name");
+	lua_pushstring(L, d->pci_bus_id);
+	lua_setfield(L, -2, "pci_bus_id");
+	SETI("cc_major", d->cc_major);
+	SETI("cc_minor", d->cc_minor);
+	lua_pushfstring(L, "sm_%d%d", d->cc_major, d->cc_minor);
+	lua_setfield(L, -2, "arch");
+	SETI("sm_count", d->sm_count);
+	SETI("mem_bytes", d->mem_bytes);
+	SETI("l2_bytes", d->l2_bytes);
+	SETI("clock_khz", d->clock_khz);
+	SETI("mem_clock_khz", d->mem_clock_khz);
+	SETI("mem_bus_width", d->mem_bus_width);
+	SETI("max_threads_block", d->max_threads_block);
+	SETI("max_threads_sm", d->max_threads_sm);
+	SETI("max_smem_block", d->max_smem_block);
+	SETI("max_smem_optin", d->max_smem_optin);
+	SETI("max_smem_sm", d->max_smem_sm);
+	SETI("max_regs_block", d->max_regs_block);
+	SETI("max_regs_sm", d->max_regs_sm);
+	SETI("max_blocks_sm", d->max_blocks_sm);
+	SETI("warp_size", d->warp_size);
+	SETI("driver_version", d->driver_version);
+}
+
+static int l_devices(lua_State *L)
+{
+	char err[512];
+	int n = 0;
+	if (kopt_cuda_device_count(&n, err, sizeof err) != 0) {
+		luaL_pushfail(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	lua_createtable(L, n, 0);
+	for (int i = 0; i < n; i++) {
+		struct kopt_cuda_device d;
+		if (kopt_cuda_device_info(i, &d, err, sizeof err) != 0) {
+			luaL_pushfail(L);
+			lua_pushstring(L, err);
+			return 2;
+		}
+		push_device(L, &d);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}
+
+/* --- Worker ------------------------------------------------------------------- */
+
+struct lworker {
+	struct kopt_workerproc p;
+	int open;
+};
+
+static struct lworker *check_worker(lua_State *L, int i)
+{
+	struct lworker *w = luaL_checkudata(L, i, WORKER_MT);
+	if (!w->open)
+		luaL_argerror(L, i, "worker is stopped");
+	return w;
+}
+
+static int l_spawn(lua_State *L)
+{
+	int device = (int)luaL_checkinteger(L, 1);
+	struct lworker *w = lua_newuserdatauv(L, sizeof *w, 0);
+	w->open = 0;
+	luaL_setmetatable(L, WORKER_MT);
+	char err[512];
+	if (kopt_workerproc_spawn(&w->p, device, err, sizeof err) != 0) {
+		luaL_pushfail(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	w->open = 1;
+	return 1;
+}
+
+static int w_send(lua_State *L)
+{
+	struct lworker *w = check_worker(L, 1);
+	luaL_checktype(L, 2, LUA_TTABLE);
+	struct kopt_msg m = {0};
+	/* check every value before building, so an argument error frees nothing */
+	lua_pushnil(L);
+	while (lua_next(L, 2) != 0) {
+		if (lua_type(L, -2) != LUA_TSTRING) {
+			kopt_msg_release(&m);
+			return luaL_error(L, "worker message keys must be strings");
+		}
+		const char *k = lua_tostring(L, -2);
+		switch (lua_type(L, -1)) {
+		case LUA_TNUMBER:
+			if (lua_isinteger(L, -1))
+				kopt_msg_put_int(&m, k, (int64_t)lua_tointeger(L, -1));
+			else
+				kopt_msg_put_num(&m, k, lua_tonumber(L, -1));
+			break;
+		case LUA_TBOOLEAN:
+			kopt_msg_put_int(&m, k, lua_toboolean(L, -1));
+			break;
+		case LUA_TSTRING: {
+			size_t len;
+			const char *s = lua_tolstring(L, -1, &len);
+			kopt_msg_put_str(&m, k, s, len);
+			break;
+		}
+		default:
+			kopt_msg_release(&m);
+			return luaL_error(L, "worker message field '%s' is a %s", k,
+					  luaL_typename(L, -1));
+		}
+		lua_pop(L, 1);
+	}
+	char err[256];
+	int rc = m.failed ? -1 : kopt_wire_write(w->p.to_fd, m.buf, m.len, err, sizeof err);
+	if (m.failed)
+		snprintf(err, sizeof err, "message too large or out of memory");
+	kopt_msg_release(&m);
+	if (rc != 0) {
+		luaL_pushfail(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
+	lua_pushboolean(L, 1);
+	return 1;
+}
+
+static int timeout_ms(lua_State *L, int i)
+{
+	if (lua_isnoneornil(L, i))
+		return -1;
+	double s = luaL_checknumber(L, i);
+	if (s < 0)
+		return -1;
+	return s > 2e6 ? 2000000000 : (int)(s * 1000.0);
+}
+
+static int w_recv(lua_State *L)
+{
+	struct lworker *w = check_worker(L, 1);
+	int ms = timeout_ms(L, 2);
+	unsigned char *buf = NULL;
+	size_t len = 0;
+	char err[256];
+	int rc = kopt_wire_read(w->p.from_fd, &buf, &len, ms, err, sizeof err);
+	if (rc != 0) {
+		luaL_pushfail(L);
+		lua_pushstring(L, rc > 0 ? "timeout" : "exited");
+		lua_pushstring(L, err);
+		return 3;
+	}
+	struct kopt_msgview v;
+	if (kopt_msgview_parse(&v, buf, len, err, sizeof err) != 0) {
+		free(buf);
+		luaL_pushfail(L);
+		lua_pushstring(L, "exited");
+		lua_pushstring(L, err);
+		return 3;
+	}
+	lua_createtable(L, 0, (int)v.count);
+	for (size_t i = 0; i < v.count; i++) {
+		const struct kopt_field *f = &v.fields[i];
+		lua_pushlstring(L, f->key, f->keylen);
+		if (f->type == 'i')
+			lua_pushinteger(L, (lua_Integer)f->i);
+		else if (f->type == 'd')
+			lua_pushnumber(L, f->d);
+		else
+			lua_pushlstring(L, f->s, f->slen);
+		lua_rawset(L, -3);
+	}
+	kopt_msgview_release(&v);
+	free(buf);
+	return 1;
+}
+
+static int w_stop(lua_State *L)
+{
+	struct lworker *w = luaL_checkudata(L, 1, WORKER_MT);
+	char how[64] = "";
+	if (w->open) {
+		kopt_workerproc_stop(&w->p, how, sizeof how);
+		w->open = 0;
+	}
+	lua_pushstring(L, how);
+	return 1;
+}
+
+static int w_pid(lua_State *L)
+{
+	lua_pushinteger(L, check_worker(L, 1)->p.pid);
+	return 1;
+}
+
+static int w_device(lua_State *L)
+{
+	lua_pushinteger(L, check_worker(L, 1)->p.device);
+	return 1;
+}
+
+static int w_tostring(lua_State *L)
+{
+	struct lworker *w = luaL_checkudata(L, 1, WORKER_MT);
+	if (w->open)
+		lua_pushfstring(L, "kopt.Worker (GPU %d, pid %d)", w->p.device, (int)w->p.pid);
+	else
+		lua_pushliteral(L, "kopt.Worker (stopped)");
+	return 1;
+}
+
+static int l_wait_any(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	int ms = timeout_ms(L, 2);
+	lua_Integer n = luaL_len(L, 1);
+	if (n <= 0 || n > 256)
+		return luaL_argerror(L, 1, "expected 1 to 256 workers");
+	struct pollfd fds[256];
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_rawgeti(L, 1, i);
+		struct lworker *w = check_worker(L, -1);
+		fds[i - 1].fd = w->p.from_fd;
+		fds[i - 1].events = POLLIN;
+		fds[i - 1].revents = 0;
+		lua_pop(L, 1);
+	}
+	int r;
+	do
+		r = poll(fds, (nfds_t)n, ms);
+	while (r < 0 && errno == EINTR);
+	for (lua_Integer i = 0; r > 0 && i < n; i++)
+		if (fds[i].revents != 0) {
+			lua_pushinteger(L, i + 1);
+			return 1;
+		}
+	luaL_pushfail(L);
+	return 1;
+}
+
+static const luaL_Reg worker_methods[] = {
+	{"send", w_send},
+	{"recv", w_recv},
+	{"stop", w_stop},
+	{"close", w_stop},
+	{"pid", w_pid},
+	{"device", w_device},
+	{NULL, NULL},
+};
+
+static const luaL_Reg worker_meta[] = {
+	{"__gc", w_stop},
+	{"__close", w_stop},
+	{"__tostring", w_tostring},
+	{"__index", NULL},
+	{NULL, NULL},
+};
+
+static const luaL_Reg gpu_funcs[] = {
+	{"load", l_load},
+	{"devices", l_devices},
+	{"spawn", l_spawn},
+	{"wait_any", l_wait_any},
+	{NULL, NULL},
+};
+
+int luaopen_kopt_gpu(lua_State *L)
+{
+	luaL_newmetatable(L, WORKER_MT);
+	luaL_setfuncs(L, worker_meta, 0);
+	luaL_newlibtable(L, worker_methods);
+	luaL_setfuncs(L, worker_methods, 0);
+	lua_setfield(L, -2, "__index");
+	lua_pop(L, 1);
+	luaL_newlib(L, gpu_funcs);
+	return 1;
+}

@@ -1,0 +1,1020 @@
+/* The GPU worker process: requests in, results out (worker.h).
+ *
+ * One "run" request evaluates one candidate:
+ *  1. load its CUBIN (a fresh module), read its resources (registers, static
+ *     and local memory, max threads) and check the launch against them and
+ *     the device (threads, shared memory with the opt-in attribute above
+ *     48 KB, registers, occupancy > 0): impossible launches are "invalid";
+ *  2. correctness trial on input set A (the spec's distributions, seeded):
+ *     outputs poisoned with NaN patterns that change every run, the
+ *     candidate runs before the reference, the inputs are compared with
+ *     their pristine host copy afterwards (any change = "wrong"), every
+ *     output element must be written, NaN/Inf never passes, relative L2
+ *     and max-abs error against the tolerance; the reference's output is
+ *     computed once per input set and kept on the host;
+ *  3. timing on a freshly loaded module (bench.c), outputs poisoned before
+ *     every sample; the output of the last timed run is checked again, so
+ *     a kernel that behaves differently on later calls is caught;
+ *  4. a second correctness trial, again on a fresh module, on input set B:
+ *     another seed and another distribution (kopt_dist_alternate), so a
+ *     kernel right only for [0,1) inputs fails before it can become best.
+ * A sticky CUDA error answers "crash" and a kernel past its deadline
+ * "timeout"; the worker then exits, since its context is unusable. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "harness_ptx.h"
+#include "wire.h"
+#include "worker.h"
+#include "worker_impl.h"
+
+#define SMEM_DEFAULT_LIMIT 49152
+
+static int in_fd = -1, out_fd = -1;
+
+double kopt_worker_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res)
+{
+	(void)w;
+	double deadline = kopt_worker_now_ms() + (double)timeout_ms;
+	int spins = 0;
+	for (;;) {
+		CUresult r = kopt_cu.cuStreamQuery(s);
+		if (r == CUDA_SUCCESS)
+			return 0;
+		if (r != CUDA_ERROR_NOT_READY) {
+			*res = r;
+			return 2;
+		}
+		if (kopt_worker_now_ms() > deadline)
+			return 1;
+		if (++spins > 200) {
+			struct timespec ts = {0, 20000};
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+static int is_output(const struct warg *a)
+{
+	return a->kind == ARG_ARRAY && a->output;
+}
+
+static size_t arg_bytes(const struct warg *a)
+{
+	size_t b = a->count * kopt_dtype_size(a->type);
+	return (b + 3) & ~(size_t)3; /* whole words, for cuMemsetD32 */
+}
+
+CUresult kopt_worker_poison(struct worker *w)
+{
+	for (int i = 0; i < w->nargs; i++) {
+		if (!is_output(&w->args[i]))
+			continue;
+		w->poison[i] = kopt_check_poison_word(w->args[i].type, w->nonce++);
+		CUresult r = kopt_cu.cuMemsetD32Async(w->out_dev[i], w->poison[i],
+						       arg_bytes(&w->args[i]) / 4, w->stream);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
+
+/* --- replies --------------------------------------------------------------- */
+
+static void send_msg(struct kopt_msg *m)
+{
+	char err[256];
+	if (m->failed || kopt_wire_write(out_fd, m->buf, m->len, err, sizeof err) != 0) {
+		fprintf(stderr, "kopt worker: cannot reply: %s\n", m->failed ? "message too large" : err);
+		_exit(1);
+	}
+	kopt_msg_release(m);
+}
+
+static void send_error(const char *op, const char *log)
+{
+	struct kopt_msg m = {0};
+	kopt_msg_put_cstr(&m, "op", op);
+	kopt_msg_put_cstr(&m, "log", log);
+	send_msg(&m);
+}
+
+/* --- start-up ---------------------------------------------------------------- */
+
+static int cu_check(CUresult r, const char *what, char *err, size_t errlen)
+{
+	if (r == CUDA_SUCCESS)
+		return 0;
+	char buf[256];
+	snprintf(err, errlen, "%s: %s", what, kopt_cuda_strerror(r, buf, sizeof buf));
+	return -1;
+}
+
+static int start(struct worker *w, int device, char *err, size_t errlen)
+{
+	if (kopt_cuda_load(err, errlen) != 0 ||
+	    kopt_cuda_device_info(device, &w->dev, err, errlen) != 0)
+		return -1;
+	void *p = NULL;
+	if (cu_check(kopt_cu.cuDeviceGet(&w->cudev, device), "cuDeviceGet", err, errlen) ||
+	    cu_check(kopt_cu.cuDevicePrimaryCtxRetain(&w->ctx, w->cudev), "cuDevicePrimaryCtxRetain",
+		     err, errlen) ||
+	    cu_check(kopt_cu.cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent", err, errlen) ||
+	    cu_check(kopt_cu.cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate",
+		     err, errlen))
+		return -1;
+	w->flush_bytes = ((size_t)w->dev.l2_bytes + 3) & ~(size_t)3;
+	if (cu_check(kopt_cu.cuMemAlloc(&w->flush, w->flush_bytes), "cuMemAlloc (L2 flush)", err,
+		     errlen) ||
+	    cu_check(kopt_cu.cuMemHostAlloc(&p, 256, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+		     "cuMemHostAlloc", err, errlen))
+		return -1;
+	memset(p, 0, 256);
+	w->flag = (volatile int *)p;
+	w->spin_timed_out = (int *)((char *)p + 64);
+	w->stamps = (unsigned long long *)(void *)((char *)p + 128);
+	CUdeviceptr base;
+	if (cu_check(kopt_cu.cuMemHostGetDevicePointer(&base, p, 0), "cuMemHostGetDevicePointer",
+		     err, errlen))
+		return -1;
+	w->flag_dev = base;
+	w->spin_timed_out_dev = base + 64;
+	w->stamps_dev = base + 128;
+	if (cu_check(kopt_cu.cuModuleLoadData(&w->harness, kopt_harness_ptx),
+		     "loading the harness kernels", err, errlen) ||
+	    cu_check(kopt_cu.cuModuleGetFunction(&w->spin, w->harness, "kopt_spin"), "kopt_spin", err,
+		     errlen) ||
+	    cu_check(kopt_cu.cuModuleGetFunction(&w->stamp, w->harness, "kopt_stamp"), "kopt_stamp",
+		     err, errlen))
+		return -1;
+	w->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+	return 0;
+}
+
+static void put_device(struct kopt_msg *m, const struct worker *w)
+{
+	const struct kopt_cuda_device *d = &w->dev;
+	kopt_msg_put_cstr(m, "name", d->name);
+	kopt_msg_put_cstr(m, "pci_bus_id", d->pci_bus_id);
+	kopt_msg_put_int(m, "index", d->index);
+	kopt_msg_put_int(m, "cc_major", d->cc_major);
+	kopt_msg_put_int(m, "cc_minor", d->cc_minor);
+	kopt_msg_put_int(m, "sm_count", d->sm_count);
+	kopt_msg_put_int(m, "mem_bytes", (int64_t)d->mem_bytes);
+	kopt_msg_put_int(m, "l2_bytes", d->l2_bytes);
+	kopt_msg_put_int(m, "clock_khz", d->clock_khz);
+	kopt_msg_put_int(m, "driver_version", d->driver_version);
+	kopt_msg_put_int(m, "pid", getpid());
+}
+
+/* --- the problem: arguments and buffers -------------------------------------- */
+
+static void free_set(struct worker *w, struct inputset *s)
+{
+	for (int i = 0; s->host && i < w->nargs; i++) {
+		free(s->host[i]);
+		if (s->dev && s->dev[i])
+			kopt_cu.cuMemFree(s->dev[i]);
+		if (s->ref_out)
+			free(s->ref_out[i]);
+	}
+	free(s->host);
+	free(s->dev);
+	free(s->ref_out);
+	memset(s, 0, sizeof *s);
+}
+
+static void free_problem(struct worker *w)
+{
+	for (int k = 0; k < KOPT_SETS; k++)
+		free_set(w, &w->sets[k]);
+	for (int i = 0; i < w->nargs; i++) {
+		if (w->out_dev && w->out_dev[i])
+			kopt_cu.cuMemFree(w->out_dev[i]);
+		if (w->out_host)
+			free(w->out_host[i]);
+	}
+	free(w->out_dev);
+	free(w->out_host);
+	free(w->poison);
+	free(w->args);
+	free(w->scratch);
+	w->out_dev = NULL;
+	w->out_host = NULL;
+	w->poison = NULL;
+	w->args = NULL;
+	w->scratch = NULL;
+	w->scratch_bytes = 0;
+	w->nargs = 0;
+	w->signature[0] = '\0';
+}
+
+/* Reads the argument list of a request; (re)allocates the outputs when the
+ * list's shape changed. Scalar values are refreshed every time. */
+static int setup_args(struct worker *w, const struct kopt_msgview *v, char *err, size_t errlen)
+{
+	int n = (int)kopt_msg_int(v, "nargs", 0);
+	if (n <= 0 || n > 256) {
+		snprintf(err, errlen, "request has %d arguments", n);
+		return -1;
+	}
+	struct warg *args = calloc((size_t)n, sizeof *args);
+	if (args == NULL) {
+		snprintf(err, errlen, "out of host memory");
+		return -1;
+	}
+	char sig[sizeof w->signature];
+	size_t sl = 0;
+	sig[0] = '\0';
+	for (int i = 0; i < n; i++) {
+		struct warg *a = &args[i];
+		char key[64], buf[64];
+#define KEY(field) (snprintf(key, sizeof key, "a%d.%s", i + 1, field), key)
+		kopt_msg_cstr(v, KEY("name"), a->name, sizeof a->name, "?");
+		int t = kopt_dtype_parse(kopt_msg_cstr(v, KEY("type"), buf, sizeof buf, "?"));
+		const char *kind = kopt_msg_cstr(v, KEY("kind"), buf, sizeof buf, "array");
+		a->kind = strcmp(kind, "scalar") == 0	  ? ARG_SCALAR
+			  : strcmp(kind, "constant") == 0 ? ARG_CONSTANT
+							  : ARG_ARRAY;
+		int64_t count = kopt_msg_int(v, KEY("count"), 1);
+		a->output = (int)kopt_msg_int(v, KEY("output"), 0);
+		a->init_value = kopt_msg_num(v, KEY("init_value"), 0.0);
+		int d = kopt_dist_parse(kopt_msg_cstr(v, KEY("init"), buf, sizeof buf, "normal"),
+					&a->init_value);
+		a->value = kopt_msg_num(v, KEY("value"), 0.0);
+		a->ivalue = kopt_msg_int(v, KEY("value"), 0);
+#undef KEY
+		if (t < 0 || d < 0 || count < 0) {
+			snprintf(err, errlen, "argument %d (%s): bad type, init or count", i + 1,
+				 a->name);
+			free(args);
+			return -1;
+		}
+		a->type = (enum kopt_dtype)t;
+		a->dist = (enum kopt_dist)d;
+		a->count = a->kind == ARG_SCALAR ? 1 : (size_t)count;
+		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g;", a->name,
+				  t, a->kind, a->count, a->output, d, a->init_value);
+		if (wr > 0 && (size_t)wr < sizeof sig - sl)
+			sl += (size_t)wr;
+	}
+	if (w->args != NULL && strcmp(sig, w->signature) == 0) {
+		for (int i = 0; i < n; i++) {
+			w->args[i].value = args[i].value;
+			w->args[i].ivalue = args[i].ivalue;
+		}
+		free(args);
+		return 0;
+	}
+	free_problem(w);
+	w->args = args;
+	w->nargs = n;
+	snprintf(w->signature, sizeof w->signature, "%s", sig);
+	w->out_dev = calloc((size_t)n, sizeof *w->out_dev);
+	w->out_host = calloc((size_t)n, sizeof *w->out_host);
+	w->poison = calloc((size_t)n, sizeof *w->poison);
+	if (!w->out_dev || !w->out_host || !w->poison)
+		goto oom;
+	for (int i = 0; i < n; i++) {
+		size_t bytes = arg_bytes(&args[i]);
+		if (is_output(&args[i])) {
+			CUresult r = kopt_cu.cuMemAlloc(&w->out_dev[i], bytes ? bytes : 4);
+			if (cu_check(r, "cuMemAlloc (output)", err, errlen))
+				return -1;
+			if ((w->out_host[i] = malloc(bytes ? bytes : 4)) == NULL)
+				goto oom;
+		} else if (args[i].kind != ARG_SCALAR && bytes > w->scratch_bytes) {
+			w->scratch_bytes = bytes;
+		}
+	}
+	if ((w->scratch = malloc(w->scratch_bytes ? w->scratch_bytes : 4)) == NULL)
+		goto oom;
+	return 0;
+oom:
+	snprintf(err, errlen, "out of host memory");
+	return -1;
+}
+
+/* The input set for (seed, variant): generated and uploaded on first use,
+ * then cached (least recently used goes first). */
+static struct inputset *get_set(struct worker *w, uint64_t seed, int variant, char *err,
+				size_t errlen)
+{
+	struct inputset *s = NULL;
+	for (int k = 0; k < KOPT_SETS; k++)
+		if (w->sets[k].valid && w->sets[k].seed == seed && w->sets[k].variant == variant)
+			s = &w->sets[k];
+	if (s != NULL) {
+		s->used = ++w->clock;
+		return s;
+	}
+	s = &w->sets[0];
+	for (int k = 1; k < KOPT_SETS; k++)
+		if (!w->sets[k].valid || (s->valid && w->sets[k].used < s->used))
+			s = &w->sets[k];
+	free_set(w, s);
+	s->host = calloc((size_t)w->nargs, sizeof *s->host);
+	s->dev = calloc((size_t)w->nargs, sizeof *s->dev);
+	s->ref_out = calloc((size_t)w->nargs, sizeof *s->ref_out);
+	if (!s->host || !s->dev || !s->ref_out)
+		goto oom;
+	for (int i = 0; i < w->nargs; i++) {
+		struct warg *a = &w->args[i];
+		if (a->kind == ARG_SCALAR || is_output(a))
+			continue;
+		size_t bytes = arg_bytes(a);
+		if ((s->host[i] = calloc(1, bytes ? bytes : 4)) == NULL)
+			goto oom;
+		enum kopt_dist d = variant ? kopt_dist_alternate(a->dist) : a->dist;
+		kopt_check_fill(a->type, s->host[i], a->count, d, a->init_value, seed, (uint64_t)i);
+		if (a->kind == ARG_ARRAY) {
+			if (cu_check(kopt_cu.cuMemAlloc(&s->dev[i], bytes ? bytes : 4),
+				     "cuMemAlloc (input)", err, errlen) ||
+			    cu_check(kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], bytes),
+				     "cuMemcpyHtoD", err, errlen)) {
+				free_set(w, s);
+				return NULL;
+			}
+		}
+	}
+	s->valid = 1;
+	s->seed = seed;
+	s->variant = variant;
+	s->used = ++w->clock;
+	return s;
+oom:
+	free_set(w, s);
+	snprintf(err, errlen, "out of host memory for inputs");
+	return NULL;
+}
+
+/* --- modules and launches ------------------------------------------------- */
+
+struct module {
+	CUmodule mod;
+	CUfunction fn;
+	int loaded;
+};
+
+static void unload(struct module *m)
+{
+	if (m->loaded)
+		kopt_cu.cuModuleUnload(m->mod);
+	m->loaded = 0;
+}
+
+static CUresult load(struct module *m, const char *cubin, const char *entry)
+{
+	m->loaded = 0;
+	CUresult r = kopt_cu.cuModuleLoadData(&m->mod, cubin);
+	if (r != CUDA_SUCCESS)
+		return r;
+	m->loaded = 1;
+	r = kopt_cu.cuModuleGetFunction(&m->fn, m->mod, entry);
+	if (r != CUDA_SUCCESS)
+		unload(m);
+	return r;
+}
+
+/* Copies the set's constant-memory arguments into the module's symbols. */
+static int fill_constants(struct worker *w, CUmodule mod, const struct inputset *s)
+{
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (a->kind != ARG_CONSTANT)
+			continue;
+		CUdeviceptr p;
+		size_t size = 0, bytes = a->count * kopt_dtype_size(a->type);
+		CUresult r = kopt_cu.cuModuleGetGlobal(&p, &size, mod, a->name);
+		if (r != CUDA_SUCCESS) {
+			snprintf(w->log, sizeof w->log, "constant symbol '%s' not found in the module",
+				 a->name);
+			return -1;
+		}
+		if (size < bytes) {
+			snprintf(w->log, sizeof w->log,
+				 "constant symbol '%s' holds %zu bytes, the spec gives %zu", a->name,
+				 size, bytes);
+			return -1;
+		}
+		if (cu_check(kopt_cu.cuMemcpyHtoD(p, s->host[i], bytes), "cuMemcpyHtoD (constant)",
+			     w->log, sizeof w->log))
+			return -1;
+	}
+	return 0;
+}
+
+union slot {
+	CUdeviceptr p;
+	int64_t i64;
+	int32_t i32;
+	uint32_t u32;
+	float f;
+	double d;
+	uint16_t h;
+	int8_t i8;
+	uint8_t u8;
+};
+
+struct params {
+	union slot *slots;
+	void **ptrs;
+};
+
+static int build_params(struct worker *w, const struct inputset *s, struct params *p)
+{
+	p->slots = calloc((size_t)w->nargs, sizeof *p->slots);
+	p->ptrs = calloc((size_t)w->nargs + 1, sizeof *p->ptrs);
+	if (!p->slots || !p->ptrs)
+		return -1;
+	int k = 0;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		union slot *sl = &p->slots[k];
+		if (a->kind == ARG_CONSTANT)
+			continue;
+		if (a->kind == ARG_ARRAY) {
+			sl->p = a->output ? w->out_dev[i] : s->dev[i];
+		} else {
+			switch (a->type) {
+			case KOPT_F32:
+				sl->f = (float)a->value;
+				break;
+			case KOPT_F64:
+				sl->d = a->value;
+				break;
+			case KOPT_F16:
+				sl->h = kopt_f32_to_f16((float)a->value);
+				break;
+			case KOPT_BF16:
+				sl->h = kopt_f32_to_bf16((float)a->value);
+				break;
+			case KOPT_I64:
+				sl->i64 = a->ivalue;
+				break;
+			case KOPT_U32:
+				sl->u32 = (uint32_t)a->ivalue;
+				break;
+			case KOPT_I8:
+				sl->i8 = (int8_t)a->ivalue;
+				break;
+			case KOPT_U8:
+				sl->u8 = (uint8_t)a->ivalue;
+				break;
+			default:
+				sl->i32 = (int32_t)a->ivalue;
+				break;
+			}
+		}
+		p->ptrs[k] = sl;
+		k++;
+	}
+	return 0;
+}
+
+static void free_params(struct params *p)
+{
+	free(p->slots);
+	free(p->ptrs);
+}
+
+/* Resource checks before any launch; fills the result's resources. Returns
+ * 0 when the launch is possible, else 1 with w->log set (status invalid). */
+static int check_resources(struct worker *w, CUfunction f, const struct launch *l,
+			   struct kopt_msg *res)
+{
+	int regs = 0, smem_static = 0, local = 0, max_threads = 0, cbytes = 0;
+	kopt_cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+	kopt_cu.cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+	kopt_cu.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+	kopt_cu.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+	kopt_cu.cuFuncGetAttribute(&cbytes, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, f);
+	kopt_msg_put_int(res, "regs", regs);
+	kopt_msg_put_int(res, "smem_static", smem_static);
+	kopt_msg_put_int(res, "smem_dynamic", l->smem);
+	kopt_msg_put_int(res, "local_bytes", local);
+	kopt_msg_put_int(res, "const_bytes", cbytes);
+	kopt_msg_put_int(res, "max_threads", max_threads);
+	const struct kopt_cuda_device *d = &w->dev;
+	uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
+	for (int i = 0; i < 3; i++) {
+		if (l->grid[i] == 0 || l->block[i] == 0 || l->grid[i] > (unsigned)d->max_grid[i] ||
+		    l->block[i] > (unsigned)d->max_block[i]) {
+			snprintf(w->log, sizeof w->log,
+				 "launch grid (%u,%u,%u) block (%u,%u,%u) outside the device's limits",
+				 l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+				 l->block[2]);
+			return 1;
+		}
+	}
+	if (threads > (uint64_t)max_threads) {
+		snprintf(w->log, sizeof w->log,
+			 "block of %llu threads exceeds the kernel's limit of %d (launch bounds or "
+			 "%d registers per thread)",
+			 (unsigned long long)threads, max_threads, regs);
+		return 1;
+	}
+	if ((uint64_t)regs * threads > (uint64_t)d->max_regs_block) {
+		snprintf(w->log, sizeof w->log, "%d registers x %llu threads exceed %d per block",
+			 regs, (unsigned long long)threads, d->max_regs_block);
+		return 1;
+	}
+	if ((uint64_t)smem_static + l->smem > (uint64_t)d->max_smem_optin) {
+		snprintf(w->log, sizeof w->log,
+			 "shared memory %d static + %u dynamic bytes exceeds the device's %d",
+			 smem_static, l->smem, d->max_smem_optin);
+		return 1;
+	}
+	if (l->smem > SMEM_DEFAULT_LIMIT || smem_static + (int)l->smem > SMEM_DEFAULT_LIMIT) {
+		CUresult r = kopt_cu.cuFuncSetAttribute(
+			f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l->smem);
+		if (r != CUDA_SUCCESS) {
+			char buf[256];
+			snprintf(w->log, sizeof w->log, "cannot allow %u bytes of dynamic shared memory: %s",
+				 l->smem, kopt_cuda_strerror(r, buf, sizeof buf));
+			return 1;
+		}
+	}
+	int blocks = 0;
+	CUresult r = kopt_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, (int)threads,
+									  l->smem);
+	kopt_msg_put_int(res, "blocks_per_sm", blocks);
+	kopt_msg_put_num(res, "occupancy",
+			 d->max_threads_sm > 0 ? (double)blocks * (double)threads / d->max_threads_sm
+					       : 0.0);
+	if (r != CUDA_SUCCESS || blocks == 0) {
+		snprintf(w->log, sizeof w->log, "no block fits on a multiprocessor (occupancy 0)");
+		return 1;
+	}
+	return 0;
+}
+
+/* Launches f once and waits. Returns NULL on success or a status. */
+static const char *run_once(struct worker *w, CUfunction f, const struct launch *l, void **params,
+			    const char *who)
+{
+	CUresult r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+					    l->block[1], l->block[2], l->smem, w->stream, params,
+					    NULL);
+	char buf[256];
+	if (r != CUDA_SUCCESS) {
+		snprintf(w->log, sizeof w->log, "%s launch: %s", who,
+			 kopt_cuda_strerror(r, buf, sizeof buf));
+		return kopt_cuda_error_is_sticky(r) ? "crash" : "launch_error";
+	}
+	int ws = kopt_worker_wait(w, w->stream, w->timeout_ms, &r);
+	if (ws == 1) {
+		snprintf(w->log, sizeof w->log, "%s still running after %lld ms", who,
+			 (long long)w->timeout_ms);
+		return "timeout";
+	}
+	if (ws != 0) {
+		snprintf(w->log, sizeof w->log, "%s run: %s", who,
+			 kopt_cuda_strerror(r, buf, sizeof buf));
+		return "crash";
+	}
+	return NULL;
+}
+
+/* Compares the inputs on the device with their pristine copy; restores them
+ * when they changed. Returns the number of modified arguments (-1 on error). */
+static int check_inputs(struct worker *w, struct inputset *s, char *which, size_t whichlen)
+{
+	int modified = 0;
+	which[0] = '\0';
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (a->kind != ARG_ARRAY || a->output)
+			continue;
+		size_t bytes = a->count * kopt_dtype_size(a->type);
+		if (cu_check(kopt_cu.cuMemcpyDtoH(w->scratch, s->dev[i], bytes), "cuMemcpyDtoH",
+			     w->log, sizeof w->log))
+			return -1;
+		if (memcmp(w->scratch, s->host[i], bytes) != 0) {
+			if (modified++ == 0)
+				snprintf(which, whichlen, "%s", a->name);
+			if (cu_check(kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], bytes),
+				     "cuMemcpyHtoD", w->log, sizeof w->log))
+				return -1;
+		}
+	}
+	return modified;
+}
+
+struct trial_out {
+	double rel_l2, max_abs;
+	size_t unwritten, nonfinite;
+};
+
+struct job {
+	const char *cubin;
+	char entry[256];
+	struct launch launch, ref_launch;
+	double tol_rel_l2, tol_max_abs;
+	int is_reference;
+};
+
+/* Reads the outputs and compares them with the set's reference outputs,
+ * running the reference first when the set has none yet. Returns NULL when
+ * correct, "wrong" with w->log, or another status. */
+static const char *compare_outputs(struct worker *w, struct inputset *s, const struct job *j,
+				   const char *what, struct trial_out *to)
+{
+	memset(to, 0, sizeof *to);
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (is_output(a) &&
+		    cu_check(kopt_cu.cuMemcpyDtoH(w->out_host[i], w->out_dev[i],
+						  a->count * kopt_dtype_size(a->type)),
+			     "cuMemcpyDtoH (output)", w->log, sizeof w->log))
+			return "crash";
+	}
+	char which[160];
+	int mod = check_inputs(w, s, which, sizeof which);
+	if (mod < 0)
+		return "crash";
+	if (mod > 0) {
+		snprintf(w->log, sizeof w->log, "%s: the kernel modified its input '%s'", what, which);
+		return "wrong";
+	}
+	uint32_t cand_poison[256];
+	for (int i = 0; i < w->nargs && i < 256; i++)
+		cand_poison[i] = w->poison[i];
+	if (!s->have_ref) {
+		if (!w->ref_loaded) {
+			snprintf(w->log, sizeof w->log, "no reference kernel was loaded");
+			return "error";
+		}
+		struct params p;
+		if (build_params(w, s, &p) != 0 || fill_constants(w, w->ref_mod, s) != 0) {
+			free_params(&p);
+			return "error";
+		}
+		CUresult r = kopt_worker_poison(w);
+		const char *st = r != CUDA_SUCCESS ? "crash"
+						   : run_once(w, w->ref_fn, &j->ref_launch, p.ptrs,
+							      "reference");
+		free_params(&p);
+		if (st != NULL) {
+			char tmp[sizeof w->log];
+			snprintf(tmp, sizeof tmp, "%s", w->log);
+			snprintf(w->log, sizeof w->log, "reference kernel failed: %.3000s", tmp);
+			return strcmp(st, "timeout") == 0 || strcmp(st, "crash") == 0 ? st : "error";
+		}
+		for (int i = 0; i < w->nargs; i++) {
+			const struct warg *a = &w->args[i];
+			if (!is_output(a))
+				continue;
+			size_t bytes = a->count * kopt_dtype_size(a->type);
+			if ((s->ref_out[i] = malloc(bytes ? bytes : 4)) == NULL ||
+			    cu_check(kopt_cu.cuMemcpyDtoH(s->ref_out[i], w->out_dev[i], bytes),
+				     "cuMemcpyDtoH (reference)", w->log, sizeof w->log))
+				return "error";
+			struct kopt_check_result cr;
+			kopt_check_compare(a->type, s->ref_out[i], s->ref_out[i], a->count,
+					   w->poison[i], 1, &cr);
+			if (cr.unwritten > 0 || cr.nonfinite > 0) {
+				snprintf(w->log, sizeof w->log,
+					 "the reference kernel left %zu elements of '%s' unwritten and "
+					 "%zu NaN/Inf: fix the spec's reference",
+					 cr.unwritten, a->name, cr.nonfinite);
+				return "error";
+			}
+		}
+		if (check_inputs(w, s, which, sizeof which) != 0) {
+			snprintf(w->log, sizeof w->log, "the reference kernel modified its input '%s'",
+				 which);
+			return "error";
+		}
+		s->have_ref = 1;
+	}
+	const char *status = NULL;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (!is_output(a))
+			continue;
+		struct kopt_check_result cr;
+		kopt_check_compare(a->type, w->out_host[i], s->ref_out[i], a->count,
+				   i < 256 ? cand_poison[i] : 0, i < 256, &cr);
+		if (cr.rel_l2 > to->rel_l2)
+			to->rel_l2 = cr.rel_l2;
+		if (cr.max_abs > to->max_abs)
+			to->max_abs = cr.max_abs;
+		to->unwritten += cr.unwritten;
+		to->nonfinite += cr.nonfinite;
+		double tol = j->tol_rel_l2 >= 0.0 ? j->tol_rel_l2 : kopt_check_default_rel_l2(a->type);
+		char label[200], msg[512];
+		snprintf(label, sizeof label, "%s, output '%s'", what, a->name);
+		if (status == NULL && kopt_check_verdict(&cr, tol, j->tol_max_abs, label, msg,
+							 sizeof msg)) {
+			snprintf(w->log, sizeof w->log, "%s", msg);
+			status = "wrong";
+		}
+	}
+	return status;
+}
+
+/* One correctness trial of the candidate on set s with a freshly loaded module. */
+static const char *trial(struct worker *w, struct inputset *s, const struct job *j,
+			 const char *what, struct trial_out *to)
+{
+	struct module m;
+	CUresult r = load(&m, j->cubin, j->entry);
+	if (r != CUDA_SUCCESS) {
+		char buf[256];
+		snprintf(w->log, sizeof w->log, "loading the kernel: %s",
+			 kopt_cuda_strerror(r, buf, sizeof buf));
+		return "launch_error";
+	}
+	if (j->launch.smem > SMEM_DEFAULT_LIMIT)
+		kopt_cu.cuFuncSetAttribute(m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					   (int)j->launch.smem);
+	struct params p;
+	const char *st = NULL;
+	if (build_params(w, s, &p) != 0) {
+		snprintf(w->log, sizeof w->log, "out of host memory");
+		st = "error";
+	} else if (fill_constants(w, m.mod, s) != 0) {
+		st = "launch_error";
+	} else if ((r = kopt_worker_poison(w)) != CUDA_SUCCESS) {
+		st = "crash";
+	} else {
+		st = run_once(w, m.fn, &j->launch, p.ptrs, "kernel");
+	}
+	free_params(&p);
+	unload(&m);
+	if (st != NULL)
+		return st;
+	return compare_outputs(w, s, j, what, to);
+}
+
+static void read_launch(const struct kopt_msgview *v, const char *prefix, struct launch *l)
+{
+	static const char *const gk[3] = {"grid_x", "grid_y", "grid_z"};
+	static const char *const bk[3] = {"block_x", "block_y", "block_z"};
+	char key[64];
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof key, "%s%s", prefix, gk[i]);
+		l->grid[i] = (unsigned)kopt_msg_int(v, key, 1);
+		snprintf(key, sizeof key, "%s%s", prefix, bk[i]);
+		l->block[i] = (unsigned)kopt_msg_int(v, key, 1);
+	}
+	snprintf(key, sizeof key, "%ssmem", prefix);
+	l->smem = (unsigned)kopt_msg_int(v, key, 0);
+}
+
+static void put_trial(struct kopt_msg *m, const char *prefix, const struct trial_out *t)
+{
+	char key[64];
+	snprintf(key, sizeof key, "%srel_l2", prefix);
+	kopt_msg_put_num(m, key, t->rel_l2);
+	snprintf(key, sizeof key, "%smax_abs", prefix);
+	kopt_msg_put_num(m, key, t->max_abs);
+	snprintf(key, sizeof key, "%sunwritten", prefix);
+	kopt_msg_put_int(m, key, (int64_t)t->unwritten);
+	snprintf(key, sizeof key, "%snonfinite", prefix);
+	kopt_msg_put_int(m, key, (int64_t)t->nonfinite);
+}
+
+/* Sends the result and, after a crash or timeout, ends the worker. */
+static void finish(struct worker *w, struct kopt_msg *m, const char *status)
+{
+	kopt_msg_put_cstr(m, "status", status);
+	kopt_msg_put_cstr(m, "log", w->log);
+	send_msg(m);
+	if (strcmp(status, "crash") == 0 || strcmp(status, "timeout") == 0)
+		_exit(3);
+}
+
+static void handle_run(struct worker *w, const struct kopt_msgview *v)
+{
+	struct kopt_msg m = {0};
+	struct job j;
+	memset(&j, 0, sizeof j);
+	w->log[0] = '\0';
+	kopt_msg_put_cstr(&m, "op", "result");
+	kopt_msg_put_int(&m, "id", kopt_msg_int(v, "id", 0));
+	size_t cubin_len = 0;
+	j.cubin = kopt_msg_bytes(v, "cubin", &cubin_len);
+	kopt_msg_cstr(v, "entry", j.entry, sizeof j.entry, "");
+	read_launch(v, "", &j.launch);
+	read_launch(v, "ref_", &j.ref_launch);
+	j.tol_rel_l2 = kopt_msg_num(v, "tol_rel_l2", -1.0);
+	j.tol_max_abs = kopt_msg_num(v, "tol_max_abs", -1.0);
+	uint64_t seed = (uint64_t)kopt_msg_int(v, "seed", 1);
+	int do_time = (int)kopt_msg_int(v, "time", 1);
+	int verify2 = (int)kopt_msg_int(v, "verify2", 1);
+	w->timeout_ms = kopt_msg_int(v, "timeout_ms", 10000);
+	struct timing_opts o = {
+		(int)kopt_msg_int(v, "min_samples", 10), (int)kopt_msg_int(v, "max_samples", 200),
+		kopt_msg_num(v, "max_time_s", 1.0),	 kopt_msg_num(v, "max_noise", 0.005),
+		kopt_msg_num(v, "min_gpu_s", 0.0),
+	};
+	if (j.cubin == NULL || cubin_len == 0 || j.entry[0] == '\0') {
+		snprintf(w->log, sizeof w->log, "request without cubin or entry");
+		finish(w, &m, "error");
+		return;
+	}
+	if (setup_args(w, v, w->log, sizeof w->log) != 0) {
+		finish(w, &m, "error");
+		return;
+	}
+	double t_start = kopt_worker_now_ms();
+
+	/* 1. resources */
+	struct module mod;
+	CUresult r = load(&mod, j.cubin, j.entry);
+	if (r != CUDA_SUCCESS) {
+		char buf[256];
+		snprintf(w->log, sizeof w->log, "loading the kernel '%s': %s", j.entry,
+			 kopt_cuda_strerror(r, buf, sizeof buf));
+		finish(w, &m, "launch_error");
+		return;
+	}
+	int impossible = check_resources(w, mod.fn, &j.launch, &m);
+	unload(&mod);
+	if (impossible) {
+		finish(w, &m, "invalid");
+		return;
+	}
+
+	/* 2. correctness on set A */
+	struct inputset *a = get_set(w, seed, 0, w->log, sizeof w->log);
+	if (a == NULL) {
+		finish(w, &m, "error");
+		return;
+	}
+	int had_ref = a->have_ref;
+	struct trial_out to;
+	const char *st = trial(w, a, &j, "check 1", &to);
+	kopt_msg_put_int(&m, "ref_cached", had_ref);
+	put_trial(&m, "err_", &to);
+	kopt_msg_put_num(&m, "t_check_s", (kopt_worker_now_ms() - t_start) / 1e3);
+	if (st != NULL) {
+		finish(w, &m, st);
+		return;
+	}
+
+	/* 3. timing on a fresh module, then its last output checked */
+	if (do_time) {
+		double t0 = kopt_worker_now_ms();
+		struct params p;
+		struct timing t;
+		if ((r = load(&mod, j.cubin, j.entry)) != CUDA_SUCCESS) {
+			snprintf(w->log, sizeof w->log, "reloading the kernel failed");
+			finish(w, &m, "launch_error");
+			return;
+		}
+		if (j.launch.smem > SMEM_DEFAULT_LIMIT)
+			kopt_cu.cuFuncSetAttribute(mod.fn,
+						   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+						   (int)j.launch.smem);
+		if (build_params(w, a, &p) != 0 || fill_constants(w, mod.mod, a) != 0) {
+			free_params(&p);
+			unload(&mod);
+			finish(w, &m, "launch_error");
+			return;
+		}
+		st = kopt_bench_time(w, mod.fn, &j.launch, p.ptrs, &o, &t);
+		free_params(&p);
+		unload(&mod);
+		if (st != NULL) {
+			finish(w, &m, st);
+			return;
+		}
+		kopt_msg_put_num(&m, "time_ms", t.median_ms);
+		kopt_msg_put_num(&m, "p10_ms", t.p10_ms);
+		kopt_msg_put_num(&m, "p90_ms", t.p90_ms);
+		kopt_msg_put_num(&m, "mean_ms", t.mean_ms);
+		kopt_msg_put_num(&m, "min_ms", t.min_ms);
+		kopt_msg_put_num(&m, "stdev_ms", t.stdev_ms);
+		kopt_msg_put_num(&m, "noise", t.noise);
+		kopt_msg_put_int(&m, "samples", t.samples);
+		kopt_msg_put_num(&m, "clock_mhz", t.clock_mhz);
+		kopt_msg_put_num(&m, "t_time_s", (kopt_worker_now_ms() - t0) / 1e3);
+		struct trial_out tt;
+		st = compare_outputs(w, a, &j, "output of the last timed run", &tt);
+		if (st != NULL) {
+			finish(w, &m, st);
+			return;
+		}
+	}
+
+	/* 4. second trial: another seed, another distribution */
+	if (verify2 && !j.is_reference) {
+		struct inputset *b = get_set(w, seed * 0x9e3779b97f4a7c15ull + 7, 1, w->log,
+					     sizeof w->log);
+		if (b == NULL) {
+			finish(w, &m, "error");
+			return;
+		}
+		struct trial_out t2;
+		st = trial(w, b, &j, "check 2 (other inputs and distribution)", &t2);
+		put_trial(&m, "err2_", &t2);
+		if (st != NULL) {
+			finish(w, &m, st);
+			return;
+		}
+	}
+	kopt_msg_put_num(&m, "t_total_s", (kopt_worker_now_ms() - t_start) / 1e3);
+	finish(w, &m, "ok");
+}
+
+static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
+{
+	size_t len = 0;
+	const char *cubin = kopt_msg_bytes(v, "cubin", &len);
+	char entry[256];
+	kopt_msg_cstr(v, "entry", entry, sizeof entry, "");
+	if (w->ref_loaded) {
+		kopt_cu.cuModuleUnload(w->ref_mod);
+		w->ref_loaded = 0;
+	}
+	for (int k = 0; k < KOPT_SETS; k++)
+		w->sets[k].have_ref = 0;
+	struct module m;
+	CUresult r = cubin ? load(&m, cubin, entry) : CUDA_ERROR_INVALID_IMAGE;
+	if (r != CUDA_SUCCESS) {
+		char buf[256], log[512];
+		snprintf(log, sizeof log, "loading the reference kernel '%s': %s", entry,
+			 kopt_cuda_strerror(r, buf, sizeof buf));
+		send_error("error", log);
+		return;
+	}
+	w->ref_mod = m.mod;
+	w->ref_fn = m.fn;
+	w->ref_loaded = 1;
+	struct kopt_msg out = {0};
+	kopt_msg_put_cstr(&out, "op", "ok");
+	send_msg(&out);
+}
+
+int kopt_worker_main(int argc, char **argv)
+{
+	if (argc < 5) {
+		fprintf(stderr, "kopt: %s is internal (the GPU worker)\n", KOPT_WORKER_ARG);
+		return 2;
+	}
+	int device = atoi(argv[2]);
+	in_fd = atoi(argv[3]);
+	out_fd = atoi(argv[4]);
+	/* kernels' printf and driver chatter must not reach kopt's stdout */
+	dup2(2, 1);
+	struct worker *w = calloc(1, sizeof *w);
+	char err[512];
+	if (w == NULL || start(w, device, err, sizeof err) != 0) {
+		send_error("error", w == NULL ? "out of memory" : err);
+		return 1;
+	}
+	struct kopt_msg ready = {0};
+	kopt_msg_put_cstr(&ready, "op", "ready");
+	put_device(&ready, w);
+	send_msg(&ready);
+	for (;;) {
+		unsigned char *buf;
+		size_t len;
+		if (kopt_wire_read(in_fd, &buf, &len, -1, err, sizeof err) != 0)
+			break; /* main went away */
+		struct kopt_msgview v;
+		if (kopt_msgview_parse(&v, buf, len, err, sizeof err) != 0) {
+			send_error("error", err);
+			free(buf);
+			continue;
+		}
+		char op[32];
+		kopt_msg_cstr(&v, "op", op, sizeof op, "");
+		int quit = 0;
+		if (strcmp(op, "run") == 0) {
+			handle_run(w, &v);
+		} else if (strcmp(op, "set_ref") == 0) {
+			handle_set_ref(w, &v);
+		} else if (strcmp(op, "ping") == 0) {
+			struct kopt_msg m = {0};
+			kopt_msg_put_cstr(&m, "op", "ready");
+			put_device(&m, w);
+			send_msg(&m);
+		} else if (strcmp(op, "quit") == 0) {
+			quit = 1;
+		} else {
+			snprintf(err, sizeof err, "unknown request '%s'", op);
+			send_error("error", err);
+		}
+		kopt_msgview_release(&v);
+		free(buf);
+		if (quit)
+			break;
+	}
+	free_problem(w);
+	return 0;
+}

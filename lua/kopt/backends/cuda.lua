@@ -1,0 +1,365 @@
+-- The GPU backend: candidates compiled by the NVRTC pool (kopt.compile),
+-- evaluated by one worker process per GPU (core/worker.c through kopt.gpu).
+--
+-- Compiles for the whole batch are submitted at once; each candidate goes to
+-- an idle GPU worker as soon as its CUBIN is ready, so the GPUs time while
+-- NVRTC compiles the rest. A worker that crashes (sticky CUDA error) or whose
+-- kernel hangs is ended and restarted; the candidate is recorded as `crash`
+-- or `timeout` and the search goes on.
+--
+-- Correctness (in the worker): every candidate that passes its first check is
+-- checked a second time, on another seed and another input distribution,
+-- before its result is returned, so any `ok` may become the best. The input
+-- seed of the first check changes every `reseed_every` evaluations (default
+-- 64), which bounds how often the reference kernel runs.
+local compile = require("kopt.compile")
+local errors = require("kopt.errors")
+local gpu = require("kopt.gpu")
+local sys = require("kopt.sys")
+
+local M = {}
+local Cuda = {}
+Cuda.__index = Cuda
+
+local READY_TIMEOUT_S = 120
+
+-- Whether a GPU can be used here; false plus the one sentence otherwise.
+function M.available()
+  local devices, err = gpu.devices()
+  if not devices then return false, err end
+  if #devices == 0 then
+    return false, "the NVIDIA driver reports no GPU: GPU commands are unavailable here; use --backend replay:FILE to run on recorded measurements"
+  end
+  return true
+end
+
+local function now() return sys.now() end
+
+-- Starts the worker of slot s and waits for its "ready"; returns the seconds it took.
+function Cuda:start_worker(s)
+  local t0 = now()
+  local w, err = gpu.spawn(s.device)
+  if not w then error("cannot start the GPU worker: " .. tostring(err), 0) end
+  local msg, why, detail = w:recv(READY_TIMEOUT_S)
+  if not msg or msg.op ~= "ready" then
+    local how = w:stop()
+    error(string.format("GPU worker for GPU %d did not start: %s", s.device,
+                        msg and msg.log or (tostring(why) .. " " .. tostring(detail) .. " " .. how)), 0)
+  end
+  s.worker, s.info, s.busy = w, msg, nil
+  if self.ref_cubin then
+    assert(w:send({ op = "set_ref", cubin = self.ref_cubin, entry = self.ref_entry }))
+    local r = w:recv(READY_TIMEOUT_S)
+    if not r or r.op ~= "ok" then
+      error("the reference kernel cannot be loaded: " .. tostring(r and r.log), 0)
+    end
+  end
+  local dt = now() - t0
+  self.restart_s[#self.restart_s + 1] = dt
+  return dt
+end
+
+-- opts: gpus = {indices} (default all), seed, timing = {min_samples=, max_samples=,
+-- max_time_s=, max_noise=}, compile_workers, reseed_every, timeout_floor_ms, arch.
+function M.open(spec, opts)
+  opts = opts or {}
+  if not spec then errors.usage("the cuda backend needs a SPEC") end
+  local devices, err = gpu.devices()
+  if not devices then errors.usage("%s", err) end
+  if #devices == 0 then errors.usage("the NVIDIA driver reports no GPU; use --backend replay:FILE") end
+  local chosen = {}
+  for _, g in ipairs(opts.gpus or {}) do
+    if not devices[g + 1] then
+      errors.usage("--gpus: there is no GPU %d (this machine has %d: 0..%d)", g, #devices, #devices - 1)
+    end
+    chosen[#chosen + 1] = g
+  end
+  if #chosen == 0 then for i = 1, #devices do chosen[i] = i - 1 end end
+  local dev = devices[chosen[1] + 1]
+  local self = setmetatable({
+    name = "cuda", spec = spec, device = dev, devices = devices, arch = opts.arch or dev.arch,
+    seed = opts.seed or 1, timing = opts.timing or {}, reseed_every = opts.reseed_every or 64,
+    timeout_floor_ms = opts.timeout_floor_ms or 2000, evaluated = 0, clock = 0,
+    slots_state = {}, restart_s = {}, restarts = 0, verbose = opts.verbose,
+  }, Cuda)
+  if spec.set_device then spec:set_device(dev) end
+
+  -- The reference: compiled once, here, so a broken one stops the run early.
+  local rjob = compile.reference_job(spec, self.arch)
+  if not rjob then errors.usage("%s: reference: missing (the cuda backend checks every candidate against it)", spec.path) end
+  local rres = compile.compile(rjob)
+  if not rres.ok then
+    errors.usage("%s: the reference kernel does not compile:\n%s", spec.path, rres.log or "")
+  end
+  self.ref_cubin, self.ref_entry = rres.cubin, rres.lowered or rjob.entry
+
+  self.pool = compile.pool(opts.compile_workers)
+  for _, g in ipairs(chosen) do
+    local s = { device = g }
+    self.slots_state[#self.slots_state + 1] = s
+    self:start_worker(s)
+  end
+  self.slots = math.max(self.pool:size(), 2 * #self.slots_state)
+  return self
+end
+
+local function launch_fields(msg, prefix, l)
+  msg[prefix .. "grid_x"], msg[prefix .. "grid_y"], msg[prefix .. "grid_z"] =
+    math.tointeger(l.grid[1]), math.tointeger(l.grid[2]), math.tointeger(l.grid[3])
+  msg[prefix .. "block_x"], msg[prefix .. "block_y"], msg[prefix .. "block_z"] =
+    math.tointeger(l.block[1]), math.tointeger(l.block[2]), math.tointeger(l.block[3])
+  msg[prefix .. "smem"] = math.tointeger(l.smem or 0)
+  for _, k in ipairs({ "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "smem" }) do
+    if msg[prefix .. k] == nil then return false, prefix .. k .. " is not an integer" end
+  end
+  return true
+end
+
+-- The request for one candidate (a flat table for kopt.gpu).
+function Cuda:request(id, config, cubin, entry, is_reference)
+  local spec = self.spec
+  local msg = { op = "run", id = id, cubin = cubin, entry = entry,
+                seed = self.seed + self.evaluated // self.reseed_every,
+                verify2 = not is_reference, time = true,
+                timeout_ms = self:timeout_ms() }
+  local ok, err = launch_fields(msg, "", spec:launch(config))
+  if not ok then return nil, err end
+  ok, err = launch_fields(msg, "ref_", spec:reference_launch(config))
+  if not ok then return nil, err end
+  local args = spec:args(config)
+  msg.nargs = #args
+  for i, a in ipairs(args) do
+    local p = "a" .. i .. "."
+    msg[p .. "name"], msg[p .. "type"], msg[p .. "kind"] = a.name, a.type, a.kind
+    if a.kind == "scalar" then
+      msg[p .. "value"] = a.value
+    else
+      local n = math.tointeger(a.count)
+      if not n then return nil, "argument " .. a.name .. ": element count is not an integer" end
+      msg[p .. "count"] = n
+      msg[p .. "output"] = a.output and 1 or 0
+      msg[p .. "init"] = a.init and a.init.dist or "normal"
+      if a.init and a.init.value then msg[p .. "init_value"] = a.init.value + 0.0 end
+    end
+  end
+  local tol = spec.tolerance or {}
+  if tol.rel_l2 then msg.tol_rel_l2 = tol.rel_l2 + 0.0 end
+  if tol.max_abs then msg.tol_max_abs = tol.max_abs + 0.0 end
+  local t = self.timing
+  msg.min_samples = t.min_samples or 10
+  msg.max_samples = t.max_samples or 100
+  msg.max_time_s = (t.max_time_s or 0.3) + 0.0
+  msg.max_noise = (t.max_noise or 0.005) + 0.0
+  return msg
+end
+
+-- Per-launch watchdog: 50x the reference's time, at least the floor.
+function Cuda:timeout_ms()
+  local ms = self.timeout_floor_ms
+  if self.ref_ms then ms = math.max(ms, math.ceil(50 * self.ref_ms)) end
+  return math.tointeger(ms) or ms // 1
+end
+
+local function num(v) return type(v) == "number" and v or nil end
+
+-- Worker reply -> DESIGN.md result table.
+function Cuda:result(reply, job, cres)
+  local r = {
+    status = reply.status, log = reply.log ~= "" and reply.log or nil,
+    time_ms = num(reply.time_ms), p90_ms = num(reply.p90_ms), p10_ms = num(reply.p10_ms),
+    median_ms = num(reply.time_ms), mean_ms = num(reply.mean_ms), min_ms = num(reply.min_ms),
+    noise = num(reply.noise), samples = reply.samples, clock_mhz = num(reply.clock_mhz),
+    err = reply.err_rel_l2 and { rel_l2 = reply.err_rel_l2, max_abs = reply.err_max_abs,
+                                 unwritten = reply.err_unwritten, nonfinite = reply.err_nonfinite } or nil,
+    err2 = reply.err2_rel_l2 and { rel_l2 = reply.err2_rel_l2, max_abs = reply.err2_max_abs } or nil,
+    resources = {
+      regs = reply.regs or (cres and cres.regs), smem_static = reply.smem_static,
+      smem_dynamic = reply.smem_dynamic,
+      smem = (reply.smem_static or 0) + (reply.smem_dynamic or 0),
+      local_bytes = reply.local_bytes, spills = cres and cres.spills,
+      occupancy = num(reply.occupancy), blocks_per_sm = reply.blocks_per_sm,
+      max_threads = reply.max_threads,
+    },
+    compile_s = cres and cres.compile_s, cached_compile = cres and cres.cached,
+    measure_s = num(reply.t_total_s) or num(reply.t_check_s),
+  }
+  if r.status == "error" then r.status = "launch_error" end
+  if r.status == "ok" and r.time_ms and r.time_ms > 0 then
+    local w = self.spec:work(job.config)
+    if w.flops then r.tflops = w.flops / (r.time_ms * 1e-3) / 1e12 end
+    if w.bytes then r.gbps = w.bytes / (r.time_ms * 1e-3) / 1e9 end
+  end
+  return r
+end
+
+-- The first evaluation times the reference (it sets the watchdog and checks
+-- that the reference runs at all: a failing reference is a spec error).
+function Cuda:time_reference(config)
+  local s = self.slots_state[1]
+  local msg, err = self:request(0, config, self.ref_cubin, self.ref_entry, true)
+  if not msg then errors.usage("%s: %s", self.spec.path, err) end
+  msg.timeout_ms = 60000
+  assert(s.worker:send(msg))
+  local reply, why, detail = s.worker:recv(600)
+  if not reply then
+    local how = s.worker:stop()
+    errors.usage("%s: the reference kernel did not finish (%s %s, worker %s)", self.spec.path, tostring(why), tostring(detail), how)
+  end
+  if reply.status ~= "ok" then
+    if reply.status == "crash" or reply.status == "timeout" then s.worker:stop() end
+    errors.usage("%s: the reference kernel fails on the GPU (%s): %s", self.spec.path, reply.status, reply.log or "")
+  end
+  self.ref_ms = reply.time_ms
+  self.ref_result = self:result(reply, { config = config })
+end
+
+-- Ends a slot's worker after a crash/timeout and starts a new one.
+function Cuda:restart(s)
+  local how = s.worker:stop()
+  self.restarts = self.restarts + 1
+  local dt = self:start_worker(s)
+  return how, dt
+end
+
+function Cuda:evaluate(jobs)
+  local t_start = now()
+  if not self.ref_ms and #jobs > 0 then self:time_reference(jobs[1].config) end
+  local results, by_compile, ready = {}, {}, {}
+  local pending_compiles, finished = 0, 0
+  for i, job in ipairs(jobs) do
+    local cjob = compile.job_for(self.spec, job.config, self.arch, job.source)
+    by_compile[self.pool:submit(cjob)] = i
+    pending_compiles = pending_compiles + 1
+  end
+
+  local function take_compile(id, res)
+    local i = by_compile[id]
+    by_compile[id] = nil
+    pending_compiles = pending_compiles - 1
+    if not res.ok then
+      results[i] = { status = "compile_error", log = res.log, compile_s = res.compile_s }
+      finished = finished + 1
+    else
+      ready[#ready + 1] = { i = i, res = res }
+    end
+  end
+
+  local function dispatch()
+    for _, s in ipairs(self.slots_state) do
+      if not s.busy and #ready > 0 then
+        local item = table.remove(ready, 1)
+        local job = jobs[item.i]
+        local msg, err = self:request(item.i, job.config, item.res.cubin,
+                                      item.res.lowered or self.spec.kernel.entry)
+        if not msg then
+          results[item.i] = { status = "invalid", log = err }
+          finished = finished + 1
+        else
+          self.evaluated = self.evaluated + 1
+          local ok, serr = s.worker:send(msg)
+          s.busy = { i = item.i, res = item.res, t0 = now(),
+                     deadline = now() + 60 + msg.timeout_ms / 1000 * 4 + msg.max_time_s * 4 }
+          if not ok then s.busy.send_error = serr end
+        end
+      end
+    end
+  end
+
+  local function complete(s, reply, failure)
+    local b = s.busy
+    s.busy = nil
+    local r
+    if reply then
+      r = self:result(reply, jobs[b.i], b.res)
+    else
+      r = { status = failure.status, log = failure.log, compile_s = b.res.compile_s }
+    end
+    if r.status == "crash" or r.status == "timeout" or not reply then
+      local how, dt = self:restart(s)
+      r.log = string.format("%s [worker %s; restarted in %.2f s]", r.log or "", how, dt)
+      r.worker_restart_s = dt
+    end
+    r.gpu = s.device
+    results[b.i] = r
+    finished = finished + 1
+  end
+
+  while finished < #jobs do
+    while pending_compiles > 0 do
+      local id, res = self.pool:wait_any(0)
+      if not id then break end
+      take_compile(id, res)
+    end
+    dispatch()
+    local busy, busy_slots = {}, {}
+    for _, s in ipairs(self.slots_state) do
+      if s.busy then busy[#busy + 1] = s.worker; busy_slots[#busy_slots + 1] = s end
+    end
+    if #busy > 0 then
+      local k = gpu.wait_any(busy, pending_compiles > 0 and 0.005 or 0.1)
+      if k then
+        local s = busy_slots[k]
+        local reply, why, detail = s.worker:recv(0)
+        if reply and reply.op == "result" then
+          complete(s, reply)
+        elseif reply then
+          complete(s, { op = "result", status = "launch_error", log = reply.log or "unexpected worker reply" })
+        else
+          complete(s, nil, { status = "crash", log = "the GPU worker exited without a result (" .. tostring(detail or why) .. ")" })
+        end
+      else
+        for _, s in ipairs(busy_slots) do
+          if now() > s.busy.deadline then
+            complete(s, nil, { status = "timeout", log = "the GPU worker stopped answering" })
+          end
+        end
+      end
+    elseif pending_compiles > 0 then
+      local id, res = self.pool:wait_any()
+      if id then take_compile(id, res) end
+    elseif #ready == 0 then
+      break
+    end
+  end
+  for i = 1, #jobs do
+    results[i] = results[i] or { status = "launch_error", log = "not evaluated (internal)" }
+  end
+  self.clock = self.clock + (now() - t_start)
+  return results
+end
+
+function Cuda:elapsed() return self.clock end
+
+function Cuda:describe()
+  local d = self.device
+  local gpus = {}
+  for i, s in ipairs(self.slots_state) do gpus[i] = s.device end
+  local restart = nil
+  if #self.restart_s > 1 then
+    local sum = 0
+    for i = 2, #self.restart_s do sum = sum + self.restart_s[i] end
+    restart = sum / (#self.restart_s - 1)
+  end
+  return {
+    backend = "cuda", device = d.name, gpus = gpus, arch = self.arch,
+    cc = string.format("%d.%d", d.cc_major, d.cc_minor), sm_count = d.sm_count,
+    mem_bytes = d.mem_bytes, l2_bytes = d.l2_bytes, clock_mhz = d.clock_khz // 1000,
+    driver = string.format("%d.%d", d.driver_version // 1000, d.driver_version % 1000 // 10),
+    nvrtc = compile.version and compile.version() or nil, kopt = sys.version,
+    reference_ms = self.ref_ms, worker_start_s = self.restart_s[1], worker_restarts = self.restarts,
+    worker_restart_s = restart,
+  }
+end
+
+function Cuda:close()
+  for _, s in ipairs(self.slots_state) do
+    if s.worker then
+      pcall(s.worker.send, s.worker, { op = "quit" })
+      s.worker:stop()
+    end
+  end
+  if self.pool then self.pool:close() end
+  self.pool = nil
+end
+
+return M

@@ -1,0 +1,62 @@
+-- The planted-fault suite (kernels/faults/): each broken or cheating kernel
+-- must get its status from the cuda backend, the worker must survive every
+-- crash and hang by restarting, and the best correct config must be FAULT=0.
+-- Needs a GPU: exits 77 with the reason otherwise. KOPT_FAULTS_OUT=FILE also
+-- writes the statuses and timings as JSON.
+local cuda = require("kopt.backends.cuda")
+local ok, why = cuda.available()
+if not ok then
+  print("skipped: " .. why)
+  return 77
+end
+
+local expected = {
+  [0] = "ok", [1] = "wrong", [2] = "wrong", [3] = "wrong", [4] = "wrong", [5] = "wrong",
+  [6] = "crash", [7] = "crash", [8] = "timeout", [9] = "invalid", [10] = "invalid",
+  [11] = "wrong", [12] = "wrong", [13] = "wrong", [14] = "crash", [15] = "ok",
+}
+local what = {
+  [0] = "correct", [1] = "writes nothing", [2] = "writes only the first row",
+  [3] = "right answer in the wrong buffer", [4] = "modifies an input", [5] = "writes one NaN",
+  [6] = "reads out of bounds", [7] = "traps", [8] = "hangs", [9] = "asks for 300 KB shared memory",
+  [10] = "launch bounds below the block size", [11] = "right only for inputs in [0,1)",
+  [12] = "race (no barrier)", [13] = "right only on its first launch", [14] = "misaligned load",
+  [15] = "correct but slow",
+}
+
+local spec = require("kopt.spec").load("kernels/faults/faults.json")
+local be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.2 }, timeout_floor_ms = 1500 })
+local jobs = {}
+for f = 0, 15 do jobs[#jobs + 1] = { key = tostring(f), config = { FAULT = f, BLOCK = 256 } } end
+local t0 = require("kopt.sys").now()
+local results = be:evaluate(jobs)
+local wall = require("kopt.sys").now() - t0
+local desc = be:describe()
+be:close()
+
+local failures, rows = 0, {}
+local best, best_t
+for i, r in ipairs(results) do
+  local f = jobs[i].config.FAULT
+  local good = r.status == expected[f]
+  if not good then failures = failures + 1 end
+  if r.status == "ok" and (not best_t or r.time_ms < best_t) then best, best_t = f, r.time_ms end
+  print(string.format("FAULT=%-2d %-36s expected %-8s got %-8s %s %s", f, what[f], expected[f], r.status,
+                      good and "PASS" or "FAIL", (r.log or ""):sub(1, 160)))
+  rows[#rows + 1] = { fault = f, what = what[f], expected = expected[f], status = r.status, pass = good,
+                      time_ms = r.time_ms, log = r.log, worker_restart_s = r.worker_restart_s }
+end
+print(string.format("best correct config: FAULT=%s (%.4f ms); %d/%d classified right; %.1f s; worker restarts %d, mean restart %.3f s",
+                    tostring(best), best_t or -1, #results - failures, #results, wall,
+                    desc.worker_restarts or 0, desc.worker_restart_s or -1))
+if best ~= 0 then
+  print("FAIL: the best correct config should be FAULT=0")
+  failures = failures + 1
+end
+local out = os.getenv("KOPT_FAULTS_OUT")
+if out then
+  local f = assert(io.open(out, "w"))
+  f:write(require("cjson").encode({ device = desc, results = rows, best = best, wall_s = wall }), "\n")
+  f:close()
+end
+return failures == 0 and 0 or 1
