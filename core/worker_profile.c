@@ -1,0 +1,106 @@
+/* CUPTI counters inside the GPU worker (worker_profile.h). Profiling
+ * problems are data: they travel as profile_error and never change the
+ * candidate's status; only a kernel that crashes or hangs under the profiler
+ * does, exactly as it would have without it. */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cupti_prof.h"
+#include "worker_profile.h"
+
+/* The probe runs once per worker; its failure is remembered. */
+static int probed;
+static char probe_err[700];
+
+static size_t split_names(char *list, const char **names, size_t cap)
+{
+	size_t n = 0;
+	for (char *tok = strtok(list, ","); tok != NULL && n < cap; tok = strtok(NULL, ",")) {
+		while (*tok == ' ')
+			tok++;
+		if (*tok != '\0')
+			names[n++] = tok;
+	}
+	return n;
+}
+
+const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct launch *l,
+				void **params, const struct kopt_msgview *req,
+				struct kopt_msg *reply)
+{
+	char err[700] = "";
+	const char *names[KOPT_CUPTI_MAX_METRICS];
+	double values[KOPT_CUPTI_MAX_METRICS];
+	char list[8192];
+	size_t n = 0;
+	if (kopt_msg_cstr(req, "profile_metrics", list, sizeof list, NULL) != NULL && list[0] != '\0') {
+		n = split_names(list, names, KOPT_CUPTI_MAX_METRICS);
+	} else {
+		int matrix = (int)kopt_msg_int(req, "profile_matrix", 0);
+		for (size_t i = 0; kopt_cupti_default_metrics[i] != NULL; i++)
+			if (matrix || i < KOPT_CUPTI_DEFAULT_BASE)
+				names[n++] = kopt_cupti_default_metrics[i];
+	}
+	if (!probed) {
+		struct kopt_cupti_info info;
+		probed = kopt_cupti_probe(w->ctx, w->cudev, w->dev.index, &info, probe_err,
+					  sizeof probe_err) == 0 ? 1 : -1;
+	}
+	if (probed < 0) {
+		kopt_msg_put_cstr(reply, "profile_error", probe_err);
+		return NULL;
+	}
+
+	double t0 = kopt_worker_now_ms();
+	struct kopt_cupti_session *s = NULL;
+	if (kopt_cupti_session_begin(w->ctx, names, n, &s, err, sizeof err) != 0) {
+		kopt_msg_put_cstr(reply, "profile_error", err);
+		return NULL;
+	}
+	const char *status = NULL;
+	char buf[256];
+	CUresult r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+					    l->block[1], l->block[2], l->smem, w->stream, params,
+					    NULL);
+	if (r != CUDA_SUCCESS) {
+		snprintf(w->log, sizeof w->log, "kernel launch under the profiler: %s",
+			 kopt_cuda_strerror(r, buf, sizeof buf));
+		status = kopt_cuda_error_is_sticky(r) ? "crash" : NULL;
+	} else {
+		/* kernel replay runs the kernel once per pass */
+		int ws = kopt_worker_wait(w, w->stream, w->timeout_ms * 8, &r);
+		if (ws == 1) {
+			snprintf(w->log, sizeof w->log, "kernel still running under the profiler after %lld ms",
+				 (long long)(w->timeout_ms * 8));
+			status = "timeout";
+		} else if (ws != 0) {
+			snprintf(w->log, sizeof w->log, "kernel under the profiler: %s",
+				 kopt_cuda_strerror(r, buf, sizeof buf));
+			status = "crash";
+		}
+	}
+	int passes = 0;
+	int rc = kopt_cupti_session_end(s, values, &passes, err, sizeof err);
+	if (status != NULL)
+		return status;
+	if (r != CUDA_SUCCESS) {
+		kopt_msg_put_cstr(reply, "profile_error", w->log);
+		w->log[0] = '\0';
+		return NULL;
+	}
+	if (rc != 0) {
+		kopt_msg_put_cstr(reply, "profile_error", err);
+		return NULL;
+	}
+	char key[300];
+	for (size_t i = 0; i < n; i++) {
+		if (isnan(values[i]))
+			continue;
+		snprintf(key, sizeof key, "m.%s", names[i]);
+		kopt_msg_put_num(reply, key, values[i]);
+	}
+	kopt_msg_put_int(reply, "profile_passes", passes);
+	kopt_msg_put_num(reply, "profile_s", (kopt_worker_now_ms() - t0) / 1e3);
+	return NULL;
+}
