@@ -18,6 +18,8 @@
  *  4. a second correctness trial, again on a fresh module, on input set B:
  *     another seed and another distribution (kopt_dist_alternate), so a
  *     kernel right only for [0,1) inputs fails before it can become best.
+ * With profile=1, hardware counters are collected between 3 and 4 by one
+ * launch under CUPTI (worker_profile.h).
  * A sticky CUDA error answers "crash" and a kernel past its deadline
  * "timeout"; the worker then exits, since its context is unusable. */
 #include <errno.h>
@@ -31,6 +33,7 @@
 #include "wire.h"
 #include "worker.h"
 #include "worker_impl.h"
+#include "worker_profile.h"
 
 #define SMEM_DEFAULT_LIMIT 49152
 
@@ -905,6 +908,24 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 		kopt_msg_put_num(&m, "t_time_s", (kopt_worker_now_ms() - t0) / 1e3);
 		struct trial_out tt;
 		st = compare_outputs(w, a, &j, "output of the last timed run", &tt);
+		if (st != NULL) {
+			finish(w, &m, st);
+			return;
+		}
+	}
+
+	/* 3b. hardware counters on request (worker_profile.c), after the timing
+	 * window, on the same inputs */
+	if (kopt_msg_int(v, "profile", 0) && load(&mod, j.cubin, j.entry) == CUDA_SUCCESS) {
+		struct params p;
+		if (j.launch.smem > SMEM_DEFAULT_LIMIT)
+			kopt_cu.cuFuncSetAttribute(mod.fn,
+						   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+						   (int)j.launch.smem);
+		if (build_params(w, a, &p) == 0 && fill_constants(w, mod.mod, a) == 0)
+			st = kopt_worker_profile(w, mod.fn, &j.launch, p.ptrs, v, &m);
+		free_params(&p);
+		unload(&mod);
 		if (st != NULL) {
 			finish(w, &m, st);
 			return;
