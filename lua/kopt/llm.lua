@@ -24,6 +24,7 @@ local Client = {}
 Client.__index = Client
 
 M.MODES = { "json_schema", "json_object", "none" }
+M.null = json.null
 
 -- Reads the endpoint settings: options (llm_base_url, llm_model, llm_api_key,
 -- llm_timeout, llm_replay, ...) first, then KOPT_LLM_*, then OPENAI_*.
@@ -317,13 +318,13 @@ function Client:interpret(req, resp)
 end
 
 function Client:decode_content(req, reply, finish_reason)
+  if finish_reason == "length" then
+    reply.kind, reply.err = "length", "the reply was cut off at the token limit (finish_reason=length)"
+    return reply
+  end
   local value, err = M.extract_json(reply.content)
   if value == nil then
-    if finish_reason == "length" then
-      reply.kind, reply.err = "length", "the reply was cut off at the token limit (finish_reason=length)"
-    else
-      reply.kind, reply.err = "parse", err
-    end
+    reply.kind, reply.err = "parse", err
     return reply
   end
   if req.schema then
