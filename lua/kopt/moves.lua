@@ -1,0 +1,166 @@
+-- Move generators: who proposes the next states of a search.
+--
+-- A generator takes the strategy context and a state and returns proposed
+-- moves. A state is
+--     { config = {KNOB = value, ...}, key = <state key>, result = <result table or nil> }
+-- and a move is
+--     { changes = {KNOB = value, ...},   -- knobs to change (the rest is kept)
+--       patch = nil,                      -- optional unified diff of the kernel source
+--       method = "tile_m_up",             -- a name from a small vocabulary; statistics are per method
+--       prior = 0.2,                      -- relative confidence (> 0); normalised per state
+--       expert = nil }                    -- optional: who proposed it
+-- A generator is either a function(ctx, state) -> moves, or a table
+--     { name = "...", propose = function(ctx, state) -> moves, expensive = false }
+-- `expensive` generators (an LLM expert, say) are called by MCGS only when
+-- progressive widening lets a node grow, instead of once per expansion.
+--
+-- The registry holds generators by name; `rules` (lua/kopt/moves/rules.lua)
+-- is built in. Users add their own with moves.register(name, gen) or by
+-- loading a Lua file that returns a generator: moves.load("my_moves.lua")
+-- (strategies take `--opt moves=rules,my_moves.lua`).
+local M = {}
+
+local registry = {}
+
+local function normalise_gen(name, gen)
+  if type(gen) == "function" then gen = { name = name, propose = gen } end
+  if type(gen) ~= "table" or type(gen.propose) ~= "function" then
+    error(string.format("move generator '%s' must be a function or a table with propose(ctx, state)",
+                        tostring(name)), 3)
+  end
+  gen.name = gen.name or name
+  return gen
+end
+
+function M.register(name, gen)
+  registry[name] = normalise_gen(name, gen)
+  return registry[name]
+end
+
+-- Loads a generator from a Lua file (returning a function or a table).
+-- Returns the generator, or nil and a message.
+function M.load(path)
+  local chunk, err = loadfile(path, "t")
+  if not chunk then return nil, err end
+  local ok, gen = pcall(chunk)
+  if not ok then return nil, string.format("%s failed to load: %s", path, tostring(gen)) end
+  local ok2, g = pcall(normalise_gen, path:match("([^/]+)%.lua$") or path, gen)
+  if not ok2 then return nil, string.format("%s: %s", path, tostring(g):gsub("^.-: ", "")) end
+  return g
+end
+
+-- A generator by registry name or by file path (anything ending in .lua or
+-- holding a '/'); files are loaded once. Returns the generator or nil + msg.
+function M.get(name)
+  if registry[name] then return registry[name] end
+  if name:find("/", 1, true) or name:match("%.lua$") then
+    local g, err = M.load(name)
+    if not g then return nil, err end
+    registry[name] = g
+    return g
+  end
+  local ok, mod = pcall(require, "kopt.moves." .. name)
+  if ok then return M.register(name, mod) end
+  local names = {}
+  for k in pairs(registry) do names[#names + 1] = k end
+  table.sort(names)
+  return nil, string.format("unknown move generator '%s' (known: %s; or a path to a .lua file)", name,
+                            table.concat(names, ", "))
+end
+
+-- Generators from a comma-separated list ("rules,examples/my_moves.lua").
+-- Raises a usage error naming the bad entry.
+function M.resolve(list)
+  local out = {}
+  for name in tostring(list):gmatch("[^,%s]+") do
+    local g, err = M.get(name)
+    if not g then require("kopt.errors").usage("%s", err) end
+    out[#out + 1] = g
+  end
+  if #out == 0 then require("kopt.errors").usage("no move generator given") end
+  return out
+end
+
+local function copy(t)
+  local c = {}
+  for k, v in pairs(t) do c[k] = v end
+  return c
+end
+M.copy = copy
+
+-- The config a move leads to, or nil when a change names an unknown knob or
+-- a value the knob does not allow, or the result breaks a constraint.
+function M.apply(space, config, move)
+  local c = copy(config)
+  for k, v in pairs(move.changes or {}) do
+    local ix = space.index[k]
+    if not ix or ix.pos[v] == nil then return nil end
+    c[k] = v
+  end
+  if not space:is_valid(c) then return nil end
+  return c
+end
+
+-- A canonical action id for a move: its changes sorted by knob name, plus a
+-- short hash of the patch. Two moves with the same id lead to the same state.
+function M.action_id(space, move)
+  local parts = {}
+  for _, k in ipairs(space.knobs) do
+    local v = move.changes and move.changes[k.name]
+    if v ~= nil then parts[#parts + 1] = k.name .. "=" .. require("kopt.space").format_value(v) end
+  end
+  local id = table.concat(parts, ",")
+  if move.patch then id = id .. "#" .. require("kopt.sys").sha256(move.patch):sub(1, 12) end
+  return id
+end
+
+-- Calls every generator on a state, drops moves that are invalid or lead
+-- back to the state, and merges moves that lead to the same state (keeping
+-- the method with the larger prior, summing priors). Returns a list of
+--   { config=, key=, action=, method=, expert=, patch=, prior=, generator= }
+-- in a deterministic order (generator order, then proposal order), with
+-- priors normalised to sum to 1.
+function M.propose(ctx, state, generators)
+  local space = ctx.space
+  local out, by_key = {}, {}
+  for _, gen in ipairs(generators) do
+    local ok, moves = pcall(gen.propose, ctx, state)
+    if not ok then
+      ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
+      moves = {}
+    end
+    for _, mv in ipairs(moves or {}) do
+      local cfg = M.apply(space, state.config, mv)
+      if cfg then
+        local key = ctx:key(cfg)
+        if mv.patch then key = key .. "#" .. require("kopt.sys").sha256(mv.patch):sub(1, 16) end
+        local prior = tonumber(mv.prior) or 1
+        if prior <= 0 then prior = 1e-3 end
+        if key ~= state.key then
+          local prev = by_key[key]
+          if prev then
+            if prior > prev.best_prior then
+              prev.method, prev.expert, prev.best_prior = mv.method, mv.expert, prior
+            end
+            prev.prior = prev.prior + prior
+          else
+            local m = { config = cfg, key = key, action = M.action_id(space, mv), method = mv.method or "move",
+                        expert = mv.expert, patch = mv.patch, prior = prior, best_prior = prior,
+                        generator = gen.name }
+            by_key[key] = m
+            out[#out + 1] = m
+          end
+        end
+      end
+    end
+  end
+  local sum = 0
+  for _, m in ipairs(out) do sum = sum + m.prior end
+  for _, m in ipairs(out) do
+    m.prior = m.prior / sum
+    m.best_prior = nil
+  end
+  return out
+end
+
+return M

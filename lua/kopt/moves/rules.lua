@@ -1,0 +1,141 @@
+-- The rule move generator: a canonical vocabulary of tuning moves mapped onto
+-- whatever knobs a space has.
+--
+-- Each knob is put in a family, first by its spec tags, then by its name:
+--   tile_m tile_n tile_k tile   tile sizes (BLOCK_M, TILE_N, tile_size_x, ...)
+--   block                       threads per block (block_size_x, BLOCK_SIZE, WORK_GROUP_SIZE_Y)
+--   warps                       warps per block (WARPS, num_warps)
+--   stages                      pipeline depth (STAGES, num_stages, PIPELINE)
+--   vector                      vector width of loads (VEC, VECTOR_SIZE)
+--   async                       asynchronous copies (ASYNC, CP_ASYNC, TMA)
+--   unroll                      unroll factors (UNROLL, loop_unroll_factor)
+--   shmem cache padding layout  on/off or layout choices (use_shmem, read_only, use_padding, USE_SOA)
+--   split                       split-K / split counts
+--   knob                        anything else (the plain neighbour fallback)
+-- An axis suffix (_x/_y/_z) is kept: block_size_y gives "block_y_up".
+--
+-- Moves, for every knob: one step up and down its value list ("<fam>_up",
+-- "<fam>_down"), two steps, and for long value lists a quarter-range jump;
+-- a knob with two values is toggled ("toggle_<fam>"); a knob whose values are
+-- not numbers steps to each neighbour ("<fam>_next"/"_prev"). Priors favour
+-- one-step moves and the families that matter most for GPU kernels; they are
+-- plain data below so a user can change them (require("kopt.moves.rules").weights).
+local R = { name = "rules" }
+
+-- Family patterns over the upper-cased knob name; first match wins.
+R.families = {
+  { "async", { "ASYNC", "CP_ASYNC", "TMA" } },
+  { "stages", { "STAGE", "PIPELINE", "NUM_BUFFERS", "PREFETCH" } },
+  { "warps", { "WARPS" } },
+  { "unroll", { "UNROLL" } },
+  { "vector", { "VECTOR", "VEC", "_WIDTH" } },
+  { "split", { "SPLIT" } },
+  { "shmem", { "SHMEM", "SHARED", "SMEM" } },
+  { "cache", { "READ_ONLY", "CMEM", "CONSTANT", "CACHE", "TEXTURE", "LDG" } },
+  { "padding", { "PADDING", "PAD" } },
+  { "layout", { "SOA", "SWIZZLE", "LAYOUT", "TRANSPOSE", "GROUP_M", "RASTER" } },
+  { "tile_m", { "BLOCK_M", "TILE_M", "BM" } },
+  { "tile_n", { "BLOCK_N", "TILE_N", "BN" } },
+  { "tile_k", { "BLOCK_K", "TILE_K", "BK" } },
+  { "tile", { "TILE", "ITERATIONS", "PER_THREAD", "WORK_PER", "COARSEN", "ITEMS" } },
+  { "block", { "BLOCK_SIZE", "BLOCK", "THREADS", "WORK_GROUP", "BLOCKDIM" } },
+}
+
+-- Tags that name a family directly (spec knobs may carry them).
+R.tag_families = {
+  tile_m = "tile_m", tile_n = "tile_n", tile_k = "tile_k", tile = "tile", block = "block",
+  threads = "block", warps = "warps", stages = "stages", pipeline = "stages", vector = "vector",
+  vec = "vector", async = "async", unroll = "unroll", shmem = "shmem", cache = "cache",
+  padding = "padding", layout = "layout", split = "split", split_k = "split",
+}
+
+-- Relative prior of a family's moves (1 = neutral).
+R.weights = {
+  tile_m = 1.3, tile_n = 1.3, tile_k = 1.1, tile = 1.3, block = 1.2, warps = 1.2, stages = 1.1,
+  vector = 1.1, async = 1.0, unroll = 0.9, shmem = 1.0, cache = 0.8, padding = 0.7, layout = 0.8,
+  split = 0.9, knob = 0.8,
+}
+
+-- Relative prior by step size.
+R.step_weight = { [1] = 1.0, [2] = 0.45, jump = 0.2, toggle = 1.0 }
+
+local function axis_of(name)
+  local a = name:lower():match("_([xyz])$")
+  return a
+end
+
+-- The family and method stem of a knob: ("block", "block_x") for block_size_x.
+function R.classify(knob)
+  local fam
+  for _, t in ipairs(knob.tags or {}) do
+    fam = fam or R.tag_families[tostring(t):lower()]
+  end
+  local up = knob.name:upper()
+  if not fam then
+    for _, f in ipairs(R.families) do
+      for _, pat in ipairs(f[2]) do
+        if up:find(pat, 1, true) then fam = f[1] break end
+      end
+      if fam then break end
+    end
+  end
+  fam = fam or "knob"
+  local stem = fam
+  local axis = axis_of(knob.name)
+  if axis and not fam:match("_[mnk]$") then stem = fam .. "_" .. axis end
+  if fam == "knob" then stem = knob.name:lower() end
+  return fam, stem
+end
+
+local function all_numbers(values)
+  for _, v in ipairs(values) do if type(v) ~= "number" then return false end end
+  return true
+end
+
+-- Per-space classification, cached on the space table.
+local function knob_info(space)
+  if space._rule_info then return space._rule_info end
+  local info = {}
+  for i, k in ipairs(space.knobs) do
+    local fam, stem = R.classify(k)
+    info[i] = { knob = k, fam = fam, stem = stem, numeric = all_numbers(k.values),
+                weight = R.weights[fam] or R.weights.knob }
+  end
+  space._rule_info = info
+  return info
+end
+R.knob_info = knob_info
+
+function R.propose(ctx, state)
+  local space = ctx.space
+  local moves = {}
+  local function add(k, v, method, w)
+    moves[#moves + 1] = { changes = { [k.name] = v }, method = method, prior = w }
+  end
+  for _, inf in ipairs(knob_info(space)) do
+    local k = inf.knob
+    local n = #k.values
+    local pos = space.index[k.name].pos[state.config[k.name]]
+    if pos and n > 1 then
+      if n == 2 then
+        add(k, k.values[3 - pos], "toggle_" .. inf.stem, inf.weight * R.step_weight.toggle)
+      else
+        local up, down = inf.stem .. "_up", inf.stem .. "_down"
+        if not inf.numeric then up, down = inf.stem .. "_next", inf.stem .. "_prev" end
+        -- value lists are declared in order; for numbers "up" means larger
+        local dir = 1
+        if inf.numeric and k.values[n] < k.values[1] then dir = -1 end
+        local steps = { { 1, R.step_weight[1] }, { 2, R.step_weight[2] } }
+        if n >= 8 then steps[#steps + 1] = { math.max(3, n // 4), R.step_weight.jump } end
+        for _, s in ipairs(steps) do
+          local d, w = s[1], s[2]
+          if pos + d <= n then add(k, k.values[pos + d], dir > 0 and up or down, inf.weight * w) end
+          if pos - d >= 1 then add(k, k.values[pos - d], dir > 0 and down or up, inf.weight * w) end
+        end
+      end
+    end
+  end
+  return moves
+end
+
+return R
