@@ -96,6 +96,7 @@ function M.new(opts)
     best = nil, run_dir = opts.out_dir, backend_name = opts.backend.name,
   }, Ctx)
   self.on_eval = opts.on_eval
+  self.profiler = opts.profiler  -- kopt.profiling: counters and symptoms after each round
   -- Test hook: die by SIGKILL right after this many evaluations are recorded,
   -- exactly as an external `kill -9` would leave the run.
   self.kill_after = math.tointeger(tonumber(os.getenv("KOPT_TEST_SIGKILL_AFTER") or ""))
@@ -233,6 +234,7 @@ function Engine:round(n)
   end
   local results, pending, new_evals = {}, {}, 0
   local seen_in_batch = {}
+  local first_record = #self.records + 1
   for i, cand in ipairs(cands) do
     local why = self:check_candidate(i, cand)
     local job = self:job_for(cand)
@@ -277,6 +279,13 @@ function Engine:round(n)
     if r.dup_of then
       results[i] = shallow(results[r.dup_of])
       results[i].cached = true
+    end
+  end
+  if self.profiler then
+    self.profiler:after_round(self, { table.unpack(self.records, first_record) })
+    for _, r in ipairs(results) do
+      local c = r.key and self.cache[r.key]
+      if c and c.symptoms then r.metrics, r.symptoms = c.metrics, c.symptoms end
     end
   end
   self.stalled = new_evals == 0 and (self.stalled or 0) + 1 or 0

@@ -46,8 +46,12 @@ function M.new(opts)
                               profiled = {}, valid_seen = 0, count = 0, seconds = 0 }, P)
   self.matrix = opts.matrix
   if self.matrix == nil then self.matrix = M.is_matrix(opts.spec and opts.spec.kernel and opts.spec.kernel.source) end
+  self.quiet = opts.quiet
   if policy.kind ~= "none" and not (opts.backend and opts.backend.profile) then
     self.off = string.format("the %s backend cannot profile", opts.backend and opts.backend.name or "current")
+    if not self.quiet then
+      io.stderr:write("kopt: profiling off: ", self.off, " (counters in a recording are still used)\n")
+    end
   end
   return self
 end
@@ -102,7 +106,7 @@ function P:collect(engine, rec)
       self.off = why or "profiling failed"
       trace(engine, "- profiling is off for this run: %s", self.off)
       if engine.rundir then engine.rundir:event({ event = "profile_off", reason = self.off }) end
-      if not engine.quiet then io.stderr:write("kopt: ", self.off, "; continuing without counters\n") end
+      if not self.quiet then io.stderr:write("kopt: ", self.off, "; continuing without counters\n") end
     end
     return nil
   end
@@ -182,6 +186,41 @@ function P:finish(engine)
     if ok then facts.launch = l end
   end
   return facts
+end
+
+-- The cuda backend's profile(job, metrics): recompiles (a compile-cache
+-- hit), then one "run" request with profile=1 and no timing to an idle
+-- worker. Returns { [metric] = value }, or nil, reason, { kind = ... }:
+-- "unavailable" (CUPTI cannot work here: stop trying) or "candidate" (this
+-- kernel failed under the profiler).
+function M.cuda_profile(backend, job, metrics)
+  local compile = require("kopt.compile")
+  local slot = backend.slots_state and backend.slots_state[1]
+  if not slot or not slot.worker then return nil, "no GPU worker", { kind = "unavailable" } end
+  local res = compile.compile(compile.job_for(backend.spec, job.config, backend.arch, job.source))
+  if not res or not res.ok then return nil, "the candidate did not compile again", { kind = "candidate" } end
+  local msg, err = backend:request(0, job.config, res.cubin, res.lowered or backend.spec.kernel.entry)
+  if not msg then return nil, err, { kind = "candidate" } end
+  msg.time, msg.verify2, msg.profile = false, false, 1
+  if metrics and #metrics > 0 then msg.profile_metrics = table.concat(metrics, ",") end
+  msg.profile_matrix = M.is_matrix(backend.spec.kernel.source) and 1 or 0
+  local ok, serr = slot.worker:send(msg)
+  if not ok then return nil, serr, { kind = "candidate" } end
+  local reply, why, detail = slot.worker:recv(300)
+  if not reply or reply.status == "crash" or reply.status == "timeout" then
+    backend:restart(slot)
+    return nil, "the kernel failed under the profiler: " .. tostring(reply and reply.log or detail or why),
+      { kind = "candidate" }
+  end
+  if reply.profile_error then return nil, reply.profile_error, { kind = "unavailable" } end
+  if reply.status ~= "ok" then return nil, reply.log or reply.status, { kind = "candidate" } end
+  local out = {}
+  for k, v in pairs(reply) do
+    local name = type(k) == "string" and k:match("^m%.(.+)$")
+    if name then out[name] = v end
+  end
+  if not next(out) then return nil, "the profiler returned no values", { kind = "unavailable" } end
+  return out
 end
 
 return M

@@ -152,22 +152,28 @@ function M.main(opts, pos)
     return rd
   end
 
+  local profiler = require("kopt.profiling").new({ mode = opts.profile, backend = backend, spec = spec,
+                                                   quiet = opts.q })
   sys.install_signal_handlers()
   local engine = require("kopt.engine").run({
     strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
     backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
-    quiet = opts.q, verbose = opts.v, progress = true,
+    quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler,
   })
   local meta = {
     problem = problem, backend_label = backend_label,
     t4 = { kopt = sys.version, strategy = strategy.name, seed = seed, backend = backend:describe(),
            timeunit = "milliseconds" },
   }
+  meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
+    if e.ctx.best then meta.report = require("kopt.report").write(d, e.ctx.best, profiler:finish(e)) end
+  end
   local summary = require("kopt.finish").finish(engine, meta)
   backend:close()
   if engine.rundir then engine.rundir:close() end
   if not opts.q or engine.stop_reason ~= "error" then io.stdout:write(summary) end
+  if meta.report and not opts.q then io.stdout:write(meta.report) end
   if engine.rundir then io.stdout:write("  run directory: ", dir, "\n") end
   if engine.stop_reason == "error" then error(engine.error, 0) end
   if engine.stop_reason == "interrupted" then

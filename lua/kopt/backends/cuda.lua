@@ -103,6 +103,15 @@ function M.open(spec, opts)
   return self
 end
 
+-- A spec's fields can shadow its methods (spec.launch, spec.args): call the
+-- class's function.
+local function spec_method(spec, name)
+  local mt = getmetatable(spec)
+  local cls = mt and mt.__index
+  local f = type(cls) == "table" and rawget(cls, name) or nil
+  return f or spec[name]
+end
+
 local function launch_fields(msg, prefix, l)
   msg[prefix .. "grid_x"], msg[prefix .. "grid_y"], msg[prefix .. "grid_z"] =
     math.tointeger(l.grid[1]), math.tointeger(l.grid[2]), math.tointeger(l.grid[3])
@@ -122,11 +131,11 @@ function Cuda:request(id, config, cubin, entry, is_reference)
                 seed = self.seed + self.evaluated // self.reseed_every,
                 verify2 = not is_reference, time = true,
                 timeout_ms = self:timeout_ms() }
-  local ok, err = launch_fields(msg, "", spec:launch(config))
+  local ok, err = launch_fields(msg, "", spec:launch_for(spec.launch, config))
   if not ok then return nil, err end
   ok, err = launch_fields(msg, "ref_", spec:reference_launch(config))
   if not ok then return nil, err end
-  local args = spec:args(config)
+  local args = spec_method(spec, "args")(spec, config)
   msg.nargs = #args
   for i, a in ipairs(args) do
     local p = "a" .. i .. "."
@@ -185,7 +194,7 @@ function Cuda:result(reply, job, cres)
   }
   if r.status == "error" then r.status = "launch_error" end
   if r.status == "ok" and r.time_ms and r.time_ms > 0 then
-    local w = self.spec:work(job.config)
+    local w = spec_method(self.spec, "work")(self.spec, job.config)
     if w.flops then r.tflops = w.flops / (r.time_ms * 1e-3) / 1e12 end
     if w.bytes then r.gbps = w.bytes / (r.time_ms * 1e-3) / 1e9 end
   end
@@ -326,6 +335,18 @@ function Cuda:evaluate(jobs)
   end
   self.clock = self.clock + (now() - t_start)
   return results
+end
+
+-- Hardware counters of one measured candidate (CUPTI in the worker): see
+-- kopt.profiling.cuda_profile.
+function Cuda:profile(job, metrics) return require("kopt.profiling").cuda_profile(self, job, metrics) end
+
+-- For tests without a GPU: an object that builds requests but has no workers.
+function M._offline(spec, opts)
+  opts = opts or {}
+  return setmetatable({ name = "cuda", spec = spec, seed = opts.seed or 1, timing = opts.timing or {},
+                        reseed_every = 64, timeout_floor_ms = 2000, evaluated = 0, clock = 0,
+                        slots_state = {}, restart_s = {}, restarts = 0 }, Cuda)
 end
 
 function Cuda:elapsed() return self.clock end
