@@ -9,7 +9,7 @@ return function(M)
 M.families = {
   { "tensor", { "TENSOR", "MMA", "WMMA" } },
   { "split", { "SPLIT" } },
-  { "stages", { "STAGE", "PIPELINE", "BUFFER", "PREFETCH" } },
+  { "stages", { "STAGE", "PIPELINE", "BUFFER", "PREFETCH", "ASYNC", "TMA" } },
   { "unroll", { "UNROLL" } },
   { "vector", { "VECTOR", "VEC", "WIDTH" } },
   { "cache", { "USE_SH", "SHMEM", "SHARED", "CONSTANT", "CMEM", "READ_ONLY", "CACHE", "TEXTURE" } },
@@ -102,7 +102,7 @@ function M.move_bias(symptoms, move)
   for _, s in ipairs(symptoms) do present[s.name] = true end
   for _, s in ipairs(symptoms) do
     if s.caused_by and present[s.caused_by] then goto continue end
-    local detail = s.pipe or s.limiter or s.kind
+    local detail = s.pipe or s.limiter or s.kind or s.detail
     for _, key in ipairs({ s.name, detail and (s.name .. ":" .. detail) or nil }) do
       local e = M.effects[key]
       local w = e and e[intent]

@@ -56,6 +56,9 @@ R.weights = {
   split = 0.9, knob = 0.8,
 }
 
+-- Scale priors by the state's symptoms (set false for uniform family priors).
+R.use_symptoms = true
+
 -- Relative prior by step size.
 R.step_weight = { [1] = 1.0, [2] = 0.45, jump = 0.2, toggle = 1.0 }
 
@@ -133,6 +136,17 @@ function R.propose(ctx, state)
           if pos - d >= 1 then add(k, k.values[pos - d], dir > 0 and down or up, inf.weight * w) end
         end
       end
+    end
+  end
+  -- Profile-guided priors: with counters on the state, a move that addresses
+  -- its bottleneck weighs more (kopt.symptoms.move_bias); neutral without.
+  local syms = R.use_symptoms and state.result and state.result.symptoms
+  if syms and #syms > 0 then
+    local symptoms = require("kopt.symptoms")
+    for _, m in ipairs(moves) do
+      local knob, v = next(m.changes)
+      m.prior = m.prior * symptoms.move_bias(syms, { method = m.method, knob = knob,
+                                                     from = state.config[knob], to = v })
     end
   end
   return moves
