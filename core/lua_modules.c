@@ -17,6 +17,7 @@ static const luaL_Reg c_modules[] = {
 	{"kopt.gpu", luaopen_kopt_gpu},
 	{"kopt.cupti", luaopen_kopt_cupti},
 	{"kopt.nvrtc", luaopen_kopt_nvrtc},
+	{"kopt.cpool", luaopen_kopt_cpool},
 	{"kopt.http", luaopen_kopt_http},
 	{"cjson", luaopen_cjson},
 	{"kopt.graph", luaopen_kopt_graph},

@@ -13,6 +13,7 @@ int luaopen_kopt_gpu(lua_State *L);
 int luaopen_kopt_cupti(lua_State *L);
 int luaopen_kopt_graph(lua_State *L);
 int luaopen_kopt_nvrtc(lua_State *L);
+int luaopen_kopt_cpool(lua_State *L);
 int luaopen_kopt_http(lua_State *L);
 
 #endif

@@ -86,19 +86,34 @@ void kopt_lua_push_result(lua_State *L, const struct kopt_nvrtc_result *res)
 	lua_setfield(L, -2, "compile_s");
 }
 
-/* compile{source=, entry=, arch=, name=, options={...}} -> result table.
- * A compile error is a result with ok == false; only running out of memory
- * raises. */
+/* compile({source=, entry=, arch=, name=, options={...}}, cache_dir|nil)
+ * -> result table (with cached = true on a cache hit). A compile error is a
+ * result with ok == false; only running out of memory raises. */
 static int l_compile(lua_State *L)
 {
 	struct kopt_nvrtc_job job;
 	kopt_lua_check_job(L, 1, &job);
+	const char *dir = luaL_optstring(L, 2, NULL);
 	struct kopt_nvrtc_result res;
+	int cached;
 	char err[256];
-	if (kopt_nvrtc_compile(&job, &res, err, sizeof err) != 0)
+	if (kopt_nvrtc_compile_cached(&job, dir, &res, &cached, err, sizeof err) != 0)
 		return luaL_error(L, "nvrtc: %s", err);
 	kopt_lua_push_result(L, &res);
 	kopt_nvrtc_result_release(&res);
+	lua_pushboolean(L, cached);
+	lua_setfield(L, -2, "cached");
+	return 1;
+}
+
+/* cache_key(job) -> 64 hex digits */
+static int l_cache_key(lua_State *L)
+{
+	struct kopt_nvrtc_job job;
+	kopt_lua_check_job(L, 1, &job);
+	char hex[65];
+	kopt_nvrtc_cache_key(&job, hex);
+	lua_pushstring(L, hex);
 	return 1;
 }
 
@@ -130,6 +145,7 @@ static const luaL_Reg nvrtc_funcs[] = {
 	{"compile", l_compile},
 	{"version", l_version},
 	{"parse_log", l_parse_log},
+	{"cache_key", l_cache_key},
 	{NULL, NULL},
 };
 
@@ -138,5 +154,7 @@ int luaopen_kopt_nvrtc(lua_State *L)
 	luaL_newlib(L, nvrtc_funcs);
 	lua_pushinteger(L, KOPT_NVRTC_LOG_CAP);
 	lua_setfield(L, -2, "log_cap");
+	lua_pushliteral(L, KOPT_CUDA_HOME);
+	lua_setfield(L, -2, "cuda_home"); /* the toolkit kopt was built with */
 	return 1;
 }
