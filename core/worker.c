@@ -39,6 +39,11 @@
 
 static int in_fd = -1, out_fd = -1;
 
+/* Set once a kernel outlived its deadline: it is still running, and
+ * cuModuleUnload (which waits for it) would hang the worker, which is about
+ * to exit anyway. */
+static int kernel_hung;
+
 double kopt_worker_now_ms(void)
 {
 	struct timespec ts;
@@ -59,8 +64,10 @@ int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult 
 			*res = r;
 			return 2;
 		}
-		if (kopt_worker_now_ms() > deadline)
+		if (kopt_worker_now_ms() > deadline) {
+			kernel_hung = 1;
 			return 1;
+		}
 		if (++spins > 200) {
 			struct timespec ts = {0, 20000};
 			nanosleep(&ts, NULL);
@@ -372,7 +379,7 @@ struct module {
 
 static void unload(struct module *m)
 {
-	if (m->loaded)
+	if (m->loaded && !kernel_hung)
 		kopt_cu.cuModuleUnload(m->mod);
 	m->loaded = 0;
 }

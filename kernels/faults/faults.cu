@@ -63,7 +63,7 @@ faults(float *x, float *y, int n)
 	if (c == 0 && (kopt_fault_calls <= 1 || blockIdx.x == 0)) y[i] = op(x[i]);
 #elif FAULT == 14
 	float4 v = *reinterpret_cast<const float4 *>(x + 1 + 4 * (i / 4));  // misaligned
-	y[i] = op(x[i]) + 0.0f * v.x;
+	y[i] = op(x[i]) + 0.0f * (v.x + v.y + v.z + v.w);
 #elif FAULT == 15
 	volatile float *yy = y;                // correct but slow: 32 stores
 	for (int k = 0; k < 32; k++) yy[i] = op(x[i]);
