@@ -140,7 +140,10 @@ function R.propose(ctx, state)
   end
   -- Profile-guided priors: with counters on the state, a move that addresses
   -- its bottleneck weighs more (kopt.symptoms.move_bias); neutral without.
-  local syms = R.use_symptoms and state.result and state.result.symptoms
+  -- The state's result is the one given, else the engine's measurement of it.
+  local res = state.result
+  if res == nil and R.use_symptoms and ctx.lookup then res = ctx:lookup(state.config) end
+  local syms = R.use_symptoms and res and res.symptoms
   if syms and #syms > 0 then
     local symptoms = require("kopt.symptoms")
     for _, m in ipairs(moves) do
