@@ -1,0 +1,25 @@
+-- The examples in examples/ run as documented. hill_climb must stop at a
+-- local optimum: every adjacent neighbour of its best was measured and is not
+-- faster.
+local T = require("testlib")
+local cjson = require("cjson")
+
+local tmp = T.tmpdir("examples")
+local code, out = T.run("examples/hill_climb.lua --backend replay:tests/data/pnpoly_RTX_3090.json --budget 400 -q --out " .. tmp .. "/hc")
+T.eq(code, 0, "exit code of the hill_climb example")
+T.check(out:find("stopped: strategy finished", 1, true) ~= nil, "hill_climb ends by itself:\n%s", out)
+local times, best = {}, nil
+for line in io.lines(tmp .. "/hc/events.jsonl") do
+  local ev = cjson.decode(line)
+  if ev.event == "eval" then times[ev.key] = ev.result.status == "ok" and ev.result.time_ms or math.huge end
+  if ev.event == "stop" then best = ev.best end
+end
+local space = require("kopt.backends.replay").open(nil, { file = "tests/data/pnpoly_RTX_3090.json" }).space
+local best_cfg = cjson.decode(T.slurp(tmp .. "/hc/best/config.json"))
+for _, c in ipairs(space:neighbours(best_cfg, "adjacent")) do
+  local t = times[space:key(c)]
+  T.check(t ~= nil, "neighbour %s of the best was not measured", space:key(c))
+  T.check(t == nil or t >= best.time_ms, "neighbour %s is faster than the reported best", space:key(c))
+end
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
