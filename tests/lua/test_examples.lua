@@ -15,7 +15,7 @@ for line in io.lines(tmp .. "/hc/events.jsonl") do
   if ev.event == "stop" then best = ev.best end
 end
 local space = require("kopt.backends.replay").open(nil, { file = "tests/data/pnpoly_RTX_3090.json" }).space
-local best_cfg = cjson.decode(T.slurp(tmp .. "/hc/best/config.json"))
+local best_cfg = require("kopt.json").decode(T.slurp(tmp .. "/hc/best/config.json"))
 for _, c in ipairs(space:neighbours(best_cfg, "adjacent")) do
   local t = times[space:key(c)]
   T.check(t ~= nil, "neighbour %s of the best was not measured", space:key(c))
