@@ -1,0 +1,237 @@
+/* Check suite for core/check.c: the correctness math of GPU evaluation
+ * (dtype conversions, seeded inputs, poison patterns, error norms and
+ * verdicts), all on host arrays. */
+#include <check.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "check.h"
+
+static float f(uint32_t bits)
+{
+	float v;
+	memcpy(&v, &bits, 4);
+	return v;
+}
+
+START_TEST(test_f16_round_trip_exhaustive)
+{
+	/* every finite f16 survives f16 -> f32 -> f16 unchanged; NaNs stay NaN */
+	for (uint32_t h = 0; h <= 0xffff; h++) {
+		float v = kopt_f16_to_f32((uint16_t)h);
+		uint16_t back = kopt_f32_to_f16(v);
+		if (isnan(v))
+			ck_assert(isnan(kopt_f16_to_f32(back)));
+		else
+			ck_assert_uint_eq(back, h);
+	}
+}
+END_TEST
+
+START_TEST(test_f16_rounding)
+{
+	ck_assert_uint_eq(kopt_f32_to_f16(1.0f), 0x3c00);
+	ck_assert_uint_eq(kopt_f32_to_f16(-2.0f), 0xc000);
+	ck_assert_uint_eq(kopt_f32_to_f16(65504.0f), 0x7bff);
+	ck_assert_uint_eq(kopt_f32_to_f16(65520.0f), 0x7c00); /* rounds up to inf */
+	ck_assert_uint_eq(kopt_f32_to_f16(1e-8f), 0x0000);	     /* below half the smallest subnormal */
+	ck_assert_uint_eq(kopt_f32_to_f16(5.9604645e-8f), 0x0001); /* smallest subnormal */
+	/* 1 + 2^-11 is halfway between 1 and the next f16: ties to even (1.0) */
+	ck_assert_uint_eq(kopt_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);
+	/* 1 + 3*2^-11 is halfway between 0x3c01 and 0x3c02: ties to even (0x3c02) */
+	ck_assert_uint_eq(kopt_f32_to_f16(1.0f + 3 * 0x1p-11f), 0x3c02);
+	ck_assert_uint_eq(kopt_f32_to_f16(f(0x7f800000u)), 0x7c00);
+	ck_assert(isnan(kopt_f16_to_f32(kopt_f32_to_f16(f(0x7fc00000u)))));
+}
+END_TEST
+
+START_TEST(test_bf16)
+{
+	ck_assert_uint_eq(kopt_f32_to_bf16(1.0f), 0x3f80);
+	ck_assert_uint_eq(kopt_f32_to_bf16(-3.0f), 0xc040);
+	/* 1 + 2^-8 is halfway: ties to even (1.0); 1 + 3*2^-8 rounds up */
+	ck_assert_uint_eq(kopt_f32_to_bf16(1.0f + 0x1p-8f), 0x3f80);
+	ck_assert_uint_eq(kopt_f32_to_bf16(1.0f + 3 * 0x1p-8f), 0x3f82);
+	ck_assert(isnan(kopt_bf16_to_f32(kopt_f32_to_bf16(f(0x7f800001u)))));
+	for (uint32_t h = 0; h <= 0xffff; h++) {
+		float v = kopt_bf16_to_f32((uint16_t)h);
+		if (!isnan(v))
+			ck_assert_uint_eq(kopt_f32_to_bf16(v), h);
+	}
+}
+END_TEST
+
+START_TEST(test_fill_seeded_and_distributions)
+{
+	enum { N = 100001 };
+	float *a = malloc(N * 4), *b = malloc(N * 4), *c = malloc(N * 4);
+	kopt_check_fill(KOPT_F32, a, N, KOPT_DIST_NORMAL, 0, 42, 0);
+	kopt_check_fill(KOPT_F32, b, N, KOPT_DIST_NORMAL, 0, 42, 0);
+	kopt_check_fill(KOPT_F32, c, N, KOPT_DIST_NORMAL, 0, 42, 1);
+	ck_assert_mem_eq(a, b, N * 4);
+	ck_assert(memcmp(a, c, N * 4) != 0); /* another stream, other numbers */
+	double sum = 0, sq = 0;
+	for (int i = 0; i < N; i++)
+		sum += a[i], sq += (double)a[i] * a[i];
+	double mean = sum / N, var = sq / N - mean * mean;
+	ck_assert_double_lt(fabs(mean), 0.02);
+	ck_assert_double_lt(fabs(var - 1.0), 0.03);
+
+	kopt_check_fill(KOPT_F32, a, N, KOPT_DIST_UNIFORM, 0, 1, 0);
+	int neg = 0;
+	for (int i = 0; i < N; i++) {
+		ck_assert(a[i] >= -1.0f && a[i] <= 1.0f);
+		neg += a[i] < 0;
+	}
+	ck_assert_int_gt(neg, N / 3); /* signed data, really */
+	kopt_check_fill(KOPT_F32, a, N, KOPT_DIST_UNIFORM01, 0, 1, 0);
+	for (int i = 0; i < N; i++)
+		ck_assert(a[i] >= 0.0f && a[i] < 1.0f);
+	kopt_check_fill(KOPT_F32, a, N, KOPT_DIST_CONSTANT, 3.5, 1, 0);
+	ck_assert(a[0] == 3.5f && a[N - 1] == 3.5f);
+
+	int8_t i8[300];
+	kopt_check_fill(KOPT_I8, i8, 300, KOPT_DIST_ARANGE, 0, 1, 0);
+	ck_assert_int_eq(i8[5], 5);
+	ck_assert_int_eq(i8[200], (int8_t)200);
+	uint16_t h[64];
+	kopt_check_fill(KOPT_F16, h, 64, KOPT_DIST_UNIFORM, 0, 9, 0);
+	for (int i = 0; i < 64; i++)
+		ck_assert(fabs(kopt_f16_to_f32(h[i])) <= 1.0f);
+	free(a), free(b), free(c);
+}
+END_TEST
+
+START_TEST(test_alternate_distribution)
+{
+	/* the second trial must change the sign range of [0,1) inputs */
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_UNIFORM01), KOPT_DIST_NORMAL);
+	ck_assert_int_ne(kopt_dist_alternate(KOPT_DIST_NORMAL), KOPT_DIST_NORMAL);
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_ARANGE), KOPT_DIST_ARANGE);
+	double v = -1;
+	ck_assert_int_eq(kopt_dist_parse("ones", &v), KOPT_DIST_CONSTANT);
+	ck_assert(v == 1.0);
+	ck_assert_int_eq(kopt_dist_parse("bogus", &v), -1);
+}
+END_TEST
+
+START_TEST(test_poison_is_nan_and_changes)
+{
+	for (int t = 0; t < KOPT_DTYPE_COUNT; t++) {
+		uint32_t w1 = kopt_check_poison_word((enum kopt_dtype)t, 1);
+		uint32_t w2 = kopt_check_poison_word((enum kopt_dtype)t, 2);
+		ck_assert_uint_ne(w1, w2);
+		unsigned char buf[64];
+		for (int i = 0; i < 16; i++)
+			memcpy(buf + 4 * i, &w1, 4);
+		size_t n = 64 / kopt_dtype_size((enum kopt_dtype)t);
+		for (size_t i = 0; i < n; i++) {
+			ck_assert(kopt_check_is_poison((enum kopt_dtype)t, buf, i, w1));
+			ck_assert(!kopt_check_is_poison((enum kopt_dtype)t, buf, i, w2) ||
+				  kopt_dtype_size((enum kopt_dtype)t) == 1);
+			if (kopt_dtype_is_float((enum kopt_dtype)t))
+				ck_assert(isnan(kopt_check_load((enum kopt_dtype)t, buf, i)));
+		}
+	}
+}
+END_TEST
+
+START_TEST(test_compare_exact_and_errors)
+{
+	enum { N = 1000 };
+	float out[N], ref[N];
+	for (int i = 0; i < N; i++)
+		ref[i] = out[i] = (float)(i % 7) - 3.0f;
+	struct kopt_check_result r;
+	uint32_t pw = kopt_check_poison_word(KOPT_F32, 5);
+	kopt_check_compare(KOPT_F32, out, ref, N, pw, 1, &r);
+	ck_assert_uint_eq(r.unwritten, 0);
+	ck_assert_uint_eq(r.nonfinite, 0);
+	ck_assert(r.rel_l2 == 0.0 && r.max_abs == 0.0);
+	char msg[256];
+	ck_assert_int_eq(kopt_check_verdict(&r, 1e-5, -1, "t", msg, sizeof msg), 0);
+
+	/* one element off by 0.5: rel_l2 = 0.5 / ||ref|| computed by hand */
+	out[10] += 0.5f;
+	double refn = 0;
+	for (int i = 0; i < N; i++)
+		refn += (double)ref[i] * ref[i];
+	kopt_check_compare(KOPT_F32, out, ref, N, pw, 1, &r);
+	ck_assert_double_eq_tol(r.rel_l2, 0.5 / sqrt(refn), 1e-12);
+	ck_assert_double_eq_tol(r.max_abs, 0.5, 1e-12);
+	ck_assert_int_eq(kopt_check_verdict(&r, 1e-5, -1, "t", msg, sizeof msg), 1);
+	ck_assert(strstr(msg, "relative L2") != NULL);
+	ck_assert_int_eq(kopt_check_verdict(&r, 1.0, 0.25, "t", msg, sizeof msg), 1);
+	ck_assert(strstr(msg, "max abs") != NULL);
+
+	/* poison left and NaN are named before any norm */
+	memcpy(&out[20], &pw, 4);
+	out[30] = f(0x7f800000u);
+	kopt_check_compare(KOPT_F32, out, ref, N, pw, 1, &r);
+	ck_assert_uint_eq(r.unwritten, 1);
+	ck_assert_uint_eq(r.nonfinite, 2); /* the poison is a NaN too */
+	ck_assert_uint_eq(r.first_bad, 20);
+	ck_assert_int_eq(kopt_check_verdict(&r, 1e9, -1, "out", msg, sizeof msg), 1);
+	ck_assert(strstr(msg, "never written") != NULL);
+	out[20] = ref[20];
+	kopt_check_compare(KOPT_F32, out, ref, N, pw, 1, &r);
+	ck_assert_int_eq(kopt_check_verdict(&r, 1e9, -1, "out", msg, sizeof msg), 1);
+	ck_assert(strstr(msg, "NaN") != NULL);
+}
+END_TEST
+
+START_TEST(test_compare_f16_and_zero_reference)
+{
+	uint16_t out[4], ref[4];
+	for (int i = 0; i < 4; i++) {
+		ref[i] = kopt_f32_to_f16(0.0f);
+		out[i] = kopt_f32_to_f16(i == 2 ? 0.25f : 0.0f);
+	}
+	struct kopt_check_result r;
+	kopt_check_compare(KOPT_F16, out, ref, 4, 0, 0, &r);
+	/* a zero reference: the plain L2 norm of the error */
+	ck_assert_double_eq_tol(r.rel_l2, 0.25, 1e-12);
+}
+END_TEST
+
+START_TEST(test_tolerances)
+{
+	ck_assert(kopt_check_default_rel_l2(KOPT_F32) == 1e-5);
+	ck_assert(kopt_check_default_rel_l2(KOPT_F16) == 2e-3);
+	ck_assert(kopt_check_default_rel_l2(KOPT_BF16) == 1e-2);
+	ck_assert(kopt_check_default_rel_l2(KOPT_I32) == 0.0);
+	ck_assert(kopt_check_tolerance_named("tf32") == 5e-4);
+	ck_assert(kopt_check_tolerance_named("bf16") == 1e-2);
+	ck_assert(kopt_check_tolerance_named("fp8") < 0);
+	ck_assert_int_eq(kopt_dtype_parse("bf16"), KOPT_BF16);
+	ck_assert_int_eq(kopt_dtype_parse("f128"), -1);
+}
+END_TEST
+
+static Suite *check_suite(void)
+{
+	Suite *s = suite_create("check");
+	TCase *tc = tcase_create("core");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_f16_round_trip_exhaustive);
+	tcase_add_test(tc, test_f16_rounding);
+	tcase_add_test(tc, test_bf16);
+	tcase_add_test(tc, test_fill_seeded_and_distributions);
+	tcase_add_test(tc, test_alternate_distribution);
+	tcase_add_test(tc, test_poison_is_nan_and_changes);
+	tcase_add_test(tc, test_compare_exact_and_errors);
+	tcase_add_test(tc, test_compare_f16_and_zero_reference);
+	tcase_add_test(tc, test_tolerances);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr = srunner_create(check_suite());
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}

@@ -1,0 +1,53 @@
+-- The cuda backend's parts that need no GPU: the worker request built from a
+-- spec (launch geometry, arguments, tolerances, watchdog), the mapping of a
+-- worker reply to a result table (TFLOP/s, GB/s, resources), and, on a
+-- machine without a driver, the one-sentence refusal of `kopt devices`.
+local T = require("testlib")
+local cuda = require("kopt.backends.cuda")
+local spec = require("kopt.spec").load("kernels/faults/faults.json")
+
+local be = cuda._offline(spec, { seed = 3 })
+local m = assert(be:request(5, { FAULT = 9, BLOCK = 256 }, "CUBIN", "faults"))
+T.eq(m.op, "run", "op")
+T.eq(m.grid_x, 4194304 // 256, "grid_x = cdiv(N, BLOCK)")
+T.eq(m.block_x, 256, "block_x")
+T.eq(m.smem, 300000, "smem expression evaluated per config")
+T.eq(m.ref_grid_x, 16384, "reference launch")
+T.eq(m.nargs, 3, "nargs")
+T.eq(m["a1.init"], "uniform01", "input distribution")
+T.eq(m["a1.count"], 4194304, "count")
+T.eq(m["a2.output"], 1, "output flag")
+T.eq(m["a3.kind"], "scalar", "scalar arg")
+T.eq(m["a3.value"], 4194304, "scalar value")
+T.eq(m.seed, 3, "seed")
+T.check(m.verify2 == true, "second correctness trial requested")
+T.eq(m.timeout_ms, 2000, "watchdog floor before the reference is timed")
+be.ref_ms = 100
+T.eq(be:timeout_ms(), 5000, "watchdog = 50x the reference time")
+-- the input seed moves on every reseed_every evaluations
+be.evaluated = 64
+T.eq(be:request(1, { FAULT = 0, BLOCK = 256 }, "C", "faults").seed, 4, "reseeded")
+
+local r = be:result({ op = "result", status = "ok", time_ms = 0.02, p90_ms = 0.021, samples = 12,
+                      err_rel_l2 = 0.0, err_max_abs = 0.0, regs = 16, smem_static = 1024,
+                      smem_dynamic = 0, occupancy = 1.0, blocks_per_sm = 8 },
+                    { config = { FAULT = 0, BLOCK = 256 } }, { spills = 0, compile_s = 0.1 })
+T.eq(r.status, "ok", "status")
+T.check(math.abs(r.gbps - 8 * 4194304 / 0.02e-3 / 1e9) < 1e-6, "gbps from work.bytes: %s", tostring(r.gbps))
+T.eq(r.resources.regs, 16, "regs")
+T.eq(r.resources.smem, 1024, "smem = static + dynamic")
+T.eq(r.err.rel_l2, 0.0, "err")
+local bad = be:result({ op = "result", status = "wrong", log = "check 1: ..." }, { config = { FAULT = 1, BLOCK = 256 } })
+T.eq(bad.status, "wrong", "failure is data")
+T.check(bad.gbps == nil and bad.time_ms == nil, "no speed for a failed candidate")
+
+local ok, why = cuda.available()
+if not ok then
+  T.check(why:find("replay", 1, true) ~= nil, "the refusal points at replay: %s", why)
+  local rc, _, err = T.run("devices")
+  T.eq(rc, 1, "kopt devices exit code without a GPU")
+  T.check(err:find("no NVIDIA driver", 1, true) or err:find("reports no GPU", 1, true),
+          "kopt devices says why: %s", err)
+  T.eq(select(2, err:gsub("\n", "")), 1, "one line")
+end
+return T.done()
