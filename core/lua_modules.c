@@ -2,6 +2,7 @@
  * the file lua/kopt/engine.lua; a module "strategies.random" is
  * strategies/random.lua. With --lua-dev DIR the same paths are read from DIR,
  * so the Lua can be edited without rebuilding. */
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -54,15 +55,15 @@ static int load_builtin(lua_State *L, const char *path)
 	if (dev != NULL) {
 		const char *file = lua_pushfstring(L, "%s/%s", dev, path);
 		FILE *fp = fopen(file, "r");
-		if (fp == NULL) {
-			lua_pop(L, 1);
-			return 0;
+		if (fp != NULL) {
+			fclose(fp);
+			if (luaL_loadfilex(L, file, "t") != LUA_OK)
+				return lua_error(L);
+			lua_remove(L, -2);
+			return 1;
 		}
-		fclose(fp);
-		if (luaL_loadfilex(L, file, "t") != LUA_OK)
-			return lua_error(L);
-		lua_remove(L, -2);
-		return 1;
+		/* not in the dev tree: fall back to the built-in copy */
+		lua_pop(L, 1);
 	}
 	const struct kopt_embedded_file *f = find_embedded(path);
 	if (f == NULL)
@@ -96,13 +97,14 @@ static int builtin_read(lua_State *L)
 		lua_getfield(L, -1, "open");
 		lua_pushfstring(L, "%s/%s", dev, path);
 		lua_call(L, 1, 1);
-		if (lua_isnil(L, -1))
+		if (!lua_isnil(L, -1)) {
+			lua_getfield(L, -1, "read");
+			lua_insert(L, -2);
+			lua_pushliteral(L, "a");
+			lua_call(L, 2, 1);
 			return 1;
-		lua_getfield(L, -1, "read");
-		lua_insert(L, -2);
-		lua_pushliteral(L, "a");
-		lua_call(L, 2, 1);
-		return 1;
+		}
+		lua_pop(L, 2);
 	}
 	const struct kopt_embedded_file *f = find_embedded(path);
 	if (f == NULL)
@@ -112,17 +114,42 @@ static int builtin_read(lua_State *L)
 	return 1;
 }
 
+/* With a dev tree, files there are listed too (a new strategy being written);
+ * prefix must then name a directory ("strategies/"). */
 static int builtin_list(lua_State *L)
 {
 	const char *prefix = luaL_optstring(L, 1, "");
+	const char *dev = lua_tostring(L, lua_upvalueindex(1));
 	size_t n = strlen(prefix);
-	lua_newtable(L);
-	lua_Integer i = 1;
+	lua_newtable(L); /* set of paths */
 	for (const struct kopt_embedded_file *f = kopt_embedded_files; f->path; f++) {
 		if (strncmp(f->path, prefix, n) == 0) {
-			lua_pushstring(L, f->path);
-			lua_rawseti(L, -2, i++);
+			lua_pushboolean(L, 1);
+			lua_setfield(L, -2, f->path);
 		}
+	}
+	if (dev != NULL && n > 0 && prefix[n - 1] == '/') {
+		DIR *d = opendir(lua_pushfstring(L, "%s/%s", dev, prefix));
+		lua_pop(L, 1);
+		struct dirent *e;
+		while (d != NULL && (e = readdir(d)) != NULL) {
+			size_t len = strlen(e->d_name);
+			if (len > 4 && strcmp(e->d_name + len - 4, ".lua") == 0) {
+				lua_pushfstring(L, "%s%s", prefix, e->d_name);
+				lua_pushboolean(L, 1);
+				lua_settable(L, -3);
+			}
+		}
+		if (d != NULL)
+			closedir(d);
+	}
+	lua_newtable(L);
+	lua_Integer i = 1;
+	lua_pushnil(L);
+	while (lua_next(L, -3) != 0) {
+		lua_pop(L, 1);
+		lua_pushvalue(L, -1);
+		lua_rawseti(L, -3, i++);
 	}
 	return 1;
 }

@@ -1,0 +1,58 @@
+-- Runs that end other than by their budget: Ctrl-C (SIGINT) stops between
+-- evaluations with everything written and a resumable run; --lua-dev reads
+-- strategies from disk; --help/--version; a strategy's --help lists options.
+local T = require("testlib")
+local cjson = require("cjson")
+
+local tmp = T.tmpdir("run")
+local replay = "tests/data/convolution_A100.json"
+
+-- A slow strategy so the signal lands mid-run.
+T.write(tmp .. "/slow.lua", [[
+local sys = require("kopt.sys")
+local S = { name = "slow", options = {} }
+function S.ask(ctx, n)
+  sys.sleep(0.02)
+  return { { config = ctx.space:sample(ctx.rng) } }
+end
+return S]])
+local out = tmp .. "/int"
+local code, _, err = T.run(string.format("%s/slow.lua --backend replay:%s --budget 1000 --out %s", tmp, replay, out),
+                           "timeout --preserve-status -s INT 1")
+T.eq(code, 130, "exit code after SIGINT")
+T.check(err:find("interrupted after %d+ evaluations; continue with %-%-resume") ~= nil, "interrupt message:\n%s", err)
+T.check(T.exists(out .. "/results.json"), "results.json written on interrupt")
+local n = 0
+for line in io.lines(out .. "/events.jsonl") do
+  local ev = cjson.decode(line)
+  if ev.event == "eval" then n = n + 1 end
+  if ev.event == "stop" then T.eq(ev.reason, "interrupted", "stop reason") end
+end
+T.check(n > 5 and n < 1000, "evaluations before the interrupt: %d", n)
+code = T.run(string.format("%s/slow.lua --backend replay:%s --budget %d --out %s --resume -q", tmp, replay, n + 5, out))
+T.eq(code, 0, "exit code of the resumed run")
+local m = 0
+for line in io.lines(out .. "/events.jsonl") do
+  if cjson.decode(line).event == "eval" then m = m + 1 end
+end
+T.eq(m, n + 5, "evaluations after resuming with a larger budget")
+
+-- --lua-dev: a strategy that exists only in the dev tree; the rest is built in.
+os.execute("mkdir -p " .. tmp .. "/dev/strategies")
+T.write(tmp .. "/dev/strategies/first.lua", [[
+return { name = "first", options = {}, ask = function(ctx) return ctx.evaluations == 0 and { { config = ctx.space:enumerate()[1] } } or {} end }]])
+local o
+code, o = T.run(string.format("--lua-dev %s/dev first --backend replay:%s -q --out %s/dev_run", tmp, replay, tmp))
+T.eq(code, 0, "exit code with --lua-dev")
+T.check(o:find("1 evaluations", 1, true) ~= nil, "dev strategy ran:\n%s", o)
+code, o = T.run("--lua-dev " .. tmp .. "/dev --help")
+T.check(o:find("first", 1, true) ~= nil, "--help lists the dev tree's strategy")
+
+code, o = T.run("--version")
+T.check(code == 0 and o:match("^kopt %d+%.%d+%.%d+\n$") ~= nil, "--version prints the version: %s", o)
+code, o = T.run("random --help")
+T.check(code == 0 and o:find("tries", 1, true) ~= nil, "random --help lists its options:\n%s", o)
+code, o = T.run("--help")
+T.check(code == 0 and o:find("--budget N", 1, true) ~= nil, "--help lists the flags")
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
