@@ -18,6 +18,7 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   badschema  valid JSON that violates the proposal schema
   outofrange proposals with values outside the allowed sets
   baddiff    a proposal carrying a diff whose context matches nothing
+  gooddiff   a proposal editing the last statement of the ```cuda source in the prompt
   noschema   400 on response_format json_schema (like older servers); ok otherwise
   garbage    prose without any JSON
   length     finish_reason "length" with cut-off JSON
@@ -78,12 +79,23 @@ def proposals_for(req, scenario):
             changes[name] = rng.choice(values)
         if scenario == "outofrange" and names:
             changes[names[0]] = 123457
-        out.append({"method": "tile_resize", "changes": changes,
+        out.append({"method": "tile_up", "changes": changes,
                     "reason": "test server proposal", "patch": None})
     if scenario == "baddiff":
         out = [{"method": "vectorize_loads", "changes": {n: None for n in names}, "reason": "edit",
                 "patch": "--- a/kernel.cu\n+++ b/kernel.cu\n@@ -1,2 +1,2 @@\n"
                          " this line is not in the kernel\n-nor this one\n+replacement\n"}]
+    if scenario == "gooddiff":
+        m = re.search(r"```cuda\n(.*?)\n```", user, re.S)
+        lines = m.group(1).split("\n") if m else []
+        idx = max([i for i, l in enumerate(lines) if l.rstrip().endswith(";")] or [-1])
+        if idx >= 0:
+            lo = max(0, idx - 1)
+            hunk = ["@@ -%d,%d +%d,%d @@" % (lo + 1, idx - lo + 1, lo + 1, idx - lo + 1)]
+            hunk += [" " + l for l in lines[lo:idx]]
+            hunk += ["-" + lines[idx], "+" + lines[idx] + " // tuned"]
+            out = [{"method": "strength_reduction", "changes": {n: None for n in names}, "reason": "edit",
+                    "patch": "--- a/kernel.cu\n+++ b/kernel.cu\n" + "\n".join(hunk) + "\n"}]
     return {"analysis": "scenario " + scenario, "proposals": out}
 
 

@@ -38,6 +38,7 @@ function M.config(options, getenv)
       local e = getenv(name)
       if e ~= nil and e ~= "" then return e end
     end
+    return nil
   end
   return {
     base_url = pick("llm_base_url", "KOPT_LLM_BASE_URL", "OPENAI_BASE_URL"),

@@ -1,0 +1,448 @@
+-- Experts: biased proposers of the next configurations (and kernel edits).
+-- An expert is a Lua module, one file each (lua/kopt/experts/<name>.lua, or
+-- any file on package.path as kopt.experts.<name>, or a path to a .lua file):
+--
+--   local E = { name = "memory", summary = "one line", temperature = 0.4 }
+--   function E.prompt(view) return messages end      -- chat messages for the LLM
+--   function E.parse(value, view) return moves end   -- the LLM's JSON -> moves
+--   function E.heuristic(view, rng) return moves end -- offline fallback, best first
+--   return E
+--
+-- A move is the move-generator shape of kopt.moves:
+--   { changes = {KNOB = value}, patch = <unified diff vs view.source>|nil,
+--     method = "<from M.METHODS>", prior = p, reason = "...", expert = name }
+-- The helpers below build the common prompt, the JSON schema, and parse the
+-- common answer, so an expert file only says what it believes.
+local json = require("kopt.json")
+local rules = require("kopt.moves.rules")
+
+local M = {}
+
+-- The method vocabulary: config moves, then code edits. Proposals name one;
+-- anything else is recorded as "other".
+M.CONFIG_METHODS = {
+  "tile_up", "tile_down", "more_threads", "fewer_threads", "more_warps", "fewer_warps",
+  "deeper_pipeline", "shallower_pipeline", "wider_vectors", "narrower_vectors", "more_unroll",
+  "less_unroll", "toggle_feature", "tensor_core_align", "conservative", "rebalance",
+}
+M.EDIT_METHODS = {
+  "vectorize_loads", "coalesce_accesses", "shared_memory_tiling", "register_blocking",
+  "reduce_bank_conflicts", "double_buffering", "async_copy", "warp_shuffle_reduction",
+  "loop_unrolling", "strength_reduction", "fuse_loops", "use_tensor_cores", "predication",
+  "launch_bounds",
+}
+M.METHODS = {}
+for _, m in ipairs(M.CONFIG_METHODS) do M.METHODS[#M.METHODS + 1] = m end
+for _, m in ipairs(M.EDIT_METHODS) do M.METHODS[#M.METHODS + 1] = m end
+M.METHODS[#M.METHODS + 1] = "other"
+local is_method = {}
+for _, m in ipairs(M.METHODS) do is_method[m] = true end
+
+M.DEFAULT = "throughput,memory,robustness"
+M.null = json.null
+
+---------------------------------------------------------------------------
+-- Loading
+
+local loaded = {}
+
+-- An expert by name (kopt.experts.<name>) or by path (*.lua). Returns the
+-- module, or nil and a message.
+function M.load(name)
+  if loaded[name] then return loaded[name] end
+  local mod
+  if name:find("/", 1, true) or name:match("%.lua$") then
+    local chunk, err = loadfile(name, "t")
+    if not chunk then return nil, err end
+    local ok, m = pcall(chunk)
+    if not ok then return nil, string.format("expert %s failed to load: %s", name, tostring(m)) end
+    mod = m
+  else
+    if not name:match("^[%w_]+$") then return nil, string.format("bad expert name '%s'", name) end
+    local ok, m = pcall(require, "kopt.experts." .. name)
+    if not ok then
+      return nil, string.format("unknown expert '%s' (no kopt/experts/%s.lua on the Lua path, and not a .lua file): %s",
+                                name, name, tostring(m):match("^[^\n]*"))
+    end
+    mod = m
+  end
+  if type(mod) ~= "table" or type(mod.heuristic) ~= "function" then
+    return nil, string.format("expert '%s' must return a table with heuristic(view, rng)", name)
+  end
+  mod.name = mod.name or name:match("([%w_]+)%.lua$") or name
+  mod.prompt = mod.prompt or function(view) return M.messages(mod, view) end
+  mod.parse = mod.parse or function(value, view) return M.parse(value, view, mod.name) end
+  loaded[name] = mod
+  return mod
+end
+
+-- Experts from a comma-separated list. Raises a usage error on a bad name.
+function M.resolve(list)
+  local out = {}
+  for name in tostring(list):gmatch("[^,%s]+") do
+    local e, err = M.load(name)
+    if not e then require("kopt.errors").usage("%s", err) end
+    out[#out + 1] = e
+  end
+  if #out == 0 then require("kopt.errors").usage("--opt experts: no expert named") end
+  return out
+end
+
+---------------------------------------------------------------------------
+-- The view: everything an expert sees, built once per iteration.
+
+local function fmt_ms(t) return type(t) == "number" and string.format("%.4g ms", t) or "-" end
+
+local function config_text(space, c)
+  local parts = {}
+  for i, k in ipairs(space.knobs) do parts[i] = k.name .. "=" .. tostring(c[k.name]) end
+  return table.concat(parts, " ")
+end
+M.config_text = config_text
+
+-- Short symptom list of one result: kopt.symptoms when it has counters, plus
+-- what resources and status say on their own.
+function M.symptoms_of(result)
+  local out = {}
+  if type(result) ~= "table" then return out end
+  local r = result.resources or {}
+  if type(r.spills) == "number" and r.spills > 0 then
+    out[#out + 1] = { name = "register_spills", summary = string.format("register spills: %d bytes", r.spills) }
+  end
+  if type(r.occupancy) == "number" and r.occupancy < 0.25 then
+    out[#out + 1] = { name = "low_occupancy", summary = string.format("low occupancy: %.0f%%", 100 * r.occupancy) }
+  end
+  if type(r.regs) == "number" and r.regs >= 128 then
+    out[#out + 1] = { name = "high_registers", summary = string.format("%d registers per thread", r.regs) }
+  end
+  if type(result.metrics) == "table" and next(result.metrics) then
+    local ok, list = pcall(function() return require("kopt.symptoms").diagnose(result) end)
+    if ok and type(list) == "table" then
+      for _, s in ipairs(list) do out[#out + 1] = { name = s.name, summary = s.summary } end
+    end
+  end
+  if type(result.symptoms) == "table" then
+    for _, s in ipairs(result.symptoms) do
+      if type(s) == "table" and s.name then out[#out + 1] = { name = s.name, summary = s.summary or s.name } end
+    end
+  end
+  return out
+end
+
+function M.has_symptom(view, name)
+  for _, s in ipairs(view.symptoms or {}) do if s.name == name then return true end end
+  return false
+end
+
+-- opts: history (list of {config=, result=, origin=}), n (proposals wanted),
+-- edits (bool), source (current best source, when edits are on).
+function M.view(ctx, state, opts)
+  opts = opts or {}
+  local space = ctx.space
+  local knobs = {}
+  for i, k in ipairs(space.knobs) do
+    local fam = rules.classify(k)
+    knobs[i] = { name = k.name, values = k.values, tags = k.tags, family = fam }
+  end
+  local spec = ctx.spec
+  local v = {
+    space = space, knobs = knobs, config = state.config, result = state.result, key = state.key,
+    history = opts.history or {}, n = opts.n or 2, edits = opts.edits and spec ~= nil,
+    name = spec and spec.name or "recorded space", problem = spec and spec.problem or {},
+    entry = spec and spec.kernel and spec.kernel.entry, source = opts.source,
+    constraints = spec and spec.constraints, device = spec and spec.device,
+    symptoms = M.symptoms_of(state.result), measured = opts.measured or function() return false end,
+  }
+  if not v.source and spec and spec.kernel then v.source = spec.kernel.source end
+  return v
+end
+
+---------------------------------------------------------------------------
+-- Prompt and schema
+
+local function allowed_json(view)
+  local parts = {}
+  for _, k in ipairs(view.knobs) do
+    local vals = {}
+    for j, x in ipairs(k.values) do vals[j] = json.encode(x) end
+    parts[#parts + 1] = json.encode(k.name) .. ": [" .. table.concat(vals, ", ") .. "]"
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+local function config_json(view, c)
+  local parts = {}
+  for _, k in ipairs(view.knobs) do
+    parts[#parts + 1] = json.encode(k.name) .. ": " .. json.encode(c[k.name])
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
+M.SOURCE_CAP = 12000
+
+-- The common user message; `focus` is the expert's own paragraph.
+function M.user_prompt(view, focus)
+  local L = {}
+  local function add(fmt, ...) L[#L + 1] = select("#", ...) > 0 and string.format(fmt, ...) or fmt end
+  add("Kernel: %s%s", view.name, view.entry and (" (entry " .. view.entry .. ")") or "")
+  local sizes = {}
+  for k, x in pairs(view.problem) do sizes[#sizes + 1] = k .. "=" .. tostring(x) end
+  table.sort(sizes)
+  if #sizes > 0 then add("Problem sizes: %s", table.concat(sizes, ", ")) end
+  if type(view.device) == "table" and view.device.name then
+    add("GPU: %s (%s, %s SMs, %s bytes shared memory per block opt-in)", tostring(view.device.name),
+        tostring(view.device.arch), tostring(view.device.sm_count), tostring(view.device.max_smem_optin))
+  end
+  add("")
+  add("Tunable knobs (compile-time -D defines) and their allowed values:")
+  for _, k in ipairs(view.knobs) do
+    local vals = {}
+    for j, x in ipairs(k.values) do vals[j] = tostring(x) end
+    add("- %s (%s): %s", k.name, k.family, table.concat(vals, ", "))
+  end
+  add("Allowed values (JSON): %s", allowed_json(view))
+  if type(view.constraints) == "table" and #view.constraints > 0 then
+    add("Constraints every configuration must satisfy:")
+    for _, c in ipairs(view.constraints) do add("- %s", type(c) == "table" and (c.text or "?") or tostring(c)) end
+  end
+  add("")
+  add("Current best (JSON): %s", config_json(view, view.config))
+  local r = view.result
+  if r then
+    local res = r.resources or {}
+    add("Current best time: %s (status %s)%s", fmt_ms(r.time_ms), tostring(r.status),
+        res.regs and string.format("; %s registers, %s bytes shared memory, %s bytes spilled", tostring(res.regs),
+                                   tostring(res.smem), tostring(res.spills)) or "")
+  end
+  if #view.symptoms > 0 then
+    add("Symptoms of the current best:")
+    for _, s in ipairs(view.symptoms) do add("- %s", s.summary) end
+  end
+  local h = view.history
+  if #h > 0 then
+    add("")
+    add("Recent measurements (newest last; do not propose these again):")
+    for i = math.max(1, #h - 15), #h do
+      local e = h[i]
+      local res = e.result or {}
+      local what = res.status == "ok" and fmt_ms(res.time_ms) or
+        (tostring(res.status) .. (res.log and (": " .. tostring(res.log):match("^[^\n]*"):sub(1, 100)) or ""))
+      add("- %s -> %s%s", config_text(view.space, e.config), what,
+          e.origin and e.origin.expert and string.format(" [%s/%s]", e.origin.expert, tostring(e.origin.method)) or "")
+    end
+  end
+  if view.edits and view.source then
+    add("")
+    add("Current best kernel source:")
+    add("```cuda")
+    add("%s", #view.source > M.SOURCE_CAP and (view.source:sub(1, M.SOURCE_CAP) .. "\n// [truncated]") or view.source)
+    add("```")
+  end
+  add("")
+  add("Your focus: %s", focus or "")
+  add("")
+  add("Proposals wanted: %d", view.n)
+  add("Propose up to %d new configurations that are not in the measurements above. For each: \"method\", one of %s; " ..
+      "\"changes\", an object with every knob, the new value for knobs you change and null for knobs you keep; " ..
+      "\"reason\", one sentence; \"patch\", %s.", view.n, table.concat(M.METHODS, ", "),
+      view.edits and "null, or a unified diff against the kernel source above when you change code (device code only: " ..
+        "no host code, no new #include outside CUDA's device headers, no global __device__ variables)"
+        or "always null (code edits are off)")
+  add("Answer with one JSON object: {\"analysis\": \"...\", \"proposals\": [...]}")
+  return table.concat(L, "\n")
+end
+
+M.SYSTEM = "You are a GPU performance engineer tuning a CUDA kernel through its compile-time knobs. " ..
+  "Every configuration you propose is compiled, checked for correctness and timed. Answer in JSON only."
+
+-- Chat messages for an expert: its system persona and the common prompt.
+function M.messages(expert, view)
+  return {
+    { role = "system", content = M.SYSTEM .. (expert.persona and (" " .. expert.persona) or "") },
+    { role = "user", content = M.user_prompt(view, expert.focus) },
+  }
+end
+
+-- The response schema (strict, for the server) and a looser local one: a
+-- reply with one bad value loses that proposal, not the whole reply.
+function M.schema(view)
+  local knob_props, loose_props, required = {}, {}, {}
+  for i, k in ipairs(view.knobs) do
+    knob_props[k.name] = { anyOf = { { enum = k.values }, { type = "null" } } }
+    loose_props[k.name] = {}
+    required[i] = k.name
+  end
+  local function proposal(changes, method)
+    return { type = "object", additionalProperties = false, required = { "method", "changes", "reason", "patch" },
+             properties = { method = method,
+                            changes = { type = "object", additionalProperties = false, required = required,
+                                        properties = changes },
+                            reason = { type = "string" }, patch = { type = { "string", "null" } } } }
+  end
+  local function doc(changes, method, max)
+    return { type = "object", additionalProperties = false, required = { "analysis", "proposals" },
+             properties = { analysis = { type = "string" },
+                            proposals = { type = "array", maxItems = max, items = proposal(changes, method) } } }
+  end
+  return { name = "kopt_proposals",
+           schema = doc(knob_props, { type = "string", enum = M.METHODS }),
+           local_schema = doc(loose_props, { type = "string" }, nil) }
+end
+
+---------------------------------------------------------------------------
+-- Parsing and validation
+
+-- Converts a value from a reply to the knob's own type: "128" -> 128 when
+-- the knob's values are numbers; returns nil when not allowed.
+function M.coerce(knob, v)
+  if v == nil or v == json.null then return nil end
+  for _, x in ipairs(knob.values) do
+    if x == v then return x end
+    if type(x) == "number" and tonumber(v) == x then return x end
+    if type(x) == "string" and tostring(v) == x then return x end
+  end
+  return nil, string.format("%s=%s is not an allowed value", knob.name, tostring(v))
+end
+
+-- The moves in a reply: {analysis=, proposals={...}}. Returns moves and a list
+-- of rejections ({index=, why=}).
+function M.parse(value, view, expert_name)
+  local moves, rejected = {}, {}
+  local props = type(value) == "table" and value.proposals
+  if type(props) ~= "table" then return moves, { { index = 0, why = "no proposals list" } } end
+  local by_name = {}
+  for _, k in ipairs(view.knobs) do by_name[k.name] = k end
+  for i, p in ipairs(props) do
+    local changes, why = {}, nil
+    if type(p) ~= "table" then why = "not an object" end
+    for name, v in pairs(type(p) == "table" and type(p.changes) == "table" and p.changes or {}) do
+      local k = by_name[name]
+      if not k then why = why or string.format("unknown knob '%s'", tostring(name))
+      elseif v ~= json.null then
+        local c, err = M.coerce(k, v)
+        if c == nil then why = why or err else changes[name] = c end
+      end
+    end
+    local patch = type(p) == "table" and type(p.patch) == "string" and p.patch ~= "" and p.patch or nil
+    if patch and not view.edits then why = why or "code edits are off" end
+    if not why and next(changes) == nil and not patch then why = "changes nothing" end
+    if why then
+      rejected[#rejected + 1] = { index = i, why = why }
+    else
+      local method = type(p.method) == "string" and is_method[p.method] and p.method or "other"
+      moves[#moves + 1] = { changes = changes, patch = patch, method = method, expert = expert_name,
+                            reason = type(p.reason) == "string" and p.reason:sub(1, 300) or nil,
+                            prior = 1 / i }
+    end
+  end
+  return moves, rejected
+end
+
+---------------------------------------------------------------------------
+-- Helpers for heuristics
+
+-- Position of a value in its knob's list.
+function M.pos(knob, v)
+  for j, x in ipairs(knob.values) do if x == v then return j end end
+end
+
+-- A move that steps knob k by `step` positions from the view's config, or nil
+-- at the end of the list.
+function M.step(view, k, step, method)
+  local p = M.pos(k, view.config[k.name])
+  if not p then return nil end
+  local q = p + step
+  if q < 1 or q > #k.values then return nil end
+  return { changes = { [k.name] = k.values[q] }, method = method }
+end
+
+-- Knobs of the given families, in knob order.
+function M.knobs_in(view, families)
+  local want = {}
+  for _, f in ipairs(families) do want[f] = true end
+  local out = {}
+  for _, k in ipairs(view.knobs) do if want[k.family] then out[#out + 1] = k end end
+  return out
+end
+
+-- Merges moves' changes (a combined move), nil on conflicts.
+function M.combine(a, b, method)
+  local c = {}
+  for k, v in pairs(a.changes) do c[k] = v end
+  for k, v in pairs(b.changes) do
+    if c[k] ~= nil and c[k] ~= v then return nil end
+    c[k] = v
+  end
+  return { changes = c, method = method or a.method }
+end
+
+-- Numbered priors in list order and the expert's name on each move.
+function M.finish(moves, name)
+  for i, m in ipairs(moves) do
+    m.prior = m.prior or 1 / i
+    m.expert = name
+  end
+  return moves
+end
+
+---------------------------------------------------------------------------
+-- Experts as move generators for kopt.moves / MCGS.
+
+-- A generator that asks the named experts (heuristics, or the LLM when
+-- `client` is given) about a state. expensive = true: MCGS calls it only when
+-- a node may grow.
+function M.generator(list, opts)
+  opts = opts or {}
+  local experts = M.resolve(list or M.DEFAULT)
+  local gen = { name = "experts", expensive = true }
+  function gen.propose(ctx, state)
+    local view = M.view(ctx, state, { n = opts.n or 3, history = opts.history, edits = false })
+    local moves = {}
+    local answers = M.ask_all(experts, view, ctx.rng, opts.client or ctx.llm)
+    for _, a in ipairs(answers) do
+      for _, mv in ipairs(a.moves) do moves[#moves + 1] = mv end
+    end
+    return moves
+  end
+  return gen
+end
+
+-- Asks every expert about one view: one parallel LLM batch when a client is
+-- given, the heuristics otherwise and for any expert whose reply failed.
+-- Returns { {expert=, moves=, source="llm"|"heuristic", err=, rejected=}, ... }.
+function M.ask_all(experts, view, rng, client)
+  local out = {}
+  if client then
+    local reqs = {}
+    local schema = M.schema(view)
+    for i, e in ipairs(experts) do
+      reqs[i] = { tag = e.name, messages = e.prompt(view), schema = schema, temperature = e.temperature }
+    end
+    local replies = client:chat_many(reqs)
+    for i, e in ipairs(experts) do
+      local r = replies[i]
+      if r.ok then
+        local moves, rejected = e.parse(r.value, view)
+        out[i] = { expert = e.name, moves = M.finish(moves, e.name), source = "llm", rejected = rejected,
+                   analysis = type(r.value) == "table" and r.value.analysis or nil }
+      else
+        out[i] = { expert = e.name, source = "heuristic", err = string.format("%s: %s", tostring(r.kind), tostring(r.err)) }
+      end
+    end
+  end
+  for i, e in ipairs(experts) do
+    if not out[i] or out[i].source == "heuristic" then
+      local ok, moves = pcall(e.heuristic, view, rng)
+      out[i] = out[i] or { expert = e.name, source = "heuristic" }
+      if ok then
+        out[i].moves = M.finish(moves or {}, e.name)
+      else
+        out[i].moves = {}
+        out[i].err = (out[i].err and (out[i].err .. "; ") or "") .. "heuristic failed: " .. tostring(moves)
+      end
+    end
+  end
+  return out
+end
+
+return M

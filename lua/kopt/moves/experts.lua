@@ -1,0 +1,34 @@
+-- The experts as one move generator for kopt.moves (`--opt moves=rules,experts`):
+-- each call asks every expert about the state, through the LLM when one is
+-- configured (ctx.llm, else KOPT_LLM_* / OPENAI_* in the environment, with the
+-- transcript in the run directory), else through their heuristics. Expensive:
+-- MCGS calls it only when progressive widening lets a node grow.
+-- KOPT_EXPERTS picks the experts (default throughput,memory,robustness).
+local X = require("kopt.experts")
+local llm = require("kopt.llm")
+
+local G = { name = "experts", expensive = true }
+local inner, client
+
+local function llm_client(ctx)
+  if ctx.llm then return ctx.llm end
+  if client == nil then
+    local cfg = llm.config({})
+    client = false
+    if cfg.base_url or cfg.replay then
+      if ctx.run_dir then
+        require("kopt.sys").mkdir_p(ctx.run_dir)
+        cfg.transcript = ctx.run_dir .. "/llm_transcript.jsonl"
+      end
+      client = llm.new(cfg) or false
+    end
+  end
+  return client or nil
+end
+
+function G.propose(ctx, state)
+  inner = inner or X.generator(os.getenv("KOPT_EXPERTS") or X.DEFAULT, { client = llm_client(ctx) })
+  return inner.propose(ctx, state)
+end
+
+return G

@@ -1,0 +1,181 @@
+-- The experts strategy end to end through the real binary on a recorded
+-- space: offline (heuristic experts), with LLM experts served by
+-- tests/llm_server.py in parallel, replayed from the recorded transcript, with
+-- every kind of bad reply, with kernel edits that apply and that do not, and
+-- with the custom expert from examples/.
+local T = require("testlib")
+local json = require("kopt.json")
+
+local REC = "tests/data/convolution_A100.json"
+local KEY = "sk-experts-test-key-0001"
+
+local function events(dir)
+  local out = {}
+  for line in T.slurp(dir .. "/events.jsonl"):gmatch("[^\n]+") do
+    local ev = json.decode(line)
+    if ev then out[#out + 1] = ev end
+  end
+  return out
+end
+
+local function evals(dir)
+  local out = {}
+  for _, ev in ipairs(events(dir)) do if ev.event == "eval" then out[#out + 1] = ev end end
+  return out
+end
+
+local function logs(dir)
+  local out = {}
+  for _, ev in ipairs(events(dir)) do if ev.event == "log" then out[#out + 1] = ev.msg end end
+  return out
+end
+
+local function by_expert(dir)
+  local n = {}
+  for _, ev in ipairs(evals(dir)) do
+    local e = ev.origin and ev.origin.expert or "?"
+    n[e] = (n[e] or 0) + 1
+  end
+  return n
+end
+
+-- 1. Offline: heuristic experts improve on the initial samples.
+local d1 = T.tmpdir("experts-offline")
+local code, _, err = T.run(string.format("experts --backend replay:%s --out %s/run -q --seed 3", REC, d1))
+T.eq(code, 0, "offline run exit code (" .. err .. ")")
+local n = by_expert(d1 .. "/run")
+for _, e in ipairs({ "throughput", "memory", "robustness" }) do
+  T.check((n[e] or 0) > 0, "offline: expert %s measured nothing", e)
+end
+T.check(not T.exists(d1 .. "/run/llm_transcript.jsonl"), "offline run wrote an LLM transcript")
+do
+  local first, best = nil, math.huge
+  for _, ev in ipairs(evals(d1 .. "/run")) do
+    if ev.result.status == "ok" then
+      first = first or ev.result.time_ms
+      best = math.min(best, ev.result.time_ms)
+    end
+  end
+  T.check(first and best < first * 0.9, "offline: experts did not improve on the first config (%s -> %s)",
+          tostring(first), tostring(best))
+end
+
+local server, why = require("llm_test_server").start({ key = KEY })
+if not server then
+  print("LLM parts skipped: " .. why)
+  return T.done()
+end
+
+local function llm_env(scenario, extra)
+  return string.format("KOPT_LLM_BASE_URL=%s KOPT_LLM_API_KEY=%s KOPT_LLM_MODEL=test %s", server:base(scenario), KEY,
+                       extra or "")
+end
+
+-- 2. LLM experts, each answering after 1 s: every iteration takes about 1 s.
+local d2 = T.tmpdir("experts-llm")
+code, _, err = T.run(string.format("experts --backend replay:%s --out %s/run -q --seed 3 --opt iterations=3", REC, d2),
+                     llm_env("delay"))
+T.eq(code, 0, "LLM run exit code (" .. err .. ")")
+local iters = 0
+for _, msg in ipairs(logs(d2 .. "/run")) do
+  local secs = msg:match("^iteration %d+: .- in ([%d.]+) s;")
+  if secs then
+    iters = iters + 1
+    T.check(msg:find("(llm)", 1, true), "iteration did not use the LLM: %s", msg)
+    T.check(tonumber(secs) >= 0.95 and tonumber(secs) < 2, "three 1-second experts took %s s (not parallel?)", secs)
+    print(string.format("iteration with three 1-second LLM experts: %s s", secs))
+  end
+end
+T.eq(iters, 3, "LLM iterations")
+local transcript = T.slurp(d2 .. "/run/llm_transcript.jsonl")
+local reqs, oks = 0, 0
+for line in transcript:gmatch("[^\n]+") do
+  local rec = json.decode(line)
+  if rec.kind == "request" then reqs = reqs + 1 end
+  if rec.kind == "reply" and rec.ok then oks = oks + 1 end
+end
+T.eq(reqs, 9, "LLM requests in the transcript")
+T.eq(oks, 9, "good LLM replies in the transcript")
+do
+  local leaked = os.execute(string.format("grep -rq -- '%s' %s", KEY, d2))
+  T.check(not leaked, "the API key appears in the run directory")
+end
+local llm_methods = 0
+for _, ev in ipairs(evals(d2 .. "/run")) do
+  if ev.origin and ev.origin.method == "tile_up" and ev.origin.reason == "test server proposal" then
+    llm_methods = llm_methods + 1
+  end
+end
+T.check(llm_methods > 0, "no evaluation came from an LLM proposal")
+
+-- 3. Replay of the transcript, no server: the same evaluations in the same order.
+local d3 = T.tmpdir("experts-replay")
+code, _, err = T.run(string.format("experts --backend replay:%s --out %s/run -q --seed 3 --opt iterations=3 " ..
+                                   "--opt llm_replay=%s/run/llm_transcript.jsonl", REC, d3, d2))
+T.eq(code, 0, "transcript replay exit code (" .. err .. ")")
+do
+  local a, b = evals(d2 .. "/run"), evals(d3 .. "/run")
+  T.eq(#b, #a, "replayed evaluations")
+  local same = #a == #b
+  for i = 1, math.min(#a, #b) do
+    if a[i].key ~= b[i].key then same = false end
+  end
+  T.check(same, "the replayed run evaluated different configurations")
+end
+
+-- 4. Bad replies: the run goes on (heuristic fallback), nothing is lost, the
+-- transcript says what happened.
+local bad = {
+  outofrange = "not an allowed value", badschema = "schema", garbage = "parse",
+  ["429"] = nil, ["500"] = nil, truncated = "transport", slow = "transport", length = "length",
+}
+for _, sc in ipairs({ "outofrange", "badschema", "garbage", "429", "500", "truncated", "slow", "length" }) do
+  local d = T.tmpdir("experts-" .. sc)
+  code, _, err = T.run(string.format("experts --backend replay:%s --out %s/run -q --seed 3 --opt iterations=2 " ..
+                                     "--opt llm_timeout=1", REC, d), llm_env(sc, "KOPT_LLM_RETRIES=1"))
+  T.eq(code, 0, sc .. ": exit code (" .. err .. ")")
+  local ev = evals(d .. "/run")
+  T.check(#ev > 4, "%s: only %d evaluations", sc, #ev)
+  local text = T.slurp(d .. "/run/llm_transcript.jsonl")
+  T.check(#text > 0, "%s: no transcript", sc)
+  if bad[sc] then
+    local all = text .. table.concat(logs(d .. "/run"), "\n")
+    T.check(all:find(bad[sc], 1, true), "%s: neither transcript nor log mentions '%s'", sc, bad[sc])
+  end
+end
+
+-- 5. Kernel edits on a spec: a diff that applies becomes a patched candidate,
+-- one that does not is rejected naming the hunk.
+local SPEC = "tests/data/specs/vector_add.json"
+local d5 = T.tmpdir("experts-edits")
+code, _, err = T.run(string.format("experts %s --backend replay:tests/data/vector_add_A4000.json --out %s/good -q " ..
+                                   "--opt edits=on --opt iterations=1 --opt init=1", SPEC, d5), llm_env("gooddiff"))
+T.eq(code, 0, "gooddiff exit code (" .. err .. ")")
+local patched = 0
+for _, ev in ipairs(evals(d5 .. "/good")) do
+  if ev.patch then
+    patched = patched + 1
+    T.check(ev.patch:find("// tuned", 1, true), "the patch lost the edit: %s", ev.patch)
+    T.check(ev.key:find("#", 1, true), "a patched state needs its own key: %s", ev.key)
+  end
+end
+T.check(patched > 0, "no patched candidate was evaluated")
+code, _, err = T.run(string.format("experts %s --backend replay:tests/data/vector_add_A4000.json --out %s/bad -q " ..
+                                   "--opt edits=on --opt iterations=1 --opt init=1", SPEC, d5), llm_env("baddiff"))
+T.eq(code, 0, "baddiff exit code (" .. err .. ")")
+T.check(table.concat(logs(d5 .. "/bad"), "\n"):find("does not apply: hunk 1", 1, true),
+        "a diff that does not apply must be logged naming its hunk")
+
+server:stop()
+
+-- 6. A custom expert from a file, and an unknown one.
+local d6 = T.tmpdir("experts-custom")
+code, _, err = T.run(string.format("experts --backend replay:%s --out %s/run -q --opt experts=memory,examples/experts/blocksize.lua",
+                                   REC, d6))
+T.eq(code, 0, "custom expert exit code (" .. err .. ")")
+T.check((by_expert(d6 .. "/run").blocksize or 0) > 0, "the example expert measured nothing")
+code, _, err = T.run(string.format("experts --backend replay:%s --out %s/x -q --opt experts=wizard", REC, d6))
+T.eq(code, 2, "unknown expert exit code")
+T.check(err:find("unknown expert 'wizard'", 1, true), "unknown expert message: %s", err)
+
+return T.done()
