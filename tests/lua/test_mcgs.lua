@@ -1,0 +1,150 @@
+-- MCGS through the real binary on recorded spaces:
+--  1. quality: on the A100 convolution space (few good configs), MCGS at 100
+--     evaluations gets closer to the optimum than random search, averaged
+--     over 8 seeds, and reaches a mean fraction of optimum >= 0.80;
+--  2. SIGKILL at evaluation 37 + --resume ends with the same graph (digest of
+--     every node, edge and statistic) and the same evaluations as an
+--     uninterrupted run; the snapshot holds every evaluated state;
+--  3. a batch backend (8 slots, in process) gets distinct candidates;
+--  4. a space smaller than the budget is exhausted cleanly;
+--  5. a user move generator from examples/ is used, and a bad option is a usage error.
+local T = require("testlib")
+local cjson = require("cjson")
+local graph = require("kopt.graph")
+
+local conv = "tests/data/convolution_A100.json"
+local tmp = T.tmpdir("mcgs")
+
+local function read_events(dir)
+  local evals = {}
+  for line in io.lines(dir .. "/events.jsonl") do
+    local ev = cjson.decode(line)
+    if ev.event == "eval" then evals[#evals + 1] = ev end
+  end
+  return evals
+end
+
+local function best_of(dir)
+  local best = math.huge
+  for _, ev in ipairs(read_events(dir)) do
+    if ev.result.status == "ok" and ev.result.time_ms < best then best = ev.result.time_ms end
+  end
+  return best
+end
+
+-- optimum from an independent read of the cache
+local raw = cjson.decode(T.slurp(conv))
+local opt = math.huge
+for _, e in pairs(raw.cache) do
+  if type(e.time) == "number" and e.time < opt then opt = e.time end
+end
+
+-- 1. quality against random search
+local seeds, budget = 8, 100
+local frac = { mcgs = 0, random = 0 }
+for _, strat in ipairs({ "mcgs", "random" }) do
+  for seed = 1, seeds do
+    local dir = string.format("%s/q-%s-%d", tmp, strat, seed)
+    local code = T.run(string.format("%s --backend replay:%s --budget %d --seed %d --out %s -q", strat, conv, budget,
+                                     seed, dir))
+    T.eq(code, 0, strat .. " exit code")
+    frac[strat] = frac[strat] + opt / best_of(dir) / seeds
+  end
+end
+io.stdout:write(string.format("fraction of optimum at %d: mcgs %.3f, random %.3f\n", budget, frac.mcgs, frac.random))
+T.check(frac.mcgs > frac.random, "mcgs (%.3f) should beat random (%.3f)", frac.mcgs, frac.random)
+T.check(frac.mcgs >= 0.80, "mcgs mean fraction of optimum %.3f < 0.80", frac.mcgs)
+
+-- 2. SIGKILL + resume
+local full, killed = tmp .. "/full", tmp .. "/killed"
+local args = "mcgs --backend replay:" .. conv .. " --budget 80 --seed 5 -q --out "
+T.eq((T.run(args .. full)), 0, "uninterrupted run")
+local code = T.run(args .. killed, "KOPT_TEST_SIGKILL_AFTER=37")
+T.check(code ~= 0, "the killed run should not exit 0")
+T.eq(#read_events(killed), 37, "evaluations recorded before the kill")
+T.eq((T.run(args .. killed .. " --resume")), 0, "resumed run")
+local a, b = read_events(full), read_events(killed)
+T.eq(#b, #a, "evaluations after resume")
+for i = 1, math.min(#a, #b) do
+  if a[i].key ~= b[i].key then T.check(false, "evaluation %d differs: %s vs %s", i, a[i].key, b[i].key) break end
+end
+local ga, gb = assert(graph.load(full .. "/graph.kgr")), assert(graph.load(killed .. "/graph.kgr"))
+T.eq(gb:digest(), ga:digest(), "graph digest after resume")
+local ja, jb = cjson.decode(T.slurp(full .. "/graph.json")), cjson.decode(T.slurp(killed .. "/graph.json"))
+T.eq(jb.digest, ja.digest, "graph.json digest")
+T.eq(jb.nodes, ja.nodes, "graph nodes")
+-- every evaluated state is a measured node with its time
+for _, ev in ipairs(a) do
+  local id = ga:find(ev.key)
+  if not T.check(id ~= nil, "evaluated state %s missing from the graph", ev.key) then break end
+  local node = ga:node(id)
+  T.eq(node.status, ev.result.status, "status of " .. ev.key)
+  if ev.result.status == "ok" then
+    T.check(math.abs(node.time_ms - ev.result.time_ms) <= 1e-9 * ev.result.time_ms, "time of %s", ev.key)
+  end
+end
+-- the root's edge statistics account for every evaluation
+local root = ga:find("^root")
+local n = 0
+for _, e in ipairs(ga:edges(root)) do n = n + ga:edge(e).n end
+T.eq(n, 80, "visits through the root")
+
+-- 3. batches: in process, 8 slots
+do
+  local engine = require("kopt.engine")
+  local replay = require("kopt.backends.replay")
+  local strategy_mod = require("kopt.strategy")
+  local be = replay.open(nil, { file = conv, slots = 8 })
+  local strat = strategy_mod.load("mcgs")
+  local sizes, seen, dups = {}, {}, 0
+  local ask = strat.ask
+  strat.ask = function(ctx, k)
+    local out = ask(ctx, k)
+    sizes[#sizes + 1] = #out
+    for _, c in ipairs(out) do
+      local key = ctx:key(c.config)
+      if seen[key] then dups = dups + 1 end
+      seen[key] = true
+    end
+    return out
+  end
+  local eng = engine.run({ strategy = strat, strategy_name = "mcgs", options = strategy_mod.options(strat, {}),
+                           space = be.space, backend = be, budget = 96, seed = 2, quiet = true })
+  T.check(eng.error == nil, "batch run error: %s", tostring(eng.error))
+  T.eq(eng.evaluations, 96, "batch run evaluations")
+  T.eq(dups, 0, "candidates proposed twice")
+  local full_batches = 0
+  for _, s in ipairs(sizes) do if s == 8 then full_batches = full_batches + 1 end end
+  T.check(full_batches >= #sizes - 2, "batches should be full: %d of %d", full_batches, #sizes)
+end
+
+-- 4. a 15-config space with a budget of 100
+do
+  local dir = tmp .. "/tiny"
+  local code2, out = T.run("mcgs --backend replay:tests/data/vector_add_A4000.json --budget 100 -q --out " .. dir)
+  T.eq(code2, 0, "tiny space exit code")
+  T.eq(#read_events(dir), 15, "tiny space: every config once")
+  T.check(out:find("stopped: strategy finished", 1, true) ~= nil, "tiny space should finish: %s", out)
+end
+
+-- 5. user move generator; options
+do
+  local dir = tmp .. "/user"
+  local code3 = T.run("mcgs --backend replay:" .. conv .. " --budget 150 -q --seed 1 --opt moves=examples/my_moves.lua --out " .. dir)
+  T.eq(code3, 0, "user generator run")
+  local methods = {}
+  for _, ev in ipairs(read_events(dir)) do methods[ev.origin.method] = true end
+  T.check(methods.block_wider or methods.block_taller, "moves of examples/my_moves.lua were used")
+  local code4, _, err = T.run("mcgs --backend replay:" .. conv .. " --opt c_puct=lots -q --out " .. tmp .. "/bad")
+  T.eq(code4, 2, "bad option exit code")
+  T.check(err:find("c_puct", 1, true) ~= nil, "bad option message names it: %s", err)
+  local code5, _, err5 = T.run("mcgs --backend replay:" .. conv .. " --opt moves=nope -q --out " .. tmp .. "/bad2")
+  T.eq(code5, 2, "unknown generator exit code")
+  T.check(err5:find("nope", 1, true) ~= nil, "unknown generator message names it: %s", err5)
+  local code6, help = T.run("mcgs --help")
+  T.eq(code6, 0, "mcgs --help")
+  T.check(help:find("pw_alpha", 1, true) and help:find("rollout_depth", 1, true), "options listed: %s", help)
+end
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
