@@ -1,0 +1,77 @@
+-- Engine accounting: repeats are answered from the cache and cost nothing; a
+-- config rejected by the constraints costs nothing; a failure costs one
+-- evaluation; --time-limit stops on the simulated clock; a strategy that only
+-- repeats itself is stopped.
+local T = require("testlib")
+local cjson = require("cjson")
+local tmp = T.tmpdir("engine")
+
+local function events(dir)
+  local evals, stop = {}, nil
+  for line in io.lines(dir .. "/events.jsonl") do
+    local ev = cjson.decode(line)
+    if ev.event == "eval" then evals[#evals + 1] = ev end
+    if ev.event == "stop" then stop = ev end
+  end
+  return evals, stop
+end
+
+-- Asks 192 (fails the spec's "% 128" constraint), then 256 three times, then
+-- records what it was told.
+T.write(tmp .. "/probe.lua", [[
+local S = { name = "probe", options = {} }
+local plan = { 192, 256, 256, 256 }
+function S.init(ctx) ctx.step = 0 end
+function S.ask(ctx, n)
+  ctx.step = ctx.step + 1
+  local v = plan[ctx.step]
+  if not v then return {} end
+  return { { config = { block_size_x = v } } }
+end
+function S.tell(ctx, results)
+  local r = results[1]
+  ctx:log("told %s cached=%s evaluations=%d", r.status, tostring(r.cached), ctx.evaluations)
+end
+return S]])
+local code, out = T.run(string.format("%s/probe.lua tests/data/specs/vector_add.json --backend replay:tests/data/vector_add_A4000.json -q --out %s/p", tmp, tmp))
+T.eq(code, 0, "exit code of the probe run")
+local evals = events(tmp .. "/p")
+T.eq(#evals, 1, "evaluations: the constraint-rejected config and the repeats cost nothing")
+local trace = T.slurp(tmp .. "/p/trace.md")
+T.check(trace:find("told invalid cached=nil evaluations=0", 1, true) ~= nil, "the rejected config is told as invalid, free:\n%s", trace)
+T.check(trace:find("told ok cached=nil evaluations=1", 1, true) ~= nil, "first 256 measured")
+T.check(trace:find("told ok cached=true evaluations=1", 1, true) ~= nil, "repeat answered from the cache")
+
+-- Failures cost one evaluation each: pnpoly has 318 failed configs of 4092,
+-- so exhausting it records every one of them.
+code, out = T.run(string.format("exhaustive --backend replay:tests/data/pnpoly_RTX_3090.json -q --out %s/ex", tmp))
+T.eq(code, 0, "exit code of exhaustive")
+local ex, stop = events(tmp .. "/ex")
+T.eq(#ex, 4092, "exhaustive evaluates every recorded config once")
+local failed = 0
+for _, e in ipairs(ex) do if e.result.status ~= "ok" then failed = failed + 1 end end
+T.eq(failed, 318, "failed configs recorded as failures")
+T.eq(stop.reason, "strategy finished", "exhaustive stops when the space is done")
+
+-- --time-limit on the simulated clock.
+code = T.run(string.format("random --backend replay:tests/data/convolution_A100.json --time-limit 60 -q --out %s/tl", tmp))
+T.eq(code, 0, "exit code with --time-limit")
+local tl, tstop = events(tmp .. "/tl")
+local clock = 0
+for i, e in ipairs(tl) do
+  if i == #tl then T.check(clock < 60, "the time limit was already reached before the last evaluation") end
+  clock = clock + e.eval_s
+end
+T.check(clock >= 60, "simulated clock %.1f s at the stop", clock)
+T.eq(tstop.reason, "time limit", "stop reason")
+
+-- A strategy that proposes the same config forever is stopped.
+T.write(tmp .. "/stuck.lua", [[
+return { name = "stuck", options = {}, ask = function(ctx) return { { config = ctx.space:enumerate()[1] } } end }]])
+local err
+code, out, err = T.run(string.format("%s/stuck.lua --backend replay:tests/data/vector_add_A4000.json -q --out %s/st", tmp, tmp))
+T.eq(code, 0, "exit code of a stalled strategy")
+T.check(err:find("proposed nothing new for 200 rounds", 1, true) ~= nil, "stall message: %s", err)
+T.eq(#events(tmp .. "/st"), 1, "a stalled strategy measured its config once")
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
