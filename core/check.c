@@ -1,7 +1,9 @@
 /* Host-side data and correctness math; see check.h. */
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "check.h"
 
@@ -247,42 +249,58 @@ static uint64_t splitmix64(uint64_t *s)
 	return z ^ (z >> 31);
 }
 
-/* [0,1) with 53 random bits */
-static double unit(uint64_t *s)
+/* The k-th output of splitmix64 started at s0: the generator is a counter,
+ * so any range of a stream can be produced independently (and in parallel)
+ * with the same numbers. */
+static uint64_t mix_at(uint64_t s0, uint64_t k)
 {
-	return (double)(splitmix64(s) >> 11) * 0x1.0p-53;
+	uint64_t s = s0 + k * 0x9e3779b97f4a7c15ull;
+	return splitmix64(&s);
 }
 
-void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
-		     uint64_t seed, uint64_t stream)
+/* [0,1) with 53 random bits */
+static double unit_at(uint64_t s0, uint64_t k)
 {
-	uint64_t s = seed * 0x2545f4914f6cdd1dull ^ (stream + 1) * 0x9e3779b97f4a7c15ull;
+	return (double)(mix_at(s0, k) >> 11) * 0x1.0p-53;
+}
+
+struct fill_part {
+	enum kopt_dtype t;
+	void *data;
+	size_t begin, end; /* begin is even */
+	enum kopt_dist d;
+	double value;
+	uint64_t s0;
+};
+
+static void *fill_range(void *arg)
+{
+	const struct fill_part *p = arg;
+	enum kopt_dtype t = p->t;
 	int is_float = kopt_dtype_is_float(t);
 	int is_unsigned = t == KOPT_U32 || t == KOPT_U8;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = p->begin; i < p->end; i++) {
 		double v;
-		switch (d) {
-		case KOPT_DIST_NORMAL:
-			if (i + 1 < n) {
-				/* Box-Muller: one pair per two elements */
-				double u1 = 1.0 - unit(&s), u2 = unit(&s);
-				double r = sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
-				double scale = is_float ? 1.0 : 16.0;
-				kopt_check_store(t, data, i, scale * r * cos(a));
-				i++;
-				v = scale * r * sin(a);
-			} else {
-				v = is_float ? 0.5 : 1.0;
-			}
-			break;
+		switch (p->d) {
+		case KOPT_DIST_NORMAL: {
+			/* Box-Muller: element pair (i, i+1) from draws i and i+1 */
+			double u1 = 1.0 - unit_at(p->s0, i), u2 = unit_at(p->s0, i + 1);
+			double r = sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
+			double scale = is_float ? 1.0 : 16.0;
+			if (i + 1 < p->end)
+				kopt_check_store(t, p->data, i + 1, scale * r * sin(a));
+			v = scale * r * cos(a);
+			kopt_check_store(t, p->data, i, v);
+			i++;
+			continue;
+		}
 		case KOPT_DIST_UNIFORM:
-			v = is_float ? 2.0 * unit(&s) - 1.0
-				     : floor(unit(&s) * 129.0) - (is_unsigned ? 0.0 : 64.0);
-			if (!is_float && is_unsigned)
-				v = floor(v / 2.0);
+			v = unit_at(p->s0, i);
+			v = is_float ? 2.0 * v - 1.0
+				     : is_unsigned ? floor(v * 65.0) : floor(v * 129.0) - 64.0;
 			break;
 		case KOPT_DIST_UNIFORM01:
-			v = is_float ? unit(&s) : (double)(splitmix64(&s) & 1u);
+			v = is_float ? unit_at(p->s0, i) : (double)(mix_at(p->s0, i) & 1u);
 			break;
 		case KOPT_DIST_ARANGE:
 			v = (double)i;
@@ -292,10 +310,50 @@ void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, 
 				v = (double)(uint8_t)i;
 			break;
 		default:
-			v = value;
+			v = p->value;
 			break;
 		}
-		kopt_check_store(t, data, i, v);
+		kopt_check_store(t, p->data, i, v);
+	}
+	return NULL;
+}
+
+#define THREADS_MAX 16
+#define CHUNK_MIN (1u << 20)
+
+static size_t thread_count(size_t n)
+{
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	size_t parts = n / CHUNK_MIN;
+	if (parts > THREADS_MAX)
+		parts = THREADS_MAX;
+	if (cpus > 0 && parts > (size_t)cpus)
+		parts = (size_t)cpus;
+	return parts < 1 ? 1 : parts;
+}
+
+void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
+		     uint64_t seed, uint64_t stream)
+{
+	uint64_t s0 = seed * 0x2545f4914f6cdd1dull ^ (stream + 1) * 0x9e3779b97f4a7c15ull;
+	size_t parts = thread_count(n);
+	struct fill_part part[THREADS_MAX];
+	pthread_t tid[THREADS_MAX];
+	int started[THREADS_MAX] = {0};
+	for (size_t k = 0; k < parts; k++) {
+		size_t begin = (n * k / parts) & ~(size_t)1, end = (n * (k + 1) / parts) & ~(size_t)1;
+		if (k + 1 == parts)
+			end = n;
+		part[k] = (struct fill_part){t, data, begin, end, d, value, s0};
+		if (k > 0)
+			started[k] = pthread_create(&tid[k], NULL, fill_range, &part[k]) == 0;
+	}
+	fill_range(&part[0]);
+	for (size_t k = 1; k < parts; k++) {
+		if (started[k])
+			pthread_join(tid[k], NULL);
+		else
+			fill_range(&part[k]);
 	}
 }
 
@@ -340,37 +398,121 @@ int kopt_check_is_poison(enum kopt_dtype t, const void *data, size_t i, uint32_t
 
 /* --- comparison ----------------------------------------------------------- */
 
+struct compare_part {
+	enum kopt_dtype t;
+	const void *out, *ref;
+	size_t begin, end;
+	uint32_t poison;
+	int has_poison;
+	size_t nonfinite, unwritten, first_bad;
+	double max_abs, err2, ref2;
+};
+
+static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
+static float f16_table[65536];
+
+static void f16_table_init(void)
+{
+	for (uint32_t h = 0; h < 65536; h++)
+		f16_table[h] = kopt_f16_to_f32((uint16_t)h);
+}
+
+/* One element's contribution; `left` says whether it still holds the poison. */
+#define COMPARE_ONE(o, r, left)                                                            \
+	do {                                                                               \
+		int bad_ = 0;                                                              \
+		if (left) {                                                                \
+			p->unwritten++;                                                    \
+			bad_ = 1;                                                          \
+		}                                                                          \
+		if (!isfinite(o)) {                                                        \
+			p->nonfinite++;                                                    \
+			bad_ = 1;                                                          \
+		}                                                                          \
+		if (bad_) {                                                                \
+			if (p->first_bad == (size_t)-1)                                    \
+				p->first_bad = i;                                          \
+		} else {                                                                   \
+			if (isfinite(r))                                                   \
+				p->ref2 += (r) * (r);                                      \
+			double e_ = fabs((o) - (r));                                       \
+			if (!isfinite(e_))                                                 \
+				e_ = INFINITY;                                             \
+			if (e_ > p->max_abs)                                               \
+				p->max_abs = e_;                                           \
+			p->err2 += e_ * e_;                                                \
+		}                                                                          \
+	} while (0)
+
+static void *compare_range(void *arg)
+{
+	struct compare_part *p = arg;
+	if (p->t == KOPT_F32) {
+		const uint32_t *o32 = p->out;
+		const float *of = p->out, *rf = p->ref;
+		for (size_t i = p->begin; i < p->end; i++) {
+			double o = of[i], r = rf[i];
+			COMPARE_ONE(o, r, p->has_poison && o32[i] == p->poison);
+		}
+		return NULL;
+	}
+	if (p->t == KOPT_F16 || p->t == KOPT_BF16) {
+		/* both halves of a 16-bit poison word are the same pattern */
+		const uint16_t *o16 = p->out, *r16 = p->ref;
+		uint16_t pw = (uint16_t)p->poison;
+		int half = p->t == KOPT_F16;
+		if (half)
+			pthread_once(&f16_once, f16_table_init);
+		for (size_t i = p->begin; i < p->end; i++) {
+			double o = half ? f16_table[o16[i]] : kopt_bf16_to_f32(o16[i]);
+			double r = half ? f16_table[r16[i]] : kopt_bf16_to_f32(r16[i]);
+			COMPARE_ONE(o, r, p->has_poison && o16[i] == pw);
+		}
+		return NULL;
+	}
+	for (size_t i = p->begin; i < p->end; i++) {
+		double o = kopt_check_load(p->t, p->out, i), r = kopt_check_load(p->t, p->ref, i);
+		COMPARE_ONE(o, r, p->has_poison && kopt_check_is_poison(p->t, p->out, i, p->poison));
+	}
+	return NULL;
+}
+
+/* Large outputs are compared on several threads (the worker sits idle on the
+ * GPU meanwhile); the partial sums are merged in a fixed order, so the result
+ * does not depend on scheduling. */
 void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, size_t n,
 			uint32_t poison, int has_poison, struct kopt_check_result *res)
 {
 	memset(res, 0, sizeof *res);
 	res->count = n;
 	res->first_bad = n;
+	size_t parts = thread_count(n);
+	struct compare_part part[THREADS_MAX];
+	pthread_t tid[THREADS_MAX];
+	int started[THREADS_MAX] = {0};
+	for (size_t k = 0; k < parts; k++) {
+		part[k] = (struct compare_part){t,	 out, ref, n * k / parts, n * (k + 1) / parts,
+						 poison, has_poison, 0, 0, (size_t)-1, 0.0, 0.0, 0.0};
+		if (k > 0)
+			started[k] = pthread_create(&tid[k], NULL, compare_range, &part[k]) == 0;
+	}
+	compare_range(&part[0]);
 	double err2 = 0.0, ref2 = 0.0;
-	for (size_t i = 0; i < n; i++) {
-		double o = kopt_check_load(t, out, i), r = kopt_check_load(t, ref, i);
-		int bad = 0;
-		if (has_poison && kopt_check_is_poison(t, out, i, poison)) {
-			res->unwritten++;
-			bad = 1;
+	for (size_t k = 0; k < parts; k++) {
+		if (k > 0) {
+			if (started[k])
+				pthread_join(tid[k], NULL);
+			else
+				compare_range(&part[k]);
 		}
-		if (!isfinite(o)) {
-			res->nonfinite++;
-			bad = 1;
-		}
-		if (bad) {
-			if (res->first_bad == n)
-				res->first_bad = i;
-			continue;
-		}
-		if (isfinite(r))
-			ref2 += r * r;
-		double e = fabs(o - r);
-		if (!isfinite(e))
-			e = INFINITY;
-		if (e > res->max_abs)
-			res->max_abs = e;
-		err2 += e * e;
+		res->nonfinite += part[k].nonfinite;
+		res->unwritten += part[k].unwritten;
+		if (part[k].first_bad != (size_t)-1 && res->first_bad == n)
+			res->first_bad = part[k].first_bad;
+		if (part[k].max_abs > res->max_abs)
+			res->max_abs = part[k].max_abs;
+		err2 += part[k].err2;
+		ref2 += part[k].ref2;
 	}
 	res->ref_norm = sqrt(ref2);
 	res->rel_l2 = res->ref_norm > 0.0 ? sqrt(err2) / res->ref_norm : sqrt(err2);

@@ -195,6 +195,33 @@ START_TEST(test_compare_f16_and_zero_reference)
 }
 END_TEST
 
+START_TEST(test_compare_large_threaded)
+{
+	/* above the threading threshold: partial sums, counts and the first bad
+	 * index must merge to what a plain loop computes */
+	size_t n = (3u << 20) + 7;
+	float *out = malloc(n * 4), *ref = malloc(n * 4);
+	double refn = 0;
+	for (size_t i = 0; i < n; i++) {
+		ref[i] = out[i] = (float)((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+		refn += (double)ref[i] * ref[i];
+	}
+	out[2500000] += 1.0f;
+	double e = (double)out[2500000] - ref[2500000];
+	out[2900000] = f(0x7fc00001u);
+	out[3000000] = f(0xff800000u);
+	struct kopt_check_result r;
+	kopt_check_compare(KOPT_F32, out, ref, n, 0, 0, &r);
+	ck_assert_uint_eq(r.nonfinite, 2);
+	ck_assert_uint_eq(r.first_bad, 2900000);
+	ck_assert_double_eq_tol(r.max_abs, fabs(e), 1e-12);
+	refn -= (double)ref[2900000] * ref[2900000] + (double)ref[3000000] * ref[3000000];
+	ck_assert_double_eq_tol(r.rel_l2, fabs(e) / sqrt(refn), 1e-12);
+	free(out);
+	free(ref);
+}
+END_TEST
+
 START_TEST(test_tolerances)
 {
 	ck_assert(kopt_check_default_rel_l2(KOPT_F32) == 1e-5);
@@ -222,6 +249,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_poison_is_nan_and_changes);
 	tcase_add_test(tc, test_compare_exact_and_errors);
 	tcase_add_test(tc, test_compare_f16_and_zero_reference);
+	tcase_add_test(tc, test_compare_large_threaded);
 	tcase_add_test(tc, test_tolerances);
 	suite_add_tcase(s, tc);
 	return s;
