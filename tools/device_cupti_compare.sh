@@ -25,16 +25,16 @@ while [ $# -ge 2 ]; do
 	shift 2
 	name=$(basename "$spec" .json)
 	echo "== $name: kopt --profile top-1"
-	t0=$(date +%s.%N)
+	t0=$(date +%s%N)
 	"$BUILD/kopt" rules "$spec" --budget 1 --profile top-1 --out "$OUT/runs/$name" -q
-	echo "kopt rc=$? wall=$(echo "$(date +%s.%N) - $t0" | bc) s"
+	echo "kopt rc=$? wall=$((($(date +%s%N) - t0) / 1000000)) ms"
 	echo "== $name: ncu"
-	t0=$(date +%s.%N)
+	t0=$(date +%s%N)
 	"$NCU" --target-processes all --kernel-name "regex:$regex" --launch-count 1 \
 		--clock-control none --cache-control all --print-units base --csv \
 		--metrics "$METRICS" --log-file "$OUT/ncu_$name.csv" \
 		"$BUILD/kopt" rules "$spec" --budget 1 --out "$OUT/runs/${name}_ncu" -q
-	echo "ncu rc=$? wall=$(echo "$(date +%s.%N) - $t0" | bc) s"
+	echo "ncu rc=$? wall=$((($(date +%s%N) - t0) / 1000000)) ms"
 	tail -n +1 "$OUT/ncu_$name.csv" | head -40
 	grep -h '"event":"profile' "$OUT/runs/$name/events.jsonl" | head -3
 done
