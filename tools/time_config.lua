@@ -1,7 +1,7 @@
 -- Times one config of a spec on the GPU with the cuda backend and prints the
 -- result as one JSON line (for repeatability checks: run it twice, in two
 -- processes, and compare the medians).
---   kopt script tools/time_config.lua SPEC KNOB=VALUE ... [--samples N] [--time S]
+--   kopt script tools/time_config.lua SPEC [KNOB=VALUE ...] [--config FILE.json] [--samples N] [--time S]
 local cuda = require("kopt.backends.cuda")
 local ok, why = cuda.available()
 if not ok then
@@ -16,6 +16,11 @@ while i <= #argv do
   local a = argv[i]
   if a == "--samples" then timing.max_samples = math.tointeger(tonumber(argv[i + 1])); i = i + 1
   elseif a == "--time" then timing.max_time_s = tonumber(argv[i + 1]); i = i + 1
+  elseif a == "--config" then
+    local f = assert(io.open(argv[i + 1]))
+    for k, v in pairs(require("cjson").decode(f:read("a"))) do config[k] = v end
+    f:close()
+    i = i + 1
   else
     local k, v = a:match("^([%w_]+)=(.*)$")
     assert(k, "expected KNOB=VALUE, got " .. a)

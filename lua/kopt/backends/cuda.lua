@@ -99,7 +99,8 @@ function M.open(spec, opts)
     self.slots_state[#self.slots_state + 1] = s
     self:start_worker(s)
   end
-  self.slots = math.max(self.pool:size(), 2 * #self.slots_state)
+  -- Twice the compile pool: the second half compiles while the first is timed.
+  self.slots = opts.slots or math.max(2 * self.pool:size(), 2 * #self.slots_state)
   return self
 end
 
