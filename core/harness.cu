@@ -21,3 +21,23 @@ extern "C" __global__ void kopt_stamp(unsigned long long *out)
 		out[1] = t;
 	}
 }
+// An order-independent 64-bit hash of n 32-bit words (each word mixed with
+// its index, then summed): the worker hashes every input once after upload
+// and again after each candidate run, so a modified input is found without
+// copying it back to the host.
+extern "C" __global__ void kopt_hash(const unsigned *p, unsigned long long n, unsigned long long *out)
+{
+	unsigned long long acc = 0;
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+		unsigned long long z = p[i] * 0x9e3779b97f4a7c15ull + i * 0xc2b2ae3d27d4eb4full;
+		z ^= z >> 31;
+		z *= 0xbf58476d1ce4e5b9ull;
+		z ^= z >> 29;
+		acc += z;
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		acc += __shfl_down_sync(0xffffffffu, acc, o);
+	if ((threadIdx.x & 31) == 0)
+		atomicAdd(out, acc);
+}

@@ -166,7 +166,10 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 	    cu_check(kopt_cu.cuModuleGetFunction(&w->spin, w->harness, "kopt_spin"), "kopt_spin", err,
 		     errlen) ||
 	    cu_check(kopt_cu.cuModuleGetFunction(&w->stamp, w->harness, "kopt_stamp"), "kopt_stamp",
-		     err, errlen))
+		     err, errlen) ||
+	    cu_check(kopt_cu.cuModuleGetFunction(&w->hash, w->harness, "kopt_hash"), "kopt_hash", err,
+		     errlen) ||
+	    cu_check(kopt_cu.cuMemAlloc(&w->hash_dev, 8 * 256), "cuMemAlloc (hashes)", err, errlen))
 		return -1;
 	w->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
 	return 0;
@@ -202,6 +205,7 @@ static void free_set(struct worker *w, struct inputset *s)
 	free(s->host);
 	free(s->dev);
 	free(s->ref_out);
+	free(s->hash);
 	memset(s, 0, sizeof *s);
 }
 
@@ -212,20 +216,17 @@ static void free_problem(struct worker *w)
 	for (int i = 0; i < w->nargs; i++) {
 		if (w->out_dev && w->out_dev[i])
 			kopt_cu.cuMemFree(w->out_dev[i]);
-		if (w->out_host)
-			free(w->out_host[i]);
+		if (w->out_host && w->out_host[i])
+			kopt_cu.cuMemFreeHost(w->out_host[i]);
 	}
 	free(w->out_dev);
 	free(w->out_host);
 	free(w->poison);
 	free(w->args);
-	free(w->scratch);
 	w->out_dev = NULL;
 	w->out_host = NULL;
 	w->poison = NULL;
 	w->args = NULL;
-	w->scratch = NULL;
-	w->scratch_bytes = 0;
 	w->nargs = 0;
 	w->signature[0] = '\0';
 }
@@ -302,18 +303,36 @@ static int setup_args(struct worker *w, const struct kopt_msgview *v, char *err,
 			CUresult r = kopt_cu.cuMemAlloc(&w->out_dev[i], bytes ? bytes : 4);
 			if (cu_check(r, "cuMemAlloc (output)", err, errlen))
 				return -1;
-			if ((w->out_host[i] = malloc(bytes ? bytes : 4)) == NULL)
-				goto oom;
-		} else if (args[i].kind != ARG_SCALAR && bytes > w->scratch_bytes) {
-			w->scratch_bytes = bytes;
+			r = kopt_cu.cuMemHostAlloc(&w->out_host[i], bytes ? bytes : 4, 0);
+			if (cu_check(r, "cuMemHostAlloc (output)", err, errlen))
+				return -1;
 		}
 	}
-	if ((w->scratch = malloc(w->scratch_bytes ? w->scratch_bytes : 4)) == NULL)
-		goto oom;
 	return 0;
 oom:
 	snprintf(err, errlen, "out of host memory");
 	return -1;
+}
+
+/* kopt_hash of every input array of set s into out[arg] (0 for others). */
+static int hash_inputs(struct worker *w, struct inputset *s, uint64_t *out)
+{
+	CUresult r = kopt_cu.cuMemsetD8Async(w->hash_dev, 0, 8 * (size_t)w->nargs, w->stream);
+	for (int i = 0; r == CUDA_SUCCESS && i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (a->kind != ARG_ARRAY || a->output)
+			continue;
+		unsigned long long words = arg_bytes(a) / 4;
+		CUdeviceptr dst = w->hash_dev + 8 * (CUdeviceptr)i;
+		void *params[] = {&s->dev[i], &words, &dst};
+		r = kopt_cu.cuLaunchKernel(w->hash, (unsigned)(4 * w->dev.sm_count), 1, 1, 256, 1, 1, 0,
+					   w->stream, params, NULL);
+	}
+	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
+		r = CUDA_ERROR_LAUNCH_TIMEOUT;
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuMemcpyDtoH(out, w->hash_dev, 8 * (size_t)w->nargs);
+	return cu_check(r, "hashing the inputs", w->log, sizeof w->log);
 }
 
 /* The input set for (seed, variant): generated and uploaded on first use,
@@ -337,7 +356,8 @@ static struct inputset *get_set(struct worker *w, uint64_t seed, int variant, ch
 	s->host = calloc((size_t)w->nargs, sizeof *s->host);
 	s->dev = calloc((size_t)w->nargs, sizeof *s->dev);
 	s->ref_out = calloc((size_t)w->nargs, sizeof *s->ref_out);
-	if (!s->host || !s->dev || !s->ref_out)
+	s->hash = calloc((size_t)w->nargs, sizeof *s->hash);
+	if (!s->host || !s->dev || !s->ref_out || !s->hash)
 		goto oom;
 	for (int i = 0; i < w->nargs; i++) {
 		struct warg *a = &w->args[i];
@@ -357,6 +377,11 @@ static struct inputset *get_set(struct worker *w, uint64_t seed, int variant, ch
 				return NULL;
 			}
 		}
+	}
+	if (hash_inputs(w, s, s->hash) != 0) {
+		snprintf(err, errlen, "%s", w->log);
+		free_set(w, s);
+		return NULL;
 	}
 	s->valid = 1;
 	s->seed = seed;
@@ -597,27 +622,25 @@ static const char *run_once(struct worker *w, CUfunction f, const struct launch 
 	return NULL;
 }
 
-/* Compares the inputs on the device with their pristine copy; restores them
- * when they changed. Returns the number of modified arguments (-1 on error). */
+/* Compares the inputs on the device with their pristine copy (by hash, on
+ * the device); restores them when they changed. Returns the number of
+ * modified arguments (-1 on error). */
 static int check_inputs(struct worker *w, struct inputset *s, char *which, size_t whichlen)
 {
+	uint64_t now[256];
 	int modified = 0;
 	which[0] = '\0';
+	if (hash_inputs(w, s, now) != 0)
+		return -1;
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
-		if (a->kind != ARG_ARRAY || a->output)
+		if (a->kind != ARG_ARRAY || a->output || now[i] == s->hash[i])
 			continue;
-		size_t bytes = a->count * kopt_dtype_size(a->type);
-		if (cu_check(kopt_cu.cuMemcpyDtoH(w->scratch, s->dev[i], bytes), "cuMemcpyDtoH",
+		if (modified++ == 0)
+			snprintf(which, whichlen, "%s", a->name);
+		if (cu_check(kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], arg_bytes(a)), "cuMemcpyHtoD",
 			     w->log, sizeof w->log))
 			return -1;
-		if (memcmp(w->scratch, s->host[i], bytes) != 0) {
-			if (modified++ == 0)
-				snprintf(which, whichlen, "%s", a->name);
-			if (cu_check(kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], bytes),
-				     "cuMemcpyHtoD", w->log, sizeof w->log))
-				return -1;
-		}
 	}
 	return modified;
 }

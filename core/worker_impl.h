@@ -31,6 +31,7 @@ struct inputset {
 	void **host; /* per arg: inputs and constants; NULL for outputs/scalars */
 	CUdeviceptr *dev;
 	void **ref_out; /* per output arg, NULL until the reference ran */
+	uint64_t *hash; /* per input array: kopt_hash of its device copy */
 	int have_ref;
 	uint64_t used; /* LRU stamp */
 };
@@ -61,7 +62,8 @@ struct worker {
 	CUdeviceptr flush;
 	size_t flush_bytes;
 	CUmodule harness;
-	CUfunction spin, stamp;
+	CUfunction spin, stamp, hash;
+	CUdeviceptr hash_dev; /* 8 bytes per argument */
 	volatile int *flag; /* host-mapped */
 	CUdeviceptr flag_dev;
 	unsigned long long *stamps; /* host-mapped: [4] clock, ns, clock, ns */
@@ -74,9 +76,7 @@ struct worker {
 	struct warg *args;
 	int nargs;
 	CUdeviceptr *out_dev; /* per arg, outputs only */
-	void **out_host;      /* per arg, outputs only: the candidate's output */
-	void *scratch;	      /* input read-back */
-	size_t scratch_bytes;
+	void **out_host;      /* per arg, outputs only: the candidate's output (pinned) */
 	uint32_t *poison; /* per arg: the word each output was last poisoned with */
 	struct inputset sets[KOPT_SETS];
 	uint64_t clock;

@@ -28,6 +28,20 @@ T.eq(be:timeout_ms(), 5000, "watchdog = 50x the reference time")
 be.evaluated = 64
 T.eq(be:request(1, { FAULT = 0, BLOCK = 256 }, "C", "faults").seed, 4, "reseeded")
 
+-- the reference timed as a candidate runs with the reference's launch
+-- (regression: it once ran with the candidate's geometry and left most of
+-- its output unwritten)
+local mm = require("kopt.spec").load("specs/matmul_f16.json")
+local mb = cuda._offline(mm)
+local cfg = { BLOCK_M = 128, BLOCK_N = 128, BLOCK_K = 32, WARPS = 4, STAGES = 3 }
+local cm = assert(mb:request(1, cfg, "C", "matmul"))
+local rm = assert(mb:request(0, cfg, "C", "matmul_ref", true))
+T.eq(cm.grid_x, 32, "candidate grid")
+T.eq(rm.grid_x, 256, "reference grid (cdiv(N,16))")
+T.eq(rm.block_y, 16, "reference block")
+T.eq(rm.smem, 0, "reference smem")
+T.check(rm.verify2 == false, "no second trial for the reference itself")
+
 local r = be:result({ op = "result", status = "ok", time_ms = 0.02, p90_ms = 0.021, samples = 12,
                       err_rel_l2 = 0.0, err_max_abs = 0.0, regs = 16, smem_static = 1024,
                       smem_dynamic = 0, occupancy = 1.0, blocks_per_sm = 8 },

@@ -132,9 +132,11 @@ function Cuda:request(id, config, cubin, entry, is_reference)
                 seed = self.seed + self.evaluated // self.reseed_every,
                 verify2 = not is_reference, time = true,
                 timeout_ms = self:timeout_ms() }
-  local ok, err = launch_fields(msg, "", spec:launch_for(spec.launch, config))
+  -- the reference, when timed as a candidate, runs with its own launch
+  local ref_launch = spec:reference_launch(config)
+  local ok, err = launch_fields(msg, "", is_reference and ref_launch or spec:launch_for(spec.launch, config))
   if not ok then return nil, err end
-  ok, err = launch_fields(msg, "ref_", spec:reference_launch(config))
+  ok, err = launch_fields(msg, "ref_", ref_launch)
   if not ok then return nil, err end
   local args = spec_method(spec, "args")(spec, config)
   msg.nargs = #args
