@@ -455,6 +455,29 @@ static void name_unknown(const char *const *names, size_t n, char *err, size_t e
 		snprintf(err + used, errlen - used, " none alone; the set as a whole was rejected");
 }
 
+int kopt_cupti_check_metrics(const char *const *names, size_t n, int *ok, char *err,
+			     size_t errlen)
+{
+	if (kopt_cupti_load(err, errlen) != 0)
+		return -1;
+	if (st.ctx == NULL) {
+		snprintf(err, errlen, "profiling: kopt_cupti_probe was not called");
+		return -1;
+	}
+	int accepted = 0;
+	for (size_t i = 0; i < n; i++) {
+		CUpti_Profiler_Host_Object *h = NULL;
+		CUptiResult r = host_new(&h);
+		if (r != CUPTI_SUCCESS)
+			return fail(r, "cuptiProfilerHostInitialize", err, errlen);
+		const char *one[1] = {names[i]};
+		ok[i] = host_add(h, one, 1) == CUPTI_SUCCESS;
+		accepted += ok[i];
+		host_free(h);
+	}
+	return accepted;
+}
+
 static struct config *config_get(const char *const *names, size_t n, char *err, size_t errlen)
 {
 	size_t keylen = 1;

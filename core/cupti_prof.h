@@ -61,6 +61,12 @@ int kopt_cupti_probe(CUcontext ctx, CUdevice dev, int ordinal, struct kopt_cupti
 int kopt_cupti_num_passes(const char *const *names, size_t n, int *passes, char *err,
 			  size_t errlen);
 
+/* Marks which of names the chip accepts, each checked on its own: ok[i] = 1
+ * or 0. Returns the number accepted, or -1 with err (probe missing, CUPTI
+ * failure). Lets a caller drop a misspelled name and keep the others. */
+int kopt_cupti_check_metrics(const char *const *names, size_t n, int *ok, char *err,
+			     size_t errlen);
+
 struct kopt_cupti_session;
 
 /* Enables the range profiler on ctx for the metric set `names` (n at most

@@ -64,8 +64,24 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 	double t0 = kopt_worker_now_ms();
 	struct kopt_cupti_session *s = NULL;
 	if (kopt_cupti_session_begin(w->ctx, names, n, &s, err, sizeof err) != 0) {
-		kopt_msg_put_cstr(reply, "profile_error", err);
-		return NULL;
+		/* a misspelled name costs only itself: retry with the accepted ones */
+		int ok[KOPT_CUPTI_MAX_METRICS];
+		char cerr[256];
+		if (strstr(err, "unknown metric") == NULL ||
+		    kopt_cupti_check_metrics(names, n, ok, cerr, sizeof cerr) <= 0) {
+			kopt_msg_put_cstr(reply, "profile_error", err);
+			return NULL;
+		}
+		kopt_msg_put_cstr(reply, "profile_warning", err);
+		size_t k = 0;
+		for (size_t i = 0; i < n; i++)
+			if (ok[i])
+				names[k++] = names[i];
+		n = k;
+		if (kopt_cupti_session_begin(w->ctx, names, n, &s, err, sizeof err) != 0) {
+			kopt_msg_put_cstr(reply, "profile_error", err);
+			return NULL;
+		}
 	}
 	const char *status = NULL;
 	char buf[256];

@@ -80,6 +80,9 @@ START_TEST(test_no_probe_no_driver)
 	ck_assert_int_eq(kopt_cupti_session_begin((CUcontext)(uintptr_t)0x10, names, 1, &s, err, sizeof err), -1);
 	ck_assert_ptr_nonnull(strstr(err, "kopt_cupti_probe"));
 	ck_assert_ptr_null(s);
+	int ok[1] = {7};
+	ck_assert_int_eq(kopt_cupti_check_metrics(names, 1, ok, err, sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, "kopt_cupti_probe"));
 
 	void *cuda = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (cuda != NULL) {

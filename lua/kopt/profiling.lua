@@ -111,6 +111,11 @@ function P:collect(engine, rec)
     return nil
   end
   self.count, self.seconds = self.count + 1, self.seconds + (os.clock() - t0)
+  if type(detail) == "table" and detail.warning and not self.warned then
+    self.warned = true
+    trace(engine, "- profiling: %s (collected the others)", detail.warning)
+    if not self.quiet then io.stderr:write("kopt: profiling: ", detail.warning, " (collected the others)\n") end
+  end
   return metrics
 end
 
@@ -220,7 +225,7 @@ function M.cuda_profile(backend, job, metrics)
     if name then out[name] = v end
   end
   if not next(out) then return nil, "the profiler returned no values", { kind = "unavailable" } end
-  return out
+  return out, nil, reply.profile_warning and { warning = reply.profile_warning } or nil
 end
 
 return M
