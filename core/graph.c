@@ -494,6 +494,30 @@ uint32_t kopt_graph_select(const struct kopt_graph *g, uint32_t id, const struct
 	return best;
 }
 
+uint32_t kopt_graph_greedy(const struct kopt_graph *g, uint32_t id, double lambda, double fpu,
+			   double beta_max, uint32_t skip_mask, uint32_t *eligible)
+{
+	uint32_t best = KOPT_GRAPH_NONE, count = 0;
+	double best_score = -INFINITY;
+	for (uint32_t e = g->nodes[id].first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next) {
+		const struct edge *ed = &g->edges[e];
+		if (g->nodes[ed->child].flags & skip_mask)
+			continue;
+		count++;
+		double q = fpu;
+		if (ed->n)
+			q = (1.0 - beta_max) * ed->w / ed->n + beta_max * ed->max;
+		double score = q - lambda * (double)ed->n + 1e-3 * ed->prior;
+		if (best == KOPT_GRAPH_NONE || score > best_score) {
+			best = e;
+			best_score = score;
+		}
+	}
+	if (eligible)
+		*eligible = count;
+	return best;
+}
+
 static uint64_t digest_str(uint64_t h, const struct kopt_graph *g, str s)
 {
 	uint32_t len = STR_LEN(s);

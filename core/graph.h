@@ -111,6 +111,14 @@ void kopt_graph_set_prior(struct kopt_graph *g, uint32_t eid, double prior);
  * qualifies. */
 uint32_t kopt_graph_select(const struct kopt_graph *g, uint32_t id, const struct kopt_graph_puct *p);
 
+/* Greedy choice for rollouts among the edges of node id whose child has no
+ * flag in skip_mask: the highest
+ *   Qsel - lambda * N + 1e-3 * P      (Qsel as in select; fpu when unvisited)
+ * first in insertion order on ties. *eligible (may be NULL) gets the number
+ * of edges that qualified. KOPT_GRAPH_NONE when none does. */
+uint32_t kopt_graph_greedy(const struct kopt_graph *g, uint32_t id, double lambda, double fpu,
+			   double beta_max, uint32_t skip_mask, uint32_t *eligible);
+
 /* A 64-bit FNV-1a digest of everything a snapshot restores except virtual
  * losses (which only live during a batch), as 16 hex digits + NUL. Two graphs
  * with the same digest hold the same nodes, edges and statistics. */

@@ -6,12 +6,15 @@
  *   g:find(key) -> id|nil ; g:set(id, {config=, source=, status=, time_ms=, reward=, flags=})
  *   g:node(id) -> {key=, config=, source=, status=, time_ms=, reward=, visits=, flags=,
  *                  edges=, parents=, edge_visits=}
- *   g:reward(id), g:flags(id), g:key(id), g:visit(id[, k])
+ *   g:reward(id), g:flags(id), g:set_flags(id, f), g:key(id), g:visit(id[, k])
+ *   g:counts(id) -> visits, number of edges ; g:ends(eid) -> child, parent
  *   local eid, created = g:link(parent, action, child[, prior])
  *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
  *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=}
  *   g:backup(eid, value[, failed]) ; g:vloss(eid, delta) ; g:set_prior(eid, p)
  *   g:select(id, {c_puct=, fpu=, beta_max=, vl_value=, limit=, skip_mask=, max_fails=}) -> eid|nil
+ *     (or the same as positional numbers: g:select(id, c_puct, fpu, beta_max, vl_value, limit, ...))
+ *   g:greedy(id, lambda, fpu, beta_max, skip_mask) -> eid|nil, eligible ; g:eligible(id, mask) -> {eid}
  *   g:size() -> nodes, edges ; g:digest() -> hex ; g:save(path) -> true | nil, msg
  *   g:close()   (also __gc and __close)
  */
@@ -238,6 +241,38 @@ static int l_key(lua_State *L)
 	return 1;
 }
 
+static int l_set_flags(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	lua_Integer f = luaL_checkinteger(L, 3);
+	luaL_argcheck(L, f >= 0 && f <= (lua_Integer)UINT32_MAX, 3, "expected 32-bit flags");
+	kopt_graph_set_flags(g, id, (uint32_t)f);
+	return 0;
+}
+
+/* visits, number of outgoing edges */
+static int l_counts(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	struct kopt_graph_node_view v;
+	kopt_graph_node(g, check_node(L, g, 2), &v);
+	lua_pushinteger(L, v.visits);
+	lua_pushinteger(L, v.n_edges);
+	return 2;
+}
+
+/* child, parent of an edge */
+static int l_ends(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	struct kopt_graph_edge_view v;
+	kopt_graph_edge(g, check_edge(L, g, 2), &v);
+	lua_pushinteger(L, (lua_Integer)v.child + 1);
+	lua_pushinteger(L, (lua_Integer)v.parent + 1);
+	return 2;
+}
+
 static int l_visit(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
@@ -369,12 +404,30 @@ static uint32_t opt_u32(lua_State *L, int t, const char *name, uint32_t dflt)
 	return x;
 }
 
+static uint32_t opt_u32_arg(lua_State *L, int idx, uint32_t dflt)
+{
+	if (lua_isnoneornil(L, idx))
+		return dflt;
+	lua_Integer v = luaL_checkinteger(L, idx);
+	return v < 0 ? 0u : v > (lua_Integer)UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+/* g:select(id, {c_puct=, ...}) or, without a table per call on hot paths,
+ * g:select(id, c_puct, fpu, beta_max, vl_value, limit, skip_mask, max_fails). */
 static int l_select(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
 	uint32_t id = check_node(L, g, 2);
 	struct kopt_graph_puct p = {1.5, 0.0, 0.0, -1.0, UINT32_MAX, 0, 0};
-	if (!lua_isnoneornil(L, 3)) {
+	if (lua_type(L, 3) == LUA_TNUMBER) {
+		p.c_puct = luaL_checknumber(L, 3);
+		p.fpu = luaL_optnumber(L, 4, p.fpu);
+		p.beta_max = luaL_optnumber(L, 5, p.beta_max);
+		p.vl_value = luaL_optnumber(L, 6, p.vl_value);
+		p.limit = opt_u32_arg(L, 7, p.limit);
+		p.skip_mask = opt_u32_arg(L, 8, p.skip_mask);
+		p.max_fails = opt_u32_arg(L, 9, p.max_fails);
+	} else if (!lua_isnoneornil(L, 3)) {
 		luaL_checktype(L, 3, LUA_TTABLE);
 		p.c_puct = opt_num(L, 3, "c_puct", p.c_puct);
 		p.fpu = opt_num(L, 3, "fpu", p.fpu);
@@ -385,6 +438,39 @@ static int l_select(lua_State *L)
 		p.max_fails = opt_u32(L, 3, "max_fails", p.max_fails);
 	}
 	push_id(L, kopt_graph_select(g, id, &p));
+	return 1;
+}
+
+/* g:greedy(id, lambda, fpu, beta_max, skip_mask) -> eid|nil, eligible count */
+static int l_greedy(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	double lambda = luaL_checknumber(L, 3), fpu = luaL_checknumber(L, 4);
+	double beta = luaL_checknumber(L, 5);
+	uint32_t mask = opt_u32_arg(L, 6, 0), count;
+	push_id(L, kopt_graph_greedy(g, id, lambda, fpu, beta, mask, &count));
+	lua_pushinteger(L, count);
+	return 2;
+}
+
+/* g:eligible(id, skip_mask) -> {eid, ...} whose child has no flag in the mask */
+static int l_eligible(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	uint32_t mask = opt_u32_arg(L, 3, 0);
+	lua_newtable(L);
+	lua_Integer i = 1;
+	for (uint32_t e = kopt_graph_first_edge(g, id); e != KOPT_GRAPH_NONE;
+	     e = kopt_graph_next_edge(g, e)) {
+		struct kopt_graph_edge_view v;
+		kopt_graph_edge(g, e, &v);
+		if (kopt_graph_flags(g, v.child) & mask)
+			continue;
+		lua_pushinteger(L, (lua_Integer)e + 1);
+		lua_rawseti(L, -2, i++);
+	}
 	return 1;
 }
 
@@ -425,6 +511,9 @@ static const luaL_Reg graph_methods[] = {
 	{"node", l_node},
 	{"reward", l_reward},
 	{"flags", l_flags},
+	{"set_flags", l_set_flags},
+	{"counts", l_counts},
+	{"ends", l_ends},
 	{"key", l_key},
 	{"visit", l_visit},
 	{"link", l_link},
@@ -435,6 +524,8 @@ static const luaL_Reg graph_methods[] = {
 	{"vloss", l_vloss},
 	{"set_prior", l_set_prior},
 	{"select", l_select},
+	{"greedy", l_greedy},
+	{"eligible", l_eligible},
 	{"size", l_size},
 	{"digest", l_digest},
 	{"save", l_save},

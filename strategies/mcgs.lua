@@ -66,7 +66,7 @@ local S = {
 }
 
 -- Node flags (kopt.graph keeps them per node; bits are ours).
-local PENDING, DEAD, ONPATH, EXPANDED, EXHAUSTED = 1, 2, 4, 8, 16
+local PENDING, DEAD, ONPATH, EXPANDED, EXHAUSTED, MEASURED = 1, 2, 4, 8, 16, 32
 local BLOCK = PENDING | DEAD | ONPATH | EXHAUSTED
 
 local function fail_reward(o, status)
@@ -95,8 +95,8 @@ local function gamma(rng, a)
   end
 end
 
-local function set_flag(g, id, bit) g:set(id, { flags = g:flags(id) | bit }) end
-local function clear_flag(g, id, bit) g:set(id, { flags = g:flags(id) & ~bit }) end
+local function set_flag(g, id, bit) g:set_flags(id, g:flags(id) | bit) end
+local function clear_flag(g, id, bit) g:set_flags(id, g:flags(id) & ~bit) end
 
 function S.init(ctx)
   local o = ctx.options
@@ -145,7 +145,6 @@ function S.node_for(ctx, st, config, patch, key)
   if created then
     st.cfg[id] = config
     st.patch[id] = patch
-    st.g:set(id, { config = S.encode_config(ctx.space, config) })
   end
   return id
 end
@@ -155,6 +154,7 @@ end
 function S.encode_config(space, config)
   local parts = {}
   for i, k in ipairs(space.knobs) do parts[i] = json.encode(k.name) .. ":" .. json.encode(config[k.name]) end
+  -- (called once per measured state only)
   return "{" .. table.concat(parts, ",") .. "}"
 end
 
@@ -185,11 +185,16 @@ local function add_moves(ctx, st, id, gens, noise)
   local tie = {}
   for i = 1, #props do tie[i] = i end
   ctx.rng:shuffle(tie)
+  local mult = {}
   for i, m in ipairs(props) do
     m.tie = tie[i]
-    local p = m.prior * learned(ctx, st, m.method)
-    if st.prior_mult then p = p * st.prior_mult(from, m.method) end
-    m.prior = p
+    local f = mult[m.method]
+    if not f then
+      f = learned(ctx, st, m.method)
+      if st.prior_mult then f = f * st.prior_mult(from, m.method) end
+      mult[m.method] = f
+    end
+    m.prior = m.prior * f
   end
   local sum = 0
   for _, m in ipairs(props) do sum = sum + m.prior end
@@ -203,12 +208,17 @@ local function add_moves(ctx, st, id, gens, noise)
     local eps = ctx.options.dirichlet_eps
     for i, m in ipairs(props) do m.prior = (1 - eps) * m.prior + eps * eta[i] / total end
   end
-  table.sort(props, function(a, b)
-    if a.prior ~= b.prior then return a.prior > b.prior end
-    return a.tie < b.tie
-  end)
+  -- order: prior descending, ties by the shuffled rank (priors are far
+  -- apart compared with the 1e-9 offsets)
+  local sks, by_sk = {}, {}
+  for i, m in ipairs(props) do
+    local sk = -(m.prior - m.tie * 1e-9)
+    sks[i], by_sk[sk] = sk, m
+  end
+  table.sort(sks)
   local added = 0
-  for _, m in ipairs(props) do
+  for _, sk in ipairs(sks) do
+    local m = by_sk[sk]
     local child = S.node_for(ctx, st, m.config, m.patch, m.key)
     if child ~= id then
       local e, created = st.g:link(id, m.action, child, m.prior)
@@ -226,16 +236,16 @@ end
 local function expand(ctx, st, id, depth)
   local flags = st.g:flags(id)
   if flags & EXPANDED ~= 0 then return end
-  st.g:set(id, { flags = flags | EXPANDED })
+  st.g:set_flags(id, flags | EXPANDED)
   add_moves(ctx, st, id, st.cheap, depth == 1)
 end
 
 local function widen_limit(ctx, st, id)
-  local n = st.g:node(id)
+  local visits, edges = st.g:counts(id)
   local c = id == st.root and ctx.options.restart_c or ctx.options.pw_c
-  local k = math.ceil(c * (n.visits + 1) ^ ctx.options.pw_alpha)
+  local k = math.ceil(c * (visits + 1) ^ ctx.options.pw_alpha)
   if k < 1 then k = 1 end
-  return k, n.edges
+  return k, edges
 end
 
 -- Widening beyond the registered moves: the root gets a random restart
@@ -262,8 +272,7 @@ end
 
 local function puct(ctx, st, id, limit)
   local o = ctx.options
-  return st.g:select(id, { c_puct = o.c_puct, fpu = value_of(st, id) - o.fpu_reduction, beta_max = o.beta_max,
-                           vl_value = o.vl_value, limit = limit, skip_mask = BLOCK })
+  return st.g:select(id, o.c_puct, value_of(st, id) - o.fpu_reduction, o.beta_max, o.vl_value, limit, BLOCK)
 end
 
 -- One selection: returns a pending record {path=, leaf=} or nil.
@@ -288,7 +297,7 @@ local function select_one(ctx, st, temp)
       -- pending or on the path
       local blocked_for_now = false
       for _, x in ipairs(g:edges(s)) do
-        local c = g:edge(x).child
+        local c = g:ends(x)
         if g:flags(c) & (PENDING | ONPATH) ~= 0 or temp[c] then blocked_for_now = true break end
       end
       if s ~= st.root then
@@ -298,7 +307,7 @@ local function select_one(ctx, st, temp)
       break
     end
     path[#path + 1] = e
-    local child = g:edge(e).child
+    local child = g:ends(e)
     if not evaluated(st, child) then
       rec = { path = path, leaf = child }
       break
@@ -315,13 +324,14 @@ local function start_pending(st, rec)
   set_flag(st.g, rec.leaf, PENDING)
   for _, e in ipairs(rec.path) do
     st.g:vloss(e, 1)
-    st.g:visit(st.g:edge(e).parent)
+    local _, parent = st.g:ends(e)
+    st.g:visit(parent)
   end
 end
 
 local function candidate_of(st, rec)
   local e = rec.path[#rec.path]
-  local parent = st.g:edge(e).parent
+  local _, parent = st.g:ends(e)
   return { config = st.cfg[rec.leaf], patch = st.patch[rec.leaf],
            origin = { method = st.edge_method[e], expert = st.edge_expert[e],
                       parent = parent ~= st.root and st.g:key(parent) or nil,
@@ -377,23 +387,14 @@ end
 local function rollout_step(ctx, st, rec)
   local g, o = st.g, ctx.options
   expand(ctx, st, rec.leaf, #rec.path)
-  local options, best, best_score = {}, nil, -math.huge
-  local base = value_of(st, rec.leaf) - o.fpu_reduction
-  for _, e in ipairs(g:edges(rec.leaf)) do
-    local ed = g:edge(e)
-    if not evaluated(st, ed.child) and g:flags(ed.child) & BLOCK == 0 then
-      options[#options + 1] = e
-      local q = ed.n > 0 and ((1 - o.beta_max) * ed.q + o.beta_max * ed.max) or base
-      local score = q - o.rollout_lambda * ed.n + 1e-3 * ed.prior
-      if score > best_score then best, best_score = e, score end
-    end
-  end
-  if #options == 0 then return nil end
-  if ctx.rng:uniform() < o.rollout_eps then best = ctx.rng:choice(options) end
+  local best, eligible = g:greedy(rec.leaf, o.rollout_lambda, value_of(st, rec.leaf) - o.fpu_reduction,
+                                  o.beta_max, BLOCK | MEASURED)
+  if eligible == 0 then return nil end
+  if ctx.rng:uniform() < o.rollout_eps then best = ctx.rng:choice(g:eligible(rec.leaf, BLOCK | MEASURED)) end
   local path = {}
   for i, e in ipairs(rec.path) do path[i] = e end
   path[#path + 1] = best
-  return { path = path, leaf = g:edge(best).child, rollout = (rec.rollout or 0) + 1 }
+  return { path = path, leaf = (g:ends(best)), rollout = (rec.rollout or 0) + 1 }
 end
 
 local function save_snapshot(ctx, st)
@@ -418,8 +419,9 @@ function S.tell(ctx, results)
     if rec then
       local leaf = rec.leaf
       local v, failed = reward_of(ctx, st, r)
-      g:set(leaf, { status = tostring(r.status), time_ms = time_of(r), reward = v })
-      clear_flag(g, leaf, PENDING)
+      g:set(leaf, { status = tostring(r.status), time_ms = time_of(r), reward = v,
+                    config = S.encode_config(ctx.space, st.cfg[leaf]) })
+      g:set_flags(leaf, (g:flags(leaf) & ~PENDING) | MEASURED)
       st.measured[leaf] = true
       if failed then set_flag(g, leaf, DEAD) end
       for _, e in ipairs(rec.path) do

@@ -18,6 +18,9 @@
 -- is built in. Users add their own with moves.register(name, gen) or by
 -- loading a Lua file that returns a generator: moves.load("my_moves.lua")
 -- (strategies take `--opt moves=rules,my_moves.lua`).
+local space_mod = require("kopt.space")
+local sys = require("kopt.sys")
+
 local M = {}
 
 local registry = {}
@@ -88,8 +91,9 @@ local function copy(t)
 end
 M.copy = copy
 
--- The config a move leads to, or nil when a change names an unknown knob or
--- a value the knob does not allow, or the result breaks a constraint.
+-- The config a move leads to and its key, or nil when a change names an
+-- unknown knob or a value the knob does not allow, or the result breaks a
+-- constraint.
 function M.apply(space, config, move)
   local c = copy(config)
   for k, v in pairs(move.changes or {}) do
@@ -97,8 +101,14 @@ function M.apply(space, config, move)
     if not ix or ix.pos[v] == nil then return nil end
     c[k] = v
   end
-  if not space:is_valid(c) then return nil end
-  return c
+  local key = space:key(c)
+  if space.members then
+    -- a recorded space: membership is the whole check (as in is_valid)
+    if not space.members[key] then return nil end
+  elseif not space:is_valid(c) then
+    return nil
+  end
+  return c, key
 end
 
 -- A canonical action id for a move: its changes sorted by knob name, plus a
@@ -107,10 +117,10 @@ function M.action_id(space, move)
   local parts = {}
   for _, k in ipairs(space.knobs) do
     local v = move.changes and move.changes[k.name]
-    if v ~= nil then parts[#parts + 1] = k.name .. "=" .. require("kopt.space").format_value(v) end
+    if v ~= nil then parts[#parts + 1] = k.name .. "=" .. space_mod.format_value(v) end
   end
   local id = table.concat(parts, ",")
-  if move.patch then id = id .. "#" .. require("kopt.sys").sha256(move.patch):sub(1, 12) end
+  if move.patch then id = id .. "#" .. sys.sha256(move.patch):sub(1, 12) end
   return id
 end
 
@@ -130,10 +140,9 @@ function M.propose(ctx, state, generators)
       moves = {}
     end
     for _, mv in ipairs(moves or {}) do
-      local cfg = M.apply(space, state.config, mv)
+      local cfg, key = M.apply(space, state.config, mv)
       if cfg then
-        local key = ctx:key(cfg)
-        if mv.patch then key = key .. "#" .. require("kopt.sys").sha256(mv.patch):sub(1, 16) end
+        if mv.patch then key = key .. "#" .. sys.sha256(mv.patch):sub(1, 16) end
         local prior = tonumber(mv.prior) or 1
         if prior <= 0 then prior = 1e-3 end
         if key ~= state.key then
