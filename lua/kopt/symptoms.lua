@@ -142,8 +142,9 @@ function M.limits(device)
   end
   local a = M.arch[best or 90]
   return {
-    warps = device.max_warps_sm or a.warps, blocks = device.max_blocks_sm or a.blocks,
-    regs = device.regs_sm or a.regs, smem = device.smem_sm or a.smem,
+    warps = device.max_threads_sm and device.max_threads_sm // 32 or a.warps,
+    blocks = device.max_blocks_sm or a.blocks,
+    regs = device.max_regs_sm or a.regs, smem = device.max_smem_sm or a.smem,
     reserved = a.reserved, sms = device.sm_count or a.sms,
   }
 end

@@ -72,7 +72,7 @@ end
 -- Unavailable: one attempt, one reason, then no more calls.
 do
   local be, e = fake_backend("profiling unavailable: cannot load CUPTI"), fake_engine()
-  local p = profiling.new({ mode = "every-1", backend = be })
+  local p = profiling.new({ mode = "every-1", backend = be, quiet = true })
   p:after_round(e, { e:add(1, 5.0), e:add(2, 4.0) })
   p:after_round(e, { e:add(3, 3.0) })
   check(be.calls == 1, "profiling tried once, got %d calls", be.calls)
@@ -82,7 +82,7 @@ end
 
 -- A backend without profile(): off from the start, with the reason.
 do
-  local p = profiling.new({ mode = "top-k", backend = { name = "replay" } })
+  local p = profiling.new({ mode = "top-k", backend = { name = "replay" }, quiet = true })
   check(p.off and p.off:find("replay"), "replay cannot profile")
 end
 

@@ -125,6 +125,11 @@ local gemm_facts = { device = { cc_major = 9, cc_minor = 0, sm_count = 132 }, th
 local occ = sym.occupancy(gemm_facts, gemm_facts.device)
 check(occ.blocks_per_sm == 2 and occ.limiter == "registers", "gemm occupancy: %d blocks/SM by %s",
       occ.blocks_per_sm, tostring(occ.limiter))
+-- The same from a device table as kopt.gpu reports it.
+local h200 = { cc_major = 9, cc_minor = 0, sm_count = 132, max_threads_sm = 2048, max_regs_sm = 65536,
+               max_smem_sm = 233472, max_blocks_sm = 32 }
+local occ2 = sym.occupancy(gemm_facts, h200)
+check(occ2.blocks_per_sm == 2 and occ2.limiter == "registers" and occ2.max_warps == 64, "device-table limits")
 local gemm = sym.diagnose({ metrics = {
   ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 41.8,
   ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 18.0,
