@@ -28,10 +28,12 @@ Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
 (JSON): {...}" lines in the user message and answers with up to "Proposals
 wanted: N" proposals, each changing one or two knobs of the current best to
 another allowed value, chosen by a generator seeded from the request, so a
-given request always gets the same answer. POST /shutdown stops the server.
+given request always gets the same answer. POST /shutdown stops the server;
+so does closing its stdout (the server writes a newline every 0.3 s).
 """
 import argparse
 import hashlib
+import os
 import json
 import random
 import re
@@ -179,6 +181,18 @@ class Handler(BaseHTTPRequestHandler):
         return self.completion(req, doc)
 
 
+def heartbeat():
+    """Exits once the test that started the server stops reading its output
+    (it finished or died), so no server outlives its test."""
+    while True:
+        time.sleep(0.3)
+        try:
+            sys.stdout.write("\n")
+            sys.stdout.flush()
+        except (BrokenPipeError, OSError, ValueError):
+            os._exit(0)
+
+
 def main():
     global KEY
     ap = argparse.ArgumentParser()
@@ -193,6 +207,7 @@ def main():
     timer.daemon = True
     timer.start()
     print("PORT %d" % server.server_address[1], flush=True)
+    threading.Thread(target=heartbeat, daemon=True).start()
     server.serve_forever(poll_interval=0.1)
     return 0
 
