@@ -230,6 +230,26 @@ START_TEST(test_select_puct)
 	ck_assert_uint_eq(kopt_graph_select(g, r, &p), e[0]);
 	/* a node without edges selects nothing */
 	ck_assert_uint_eq(kopt_graph_select(g, c[0], &p), KOPT_GRAPH_NONE);
+
+	/* greedy (rollouts): Q - lambda*N, fpu for unvisited, prior breaks ties */
+	uint32_t eligible;
+	kopt_graph_set_flags(g, c[3], 0);
+	/* m3: mean 0 (2, -1, -1), max 2; others unvisited at fpu 0.1 -> m1 (prior 0.4, first) */
+	ck_assert_uint_eq(kopt_graph_greedy(g, r, 0.0, 0.1, 0.0, 0, &eligible), e[1]);
+	ck_assert_uint_eq(eligible, 4);
+	/* with max backup m3 scores 2 */
+	ck_assert_uint_eq(kopt_graph_greedy(g, r, 0.0, 0.1, 1.0, 0, &eligible), e[3]);
+	/* a visit penalty of 1 per visit brings it below the unvisited ones */
+	ck_assert_uint_eq(kopt_graph_greedy(g, r, 1.0, 0.1, 1.0, 0, &eligible), e[1]);
+	/* skip mask */
+	kopt_graph_set_flags(g, c[1], 8);
+	kopt_graph_set_flags(g, c[2], 8);
+	ck_assert_uint_eq(kopt_graph_greedy(g, r, 0.0, 0.1, 0.0, 8, &eligible), e[0]);
+	ck_assert_uint_eq(eligible, 2);
+	kopt_graph_set_flags(g, c[0], 8);
+	kopt_graph_set_flags(g, c[3], 8);
+	ck_assert_uint_eq(kopt_graph_greedy(g, r, 0.0, 0.1, 0.0, 8, &eligible), KOPT_GRAPH_NONE);
+	ck_assert_uint_eq(eligible, 0);
 	kopt_graph_free(g);
 }
 END_TEST
