@@ -1026,6 +1026,7 @@ int kopt_worker_main(int argc, char **argv)
 	char err[512];
 	if (w == NULL || start(w, device, err, sizeof err) != 0) {
 		send_error("error", w == NULL ? "out of memory" : err);
+		free(w);
 		return 1;
 	}
 	struct kopt_msg ready = {0};
@@ -1067,5 +1068,6 @@ int kopt_worker_main(int argc, char **argv)
 			break;
 	}
 	free_problem(w);
+	free(w);
 	return 0;
 }
