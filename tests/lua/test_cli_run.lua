@@ -17,8 +17,17 @@ function S.ask(ctx, n)
 end
 return S]])
 local out = tmp .. "/int"
-local code, _, err = T.run(string.format("%s/slow.lua --backend replay:%s --budget 1000 --out %s", tmp, replay, out),
-                           "timeout --preserve-status -s INT 1")
+-- Start it in the background, wait for five recorded evaluations, then Ctrl-C.
+local script = string.format([[
+%s %s/slow.lua --backend replay:%s --budget 1000 --out %s >/dev/null 2>%s/int.err & pid=$!
+for i in $(seq 1 600); do
+  n=$(grep -c '"event":"eval"' %s/events.jsonl 2>/dev/null || echo 0)
+  [ "$n" -ge 5 ] && break
+  sleep 0.05
+done
+kill -INT $pid; wait $pid; exit $?]], T.kopt, tmp, replay, out, tmp, out)
+local _, _, code = os.execute(script)
+local err = T.slurp(tmp .. "/int.err")
 T.eq(code, 130, "exit code after SIGINT")
 T.check(err:find("interrupted after %d+ evaluations; continue with %-%-resume") ~= nil, "interrupt message:\n%s", err)
 T.check(T.exists(out .. "/results.json"), "results.json written on interrupt")
