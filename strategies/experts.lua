@@ -176,20 +176,28 @@ local function start_iteration(ctx, st)
     summary[#summary + 1] = string.format("%s(%s):%d", a.expert, a.source, taken)
     if #notes > 0 then ctx:log("iteration %d, %s: %s", st.iter, a.expert, table.concat(notes, "; ")) end
   end
-  -- Nothing new from anyone: measure an unmeasured neighbour of the best so
-  -- the iteration still learns something.
+  -- Nothing new from anyone: explore around the best (unmeasured neighbours),
+  -- else anywhere (random samples), so the iteration still learns something.
   if got == 0 then
+    local want = math.max(1, o.per_expert * #st.experts)
+    local function take(c, method)
+      local key = cand_key(ctx, c, st.best.source)
+      if st.asked[key] or ctx:lookup(c) then return end
+      st.asked[key] = true
+      st.queue[#st.queue + 1] = { config = c, patch = st.best.patch, _source = st.best.source, _key = key,
+                                  origin = { expert = "explore", method = method, iteration = st.iter } }
+      got = got + 1
+    end
     local nbs = ctx.space:neighbours(st.best.config, "hamming")
     ctx.rng:shuffle(nbs)
     for _, c in ipairs(nbs) do
-      local key = cand_key(ctx, c, st.best.source)
-      if not st.asked[key] and not ctx:lookup(c) then
-        st.asked[key] = true
-        st.queue[#st.queue + 1] = { config = c, patch = st.best.patch, _source = st.best.source, _key = key,
-                                    origin = { expert = "fallback", method = "neighbour", iteration = st.iter } }
-        got = 1
-        break
-      end
+      if got >= want then break end
+      take(c, "neighbour")
+    end
+    for _ = 1, want * 20 do
+      if got >= want then break end
+      local c = ctx.space:sample(ctx.rng)
+      if c then take(c, "sample") end
     end
     if got == 0 then return false, "no expert has anything new to propose" end
   end
