@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cupti_timer.h"
 #include "worker_impl.h"
 
 #define BATCH_MAX 4	   /* samples queued behind one blocking kernel */
@@ -68,12 +69,14 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 	memset(t, 0, sizeof *t);
 	CUevent ev[2 * BATCH_MAX];
 	int nev = 0;
-	double *samples = NULL;
+	double *samples = NULL, *ev_samples = NULL, got[BATCH_MAX];
 	const char *status = NULL;
+	int cupti = 0;
 	CUresult r = CUDA_SUCCESS;
 	int cap = o->max_samples > 0 ? o->max_samples : 100;
 	samples = malloc((size_t)cap * sizeof *samples);
-	if (samples == NULL) {
+	ev_samples = malloc((size_t)cap * sizeof *ev_samples);
+	if (samples == NULL || ev_samples == NULL) {
 		snprintf(w->log, sizeof w->log, "out of host memory for samples");
 		return "launch_error";
 	}
@@ -107,6 +110,8 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 	float est = 0.0f;
 	kopt_cu.cuEventElapsedTime(&est, ev[0], ev[1]);
 	int batch = est > 2.0f ? 1 : BATCH_MAX;
+	/* CUPTI records from here on: the warm-up is not a sample */
+	cupti = w->cupti && w->entry != NULL && kopt_cupti_timer_begin(w->entry) == 0;
 
 	int n = 0;
 	double clock_sum = 0.0;
@@ -172,10 +177,16 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 		}
 		if (*w->spin_timed_out) {
 			/* the host was descheduled while queueing: redo the batch */
+			if (cupti && kopt_cupti_timer_take(got, BATCH_MAX) < 0)
+				cupti = 0;
 			if ((kopt_worker_now_ms() - start) / 1e3 >= o->max_time_s)
 				break;
 			continue;
 		}
+		/* a batch whose CUPTI records are missing turns CUPTI off for the
+		 * whole candidate: its samples then all come from events */
+		if (cupti && kopt_cupti_timer_take(got, b) != b)
+			cupti = 0;
 		for (int i = 0; i < b; i++) {
 			float ms = 0.0f;
 			if ((r = kopt_cu.cuEventElapsedTime(&ms, ev[2 * i], ev[2 * i + 1])) !=
@@ -183,9 +194,13 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 				status = fail(w, r, "cuEventElapsedTime");
 				goto out;
 			}
-			samples[n++] = ms;
+			ev_samples[n] = ms;
+			samples[n] = cupti ? got[i] : ms;
+			n++;
 			t->gpu_s += ms / 1e3;
 		}
+		if (!cupti)
+			memcpy(samples, ev_samples, (size_t)n * sizeof *samples);
 		if (w->stamps[1] != 0 && w->stamps[3] > w->stamps[1]) {
 			clock_sum += (double)(w->stamps[2] - w->stamps[0]) /
 				     (double)(w->stamps[3] - w->stamps[1]) * 1e3;
@@ -199,11 +214,19 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 		if ((kopt_worker_now_ms() - start) / 1e3 >= o->max_time_s && n >= 3)
 			break;
 	}
+	struct timing ev_t;
+	memset(&ev_t, 0, sizeof ev_t);
+	summarise(ev_samples, n, &ev_t);
 	summarise(samples, n, t);
+	t->timer = cupti ? "cupti" : "events";
+	t->events_median_ms = ev_t.median_ms;
 	t->clock_mhz = clock_n > 0 ? clock_sum / clock_n : 0.0;
 out:
+	if (cupti)
+		kopt_cupti_timer_end();
 	for (int i = 0; i < nev; i++)
 		kopt_cu.cuEventDestroy(ev[i]);
 	free(samples);
+	free(ev_samples);
 	return status;
 }

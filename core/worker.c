@@ -29,6 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cupti_timer.h"
 #include "harness_ptx.h"
 #include "wire.h"
 #include "worker.h"
@@ -172,6 +173,12 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 	    cu_check(kopt_cu.cuMemAlloc(&w->hash_dev, 8 * 256), "cuMemAlloc (hashes)", err, errlen))
 		return -1;
 	w->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+	/* KOPT_TIMER=events keeps CUPTI out of the worker entirely */
+	const char *timer = getenv("KOPT_TIMER");
+	if (timer != NULL && strcmp(timer, "events") == 0)
+		snprintf(w->cupti_note, sizeof w->cupti_note, "KOPT_TIMER=events");
+	else
+		w->cupti = kopt_cupti_timer_open(w->cupti_note, sizeof w->cupti_note) == 0;
 	return 0;
 }
 
@@ -189,6 +196,8 @@ static void put_device(struct kopt_msg *m, const struct worker *w)
 	kopt_msg_put_int(m, "clock_khz", d->clock_khz);
 	kopt_msg_put_int(m, "driver_version", d->driver_version);
 	kopt_msg_put_int(m, "pid", getpid());
+	kopt_msg_put_cstr(m, "timer", w->cupti ? "cupti" : "events");
+	kopt_msg_put_cstr(m, "timer_note", w->cupti_note);
 }
 
 /* --- the problem: arguments and buffers -------------------------------------- */
@@ -919,7 +928,9 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 			finish(w, &m, "launch_error");
 			return;
 		}
+		w->entry = j.entry;
 		st = kopt_bench_time(w, mod.fn, &j.launch, p.ptrs, &o, &t);
+		w->entry = NULL;
 		free_params(&p);
 		unload(&mod);
 		if (st != NULL) {
@@ -935,6 +946,8 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 		kopt_msg_put_num(&m, "noise", t.noise);
 		kopt_msg_put_int(&m, "samples", t.samples);
 		kopt_msg_put_num(&m, "clock_mhz", t.clock_mhz);
+		kopt_msg_put_cstr(&m, "timer", t.timer);
+		kopt_msg_put_num(&m, "events_ms", t.events_median_ms);
 		kopt_msg_put_num(&m, "t_time_s", (kopt_worker_now_ms() - t0) / 1e3);
 		struct trial_out tt;
 		st = compare_outputs(w, a, &j, "output of the last timed run", &tt);

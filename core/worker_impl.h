@@ -48,6 +48,8 @@ struct timing_opts {
 };
 
 struct timing {
+	const char *timer; /* "cupti" or "events": which one gave the samples */
+	double events_median_ms; /* the cross-check (equal to median_ms under "events") */
 	int samples;
 	double median_ms, p10_ms, p90_ms, mean_ms, stdev_ms, min_ms, noise;
 	double clock_mhz; /* mean SM clock over the samples, 0 when unknown */
@@ -86,6 +88,9 @@ struct worker {
 	CUfunction ref_fn;
 	int ref_loaded;
 
+	int cupti;	    /* CUPTI activity timer available (cupti_timer.h) */
+	char cupti_note[256]; /* why not, when not */
+	const char *entry;    /* kernel being timed (its lowered name) */
 	int64_t timeout_ms; /* of the request in progress */
 	char log[4096];
 };

@@ -1,7 +1,7 @@
 #!/bin/sh
 # Every GPU figure of the cuda backend in docs/PERFORMANCE.md, in one run on a
 # GPU machine, from the repo root, with kopt and bench_ref built in BUILD:
-# planted faults, exhaustive sweeps of the matmul / softmax / transpose specs
+# planted faults, a random sample of the convolution space, exhaustive sweeps of the matmul / softmax / transpose specs
 # (throughput, best configs), repeatability (best configs timed again in two
 # separate processes), cuBLAS and device-to-device copy ceilings.
 # Writes faults.json, sweeps.jsonl, repeat.jsonl, ceilings.jsonl to OUT.
@@ -24,6 +24,11 @@ echo "== ceilings (before)"
 echo "== planted faults"
 KOPT_FAULTS_OUT="$OUT/faults.json" "$K" script tests/lua/test_gpu_faults.lua
 echo "faults rc=$?"
+echo "== random sample of the convolution space (Kernel Tuner kernel, __constant__ filter)"
+t0=$(now)
+"$K" random specs/convolution.json --out "$RUNS/convolution" -q --budget 80 --seed 5
+t1=$(now)
+"$K" script tools/sweep_summary.lua "$RUNS/convolution" "$(awk "BEGIN{print $t1 - $t0}")" | tee -a "$OUT/sweeps.jsonl"
 for s in matmul_f16 softmax transpose; do
 	echo "== sweep $s"
 	t0=$(now)
@@ -43,6 +48,12 @@ done
 for i in 1 2; do
 	"$K" script tools/time_config.lua kernels/faults/faults.json FAULT=0 BLOCK=256 | tee -a "$OUT/repeat.jsonl"
 done
+echo "== the same with CUDA events as the timer (cross-check of the CUPTI timer)"
+for s in matmul_f16 softmax transpose; do
+	[ -f "$RUNS/$s/best/config.json" ] &&
+		KOPT_TIMER=events "$K" script tools/time_config.lua "specs/$s.json" --config "$RUNS/$s/best/config.json" | tee -a "$OUT/repeat.jsonl"
+done
+KOPT_TIMER=events "$K" script tools/time_config.lua kernels/faults/faults.json FAULT=0 BLOCK=256 | tee -a "$OUT/repeat.jsonl"
 echo "== ceilings (after)"
 "$BUILD/bench_ref" copy 1073741824 | tee -a "$OUT/ceilings.jsonl"
 "$BUILD/bench_ref" gemm 4096 4096 4096 | tee -a "$OUT/ceilings.jsonl"

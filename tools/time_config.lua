@@ -35,5 +35,6 @@ local d = be:describe()
 be:close()
 print(require("cjson").encode({ spec = spec.name, config = config, status = r.status, time_ms = r.time_ms,
   p10_ms = r.p10_ms, p90_ms = r.p90_ms, samples = r.samples, noise = r.noise, clock_mhz = r.clock_mhz,
-  tflops = r.tflops, gbps = r.gbps, reference_ms = d.reference_ms, device = d.device, log = r.log }))
+  tflops = r.tflops, gbps = r.gbps, reference_ms = d.reference_ms, device = d.device, log = r.log,
+  timer = r.timer, events_ms = r.events_ms }))
 return r.status == "ok" and 0 or 1

@@ -46,8 +46,8 @@ for i, r in ipairs(results) do
   rows[#rows + 1] = { fault = f, what = what[f], expected = expected[f], status = r.status, pass = good,
                       time_ms = r.time_ms, log = r.log, worker_restart_s = r.worker_restart_s }
 end
-print(string.format("best correct config: FAULT=%s (%.4f ms); %d/%d classified right; %.1f s; worker restarts %d, mean restart %.3f s",
-                    tostring(best), best_t or -1, #results - failures, #results, wall,
+print(string.format("best correct config: FAULT=%s (%.4f ms, timer %s); %d/%d classified right; %.1f s; worker restarts %d, mean restart %.3f s",
+                    tostring(best), best_t or -1, tostring(desc.timer), #results - failures, #results, wall,
                     desc.worker_restarts or 0, desc.worker_restart_s or -1))
 if best ~= 0 then
   print("FAIL: the best correct config should be FAULT=0")

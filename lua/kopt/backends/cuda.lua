@@ -181,6 +181,7 @@ function Cuda:result(reply, job, cres)
     time_ms = num(reply.time_ms), p90_ms = num(reply.p90_ms), p10_ms = num(reply.p10_ms),
     median_ms = num(reply.time_ms), mean_ms = num(reply.mean_ms), min_ms = num(reply.min_ms),
     noise = num(reply.noise), samples = reply.samples, clock_mhz = num(reply.clock_mhz),
+    timer = reply.timer, events_ms = num(reply.events_ms),
     err = reply.err_rel_l2 and { rel_l2 = reply.err_rel_l2, max_abs = reply.err_max_abs,
                                  unwritten = reply.err_unwritten, nonfinite = reply.err_nonfinite } or nil,
     err2 = reply.err2_rel_l2 and { rel_l2 = reply.err2_rel_l2, max_abs = reply.err2_max_abs } or nil,
@@ -371,6 +372,8 @@ function Cuda:describe()
     driver = string.format("%d.%d", d.driver_version // 1000, d.driver_version % 1000 // 10),
     nvrtc = compile.version and compile.version() or nil, kopt = sys.version,
     reference_ms = self.ref_ms, worker_start_s = self.restart_s[1], worker_restarts = self.restarts,
+    timer = self.slots_state[1] and self.slots_state[1].info and self.slots_state[1].info.timer,
+    timer_note = self.slots_state[1] and self.slots_state[1].info and self.slots_state[1].info.timer_note,
     worker_restart_s = restart,
   }
 end
