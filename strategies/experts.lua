@@ -17,7 +17,8 @@ local S = {
   name = "experts",
   description = "parallel LLM experts (heuristic experts offline) proposing configs and kernel edits",
   options = {
-    experts = { default = X.DEFAULT, help = "experts, comma-separated: names (kopt/experts/<name>.lua) or .lua files" },
+    experts = { default = X.DEFAULT,
+                help = "experts, comma-separated: names (kopt/experts/<name>.lua) or .lua files" },
     iterations = { default = 30, help = "maximum number of iterations (one batch of proposals each)" },
     patience = { default = 4, help = "stop after this many iterations in a row without a new best" },
     per_expert = { default = 2, help = "proposals taken from each expert per iteration" },
@@ -26,10 +27,12 @@ local S = {
     edits = { default = "auto", choices = { "auto", "on", "off" },
               help = "kernel edits (unified diffs): auto = on with a spec and a GPU backend, off under replay" },
     llm = { default = "auto", choices = { "auto", "off" },
-            help = "auto: use the LLM endpoint when one is configured (flags or KOPT_LLM_*/OPENAI_* env); off: heuristics" },
-    llm_base_url = { default = "", help = "OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (env KOPT_LLM_BASE_URL)" },
+            help = "auto: the LLM endpoint when one is configured (options or env); off: heuristics" },
+    llm_base_url = { default = "",
+                     help = "OpenAI-compatible base URL, e.g. http://localhost:8000/v1 (env KOPT_LLM_BASE_URL)" },
     llm_model = { default = "", help = "model name (env KOPT_LLM_MODEL)" },
-    llm_key_env = { default = "", help = "name of the environment variable holding the API key (default KOPT_LLM_API_KEY, then OPENAI_API_KEY)" },
+    llm_key_env = { default = "",
+                    help = "environment variable holding the API key (default KOPT_LLM_API_KEY, then OPENAI_API_KEY)" },
     llm_timeout = { default = 120, help = "seconds per LLM request attempt" },
     llm_mode = { default = "json_schema", choices = { "json_schema", "json_object", "none" },
                  help = "structured output to ask for first (falls back when the server rejects it)" },
@@ -61,6 +64,9 @@ local function make_client(ctx, o)
   if ctx.run_dir then
     sys.mkdir_p(ctx.run_dir)
     cfg.transcript = ctx.run_dir .. "/llm_transcript.jsonl"
+    -- A resumed run asks the same questions again: answer them from its own
+    -- transcript first, so it proposes what it proposed before.
+    if not cfg.replay and sys.stat(cfg.transcript) then cfg.prefix = cfg.transcript end
   end
   local client, err = llm.new(cfg)
   if not client then require("kopt.errors").usage("experts: %s", err) end
@@ -104,6 +110,19 @@ local function cand_key(ctx, config, source)
   return key
 end
 
+-- Shared memory the launch asks for against what the GPU allows (constraints
+-- usually say this already; specs without one get the check anyway).
+local function smem_ok(ctx, config)
+  local spec = ctx.spec
+  local dev = spec and spec.device
+  if not (spec and spec.launch and type(dev) == "table" and type(dev.max_smem_optin) == "number") then return true end
+  local ok, l = pcall(spec.launch, spec, config)
+  if ok and type(l) == "table" and type(l.smem) == "number" and l.smem > dev.max_smem_optin then
+    return false, string.format("needs %d bytes of shared memory, the GPU allows %d", l.smem, dev.max_smem_optin)
+  end
+  return true
+end
+
 -- Turns a move from `expert` into a candidate, or nil and why.
 local function candidate_of(ctx, st, mv, iter)
   local base = st.best and st.best.config
@@ -115,6 +134,7 @@ local function candidate_of(ctx, st, mv, iter)
     config[k] = v
   end
   local ok, why = ctx.space:is_valid(config)
+  if ok then ok, why = smem_ok(ctx, config) end
   if not ok then return nil, why end
   local source, cand_patch = st.best.source, st.best.patch
   if mv.patch then
@@ -157,7 +177,9 @@ local function start_iteration(ctx, st)
     local taken = 0
     local notes = {}
     if a.err then notes[#notes + 1] = "fell back to heuristic: " .. a.err end
-    for _, r in ipairs(a.rejected or {}) do notes[#notes + 1] = string.format("proposal %d rejected: %s", r.index, r.why) end
+    for _, r in ipairs(a.rejected or {}) do
+      notes[#notes + 1] = string.format("proposal %d rejected: %s", r.index, r.why)
+    end
     for _, mv in ipairs(a.moves or {}) do
       if taken >= o.per_expert then break end
       stats.proposed = stats.proposed + 1

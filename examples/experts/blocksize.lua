@@ -18,7 +18,7 @@ local E = {
 
 -- Offline: for every block-size knob, the allowed values ordered by distance
 -- from the sweet spot (the current value skipped), best first.
-function E.heuristic(view, rng)
+function E.heuristic(view, _rng)
   local moves = {}
   for _, k in ipairs(X.knobs_in(view, { "block", "warps" })) do
     local target = k.family == "warps" and 8 or 256
@@ -32,8 +32,8 @@ function E.heuristic(view, rng)
       return a < b
     end)
     for _, v in ipairs(values) do
-      moves[#moves + 1] = { changes = { [k.name] = v }, method = v > view.config[k.name] and "more_threads" or "fewer_threads",
-                            reason = "block size towards " .. target }
+      local method = v > view.config[k.name] and "more_threads" or "fewer_threads"
+      moves[#moves + 1] = { changes = { [k.name] = v }, method = method, reason = "block size towards " .. target }
     end
   end
   return moves

@@ -245,8 +245,9 @@ function M.user_prompt(view, focus)
   add("Propose up to %d new configurations that are not in the measurements above. For each: \"method\", one of %s; " ..
       "\"changes\", an object with every knob, the new value for knobs you change and null for knobs you keep; " ..
       "\"reason\", one sentence; \"patch\", %s.", view.n, table.concat(M.METHODS, ", "),
-      view.edits and "null, or a unified diff against the kernel source above when you change code (device code only: " ..
-        "no host code, no new #include outside CUDA's device headers, no global __device__ variables)"
+      view.edits and "null, or a unified diff against the kernel source above when you change code " ..
+        "(device code only: no host code, no new #include outside CUDA's device headers, " ..
+        "no global __device__ variables)"
         or "always null (code edits are off)")
   add("Answer with one JSON object: {\"analysis\": \"...\", \"proposals\": [...]}")
   return table.concat(L, "\n")
@@ -426,7 +427,8 @@ function M.ask_all(experts, view, rng, client)
         out[i] = { expert = e.name, moves = M.finish(moves, e.name), source = "llm", rejected = rejected,
                    analysis = type(r.value) == "table" and r.value.analysis or nil }
       else
-        out[i] = { expert = e.name, source = "heuristic", err = string.format("%s: %s", tostring(r.kind), tostring(r.err)) }
+        out[i] = { expert = e.name, source = "heuristic",
+                   err = string.format("%s: %s", tostring(r.kind), tostring(r.err)) }
       end
     end
   end

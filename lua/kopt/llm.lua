@@ -69,12 +69,15 @@ function M.new(cfg)
   if cfg.base_url then
     self.url = cfg.base_url:gsub("/+$", "") .. "/chat/completions"
   end
-  if cfg.replay then
-    local recorded, err = M.read_transcript(cfg.replay)
+  -- A resumed run first answers from its own transcript (prefix), then goes
+  -- live: the same prompts get the same answers as before the interruption.
+  local source = cfg.replay or cfg.prefix
+  if source then
+    local recorded, err = M.read_transcript(source)
     if not recorded then return nil, err end
-    self.replay = { by_tag = {}, next = {} }
+    self.replay = { by_tag = {}, next = {}, prefix = cfg.replay == nil }
     for _, rec in ipairs(recorded) do
-      if rec.kind == "reply" then
+      if rec.kind == "reply" and not rec.superseded then
         local tag = rec.tag or ""
         self.replay.by_tag[tag] = self.replay.by_tag[tag] or {}
         table.insert(self.replay.by_tag[tag], rec)
@@ -108,7 +111,7 @@ function M.read_transcript(path)
 end
 
 function Client:describe()
-  if self.replay then return "replay of " .. self.cfg.replay end
+  if self.replay and not self.replay.prefix then return "replay of " .. self.cfg.replay end
   return string.format("%s (model %s)", self.cfg.base_url, self.cfg.model)
 end
 
@@ -282,6 +285,28 @@ local function usage_add(total, u)
   end
 end
 
+local function decode_content(req, reply, finish_reason)
+  if finish_reason == "length" then
+    reply.kind, reply.err = "length", "the reply was cut off at the token limit (finish_reason=length)"
+    return reply
+  end
+  local value, err = M.extract_json(reply.content)
+  if value == nil then
+    reply.kind, reply.err = "parse", err
+    return reply
+  end
+  if req.schema then
+    local ok, verr = M.validate(value, req.schema.local_schema or req.schema.schema)
+    if not ok then
+      reply.kind, reply.err = "schema", "the reply does not match the schema: " .. verr
+      reply.value = value
+      return reply
+    end
+  end
+  reply.ok, reply.value = true, value
+  return reply
+end
+
 -- Turns an HTTP response into a reply table (see the top of the file).
 function Client:interpret(req, resp)
   local reply = { status = resp.status, attempts = resp.attempts, elapsed_s = resp.elapsed_s,
@@ -315,60 +340,41 @@ function Client:interpret(req, resp)
     return reply
   end
   reply.content = type(msg.content) == "string" and msg.content or nil
-  return self:decode_content(req, reply, choice.finish_reason)
+  return decode_content(req, reply, choice.finish_reason)
 end
 
-function Client:decode_content(req, reply, finish_reason)
-  if finish_reason == "length" then
-    reply.kind, reply.err = "length", "the reply was cut off at the token limit (finish_reason=length)"
-    return reply
-  end
-  local value, err = M.extract_json(reply.content)
-  if value == nil then
-    reply.kind, reply.err = "parse", err
-    return reply
-  end
-  if req.schema then
-    local ok, verr = M.validate(value, req.schema.local_schema or req.schema.schema)
-    if not ok then
-      reply.kind, reply.err = "schema", "the reply does not match the schema: " .. verr
-      reply.value = value
-      return reply
-    end
-  end
-  reply.ok, reply.value = true, value
-  return reply
-end
 
 local function wants_downgrade(resp)
   return resp.status == 400 and not resp.err
 end
 
-function Client:replay_many(reqs)
-  local out = {}
-  for i, req in ipairs(reqs) do
-    local tag = req.tag or ""
-    local n = (self.replay.next[tag] or 0) + 1
-    self.replay.next[tag] = n
-    local rec = (self.replay.by_tag[tag] or {})[n]
-    local reply
-    if not rec then
-      reply = { kind = "replay", err = string.format("the transcript has no reply #%d for '%s'", n, tag) }
-    elseif rec.content == nil then
-      reply = { kind = rec.error_kind or "replay", err = rec.err or "recorded failure", status = rec.status }
-    else
-      reply = self:decode_content(req, { content = rec.content, status = rec.status, attempts = 0,
-                                         elapsed_s = 0 }, rec.finish_reason)
-      usage_add(self.usage, rec.usage)
-      reply.usage = rec.usage
-    end
+-- The recorded answer to a request, or nil when a prefix transcript has
+-- none left for its tag (the request then goes to the server).
+function Client:replay_one(req)
+  local tag = req.tag or ""
+  local n = (self.replay.next[tag] or 0) + 1
+  local rec = (self.replay.by_tag[tag] or {})[n]
+  if not rec and self.replay.prefix then return nil end
+  self.replay.next[tag] = n
+  local reply
+  if not rec then
+    reply = { kind = "replay", err = string.format("the transcript has no reply #%d for '%s'", n, tag) }
+  elseif rec.content == nil then
+    reply = { kind = rec.error_kind or "replay", err = rec.err or "recorded failure", status = rec.status }
+  else
+    reply = decode_content(req, { content = rec.content, status = rec.status, attempts = 0,
+                                       elapsed_s = 0 }, rec.finish_reason)
+    usage_add(self.usage, rec.usage)
+    reply.usage = rec.usage
+  end
+  if not self.replay.prefix then
+    -- A prefix is already in the transcript being appended to.
     self.seq = self.seq + 1
     self:log({ kind = "request", id = self.seq, tag = tag, replay = true, messages = req.messages })
     self:log({ kind = "reply", id = self.seq, tag = tag, replay = true, status = reply.status,
                content = reply.content, ok = reply.ok or false, error_kind = reply.kind, err = reply.err })
-    out[i] = reply
   end
-  return out
+  return reply
 end
 
 -- Sends every request at once; returns replies in the same order. Never
@@ -376,52 +382,54 @@ end
 function Client:chat_many(reqs)
   if #reqs == 0 then return {} end
   self.usage.requests = self.usage.requests + #reqs
-  local out
-  if self.replay then
-    out = self:replay_many(reqs)
-  else
-    out = {}
-    local todo = {}
-    for i = 1, #reqs do todo[i] = i end
-    while #todo > 0 do
-      local mode = self.mode
-      local batch, ids = {}, {}
-      local headers = { ["Content-Type"] = "application/json" }
-      if self.cfg.api_key then headers.Authorization = "Bearer " .. self.cfg.api_key end
-      for j, i in ipairs(todo) do
-        local req = reqs[i]
-        local body = self:body(req, mode)
-        self.seq = self.seq + 1
-        ids[j] = self.seq
-        self:log({ kind = "request", id = self.seq, tag = req.tag, url = self.url, mode = mode, body = body })
-        batch[j] = { url = self.url, headers = headers, body = json.encode(body), timeout_s = self.cfg.timeout_s }
-      end
-      local resps, err = http.request_many(batch, { timeout_s = self.cfg.timeout_s, max_retries = self.cfg.max_retries,
-                                                    backoff_initial_s = self.cfg.backoff_initial_s,
-                                                    connect_timeout_s = self.cfg.connect_timeout_s })
-      if not resps then
-        for _, i in ipairs(todo) do out[i] = { kind = "transport", err = err } end
-        break
-      end
-      local again = {}
-      for j, i in ipairs(todo) do
-        local resp = resps[j]
-        local downgrade = wants_downgrade(resp) and reqs[i].schema and mode ~= "none"
-        local reply = downgrade and { kind = "http", status = 400, err = "HTTP 400 (retrying without " .. mode .. ")" }
-          or self:interpret(reqs[i], resp)
-        self:log({ kind = "reply", id = ids[j], tag = reqs[i].tag, status = resp.status, attempts = resp.attempts,
-                   elapsed_s = resp.elapsed_s, request_id = resp.headers and resp.headers["x-request-id"],
-                   content = reply.content, usage = reply.usage, ok = reply.ok or false,
-                   error_kind = reply.kind, err = reply.err,
-                   body = (not reply.ok and resp.status ~= 200) and (resp.body or ""):sub(1, 2000) or nil })
-        if downgrade then again[#again + 1] = i else out[i] = reply end
-      end
-      if #again > 0 then
-        self.mode = mode == "json_schema" and "json_object" or "none"
-        self:log({ kind = "note", msg = "server rejected response_format " .. mode .. "; now using " .. self.mode })
-      end
-      todo = again
+  local out, todo = {}, {}
+  for i, req in ipairs(reqs) do
+    out[i] = self.replay and self:replay_one(req) or nil
+    if out[i] == nil then todo[#todo + 1] = i end
+  end
+  if #todo > 0 and not self.url then
+    for _, i in ipairs(todo) do out[i] = { kind = "replay", err = "no endpoint to go on from the transcript" } end
+    todo = {}
+  end
+  while #todo > 0 do
+    local mode = self.mode
+    local batch, ids = {}, {}
+    local headers = { ["Content-Type"] = "application/json" }
+    if self.cfg.api_key then headers.Authorization = "Bearer " .. self.cfg.api_key end
+    for j, i in ipairs(todo) do
+      local req = reqs[i]
+      local body = self:body(req, mode)
+      self.seq = self.seq + 1
+      ids[j] = self.seq
+      self:log({ kind = "request", id = self.seq, tag = req.tag, url = self.url, mode = mode, body = body })
+      batch[j] = { url = self.url, headers = headers, body = json.encode(body), timeout_s = self.cfg.timeout_s }
     end
+    local resps, err = http.request_many(batch, { timeout_s = self.cfg.timeout_s, max_retries = self.cfg.max_retries,
+                                                  backoff_initial_s = self.cfg.backoff_initial_s,
+                                                  connect_timeout_s = self.cfg.connect_timeout_s })
+    if not resps then
+      for _, i in ipairs(todo) do out[i] = { kind = "transport", err = err } end
+      break
+    end
+    local again = {}
+    for j, i in ipairs(todo) do
+      local resp = resps[j]
+      local downgrade = wants_downgrade(resp) and reqs[i].schema and mode ~= "none"
+      local reply = downgrade and { kind = "http", status = 400, err = "HTTP 400 (retrying without " .. mode .. ")" }
+        or self:interpret(reqs[i], resp)
+      self:log({ kind = "reply", id = ids[j], tag = reqs[i].tag, status = resp.status, attempts = resp.attempts,
+                 elapsed_s = resp.elapsed_s, request_id = resp.headers and resp.headers["x-request-id"],
+                 content = reply.content, usage = reply.usage, ok = reply.ok or false,
+                 error_kind = reply.kind, err = reply.err,
+                 body = (not reply.ok and resp.status ~= 200) and (resp.body or ""):sub(1, 2000) or nil,
+                 superseded = downgrade or nil })
+      if downgrade then again[#again + 1] = i else out[i] = reply end
+    end
+    if #again > 0 then
+      self.mode = mode == "json_schema" and "json_object" or "none"
+      self:log({ kind = "note", msg = "server rejected response_format " .. mode .. "; now using " .. self.mode })
+    end
+    todo = again
   end
   for _, r in ipairs(out) do if not r.ok then self.usage.failures = self.usage.failures + 1 end end
   return out

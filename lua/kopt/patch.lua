@@ -40,8 +40,7 @@ function M.parse(diff)
       elseif line == "" then
         cur.old[#cur.old + 1] = ""
         cur.new[#cur.new + 1] = ""
-      elseif c == "\\" then
-        -- "\ No newline at end of file"
+      elseif c == "\\" then -- luacheck: ignore 542 ("\ No newline at end of file")
       elseif line:match("^%-%-%- ") or line:match("^diff ") or line:match("^index ") then
         cur = nil
       else

@@ -72,7 +72,8 @@ do
   local t0 = sys.now()
   local r = ask(client("429"))
   local dt = sys.now() - t0
-  check(r.ok and r.attempts == 2, "429: ok=%s attempts=%s err=%s", tostring(r.ok), tostring(r.attempts), tostring(r.err))
+  check(r.ok and r.attempts == 2, "429: ok=%s attempts=%s err=%s", tostring(r.ok), tostring(r.attempts),
+        tostring(r.err))
   check(dt >= 0.9 and dt < 3, "429: retry-after not honoured (%.2f s)", dt)
 end
 

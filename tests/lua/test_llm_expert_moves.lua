@@ -55,8 +55,8 @@ check(r.changes.BLOCK_M == 32 and r.method == "tensor_core_align",
       "robustness should move BLOCK_M=48 to the power of two 32 first")
 
 -- With spills, memory shrinks before it switches things on.
-local spill = X.view(ctx, { config = state.config, result = { status = "ok", time_ms = 1, resources = { spills = 64 } } },
-                     { n = 3 })
+local spilled = { status = "ok", time_ms = 1, resources = { spills = 64 } }
+local spill = X.view(ctx, { config = state.config, result = spilled }, { n = 3 })
 check(X.has_symptom(spill, "register_spills"), "spills are a symptom")
 
 -- Parsing: bad values and unknown knobs lose their proposal only.

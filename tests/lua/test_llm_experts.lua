@@ -166,12 +166,46 @@ T.eq(code, 0, "baddiff exit code (" .. err .. ")")
 T.check(table.concat(logs(d5 .. "/bad"), "\n"):find("does not apply: hunk 1", 1, true),
         "a diff that does not apply must be logged naming its hunk")
 
+-- 6. Resume: the resumed run answers the questions it asked before from its
+-- own transcript (the endpoint is now dead), so it proposes the same states
+-- and measures nothing twice; later iterations fall back to the heuristics.
+local d7 = T.tmpdir("experts-resume")
+local args7 = string.format("experts --backend replay:%s --out %s/run -q --seed 5 --opt iterations=6 --opt patience=6",
+                            REC, d7)
+code, _, err = T.run(args7 .. " --budget 12", llm_env("ok"))
+T.eq(code, 0, "resume: first part exit code (" .. err .. ")")
+local first_part = evals(d7 .. "/run")
+local dead = "KOPT_LLM_BASE_URL=http://127.0.0.1:1/v1 KOPT_LLM_RETRIES=0"
+code, _, err = T.run(args7 .. " --budget 30 --resume", dead)
+T.eq(code, 0, "resume: second part exit code (" .. err .. ")")
+do
+  local all = evals(d7 .. "/run")
+  local seen, twice = {}, 0
+  for _, ev in ipairs(all) do
+    if seen[ev.key] then twice = twice + 1 end
+    seen[ev.key] = true
+  end
+  T.eq(twice, 0, "resume: states measured twice")
+  T.check(#all > #first_part, "resume: nothing new was measured (%d then %d)", #first_part, #all)
+  local from_transcript, fell_back = 0, 0
+  local resumed = false
+  for _, ev in ipairs(events(d7 .. "/run")) do
+    if ev.event == "resume" then resumed = true end
+    if resumed and ev.event == "log" and ev.msg:match("^iteration %d+: ") then
+      if ev.msg:find("(llm)", 1, true) then from_transcript = from_transcript + 1 end
+      if ev.msg:find("(heuristic)", 1, true) then fell_back = fell_back + 1 end
+    end
+  end
+  T.check(from_transcript > 0, "resume: no iteration was answered from the transcript")
+  T.check(fell_back > 0, "resume: no iteration went past the transcript")
+end
+
 server:stop()
 
--- 6. A custom expert from a file, and an unknown one.
+-- 7. A custom expert from a file, and an unknown one.
 local d6 = T.tmpdir("experts-custom")
-code, _, err = T.run(string.format("experts --backend replay:%s --out %s/run -q --opt experts=memory,examples/experts/blocksize.lua",
-                                   REC, d6))
+code, _, err = T.run(string.format("experts --backend replay:%s --out %s/run -q " ..
+                                   "--opt experts=memory,examples/experts/blocksize.lua", REC, d6))
 T.eq(code, 0, "custom expert exit code (" .. err .. ")")
 T.check((by_expert(d6 .. "/run").blocksize or 0) > 0, "the example expert measured nothing")
 code, _, err = T.run(string.format("experts --backend replay:%s --out %s/x -q --opt experts=wizard", REC, d6))

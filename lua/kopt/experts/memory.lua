@@ -24,7 +24,7 @@ local DOWN = {
 -- two-valued knob, e.g. 0/1).
 local SWITCHES = { "padding", "shmem", "cache", "layout", "async" }
 
-function E.heuristic(view, rng)
+function E.heuristic(view, _rng)
   local moves = {}
   local pressure = X.has_symptom(view, "register_spills") or X.has_symptom(view, "high_registers")
     or X.has_symptom(view, "low_occupancy")

@@ -22,7 +22,7 @@ local UP = {
 }
 local ORDER = { "tile_m", "tile_n", "tile", "warps", "block", "stages", "vector", "tile_k", "unroll", "async", "knob" }
 
-function E.heuristic(view, rng)
+function E.heuristic(view, _rng)
   local spills = X.has_symptom(view, "register_spills") or X.has_symptom(view, "high_registers")
   local order = ORDER
   if spills then
