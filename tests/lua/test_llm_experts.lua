@@ -208,6 +208,13 @@ code, _, err = T.run(string.format("experts --backend replay:%s --out %s/run -q 
                                    "--opt experts=memory,examples/experts/blocksize.lua", REC, d6))
 T.eq(code, 0, "custom expert exit code (" .. err .. ")")
 T.check((by_expert(d6 .. "/run").blocksize or 0) > 0, "the example expert measured nothing")
+-- The same expert dropped into a folder on the Lua path, named by name.
+assert(os.execute(string.format("mkdir -p %s/lib/kopt/experts && " ..
+                                "cp examples/experts/blocksize.lua %s/lib/kopt/experts/", d6, d6)))
+code, _, err = T.run(string.format("experts --backend replay:%s --out %s/bypath -q --opt experts=robustness,blocksize",
+                                   REC, d6), string.format("LUA_PATH='%s/lib/?.lua;;'", d6))
+T.eq(code, 0, "expert on the Lua path exit code (" .. err .. ")")
+T.check((by_expert(d6 .. "/bypath").blocksize or 0) > 0, "the expert found on the Lua path measured nothing")
 code, _, err = T.run(string.format("experts --backend replay:%s --out %s/x -q --opt experts=wizard", REC, d6))
 T.eq(code, 2, "unknown expert exit code")
 T.check(err:find("unknown expert 'wizard'", 1, true), "unknown expert message: %s", err)
