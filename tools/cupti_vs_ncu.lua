@@ -1,11 +1,18 @@
 -- Compares kopt's CUPTI counters with Nsight Compute's for the runs of
 -- tools/device_cupti_compare.sh: prints a Markdown table per kernel.
 --   kopt script tools/cupti_vs_ncu.lua DIR NAME [NAME ...]
--- DIR holds runs/<NAME>/events.jsonl (kopt, a "profile" event) and
+-- DIR holds kopt_<NAME>.json (tools/profile_config.lua) or
+-- runs/<NAME>/events.jsonl (kopt, a "profile" event), and
 -- ncu_<NAME>.csv (ncu --csv --print-units base).
 local json = require("kopt.json")
 
 local function kopt_metrics(dir, name)
+  local line = io.open(dir .. "/kopt_" .. name .. ".json", "rb")
+  if line then
+    local v = json.decode(line:read("l") or "")
+    line:close()
+    if v and v.metrics then return v.metrics end
+  end
   local f = io.open(dir .. "/runs/" .. name .. "/events.jsonl", "rb")
   if not f then return nil end
   local m
