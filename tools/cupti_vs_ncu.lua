@@ -7,10 +7,10 @@
 local json = require("kopt.json")
 
 local function kopt_metrics(dir, name)
-  local line = io.open(dir .. "/kopt_" .. name .. ".json", "rb")
-  if line then
-    local v = json.decode(line:read("l") or "")
-    line:close()
+  local lf = io.open(dir .. "/kopt_" .. name .. ".json", "rb")
+  if lf then
+    local v = json.decode(lf:read("l") or "")
+    lf:close()
     if v and v.metrics then return v.metrics end
   end
   local f = io.open(dir .. "/runs/" .. name .. "/events.jsonl", "rb")
