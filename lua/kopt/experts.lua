@@ -219,6 +219,18 @@ function M.user_prompt(view, focus)
     for _, s in ipairs(view.symptoms) do add("- %s", s.summary) end
   end
   local h = view.history
+  local ranked = {}
+  for _, e in ipairs(h) do
+    if e.result and e.result.status == "ok" and type(e.result.time_ms) == "number" then ranked[#ranked + 1] = e end
+  end
+  table.sort(ranked, function(a, b) return a.result.time_ms < b.result.time_ms end)
+  if #ranked > 1 then
+    add("")
+    add("Fastest so far:")
+    for i = 1, math.min(5, #ranked) do
+      add("- %s -> %s", config_text(view.space, ranked[i].config), fmt_ms(ranked[i].result.time_ms))
+    end
+  end
   if #h > 0 then
     add("")
     add("Recent measurements (newest last; do not propose these again):")

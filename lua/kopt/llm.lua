@@ -267,7 +267,7 @@ function Client:body(req, mode)
   local cfg = self.cfg
   local b = { model = cfg.model, messages = req.messages, stream = false }
   b[cfg.max_tokens_field] = req.max_tokens or cfg.max_tokens
-  local temp = req.temperature or cfg.temperature
+  local temp = cfg.temperature or req.temperature
   if temp then b.temperature = temp end
   if req.schema and mode == "json_schema" then
     b.response_format = { type = "json_schema",
