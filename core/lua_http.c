@@ -55,17 +55,23 @@ static void read_options(lua_State *L, int t, struct kopt_http_options *o)
 	luaL_checktype(L, t, LUA_TTABLE);
 	o->connect_timeout_s = opt_number(L, t, "connect_timeout_s", o->connect_timeout_s);
 	o->timeout_s = opt_number(L, t, "timeout_s", o->timeout_s);
-	o->max_retries = (int)opt_number(L, t, "max_retries", o->max_retries);
+	double retries = opt_number(L, t, "max_retries", o->max_retries);
 	o->backoff_initial_s = opt_number(L, t, "backoff_initial_s", o->backoff_initial_s);
 	o->backoff_max_s = opt_number(L, t, "backoff_max_s", o->backoff_max_s);
 	o->retry_after_max_s = opt_number(L, t, "retry_after_max_s", o->retry_after_max_s);
-	o->max_body = (size_t)opt_number(L, t, "max_body", (double)o->max_body);
-	o->seed = (unsigned long)opt_number(L, t, "seed", 0);
+	double max_body = opt_number(L, t, "max_body", (double)o->max_body);
+	double seed = opt_number(L, t, "seed", 0);
+	/* Range checks before the conversions, which are undefined outside them. */
+	luaL_argcheck(L, retries >= 0 && retries <= 100, t, "max_retries must be in [0, 100]");
+	luaL_argcheck(L, max_body >= 1 && max_body <= 1e12, t, "max_body must be in [1, 1e12]");
+	luaL_argcheck(L, seed >= 0 && seed < 1.8e19, t, "seed must be a non-negative integer");
+	luaL_argcheck(L, o->timeout_s > 0 && o->connect_timeout_s > 0, t, "timeouts must be positive");
+	o->max_retries = (int)retries;
+	o->max_body = (size_t)max_body;
+	o->seed = (unsigned long)seed;
 	lua_getfield(L, t, "ca_file");
 	o->ca_file = lua_tostring(L, -1); /* anchored: opts stays on the stack */
 	lua_pop(L, 1);
-	if (o->max_retries < 0)
-		luaL_argerror(L, t, "max_retries must be >= 0");
 }
 
 /* Pushes the header lines of request table at index r as a Lua list of
