@@ -320,16 +320,27 @@ function Cuda:evaluate(jobs)
         else
           complete(s, nil, { status = "crash", log = "the GPU worker exited without a result (" .. tostring(detail or why) .. ")" })
         end
-      else
-        for _, s in ipairs(busy_slots) do
-          if now() > s.busy.deadline then
-            complete(s, nil, { status = "timeout", log = "the GPU worker stopped answering" })
-          end
+      end
+      -- the worker enforces each launch's deadline itself; this catches a
+      -- worker that stopped answering altogether
+      for _, s in ipairs(busy_slots) do
+        if s.busy and now() > s.busy.deadline then
+          complete(s, nil, { status = "timeout", log = "the GPU worker stopped answering" })
         end
       end
     elseif pending_compiles > 0 then
       local id, res = self.pool:wait_any()
-      if id then take_compile(id, res) end
+      if id then
+        take_compile(id, res)
+      else
+        -- the pool has nothing left although we wait for results: fail them
+        for cid, i in pairs(by_compile) do
+          results[i] = { status = "compile_error", log = "the compile pool lost this job" }
+          by_compile[cid] = nil
+          finished = finished + 1
+        end
+        pending_compiles = 0
+      end
     elseif #ready == 0 then
       break
     end
