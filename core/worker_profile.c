@@ -7,11 +7,61 @@
 #include <string.h>
 
 #include "cupti_prof.h"
+#include "profile_evict_ptx.h"
 #include "worker_profile.h"
 
 /* The probe runs once per worker; its failure is remembered. */
 static int probed;
 static char probe_err[700];
+
+/* The L2 eviction kernel and its never-written buffer (profile_evict.cu):
+ * 0 not tried, 1 ready, -1 unavailable (then the memset flush is used). */
+static int evict_state;
+static CUmodule evict_mod;
+static CUfunction evict_fn;
+static CUdeviceptr evict_buf;
+static unsigned long long evict_n;
+
+/* Leaves the L2 without dirty lines and without the kernel's data, so the
+ * profiled launch starts as cold as under Nsight Compute's cache control.
+ * A memset flush alone would fill the L2 with dirty lines that the kernel
+ * then evicts, counting their write-back as its own DRAM writes. Returns 0;
+ * 1 when it could not (profiling is skipped); -1 after a sticky error or a
+ * hang (the context is lost; w->log set). */
+static int cold_l2(struct worker *w)
+{
+	if (evict_state == 0) {
+		evict_state = -1;
+		size_t bytes = ((size_t)w->dev.l2_bytes * 2) & ~(size_t)15;
+		if (bytes >= 16 &&
+		    kopt_cu.cuModuleLoadData(&evict_mod, kopt_profile_evict_ptx) == CUDA_SUCCESS) {
+			if (kopt_cu.cuModuleGetFunction(&evict_fn, evict_mod, "kopt_l2_evict") ==
+				    CUDA_SUCCESS &&
+			    kopt_cu.cuMemAlloc(&evict_buf, bytes + 16) == CUDA_SUCCESS) {
+				evict_n = bytes / 16;
+				evict_state = 1;
+			} else {
+				kopt_cu.cuModuleUnload(evict_mod);
+			}
+		}
+	}
+	CUresult r = CUDA_SUCCESS;
+	if (evict_state == 1) {
+		CUdeviceptr sink = evict_buf + evict_n * 16;
+		void *params[] = {&evict_buf, &evict_n, &sink};
+		unsigned blocks = (unsigned)(w->dev.sm_count > 0 ? w->dev.sm_count : 1) * 4;
+		r = kopt_cu.cuLaunchKernel(evict_fn, blocks, 1, 1, 256, 1, 1, 0, w->stream, params, NULL);
+	} else if (w->flush_bytes >= 4) {
+		r = kopt_cu.cuMemsetD32Async(w->flush, 0, w->flush_bytes / 4, w->stream);
+	}
+	int ws = r == CUDA_SUCCESS ? kopt_worker_wait(w, w->stream, w->timeout_ms, &r) : 2;
+	if (ws == 0)
+		return 0;
+	char buf[256];
+	snprintf(w->log, sizeof w->log, "clearing the L2 before profiling: %s",
+		 ws == 1 ? "timed out" : kopt_cuda_strerror(r, buf, sizeof buf));
+	return ws == 1 || kopt_cuda_error_is_sticky(r) ? -1 : 1;
+}
 
 static size_t split_names(char *list, const char **names, size_t cap)
 {
@@ -52,14 +102,13 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 		return NULL;
 	}
 
-	/* start from a cold L2, as the timed samples and Nsight Compute do */
-	if (w->flush_bytes >= 4) {
-		kopt_cu.cuMemsetD32Async(w->flush, 0, w->flush_bytes / 4, w->stream);
-		CUresult fr;
-		if (kopt_worker_wait(w, w->stream, w->timeout_ms, &fr) != 0) {
-			snprintf(w->log, sizeof w->log, "L2 flush before profiling failed");
-			return "crash";
-		}
+	int cold = cold_l2(w);
+	if (cold < 0)
+		return "crash";
+	if (cold > 0) {
+		kopt_msg_put_cstr(reply, "profile_error", w->log);
+		w->log[0] = '\0';
+		return NULL;
 	}
 	double t0 = kopt_worker_now_ms();
 	struct kopt_cupti_session *s = NULL;

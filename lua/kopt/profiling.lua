@@ -56,15 +56,26 @@ function M.new(opts)
   return self
 end
 
+-- A spec's data fields shadow some of its methods (spec.launch is the
+-- launch table): call the class's function.
+local function spec_call(spec, name, ...)
+  local mt = getmetatable(spec)
+  local cls = mt and mt.__index
+  local f = type(cls) == "table" and rawget(cls, name) or nil
+  if type(f) ~= "function" then f = spec[name] end
+  if type(f) ~= "function" then return nil end
+  local ok, v = pcall(f, spec, ...)
+  return ok and v or nil
+end
+M.spec_call = spec_call
+
 -- Static facts for symptoms: launch geometry and work from the spec, resources
 -- from the result.
 function P:facts(config, result)
   local launch, work
   if self.spec and config then
-    local ok, l = pcall(self.spec.launch, self.spec, config)
-    if ok then launch = l end
-    local okw, w = pcall(self.spec.work, self.spec, config)
-    if okw then work = w end
+    launch = spec_call(self.spec, "launch", config)
+    work = spec_call(self.spec, "work", config)
   end
   return symptoms.facts_from(result, launch, self.device, { matrix = self.matrix, work = work })
 end
@@ -187,8 +198,7 @@ function P:finish(engine)
   if best and self.spec then
     local f = self:facts(best.config, best.result)
     facts.work = f.work
-    local ok, l = pcall(self.spec.launch, self.spec, best.config)
-    if ok then facts.launch = l end
+    facts.launch = spec_call(self.spec, "launch", best.config)
   end
   return facts
 end

@@ -176,16 +176,23 @@ end
 
 -- Static facts of a result whose backend filled `resources` and knows the
 -- launch: { regs, smem, spills, local_bytes, threads, blocks, ... }.
+-- resources: { regs, smem (static + dynamic) or smem_static/smem_dynamic,
+-- spills, local_bytes, occupancy (fraction), blocks_per_sm } as the cuda
+-- backend reports them; launch: { grid, block, smem (dynamic) }.
 function M.facts_from(result, launch, device, extra)
   local r = result and result.resources or {}
   local f = { device = device }
-  f.regs, f.smem, f.spill_bytes, f.local_bytes = r.regs, r.smem, r.spills, r.local_bytes
-  f.occupancy = r.occupancy
+  f.regs, f.spill_bytes, f.local_bytes = r.regs, r.spills, r.local_bytes
+  f.occupancy, f.blocks_per_sm = r.occupancy, r.blocks_per_sm
+  if r.smem_static then
+    f.smem = r.smem_static + (r.smem_dynamic or (launch and launch.smem) or 0)
+  else
+    f.smem = r.smem or (launch and launch.smem)
+  end
   if launch then
     local b, g = launch.block or {}, launch.grid or {}
     f.threads = (b[1] or 1) * (b[2] or 1) * (b[3] or 1)
     f.blocks = (g[1] or 1) * (g[2] or 1) * (g[3] or 1)
-    f.smem = (f.smem or 0) + (launch.smem or 0)
   end
   for k, v in pairs(extra or {}) do f[k] = v end
   return f

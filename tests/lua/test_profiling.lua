@@ -98,6 +98,32 @@ do
         and rec.result.symptoms[1].detail == "xu", "recorded counters diagnosed")
 end
 
+-- Facts from a real spec (its launch table shadows the launch method) and
+-- counters measured on an H200 (docs/results/cupti_h200, kopt's CUPTI).
+do
+  local spec = require("kopt.spec").load("specs/softmax.json", { device = {
+    name = "NVIDIA H200", cc_major = 9, cc_minor = 0, arch = "sm_90", sm_count = 132, max_smem_optin = 232448,
+    max_smem_block = 49152, max_regs_block = 65536, max_threads_block = 1024, max_threads_sm = 2048,
+    max_regs_sm = 65536, max_smem_sm = 233472, max_blocks_sm = 32, l2_bytes = 62914560, mem_bytes = 1.5e11,
+    clock_khz = 1980000, mem_clock_khz = 3201000, mem_bus_width = 6016 } })
+  local f = assert(io.open("docs/results/cupti_h200/kopt_softmax.json", "rb"))
+  local measured = require("cjson").decode(f:read("l"))
+  f:close()
+  local p = profiling.new({ mode = "none", backend = { name = "cuda" }, spec = spec, quiet = true })
+  local cfg = measured.config
+  local r = { status = "ok", time_ms = measured.time_ms, resources = measured.resources, metrics = measured.metrics }
+  local facts = p:facts(cfg, r)
+  check(facts.threads == 512 and facts.blocks == 8192, "launch geometry from the spec: %s threads, %s blocks",
+        tostring(facts.threads), tostring(facts.blocks))
+  check(facts.smem == 128 and facts.work and facts.work.bytes == 4 * 2 * 8192 * 8192, "smem and work")
+  p:annotate(cfg, r)
+  check(r.symptoms[1].name == "memory_bound", "softmax on the H200: memory-bound, got %s", r.symptoms[1].name)
+  local rep = require("kopt.report").analyse({ config = cfg, result = r }, p:finish({ ctx = { best = { config = cfg,
+    result = r } } }))
+  check(rep.memory_frac and rep.memory_frac > 0.7 and rep.memory_frac < 0.85, "softmax at %.2f of DRAM peak",
+        rep.memory_frac or -1)
+end
+
 if failures > 0 then
   io.stderr:write(failures, " check(s) failed\n")
   return 1
