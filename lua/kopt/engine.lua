@@ -54,6 +54,7 @@ function Ctx:key(config) return self._engine.space:key(config) end
 -- reason otherwise.
 function Ctx:profile(candidate)
   local e = self._engine
+  if e.profiler then return e.profiler:profile(e, candidate) end
   if not e.backend.profile then return nil, "the " .. e.backend.name .. " backend cannot profile" end
   return e.backend:profile(e:job_for(candidate))
 end

@@ -185,6 +185,27 @@ function P:after_round(engine, recs)
   end
 end
 
+-- ctx:profile(candidate) from a strategy: counters for a candidate (measured
+-- or not yet), diagnosed. Returns metrics, symptoms; or nil and the reason.
+function P:profile(engine, candidate)
+  local job = engine:job_for(candidate)
+  local cached = engine.cache[job.key]
+  if cached and type(cached.metrics) == "table" and next(cached.metrics) then
+    if not cached.symptoms then self:annotate(job.config, cached) end
+    return cached.metrics, cached.symptoms
+  end
+  if self.off then return nil, self.off end
+  if not (self.backend and self.backend.profile) then return nil, "the backend cannot profile" end
+  local metrics, why = self.backend:profile(job, self.metrics)
+  if not metrics then return nil, why end
+  local r = cached or { status = "ok" }
+  r.metrics = r.metrics or {}
+  for k, v in pairs(metrics) do r.metrics[k] = v end
+  self:annotate(job.config, r)
+  if cached then self.profiled[job.key] = true end
+  return r.metrics, r.symptoms
+end
+
 -- At the end: make sure the best has counters when profiling is on; returns
 -- the facts report.write needs.
 function P:finish(engine)

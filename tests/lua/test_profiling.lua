@@ -98,6 +98,22 @@ do
         and rec.result.symptoms[1].detail == "xu", "recorded counters diagnosed")
 end
 
+-- ctx:profile through the profiler: recorded counters are diagnosed, a
+-- candidate without them is profiled by the backend.
+do
+  local be, e = fake_backend(), fake_engine()
+  e.cache = {}
+  function e.job_for(_, cand) return { key = "k" .. cand.config.x, config = cand.config, candidate = cand } end
+  local p = profiling.new({ mode = "none", backend = be, quiet = true })
+  local m, syms = p:profile(e, { config = { x = 7 } })
+  check(m and be.calls == 1 and syms and syms[1].name == "memory_bound", "ctx:profile of an unmeasured candidate")
+  local rec = e:add(8, 1.0)
+  rec.result.metrics = { ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 90 }
+  e.cache["k8"] = rec.result
+  local _, s2 = p:profile(e, { config = { x = 8 } })
+  check(be.calls == 1 and s2 and s2[1].name == "compute_bound", "recorded counters answer ctx:profile")
+end
+
 -- Facts from a real spec (its launch table shadows the launch method) and
 -- counters measured on an H200 (docs/results/cupti_h200, kopt's CUPTI).
 do
