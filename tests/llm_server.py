@@ -23,6 +23,7 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   garbage    prose without any JSON
   length     finish_reason "length" with cut-off JSON
   quota      429 insufficient_quota
+  echokey    echoes the Authorization header back (the transcript must redact it)
 
 Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
 (JSON): {...}" lines in the user message and answers with up to "Proposals
@@ -166,6 +167,8 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if scenario == "echokey":
+            return self.completion(req, "You sent: " + (self.headers.get("Authorization") or ""))
         if scenario == "garbage":
             return self.completion(req, "I would make the tiles bigger, but I cannot say by how much.")
         if scenario == "badschema":

@@ -118,6 +118,13 @@ do
   check(r.ok, "noschema second request: %s", tostring(r.err))
 end
 
+-- A server that echoes the key: the reply is unusable, and the transcript
+-- must not keep the key (checked below).
+do
+  local r = ask(client("echokey"))
+  check(not r.ok and r.kind == "parse", "echokey: kind %s", tostring(r.kind))
+end
+
 -- Wrong key: 401, not retried.
 do
   local r = ask(client("ok", { api_key = "sk-wrong" }))
@@ -158,6 +165,7 @@ local f = assert(io.open(transcript))
 local text = f:read("a")
 f:close()
 check(not text:find("sk-secret-test-key", 1, true), "the API key leaked into the transcript")
+check(text:find("You sent: Bearer [redacted]", 1, true), "the echoed key was not redacted")
 check(not text:find("sk-wrong", 1, true), "the wrong API key leaked into the transcript")
 local recs = assert(llm.read_transcript(transcript))
 local requests, replies = 0, 0
