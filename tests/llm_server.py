@@ -23,6 +23,7 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   garbage    prose without any JSON
   length     finish_reason "length" with cut-off JSON
   quota      429 insufficient_quota
+  ratelimit  ok, with x-ratelimit-remaining-requests: 0 and a 1 s reset
   echokey    echoes the Authorization header back (the transcript must redact it)
 
 Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
@@ -167,6 +168,13 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
+        if scenario == "ratelimit":
+            doc = json.dumps(proposals_for(req, scenario))
+            return self.send(200, {
+                "id": "chatcmpl-test", "object": "chat.completion", "model": "test",
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": doc}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
+                headers=[("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1s")])
         if scenario == "echokey":
             return self.completion(req, "You sent: " + (self.headers.get("Authorization") or ""))
         if scenario == "garbage":

@@ -344,6 +344,45 @@ function Client:interpret(req, resp)
 end
 
 
+-- OpenAI-style durations: "12ms", "1s", "6m0s", "1h2m3.5s". Seconds or nil.
+function M.parse_duration(s)
+  if type(s) ~= "string" or s == "" then return nil end
+  local total, rest = 0, s
+  local units = { h = 3600, m = 60, s = 1, ms = 0.001 }
+  while rest ~= "" do
+    local num, unit, tail = rest:match("^([%d.]+)(ms)(.*)$")
+    if not num then num, unit, tail = rest:match("^([%d.]+)([hms])(.*)$") end
+    if not num or not tonumber(num) then return nil end
+    total = total + tonumber(num) * units[unit]
+    rest = tail
+  end
+  return total
+end
+
+-- Client-side pacing: when the server says no requests are left in its
+-- window (x-ratelimit-remaining-requests: 0), the next batch waits for the
+-- window's reset (at most 60 s) instead of collecting 429s.
+function Client:note_limits(resp)
+  local h = resp.headers or {}
+  local left = tonumber(h["x-ratelimit-remaining-requests"])
+  local reset = M.parse_duration(h["x-ratelimit-reset-requests"])
+  if left and reset and left <= 0 then
+    local until_t = sys.now() + math.min(reset, 60)
+    if not self.paused_until or until_t > self.paused_until then self.paused_until = until_t end
+  end
+end
+
+function Client:pace()
+  if self.paused_until then
+    local wait = self.paused_until - sys.now()
+    self.paused_until = nil
+    if wait > 0 then
+      self:log({ kind = "note", msg = string.format("rate limit: waiting %.2f s for the window to reset", wait) })
+      sys.sleep(wait)
+    end
+  end
+end
+
 local function wants_downgrade(resp)
   return resp.status == 400 and not resp.err
 end
@@ -392,6 +431,7 @@ function Client:chat_many(reqs)
     todo = {}
   end
   while #todo > 0 do
+    self:pace()
     local mode = self.mode
     local batch, ids = {}, {}
     local headers = { ["Content-Type"] = "application/json" }
@@ -414,6 +454,7 @@ function Client:chat_many(reqs)
     local again = {}
     for j, i in ipairs(todo) do
       local resp = resps[j]
+      self:note_limits(resp)
       local downgrade = wants_downgrade(resp) and reqs[i].schema and mode ~= "none"
       local reply = downgrade and { kind = "http", status = 400, err = "HTTP 400 (retrying without " .. mode .. ")" }
         or self:interpret(reqs[i], resp)

@@ -125,6 +125,19 @@ do
   check(not r.ok and r.kind == "parse", "echokey: kind %s", tostring(r.kind))
 end
 
+-- Rate-limit headers: after a reply saying the window is used up, the next
+-- batch waits for the reset (1 s) rather than hitting 429s.
+do
+  check(llm.parse_duration("6m0s") == 360 and llm.parse_duration("12ms") == 0.012 and
+        llm.parse_duration("1h2m3.5s") == 3723.5 and llm.parse_duration("soon") == nil, "durations")
+  local c = client("ratelimit")
+  check(ask(c).ok, "ratelimit: first request")
+  local t0 = sys.now()
+  check(ask(c).ok, "ratelimit: second request")
+  local dt = sys.now() - t0
+  check(dt >= 0.9 and dt < 2.5, "ratelimit: the second request did not wait for the reset (%.2f s)", dt)
+end
+
 -- Wrong key: 401, not retried.
 do
   local r = ask(client("ok", { api_key = "sk-wrong" }))
