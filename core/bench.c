@@ -12,7 +12,7 @@
 #include "cupti_timer.h"
 #include "worker_impl.h"
 
-#define BATCH_MAX 4	   /* samples queued behind one blocking kernel */
+#define BATCH_MAX 4 /* samples queued behind one blocking kernel */
 #define SPIN_TIMEOUT_NS 2000000000ull
 
 static int cmp_double(const void *a, const void *b)
@@ -125,7 +125,8 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 		__atomic_thread_fence(__ATOMIC_SEQ_CST);
 		unsigned long long timeout_ns = SPIN_TIMEOUT_NS;
 		void *spin_args[] = {&w->flag_dev, &timeout_ns, &w->spin_timed_out_dev};
-		CUdeviceptr st0 = w->stamps_dev, st1 = w->stamps_dev + 2 * sizeof(unsigned long long);
+		CUdeviceptr st0 = w->stamps_dev,
+			    st1 = w->stamps_dev + 2 * sizeof(unsigned long long);
 		void *stamp0[] = {&st0}, *stamp1[] = {&st1};
 		unsigned sms = (unsigned)(2 * w->dev.sm_count);
 		if ((r = kopt_cu.cuLaunchKernel(w->spin, 1, 1, 1, 1, 1, 1, 0, w->stream, spin_args,
@@ -143,10 +144,9 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 				status = fail(w, r, "sample set-up");
 				goto out;
 			}
-			if ((r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2],
-							l->block[0], l->block[1], l->block[2],
-							l->smem, w->stream, params, NULL)) !=
-			    CUDA_SUCCESS) {
+			if ((r = kopt_cu.cuLaunchKernel(
+				 f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+				 l->block[2], l->smem, w->stream, params, NULL)) != CUDA_SUCCESS) {
 				*w->flag = 1;
 				status = fail(w, r, "launch");
 				goto out;

@@ -97,7 +97,8 @@ uint16_t kopt_f32_to_f16(float f)
 			return sign;
 		man |= 0x800000u;
 		uint32_t shift = (uint32_t)(14 - e);
-		uint32_t h = man >> shift, rem = man & ((1u << shift) - 1u), half = 1u << (shift - 1);
+		uint32_t h = man >> shift, rem = man & ((1u << shift) - 1u),
+			 half = 1u << (shift - 1);
 		if (rem > half || (rem == half && (h & 1u)))
 			h++;
 		return (uint16_t)(sign | h);
@@ -296,8 +297,9 @@ static void *fill_range(void *arg)
 		}
 		case KOPT_DIST_UNIFORM:
 			v = unit_at(p->s0, i);
-			v = is_float ? 2.0 * v - 1.0
-				     : is_unsigned ? floor(v * 65.0) : floor(v * 129.0) - 64.0;
+			v = is_float	  ? 2.0 * v - 1.0
+			    : is_unsigned ? floor(v * 65.0)
+					  : floor(v * 129.0) - 64.0;
 			break;
 		case KOPT_DIST_UNIFORM01:
 			v = is_float ? unit_at(p->s0, i) : (double)(mix_at(p->s0, i) & 1u);
@@ -341,7 +343,8 @@ void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, 
 	pthread_t tid[THREADS_MAX];
 	int started[THREADS_MAX] = {0};
 	for (size_t k = 0; k < parts; k++) {
-		size_t begin = (n * k / parts) & ~(size_t)1, end = (n * (k + 1) / parts) & ~(size_t)1;
+		size_t begin = (n * k / parts) & ~(size_t)1,
+		       end = (n * (k + 1) / parts) & ~(size_t)1;
 		if (k + 1 == parts)
 			end = n;
 		part[k] = (struct fill_part){t, data, begin, end, d, value, s0};
@@ -418,30 +421,30 @@ static void f16_table_init(void)
 }
 
 /* One element's contribution; `left` says whether it still holds the poison. */
-#define COMPARE_ONE(o, r, left)                                                            \
-	do {                                                                               \
-		int bad_ = 0;                                                              \
-		if (left) {                                                                \
-			p->unwritten++;                                                    \
-			bad_ = 1;                                                          \
-		}                                                                          \
-		if (!isfinite(o)) {                                                        \
-			p->nonfinite++;                                                    \
-			bad_ = 1;                                                          \
-		}                                                                          \
-		if (bad_) {                                                                \
-			if (p->first_bad == (size_t)-1)                                    \
-				p->first_bad = i;                                          \
-		} else {                                                                   \
-			if (isfinite(r))                                                   \
-				p->ref2 += (r) * (r);                                      \
-			double e_ = fabs((o) - (r));                                       \
-			if (!isfinite(e_))                                                 \
-				e_ = INFINITY;                                             \
-			if (e_ > p->max_abs)                                               \
-				p->max_abs = e_;                                           \
-			p->err2 += e_ * e_;                                                \
-		}                                                                          \
+#define COMPARE_ONE(o, r, left)                                                                    \
+	do {                                                                                       \
+		int bad_ = 0;                                                                      \
+		if (left) {                                                                        \
+			p->unwritten++;                                                            \
+			bad_ = 1;                                                                  \
+		}                                                                                  \
+		if (!isfinite(o)) {                                                                \
+			p->nonfinite++;                                                            \
+			bad_ = 1;                                                                  \
+		}                                                                                  \
+		if (bad_) {                                                                        \
+			if (p->first_bad == (size_t)-1)                                            \
+				p->first_bad = i;                                                  \
+		} else {                                                                           \
+			if (isfinite(r))                                                           \
+				p->ref2 += (r) * (r);                                              \
+			double e_ = fabs((o) - (r));                                               \
+			if (!isfinite(e_))                                                         \
+				e_ = INFINITY;                                                     \
+			if (e_ > p->max_abs)                                                       \
+				p->max_abs = e_;                                                   \
+			p->err2 += e_ * e_;                                                        \
+		}                                                                                  \
 	} while (0)
 
 static void *compare_range(void *arg)
@@ -472,7 +475,8 @@ static void *compare_range(void *arg)
 	}
 	for (size_t i = p->begin; i < p->end; i++) {
 		double o = kopt_check_load(p->t, p->out, i), r = kopt_check_load(p->t, p->ref, i);
-		COMPARE_ONE(o, r, p->has_poison && kopt_check_is_poison(p->t, p->out, i, p->poison));
+		COMPARE_ONE(o, r,
+			    p->has_poison && kopt_check_is_poison(p->t, p->out, i, p->poison));
 	}
 	return NULL;
 }
@@ -491,8 +495,19 @@ void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, siz
 	pthread_t tid[THREADS_MAX];
 	int started[THREADS_MAX] = {0};
 	for (size_t k = 0; k < parts; k++) {
-		part[k] = (struct compare_part){t,	 out, ref, n * k / parts, n * (k + 1) / parts,
-						 poison, has_poison, 0, 0, (size_t)-1, 0.0, 0.0, 0.0};
+		part[k] = (struct compare_part){t,
+						out,
+						ref,
+						n * k / parts,
+						n * (k + 1) / parts,
+						poison,
+						has_poison,
+						0,
+						0,
+						(size_t)-1,
+						0.0,
+						0.0,
+						0.0};
 		if (k > 0)
 			started[k] = pthread_create(&tid[k], NULL, compare_range, &part[k]) == 0;
 	}
@@ -551,18 +566,19 @@ int kopt_check_verdict(const struct kopt_check_result *res, double rel_l2_tol, d
 		return 1;
 	}
 	if (res->nonfinite > 0) {
-		snprintf(msg, msglen, "%s: %zu NaN/Inf elements (first at %zu)", what, res->nonfinite,
-			 res->first_bad);
+		snprintf(msg, msglen, "%s: %zu NaN/Inf elements (first at %zu)", what,
+			 res->nonfinite, res->first_bad);
 		return 1;
 	}
 	if (!(res->rel_l2 <= rel_l2_tol)) {
-		snprintf(msg, msglen, "%s: relative L2 error %.3g above tolerance %.3g (max abs %.3g)",
-			 what, res->rel_l2, rel_l2_tol, res->max_abs);
+		snprintf(msg, msglen,
+			 "%s: relative L2 error %.3g above tolerance %.3g (max abs %.3g)", what,
+			 res->rel_l2, rel_l2_tol, res->max_abs);
 		return 1;
 	}
 	if (max_abs_tol >= 0.0 && !(res->max_abs <= max_abs_tol)) {
-		snprintf(msg, msglen, "%s: max abs error %.3g above tolerance %.3g", what, res->max_abs,
-			 max_abs_tol);
+		snprintf(msg, msglen, "%s: max abs error %.3g above tolerance %.3g", what,
+			 res->max_abs, max_abs_tol);
 		return 1;
 	}
 	if (msglen > 0)

@@ -13,9 +13,9 @@ struct kopt_cuda_api kopt_cu;
  * ABI we request? Where it does not (the CUDA 13.0 trap), the table's PFN type
  * is the only correct one; if a toolkit upgrade changes either side, the
  * build stops here and the entry's version must be re-checked. */
-#define KOPT_CUDA_ASSERT(name, ver, same)                                                  \
-	_Static_assert(__builtin_types_compatible_p(__typeof__(&name), PFN_##name##_v##ver) == \
-			       (same),                                                     \
+#define KOPT_CUDA_ASSERT(name, ver, same)                                                          \
+	_Static_assert(__builtin_types_compatible_p(__typeof__(&name), PFN_##name##_v##ver) ==     \
+			   (same),                                                                 \
 		       #name ": cuda.h prototype vs PFN_" #name "_v" #ver " changed");
 KOPT_CUDA_FUNCS(KOPT_CUDA_ASSERT)
 #undef KOPT_CUDA_ASSERT
@@ -28,7 +28,7 @@ struct entry {
 
 static const struct entry entries[] = {
 #define KOPT_CUDA_ENTRY(name, ver, same) {#name, ver, (void **)&kopt_cu.name},
-	KOPT_CUDA_FUNCS(KOPT_CUDA_ENTRY)
+    KOPT_CUDA_FUNCS(KOPT_CUDA_ENTRY)
 #undef KOPT_CUDA_ENTRY
 };
 
@@ -57,12 +57,13 @@ static int load_once(void)
 			    why ? why : "unknown error");
 	}
 	PFN_cuGetProcAddress_v12000 gpa =
-		(PFN_cuGetProcAddress_v12000)(uintptr_t)dlsym(h, "cuGetProcAddress_v2");
+	    (PFN_cuGetProcAddress_v12000)(uintptr_t)dlsym(h, "cuGetProcAddress_v2");
 	PFN_cuDriverGetVersion_v2020 version =
-		(PFN_cuDriverGetVersion_v2020)(uintptr_t)dlsym(h, "cuDriverGetVersion");
+	    (PFN_cuDriverGetVersion_v2020)(uintptr_t)dlsym(h, "cuDriverGetVersion");
 	if (gpa == NULL || version == NULL)
-		return fail("the NVIDIA driver is older than CUDA 12.0 (no cuGetProcAddress_v2): GPU "
-			    "commands need an R580+ driver; use --backend replay:FILE");
+		return fail(
+		    "the NVIDIA driver is older than CUDA 12.0 (no cuGetProcAddress_v2): GPU "
+		    "commands need an R580+ driver; use --backend replay:FILE");
 	if (version(&driver_version) != CUDA_SUCCESS)
 		driver_version = 0;
 	int needed = 0;
@@ -186,28 +187,28 @@ int kopt_cuda_device_info(int index, struct kopt_cuda_device *dev, char *err, si
 		size_t off;
 	} attrs[] = {
 #define A(attr, field) {attr, offsetof(struct kopt_cuda_device, field)}
-		A(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cc_major),
-		A(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cc_minor),
-		A(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, sm_count),
-		A(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, l2_bytes),
-		A(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, clock_khz),
-		A(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, mem_clock_khz),
-		A(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, mem_bus_width),
-		A(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, max_threads_block),
-		A(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, max_threads_sm),
-		A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, max_smem_block),
-		A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, max_smem_optin),
-		A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, max_smem_sm),
-		A(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, max_regs_block),
-		A(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, max_regs_sm),
-		A(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, max_blocks_sm),
-		A(CU_DEVICE_ATTRIBUTE_WARP_SIZE, warp_size),
-		A(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, max_grid[0]),
-		A(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, max_grid[1]),
-		A(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, max_grid[2]),
-		A(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, max_block[0]),
-		A(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, max_block[1]),
-		A(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, max_block[2]),
+	    A(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, cc_major),
+	    A(CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, cc_minor),
+	    A(CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, sm_count),
+	    A(CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE, l2_bytes),
+	    A(CU_DEVICE_ATTRIBUTE_CLOCK_RATE, clock_khz),
+	    A(CU_DEVICE_ATTRIBUTE_MEMORY_CLOCK_RATE, mem_clock_khz),
+	    A(CU_DEVICE_ATTRIBUTE_GLOBAL_MEMORY_BUS_WIDTH, mem_bus_width),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK, max_threads_block),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR, max_threads_sm),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK, max_smem_block),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN, max_smem_optin),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR, max_smem_sm),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_BLOCK, max_regs_block),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_REGISTERS_PER_MULTIPROCESSOR, max_regs_sm),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_BLOCKS_PER_MULTIPROCESSOR, max_blocks_sm),
+	    A(CU_DEVICE_ATTRIBUTE_WARP_SIZE, warp_size),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_X, max_grid[0]),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Y, max_grid[1]),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_GRID_DIM_Z, max_grid[2]),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X, max_block[0]),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Y, max_block[1]),
+	    A(CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_Z, max_block[2]),
 #undef A
 	};
 	for (size_t i = 0; i < sizeof attrs / sizeof attrs[0]; i++) {

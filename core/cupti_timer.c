@@ -68,10 +68,12 @@ int kopt_cupti_timer_open(char *err, size_t errlen)
 		if (h != NULL) {
 #define SYM(field, name) (T.field = (__typeof__(T.field))dlsym(h, name))
 			if (SYM(register_callbacks, "cuptiActivityRegisterCallbacks") &&
-			    SYM(enable, "cuptiActivityEnable") && SYM(disable, "cuptiActivityDisable") &&
+			    SYM(enable, "cuptiActivityEnable") &&
+			    SYM(disable, "cuptiActivityDisable") &&
 			    SYM(flush_all, "cuptiActivityFlushAll") &&
 			    SYM(next_record, "cuptiActivityGetNextRecord") &&
-			    T.register_callbacks(buffer_requested, buffer_completed) == CUPTI_SUCCESS)
+			    T.register_callbacks(buffer_requested, buffer_completed) ==
+				CUPTI_SUCCESS)
 				T.state = 1;
 			else
 				snprintf(T.err, sizeof T.err, "CUPTI activity API unavailable");

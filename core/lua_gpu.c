@@ -284,29 +284,18 @@ static int l_wait_any(lua_State *L)
 }
 
 static const luaL_Reg worker_methods[] = {
-	{"send", w_send},
-	{"recv", w_recv},
-	{"stop", w_stop},
-	{"close", w_stop},
-	{"pid", w_pid},
-	{"device", w_device},
-	{NULL, NULL},
+    {"send", w_send}, {"recv", w_recv},	    {"stop", w_stop}, {"close", w_stop},
+    {"pid", w_pid},   {"device", w_device}, {NULL, NULL},
 };
 
 static const luaL_Reg worker_meta[] = {
-	{"__gc", w_stop},
-	{"__close", w_stop},
-	{"__tostring", w_tostring},
-	{"__index", NULL},
-	{NULL, NULL},
+    {"__gc", w_stop},  {"__close", w_stop}, {"__tostring", w_tostring},
+    {"__index", NULL}, {NULL, NULL},
 };
 
 static const luaL_Reg gpu_funcs[] = {
-	{"load", l_load},
-	{"devices", l_devices},
-	{"spawn", l_spawn},
-	{"wait_any", l_wait_any},
-	{NULL, NULL},
+    {"load", l_load},	      {"devices", l_devices}, {"spawn", l_spawn},
+    {"wait_any", l_wait_any}, {NULL, NULL},
 };
 
 int luaopen_kopt_gpu(lua_State *L)

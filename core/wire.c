@@ -244,7 +244,8 @@ static int read_all(int fd, unsigned char *p, size_t n)
 int kopt_wire_write(int fd, const void *payload, size_t len, char *err, size_t errlen)
 {
 	if (len > KOPT_WIRE_MAX) {
-		snprintf(err, errlen, "message of %zu bytes over the %u-byte limit", len, KOPT_WIRE_MAX);
+		snprintf(err, errlen, "message of %zu bytes over the %u-byte limit", len,
+			 KOPT_WIRE_MAX);
 		return -1;
 	}
 	unsigned char head[8];

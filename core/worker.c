@@ -40,11 +40,6 @@
 
 static int in_fd = -1, out_fd = -1;
 
-/* Set once a kernel outlived its deadline: it is still running, and
- * cuModuleUnload (which waits for it) would hang the worker, which is about
- * to exit anyway. */
-static int kernel_hung;
-
 double kopt_worker_now_ms(void)
 {
 	struct timespec ts;
@@ -54,7 +49,6 @@ double kopt_worker_now_ms(void)
 
 int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res)
 {
-	(void)w;
 	double deadline = kopt_worker_now_ms() + (double)timeout_ms;
 	int spins = 0;
 	for (;;) {
@@ -66,7 +60,7 @@ int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult 
 			return 2;
 		}
 		if (kopt_worker_now_ms() > deadline) {
-			kernel_hung = 1;
+			w->hung = 1;
 			return 1;
 		}
 		if (++spins > 200) {
@@ -76,25 +70,14 @@ int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult 
 	}
 }
 
-static int is_output(const struct warg *a)
-{
-	return a->kind == ARG_ARRAY && a->output;
-}
-
-static size_t arg_bytes(const struct warg *a)
-{
-	size_t b = a->count * kopt_dtype_size(a->type);
-	return (b + 3) & ~(size_t)3; /* whole words, for cuMemsetD32 */
-}
-
 CUresult kopt_worker_poison(struct worker *w)
 {
 	for (int i = 0; i < w->nargs; i++) {
-		if (!is_output(&w->args[i]))
+		if (!kopt_worker_is_output(&w->args[i]))
 			continue;
 		w->poison[i] = kopt_check_poison_word(w->args[i].type, w->nonce++);
-		CUresult r = kopt_cu.cuMemsetD32Async(w->out_dev[i], w->poison[i],
-						       arg_bytes(&w->args[i]) / 4, w->stream);
+		CUresult r = kopt_cu.cuMemsetD32Async(
+		    w->out_dev[i], w->poison[i], kopt_worker_arg_bytes(&w->args[i]) / 4, w->stream);
 		if (r != CUDA_SUCCESS)
 			return r;
 	}
@@ -107,7 +90,8 @@ static void send_msg(struct kopt_msg *m)
 {
 	char err[256];
 	if (m->failed || kopt_wire_write(out_fd, m->buf, m->len, err, sizeof err) != 0) {
-		fprintf(stderr, "kopt worker: cannot reply: %s\n", m->failed ? "message too large" : err);
+		fprintf(stderr, "kopt worker: cannot reply: %s\n",
+			m->failed ? "message too large" : err);
 		_exit(1);
 	}
 	kopt_msg_release(m);
@@ -123,54 +107,48 @@ static void send_error(const char *op, const char *log)
 
 /* --- start-up ---------------------------------------------------------------- */
 
-static int cu_check(CUresult r, const char *what, char *err, size_t errlen)
-{
-	if (r == CUDA_SUCCESS)
-		return 0;
-	char buf[256];
-	snprintf(err, errlen, "%s: %s", what, kopt_cuda_strerror(r, buf, sizeof buf));
-	return -1;
-}
-
 static int start(struct worker *w, int device, char *err, size_t errlen)
 {
 	if (kopt_cuda_load(err, errlen) != 0 ||
 	    kopt_cuda_device_info(device, &w->dev, err, errlen) != 0)
 		return -1;
 	void *p = NULL;
-	if (cu_check(kopt_cu.cuDeviceGet(&w->cudev, device), "cuDeviceGet", err, errlen) ||
-	    cu_check(kopt_cu.cuDevicePrimaryCtxRetain(&w->ctx, w->cudev), "cuDevicePrimaryCtxRetain",
-		     err, errlen) ||
-	    cu_check(kopt_cu.cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent", err, errlen) ||
-	    cu_check(kopt_cu.cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate",
-		     err, errlen))
+	if (kopt_worker_cu_check(kopt_cu.cuDeviceGet(&w->cudev, device), "cuDeviceGet", err,
+				 errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuDevicePrimaryCtxRetain(&w->ctx, w->cudev),
+				 "cuDevicePrimaryCtxRetain", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING),
+				 "cuStreamCreate", err, errlen))
 		return -1;
 	w->flush_bytes = ((size_t)w->dev.l2_bytes + 3) & ~(size_t)3;
-	if (cu_check(kopt_cu.cuMemAlloc(&w->flush, w->flush_bytes), "cuMemAlloc (L2 flush)", err,
-		     errlen) ||
-	    cu_check(kopt_cu.cuMemHostAlloc(&p, 256, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
-		     "cuMemHostAlloc", err, errlen))
+	if (kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->flush, w->flush_bytes),
+				 "cuMemAlloc (L2 flush)", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuMemHostAlloc(
+				     &p, 256, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
+				 "cuMemHostAlloc", err, errlen))
 		return -1;
 	memset(p, 0, 256);
 	w->flag = (volatile int *)p;
 	w->spin_timed_out = (int *)((char *)p + 64);
 	w->stamps = (unsigned long long *)(void *)((char *)p + 128);
 	CUdeviceptr base;
-	if (cu_check(kopt_cu.cuMemHostGetDevicePointer(&base, p, 0), "cuMemHostGetDevicePointer",
-		     err, errlen))
+	if (kopt_worker_cu_check(kopt_cu.cuMemHostGetDevicePointer(&base, p, 0),
+				 "cuMemHostGetDevicePointer", err, errlen))
 		return -1;
 	w->flag_dev = base;
 	w->spin_timed_out_dev = base + 64;
 	w->stamps_dev = base + 128;
-	if (cu_check(kopt_cu.cuModuleLoadData(&w->harness, kopt_harness_ptx),
-		     "loading the harness kernels", err, errlen) ||
-	    cu_check(kopt_cu.cuModuleGetFunction(&w->spin, w->harness, "kopt_spin"), "kopt_spin", err,
-		     errlen) ||
-	    cu_check(kopt_cu.cuModuleGetFunction(&w->stamp, w->harness, "kopt_stamp"), "kopt_stamp",
-		     err, errlen) ||
-	    cu_check(kopt_cu.cuModuleGetFunction(&w->hash, w->harness, "kopt_hash"), "kopt_hash", err,
-		     errlen) ||
-	    cu_check(kopt_cu.cuMemAlloc(&w->hash_dev, 8 * 256), "cuMemAlloc (hashes)", err, errlen))
+	if (kopt_worker_cu_check(kopt_cu.cuModuleLoadData(&w->harness, kopt_harness_ptx),
+				 "loading the harness kernels", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->spin, w->harness, "kopt_spin"),
+				 "kopt_spin", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->stamp, w->harness, "kopt_stamp"),
+				 "kopt_stamp", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->hash, w->harness, "kopt_hash"),
+				 "kopt_hash", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->hash_dev, 8 * 256), "cuMemAlloc (hashes)",
+				 err, errlen))
 		return -1;
 	w->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
 	/* KOPT_TIMER=events keeps CUPTI out of the worker entirely */
@@ -200,339 +178,6 @@ static void put_device(struct kopt_msg *m, const struct worker *w)
 	kopt_msg_put_cstr(m, "timer_note", w->cupti_note);
 }
 
-/* --- the problem: arguments and buffers -------------------------------------- */
-
-static void free_set(struct worker *w, struct inputset *s)
-{
-	for (int i = 0; s->host && i < w->nargs; i++) {
-		free(s->host[i]);
-		if (s->dev && s->dev[i])
-			kopt_cu.cuMemFree(s->dev[i]);
-		if (s->ref_out)
-			free(s->ref_out[i]);
-	}
-	free(s->host);
-	free(s->dev);
-	free(s->ref_out);
-	free(s->hash);
-	memset(s, 0, sizeof *s);
-}
-
-static void free_problem(struct worker *w)
-{
-	for (int k = 0; k < KOPT_SETS; k++)
-		free_set(w, &w->sets[k]);
-	for (int i = 0; i < w->nargs; i++) {
-		if (w->out_dev && w->out_dev[i])
-			kopt_cu.cuMemFree(w->out_dev[i]);
-		if (w->out_host && w->out_host[i])
-			kopt_cu.cuMemFreeHost(w->out_host[i]);
-	}
-	free(w->out_dev);
-	free(w->out_host);
-	free(w->poison);
-	free(w->args);
-	w->out_dev = NULL;
-	w->out_host = NULL;
-	w->poison = NULL;
-	w->args = NULL;
-	w->nargs = 0;
-	w->signature[0] = '\0';
-}
-
-/* Reads the argument list of a request; (re)allocates the outputs when the
- * list's shape changed. Scalar values are refreshed every time. */
-static int setup_args(struct worker *w, const struct kopt_msgview *v, char *err, size_t errlen)
-{
-	int n = (int)kopt_msg_int(v, "nargs", 0);
-	if (n <= 0 || n > 256) {
-		snprintf(err, errlen, "request has %d arguments", n);
-		return -1;
-	}
-	struct warg *args = calloc((size_t)n, sizeof *args);
-	if (args == NULL) {
-		snprintf(err, errlen, "out of host memory");
-		return -1;
-	}
-	char sig[sizeof w->signature];
-	size_t sl = 0;
-	sig[0] = '\0';
-	for (int i = 0; i < n; i++) {
-		struct warg *a = &args[i];
-		char key[64], buf[64];
-#define KEY(field) (snprintf(key, sizeof key, "a%d.%s", i + 1, field), key)
-		kopt_msg_cstr(v, KEY("name"), a->name, sizeof a->name, "?");
-		int t = kopt_dtype_parse(kopt_msg_cstr(v, KEY("type"), buf, sizeof buf, "?"));
-		const char *kind = kopt_msg_cstr(v, KEY("kind"), buf, sizeof buf, "array");
-		a->kind = strcmp(kind, "scalar") == 0	  ? ARG_SCALAR
-			  : strcmp(kind, "constant") == 0 ? ARG_CONSTANT
-							  : ARG_ARRAY;
-		int64_t count = kopt_msg_int(v, KEY("count"), 1);
-		a->output = (int)kopt_msg_int(v, KEY("output"), 0);
-		a->init_value = kopt_msg_num(v, KEY("init_value"), 0.0);
-		int d = kopt_dist_parse(kopt_msg_cstr(v, KEY("init"), buf, sizeof buf, "normal"),
-					&a->init_value);
-		a->value = kopt_msg_num(v, KEY("value"), 0.0);
-		a->ivalue = kopt_msg_int(v, KEY("value"), 0);
-#undef KEY
-		if (t < 0 || d < 0 || count < 0) {
-			snprintf(err, errlen, "argument %d (%s): bad type, init or count", i + 1,
-				 a->name);
-			free(args);
-			return -1;
-		}
-		a->type = (enum kopt_dtype)t;
-		a->dist = (enum kopt_dist)d;
-		a->count = a->kind == ARG_SCALAR ? 1 : (size_t)count;
-		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g;", a->name,
-				  t, a->kind, a->count, a->output, d, a->init_value);
-		if (wr > 0 && (size_t)wr < sizeof sig - sl)
-			sl += (size_t)wr;
-	}
-	if (w->args != NULL && strcmp(sig, w->signature) == 0) {
-		for (int i = 0; i < n; i++) {
-			w->args[i].value = args[i].value;
-			w->args[i].ivalue = args[i].ivalue;
-		}
-		free(args);
-		return 0;
-	}
-	free_problem(w);
-	w->args = args;
-	w->nargs = n;
-	snprintf(w->signature, sizeof w->signature, "%s", sig);
-	w->out_dev = calloc((size_t)n, sizeof *w->out_dev);
-	w->out_host = calloc((size_t)n, sizeof *w->out_host);
-	w->poison = calloc((size_t)n, sizeof *w->poison);
-	if (!w->out_dev || !w->out_host || !w->poison)
-		goto oom;
-	for (int i = 0; i < n; i++) {
-		size_t bytes = arg_bytes(&args[i]);
-		if (is_output(&args[i])) {
-			CUresult r = kopt_cu.cuMemAlloc(&w->out_dev[i], bytes ? bytes : 4);
-			if (cu_check(r, "cuMemAlloc (output)", err, errlen))
-				return -1;
-			r = kopt_cu.cuMemHostAlloc(&w->out_host[i], bytes ? bytes : 4, 0);
-			if (cu_check(r, "cuMemHostAlloc (output)", err, errlen))
-				return -1;
-		}
-	}
-	return 0;
-oom:
-	snprintf(err, errlen, "out of host memory");
-	return -1;
-}
-
-/* kopt_hash of every input array of set s into out[arg] (0 for others). */
-static int hash_inputs(struct worker *w, struct inputset *s, uint64_t *out)
-{
-	CUresult r = kopt_cu.cuMemsetD8Async(w->hash_dev, 0, 8 * (size_t)w->nargs, w->stream);
-	for (int i = 0; r == CUDA_SUCCESS && i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		if (a->kind != ARG_ARRAY || a->output)
-			continue;
-		unsigned long long words = arg_bytes(a) / 4;
-		CUdeviceptr dst = w->hash_dev + 8 * (CUdeviceptr)i;
-		void *params[] = {&s->dev[i], &words, &dst};
-		r = kopt_cu.cuLaunchKernel(w->hash, (unsigned)(4 * w->dev.sm_count), 1, 1, 256, 1, 1, 0,
-					   w->stream, params, NULL);
-	}
-	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
-		r = CUDA_ERROR_LAUNCH_TIMEOUT;
-	if (r == CUDA_SUCCESS)
-		r = kopt_cu.cuMemcpyDtoH(out, w->hash_dev, 8 * (size_t)w->nargs);
-	return cu_check(r, "hashing the inputs", w->log, sizeof w->log);
-}
-
-/* The input set for (seed, variant): generated and uploaded on first use,
- * then cached (least recently used goes first). */
-static struct inputset *get_set(struct worker *w, uint64_t seed, int variant, char *err,
-				size_t errlen)
-{
-	struct inputset *s = NULL;
-	for (int k = 0; k < KOPT_SETS; k++)
-		if (w->sets[k].valid && w->sets[k].seed == seed && w->sets[k].variant == variant)
-			s = &w->sets[k];
-	if (s != NULL) {
-		s->used = ++w->clock;
-		return s;
-	}
-	s = &w->sets[0];
-	for (int k = 1; k < KOPT_SETS; k++)
-		if (!w->sets[k].valid || (s->valid && w->sets[k].used < s->used))
-			s = &w->sets[k];
-	free_set(w, s);
-	s->host = calloc((size_t)w->nargs, sizeof *s->host);
-	s->dev = calloc((size_t)w->nargs, sizeof *s->dev);
-	s->ref_out = calloc((size_t)w->nargs, sizeof *s->ref_out);
-	s->hash = calloc((size_t)w->nargs, sizeof *s->hash);
-	if (!s->host || !s->dev || !s->ref_out || !s->hash)
-		goto oom;
-	for (int i = 0; i < w->nargs; i++) {
-		struct warg *a = &w->args[i];
-		if (a->kind == ARG_SCALAR || is_output(a))
-			continue;
-		size_t bytes = arg_bytes(a);
-		if ((s->host[i] = calloc(1, bytes ? bytes : 4)) == NULL)
-			goto oom;
-		enum kopt_dist d = variant ? kopt_dist_alternate(a->dist) : a->dist;
-		kopt_check_fill(a->type, s->host[i], a->count, d, a->init_value, seed, (uint64_t)i);
-		if (a->kind == ARG_ARRAY) {
-			if (cu_check(kopt_cu.cuMemAlloc(&s->dev[i], bytes ? bytes : 4),
-				     "cuMemAlloc (input)", err, errlen) ||
-			    cu_check(kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], bytes),
-				     "cuMemcpyHtoD", err, errlen)) {
-				free_set(w, s);
-				return NULL;
-			}
-		}
-	}
-	if (hash_inputs(w, s, s->hash) != 0) {
-		snprintf(err, errlen, "%s", w->log);
-		free_set(w, s);
-		return NULL;
-	}
-	s->valid = 1;
-	s->seed = seed;
-	s->variant = variant;
-	s->used = ++w->clock;
-	return s;
-oom:
-	free_set(w, s);
-	snprintf(err, errlen, "out of host memory for inputs");
-	return NULL;
-}
-
-/* --- modules and launches ------------------------------------------------- */
-
-struct module {
-	CUmodule mod;
-	CUfunction fn;
-	int loaded;
-};
-
-static void unload(struct module *m)
-{
-	if (m->loaded && !kernel_hung)
-		kopt_cu.cuModuleUnload(m->mod);
-	m->loaded = 0;
-}
-
-static CUresult load(struct module *m, const char *cubin, const char *entry)
-{
-	m->loaded = 0;
-	CUresult r = kopt_cu.cuModuleLoadData(&m->mod, cubin);
-	if (r != CUDA_SUCCESS)
-		return r;
-	m->loaded = 1;
-	r = kopt_cu.cuModuleGetFunction(&m->fn, m->mod, entry);
-	if (r != CUDA_SUCCESS)
-		unload(m);
-	return r;
-}
-
-/* Copies the set's constant-memory arguments into the module's symbols. */
-static int fill_constants(struct worker *w, CUmodule mod, const struct inputset *s)
-{
-	for (int i = 0; i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		if (a->kind != ARG_CONSTANT)
-			continue;
-		CUdeviceptr p;
-		size_t size = 0, bytes = a->count * kopt_dtype_size(a->type);
-		CUresult r = kopt_cu.cuModuleGetGlobal(&p, &size, mod, a->name);
-		if (r != CUDA_SUCCESS) {
-			snprintf(w->log, sizeof w->log, "constant symbol '%s' not found in the module",
-				 a->name);
-			return -1;
-		}
-		if (size < bytes) {
-			snprintf(w->log, sizeof w->log,
-				 "constant symbol '%s' holds %zu bytes, the spec gives %zu", a->name,
-				 size, bytes);
-			return -1;
-		}
-		if (cu_check(kopt_cu.cuMemcpyHtoD(p, s->host[i], bytes), "cuMemcpyHtoD (constant)",
-			     w->log, sizeof w->log))
-			return -1;
-	}
-	return 0;
-}
-
-union slot {
-	CUdeviceptr p;
-	int64_t i64;
-	int32_t i32;
-	uint32_t u32;
-	float f;
-	double d;
-	uint16_t h;
-	int8_t i8;
-	uint8_t u8;
-};
-
-struct params {
-	union slot *slots;
-	void **ptrs;
-};
-
-static int build_params(struct worker *w, const struct inputset *s, struct params *p)
-{
-	p->slots = calloc((size_t)w->nargs, sizeof *p->slots);
-	p->ptrs = calloc((size_t)w->nargs + 1, sizeof *p->ptrs);
-	if (!p->slots || !p->ptrs)
-		return -1;
-	int k = 0;
-	for (int i = 0; i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		union slot *sl = &p->slots[k];
-		if (a->kind == ARG_CONSTANT)
-			continue;
-		if (a->kind == ARG_ARRAY) {
-			sl->p = a->output ? w->out_dev[i] : s->dev[i];
-		} else {
-			switch (a->type) {
-			case KOPT_F32:
-				sl->f = (float)a->value;
-				break;
-			case KOPT_F64:
-				sl->d = a->value;
-				break;
-			case KOPT_F16:
-				sl->h = kopt_f32_to_f16((float)a->value);
-				break;
-			case KOPT_BF16:
-				sl->h = kopt_f32_to_bf16((float)a->value);
-				break;
-			case KOPT_I64:
-				sl->i64 = a->ivalue;
-				break;
-			case KOPT_U32:
-				sl->u32 = (uint32_t)a->ivalue;
-				break;
-			case KOPT_I8:
-				sl->i8 = (int8_t)a->ivalue;
-				break;
-			case KOPT_U8:
-				sl->u8 = (uint8_t)a->ivalue;
-				break;
-			default:
-				sl->i32 = (int32_t)a->ivalue;
-				break;
-			}
-		}
-		p->ptrs[k] = sl;
-		k++;
-	}
-	return 0;
-}
-
-static void free_params(struct params *p)
-{
-	free(p->slots);
-	free(p->ptrs);
-}
-
 /* Resource checks before any launch; fills the result's resources. Returns
  * 0 when the launch is possible, else 1 with w->log set (status invalid). */
 static int check_resources(struct worker *w, CUfunction f, const struct launch *l,
@@ -555,10 +200,11 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 	for (int i = 0; i < 3; i++) {
 		if (l->grid[i] == 0 || l->block[i] == 0 || l->grid[i] > (unsigned)d->max_grid[i] ||
 		    l->block[i] > (unsigned)d->max_block[i]) {
-			snprintf(w->log, sizeof w->log,
-				 "launch grid (%u,%u,%u) block (%u,%u,%u) outside the device's limits",
-				 l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-				 l->block[2]);
+			snprintf(
+			    w->log, sizeof w->log,
+			    "launch grid (%u,%u,%u) block (%u,%u,%u) outside the device's limits",
+			    l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+			    l->block[2]);
 			return 1;
 		}
 	}
@@ -582,21 +228,22 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 	}
 	if (l->smem > SMEM_DEFAULT_LIMIT || smem_static + (int)l->smem > SMEM_DEFAULT_LIMIT) {
 		CUresult r = kopt_cu.cuFuncSetAttribute(
-			f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l->smem);
+		    f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)l->smem);
 		if (r != CUDA_SUCCESS) {
 			char buf[256];
-			snprintf(w->log, sizeof w->log, "cannot allow %u bytes of dynamic shared memory: %s",
-				 l->smem, kopt_cuda_strerror(r, buf, sizeof buf));
+			snprintf(w->log, sizeof w->log,
+				 "cannot allow %u bytes of dynamic shared memory: %s", l->smem,
+				 kopt_cuda_strerror(r, buf, sizeof buf));
 			return 1;
 		}
 	}
 	int blocks = 0;
-	CUresult r = kopt_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, (int)threads,
-									  l->smem);
+	CUresult r =
+	    kopt_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, (int)threads, l->smem);
 	kopt_msg_put_int(res, "blocks_per_sm", blocks);
-	kopt_msg_put_num(res, "occupancy",
-			 d->max_threads_sm > 0 ? (double)blocks * (double)threads / d->max_threads_sm
-					       : 0.0);
+	kopt_msg_put_num(
+	    res, "occupancy",
+	    d->max_threads_sm > 0 ? (double)blocks * (double)threads / d->max_threads_sm : 0.0);
 	if (r != CUDA_SUCCESS || blocks == 0) {
 		snprintf(w->log, sizeof w->log, "no block fits on a multiprocessor (occupancy 0)");
 		return 1;
@@ -608,9 +255,9 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 static const char *run_once(struct worker *w, CUfunction f, const struct launch *l, void **params,
 			    const char *who)
 {
-	CUresult r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-					    l->block[1], l->block[2], l->smem, w->stream, params,
-					    NULL);
+	CUresult r =
+	    kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
+				   l->block[2], l->smem, w->stream, params, NULL);
 	char buf[256];
 	if (r != CUDA_SUCCESS) {
 		snprintf(w->log, sizeof w->log, "%s launch: %s", who,
@@ -639,7 +286,7 @@ static int check_inputs(struct worker *w, struct inputset *s, char *which, size_
 	uint64_t now[256];
 	int modified = 0;
 	which[0] = '\0';
-	if (hash_inputs(w, s, now) != 0)
+	if (kopt_worker_hash_inputs(w, s, now) != 0)
 		return -1;
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
@@ -647,8 +294,9 @@ static int check_inputs(struct worker *w, struct inputset *s, char *which, size_
 			continue;
 		if (modified++ == 0)
 			snprintf(which, whichlen, "%s", a->name);
-		if (cu_check(kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], arg_bytes(a)), "cuMemcpyHtoD",
-			     w->log, sizeof w->log))
+		if (kopt_worker_cu_check(
+			kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], kopt_worker_arg_bytes(a)),
+			"cuMemcpyHtoD", w->log, sizeof w->log))
 			return -1;
 	}
 	return modified;
@@ -676,10 +324,10 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 	memset(to, 0, sizeof *to);
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
-		if (is_output(a) &&
-		    cu_check(kopt_cu.cuMemcpyDtoH(w->out_host[i], w->out_dev[i],
-						  a->count * kopt_dtype_size(a->type)),
-			     "cuMemcpyDtoH (output)", w->log, sizeof w->log))
+		if (kopt_worker_is_output(a) &&
+		    kopt_worker_cu_check(kopt_cu.cuMemcpyDtoH(w->out_host[i], w->out_dev[i],
+							      a->count * kopt_dtype_size(a->type)),
+					 "cuMemcpyDtoH (output)", w->log, sizeof w->log))
 			return "crash";
 	}
 	char which[160];
@@ -687,7 +335,8 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 	if (mod < 0)
 		return "crash";
 	if (mod > 0) {
-		snprintf(w->log, sizeof w->log, "%s: the kernel modified its input '%s'", what, which);
+		snprintf(w->log, sizeof w->log, "%s: the kernel modified its input '%s'", what,
+			 which);
 		return "wrong";
 	}
 	uint32_t cand_poison[256];
@@ -698,45 +347,49 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			snprintf(w->log, sizeof w->log, "no reference kernel was loaded");
 			return "error";
 		}
-		struct params p;
-		if (build_params(w, s, &p) != 0 || fill_constants(w, w->ref_mod, s) != 0) {
-			free_params(&p);
+		struct wparams p;
+		if (kopt_worker_build_params(w, s, &p) != 0 ||
+		    kopt_worker_fill_constants(w, w->ref_mod, s) != 0) {
+			kopt_worker_free_params(&p);
 			return "error";
 		}
 		CUresult r = kopt_worker_poison(w);
-		const char *st = r != CUDA_SUCCESS ? "crash"
-						   : run_once(w, w->ref_fn, &j->ref_launch, p.ptrs,
-							      "reference");
-		free_params(&p);
+		const char *st = r != CUDA_SUCCESS
+				     ? "crash"
+				     : run_once(w, w->ref_fn, &j->ref_launch, p.ptrs, "reference");
+		kopt_worker_free_params(&p);
 		if (st != NULL) {
 			char tmp[sizeof w->log];
 			snprintf(tmp, sizeof tmp, "%s", w->log);
 			snprintf(w->log, sizeof w->log, "reference kernel failed: %.3000s", tmp);
-			return strcmp(st, "timeout") == 0 || strcmp(st, "crash") == 0 ? st : "error";
+			return strcmp(st, "timeout") == 0 || strcmp(st, "crash") == 0 ? st
+										      : "error";
 		}
 		for (int i = 0; i < w->nargs; i++) {
 			const struct warg *a = &w->args[i];
-			if (!is_output(a))
+			if (!kopt_worker_is_output(a))
 				continue;
 			size_t bytes = a->count * kopt_dtype_size(a->type);
 			if ((s->ref_out[i] = malloc(bytes ? bytes : 4)) == NULL ||
-			    cu_check(kopt_cu.cuMemcpyDtoH(s->ref_out[i], w->out_dev[i], bytes),
-				     "cuMemcpyDtoH (reference)", w->log, sizeof w->log))
+			    kopt_worker_cu_check(
+				kopt_cu.cuMemcpyDtoH(s->ref_out[i], w->out_dev[i], bytes),
+				"cuMemcpyDtoH (reference)", w->log, sizeof w->log))
 				return "error";
 			struct kopt_check_result cr;
 			kopt_check_compare(a->type, s->ref_out[i], s->ref_out[i], a->count,
 					   w->poison[i], 1, &cr);
 			if (cr.unwritten > 0 || cr.nonfinite > 0) {
-				snprintf(w->log, sizeof w->log,
-					 "the reference kernel left %zu elements of '%s' unwritten and "
-					 "%zu NaN/Inf: fix the spec's reference",
-					 cr.unwritten, a->name, cr.nonfinite);
+				snprintf(
+				    w->log, sizeof w->log,
+				    "the reference kernel left %zu elements of '%s' unwritten and "
+				    "%zu NaN/Inf: fix the spec's reference",
+				    cr.unwritten, a->name, cr.nonfinite);
 				return "error";
 			}
 		}
 		if (check_inputs(w, s, which, sizeof which) != 0) {
-			snprintf(w->log, sizeof w->log, "the reference kernel modified its input '%s'",
-				 which);
+			snprintf(w->log, sizeof w->log,
+				 "the reference kernel modified its input '%s'", which);
 			return "error";
 		}
 		s->have_ref = 1;
@@ -744,7 +397,7 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 	const char *status = NULL;
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
-		if (!is_output(a))
+		if (!kopt_worker_is_output(a))
 			continue;
 		struct kopt_check_result cr;
 		kopt_check_compare(a->type, w->out_host[i], s->ref_out[i], a->count,
@@ -755,11 +408,12 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			to->max_abs = cr.max_abs;
 		to->unwritten += cr.unwritten;
 		to->nonfinite += cr.nonfinite;
-		double tol = j->tol_rel_l2 >= 0.0 ? j->tol_rel_l2 : kopt_check_default_rel_l2(a->type);
+		double tol =
+		    j->tol_rel_l2 >= 0.0 ? j->tol_rel_l2 : kopt_check_default_rel_l2(a->type);
 		char label[200], msg[512];
 		snprintf(label, sizeof label, "%s, output '%s'", what, a->name);
-		if (status == NULL && kopt_check_verdict(&cr, tol, j->tol_max_abs, label, msg,
-							 sizeof msg)) {
+		if (status == NULL &&
+		    kopt_check_verdict(&cr, tol, j->tol_max_abs, label, msg, sizeof msg)) {
 			snprintf(w->log, sizeof w->log, "%s", msg);
 			status = "wrong";
 		}
@@ -771,8 +425,8 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 static const char *trial(struct worker *w, struct inputset *s, const struct job *j,
 			 const char *what, struct trial_out *to)
 {
-	struct module m;
-	CUresult r = load(&m, j->cubin, j->entry);
+	struct wmodule m;
+	CUresult r = kopt_worker_load(w, &m, j->cubin, j->entry);
 	if (r != CUDA_SUCCESS) {
 		char buf[256];
 		snprintf(w->log, sizeof w->log, "loading the kernel: %s",
@@ -782,20 +436,20 @@ static const char *trial(struct worker *w, struct inputset *s, const struct job 
 	if (j->launch.smem > SMEM_DEFAULT_LIMIT)
 		kopt_cu.cuFuncSetAttribute(m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					   (int)j->launch.smem);
-	struct params p;
+	struct wparams p;
 	const char *st = NULL;
-	if (build_params(w, s, &p) != 0) {
+	if (kopt_worker_build_params(w, s, &p) != 0) {
 		snprintf(w->log, sizeof w->log, "out of host memory");
 		st = "error";
-	} else if (fill_constants(w, m.mod, s) != 0) {
+	} else if (kopt_worker_fill_constants(w, m.mod, s) != 0) {
 		st = "launch_error";
 	} else if ((r = kopt_worker_poison(w)) != CUDA_SUCCESS) {
 		st = "crash";
 	} else {
 		st = run_once(w, m.fn, &j->launch, p.ptrs, "kernel");
 	}
-	free_params(&p);
-	unload(&m);
+	kopt_worker_free_params(&p);
+	kopt_worker_unload(w, &m);
 	if (st != NULL)
 		return st;
 	return compare_outputs(w, s, j, what, to);
@@ -859,24 +513,24 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 	int verify2 = (int)kopt_msg_int(v, "verify2", 1);
 	w->timeout_ms = kopt_msg_int(v, "timeout_ms", 10000);
 	struct timing_opts o = {
-		(int)kopt_msg_int(v, "min_samples", 10), (int)kopt_msg_int(v, "max_samples", 200),
-		kopt_msg_num(v, "max_time_s", 1.0),	 kopt_msg_num(v, "max_noise", 0.005),
-		kopt_msg_num(v, "min_gpu_s", 0.0),
+	    (int)kopt_msg_int(v, "min_samples", 10), (int)kopt_msg_int(v, "max_samples", 200),
+	    kopt_msg_num(v, "max_time_s", 1.0),	     kopt_msg_num(v, "max_noise", 0.005),
+	    kopt_msg_num(v, "min_gpu_s", 0.0),
 	};
 	if (j.cubin == NULL || cubin_len == 0 || j.entry[0] == '\0') {
 		snprintf(w->log, sizeof w->log, "request without cubin or entry");
 		finish(w, &m, "error");
 		return;
 	}
-	if (setup_args(w, v, w->log, sizeof w->log) != 0) {
+	if (kopt_worker_setup_args(w, v, w->log, sizeof w->log) != 0) {
 		finish(w, &m, "error");
 		return;
 	}
 	double t_start = kopt_worker_now_ms();
 
 	/* 1. resources */
-	struct module mod;
-	CUresult r = load(&mod, j.cubin, j.entry);
+	struct wmodule mod;
+	CUresult r = kopt_worker_load(w, &mod, j.cubin, j.entry);
 	if (r != CUDA_SUCCESS) {
 		char buf[256];
 		snprintf(w->log, sizeof w->log, "loading the kernel '%s': %s", j.entry,
@@ -885,14 +539,14 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 		return;
 	}
 	int impossible = check_resources(w, mod.fn, &j.launch, &m);
-	unload(&mod);
+	kopt_worker_unload(w, &mod);
 	if (impossible) {
 		finish(w, &m, "invalid");
 		return;
 	}
 
 	/* 2. correctness on set A */
-	struct inputset *a = get_set(w, seed, 0, w->log, sizeof w->log);
+	struct inputset *a = kopt_worker_get_set(w, seed, 0, w->log, sizeof w->log);
 	if (a == NULL) {
 		finish(w, &m, "error");
 		return;
@@ -911,9 +565,9 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 	/* 3. timing on a fresh module, then its last output checked */
 	if (do_time) {
 		double t0 = kopt_worker_now_ms();
-		struct params p;
+		struct wparams p;
 		struct timing t;
-		if ((r = load(&mod, j.cubin, j.entry)) != CUDA_SUCCESS) {
+		if ((r = kopt_worker_load(w, &mod, j.cubin, j.entry)) != CUDA_SUCCESS) {
 			snprintf(w->log, sizeof w->log, "reloading the kernel failed");
 			finish(w, &m, "launch_error");
 			return;
@@ -922,17 +576,18 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 			kopt_cu.cuFuncSetAttribute(mod.fn,
 						   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 						   (int)j.launch.smem);
-		if (build_params(w, a, &p) != 0 || fill_constants(w, mod.mod, a) != 0) {
-			free_params(&p);
-			unload(&mod);
+		if (kopt_worker_build_params(w, a, &p) != 0 ||
+		    kopt_worker_fill_constants(w, mod.mod, a) != 0) {
+			kopt_worker_free_params(&p);
+			kopt_worker_unload(w, &mod);
 			finish(w, &m, "launch_error");
 			return;
 		}
 		w->entry = j.entry;
 		st = kopt_bench_time(w, mod.fn, &j.launch, p.ptrs, &o, &t);
 		w->entry = NULL;
-		free_params(&p);
-		unload(&mod);
+		kopt_worker_free_params(&p);
+		kopt_worker_unload(w, &mod);
 		if (st != NULL) {
 			finish(w, &m, st);
 			return;
@@ -959,16 +614,18 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 
 	/* 3b. hardware counters on request (worker_profile.c), after the timing
 	 * window, on the same inputs */
-	if (kopt_msg_int(v, "profile", 0) && load(&mod, j.cubin, j.entry) == CUDA_SUCCESS) {
-		struct params p;
+	if (kopt_msg_int(v, "profile", 0) &&
+	    kopt_worker_load(w, &mod, j.cubin, j.entry) == CUDA_SUCCESS) {
+		struct wparams p;
 		if (j.launch.smem > SMEM_DEFAULT_LIMIT)
 			kopt_cu.cuFuncSetAttribute(mod.fn,
 						   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 						   (int)j.launch.smem);
-		if (build_params(w, a, &p) == 0 && fill_constants(w, mod.mod, a) == 0)
+		if (kopt_worker_build_params(w, a, &p) == 0 &&
+		    kopt_worker_fill_constants(w, mod.mod, a) == 0)
 			st = kopt_worker_profile(w, mod.fn, &j.launch, p.ptrs, v, &m);
-		free_params(&p);
-		unload(&mod);
+		kopt_worker_free_params(&p);
+		kopt_worker_unload(w, &mod);
 		if (st != NULL) {
 			finish(w, &m, st);
 			return;
@@ -977,8 +634,8 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 
 	/* 4. second trial: another seed, another distribution */
 	if (verify2 && !j.is_reference) {
-		struct inputset *b = get_set(w, seed * 0x9e3779b97f4a7c15ull + 7, 1, w->log,
-					     sizeof w->log);
+		struct inputset *b = kopt_worker_get_set(w, seed * 0x9e3779b97f4a7c15ull + 7, 1,
+							 w->log, sizeof w->log);
 		if (b == NULL) {
 			finish(w, &m, "error");
 			return;
@@ -1007,8 +664,8 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 	}
 	for (int k = 0; k < KOPT_SETS; k++)
 		w->sets[k].have_ref = 0;
-	struct module m;
-	CUresult r = cubin ? load(&m, cubin, entry) : CUDA_ERROR_INVALID_IMAGE;
+	struct wmodule m;
+	CUresult r = cubin ? kopt_worker_load(w, &m, cubin, entry) : CUDA_ERROR_INVALID_IMAGE;
 	if (r != CUDA_SUCCESS) {
 		char buf[256], log[512];
 		snprintf(log, sizeof log, "loading the reference kernel '%s': %s", entry,
@@ -1080,7 +737,7 @@ int kopt_worker_main(int argc, char **argv)
 		if (quit)
 			break;
 	}
-	free_problem(w);
+	kopt_worker_free_problem(w);
 	free(w);
 	return 0;
 }

@@ -3,6 +3,7 @@
 #ifndef KOPT_WORKER_IMPL_H
 #define KOPT_WORKER_IMPL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "check.h"
@@ -48,7 +49,7 @@ struct timing_opts {
 };
 
 struct timing {
-	const char *timer; /* "cupti" or "events": which one gave the samples */
+	const char *timer;	 /* "cupti" or "events": which one gave the samples */
 	double events_median_ms; /* the cross-check (equal to median_ms under "events") */
 	int samples;
 	double median_ms, p10_ms, p90_ms, mean_ms, stdev_ms, min_ms, noise;
@@ -66,7 +67,7 @@ struct worker {
 	CUmodule harness;
 	CUfunction spin, stamp, hash;
 	CUdeviceptr hash_dev; /* 8 bytes per argument */
-	volatile int *flag; /* host-mapped */
+	volatile int *flag;   /* host-mapped */
 	CUdeviceptr flag_dev;
 	unsigned long long *stamps; /* host-mapped: [4] clock, ns, clock, ns */
 	CUdeviceptr stamps_dev;
@@ -79,7 +80,7 @@ struct worker {
 	int nargs;
 	CUdeviceptr *out_dev; /* per arg, outputs only */
 	void **out_host;      /* per arg, outputs only: the candidate's output (pinned) */
-	uint32_t *poison; /* per arg: the word each output was last poisoned with */
+	uint32_t *poison;     /* per arg: the word each output was last poisoned with */
 	struct inputset sets[KOPT_SETS];
 	uint64_t clock;
 	uint64_t nonce;
@@ -88,12 +89,81 @@ struct worker {
 	CUfunction ref_fn;
 	int ref_loaded;
 
-	int cupti;	    /* CUPTI activity timer available (cupti_timer.h) */
+	int cupti;	      /* CUPTI activity timer available (cupti_timer.h) */
 	char cupti_note[256]; /* why not, when not */
 	const char *entry;    /* kernel being timed (its lowered name) */
-	int64_t timeout_ms; /* of the request in progress */
+	int64_t timeout_ms;   /* of the request in progress */
+	int hung;	      /* a kernel outlived its deadline: it still runs, so no
+			       * cuModuleUnload (it would wait for it); the worker exits */
 	char log[4096];
 };
+
+static inline int kopt_worker_is_output(const struct warg *a)
+{
+	return a->kind == ARG_ARRAY && a->output;
+}
+
+/* Bytes of an array argument, rounded up to whole words (for cuMemsetD32). */
+static inline size_t kopt_worker_arg_bytes(const struct warg *a)
+{
+	size_t b = a->count * kopt_dtype_size(a->type);
+	return (b + 3) & ~(size_t)3;
+}
+
+/* --- worker_data.c ---------------------------------------------------------- */
+
+struct kopt_msgview;
+
+/* 0 when r is CUDA_SUCCESS, else -1 with "what: error" in err. */
+int kopt_worker_cu_check(CUresult r, const char *what, char *err, size_t errlen);
+
+/* Reads the request's argument list; (re)allocates outputs when its shape
+ * changed (scalar values are refreshed every time). */
+int kopt_worker_setup_args(struct worker *w, const struct kopt_msgview *v, char *err,
+			   size_t errlen);
+void kopt_worker_free_problem(struct worker *w);
+
+/* The input set for (seed, variant), generated and uploaded on first use,
+ * then cached (LRU over KOPT_SETS). NULL with err set on failure. */
+struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int variant, char *err,
+				     size_t errlen);
+
+/* kopt_hash of every input array of s, on the device, into out[arg]. */
+int kopt_worker_hash_inputs(struct worker *w, struct inputset *s, uint64_t *out);
+
+struct wmodule {
+	CUmodule mod;
+	CUfunction fn;
+	int loaded;
+};
+CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const char *cubin,
+			  const char *entry);
+void kopt_worker_unload(struct worker *w, struct wmodule *m);
+
+/* Copies the set's constant-memory arguments into the module's symbols
+ * (w->log says what failed). */
+int kopt_worker_fill_constants(struct worker *w, CUmodule mod, const struct inputset *s);
+
+union wslot {
+	CUdeviceptr p;
+	int64_t i64;
+	int32_t i32;
+	uint32_t u32;
+	float f;
+	double d;
+	uint16_t h;
+	int8_t i8;
+	uint8_t u8;
+};
+
+/* Kernel parameters (arrays by pointer, scalars by value; constants are not
+ * parameters) for set s. Free with kopt_worker_free_params, also on failure. */
+struct wparams {
+	union wslot *slots;
+	void **ptrs;
+};
+int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct wparams *p);
+void kopt_worker_free_params(struct wparams *p);
 
 /* Status of a wait: 0 done, 1 timeout, else the CUresult of the failure. */
 int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res);

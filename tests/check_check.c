@@ -35,7 +35,7 @@ START_TEST(test_f16_rounding)
 	ck_assert_uint_eq(kopt_f32_to_f16(-2.0f), 0xc000);
 	ck_assert_uint_eq(kopt_f32_to_f16(65504.0f), 0x7bff);
 	ck_assert_uint_eq(kopt_f32_to_f16(65520.0f), 0x7c00); /* rounds up to inf */
-	ck_assert_uint_eq(kopt_f32_to_f16(1e-8f), 0x0000);	     /* below half the smallest subnormal */
+	ck_assert_uint_eq(kopt_f32_to_f16(1e-8f), 0x0000); /* below half the smallest subnormal */
 	ck_assert_uint_eq(kopt_f32_to_f16(5.9604645e-8f), 0x0001); /* smallest subnormal */
 	/* 1 + 2^-11 is halfway between 1 and the next f16: ties to even (1.0) */
 	ck_assert_uint_eq(kopt_f32_to_f16(1.0f + 0x1p-11f), 0x3c00);

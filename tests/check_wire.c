@@ -43,7 +43,7 @@ START_TEST(test_round_trip)
 	ck_assert(kopt_msg_int(&v, "a1.count", 0) == 1LL << 40);
 	ck_assert(kopt_msg_num(&v, "tol", 0) == 2.5e-3);
 	ck_assert(kopt_msg_num(&v, "neg", 0) == -7.0); /* int read as number */
-	ck_assert(kopt_msg_int(&v, "tol", 9) == 0);	/* number read as int */
+	ck_assert(kopt_msg_int(&v, "tol", 9) == 0);    /* number read as int */
 	ck_assert(kopt_msg_int(&v, "absent", 9) == 9);
 	size_t blen;
 	const char *b = kopt_msg_bytes(&v, "cubin", &blen);
@@ -85,9 +85,10 @@ START_TEST(test_broken_frames)
 
 	/* payloads that lie about their lengths */
 	struct kopt_msgview v;
-	const unsigned char bad1[] = {'i', 3, 0, 'a', 'b'};		    /* key past the end */
-	const unsigned char bad2[] = {'s', 1, 0, 'k', 0xff, 0xff, 0, 0, 'x'}; /* string past the end */
-	const unsigned char bad3[] = {'q', 1, 0, 'k'};			    /* unknown type */
+	const unsigned char bad1[] = {'i', 3, 0, 'a', 'b'}; /* key past the end */
+	const unsigned char bad2[] = {'s',  1, 0, 'k', 0xff,
+				      0xff, 0, 0, 'x'}; /* string past the end */
+	const unsigned char bad3[] = {'q', 1, 0, 'k'};	/* unknown type */
 	ck_assert_int_eq(kopt_msgview_parse(&v, bad1, sizeof bad1, err, sizeof err), -1);
 	ck_assert_int_eq(kopt_msgview_parse(&v, bad2, sizeof bad2, err, sizeof err), -1);
 	ck_assert_int_eq(kopt_msgview_parse(&v, bad3, sizeof bad3, err, sizeof err), -1);
@@ -172,7 +173,8 @@ START_TEST(test_sticky_errors)
 	ck_assert(!kopt_cuda_error_is_sticky(CUDA_ERROR_INVALID_VALUE));
 	ck_assert(!kopt_cuda_error_is_sticky(CUDA_ERROR_LAUNCH_OUT_OF_RESOURCES));
 	char buf[128];
-	ck_assert(strstr(kopt_cuda_strerror(CUDA_ERROR_ILLEGAL_ADDRESS, buf, sizeof buf), "700") != NULL);
+	ck_assert(strstr(kopt_cuda_strerror(CUDA_ERROR_ILLEGAL_ADDRESS, buf, sizeof buf), "700") !=
+		  NULL);
 }
 END_TEST
 

@@ -30,11 +30,11 @@ static void die(const char *what, CUresult r)
 	exit(1);
 }
 
-#define CK(call)                                                                               \
-	do {                                                                                   \
-		CUresult r_ = (call);                                                          \
-		if (r_ != CUDA_SUCCESS)                                                        \
-			die(#call, r_);                                                        \
+#define CK(call)                                                                                   \
+	do {                                                                                       \
+		CUresult r_ = (call);                                                              \
+		if (r_ != CUDA_SUCCESS)                                                            \
+			die(#call, r_);                                                            \
 	} while (0)
 
 static int cmp(const void *a, const void *b)
@@ -114,10 +114,10 @@ static void do_gemm(struct ctx *c, void *p)
 	(void)c;
 	float alpha = 1.0f, beta = 0.0f;
 	/* row-major C = A B is column-major C^T = B^T A^T */
-	cublasStatus_t s = g->gemm(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->m, g->k, &alpha,
-				   (const void *)g->B, CUDA_R_16F, g->n, (const void *)g->A,
-				   CUDA_R_16F, g->k, &beta, (void *)g->C, CUDA_R_16F, g->n,
-				   CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+	cublasStatus_t s =
+	    g->gemm(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->m, g->k, &alpha, (const void *)g->B,
+		    CUDA_R_16F, g->n, (const void *)g->A, CUDA_R_16F, g->k, &beta, (void *)g->C,
+		    CUDA_R_16F, g->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
 	if (s != CUBLAS_STATUS_SUCCESS) {
 		fprintf(stderr, "bench_ref: cublasGemmEx failed (%d)\n", (int)s);
 		exit(1);
@@ -167,7 +167,8 @@ int main(int argc, char **argv)
 	char err[512];
 	struct ctx c;
 	memset(&c, 0, sizeof c);
-	if (kopt_cuda_load(err, sizeof err) != 0 || kopt_cuda_device_info(gpu, &c.dev, err, sizeof err)) {
+	if (kopt_cuda_load(err, sizeof err) != 0 ||
+	    kopt_cuda_device_info(gpu, &c.dev, err, sizeof err)) {
 		fprintf(stderr, "bench_ref: %s\n", err);
 		return 1;
 	}
@@ -197,9 +198,10 @@ int main(int argc, char **argv)
 		memset(&g, 0, sizeof g);
 		g.m = atoi(argv[2]), g.n = atoi(argv[3]), g.k = atoi(argv[4]);
 		void *lib = open_cublas();
-		__typeof__(&cublasCreate_v2) create = (__typeof__(&cublasCreate_v2))dlsym(lib, "cublasCreate_v2");
+		__typeof__(&cublasCreate_v2) create =
+		    (__typeof__(&cublasCreate_v2))dlsym(lib, "cublasCreate_v2");
 		__typeof__(&cublasSetStream_v2) set_stream =
-			(__typeof__(&cublasSetStream_v2))dlsym(lib, "cublasSetStream_v2");
+		    (__typeof__(&cublasSetStream_v2))dlsym(lib, "cublasSetStream_v2");
 		g.gemm = (__typeof__(&cublasGemmEx))dlsym(lib, "cublasGemmEx");
 		if (!create || !set_stream || !g.gemm || create(&g.h) != CUBLAS_STATUS_SUCCESS ||
 		    set_stream(g.h, (cudaStream_t)c.stream) != CUBLAS_STATUS_SUCCESS) {
@@ -215,9 +217,10 @@ int main(int argc, char **argv)
 		fill_f16(g.B, mb, 2);
 		ms = time_median_ms(&c, do_gemm, &g, &p10, &p90);
 		double tflops = 2.0 * g.m * g.n * g.k / (ms * 1e-3) / 1e12;
-		printf("{\"what\":\"cublas_gemm_f16\",\"M\":%d,\"N\":%d,\"K\":%d,\"median_ms\":%.5f,"
-		       "\"p10_ms\":%.5f,\"p90_ms\":%.5f,\"tflops\":%.2f,\"device\":\"%s\"}\n",
-		       g.m, g.n, g.k, ms, p10, p90, tflops, c.dev.name);
+		printf(
+		    "{\"what\":\"cublas_gemm_f16\",\"M\":%d,\"N\":%d,\"K\":%d,\"median_ms\":%.5f,"
+		    "\"p10_ms\":%.5f,\"p90_ms\":%.5f,\"tflops\":%.2f,\"device\":\"%s\"}\n",
+		    g.m, g.n, g.k, ms, p10, p90, tflops, c.dev.name);
 	} else {
 		struct copy_arg a;
 		a.bytes = (size_t)strtoull(argv[2], NULL, 10);
