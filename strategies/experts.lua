@@ -115,7 +115,9 @@ end
 local function smem_ok(ctx, config)
   local spec = ctx.spec
   local dev = spec and spec.device
-  if not (spec and spec.launch and type(dev) == "table" and type(dev.max_smem_optin) == "number") then return true end
+  if not (spec and spec.launch_exprs and type(dev) == "table" and type(dev.max_smem_optin) == "number") then
+    return true
+  end
   local ok, l = pcall(spec.launch, spec, config)
   if ok and type(l) == "table" and type(l.smem) == "number" and l.smem > dev.max_smem_optin then
     return false, string.format("needs %d bytes of shared memory, the GPU allows %d", l.smem, dev.max_smem_optin)
