@@ -56,13 +56,9 @@ function M.new(opts)
   return self
 end
 
--- A spec's data fields shadow some of its methods (spec.launch is the
--- launch table): call the class's function.
+-- Calls a spec method, nil when it fails (a spec without launch or work).
 local function spec_call(spec, name, ...)
-  local mt = getmetatable(spec)
-  local cls = mt and mt.__index
-  local f = type(cls) == "table" and rawget(cls, name) or nil
-  if type(f) ~= "function" then f = spec[name] end
+  local f = spec[name]
   if type(f) ~= "function" then return nil end
   local ok, v = pcall(f, spec, ...)
   return ok and v or nil

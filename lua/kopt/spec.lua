@@ -255,8 +255,9 @@ function M.load(path, opts)
     self.constraints[i] = c:expression(e, string.format("constraints[%d]", i), names)
   end
   self.kernel = check_kernel(c, raw.kernel, "kernel", dir, false, names)
-  self.launch = raw.launch ~= nil and M.check_launch(c, raw.launch, "launch", names) or nil
-  self.args = check_args(c, raw.args, names)
+  -- Compiled fields are named apart from the methods spec:launch() and spec:args().
+  self.launch_exprs = raw.launch ~= nil and M.check_launch(c, raw.launch, "launch", names) or nil
+  self.arg_specs = check_args(c, raw.args, names)
   if raw.reference ~= nil then
     self.reference = check_kernel(c, raw.reference, "reference", dir, true, names)
   end
@@ -304,15 +305,15 @@ function Spec:launch_for(launch, config)
            smem = launch.smem and self:value(launch.smem, config) or 0 }
 end
 
-function Spec:launch(config) return self:launch_for(self.launch, config) end
+function Spec:launch(config) return self:launch_for(self.launch_exprs, config) end
 
 function Spec:reference_launch(config)
-  return self:launch_for(self.reference and self.reference.launch or self.launch, config)
+  return self:launch_for(self.reference and self.reference.launch or self.launch_exprs, config)
 end
 
 function Spec:args(config)
   local out = {}
-  for i, a in ipairs(self.args) do
+  for i, a in ipairs(self.arg_specs) do
     local r = { name = a.name, type = a.type, kind = a.kind, output = a.output, init = a.init }
     if a.kind == "scalar" then
       r.value = self:value(a.value, config)

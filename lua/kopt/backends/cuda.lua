@@ -104,15 +104,6 @@ function M.open(spec, opts)
   return self
 end
 
--- A spec's fields can shadow its methods (spec.launch, spec.args): call the
--- class's function.
-local function spec_method(spec, name)
-  local mt = getmetatable(spec)
-  local cls = mt and mt.__index
-  local f = type(cls) == "table" and rawget(cls, name) or nil
-  return f or spec[name]
-end
-
 local function launch_fields(msg, prefix, l)
   msg[prefix .. "grid_x"], msg[prefix .. "grid_y"], msg[prefix .. "grid_z"] =
     math.tointeger(l.grid[1]), math.tointeger(l.grid[2]), math.tointeger(l.grid[3])
@@ -134,11 +125,11 @@ function Cuda:request(id, config, cubin, entry, is_reference)
                 timeout_ms = self:timeout_ms() }
   -- the reference, when timed as a candidate, runs with its own launch
   local ref_launch = spec:reference_launch(config)
-  local ok, err = launch_fields(msg, "", is_reference and ref_launch or spec:launch_for(spec.launch, config))
+  local ok, err = launch_fields(msg, "", is_reference and ref_launch or spec:launch(config))
   if not ok then return nil, err end
   ok, err = launch_fields(msg, "ref_", ref_launch)
   if not ok then return nil, err end
-  local args = spec_method(spec, "args")(spec, config)
+  local args = spec:args(config)
   msg.nargs = #args
   for i, a in ipairs(args) do
     local p = "a" .. i .. "."
@@ -198,7 +189,7 @@ function Cuda:result(reply, job, cres)
   }
   if r.status == "error" then r.status = "launch_error" end
   if r.status == "ok" and r.time_ms and r.time_ms > 0 then
-    local w = spec_method(self.spec, "work")(self.spec, job.config)
+    local w = self.spec:work(job.config)
     if w.flops then r.tflops = w.flops / (r.time_ms * 1e-3) / 1e12 end
     if w.bytes then r.gbps = w.bytes / (r.time_ms * 1e-3) / 1e9 end
   end
