@@ -184,9 +184,15 @@ local function from_ktt(doc, file)
     local cr = r.ComputationResults and r.ComputationResults[1]
     if cr then
       for _, c in ipairs((cr.ProfilingData or {}).Counters or {}) do entry.metrics[c.Name] = c.Value end
+      -- KTT speaks OpenCL: "local memory" is CUDA shared memory, "private
+      -- memory" is per-thread local memory.
       local cd = cr.CompilationData or {}
-      entry.resources = { regs = cd.RegistersCount, local_bytes = cd.LocalMemorySize,
-                          smem = cd.SharedMemorySize, max_threads = cd.MaxWorkGroupSize }
+      entry.resources = { regs = cd.RegistersCount, smem = cd.LocalMemorySize,
+                          local_bytes = cd.PrivateMemorySize, max_threads = cd.MaxWorkGroupSize }
+      if cr.GlobalSize and cr.LocalSize then
+        entry.launch = { grid = { cr.GlobalSize.X, cr.GlobalSize.Y, cr.GlobalSize.Z },
+                         block = { cr.LocalSize.X, cr.LocalSize.Y, cr.LocalSize.Z } }
+      end
     end
     rec.entries[#rec.entries + 1] = entry
   end

@@ -57,6 +57,7 @@ function Replay:evaluate(jobs)
       self.clock = self.clock + (e.cost_s or 0)
       out[i] = { status = e.status, time_ms = e.time_ms, p90_ms = e.p90_ms, samples = e.samples,
                  median_ms = e.median_ms, metrics = copy(e.metrics), resources = copy(e.resources),
+                 launch = copy(e.launch),
                  log = e.log, cost_s = e.cost_s }
     end
   end
