@@ -131,15 +131,22 @@ __device__ __forceinline__ void load_tile(__half *as, __half *bs, const __half *
 {
 	constexpr int A_CHUNKS = BLOCK_M * BLOCK_K / 8, A_ROW = BLOCK_K / 8;
 	constexpr int B_CHUNKS = BLOCK_K * BLOCK_N / 8, B_ROW = BLOCK_N / 8;
+	// Trip counts known at compile time, so the loops unroll completely.
 #pragma unroll
-	for (int c = threadIdx.x; c < A_CHUNKS; c += THREADS) {
-		int r = c / A_ROW, col = (c % A_ROW) * 8;
-		cp_async16(as + r * LDA + col, A + (size_t)(m0 + r) * K + k0 + col);
+	for (int it = 0; it < (A_CHUNKS + THREADS - 1) / THREADS; it++) {
+		const int c = threadIdx.x + it * THREADS;
+		if (A_CHUNKS % THREADS == 0 || c < A_CHUNKS) {
+			const int r = c / A_ROW, col = (c % A_ROW) * 8;
+			cp_async16(as + r * LDA + col, A + (size_t)(m0 + r) * K + k0 + col);
+		}
 	}
 #pragma unroll
-	for (int c = threadIdx.x; c < B_CHUNKS; c += THREADS) {
-		int r = c / B_ROW, col = (c % B_ROW) * 8;
-		cp_async16(bs + r * LDB + col, B + (size_t)(k0 + r) * N + n0 + col);
+	for (int it = 0; it < (B_CHUNKS + THREADS - 1) / THREADS; it++) {
+		const int c = threadIdx.x + it * THREADS;
+		if (B_CHUNKS % THREADS == 0 || c < B_CHUNKS) {
+			const int r = c / B_ROW, col = (c % B_ROW) * 8;
+			cp_async16(bs + r * LDB + col, B + (size_t)(k0 + r) * N + n0 + col);
+		}
 	}
 }
 

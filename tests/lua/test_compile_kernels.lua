@@ -3,7 +3,7 @@
 -- KOPT_COMPILE_SAMPLE (default 6) random valid configs, compiled through the
 -- compile pool without the cache. A config the constraints allow must compile,
 -- must be launchable with its block size (max_threads from launch bounds and
--- registers), must fit its shared memory, and must not spill.
+-- registers) and must fit its shared memory; configs that spill are listed.
 --   KOPT_COMPILE_SAMPLE=all   compiles whole spaces (slow: thousands)
 --   KOPT_COMPILE_SEED=N       another sample (default 1)
 --   KOPT_COMPILE_SPECS=a,b    only specs/a.json and specs/b.json
@@ -81,7 +81,7 @@ for _, f in ipairs(only and {} or assert(sys.list_dir("kernels"))) do
   if f:match("%.cu$") then assert(kernels_seen[f], "kernels/" .. f .. " is not used by any spec") end
 end
 
-local failures, n, t0 = {}, 0, sys.now()
+local failures, spilling, n, t0 = {}, {}, 0, sys.now()
 while true do
   local id, r = pool:wait_any()
   if not id then break end
@@ -100,8 +100,10 @@ while true do
     elseif r.smem_static + launch.smem > dev.max_smem_optin then
       why = string.format("%d bytes of shared memory (static %d + dynamic %d) exceed %d",
                           r.smem_static + launch.smem, r.smem_static, launch.smem, dev.max_smem_optin)
-    elseif (r.spills or 0) > 0 then
-      why = string.format("spills %d bytes (%d registers)", r.spills, r.regs)
+    end
+    -- Spilling is slow, not invalid: reported, never a failure.
+    if (r.spills or 0) > 0 then
+      spilling[#spilling + 1] = string.format("%s: %d bytes of spills (%d registers)", job.what, r.spills, r.regs)
     end
   end
   if why then failures[#failures + 1] = job.what .. ": " .. why end
@@ -113,5 +115,6 @@ end
 pool:close()
 print(string.format("compiled %d kernels from %d specs in %.1f s (%d failed)", n, #files,
                     sys.now() - t0, #failures))
+for _, f in ipairs(spilling) do print("note: " .. f) end
 for _, f in ipairs(failures) do print("FAIL " .. f) end
 return #failures == 0 and 0 or 1
