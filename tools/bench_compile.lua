@@ -54,6 +54,16 @@ end
 print(string.format("%s: %d distinct configs, %d CPUs, NVRTC %s, load %s", path, #jobs, sys.cpu_count(),
                     compile.version(), load_avg()))
 print("mode        workers  wall_s  compiles/s  mean NVRTC s  ok  cached")
+do -- baseline: one after the other in this process, no pool
+  local t0, ok, busy = sys.now(), 0, 0
+  for _, j in ipairs(jobs) do
+    local r = compile.compile(j, { cache = false })
+    if r.ok then ok = ok + 1 end
+    busy = busy + r.compile_s
+  end
+  local dt = sys.now() - t0
+  print(string.format("in-process  %7s  %6.2f  %10.2f  %12.2f  %2d  %6d", "-", dt, #jobs / dt, busy / #jobs, ok, 0))
+end
 for _, w in ipairs(workers) do
   local dt, ok, cached, busy = run(w, { cache = false })
   print(string.format("cold        %7d  %6.2f  %10.2f  %12.2f  %2d  %6d", w, dt, #jobs / dt,
