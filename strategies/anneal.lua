@@ -19,6 +19,7 @@ local S = {
     init = { default = 5, help = "random configurations measured first; the walk starts from the best of them" },
     patience = { default = 50, help = "evaluations without a new best after which the walk restarts from a random configuration" },
     hamming = { default = 0.15, help = "probability that a step may change one knob to any value, not only an adjacent one" },
+    restart_best = { default = 0.5, help = "probability that a restart goes back to the best configuration so far instead of a random one" },
     free_steps = { default = 200, help = "most steps over already-measured neighbours taken inside one ask" },
   },
 }
@@ -64,6 +65,10 @@ function S.ask(ctx, n)
   local st, mem, out = ctx.anneal, ctx.anneal.mem, {}
   while #out < n do
     local c, method = nil, "anneal"
+    if st.restart and st.cur ~= nil and ctx.rng:uniform() < st.o.restart_best then
+      local b = mem:best(1)[1]
+      st.cur, st.restart = { config = b.config, f = b.f }, false
+    end
     if st.cur ~= nil and not st.restart then c = step(ctx, st) end
     if c == nil then
       -- Sampling the start, restarting, or boxed in: a fresh random point.

@@ -20,10 +20,12 @@ local S = {
     features = { default = 0.5, help = "fraction of the knobs each split may choose from" },
     min_leaf = { default = 2, help = "fewest samples in a leaf" },
     max_depth = { default = 12, help = "deepest split level" },
-    pool = { default = 256, help = "random unmeasured configurations scored per fit" },
+    pool = { default = 64, help = "random unmeasured configurations scored per fit" },
     local_top = { default = 5, help = "the unmeasured neighbours of this many best configurations join the pool" },
+    neighbourhood = { default = "hamming", help = "neighbours that join the pool: adjacent (one knob one step) or hamming (one knob any value)" },
+    explore = { default = 0.0, help = "probability of measuring a random configuration instead of the best-ranked one" },
     refit = { default = 0.05, help = "refit once the measured set grew by this fraction since the last fit (1 new at least)" },
-    xi = { default = 0.0, help = "EI margin in log-time units; larger explores more" },
+    xi = { default = 0.05, help = "EI margin in log-time units; larger explores more" },
     failure_penalty = { default = 1.0, help = "log-time units added to the slowest success to stand for a failure" },
   },
 }
@@ -125,7 +127,7 @@ local function fit_and_rank(ctx, st)
     if not inpool[k] and not mem:is_seen(c) then inpool[k] = true; pool[#pool + 1] = c end
   end
   for _, b in ipairs(mem:best(o.local_top)) do
-    for _, c in ipairs(mem:fresh_neighbours(b.config, "adjacent")) do add(c) end
+    for _, c in ipairs(mem:fresh_neighbours(b.config, o.neighbourhood)) do add(c) end
   end
   for _ = 1, o.pool do
     local c = mem:fresh(rng)
@@ -163,7 +165,7 @@ function S.ask(ctx, n)
   local o = st.o
   while #out < n do
     local c, method = nil, "surrogate"
-    if #st.X >= o.init and st.ok >= 2 then
+    if #st.X >= o.init and st.ok >= 2 and not (o.explore > 0 and ctx.rng:uniform() < o.explore) then
       local grown = #st.X - st.fitted_at
       if st.fitted_at == 0 or grown >= math.max(1, math.floor(st.fitted_at * o.refit)) or st.next > #st.ranked then
         if grown > 0 or st.fitted_at == 0 then fit_and_rank(ctx, st) end
