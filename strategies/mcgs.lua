@@ -5,25 +5,38 @@
 -- is one node; edges are moves from the move generators (rules by default)
 -- and carry N, the value sum and max, the prior and the failure count.
 --
--- One iteration: from a virtual root, descend by PUCT
+-- An iteration descends from a virtual root by PUCT
 --     Q(s,a) + c_puct * P(s,a) * sqrt(sum_b N(s,b) + 1) / (1 + N(s,a))
--- with Q = (1 - beta_max) * mean + beta_max * max, unvisited edges valued
--- at the parent's reward minus fpu_reduction. A node considers only its
--- first k = ceil(pw_c * (visits + 1)^pw_alpha) edges by prior (progressive
--- widening); expensive generators are called only when a node widens. The
--- descent ends at the first state not yet measured: that is the candidate.
--- After it is measured the reward (clipped log-speedup over the baseline, or
--- a fixed negative value per failure kind) is backed up along the path, and
--- a short rollout may continue from it: `rollout_depth` more states chosen
--- epsilon-greedily on Q - lambda * N among its unmeasured children, stopping
--- at the first failure (or, with rollout_improving, the first non-improvement).
+-- with Q = (1 - beta_max) * mean + beta_max * max over the values backed up
+-- through the edge, and an unvisited edge valued at its parent's reward
+-- minus fpu_reduction. A node considers only its first
+-- k = ceil(pw_c * (visits + 1)^pw_alpha) edges by prior (progressive
+-- widening); expensive generators are called only when a node widens past
+-- its registered moves. Expansion registers every proposed move of a state.
+-- The descent ends at the first state not yet measured: the candidate. Its
+-- reward (log-speedup over the baseline, the first valid measurement,
+-- clipped; a fixed negative value per failure kind) is backed up along the
+-- path (mean, and max).
+--
+-- A new leaf that beats its parent starts a rollout: a greedy descent that
+-- measures unmeasured children of its best state so far (epsilon-greedy on
+-- Q - lambda * N, never a measured or pending state, so it cannot cycle),
+-- moving on whenever a child is faster, until `rollout_misses` steps in a
+-- row bring nothing or `rollout_depth` steps are spent. Every rollout step
+-- is a real evaluation and is backed up along its own path.
+--
 -- The virtual root holds the start state (the spec's default config, or a
--- sample) and widens with random restart states. Batches use virtual loss
--- so ask(ctx, n) returns n distinct states.
+-- sample) and random restart states: the first `init_samples` iterations
+-- measure the start and samples only; later a fraction `p_sample` of
+-- selections measures a fresh sample (which starts a descent only when it
+-- comes close to the best), and `patience` evaluations without a new best
+-- force a restart, from a perturbation of the best state (`p_perturb`) or a
+-- sample. Batches use virtual loss so ask(ctx, n) returns n distinct states.
 --
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to
--- <run dir>/graph.kgr (kopt.graph format) and summarised in graph.json.
+-- <run dir>/graph.kgr (kopt.graph format) and summarised in graph.json; every
+-- evaluated transition goes to <run dir>/transitions.jsonl (kopt.experience).
 local graph_mod = require("kopt.graph")
 local moves_mod = require("kopt.moves")
 local experience = require("kopt.experience")
@@ -34,18 +47,25 @@ local S = {
   description = "Monte Carlo Graph Search over move generators (PUCT, progressive widening, rollouts)",
   options = {
     moves = { default = "rules", help = "move generators, comma-separated (names or .lua files)" },
-    c_puct = { default = 0.6, help = "exploration weight of the PUCT term" },
+    c_puct = { default = 0.15, help = "exploration weight of the PUCT term" },
     beta_max = { default = 0.7, help = "weight of the max backup in Q (0 = mean only, 1 = max only)" },
-    fpu_reduction = { default = 0.05, help = "an unvisited move is valued at its parent's reward minus this" },
+    fpu_reduction = { default = 0.2, help = "an unvisited move is valued at its parent's reward minus this" },
     pw_c = { default = 2.0, help = "progressive widening: a node considers ceil(pw_c * (N+1)^pw_alpha) moves" },
     pw_alpha = { default = 0.6, help = "progressive widening exponent" },
     dirichlet_alpha = { default = 0.3, help = "Dirichlet noise concentration on the priors of start states" },
     dirichlet_eps = { default = 0.25, help = "weight of the Dirichlet noise (0 = none)" },
-    rollout_depth = { default = 4, help = "states a rollout may add after a new leaf (0 = no rollouts)" },
+    rollout_depth = { default = 16, help = "most states one rollout may add after a new leaf (0 = no rollouts)" },
+    rollout_misses = { default = 5, help = "rollout: consecutive steps without improving its best state before it ends" },
     rollout_eps = { default = 0.1, help = "rollout: probability of a random move instead of the greedy one" },
     rollout_lambda = { default = 0.05, help = "rollout: visit penalty in Q - lambda * N" },
-    rollout_improving = { default = true, help = "rollout: stop at the first state that is no faster than its parent" },
+    rollout_improving = { default = true, help = "rollout: start one only from a leaf faster than its parent (or a restart)" },
+    patience = { default = 30, help = "evaluations without a new best after which a restart is forced (0 = never)" },
+    p_perturb = { default = 0.5, help = "probability that a restart perturbs the best state instead of sampling" },
+    perturb = { default = 3, help = "random moves applied to the best state for a perturbation restart" },
     restart_prior = { default = 0.25, help = "prior of a random restart move at the virtual root (start = 1)" },
+    p_sample = { default = 0.15, help = "probability that an iteration measures a fresh random sample (descending from it only when it comes within sample_margin of the best)" },
+    sample_margin = { default = 0.1, help = "log-speedup margin to the best within which a random sample starts a descent" },
+    init_samples = { default = 20, help = "the first N states are the start state and random samples (then PUCT)" },
     restart_c = { default = 1.0, help = "root widening: ceil(restart_c * (N+1)^pw_alpha) start/restart moves" },
     clip_lo = { default = -2.0, help = "lower clip of the log-speedup reward" },
     clip_hi = { default = 2.3, help = "upper clip of the log-speedup reward (log 10)" },
@@ -113,6 +133,7 @@ function S.init(ctx)
     measured = {},     -- node id -> true once its result is in
     baseline = nil,    -- time of the first valid measurement
     restarts = 0,
+    iterations = 0,    -- selections that produced a candidate
   }
   st.gens = moves_mod.resolve(o.moves)
   for _, gen in ipairs(st.gens) do
@@ -250,34 +271,76 @@ end
 
 -- Widening beyond the registered moves: the root gets a random restart
 -- state, other nodes ask their expensive generators (once per widening).
-local function grow(ctx, st, id, k, have)
+-- A restart state: a uniform sample, or (when `perturb` is set and there is
+-- a best state) the best state after a few random moves. Nil when nothing
+-- new turns up.
+local function restart_config(ctx, st, perturb)
+  local o = ctx.options
+  for _ = 1, 20 do
+    local c, method = nil, "restart"
+    if perturb and st.best_id then
+      c, method = st.cfg[st.best_id], "perturb"
+      for _ = 1, o.perturb do
+        local props = moves_mod.propose(ctx, { config = c, key = ctx:key(c) }, st.cheap)
+        if #props == 0 then break end
+        c = ctx.rng:choice(props).config
+      end
+    else
+      c = ctx.space:sample(ctx.rng)
+    end
+    if not c then return nil end
+    local child = S.node_for(ctx, st, c, nil)
+    if not evaluated(st, child) and st.g:flags(child) & PENDING == 0 then return child, method end
+  end
+end
+
+local function grow(ctx, st, id, k, have, perturb)
   if k <= have then return end
   if id == st.root then
-    for _ = 1, 20 do
-      local c = ctx.space:sample(ctx.rng)
-      if not c then return end
-      local child = S.node_for(ctx, st, c, nil)
-      if not evaluated(st, child) and st.g:flags(child) & PENDING == 0 then
-        st.restarts = st.restarts + 1
-        local e = st.g:link(st.root, "restart:" .. st.restarts, child, ctx.options.restart_prior)
-        st.edge_method[e] = "restart"
-        st.method_in[child] = st.method_in[child] or "restart"
-        return
-      end
+    local child, method = restart_config(ctx, st, perturb)
+    if child then
+      st.restarts = st.restarts + 1
+      local e = st.g:link(st.root, "restart:" .. st.restarts, child, ctx.options.restart_prior)
+      st.edge_method[e] = method
+      st.method_in[child] = st.method_in[child] or method
     end
   elseif #st.expensive > 0 then
     add_moves(ctx, st, id, st.expensive, false)
   end
 end
 
+local fresh_root_edge
+
 local function puct(ctx, st, id, limit)
   local o = ctx.options
   return st.g:select(id, o.c_puct, value_of(st, id) - o.fpu_reduction, o.beta_max, o.vl_value, limit, BLOCK)
 end
 
+-- During the initial sampling: the first root edge (start, then restarts)
+-- whose state is neither measured nor pending, adding a restart if needed.
+fresh_root_edge = function(ctx, st, have, perturb)
+  local g = st.g
+  for _ = 1, 2 do
+    local edges = g:edges(st.root)
+    for j = #edges, 1, -1 do
+      local x = edges[j]
+      if g:flags((g:ends(x))) & (BLOCK | MEASURED) == 0 then
+        -- the oldest such edge: scan back to the first idle one
+        for i = 1, j do
+          if g:flags((g:ends(edges[i]))) & (BLOCK | MEASURED) == 0 then return edges[i] end
+        end
+      end
+    end
+    grow(ctx, st, st.root, have + 1, have, perturb)
+    have = have + 1
+  end
+  return nil
+end
+
 -- One selection: returns a pending record {path=, leaf=} or nil.
 local function select_one(ctx, st, temp)
   local g = st.g
+  local sampled = false
   local path, visited = {}, { st.root }
   local s = st.root
   set_flag(g, s, ONPATH)
@@ -286,7 +349,17 @@ local function select_one(ctx, st, temp)
     expand(ctx, st, s, depth)
     local k, have = widen_limit(ctx, st, s)
     grow(ctx, st, s, k, have)
-    local e = puct(ctx, st, s, k)
+    local e
+    if s == st.root then
+      if st.iterations < ctx.options.init_samples or st.force_restart then
+        e = fresh_root_edge(ctx, st, have, st.force_restart and ctx.rng:uniform() < ctx.options.p_perturb)
+        st.force_restart = nil
+      elseif ctx.options.p_sample > 0 and ctx.rng:uniform() < ctx.options.p_sample then
+        e = fresh_root_edge(ctx, st, have, false)
+        sampled = e ~= nil
+      end
+    end
+    e = e or puct(ctx, st, s, k)
     if not e then e = puct(ctx, st, s, nil) end
     if not e and s == st.root then
       grow(ctx, st, s, have + 1, have)
@@ -309,7 +382,7 @@ local function select_one(ctx, st, temp)
     path[#path + 1] = e
     local child = g:ends(e)
     if not evaluated(st, child) then
-      rec = { path = path, leaf = child }
+      rec = { path = path, leaf = child, sample = sampled or nil }
       break
     end
     s = child
@@ -341,6 +414,12 @@ end
 function S.ask(ctx, n)
   local st = ctx.mcgs
   local out, recs = {}, {}
+  local o = ctx.options
+  if o.patience > 0 and st.last_improve and #st.queue == 0
+     and ctx.evaluations - st.last_improve >= o.patience then
+    st.force_restart = true
+    st.last_improve = ctx.evaluations
+  end
   while #out < n and #st.queue > 0 do
     local rec = table.remove(st.queue, 1)
     out[#out + 1] = candidate_of(st, rec)
@@ -352,6 +431,9 @@ function S.ask(ctx, n)
     tries = tries + 1
     local rec = select_one(ctx, st, temp)
     if rec then
+      -- the initial samples only measure; descents start once PUCT chooses
+      rec.init = st.iterations < o.init_samples or nil
+      st.iterations = st.iterations + 1
       start_pending(st, rec)
       out[#out + 1] = candidate_of(st, rec)
       recs[#recs + 1] = rec
@@ -381,20 +463,24 @@ local function reward_of(ctx, st, r)
   return fail_reward(ctx.options, r.status), true
 end
 
--- The rollout step from a fresh leaf: epsilon-greedy on Q - lambda * N over
--- its unmeasured, idle children (never a state already measured or on the
--- path, so rollouts cannot cycle).
-local function rollout_step(ctx, st, rec)
+-- A rollout is a greedy descent: each step measures one unmeasured, idle
+-- child of the rollout's anchor (its best state so far) chosen
+-- epsilon-greedily on Q - lambda * N; a faster child becomes the anchor. It
+-- ends after rollout_misses steps in a row without a new anchor, or
+-- rollout_depth steps. Measured states and states in flight are never chosen,
+-- so rollouts cannot cycle.
+local function rollout_step(ctx, st, anchor, apath, steps, misses)
   local g, o = st.g, ctx.options
-  expand(ctx, st, rec.leaf, #rec.path)
-  local best, eligible = g:greedy(rec.leaf, o.rollout_lambda, value_of(st, rec.leaf) - o.fpu_reduction,
+  expand(ctx, st, anchor, #apath)
+  local best, eligible = g:greedy(anchor, o.rollout_lambda, value_of(st, anchor) - o.fpu_reduction,
                                   o.beta_max, BLOCK | MEASURED)
   if eligible == 0 then return nil end
-  if ctx.rng:uniform() < o.rollout_eps then best = ctx.rng:choice(g:eligible(rec.leaf, BLOCK | MEASURED)) end
+  if ctx.rng:uniform() < o.rollout_eps then best = ctx.rng:choice(g:eligible(anchor, BLOCK | MEASURED)) end
   local path = {}
-  for i, e in ipairs(rec.path) do path[i] = e end
+  for i, e in ipairs(apath) do path[i] = e end
   path[#path + 1] = best
-  return { path = path, leaf = (g:ends(best)), rollout = (rec.rollout or 0) + 1 }
+  return { path = path, leaf = (g:ends(best)), rollout = steps, anchor = anchor, anchor_path = apath,
+           misses = misses }
 end
 
 local function save_snapshot(ctx, st)
@@ -442,10 +528,24 @@ function S.tell(ctx, results)
       local speedup = (pnode and pnode.time_ms and time_of(r)) and pnode.time_ms / time_of(r) or nil
       st.exp:add({ from = st.method_in[parent] or "root", to = method, status = r.status, speedup = speedup,
                    reward = v, n = ctx.evaluations }, r)
-      -- rollout continuation
-      local depth = rec.rollout or 0
-      if o.rollout_depth > depth and not failed and (not o.rollout_improving or (pv and v > pv) or not pv) then
-        local nxt = rollout_step(ctx, st, rec)
+      if not failed and (not st.best_v or v > st.best_v) then
+        st.best_v, st.best_id, st.last_improve = v, leaf, ctx.evaluations
+      end
+      -- rollout: start from a fresh leaf, or go on from the anchor
+      local anchor, apath, misses, steps
+      if rec.rollout then
+        anchor, apath, misses, steps = rec.anchor, rec.anchor_path, rec.misses, rec.rollout
+        if not failed and v > (g:reward(anchor) or -math.huge) then
+          anchor, apath, misses = leaf, rec.path, 0
+        else
+          misses = misses + 1
+        end
+      elseif not failed and not rec.init and (not o.rollout_improving or not pv or v > pv)
+             and (not rec.sample or v >= (st.best_v or 0) - o.sample_margin) then
+        anchor, apath, misses, steps = leaf, rec.path, 0, 0
+      end
+      if anchor and steps < o.rollout_depth and misses < o.rollout_misses then
+        local nxt = rollout_step(ctx, st, anchor, apath, steps + 1, misses)
         if nxt then
           start_pending(st, nxt)
           st.queue[#st.queue + 1] = nxt

@@ -17,6 +17,7 @@ local S = {
   description = "greedy local search over rule moves with a tabu list and restarts",
   options = {
     moves = { default = "rules", help = "move generators, comma-separated (names or .lua files)" },
+    init = { default = 20, help = "random configs measured first (the first is the start state); the search starts from the best" },
     escapes = { default = 1, help = "non-improving steps to the best non-tabu neighbour before a restart" },
     tabu = { default = 50, help = "length of the tabu list (states not to step back to)" },
     p_perturb = { default = 0.5, help = "probability that a restart perturbs the best state instead of sampling" },
@@ -39,6 +40,7 @@ function S.init(ctx)
   local st = {
     gens = moves_mod.resolve(o.moves),
     known = {},      -- key -> fitness (INF for failures)
+    n_init = 0,      -- initial samples asked
     asked = {},      -- key -> true once proposed
     method_of = {},  -- key -> the method that produced the state
     tabu = {}, tabu_set = {},
@@ -148,8 +150,36 @@ local function advance(ctx, st)
   return { config = c, origin = { method = "restart", parent = nil } }
 end
 
+-- The initial sample: the start state, then uniform samples.
+local function init_batch(ctx, st, n)
+  local out = {}
+  while #out < n and st.n_init < ctx.options.init do
+    local c
+    if st.n_init == 0 and ctx.options.start == "default" then c = ctx.space:default() end
+    for _ = 1, 50 do
+      if c and not st.asked[ctx:key(c)] then break end
+      c = ctx.space:sample(ctx.rng)
+    end
+    if not c or st.asked[ctx:key(c)] then break end
+    st.asked[ctx:key(c)] = true
+    st.n_init = st.n_init + 1
+    out[#out + 1] = { config = c, origin = { method = st.n_init == 1 and "start" or "sample" }, init = true }
+  end
+  return out
+end
+
 function S.ask(ctx, n)
   local st = ctx.rules
+  if st.n_init < ctx.options.init and not st.started then
+    local out = init_batch(ctx, st, n)
+    if #out > 0 then return out end
+  end
+  if not st.started and st.best then
+    -- the initial sample is in: descend from its best
+    st.started = true
+    set_current(st, st.best.key, st.best.config, st.best.fit)
+    st.descent_best = st.best.fit
+  end
   local out = {}
   local guard = 0
   while #out < n and guard < 10000 do

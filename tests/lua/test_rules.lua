@@ -4,7 +4,8 @@
 --     search at 100 evaluations, averaged over 8 seeds;
 --  2. it is deterministic: the same seed gives the same evaluations;
 --  3. every evaluation of a move is a one-knob rule move from an evaluated
---     state (or a start/restart), and transitions.jsonl records them;
+--     state (or a start, initial sample or restart), and transitions.jsonl
+--     records them;
 --  4. a tiny space is exhausted cleanly; SIGKILL + --resume gives the same
 --     evaluations as an uninterrupted run;
 --  5. the user strategy in examples/ runs with a user move generator.
@@ -64,7 +65,7 @@ end
 local evaluated = {}
 for _, ev in ipairs(a) do
   local o = ev.origin
-  if o.method ~= "start" and o.method ~= "restart" then
+  if o.method ~= "start" and o.method ~= "restart" and o.method ~= "sample" then
     T.check(o.parent and evaluated[o.parent] ~= nil, "move %s at %d comes from an evaluated state", o.method, ev.n)
     local p = evaluated[o.parent]
     if p then

@@ -49,18 +49,22 @@ R.tag_families = {
   padding = "padding", layout = "layout", split = "split", split_k = "split",
 }
 
--- Relative prior of a family's moves (1 = neutral).
+-- Relative prior of a family's moves (1 = neutral). All neutral by default:
+-- on the recorded spaces, favouring tile and block moves over toggles made
+-- MCGS slower to find optima that hinge on a toggle (A4000 convolution).
 R.weights = {
-  tile_m = 1.3, tile_n = 1.3, tile_k = 1.1, tile = 1.3, block = 1.2, warps = 1.2, stages = 1.1,
-  vector = 1.1, async = 1.0, unroll = 0.9, shmem = 1.0, cache = 0.8, padding = 0.7, layout = 0.8,
-  split = 0.9, knob = 0.8,
+  tile_m = 1.0, tile_n = 1.0, tile_k = 1.0, tile = 1.0, block = 1.0, warps = 1.0, stages = 1.0,
+  vector = 1.0, async = 1.0, unroll = 1.0, shmem = 1.0, cache = 1.0, padding = 1.0, layout = 1.0,
+  split = 1.0, knob = 1.0,
 }
 
 -- Scale priors by the state's symptoms (set false for uniform family priors).
 R.use_symptoms = true
 
 -- Relative prior by step size.
-R.step_weight = { [1] = 1.0, [2] = 0.45, jump = 0.2, toggle = 1.0 }
+R.step_weight = { [1] = 1.0, [2] = 0.45, jump = 0.2, double = 0.6, set = 0.08, set_short = 0.6, toggle = 1.0 }
+-- value lists up to this long get every value as a move at set_short
+R.short_list = 6
 
 local function axis_of(name)
   local a = name:lower():match("_([xyz])$")
@@ -130,10 +134,43 @@ function R.propose(ctx, state)
         if inf.numeric and k.values[n] < k.values[1] then dir = -1 end
         local steps = { { 1, R.step_weight[1] }, { 2, R.step_weight[2] } }
         if n >= 8 then steps[#steps + 1] = { math.max(3, n // 4), R.step_weight.jump } end
+        local covered = { [pos] = true }
         for _, s in ipairs(steps) do
           local d, w = s[1], s[2]
-          if pos + d <= n then add(k, k.values[pos + d], dir > 0 and up or down, inf.weight * w) end
-          if pos - d >= 1 then add(k, k.values[pos - d], dir > 0 and down or up, inf.weight * w) end
+          if pos + d <= n then
+            add(k, k.values[pos + d], dir > 0 and up or down, inf.weight * w)
+            covered[pos + d] = true
+          end
+          if pos - d >= 1 then
+            add(k, k.values[pos - d], dir > 0 and down or up, inf.weight * w)
+            covered[pos - d] = true
+          end
+        end
+        -- doubling and halving (to the nearest allowed value): the natural
+        -- jump for tile and block sizes whose lists step linearly
+        local cur = state.config[k.name]
+        if inf.numeric and type(cur) == "number" and cur > 0 then
+          for _, f in ipairs({ 2, 0.5 }) do
+            local want, best, bd = cur * f, nil, math.huge
+            for j, v in ipairs(k.values) do
+              local dist = math.abs(v - want)
+              if dist < bd then best, bd = j, dist end
+            end
+            if best and not covered[best] and bd <= 0.25 * want then
+              add(k, k.values[best], (f > 1) == (dir > 0) and up or down, inf.weight * R.step_weight.double)
+              covered[best] = true
+            end
+          end
+        end
+        -- any other value, with a small prior: reachable once a node is
+        -- visited often enough for widening to admit it
+        -- (short lists are often choices of method rather than sizes, so
+        -- every value of them is a plausible move)
+        local w_set = n <= R.short_list and R.step_weight.set_short or R.step_weight.set
+        for j = 1, n do
+          if not covered[j] then
+            add(k, k.values[j], inf.stem .. "_set", inf.weight * w_set)
+          end
         end
       end
     end
