@@ -577,6 +577,11 @@ int kopt_cpool_size(const struct kopt_cpool *p)
 	return p->n;
 }
 
+long kopt_cpool_worker_pid(const struct kopt_cpool *p, int i)
+{
+	return i >= 0 && i < p->n && p->w[i].pid > 0 ? (long)p->w[i].pid : -1;
+}
+
 static void free_items(struct item *it)
 {
 	while (it) {

@@ -46,6 +46,10 @@ size_t kopt_cpool_pending(const struct kopt_cpool *p);
 
 int kopt_cpool_size(const struct kopt_cpool *p);
 
+/* Process id of worker i (0 <= i < size), or -1 when it is not running.
+ * For tests that kill a worker on purpose. */
+long kopt_cpool_worker_pid(const struct kopt_cpool *p, int i);
+
 /* Kills and reaps the workers, drops pending jobs. NULL is fine. */
 void kopt_cpool_free(struct kopt_cpool *p);
 
