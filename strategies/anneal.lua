@@ -7,8 +7,9 @@
 -- geometrically from t0 to t_end over the budget. Stepping onto a neighbour
 -- that was already measured costs nothing, so those steps happen inside ask
 -- without spending budget. When no new best turns up for `patience`
--- evaluations, or the walk is boxed in by measured neighbours, it restarts
--- from a fresh random configuration.
+-- evaluations it restarts, from the best so far (probability restart_best)
+-- or from a fresh random configuration; when the walk is boxed in by measured
+-- neighbours it measures a fresh random one.
 local classic = require("kopt.classic")
 
 local S = {

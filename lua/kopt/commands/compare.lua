@@ -1,0 +1,295 @@
+-- `kopt compare`: the strategy benchmark. Runs strategies x recorded spaces x
+-- seeds through the engine on the replay backend, in this process, and
+-- reports per space and averaged: the mean fraction of optimum at each
+-- budget, the evaluations needed to get within 5 % and 1 % of the optimum
+-- (median over seeds) and the methodology score against random search,
+-- whose curve is computed exactly from the recording (kopt.benchstats).
+-- Writes DIR/benchmark.md, DIR/results.json and DIR/img/<space>.svg.
+local benchstats = require("kopt.benchstats")
+local engine_mod = require("kopt.engine")
+local errors = require("kopt.errors")
+local json = require("kopt.json")
+local replay = require("kopt.backends.replay")
+local strategy_mod = require("kopt.strategy")
+local svg = require("kopt.svg")
+local sys = require("kopt.sys")
+
+local M = { summary = "benchmark strategies on recorded spaces (replay): fraction of optimum, evals to 5 %/1 %, score" }
+
+M.DEFAULT_STRATEGIES = { "random", "anneal", "genetic", "surrogate", "mcgs", "rules" }
+M.DEFAULT_BUDGETS = { 25, 50, 100, 200, 400 }
+M.P = 0.95 -- methodology cutoff percentile
+
+local USAGE = [[
+usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N]
+                    [--budgets 25,50,...] [--out DIR] [--opt STRATEGY.KEY=VALUE] [-q]
+  --strategies  built-in names or paths (default: random, anneal, genetic,
+                surrogate, and mcgs and rules when built in)
+  --spaces      recorded spaces (Kernel Tuner cache, T4, KTT); default every
+                tests/data/*.json under the current directory
+  --seeds       runs per strategy and space, seeds 1..N (default 50)
+  --budgets     evaluation counts to report (default 25,50,100,200,400); every
+                run goes on to the largest, or to the methodology cutoff when larger
+  --out         output directory (default compare/): benchmark.md, results.json, img/*.svg
+  --opt         a strategy option, e.g. --opt anneal.t0=0.2 (repeatable)
+]]
+
+local function split(s)
+  local out = {}
+  for item in (s .. ","):gmatch("([^,]*),") do if item ~= "" then out[#out + 1] = item end end
+  return out
+end
+
+local function parse(argv)
+  local o = { seeds = 50, budgets = M.DEFAULT_BUDGETS, out = "compare", opts = {} }
+  local i = 1
+  local function value(flag)
+    i = i + 1
+    if argv[i] == nil then errors.usage("compare: %s needs a value", flag) end
+    return argv[i]
+  end
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--help" or a == "-h" then o.help = true
+    elseif a == "-q" then o.quiet = true
+    elseif a == "--strategies" then o.strategies = split(value(a))
+    elseif a == "--spaces" then o.spaces = split(value(a))
+    elseif a == "--out" then o.out = value(a)
+    elseif a == "--seeds" then
+      o.seeds = math.tointeger(tonumber(value(a)))
+      if not o.seeds or o.seeds < 1 then errors.usage("compare: --seeds: expected a positive integer, got '%s'", argv[i]) end
+    elseif a == "--budgets" then
+      o.budgets = {}
+      for _, b in ipairs(split(value(a))) do
+        local n = math.tointeger(tonumber(b))
+        if not n or n < 1 then errors.usage("compare: --budgets: expected positive integers, got '%s'", b) end
+        o.budgets[#o.budgets + 1] = n
+      end
+      table.sort(o.budgets)
+      if #o.budgets == 0 then errors.usage("compare: --budgets: empty list") end
+    elseif a == "--opt" then
+      local v = value(a)
+      local s, k, x = v:match("^([^.=]+)%.([%w_%-]+)=(.*)$")
+      if not s then errors.usage("compare: --opt: expected STRATEGY.KEY=VALUE, got '%s'", v) end
+      o.opts[s] = o.opts[s] or {}
+      table.insert(o.opts[s], { k, x })
+    else
+      errors.usage("compare: unknown argument '%s' (see kopt compare --help)", a)
+    end
+    i = i + 1
+  end
+  return o
+end
+
+local function default_spaces()
+  local names = sys.list_dir("tests/data")
+  if not names then errors.usage("compare: no --spaces given and no tests/data here") end
+  local out = {}
+  for _, n in ipairs(names) do if n:match("%.json$") then out[#out + 1] = "tests/data/" .. n end end
+  table.sort(out)
+  return out
+end
+
+local function default_strategies()
+  local have, out = {}, {}
+  for _, n in ipairs(require("kopt.cli").builtin_strategies()) do have[n] = true end
+  for _, n in ipairs(M.DEFAULT_STRATEGIES) do if have[n] then out[#out + 1] = n end end
+  return out
+end
+
+-- One run; returns the best-so-far curve, extended flat to `length`.
+local function run_one(name, label, options, backend, seed, length)
+  local saved = package.path
+  local strategy = strategy_mod.load(label)
+  package.path = saved
+  local curve, best = {}, math.huge
+  local e = engine_mod.run({
+    strategy = strategy, strategy_name = name, options = options, space = backend.space,
+    backend = backend, budget = length, seed = seed, quiet = true,
+    on_eval = function(_, rec)
+      local r = rec.result
+      if r.status == "ok" and type(r.time_ms) == "number" and r.time_ms < best then best = r.time_ms end
+      curve[#curve + 1] = best
+    end,
+  })
+  if e.stop_reason == "error" then
+    if errors.is_user_error(e.error) then error(e.error, 0) end
+    errors.raise(errors.RUNTIME, "compare: %s (seed %d): %s", name, seed, tostring(e.error))
+  end
+  for n = #curve + 1, length do curve[n] = best end
+  return curve
+end
+
+local function fmt_evals(n, limit)
+  if n == math.huge then return ">" .. limit end
+  if n == math.floor(n) then return string.format("%d", n) end
+  return string.format("%.1f", n)
+end
+
+local function space_name(file)
+  return (file:match("([^/]+)$"):gsub("%.json$", ""))
+end
+
+function M.main(argv)
+  local o = parse(argv)
+  if o.help then io.stdout:write(USAGE) return 0 end
+  local files = o.spaces or default_spaces()
+  local strategies = o.strategies or default_strategies()
+  if #files == 0 then errors.usage("compare: no spaces to run on") end
+  -- Load every strategy once up front, so a typo fails before hours of runs.
+  local loaded = {}
+  for i, label in ipairs(strategies) do
+    local saved = package.path
+    local s = strategy_mod.load(label)
+    package.path = saved
+    local name = s.name
+    loaded[i] = { label = label, name = name, options = strategy_mod.options(s, o.opts[name] or o.opts[label]) }
+  end
+  local budgets, maxb = o.budgets, o.budgets[#o.budgets]
+  local report = { budgets = budgets, seeds = o.seeds, p = M.P, spaces = {} }
+  for _, file in ipairs(files) do
+    local backend = replay.open(nil, { file = file })
+    local facts = benchstats.space_facts(backend.rec.entries)
+    if facts.valid == 0 then errors.usage("compare: %s records no successful configuration", file) end
+    local cutoff = benchstats.cutoff(facts, M.P)
+    local length = math.max(maxb, cutoff)
+    local rtimes, rfrac = benchstats.random_curve(facts, length)
+    local sp = { name = space_name(file), file = file, entries = facts.entries, valid = facts.valid,
+                 opt_ms = facts.opt, median_ms = facts.median, cutoff = cutoff, results = {} }
+    local exact = { name = "random (exact)", fraction = {}, within = {}, score = 0, curve = rfrac }
+    for i, b in ipairs(budgets) do exact.fraction[i] = rfrac[math.min(b, #rfrac)] end
+    for _, tol in ipairs({ 0.05, 0.01 }) do exact.within[tol] = (benchstats.random_evals_within(facts, tol)) end
+    sp.exact = exact
+    for _, st in ipairs(loaded) do
+      local t0 = sys.now()
+      local curves = {}
+      for seed = 1, o.seeds do
+        curves[seed] = run_one(st.name, st.label, st.options, backend, seed, length)
+      end
+      local sum = benchstats.summarise(facts, curves, budgets, cutoff, rtimes)
+      sum.name, sum.seconds = st.name, sys.now() - t0
+      sum.curve = {}
+      for n = 1, maxb do
+        local acc = 0
+        for _, c in ipairs(curves) do acc = acc + (c[n] < math.huge and facts.opt / c[n] or 0) end
+        sum.curve[n] = acc / #curves
+      end
+      sp.results[#sp.results + 1] = sum
+      if not o.quiet then
+        io.stderr:write(string.format("compare: %-22s %-12s %d seeds x %d evals in %.1f s\n", sp.name, st.name,
+                                      o.seeds, length, sum.seconds))
+      end
+    end
+    backend:close()
+    report.spaces[#report.spaces + 1] = sp
+  end
+  local md = M.markdown(report)
+  io.stdout:write(md)
+  sys.mkdir_p(o.out .. "/img")
+  local f = assert(io.open(o.out .. "/benchmark.md", "w"))
+  f:write(md)
+  f:close()
+  for _, sp in ipairs(report.spaces) do M.write_svg(o.out .. "/img/" .. sp.name:gsub("%.", "_") .. ".svg", sp, maxb) end
+  json.write_file(o.out .. "/results.json", M.plain(report))
+  return 0
+end
+
+local function header(budgets, with_evals)
+  local cols = { "strategy" }
+  for _, b in ipairs(budgets) do cols[#cols + 1] = "@" .. b end
+  if with_evals then cols[#cols + 1] = "evals to 5 %"; cols[#cols + 1] = "evals to 1 %" end
+  cols[#cols + 1] = "score"
+  local sep = {}
+  for i = 1, #cols do sep[i] = i == 1 and "---" or "---:" end
+  return "| " .. table.concat(cols, " | ") .. " |\n|" .. table.concat(sep, "|") .. "|\n"
+end
+
+local function row(r, budgets, limit, with_evals)
+  local cells = { r.name }
+  for i = 1, #budgets do cells[#cells + 1] = string.format("%.3f", r.fraction[i]) end
+  if with_evals then
+    cells[#cells + 1] = fmt_evals(r.within[0.05], limit)
+    cells[#cells + 1] = fmt_evals(r.within[0.01], limit)
+  end
+  cells[#cells + 1] = string.format("%+.3f", r.score)
+  return "| " .. table.concat(cells, " | ") .. " |\n"
+end
+
+-- The report as markdown: one table per space, then the average over spaces.
+function M.markdown(report)
+  local out, budgets = {}, report.budgets
+  out[#out + 1] = string.format("Mean fraction of optimum (t_opt / t_found) after N evaluations, over %d seeds; "
+    .. "evaluations to get within 5 %% / 1 %% of the optimum (median over seeds; random: exact median); "
+    .. "score: methodology score against exact random search, mean over evaluations 1..cutoff (p = %.2f).\n\n",
+    report.seeds, report.p)
+  for _, sp in ipairs(report.spaces) do
+    local length = math.max(budgets[#budgets], sp.cutoff)
+    out[#out + 1] = string.format("### %s\n\n%d configurations (%d ok), optimum %.5g ms, median %.5g ms, "
+      .. "cutoff %d evaluations (`%s`)\n\n", sp.name, sp.entries, sp.valid, sp.opt_ms, sp.median_ms, sp.cutoff, sp.file)
+    out[#out + 1] = header(budgets, true)
+    out[#out + 1] = row(sp.exact, budgets, sp.entries, true)
+    for _, r in ipairs(sp.results) do out[#out + 1] = row(r, budgets, length, true) end
+    out[#out + 1] = "\n"
+  end
+  if #report.spaces > 1 then
+    out[#out + 1] = string.format("### Average over %d spaces\n\n", #report.spaces)
+    out[#out + 1] = header(budgets, false)
+    local function avg(get)
+      local r = { fraction = {}, score = 0 }
+      for _, sp in ipairs(report.spaces) do
+        local x = get(sp)
+        r.name = x.name
+        for i = 1, #budgets do r.fraction[i] = (r.fraction[i] or 0) + x.fraction[i] / #report.spaces end
+        r.score = r.score + x.score / #report.spaces
+      end
+      return r
+    end
+    out[#out + 1] = row(avg(function(sp) return sp.exact end), budgets, 0, false)
+    for i in ipairs(report.spaces[1].results) do
+      out[#out + 1] = row(avg(function(sp) return sp.results[i] end), budgets, 0, false)
+    end
+    out[#out + 1] = "\n"
+  end
+  return table.concat(out)
+end
+
+function M.write_svg(path, sp, maxb)
+  local series, lo = {}, 1
+  local function pts(curve)
+    local p = {}
+    for n = 1, maxb do
+      p[#p + 1] = { n, curve[n] }
+      if n >= math.min(10, maxb) then lo = math.min(lo, curve[n]) end
+    end
+    return p
+  end
+  for _, r in ipairs(sp.results) do series[#series + 1] = { name = r.name, points = pts(r.curve) } end
+  series[#series + 1] = { name = "random (exact)", points = pts(sp.exact.curve), color = "#555555", dash = true }
+  local ymin = math.max(0, math.floor(lo * 10) / 10)
+  if ymin >= 0.95 then ymin = 0.9 end
+  local f = assert(io.open(path, "w"))
+  f:write(svg.line_chart({
+    title = string.format("%s: mean fraction of optimum", sp.name), xlabel = "evaluations (log scale)",
+    ylabel = "t_opt / t_found", xmin = 1, xmax = maxb, ymin = ymin, ymax = 1, xlog = true, series = series,
+  }))
+  f:close()
+end
+
+-- The report without curves and with string keys, for results.json.
+function M.plain(report)
+  local out = { budgets = report.budgets, seeds = report.seeds, p = report.p, spaces = {} }
+  for _, sp in ipairs(report.spaces) do
+    local s = { name = sp.name, file = sp.file, entries = sp.entries, valid = sp.valid, opt_ms = sp.opt_ms,
+                median_ms = sp.median_ms, cutoff = sp.cutoff, strategies = {} }
+    for _, r in ipairs({ sp.exact, table.unpack(sp.results) }) do
+      local w5, w1 = r.within[0.05], r.within[0.01]
+      s.strategies[#s.strategies + 1] = { name = r.name, fraction = r.fraction, score = r.score,
+        evals_to_5pct = w5 < math.huge and w5 or json.null, evals_to_1pct = w1 < math.huge and w1 or json.null,
+        seconds = r.seconds }
+    end
+    out.spaces[#out.spaces + 1] = s
+  end
+  return out
+end
+
+return M

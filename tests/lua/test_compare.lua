@@ -1,0 +1,159 @@
+-- `kopt compare` (the strategy benchmark), small: random and anneal on the
+-- pnpoly RTX 3090 space and the 15-config vector_add space, 2 seeds. The
+-- numbers it writes are checked against computations made here from the raw
+-- files (plain cjson, not kopt's reader or kopt.benchstats):
+--   * the exact random-search row: P(best = j-th fastest) = C(M-j, b-1)/C(M, b),
+--     with the failures ranked after every success;
+--   * the methodology cutoff (p = 0.95), also against the value INDEX.tsv of
+--     the shared data set lists for each file (pnpoly 198, vector_add 7);
+--   * the rows of random and anneal against the same runs made through the
+--     CLI (`kopt STRATEGY --backend replay:FILE --seed S`), read from events.jsonl;
+--   * the simulated random row against the exact expectation within four
+--     standard errors, with 60 seeds on vector_add;
+--   * the SVG curves and the markdown table.
+local T = require("testlib")
+local cjson = require("cjson")
+
+local tmp = T.tmpdir("compare")
+local PN, VA = "tests/data/pnpoly_RTX_3090.json", "tests/data/vector_add_A4000.json"
+
+-- Raw file: all entries (successes sorted first, failures after).
+local function load(file)
+  local raw = cjson.decode(T.slurp(file))
+  local ok, m = {}, 0
+  for _, e in pairs(raw.cache) do
+    m = m + 1
+    if type(e.time) == "number" and e.time < 1e19 then ok[#ok + 1] = e.time end
+  end
+  table.sort(ok)
+  return { ok = ok, m = m, opt = ok[1], worst = ok[#ok] }
+end
+
+local function log_choose(n, k)
+  if k < 0 or k > n then return -math.huge end
+  local s = 0
+  for i = 1, k do s = s + math.log((n - k + i) / i) end
+  return s
+end
+
+-- Exact expected fraction and time of random search after b evaluations.
+local function exact(d, b)
+  b = math.min(b, d.m)
+  local lc = log_choose(d.m, b)
+  local ef, et, pnone = 0, 0, 1
+  for j = 1, #d.ok do
+    local p = math.exp(log_choose(d.m - j, b - 1) - lc)
+    ef, et, pnone = ef + p * d.opt / d.ok[j], et + p * d.ok[j], pnone - p
+  end
+  return ef, et + math.max(0, pnone) * d.worst, pnone
+end
+
+local function cutoff(d, p)
+  local n = #d.ok
+  local median = n % 2 == 1 and d.ok[(n + 1) // 2] or (d.ok[n // 2] + d.ok[n // 2 + 1]) / 2
+  local target = d.opt + (median - d.opt) * (1 - p)
+  local i = 0 -- successes slower than the target (counted from the slow end)
+  while i < n and d.ok[n - i] > target do i = i + 1 end
+  return math.ceil(i / (n + 1 - i))
+end
+
+local function near(a, b, tol) return math.abs(a - b) <= tol * math.max(1, math.abs(b)) end
+
+local out = tmp .. "/out"
+local code, stdout, stderr = T.run(string.format(
+  "compare --strategies random,anneal --spaces %s,%s --seeds 2 --budgets 1,10,25 --out %s -q", PN, VA, out))
+T.eq(code, 0, "kopt compare exit code (" .. stderr .. ")")
+local res = cjson.decode(T.slurp(out .. "/results.json"))
+local budgets = res.budgets
+T.eq(#res.spaces, 2, "spaces in results.json")
+
+local want_cutoff = { pnpoly_RTX_3090 = 198, vector_add_A4000 = 7 } -- INDEX.tsv, methodology_budget_p0.95
+for _, sp in ipairs(res.spaces) do
+  local d = load(sp.file)
+  T.eq(sp.entries, d.m, sp.name .. ": entries")
+  T.eq(sp.valid, #d.ok, sp.name .. ": successful entries")
+  T.eq(sp.cutoff, cutoff(d, 0.95), sp.name .. ": cutoff against the independent computation")
+  T.eq(sp.cutoff, want_cutoff[sp.name], sp.name .. ": cutoff against INDEX.tsv")
+  local rows = {}
+  for _, r in ipairs(sp.strategies) do rows[r.name] = r end
+  local ex = rows["random (exact)"]
+  for i, b in ipairs(budgets) do
+    T.check(near(ex.fraction[i], (exact(d, b)), 1e-9), "%s: exact random fraction at %d: %s vs %s", sp.name, b,
+            ex.fraction[i], (exact(d, b)))
+  end
+  T.eq(ex.score, 0, sp.name .. ": score of exact random search")
+  -- The same runs through the CLI, to the same length (the cutoff or the largest budget).
+  local length = math.max(budgets[#budgets], sp.cutoff)
+  for _, s in ipairs({ "random", "anneal" }) do
+    local frac, needed5, scoresum = {}, {}, 0
+    local curves = {}
+    for seed = 1, 2 do
+      local dir = string.format("%s/%s_%s_%d", tmp, sp.name, s, seed)
+      local c = T.run(string.format("%s --backend replay:%s --budget %d --seed %d --out %s -q", s, sp.file, length,
+                                    seed, dir))
+      T.eq(c, 0, string.format("%s seed %d on %s: exit code", s, seed, sp.name))
+      local curve, best = {}, math.huge
+      for line in io.lines(dir .. "/events.jsonl") do
+        local ev = cjson.decode(line)
+        if ev.event == "eval" then
+          if ev.result.status == "ok" and ev.result.time_ms < best then best = ev.result.time_ms end
+          curve[#curve + 1] = best
+        end
+      end
+      for n = #curve + 1, length do curve[n] = best end
+      curves[seed] = curve
+      for i, b in ipairs(budgets) do frac[i] = (frac[i] or 0) + (curve[b] < math.huge and d.opt / curve[b] or 0) / 2 end
+      needed5[seed] = math.huge
+      for n = 1, length do if curve[n] <= d.opt * 1.05 then needed5[seed] = n break end end
+    end
+    local r = rows[s]
+    for i, b in ipairs(budgets) do
+      T.check(near(r.fraction[i], frac[i], 1e-9), "%s/%s: fraction at %d: compare says %s, CLI runs give %s",
+              sp.name, s, b, r.fraction[i], frac[i])
+    end
+    local med5 = (needed5[1] + needed5[2]) / 2
+    local got5 = r.evals_to_5pct == cjson.null and math.huge or r.evals_to_5pct
+    T.check(got5 == med5, "%s/%s: evals to 5 %%: compare says %s, CLI runs give %s", sp.name, s, got5, med5)
+    if sp.name == "vector_add_A4000" then
+      for b = 1, sp.cutoff do
+        local _, rt = exact(d, b)
+        local mean = 0
+        for _, c in ipairs(curves) do mean = mean + (c[b] < math.huge and c[b] or d.worst) / 2 end
+        if rt - d.opt > 1e-12 * d.opt then scoresum = scoresum + (rt - mean) / (rt - d.opt) / sp.cutoff end
+      end
+      T.check(near(r.score, scoresum, 1e-6), "%s/%s: score %s, independent %s", sp.name, s, r.score, scoresum)
+    end
+  end
+  local svgtext = T.slurp(out .. "/img/" .. sp.name .. ".svg")
+  T.check(svgtext:match("^<svg") ~= nil, "%s: SVG starts with <svg", sp.name)
+  local lines = 0
+  for _ in svgtext:gmatch("<polyline") do lines = lines + 1 end
+  T.eq(lines, 3, sp.name .. ": curves in the SVG (2 strategies + exact random)")
+  local md = T.slurp(out .. "/benchmark.md")
+  T.check(md:find("### " .. sp.name, 1, true) ~= nil, "benchmark.md has a section for %s", sp.name)
+  T.check(md:find(string.format("| random (exact) | %.3f |", ex.fraction[1]), 1, true) ~= nil,
+          "benchmark.md has the exact random row of %s", sp.name)
+end
+T.check(stdout:find("### Average over 2 spaces", 1, true) ~= nil, "stdout has the averaged table")
+
+-- Statistical agreement of the simulated random search with the exact curve.
+code = T.run(string.format("compare --strategies random --spaces %s --seeds 60 --budgets 1,3 --out %s/stat -q", VA, tmp))
+T.eq(code, 0, "kopt compare (60 seeds) exit code")
+local d = load(VA)
+local sp = cjson.decode(T.slurp(tmp .. "/stat/results.json")).spaces[1]
+for i, b in ipairs({ 1, 3 }) do
+  -- Variance of opt/best from the exact distribution of the best rank.
+  local lc, m1, m2 = log_choose(d.m, b), 0, 0
+  for j = 1, #d.ok do
+    local p = math.exp(log_choose(d.m - j, b - 1) - lc)
+    local f = d.opt / d.ok[j]
+    m1, m2 = m1 + p * f, m2 + p * f * f
+  end
+  local se = math.sqrt(math.max(0, m2 - m1 * m1) / 60)
+  local got = sp.strategies[2].fraction[i]
+  T.check(math.abs(got - m1) <= 4 * se + 1e-12, "random at %d over 60 seeds: %.4f, exact %.4f (4 SE = %.4f)", b,
+          got, m1, 4 * se)
+end
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
