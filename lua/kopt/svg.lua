@@ -67,6 +67,7 @@ function M.line_chart(opts)
   w('<rect width="%d" height="%d" fill="white"/>', W, H)
   w('<text x="%s" y="22" font-size="14" text-anchor="middle">%s</text>', num(left + pw / 2), esc(opts.title or ""))
   local xt = opts.xlog and log_ticks(xmin, xmax) or linear_ticks(xmin, xmax, 8)
+  if opts.xlog and xt[#xt] < xmax / 1.5 then xt[#xt + 1] = xmax end -- label the right end
   for _, t in ipairs(xt) do
     local x = num(fx(t))
     w('<line x1="%s" y1="%d" x2="%s" y2="%d" stroke="#e6e6e6"/>', x, top, x, top + ph)

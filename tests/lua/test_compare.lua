@@ -63,9 +63,9 @@ local out = tmp .. "/out"
 local code, stdout, stderr = T.run(string.format(
   "compare --strategies random,anneal --spaces %s,%s --seeds 2 --budgets 1,10,25 --out %s -q", PN, VA, out))
 T.eq(code, 0, "kopt compare exit code (" .. stderr .. ")")
-local res = cjson.decode(T.slurp(out .. "/results.json"))
+local res = cjson.decode(T.slurp(out .. "/benchmark.json"))
 local budgets = res.budgets
-T.eq(#res.spaces, 2, "spaces in results.json")
+T.eq(#res.spaces, 2, "spaces in benchmark.json")
 
 local want_cutoff = { pnpoly_RTX_3090 = 198, vector_add_A4000 = 7 } -- INDEX.tsv, methodology_budget_p0.95
 for _, sp in ipairs(res.spaces) do
@@ -140,7 +140,7 @@ T.check(stdout:find("### Average over 2 spaces", 1, true) ~= nil, "stdout has th
 code = T.run(string.format("compare --strategies random --spaces %s --seeds 60 --budgets 1,3 --out %s/stat -q", VA, tmp))
 T.eq(code, 0, "kopt compare (60 seeds) exit code")
 local d = load(VA)
-local sp = cjson.decode(T.slurp(tmp .. "/stat/results.json")).spaces[1]
+local sp = cjson.decode(T.slurp(tmp .. "/stat/benchmark.json")).spaces[1]
 for i, b in ipairs({ 1, 3 }) do
   -- Variance of opt/best from the exact distribution of the best rank.
   local lc, m1, m2 = log_choose(d.m, b), 0, 0

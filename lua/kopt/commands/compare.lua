@@ -4,7 +4,7 @@
 -- budget, the evaluations needed to get within 5 % and 1 % of the optimum
 -- (median over seeds) and the methodology score against random search,
 -- whose curve is computed exactly from the recording (kopt.benchstats).
--- Writes DIR/benchmark.md, DIR/results.json and DIR/img/<space>.svg.
+-- Writes DIR/benchmark.md, DIR/benchmark.json and DIR/img/<space>.svg.
 local benchstats = require("kopt.benchstats")
 local engine_mod = require("kopt.engine")
 local errors = require("kopt.errors")
@@ -30,7 +30,7 @@ usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N]
   --seeds       runs per strategy and space, seeds 1..N (default 50)
   --budgets     evaluation counts to report (default 25,50,100,200,400); every
                 run goes on to the largest, or to the methodology cutoff when larger
-  --out         output directory (default compare/): benchmark.md, results.json, img/*.svg
+  --out         output directory (default compare/): benchmark.md, benchmark.json, img/*.svg
   --opt         a strategy option, e.g. --opt anneal.t0=0.2 (repeatable)
 ]]
 
@@ -190,7 +190,7 @@ function M.main(argv)
   f:write(md)
   f:close()
   for _, sp in ipairs(report.spaces) do M.write_svg(o.out .. "/img/" .. sp.name:gsub("%.", "_") .. ".svg", sp, maxb) end
-  json.write_file(o.out .. "/results.json", M.plain(report))
+  json.write_file(o.out .. "/benchmark.json", M.plain(report))
   return 0
 end
 
@@ -275,7 +275,7 @@ function M.write_svg(path, sp, maxb)
   f:close()
 end
 
--- The report without curves and with string keys, for results.json.
+-- The report without curves and with string keys, for benchmark.json.
 function M.plain(report)
   local out = { budgets = report.budgets, seeds = report.seeds, p = report.p, spaces = {} }
   for _, sp in ipairs(report.spaces) do
