@@ -14,13 +14,18 @@ local classic = require("kopt.classic")
 
 local S = {
   name = "anneal",
+  description = "simulated annealing on log(time) over neighbouring configs, with restarts",
   options = {
-    t0 = { default = 0.15, help = "initial temperature (log-time units: 0.15 accepts a 15 % slower neighbour with probability 1/e)" },
+    t0 = { default = 0.15,
+      help = "initial temperature (log-time units: 0.15 accepts a 15 % slower neighbour with probability 1/e)" },
     t_end = { default = 0.005, help = "temperature reached when the budget is spent; cooling is geometric in between" },
     init = { default = 5, help = "random configurations measured first; the walk starts from the best of them" },
-    patience = { default = 50, help = "evaluations without a new best after which the walk restarts from a random configuration" },
-    hamming = { default = 0.15, help = "probability that a step may change one knob to any value, not only an adjacent one" },
-    restart_best = { default = 0.5, help = "probability that a restart goes back to the best configuration so far instead of a random one" },
+    patience = { default = 50,
+      help = "evaluations without a new best after which the walk restarts from a random configuration" },
+    hamming = { default = 0.15,
+      help = "probability that a step may change one knob to any value, not only an adjacent one" },
+    restart_best = { default = 0.5,
+      help = "probability that a restart goes back to the best configuration so far instead of a random one" },
     free_steps = { default = 200, help = "most steps over already-measured neighbours taken inside one ask" },
   },
 }

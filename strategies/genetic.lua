@@ -13,6 +13,7 @@ local classic = require("kopt.classic")
 
 local S = {
   name = "genetic",
+  description = "steady-state genetic algorithm: tournament, uniform crossover, adjacent/jump mutation",
   options = {
     population = { default = 20, help = "population size; the first `population` evaluations are random" },
     tournament = { default = 3, help = "members drawn per parent; the fastest of them becomes the parent" },

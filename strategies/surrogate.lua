@@ -14,6 +14,7 @@ local classic = require("kopt.classic")
 
 local S = {
   name = "surrogate",
+  description = "random-forest model of log(time), expected improvement over random and neighbouring configs",
   options = {
     init = { default = 10, help = "random configurations measured before the first model" },
     trees = { default = 16, help = "trees in the forest" },
@@ -22,9 +23,12 @@ local S = {
     max_depth = { default = 12, help = "deepest split level" },
     pool = { default = 64, help = "random unmeasured configurations scored per fit" },
     local_top = { default = 5, help = "the unmeasured neighbours of this many best configurations join the pool" },
-    neighbourhood = { default = "hamming", help = "neighbours that join the pool: adjacent (one knob one step) or hamming (one knob any value)" },
-    explore = { default = 0.0, help = "probability of measuring a random configuration instead of the best-ranked one" },
-    refit = { default = 0.05, help = "refit once the measured set grew by this fraction since the last fit (1 new at least)" },
+    neighbourhood = { default = "hamming", choices = { "adjacent", "hamming" },
+      help = "neighbours that join the pool: adjacent (one knob one step) or hamming (one knob any value)" },
+    explore = { default = 0.0,
+      help = "probability of measuring a random configuration instead of the best-ranked one" },
+    refit = { default = 0.05,
+      help = "refit once the measured set grew by this fraction since the last fit (1 new at least)" },
     xi = { default = 0.05, help = "EI margin in log-time units; larger explores more" },
     failure_penalty = { default = 1.0, help = "log-time units added to the slowest success to stand for a failure" },
   },

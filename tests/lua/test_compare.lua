@@ -137,7 +137,8 @@ end
 T.check(stdout:find("### Average over 2 spaces", 1, true) ~= nil, "stdout has the averaged table")
 
 -- Statistical agreement of the simulated random search with the exact curve.
-code = T.run(string.format("compare --strategies random --spaces %s --seeds 60 --budgets 1,3 --out %s/stat -q", VA, tmp))
+code = T.run(string.format("compare --strategies random --spaces %s --seeds 60 --budgets 1,3 --out %s/stat -q",
+                           VA, tmp))
 T.eq(code, 0, "kopt compare (60 seeds) exit code")
 local d = load(VA)
 local sp = cjson.decode(T.slurp(tmp .. "/stat/benchmark.json")).spaces[1]

@@ -57,7 +57,9 @@ local function parse(argv)
     elseif a == "--out" then o.out = value(a)
     elseif a == "--seeds" then
       o.seeds = math.tointeger(tonumber(value(a)))
-      if not o.seeds or o.seeds < 1 then errors.usage("compare: --seeds: expected a positive integer, got '%s'", argv[i]) end
+      if not o.seeds or o.seeds < 1 then
+        errors.usage("compare: --seeds: expected a positive integer, got '%s'", argv[i])
+      end
     elseif a == "--budgets" then
       o.budgets = {}
       for _, b in ipairs(split(value(a))) do
