@@ -1,0 +1,204 @@
+-- `kopt compile SPEC`: compiles a spec's kernel for some of its configs (and
+-- its reference) with NVRTC, no GPU needed, and prints what ptxas reports:
+-- registers, shared memory, spills, the largest block that can launch. Exit
+-- code 1 when a config the spec allows fails to compile or cannot launch.
+local compile = require("kopt.compile")
+local errors = require("kopt.errors")
+local rng_mod = require("kopt.rng")
+local space_mod = require("kopt.space")
+local spec_mod = require("kopt.spec")
+
+local M = { summary = "compile a spec's kernel for some configs (no GPU): registers, shared memory, spills" }
+
+local USAGE = [[
+usage: kopt compile SPEC [--config K=V,...] [--sample N | --all] [--seed N]
+                         [--arch sm_90] [--workers N] [--no-cache] [--log] [--cubin DIR]
+  (no selection)  the knobs' defaults, or the first valid config
+  --config        one config; knobs not named keep their default (repeatable)
+  --sample N      N random valid configs (seeded by --seed, default 1)
+  --all           every valid config
+  --arch          target architecture (default sm_90)
+  --workers       compile processes (default: one per CPU)
+  --no-cache      compile even what the CUBIN cache holds
+  --log           print the compiler log of every config, not only of failures
+  --cubin DIR     write each CUBIN to DIR/<name>-<n>.cubin
+]]
+
+local function parse(argv)
+  local o = { configs = {}, seed = 1, arch = "sm_90" }
+  local i = 1
+  local function value(flag)
+    i = i + 1
+    if argv[i] == nil then errors.usage("compile: %s needs a value", flag) end
+    return argv[i]
+  end
+  local function count(flag)
+    local n = math.tointeger(tonumber(value(flag)))
+    if not n or n < 1 then errors.usage("compile: %s: expected a positive integer, got '%s'", flag, argv[i]) end
+    return n
+  end
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--help" or a == "-h" then o.help = true
+    elseif a == "--config" then o.configs[#o.configs + 1] = value(a)
+    elseif a == "--sample" then o.sample = count(a)
+    elseif a == "--all" then o.all = true
+    elseif a == "--seed" then o.seed = count(a)
+    elseif a == "--arch" then
+      o.arch = value(a)
+      if not o.arch:match("^sm_%d+a?$") then errors.usage("compile: --arch: expected sm_NN or sm_NNa, got '%s'", o.arch) end
+    elseif a == "--workers" then o.workers = count(a)
+    elseif a == "--no-cache" then o.no_cache = true
+    elseif a == "--log" then o.log = true
+    elseif a == "--cubin" then o.cubin = value(a)
+    elseif a:sub(1, 1) == "-" then errors.usage("compile: unknown option '%s' (see kopt compile --help)", a)
+    elseif o.spec then errors.usage("compile: one SPEC only, got '%s' and '%s'", o.spec, a)
+    else o.spec = a end
+    i = i + 1
+  end
+  return o
+end
+
+local function coerce(knob, text)
+  for _, v in ipairs(knob.values) do
+    if tostring(v) == text or (type(v) == "number" and tonumber(text) == v) then return v end
+  end
+  local vs = {}
+  for j, v in ipairs(knob.values) do vs[j] = tostring(v) end
+  errors.usage("compile: %s=%s is not one of the knob's values (%s)", knob.name, text, table.concat(vs, ", "))
+end
+
+local function config_text(spec, c)
+  local parts = {}
+  for _, k in ipairs(spec.knobs) do parts[#parts + 1] = k.name .. "=" .. tostring(c[k.name]) end
+  return table.concat(parts, " ")
+end
+
+-- The configs to compile, each checked against the space.
+local function select(o, spec, space)
+  local base = space:default()
+  if not base then space:walk(function(c) base = c return false end) end
+  if not base then errors.usage("%s: no configuration satisfies every constraint", spec.path) end
+  if o.all then return space:enumerate() end
+  local out = {}
+  if o.sample then
+    local rng, seen = rng_mod.new(o.seed), {}
+    local want = math.min(o.sample, space:size())
+    while #out < want do
+      local c = space:sample(rng)
+      if not seen[space:key(c)] then
+        seen[space:key(c)] = true
+        out[#out + 1] = c
+      end
+    end
+  end
+  local by_name = {}
+  for _, k in ipairs(spec.knobs) do by_name[k.name] = k end
+  for _, text in ipairs(o.configs) do
+    local c = {}
+    for k, v in pairs(base) do c[k] = v end
+    for item in text:gmatch("[^,%s]+") do
+      local k, v = item:match("^([%w_]+)=(.+)$")
+      if not k then errors.usage("compile: --config: expected K=V pairs, got '%s'", item) end
+      if not by_name[k] then errors.usage("compile: --config: %s is not a knob of %s", k, spec.path) end
+      c[k] = coerce(by_name[k], v)
+    end
+    local ok, why = space:is_valid(c)
+    if not ok then errors.usage("compile: --config %s: %s", text, why) end
+    out[#out + 1] = c
+  end
+  if #out == 0 then out[1] = base end
+  return out
+end
+
+local function indent(text, n)
+  local lines, out = 0, {}
+  for line in (text .. "\n"):gmatch("([^\n]*)\n") do
+    lines = lines + 1
+    if lines <= n then out[#out + 1] = "    " .. line end
+  end
+  if lines > n then out[#out + 1] = string.format("    ... (%d more lines; --log for all)", lines - n) end
+  return table.concat(out, "\n")
+end
+
+function M.main(argv)
+  local o = parse(argv)
+  if o.help then
+    io.write(USAGE)
+    return 0
+  end
+  if not o.spec then errors.usage("compile: missing SPEC (see kopt compile --help)") end
+  local spec = spec_mod.load(o.spec)
+  local scope = { device = spec.device }
+  for k, v in pairs(spec.problem) do scope[k] = v end
+  local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
+  local configs = select(o, spec, space)
+  if o.cubin then
+    local ok, err = require("kopt.sys").mkdir_p(o.cubin)
+    if not ok then errors.usage("compile: --cubin: %s", err) end
+  end
+
+  local pool = compile.pool(math.min(o.workers or require("kopt.sys").cpu_count(), #configs + 1),
+                            { cache = not o.no_cache })
+  local jobs, order = {}, {}
+  local ref = compile.reference_job(spec, o.arch)
+  if ref then
+    local id = pool:submit(ref)
+    jobs[id] = { what = "reference " .. spec.reference.entry }
+    order[#order + 1] = id
+  end
+  for n, c in ipairs(configs) do
+    local id = pool:submit(compile.job_for(spec, c, o.arch))
+    jobs[id] = { what = config_text(spec, c), config = c, n = n }
+    order[#order + 1] = id
+  end
+  local results = {}
+  while true do
+    local id, r = pool:wait_any()
+    if not id then break end
+    results[id] = r
+  end
+  pool:close()
+
+  print(string.format("%s: %s for %s, NVRTC %s, %d config%s", spec.path, spec.kernel.entry, o.arch,
+                      compile.version(), #configs, #configs == 1 and "" or "s"))
+  local failed = 0
+  for _, id in ipairs(order) do
+    local job, r = jobs[id], results[id]
+    local why
+    local smem_dyn, threads = 0, nil
+    if job.config and spec.launch_exprs then
+      local l = spec:launch(job.config)
+      smem_dyn, threads = l.smem, l.block[1] * l.block[2] * l.block[3]
+    end
+    if not r.ok then
+      why = "compile error"
+    elseif threads and r.max_threads and r.max_threads < threads then
+      why = string.format("cannot launch: block of %d threads, at most %d", threads, r.max_threads)
+    elseif job.config and (r.smem_static or 0) + smem_dyn > spec.device.max_smem_optin then
+      why = string.format("shared memory %d > %d", (r.smem_static or 0) + smem_dyn, spec.device.max_smem_optin)
+    end
+    if r.ok then
+      print(string.format("  %-4s regs %3d  smem %6d+%-6d  spills %4d  max_threads %4d  %5.2f s%s  %s",
+                          why and "FAIL" or "ok", r.regs or -1, r.smem_static or 0, smem_dyn, r.spills or 0,
+                          r.max_threads or 0, r.compile_s, r.cached and " (cached)" or "", job.what))
+    else
+      print(string.format("  FAIL compile error  %s", job.what))
+    end
+    if why then
+      failed = failed + 1
+      if r.ok then print("    " .. why) end
+    end
+    if (why and not r.ok) or o.log then print(indent(r.log, o.log and math.huge or 20)) end
+    if o.cubin and r.cubin then
+      local name = string.format("%s/%s-%s.cubin", o.cubin, spec.name, job.n or "ref")
+      local f = assert(io.open(name, "wb"))
+      f:write(r.cubin)
+      f:close()
+    end
+  end
+  if failed > 0 then print(string.format("%d of %d failed", failed, #order)) end
+  return failed > 0 and 1 or 0
+end
+
+return M
