@@ -152,7 +152,7 @@ static unsigned char *pack_job(const struct kopt_nvrtc_job *job, const char *cac
 			       size_t *size)
 {
 	size_t n = str_size(job->source) + str_size(job->entry) + str_size(job->arch) +
-		   str_size(job->name) + str_size(cache_dir) + 8;
+		   str_size(job->name) + str_size(job->salt) + str_size(cache_dir) + 8;
 	for (size_t i = 0; i < job->n_options; i++)
 		n += str_size(job->options[i]);
 	unsigned char *buf = malloc(n), *p = buf;
@@ -162,6 +162,7 @@ static unsigned char *pack_job(const struct kopt_nvrtc_job *job, const char *cac
 	p = put_str(p, job->entry);
 	p = put_str(p, job->arch);
 	p = put_str(p, job->name);
+	p = put_str(p, job->salt);
 	p = put_str(p, cache_dir);
 	put_u64(p, job->n_options);
 	p += 8;
@@ -176,7 +177,7 @@ static unsigned char *pack_job(const struct kopt_nvrtc_job *job, const char *cac
 static void serve_one(int fd, const unsigned char *buf, size_t size)
 {
 	const unsigned char *p = buf, *end = buf + size;
-	char *source = NULL, *entry = NULL, *arch = NULL, *name = NULL, *dir = NULL;
+	char *source = NULL, *entry = NULL, *arch = NULL, *name = NULL, *salt = NULL, *dir = NULL;
 	char **opts = NULL;
 	uint64_t n_opts = 0, got = 0;
 	struct kopt_nvrtc_result res;
@@ -185,7 +186,8 @@ static void serve_one(int fd, const unsigned char *buf, size_t size)
 	char err[256] = "malformed job frame";
 	int ok = get_str(&p, end, &source) == 0 && get_str(&p, end, &entry) == 0 &&
 		 get_str(&p, end, &arch) == 0 && get_str(&p, end, &name) == 0 &&
-		 get_str(&p, end, &dir) == 0 && source != NULL && end - p >= 8;
+		 get_str(&p, end, &salt) == 0 && get_str(&p, end, &dir) == 0 && source != NULL &&
+		 end - p >= 8;
 	if (ok) {
 		n_opts = get_u64(p);
 		p += 8;
@@ -194,8 +196,13 @@ static void serve_one(int fd, const unsigned char *buf, size_t size)
 	for (; ok && got < n_opts; got++)
 		ok = get_str(&p, end, &opts[got]) == 0 && opts[got] != NULL;
 	if (ok) {
-		struct kopt_nvrtc_job job = {source, name, entry, arch, (const char *const *)opts,
-					     (size_t)n_opts};
+		struct kopt_nvrtc_job job = {.source = source,
+					     .name = name,
+					     .entry = entry,
+					     .arch = arch,
+					     .options = (const char *const *)opts,
+					     .n_options = (size_t)n_opts,
+					     .salt = salt};
 		ok = kopt_nvrtc_compile_cached(&job, dir, &res, &cached, err, sizeof err) == 0;
 	}
 	if (!ok) {
@@ -223,6 +230,7 @@ static void serve_one(int fd, const unsigned char *buf, size_t size)
 	free(entry);
 	free(arch);
 	free(name);
+	free(salt);
 	free(dir);
 }
 

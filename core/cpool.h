@@ -11,8 +11,8 @@
  *
  * The workers are forked (no exec) when the pool is made and whenever one has
  * to be replaced; each talks to the main process over its own socketpair in
- * frames of <u64 length><payload>: a job out (source, entry, arch, name, cache
- * dir, options), a result back (a cached flag and kopt_nvrtc_result_pack
+ * frames of <u64 length><payload>: a job out (source, entry, arch, name, salt,
+ * cache dir, options), a result back (a cached flag and kopt_nvrtc_result_pack
  * bytes). Results come back in completion order, so the caller can start on
  * the first finished candidate while others still compile.
  *

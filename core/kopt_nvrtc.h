@@ -25,6 +25,8 @@ struct kopt_nvrtc_job {
 	const char *arch;     /* "sm_90", "sm_90a"; NULL: the options choose */
 	const char *const *options;
 	size_t n_options;
+	const char *salt;     /* hashed into the cache key only, never given to NVRTC: e.g. a
+			       * digest of the headers the source includes; NULL: none */
 };
 
 /* Resource fields are -1 when the log did not report them. */
@@ -79,7 +81,8 @@ void kopt_nvrtc_version(int *major, int *minor);
 
 /* SHA-256 (hex) of everything that decides the output: a format tag, the
  * kopt version, NVRTC's version, arch, entry, file name, every option in
- * order and the source. Headers reached through #include are not hashed. */
+ * order, the salt and the source. Headers reached through #include are not
+ * read here: the caller puts their digest in the salt. */
 void kopt_nvrtc_cache_key(const struct kopt_nvrtc_job *job, char hex[65]);
 
 /* Serializes res into a malloc'ed buffer (caller frees); NULL when out of

@@ -33,6 +33,7 @@ void kopt_lua_check_job(lua_State *L, int idx, struct kopt_nvrtc_job *job)
 	job->entry = opt_field(L, idx, "entry");
 	job->arch = opt_field(L, idx, "arch");
 	job->name = opt_field(L, idx, "name");
+	job->salt = opt_field(L, idx, "salt");
 	int t = lua_getfield(L, idx, "options");
 	size_t n = t == LUA_TTABLE ? (size_t)luaL_len(L, -1) : 0;
 	if (t != LUA_TTABLE && t != LUA_TNIL)

@@ -6,7 +6,7 @@
 
 /* Shared by the kopt.nvrtc and kopt.cpool bindings. */
 
-/* Reads a job table {source=, entry=, arch=, name=, options={...}} at idx
+/* Reads a job table {source=, entry=, arch=, name=, salt=, options={...}} at idx
  * into job. The strings and the options array are borrowed from the Lua
  * stack (the array is a userdata pushed by this call), valid while the
  * table and that userdata stay there. Raises on a malformed table. */

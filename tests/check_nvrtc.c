@@ -182,6 +182,10 @@ START_TEST(test_cache_hit_on_second_call)
 	job2.arch = "sm_90a";
 	kopt_nvrtc_cache_key(&job2, k2);
 	ck_assert_str_ne(k1, k2);
+	job2 = job_for(kernel, "scale", opts, 1);
+	job2.salt = "digest of an included header";
+	kopt_nvrtc_cache_key(&job2, k2);
+	ck_assert_str_ne(k1, k2);
 
 	struct kopt_nvrtc_result r1, r2;
 	int cached = -1;

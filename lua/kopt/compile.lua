@@ -10,6 +10,8 @@
 --   local result = pool:wait(id)            -- that one (others are kept)
 --   pool:close()
 --
+-- A job: { source=, entry=, arch=, name=, options={...}, salt= } (salt: a
+-- digest of included headers, part of the cache key only).
 -- A result: { ok=, cubin=<bytes>|nil, log=, lowered=, regs=, smem_static=,
 -- local_bytes=, spill_stores=, spill_loads=, spills=, barriers=,
 -- max_threads=, cached=, compile_s= }. A compile error is a result with
@@ -98,12 +100,57 @@ end
 
 local function basename(path) return path:match("([^/]*)$") end
 
+local function read_file(path)
+  local f = io.open(path, "rb")
+  if not f then return nil end
+  local text = f:read("a")
+  f:close()
+  return text
+end
+
+-- The cache key covers the source text; a header it includes with
+-- #include "x" (found next to the including file or in `dirs`, the way
+-- NVRTC looks) is covered by this digest of every such header, followed
+-- recursively. nil when the source includes none. Toolkit headers (<...>)
+-- are covered by NVRTC's version in the key.
+function M.include_digest(source, source_dir, dirs)
+  local seen, parts = {}, {}
+  local function scan(text, dir, depth)
+    if depth > 32 then return end
+    for name in text:gmatch('#%s*include%s*"([^"]+)"') do
+      local search = { dir }
+      for _, d in ipairs(dirs) do search[#search + 1] = d end
+      for _, d in ipairs(search) do
+        local path = name:sub(1, 1) == "/" and name or (d .. "/" .. name)
+        local body = not seen[path] and read_file(path)
+        if body then
+          seen[path] = true
+          parts[#parts + 1] = path .. "\0" .. sys.sha256(body)
+          scan(body, dirname(path), depth + 1)
+          break
+        elseif seen[path] then
+          break
+        end
+      end
+    end
+  end
+  scan(source, source_dir, 0)
+  if #parts == 0 then return nil end
+  return sys.sha256(table.concat(parts, "\n"))
+end
+
+local function local_dirs(spec, kernel)
+  return { spec.dir, dirname(kernel.path) }
+end
+
 -- The compile job of a candidate. `source` replaces the spec's kernel text
 -- (a patched candidate).
 function M.job_for(spec, config, arch, source)
-  return { source = source or spec.kernel.source, entry = spec.kernel.entry,
+  source = source or spec.kernel.source
+  return { source = source, entry = spec.kernel.entry,
            name = basename(spec.kernel.path), arch = arch or "sm_90",
-           options = M.options_for(spec, config, arch) }
+           options = M.options_for(spec, config, arch),
+           salt = M.include_digest(source, dirname(spec.kernel.path), local_dirs(spec, spec.kernel)) }
 end
 
 -- The reference kernel's job: no knob defines (a reference does not depend
@@ -112,7 +159,8 @@ function M.reference_job(spec, arch)
   local ref = spec.reference
   if not ref then return nil end
   return { source = ref.source, entry = ref.entry, name = basename(ref.path), arch = arch or "sm_90",
-           options = options(spec, ref, nil, arch, false) }
+           options = options(spec, ref, nil, arch, false),
+           salt = M.include_digest(ref.source, dirname(ref.path), local_dirs(spec, ref)) }
 end
 
 -- opts.cache: false disables the cache; opts.cache_dir overrides the default.

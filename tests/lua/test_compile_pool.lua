@@ -117,6 +117,29 @@ check(o:find("--gpu-architecture=sm_90a", 1, true) and o:find("-Ispecs", 1, true
 check(#compile.include_dirs() >= 1, "no CUDA include directory found")
 check(o:find("-I" .. compile.include_dirs()[1], 1, true), "options lack the toolkit include: %s", o)
 
+-- 5. an edited header included with #include "..." is a cache miss
+local function write(path, text)
+  local f = assert(io.open(path, "w"))
+  f:write(text)
+  f:close()
+end
+assert(sys.mkdir_p(dir .. "/inc"))
+write(dir .. "/inc/scale.cuh", "#define FACTOR 2.0f\n")
+write(dir .. "/inc/common.cuh", '#include "scale.cuh"\n')
+local src = '#include "common.cuh"\nextern "C" __global__ void k(float *x) { x[0] *= FACTOR; }\n'
+check(compile.include_digest("extern \"C\" __global__ void k() {}", dir, {}) == nil, "digest without includes")
+local d1 = compile.include_digest(src, dir, { dir .. "/inc" })
+check(d1 and #d1 == 64, "no digest for a source with includes")
+local j = { source = src, entry = "k", arch = "sm_90", options = { "-I" .. dir .. "/inc" }, salt = d1 }
+r = compile.compile(j, { cache_dir = dir .. "/cache" })
+check(r.ok and not r.cached, "header job: %s", r.log)
+check(compile.compile(j, { cache_dir = dir .. "/cache" }).cached, "header job not cached the second time")
+write(dir .. "/inc/scale.cuh", "#define FACTOR 3.0f\n") -- two levels down
+local d2 = compile.include_digest(src, dir, { dir .. "/inc" })
+check(d2 and d2 ~= d1, "digest unchanged after editing a nested header")
+j.salt = d2
+check(not compile.compile(j, { cache_dir = dir .. "/cache" }).cached, "edited header answered from the cache")
+
 os.execute("rm -rf '" .. dir .. "'")
 print("compile pool: ok")
 return 0
