@@ -209,9 +209,12 @@ function M.render(best, facts)
   add("")
 
   local term = {}
-  term[#term + 1] = string.format("  speed of light: compute %s of %s, memory %s of %s; limiter: %s",
-    a.compute_frac and pct(a.compute_frac * 100) or "-", rate(a.peaks.flops, "FLOP/s"),
-    a.memory_frac and pct(a.memory_frac * 100) or "-", rate(a.peaks.bytes_per_s, "B/s"), a.limiter or "unknown")
+  -- Without peaks (no GPU attached, e.g. replay) there is no speed of light to quote.
+  if a.compute_frac or a.memory_frac then
+    term[#term + 1] = string.format("  speed of light: compute %s of %s, memory %s of %s; limiter: %s",
+      a.compute_frac and pct(a.compute_frac * 100) or "-", rate(a.peaks.flops, "FLOP/s"),
+      a.memory_frac and pct(a.memory_frac * 100) or "-", rate(a.peaks.bytes_per_s, "B/s"), a.limiter or "unknown")
+  end
   for i = 1, math.min(3, #a.symptoms) do term[#term + 1] = "    " .. a.symptoms[i].summary end
   if not a.has_counters and facts.profiling then term[#term + 1] = "    (no counters: " .. facts.profiling .. ")" end
   return table.concat(md, "\n"), table.concat(term, "\n") .. "\n", a

@@ -30,6 +30,7 @@ local function choose_backend(opts, spec)
   local ok, why = gpu_available()
   if ok then return { kind = "cuda" } end
   if spec and spec.recording then
+    why = tostring(why):match("^(.-): GPU commands are unavailable") or tostring(why)
     return { kind = "replay", file = spec.recording,
              note = string.format("%s; running on the recorded measurements in %s instead (replay: no kernel runs here)",
                                   why, spec.recording) }
