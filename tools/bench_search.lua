@@ -82,7 +82,7 @@ t_gen = 0
 local t3 = sys.now()
 for _ = 1, m do iterate() end
 local t4 = sys.now()
-local nodes2, edges2 = ctx.mcgs.g:size()
+local nodes2 = ctx.mcgs.g:size()
 print(string.format("mcgs: %d iterations to reach %d nodes / %d edges (%.2f s, %.3f ms each)", it, nodes, edges,
                     tgrow, tgrow * 1e3 / it))
 print(string.format("mcgs at %d-%d nodes: %.3f ms per iteration (ask + tell, mean of %d), of which %.3f ms in the"

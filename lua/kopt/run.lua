@@ -2,7 +2,6 @@
 -- spec, backend, run directory) before anything is written, then runs the
 -- engine and writes the run's derived files.
 local errors = require("kopt.errors")
-local json = require("kopt.json")
 local rundir_mod = require("kopt.rundir")
 local space_mod = require("kopt.space")
 local spec_mod = require("kopt.spec")

@@ -33,7 +33,7 @@ function S.tell(ctx, results)
   ctx:log("told %s cached=%s evaluations=%d", r.status, tostring(r.cached), ctx.evaluations)
 end
 return S]])
-local code, out = T.run(string.format("%s/probe.lua tests/data/specs/vector_add.json --backend replay:tests/data/vector_add_A4000.json -q --out %s/p", tmp, tmp))
+local code = T.run(string.format("%s/probe.lua tests/data/specs/vector_add.json --backend replay:tests/data/vector_add_A4000.json -q --out %s/p", tmp, tmp))
 T.eq(code, 0, "exit code of the probe run")
 local evals = events(tmp .. "/p")
 T.eq(#evals, 1, "evaluations: the constraint-rejected config and the repeats cost nothing")
@@ -44,7 +44,7 @@ T.check(trace:find("told ok cached=true evaluations=1", 1, true) ~= nil, "repeat
 
 -- Failures cost one evaluation each: pnpoly has 318 failed configs of 4092,
 -- so exhausting it records every one of them.
-code, out = T.run(string.format("exhaustive --backend replay:tests/data/pnpoly_RTX_3090.json -q --out %s/ex", tmp))
+code = T.run(string.format("exhaustive --backend replay:tests/data/pnpoly_RTX_3090.json -q --out %s/ex", tmp))
 T.eq(code, 0, "exit code of exhaustive")
 local ex, stop = events(tmp .. "/ex")
 T.eq(#ex, 4092, "exhaustive evaluates every recorded config once")
@@ -68,8 +68,8 @@ T.eq(tstop.reason, "time limit", "stop reason")
 -- A strategy that proposes the same config forever is stopped.
 T.write(tmp .. "/stuck.lua", [[
 return { name = "stuck", options = {}, ask = function(ctx) return { { config = ctx.space:enumerate()[1] } } end }]])
-local err
-code, out, err = T.run(string.format("%s/stuck.lua --backend replay:tests/data/vector_add_A4000.json -q --out %s/st", tmp, tmp))
+local err, _
+code, _, err = T.run(string.format("%s/stuck.lua --backend replay:tests/data/vector_add_A4000.json -q --out %s/st", tmp, tmp))
 T.eq(code, 0, "exit code of a stalled strategy")
 T.check(err:find("proposed nothing new for 200 rounds", 1, true) ~= nil, "stall message: %s", err)
 T.eq(#events(tmp .. "/st"), 1, "a stalled strategy measured its config once")

@@ -93,6 +93,7 @@ T.eq(err, "kopt: " .. killed .. " already holds a run; continue it with --resume
 -- --resume with another seed is refused.
 code2, _, err = T.run(string.format("random --backend replay:%s --out %s --resume --seed 5", file, killed))
 T.eq(code2, 2, "exit code of --resume with another seed")
+T.check(err:find("was started with --seed 1, not 5", 1, true) ~= nil, "message of --resume with another seed: %s", err)
 
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
