@@ -359,7 +359,10 @@ local function select_one(ctx, st, temp)
         sampled = e ~= nil
       end
     end
-    e = e or puct(ctx, st, s, k)
+    -- the root's edges are all eligible: its widening only decides when
+    -- a new restart state joins (initial samples and forced restarts join
+    -- regardless)
+    e = e or puct(ctx, st, s, s ~= st.root and k or nil)
     if not e then e = puct(ctx, st, s, nil) end
     if not e and s == st.root then
       grow(ctx, st, s, have + 1, have)
