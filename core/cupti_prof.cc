@@ -9,9 +9,11 @@
  *            ...HostGetConfigImage, ...HostGetNumOfPasses   (cached per set)
  *   session: cuptiRangeProfilerEnable, ...GetCounterDataSize,
  *            ...CounterDataImageInitialize, ...SetConfig(AutoRange,
- *            KernelReplay), ...Start, <one launch>, ...Stop, ...DecodeData,
+ *            UserReplay), per pass { ...Start, <one launch>, ...Stop }
+ *            until Stop reports every pass submitted, ...DecodeData,
  *            ...GetCounterDataInfo, cuptiProfilerHostEvaluateToGpuValues,
  *            cuptiRangeProfilerDisable
+ * User replay rather than kernel replay: see cupti_prof.h.
  * User ranges are avoided on purpose: they add tens of microseconds of
  * profiler overhead to the "elapsed" denominators of every percentage. */
 #include <dlfcn.h>
@@ -110,6 +112,9 @@ struct kopt_cupti_session {
 	CUpti_RangeProfiler_Object *obj;
 	uint8_t *data;
 	size_t data_size;
+	int started;   /* inside a pass */
+	int ran;       /* passes run */
+	int submitted; /* CUPTI has every pass */
 };
 
 const char *kopt_cupti_strerror(int code, char *buf, size_t len)
@@ -681,7 +686,7 @@ int kopt_cupti_session_begin(CUcontext ctx, const char *const *names, size_t n,
 		cp.counterDataImageSize = s->data_size;
 		cp.pCounterDataImage = s->data;
 		cp.range = CUPTI_AutoRange;
-		cp.replayMode = CUPTI_KernelReplay;
+		cp.replayMode = CUPTI_UserReplay;
 		cp.maxRangesPerPass = 1;
 		cp.numNestingLevels = 1;
 		cp.minNestingLevel = 1;
@@ -692,21 +697,56 @@ int kopt_cupti_session_begin(CUcontext ctx, const char *const *names, size_t n,
 			goto bad;
 		}
 	}
-	{
-		CUpti_RangeProfiler_Start_Params sp;
-		memset(&sp, 0, sizeof sp);
-		sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
-		sp.pRangeProfilerObject = s->obj;
-		if ((r = api.cuptiRangeProfilerStart(&sp)) != CUPTI_SUCCESS) {
-			fail(r, "cuptiRangeProfilerStart", err, errlen);
-			goto bad;
-		}
-	}
 	*out = s;
 	return 0;
 bad:
 	session_free(s);
 	return -1;
+}
+
+int kopt_cupti_pass_begin(struct kopt_cupti_session *s, char *err, size_t errlen)
+{
+	if (s->started || s->submitted) {
+		snprintf(err, errlen, "profiling: %s", s->started ? "a pass is already open"
+								  : "every pass has already run");
+		return -1;
+	}
+	CUpti_RangeProfiler_Start_Params sp;
+	memset(&sp, 0, sizeof sp);
+	sp.structSize = CUpti_RangeProfiler_Start_Params_STRUCT_SIZE;
+	sp.pRangeProfilerObject = s->obj;
+	CUptiResult r = api.cuptiRangeProfilerStart(&sp);
+	if (r != CUPTI_SUCCESS)
+		return fail(r, "cuptiRangeProfilerStart", err, errlen);
+	s->started = 1;
+	return 0;
+}
+
+int kopt_cupti_pass_end(struct kopt_cupti_session *s, int *done, char *err, size_t errlen)
+{
+	*done = 0;
+	if (!s->started) {
+		snprintf(err, errlen, "profiling: no pass is open");
+		return -1;
+	}
+	s->started = 0;
+	CUpti_RangeProfiler_Stop_Params sp;
+	memset(&sp, 0, sizeof sp);
+	sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
+	sp.pRangeProfilerObject = s->obj;
+	CUptiResult r = api.cuptiRangeProfilerStop(&sp);
+	if (r != CUPTI_SUCCESS)
+		return fail(r, "cuptiRangeProfilerStop", err, errlen);
+	s->ran++;
+	s->submitted = sp.isAllPassSubmitted != 0;
+	*done = s->submitted;
+	int need = s->cfg->passes > 0 ? s->cfg->passes : 1;
+	if (!s->submitted && s->ran >= need + 2) {
+		snprintf(err, errlen, "profiling: %d passes run and CUPTI still wants more "
+			 "(the set needs %d; was exactly one kernel launched in each?)", s->ran, need);
+		return -1;
+	}
+	return 0;
 }
 
 int kopt_cupti_session_end(struct kopt_cupti_session *s, double *values, int *passes, char *err,
@@ -715,25 +755,20 @@ int kopt_cupti_session_end(struct kopt_cupti_session *s, double *values, int *pa
 	int rc = -1;
 	CUptiResult r;
 	struct config *c = s->cfg;
-	CUpti_RangeProfiler_Stop_Params sp;
 	CUpti_RangeProfiler_DecodeData_Params dp;
 	CUpti_RangeProfiler_GetCounterDataInfo_Params ip;
 	CUpti_Profiler_Host_EvaluateToGpuValues_Params ev;
-	if (passes != NULL)
-		*passes = c->passes;
 	for (size_t i = 0; i < c->n; i++)
 		values[i] = NAN;
-
-	memset(&sp, 0, sizeof sp);
-	sp.structSize = CUpti_RangeProfiler_Stop_Params_STRUCT_SIZE;
-	sp.pRangeProfilerObject = s->obj;
-	if ((r = api.cuptiRangeProfilerStop(&sp)) != CUPTI_SUCCESS) {
-		fail(r, "cuptiRangeProfilerStop", err, errlen);
-		goto out;
+	if (s->started) {
+		int done = 0;
+		char ignored[256];
+		kopt_cupti_pass_end(s, &done, ignored, sizeof ignored);
 	}
-	if (!sp.isAllPassSubmitted) {
-		snprintf(err, errlen, "profiling: kernel replay did not complete all %d passes "
-			 "(was exactly one kernel launched?)", c->passes);
+	if (passes != NULL)
+		*passes = s->ran;
+	if (!s->submitted) {
+		snprintf(err, errlen, "profiling: %d of the %d passes ran", s->ran, c->passes);
 		goto out;
 	}
 	memset(&dp, 0, sizeof dp);
@@ -782,11 +817,15 @@ int kopt_cupti_profile(CUcontext ctx, const char *const *names, size_t n,
 	struct kopt_cupti_session *s = NULL;
 	if (kopt_cupti_session_begin(ctx, names, n, &s, err, errlen) != 0)
 		return -1;
-	if (launch(ud, err, errlen) != 0) {
-		double scratch[KOPT_CUPTI_MAX_METRICS];
-		char ignored[256];
-		kopt_cupti_session_end(s, scratch, NULL, ignored, sizeof ignored);
-		return -1;
+	int done = 0;
+	while (!done) {
+		if (kopt_cupti_pass_begin(s, err, errlen) != 0 || launch(ud, err, errlen) != 0 ||
+		    kopt_cupti_pass_end(s, &done, err, errlen) != 0) {
+			double scratch[KOPT_CUPTI_MAX_METRICS];
+			char ignored[256];
+			kopt_cupti_session_end(s, scratch, NULL, ignored, sizeof ignored);
+			return -1;
+		}
 	}
 	return kopt_cupti_session_end(s, values, passes, err, errlen);
 }

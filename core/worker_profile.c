@@ -102,6 +102,7 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 		return NULL;
 	}
 
+	/* loads the eviction kernel (first time) before the profiler is on */
 	int cold = cold_l2(w);
 	if (cold < 0)
 		return "crash";
@@ -132,30 +133,48 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 			return NULL;
 		}
 	}
+	/* One pass after another (user replay, cupti_prof.h), each from a cold
+	 * L2: nothing is written between the eviction and the profiled launch. */
 	const char *status = NULL;
 	char buf[256];
-	CUresult r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-					    l->block[1], l->block[2], l->smem, w->stream, params,
-					    NULL);
-	if (r != CUDA_SUCCESS) {
-		snprintf(w->log, sizeof w->log, "kernel launch under the profiler: %s",
-			 kopt_cuda_strerror(r, buf, sizeof buf));
-		status = kopt_cuda_error_is_sticky(r) ? "crash" : NULL;
-	} else {
-		/* kernel replay runs the kernel once per pass */
-		int ws = kopt_worker_wait(w, w->stream, w->timeout_ms * 8, &r);
-		if (ws == 1) {
-			snprintf(w->log, sizeof w->log, "kernel still running under the profiler after %lld ms",
-				 (long long)(w->timeout_ms * 8));
-			status = "timeout";
-		} else if (ws != 0) {
-			snprintf(w->log, sizeof w->log, "kernel under the profiler: %s",
-				 kopt_cuda_strerror(r, buf, sizeof buf));
-			status = "crash";
+	CUresult r = CUDA_SUCCESS;
+	int done = 0, pass_failed = 0;
+	while (!done && status == NULL && r == CUDA_SUCCESS && !pass_failed) {
+		cold = cold_l2(w);
+		if (cold != 0) {
+			status = cold < 0 ? "crash" : NULL;
+			r = CUDA_ERROR_UNKNOWN; /* w->log says why */
+			break;
 		}
+		if (kopt_cupti_pass_begin(s, err, sizeof err) != 0) {
+			pass_failed = 1;
+			break;
+		}
+		r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+					   l->block[1], l->block[2], l->smem, w->stream, params, NULL);
+		if (r != CUDA_SUCCESS) {
+			snprintf(w->log, sizeof w->log, "kernel launch under the profiler: %s",
+				 kopt_cuda_strerror(r, buf, sizeof buf));
+			status = kopt_cuda_error_is_sticky(r) ? "crash" : NULL;
+		} else {
+			int ws = kopt_worker_wait(w, w->stream, w->timeout_ms * 2, &r);
+			if (ws == 1) {
+				snprintf(w->log, sizeof w->log,
+					 "kernel still running under the profiler after %lld ms",
+					 (long long)(w->timeout_ms * 2));
+				status = "timeout";
+			} else if (ws != 0) {
+				snprintf(w->log, sizeof w->log, "kernel under the profiler: %s",
+					 kopt_cuda_strerror(r, buf, sizeof buf));
+				status = "crash";
+			}
+		}
+		if (kopt_cupti_pass_end(s, &done, err, sizeof err) != 0)
+			pass_failed = 1;
 	}
 	int passes = 0;
-	int rc = kopt_cupti_session_end(s, values, &passes, err, sizeof err);
+	char end_err[700] = "";
+	int rc = kopt_cupti_session_end(s, values, &passes, end_err, sizeof end_err);
 	if (status != NULL)
 		return status;
 	if (r != CUDA_SUCCESS) {
@@ -163,8 +182,8 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 		w->log[0] = '\0';
 		return NULL;
 	}
-	if (rc != 0) {
-		kopt_msg_put_cstr(reply, "profile_error", err);
+	if (pass_failed || rc != 0) {
+		kopt_msg_put_cstr(reply, "profile_error", pass_failed ? err : end_err);
 		return NULL;
 	}
 	char key[300];

@@ -1,6 +1,6 @@
 /* Hardware counters for a "run" request that asks for them (profile=1), in
- * the GPU worker, after the candidate's timing: one launch under CUPTI range
- * profiling with kernel replay (cupti_prof.h). Request fields:
+ * the GPU worker, after the candidate's timing: CUPTI range profiling, one
+ * launch per pass, each from a cold L2 (cupti_prof.h). Request fields:
  *   profile          1 to collect
  *   profile_metrics  metric names separated by commas (default: the
  *                    default set; with profile_matrix=1 also the tensor pipe)

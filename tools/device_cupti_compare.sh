@@ -5,7 +5,8 @@
 #   compare NAME SPEC KERNEL_REGEX KNOB=VALUE...
 # 1. kopt script tools/profile_config.lua: the config measured, then one
 #    launch profiled by kopt's worker (CUPTI range profiler, auto-range,
-#    kernel replay, cold L2) -> OUT/kopt_NAME.json, OUT/runs/NAME/best/REPORT.md
+#    user replay, a cold L2 before every pass) -> OUT/kopt_NAME.json,
+#    OUT/runs/NAME/best/REPORT.md
 # 2. the same without profiling under ncu, which profiles the first launch of
 #    the candidate kernel (the first correctness trial: the same inputs as
 #    kopt's profiled launch) with the same metric names; clocks unlocked
