@@ -1,9 +1,10 @@
 -- Rule-based search: greedy local search over the rule moves (and any other
 -- move generators), with a tabu list and restarts. No LLM needed.
 --
--- From the current state it evaluates the proposed moves in order of prior
--- and moves to the first batch's best improvement (first-improvement hill
--- climbing). At a local optimum (every move evaluated, none better) the state
+-- It first measures `init` states (the start state, then uniform samples)
+-- and starts from the best. From the current state it evaluates the proposed
+-- moves in order of prior (ties in seeded random order) and moves to the
+-- first batch's best improvement (first-improvement hill climbing). At a local optimum (every move evaluated, none better) the state
 -- goes on the tabu list; the search may step to the best non-tabu neighbour
 -- (`escapes` times in a row without a new best of the descent), and then
 -- restarts: from a random perturbation of the best state so far (`perturb`
