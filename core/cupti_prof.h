@@ -34,7 +34,8 @@
  *
  * Not thread-safe: one profiling client per process (CUPTI allows one
  * profiler per device anyway). The C++ implementation lives in cupti_prof.cc
- * because cupti_profiler_host.h cannot be compiled as C. */
+ * and cupti_session.cc because cupti_profiler_host.h cannot be compiled as
+ * C. */
 #ifndef KOPT_CUPTI_PROF_H
 #define KOPT_CUPTI_PROF_H
 
