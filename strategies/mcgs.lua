@@ -188,12 +188,13 @@ local function evaluated(st, id)
 end
 
 -- Prior multiplier from this run's per-method gains (a history heuristic).
+LEARN_FLOOR = tonumber(os.getenv("LF") or "-1")
 local function learned(ctx, st, method)
   local w = ctx.options.learn
   local m = st.mstats[method]
   if w <= 0 or not m or m.n == 0 then return 1 end
   local mean = m.gain / m.n
-  return math.exp(w * math.max(-1, math.min(1, mean)) * m.n / (m.n + 3))
+  return math.exp(w * math.max(LEARN_FLOOR, math.min(1, mean)) * m.n / (m.n + 3))
 end
 
 -- Registers the proposals of some generators as edges of node id, in order of
@@ -277,7 +278,7 @@ end
 local function restart_config(ctx, st, perturb)
   local o = ctx.options
   for _ = 1, 20 do
-    local c, method = nil, "restart"
+    local c, method
     if perturb and st.best_id then
       c, method = st.cfg[st.best_id], "perturb"
       for _ = 1, o.perturb do
@@ -286,7 +287,7 @@ local function restart_config(ctx, st, perturb)
         c = ctx.rng:choice(props).config
       end
     else
-      c = ctx.space:sample(ctx.rng)
+      c, method = ctx.space:sample(ctx.rng), "restart"
     end
     if not c then return nil end
     local child = S.node_for(ctx, st, c, nil)

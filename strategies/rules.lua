@@ -74,7 +74,7 @@ local function build_queue(ctx, st)
   local state = { config = st.cur.config, key = st.cur.key, result = st.cur.result }
   local props = moves_mod.propose(ctx, state, st.gens)
   local order = {}
-  for i, m in ipairs(props) do order[i] = i end
+  for i = 1, #props do order[i] = i end
   ctx.rng:shuffle(order)
   local rank = {}
   for r, i in ipairs(order) do rank[i] = r end
@@ -220,19 +220,17 @@ function S.ask(ctx, n)
       end
       if not moved then
         local picked = false
-        while #st.queue > 0 do
-          local m
-          for i, x in ipairs(st.queue) do
-            if not st.asked[x.key] then m = x table.remove(st.queue, i) break end
-          end
-          if not m then break end
+        local m
+        for i, x in ipairs(st.queue) do
+          if not st.asked[x.key] then m = x table.remove(st.queue, i) break end
+        end
+        if m then
           st.asked[m.key] = true
           st.method_of[m.key] = st.method_of[m.key] or m.method
           out[#out + 1] = { config = m.config, patch = m.patch,
                             origin = { method = m.method, expert = m.expert, parent = st.cur.key } }
           st.inflight_from = st.cur.key
           picked = true
-          break
         end
         if not picked then
           if #out > 0 then break end  -- let this batch come back first
