@@ -29,7 +29,7 @@ struct item {
 struct worker {
 	pid_t pid;
 	int fd;
-	long job;        /* id in flight, 0 when idle */
+	long job; /* id in flight, 0 when idle */
 	double started;
 };
 
@@ -405,7 +405,8 @@ static void dispatch(struct kopt_cpool *p)
 			if (spawn(p, i, err, sizeof err) != 0 ||
 			    write_frame(w->fd, it->buf, it->size) != 0) {
 				char log[400];
-				snprintf(log, sizeof log, "kopt: cannot start a compile worker: %s\n", err);
+				snprintf(log, sizeof log,
+					 "kopt: cannot start a compile worker: %s\n", err);
 				fail_job(p, it->id, log);
 				free(it->buf);
 				free(it);

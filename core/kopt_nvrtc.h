@@ -19,14 +19,14 @@
 #define KOPT_NVRTC_LOG_CAP (64 * 1024)
 
 struct kopt_nvrtc_job {
-	const char *source;   /* NUL-terminated CUDA C++ */
-	const char *name;     /* file name used in diagnostics; NULL: "kernel.cu" */
-	const char *entry;    /* kernel name; NULL: none (no lowered name, report of the only kernel) */
-	const char *arch;     /* "sm_90", "sm_90a"; NULL: the options choose */
+	const char *source; /* NUL-terminated CUDA C++ */
+	const char *name;   /* file name used in diagnostics; NULL: "kernel.cu" */
+	const char *entry;  /* kernel name; NULL: none (no lowered name, first report) */
+	const char *arch;   /* "sm_90", "sm_90a"; NULL: the options choose */
 	const char *const *options;
 	size_t n_options;
-	const char *salt;     /* hashed into the cache key only, never given to NVRTC: e.g. a
-			       * digest of the headers the source includes; NULL: none */
+	const char *salt; /* hashed into the cache key only, never given to NVRTC: e.g. a
+			   * digest of the headers the source includes; NULL: none */
 };
 
 /* Resource fields are -1 when the log did not report them. */
@@ -34,25 +34,25 @@ struct kopt_nvrtc_result {
 	int ok;
 	unsigned char *cubin; /* owned; NULL unless ok */
 	size_t cubin_size;
-	char *log;            /* owned, NUL-terminated, never NULL after compile */
-	char *lowered;        /* owned: the entry's symbol in the cubin; NULL without entry */
-	long regs;            /* registers per thread */
+	char *log;     /* owned, NUL-terminated, never NULL after compile */
+	char *lowered; /* owned: the entry's symbol in the cubin; NULL without entry */
+	long regs;     /* registers per thread */
 	long barriers;
-	long smem_static;     /* bytes of static __shared__ */
-	long local_bytes;     /* stack frame: local arrays and spills */
-	long spill_stores;    /* bytes */
-	long spill_loads;     /* bytes */
-	long const_bytes;     /* cmem[0] (parameters and constants) */
-	long max_threads;     /* estimate: launch bounds and the sm_90 register file */
-	double compile_s;     /* wall time of the NVRTC call */
+	long smem_static;  /* bytes of static __shared__ */
+	long local_bytes;  /* stack frame: local arrays and spills */
+	long spill_stores; /* bytes */
+	long spill_loads;  /* bytes */
+	long const_bytes;  /* cmem[0] (parameters and constants) */
+	long max_threads;  /* estimate: launch bounds and the sm_90 register file */
+	double compile_s;  /* wall time of the NVRTC call */
 };
 
 /* Compiles job into res (cleared on entry; release it with
  * kopt_nvrtc_result_release in every case). Returns 0 when res holds a
  * result, successful or not; -1 with a message in err when kopt ran out of
  * memory. */
-int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_result *res,
-		       char *err, size_t errlen);
+int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_result *res, char *err,
+		       size_t errlen);
 
 void kopt_nvrtc_result_release(struct kopt_nvrtc_result *res);
 

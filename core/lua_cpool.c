@@ -115,31 +115,24 @@ static int l_tostring(lua_State *L)
 	if (lp->p == NULL)
 		lua_pushliteral(L, "kopt.CompilePool (closed)");
 	else
-		lua_pushfstring(L, "kopt.CompilePool (%d workers, %d pending)", kopt_cpool_size(lp->p),
-				(int)kopt_cpool_pending(lp->p));
+		lua_pushfstring(L, "kopt.CompilePool (%d workers, %d pending)",
+				kopt_cpool_size(lp->p), (int)kopt_cpool_pending(lp->p));
 	return 1;
 }
 
 static const luaL_Reg pool_methods[] = {
-	{"submit", l_submit},
-	{"wait_any", l_wait_any},
-	{"pending", l_pending},
-	{"size", l_size},
-	{"close", l_close},
-	{NULL, NULL},
+    {"submit", l_submit}, {"wait_any", l_wait_any}, {"pending", l_pending},
+    {"size", l_size},	  {"close", l_close},	    {NULL, NULL},
 };
 
 static const luaL_Reg pool_meta[] = {
-	{"__gc", l_close},
-	{"__close", l_close},
-	{"__tostring", l_tostring},
-	{"__index", NULL},
-	{NULL, NULL},
+    {"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring},
+    {"__index", NULL}, {NULL, NULL},
 };
 
 static const luaL_Reg cpool_funcs[] = {
-	{"new", l_new},
-	{NULL, NULL},
+    {"new", l_new},
+    {NULL, NULL},
 };
 
 int luaopen_kopt_cpool(lua_State *L)

@@ -6,9 +6,9 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "kopt_nvrtc.h"
 #include "lua_modules.h"
 #include "lua_nvrtc.h"
-#include "kopt_nvrtc.h"
 
 static const char *opt_field(lua_State *L, int idx, const char *key)
 {
@@ -143,11 +143,8 @@ static int l_parse_log(lua_State *L)
 }
 
 static const luaL_Reg nvrtc_funcs[] = {
-	{"compile", l_compile},
-	{"version", l_version},
-	{"parse_log", l_parse_log},
-	{"cache_key", l_cache_key},
-	{NULL, NULL},
+    {"compile", l_compile},	{"version", l_version}, {"parse_log", l_parse_log},
+    {"cache_key", l_cache_key}, {NULL, NULL},
 };
 
 int luaopen_kopt_nvrtc(lua_State *L)

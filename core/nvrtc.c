@@ -4,7 +4,8 @@
  *   ptxas info    : Compiling entry function 'k' for 'sm_90'
  *   ptxas info    : Function properties for k
  *   ptxas         .     256 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
- *   ptxas info    : Used 32 registers, used 1 barriers, 256 bytes cumulative stack size, 1200 bytes smem
+ *   ptxas info    : Used 32 registers, used 1 barriers, 256 bytes cumulative stack size, 1200 bytes
+ * smem
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -124,7 +125,8 @@ long kopt_nvrtc_cubin_max_threads(const unsigned char *elf, size_t size, const c
 	    elf[4] != 2 || elf[5] != 1)
 		return -1;
 	uint64_t shoff = rd(elf + 0x28, 8);
-	uint64_t shentsize = rd(elf + 0x3a, 2), shnum = rd(elf + 0x3c, 2), shstrndx = rd(elf + 0x3e, 2);
+	uint64_t shentsize = rd(elf + 0x3a, 2), shnum = rd(elf + 0x3c, 2),
+		 shstrndx = rd(elf + 0x3e, 2);
 	if (shentsize < 64 || shstrndx >= shnum || shoff > size || shnum * shentsize > size - shoff)
 		return -1;
 	const unsigned char *strsh = elf + shoff + shstrndx * shentsize;
@@ -190,8 +192,8 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
-int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_result *res,
-		       char *err, size_t errlen)
+int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_result *res, char *err,
+		       size_t errlen)
 {
 	kopt_nvrtc_result_init(res);
 	int rc = -1;
@@ -265,8 +267,9 @@ int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_resul
 	}
 	size_t cubin_size = 0;
 	if (nvrtcGetCUBINSize(prog, &cubin_size) != NVRTC_SUCCESS || cubin_size == 0) {
-		snprintf(log + len, 256,
-			 "kopt: NVRTC produced no CUBIN (a virtual architecture such as compute_90?)\n");
+		snprintf(
+		    log + len, 256,
+		    "kopt: NVRTC produced no CUBIN (a virtual architecture such as compute_90?)\n");
 		set_log(res, log);
 		log = NULL;
 		rc = 0;

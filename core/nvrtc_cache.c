@@ -90,8 +90,9 @@ unsigned char *kopt_nvrtc_result_pack(const struct kopt_nvrtc_result *res, size_
 		return NULL;
 	memcpy(p, magic, sizeof magic);
 	p = put_u64(p + sizeof magic, (uint64_t)res->ok);
-	long nums[NUMBERS] = {res->regs,	res->barriers,	   res->smem_static, res->local_bytes,
-			      res->spill_stores, res->spill_loads, res->const_bytes, res->max_threads};
+	long nums[NUMBERS] = {res->regs,	res->barriers,	   res->smem_static,
+			      res->local_bytes, res->spill_stores, res->spill_loads,
+			      res->const_bytes, res->max_threads};
 	for (int i = 0; i < NUMBERS; i++)
 		p = put_u64(p, (uint64_t)(int64_t)nums[i]);
 	uint64_t bits;
@@ -137,9 +138,9 @@ int kopt_nvrtc_result_unpack(const unsigned char *buf, size_t size, struct kopt_
 	p += sizeof magic;
 	res->ok = get_u64(p) != 0;
 	p += 8;
-	long *nums[NUMBERS] = {&res->regs,	   &res->barriers,    &res->smem_static,
-			       &res->local_bytes,  &res->spill_stores, &res->spill_loads,
-			       &res->const_bytes,  &res->max_threads};
+	long *nums[NUMBERS] = {&res->regs,	  &res->barriers,     &res->smem_static,
+			       &res->local_bytes, &res->spill_stores, &res->spill_loads,
+			       &res->const_bytes, &res->max_threads};
 	for (int i = 0; i < NUMBERS; i++, p += 8)
 		*nums[i] = (long)(int64_t)get_u64(p);
 	uint64_t bits = get_u64(p);

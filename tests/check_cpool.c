@@ -13,7 +13,8 @@
 #include "cpool.h"
 #include "sys.h"
 
-static const char *fast_src = "extern \"C\" __global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n";
+static const char *fast_src =
+    "extern \"C\" __global__ void k(float *x) { x[threadIdx.x] *= 2.0f; }\n";
 static char *slow_src;
 
 /* A long straight-line kernel: about a second of NVRTC on a 2-core machine,
@@ -22,11 +23,13 @@ static void make_slow(void)
 {
 	size_t cap = 200 * 100 + 256, n = 0;
 	slow_src = malloc(cap);
-	n += (size_t)snprintf(slow_src + n, cap - n,
-			      "extern \"C\" __global__ void k(float *x) {\n\tfloat a = x[threadIdx.x];\n");
+	n += (size_t)snprintf(
+	    slow_src + n, cap - n,
+	    "extern \"C\" __global__ void k(float *x) {\n\tfloat a = x[threadIdx.x];\n");
 	for (int i = 1; i <= 100; i++)
-		n += (size_t)snprintf(slow_src + n, cap - n,
-				      "\ta = sinf(a * 1.0001f + %d.0f) * x[(threadIdx.x + %d) & 1023];\n", i, i);
+		n += (size_t)snprintf(
+		    slow_src + n, cap - n,
+		    "\ta = sinf(a * 1.0001f + %d.0f) * x[(threadIdx.x + %d) & 1023];\n", i, i);
 	snprintf(slow_src + n, cap - n, "\tx[threadIdx.x] = a;\n}\n");
 }
 

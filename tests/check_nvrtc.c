@@ -11,22 +11,22 @@
 #include "kopt_nvrtc.h"
 
 static const char *kernel =
-	"extern \"C\" __global__ void __launch_bounds__(128) scale(float *x, float a, int n)\n"
-	"{\n"
-	"\t__shared__ float tile[256];\n"
-	"\tint i = blockIdx.x * blockDim.x + threadIdx.x;\n"
-	"\ttile[threadIdx.x] = i < n ? x[i] : 0.0f;\n"
-	"\t__syncthreads();\n"
-	"\tif (i < n)\n"
-	"\t\tx[i] = a * tile[(threadIdx.x + 1) % blockDim.x];\n"
-	"}\n"
-	"extern \"C\" __global__ void other(float *x) { x[0] = 1.0f; }\n";
+    "extern \"C\" __global__ void __launch_bounds__(128) scale(float *x, float a, int n)\n"
+    "{\n"
+    "\t__shared__ float tile[256];\n"
+    "\tint i = blockIdx.x * blockDim.x + threadIdx.x;\n"
+    "\ttile[threadIdx.x] = i < n ? x[i] : 0.0f;\n"
+    "\t__syncthreads();\n"
+    "\tif (i < n)\n"
+    "\t\tx[i] = a * tile[(threadIdx.x + 1) % blockDim.x];\n"
+    "}\n"
+    "extern \"C\" __global__ void other(float *x) { x[0] = 1.0f; }\n";
 
-static struct kopt_nvrtc_job job_for(const char *src, const char *entry,
-				     const char *const *opts, size_t n)
+static struct kopt_nvrtc_job job_for(const char *src, const char *entry, const char *const *opts,
+				     size_t n)
 {
-	struct kopt_nvrtc_job j = {.source = src, .entry = entry, .arch = "sm_90",
-				   .options = opts, .n_options = n};
+	struct kopt_nvrtc_job j = {
+	    .source = src, .entry = entry, .arch = "sm_90", .options = opts, .n_options = n};
 	return j;
 }
 
@@ -70,8 +70,8 @@ START_TEST(test_errors_are_results)
 {
 	struct kopt_nvrtc_result res;
 	char err[256];
-	struct kopt_nvrtc_job job = job_for("extern \"C\" __global__ void k(float *x) { x[0] = 1 }\n",
-					    "k", NULL, 0);
+	struct kopt_nvrtc_job job =
+	    job_for("extern \"C\" __global__ void k(float *x) { x[0] = 1 }\n", "k", NULL, 0);
 	ck_assert_int_eq(kopt_nvrtc_compile(&job, &res, err, sizeof err), 0);
 	ck_assert(!res.ok);
 	ck_assert_ptr_null(res.cubin);
@@ -97,16 +97,17 @@ END_TEST
 START_TEST(test_parse_log_picks_entry)
 {
 	const char *log =
-		"ptxas info    : 0 bytes gmem\n"
-		"ptxas info    : Compiling entry function 'a' for 'sm_90'\n"
-		"ptxas info    : Function properties for a\n"
-		"ptxas         .     8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
-		"ptxas info    : Used 8 registers, used 0 barriers\n"
-		"ptxas info    : Compiling entry function 'ab' for 'sm_90'\n"
-		"ptxas info    : Function properties for ab\n"
-		"ptxas         .     96 bytes stack frame, 40 bytes spill stores, 36 bytes spill loads\n"
-		"ptxas info    : Used 255 registers, used 1 barriers, 96 bytes cumulative stack size, "
-		"49152 bytes smem, 400 bytes cmem[0]\n";
+	    "ptxas info    : 0 bytes gmem\n"
+	    "ptxas info    : Compiling entry function 'a' for 'sm_90'\n"
+	    "ptxas info    : Function properties for a\n"
+	    "ptxas         .     8 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads\n"
+	    "ptxas info    : Used 8 registers, used 0 barriers\n"
+	    "ptxas info    : Compiling entry function 'ab' for 'sm_90'\n"
+	    "ptxas info    : Function properties for ab\n"
+	    "ptxas         .     96 bytes stack frame, 40 bytes spill stores, 36 bytes spill "
+	    "loads\n"
+	    "ptxas info    : Used 255 registers, used 1 barriers, 96 bytes cumulative stack size, "
+	    "49152 bytes smem, 400 bytes cmem[0]\n";
 	struct kopt_nvrtc_result res;
 	kopt_nvrtc_result_init(&res);
 	kopt_nvrtc_parse_log(log, "ab", &res);
