@@ -77,6 +77,7 @@ local S = {
     fail_timeout = { default = -1.0, help = "reward of a timeout" },
     vl_value = { default = -1.0, help = "value of a virtual loss (pending evaluation) in Q" },
     learn = { default = 1.0, help = "weight of this run's per-method gains in new priors (0 = off)" },
+    learn_floor = { default = -0.1, help = "lowest mean gain a method's learned prior counts (a floor on the penalty: moves that rarely help alone, such as toggles, stay in play)" },
     priors = { default = "", help = "method statistics from `kopt regraph` (JSON) to weight move priors" },
     start = { default = "default", choices = { "default", "random" },
               help = "start state: the spec's default config (when it has one) or a random sample" },
@@ -188,13 +189,12 @@ local function evaluated(st, id)
 end
 
 -- Prior multiplier from this run's per-method gains (a history heuristic).
-LEARN_FLOOR = tonumber(os.getenv("LF") or "-1")
 local function learned(ctx, st, method)
   local w = ctx.options.learn
   local m = st.mstats[method]
   if w <= 0 or not m or m.n == 0 then return 1 end
   local mean = m.gain / m.n
-  return math.exp(w * math.max(LEARN_FLOOR, math.min(1, mean)) * m.n / (m.n + 3))
+  return math.exp(w * math.max(ctx.options.learn_floor, math.min(1, mean)) * m.n / (m.n + 3))
 end
 
 -- Registers the proposals of some generators as edges of node id, in order of
