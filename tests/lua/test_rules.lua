@@ -8,7 +8,9 @@
 --     records them;
 --  4. a tiny space is exhausted cleanly; SIGKILL + --resume gives the same
 --     evaluations as an uninterrupted run;
---  5. the user strategy in examples/ runs with a user move generator.
+--  5. the user strategy in examples/ runs with a user move generator;
+--  6. the rule vocabulary: knob families from tags and names, and the moves
+--     proposed for one state.
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -110,6 +112,54 @@ do
   for _, e in ipairs(ev) do methods[e.origin.method] = true end
   T.check(methods.block_wider or methods.block_taller, "example generator used by the example strategy")
   T.check(opt / best_of(ev) > 0.5, "example strategy found something reasonable")
+end
+
+-- 6. the rule vocabulary: families from tags (most specific tag wins) and
+--    names, and the moves of one state
+do
+  local R = require("kopt.moves.rules")
+  local cases = {
+    { { name = "BLOCK_M", tags = { "tile", "tile_m" } }, "tile_m", "tile_m" },
+    { { name = "block_size_y" }, "block", "block_y" },
+    { { name = "tile_size_x" }, "tile", "tile_x" },
+    { { name = "WORK_GROUP_SIZE_X" }, "block", "block_x" },
+    { { name = "use_shmem" }, "shmem", "shmem" },
+    { { name = "read_only" }, "cache", "cache" },
+    { { name = "VECTOR_SIZE" }, "vector", "vector" },
+    { { name = "STAGES" }, "stages", "stages" },
+    { { name = "num_warps" }, "warps", "warps" },
+    { { name = "INNER_UNROLL_FACTOR" }, "unroll", "unroll" },
+    { { name = "between_method" }, "knob", "between_method" },
+    { { name = "X", tags = { "async" } }, "async", "async" },
+  }
+  for _, c in ipairs(cases) do
+    local fam, stem = R.classify(c[1])
+    T.eq(fam, c[2], "family of " .. c[1].name)
+    T.eq(stem, c[3], "stem of " .. c[1].name)
+  end
+  local space = require("kopt.space").new({ knobs = {
+    { name = "block_size_x", values = { 16, 32, 48, 64, 80, 96, 112, 128, 144, 160 } },
+    { name = "use_shmem", values = { 0, 1 } },
+    { name = "between_method", values = { 0, 1, 2, 3 } },
+  } })
+  local ctx = { space = space }
+  function ctx:key(c) return space:key(c) end
+  function ctx:log() end
+  local props = require("kopt.moves").propose(ctx, { config = { block_size_x = 48, use_shmem = 0, between_method = 3 },
+                                                     key = "48,0,3" }, { R })
+  local by = {}
+  for _, m in ipairs(props) do by[m.key] = m end
+  T.check(by["64,0,3"] and by["64,0,3"].method == "block_x_up", "one step up")
+  T.check(by["32,0,3"] and by["32,0,3"].method == "block_x_down", "one step down")
+  T.check(by["96,0,3"] and by["96,0,3"].method == "block_x_up", "doubling")
+  T.check(by["48,1,3"] and by["48,1,3"].method == "toggle_shmem", "toggle")
+  T.check(by["48,0,0"] and by["48,0,0"].method == "between_method_set", "short list: any value")
+  T.check(by["160,0,3"] ~= nil, "long list: any value, with a small prior")
+  T.check(by["160,0,3"].prior < by["64,0,3"].prior, "set moves rank below steps")
+  local sum = 0
+  for _, m in ipairs(props) do sum = sum + m.prior end
+  T.check(math.abs(sum - 1) < 1e-9, "priors normalised (%g)", sum)
+  T.eq(#props, 9 + 1 + 3, "one move per other value of every knob")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

@@ -73,9 +73,12 @@ end
 
 -- The family and method stem of a knob: ("block", "block_x") for block_size_x.
 function R.classify(knob)
-  local fam
+  -- the most specific tag wins: "tile_m" over "tile" on a knob tagged both
+  local fam, fam_len = nil, 0
   for _, t in ipairs(knob.tags or {}) do
-    fam = fam or R.tag_families[tostring(t):lower()]
+    local tag = tostring(t):lower()
+    local f = R.tag_families[tag]
+    if f and #tag > fam_len then fam, fam_len = f, #tag end
   end
   local up = knob.name:upper()
   if not fam then
