@@ -1,7 +1,8 @@
 -- Simulated annealing over the knob lattice.
 --
--- The walk moves between neighbouring configurations (one knob to an adjacent
--- value, sometimes to any value) and accepts a slower one with probability
+-- The walk moves between neighbouring configurations (one knob, chosen
+-- uniformly, to an adjacent value or, with probability `hamming`, to any
+-- value) and accepts a slower one with probability
 -- exp(-ln(t_new / t_cur) / T): the energy is the log of the time, so the
 -- temperature reads as a relative slowdown whatever the kernel's scale. T cools
 -- geometrically from t0 to t_end over the budget. Stepping onto a neighbour
@@ -16,13 +17,13 @@ local S = {
   name = "anneal",
   description = "simulated annealing on log(time) over neighbouring configs, with restarts",
   options = {
-    t0 = { default = 0.15,
-      help = "initial temperature (log-time units: 0.15 accepts a 15 % slower neighbour with probability 1/e)" },
+    t0 = { default = 0.05,
+      help = "initial temperature (log-time units: 0.05 accepts a 5 % slower neighbour with probability 1/e)" },
     t_end = { default = 0.005, help = "temperature reached when the budget is spent; cooling is geometric in between" },
     init = { default = 5, help = "random configurations measured first; the walk starts from the best of them" },
     patience = { default = 50,
       help = "evaluations without a new best after which the walk restarts from a random configuration" },
-    hamming = { default = 0.15,
+    hamming = { default = 0.4,
       help = "probability that a step may change one knob to any value, not only an adjacent one" },
     restart_best = { default = 0.5,
       help = "probability that a restart goes back to the best configuration so far instead of a random one" },
@@ -32,7 +33,8 @@ local S = {
 
 function S.init(ctx)
   local st = { o = classic.options(S, ctx), mem = classic.memory(ctx.space), cur = nil,
-               since_best = 0, best = math.huge, restart = false }
+               since_best = 0, best = math.huge, restart = false, free = {} }
+  for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then st.free[#st.free + 1] = j end end
   ctx.anneal = st
 end
 
@@ -48,22 +50,44 @@ local function accept(ctx, o, f_new, f_cur)
   return ctx.rng:uniform() < math.exp(-math.log(f_new / f_cur) / temperature(ctx, o))
 end
 
+-- A random neighbour of `config`: a knob chosen uniformly (so a knob with
+-- few values is moved as often as one with many), then an adjacent value, or
+-- with probability `hamming` any other value. nil if none of a few draws is valid.
+local function neighbour(ctx, st, config)
+  local rng, knobs, index = ctx.rng, st.mem.knobs, st.mem.index
+  if #st.free == 0 then return nil end
+  for _ = 1, 20 do
+    local j = st.free[rng:random(1, #st.free)]
+    local k = knobs[j]
+    local nv, x = #k.values, index[j][config[k.name]]
+    local v
+    if rng:uniform() < st.o.hamming then
+      v = rng:random(1, nv - 1)
+      if v >= x then v = v + 1 end
+    else
+      v = (x == 1 or (x < nv and rng:uniform() < 0.5)) and x + 1 or x - 1
+    end
+    local c = {}
+    for name, val in pairs(config) do c[name] = val end
+    c[k.name] = k.values[v]
+    if ctx.space:is_valid(c) then return c end
+  end
+  return nil
+end
+
 -- Next configuration to measure from the walk, or nil when it is boxed in.
 local function step(ctx, st)
-  local o, mem, rng = st.o, st.mem, ctx.rng
+  local o, mem = st.o, st.mem
   for _ = 1, o.free_steps do
-    local kind = rng:uniform() < o.hamming and "hamming" or "adjacent"
-    local nb = mem:neighbours(st.cur.config, kind)
-    if #nb == 0 and kind == "adjacent" then nb = mem:neighbours(st.cur.config, "hamming") end
-    if #nb == 0 then return nil end
-    local c = nb[rng:random(1, #nb)]
+    local c = neighbour(ctx, st, st.cur.config)
+    if c == nil then break end
     if not mem:is_seen(c) then return c end
     local f = mem:fitness_of(c)
     if f and accept(ctx, o, f, st.cur.f) then st.cur = { config = c, f = f } end
   end
   -- Boxed in: measured neighbours only. Fall back to any fresh one.
   local fresh = mem:fresh_neighbours(st.cur.config, "hamming")
-  if #fresh > 0 then return fresh[rng:random(1, #fresh)] end
+  if #fresh > 0 then return fresh[ctx.rng:random(1, #fresh)] end
   return nil
 end
 
