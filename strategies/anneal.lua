@@ -17,8 +17,8 @@ local S = {
   name = "anneal",
   description = "simulated annealing on log(time) over neighbouring configs, with restarts",
   options = {
-    t0 = { default = 0.05,
-      help = "initial temperature (log-time units: 0.05 accepts a 5 % slower neighbour with probability 1/e)" },
+    t0 = { default = 0.15,
+      help = "initial temperature (log-time units: 0.15 accepts a 15 % slower neighbour with probability 1/e)" },
     t_end = { default = 0.005, help = "temperature reached when the budget is spent; cooling is geometric in between" },
     init = { default = 5, help = "random configurations measured first; the walk starts from the best of them" },
     patience = { default = 50,
