@@ -30,7 +30,7 @@ struct edge {
 	str action;
 	double w, max, prior;
 	uint32_t parent, child, next;
-	uint32_t n, fails, vloss;
+	uint32_t n, fails, vloss, flags, pad;
 };
 
 /* A slot of the key table: the node id and the low 32 bits of its key hash,
@@ -428,6 +428,7 @@ void kopt_graph_edge(const struct kopt_graph *g, uint32_t eid, struct kopt_graph
 	v->n = ed->n;
 	v->fails = ed->fails;
 	v->vloss = ed->vloss;
+	v->flags = ed->flags;
 	v->w = ed->w;
 	v->max = ed->max;
 	v->prior = ed->prior;
@@ -457,21 +458,27 @@ void kopt_graph_set_prior(struct kopt_graph *g, uint32_t eid, double prior)
 	g->edges[eid].prior = prior;
 }
 
+void kopt_graph_set_edge_flags(struct kopt_graph *g, uint32_t eid, uint32_t flags)
+{
+	g->edges[eid].flags = flags;
+}
+
 uint32_t kopt_graph_select(const struct kopt_graph *g, uint32_t id, const struct kopt_graph_puct *p)
 {
 	const struct node *nd = &g->nodes[id];
 	uint64_t vl_total = 0;
 	uint32_t seen = 0;
-	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE && seen < p->limit;
-	     e = g->edges[e].next, seen++)
-		vl_total += g->edges[e].vloss;
+	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next, seen++)
+		if (seen < p->limit || (g->edges[e].flags & KOPT_GRAPH_EDGE_ALWAYS))
+			vl_total += g->edges[e].vloss;
 	double sq = sqrt((double)(nd->edge_visits + vl_total) + 1.0);
 	uint32_t best = KOPT_GRAPH_NONE;
 	double best_score = -INFINITY;
 	seen = 0;
-	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE && seen < p->limit;
-	     e = g->edges[e].next, seen++) {
+	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next, seen++) {
 		const struct edge *ed = &g->edges[e];
+		if (seen >= p->limit && !(ed->flags & KOPT_GRAPH_EDGE_ALWAYS))
+			continue;
 		if (g->nodes[ed->child].flags & p->skip_mask)
 			continue;
 		if (p->max_fails && ed->fails >= p->max_fails)
@@ -547,6 +554,7 @@ void kopt_graph_digest(const struct kopt_graph *g, char hex[17])
 		h = fnv1a(h, &ed->child, sizeof ed->child);
 		h = fnv1a(h, &ed->n, sizeof ed->n);
 		h = fnv1a(h, &ed->fails, sizeof ed->fails);
+		h = fnv1a(h, &ed->flags, sizeof ed->flags);
 		h = fnv1a(h, &ed->w, sizeof ed->w);
 		h = fnv1a(h, &ed->max, sizeof ed->max);
 		h = fnv1a(h, &ed->prior, sizeof ed->prior);

@@ -34,11 +34,16 @@ struct kopt_graph_node_view {
 	uint64_t edge_visits; /* sum of N over the outgoing edges */
 };
 
+/* Edge flag: eligible for selection whatever the widening limit (moves from
+ * generators called after the node's first expansion, which sit at the end
+ * of the insertion order). */
+#define KOPT_GRAPH_EDGE_ALWAYS 1u
+
 struct kopt_graph_edge_view {
 	const char *action;
 	size_t action_len;
 	uint32_t parent, child;
-	uint32_t n, fails, vloss;
+	uint32_t n, fails, vloss, flags;
 	double w, max, prior;
 };
 
@@ -46,8 +51,9 @@ struct kopt_graph_edge_view {
  *   score = Qsel + c_puct * P * sqrt(sumN + VL + 1) / (1 + N + vl)
  * where Qsel = (1 - beta_max) * mean + beta_max * max for visited edges
  * (virtual losses count as visits of value vl_value in the mean) and fpu for
- * unvisited ones. Only the first `limit` edges in insertion order are
- * candidates (progressive widening); edges whose child has a flag in
+ * unvisited ones. Only the first `limit` edges in insertion order, and edges
+ * flagged KOPT_GRAPH_EDGE_ALWAYS, are candidates (progressive widening);
+ * edges whose child has a flag in
  * skip_mask, or whose parent-side failures reach max_fails (0 = no limit), are
  * skipped. Ties go to the earliest edge, so selection is deterministic. */
 struct kopt_graph_puct {
@@ -106,6 +112,7 @@ void kopt_graph_backup(struct kopt_graph *g, uint32_t eid, double value, int fai
 /* Adds delta (may be negative) virtual losses; clamps at zero. */
 void kopt_graph_vloss(struct kopt_graph *g, uint32_t eid, int delta);
 void kopt_graph_set_prior(struct kopt_graph *g, uint32_t eid, double prior);
+void kopt_graph_set_edge_flags(struct kopt_graph *g, uint32_t eid, uint32_t flags);
 
 /* PUCT selection among the edges of node id; KOPT_GRAPH_NONE when no edge
  * qualifies. */

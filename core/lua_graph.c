@@ -10,8 +10,9 @@
  *   g:counts(id) -> visits, number of edges ; g:ends(eid) -> child, parent
  *   local eid, created = g:link(parent, action, child[, prior])
  *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
- *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=}
+ *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=, flags=}
  *   g:backup(eid, value[, failed]) ; g:vloss(eid, delta) ; g:set_prior(eid, p)
+ *   g:set_edge_flags(eid, f)   (graph.edge_always: selectable whatever the widening limit)
  *   g:select(id, {c_puct=, fpu=, beta_max=, vl_value=, limit=, skip_mask=, max_fails=}) -> eid|nil
  *     (or the same as positional numbers: g:select(id, c_puct, fpu, beta_max, vl_value, limit, ...))
  *   g:greedy(id, lambda, fpu, beta_max, skip_mask) -> eid|nil, eligible ; g:eligible(id, mask) -> {eid}
@@ -354,6 +355,8 @@ static int l_edge(lua_State *L)
 	lua_setfield(L, -2, "fails");
 	lua_pushinteger(L, v.vloss);
 	lua_setfield(L, -2, "vloss");
+	lua_pushinteger(L, v.flags);
+	lua_setfield(L, -2, "flags");
 	return 1;
 }
 
@@ -373,6 +376,16 @@ static int l_vloss(lua_State *L)
 	lua_Integer d = luaL_checkinteger(L, 3);
 	luaL_argcheck(L, d >= -1000000 && d <= 1000000, 3, "expected a small count");
 	kopt_graph_vloss(g, eid, (int)d);
+	return 0;
+}
+
+static int l_set_edge_flags(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t eid = check_edge(L, g, 2);
+	lua_Integer f = luaL_checkinteger(L, 3);
+	luaL_argcheck(L, f >= 0 && f <= (lua_Integer)UINT32_MAX, 3, "expected 32-bit flags");
+	kopt_graph_set_edge_flags(g, eid, (uint32_t)f);
 	return 0;
 }
 
@@ -523,6 +536,7 @@ static const luaL_Reg graph_methods[] = {
 	{"backup", l_backup},
 	{"vloss", l_vloss},
 	{"set_prior", l_set_prior},
+	{"set_edge_flags", l_set_edge_flags},
 	{"select", l_select},
 	{"greedy", l_greedy},
 	{"eligible", l_eligible},
@@ -558,5 +572,7 @@ int luaopen_kopt_graph(lua_State *L)
 	luaL_newlib(L, graph_funcs);
 	lua_pushinteger(L, KOPT_GRAPH_VERSION);
 	lua_setfield(L, -2, "version");
+	lua_pushinteger(L, KOPT_GRAPH_EDGE_ALWAYS);
+	lua_setfield(L, -2, "edge_always");
 	return 1;
 }

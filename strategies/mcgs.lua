@@ -11,8 +11,9 @@
 -- through the edge, and an unvisited edge valued at its parent's reward
 -- minus fpu_reduction. A node considers only its first
 -- k = ceil(pw_c * (visits + 1)^pw_alpha) edges by prior (progressive
--- widening); expensive generators are called only when a node widens past
--- its registered moves. Expansion registers every proposed move of a state.
+-- widening). Expansion registers every proposed move of the cheap
+-- generators; expensive ones (LLM experts) are asked about a state only as it
+-- earns visits (expert_c, expert_max), and their moves stay selectable.
 -- The descent ends at the first state not yet measured: the candidate. Its
 -- reward (log-speedup over the baseline, the first valid measurement,
 -- clipped; a fixed negative value per failure kind) is backed up along the
@@ -47,6 +48,8 @@ local S = {
   description = "Monte Carlo Graph Search over move generators (PUCT, progressive widening, rollouts)",
   options = {
     moves = { default = "rules", help = "move generators, comma-separated (names or .lua files)" },
+    expert_c = { default = 0.5, help = "expensive generators: the n-th call on a state once expert_c * (visits+1)^pw_alpha >= n" },
+    expert_max = { default = 3, help = "expensive generators: most calls per state" },
     c_puct = { default = 0.15, help = "exploration weight of the PUCT term" },
     beta_max = { default = 0.7, help = "weight of the max backup in Q (0 = mean only, 1 = max only)" },
     fpu_reduction = { default = 0.2, help = "an unvisited move is valued at its parent's reward minus this" },
@@ -132,6 +135,7 @@ function S.init(ctx)
     mstats = {},       -- method -> { n, gain } (this run)
     queue = {},        -- rollout continuations waiting for ask()
     measured = {},     -- node id -> true once its result is in
+    expert_calls = {}, -- node id -> calls of the expensive generators
     baseline = nil,    -- time of the first valid measurement
     restarts = 0,
     iterations = 0,    -- selections that produced a candidate
@@ -199,7 +203,7 @@ end
 
 -- Registers the proposals of some generators as edges of node id, in order of
 -- prior (ties in seeded random order), so widening admits the best first.
-local function add_moves(ctx, st, id, gens, noise)
+local function add_moves(ctx, st, id, gens, noise, always)
   local state = { config = st.cfg[id], key = st.g:key(id), patch = st.patch[id] }
   local props = moves_mod.propose(ctx, state, gens)
   if #props == 0 then return 0 end
@@ -250,6 +254,12 @@ local function add_moves(ctx, st, id, gens, noise)
         st.edge_expert[e] = m.expert
         st.method_in[child] = st.method_in[child] or m.method
       end
+      if always then
+        -- a later generator's moves sit at the end of the edge list: keep
+        -- them selectable whatever the widening limit
+        st.g:set_edge_flags(e, graph_mod.edge_always)
+        if not created and m.prior > st.g:edge(e).prior then st.g:set_prior(e, m.prior) end
+      end
     end
   end
   return added
@@ -270,8 +280,8 @@ local function widen_limit(ctx, st, id)
   return k, edges
 end
 
--- Widening beyond the registered moves: the root gets a random restart
--- state, other nodes ask their expensive generators (once per widening).
+-- Root widening: a new random restart state joins when the root's limit
+-- passes its edges.
 -- A restart state: a uniform sample, or (when `perturb` is set and there is
 -- a best state) the best state after a few random moves. Nil when nothing
 -- new turns up.
@@ -305,8 +315,20 @@ local function grow(ctx, st, id, k, have, perturb)
       st.edge_method[e] = method
       st.method_in[child] = st.method_in[child] or method
     end
-  elseif #st.expensive > 0 then
-    add_moves(ctx, st, id, st.expensive, false)
+  end
+end
+
+-- Expensive generators (LLM experts) are asked about a measured state only
+-- as it proves worth visiting: the n-th call once
+-- expert_c * (visits + 1)^pw_alpha reaches n.
+local function ask_expensive(ctx, st, id)
+  if #st.expensive == 0 or id == st.root or not st.measured[id] then return end
+  local visits = st.g:counts(id)
+  local allowed = math.floor(ctx.options.expert_c * (visits + 1) ^ ctx.options.pw_alpha)
+  local done = st.expert_calls[id] or 0
+  if done < allowed and done < ctx.options.expert_max then
+    st.expert_calls[id] = done + 1
+    add_moves(ctx, st, id, st.expensive, false, true)
   end
 end
 
@@ -350,6 +372,7 @@ local function select_one(ctx, st, temp)
     expand(ctx, st, s, depth)
     local k, have = widen_limit(ctx, st, s)
     grow(ctx, st, s, k, have)
+    ask_expensive(ctx, st, s)
     local e
     if s == st.root then
       if st.iterations < ctx.options.init_samples or st.force_restart then

@@ -219,6 +219,12 @@ START_TEST(test_select_puct)
 	p.limit = 2;
 	ck_assert_uint_eq(kopt_graph_select(g, r, &p), e[1]);
 	p.limit = UINT32_MAX;
+	/* an edge flagged ALWAYS is eligible beyond the limit */
+	p.limit = 2;
+	kopt_graph_set_edge_flags(g, e[3], KOPT_GRAPH_EDGE_ALWAYS);
+	ck_assert_uint_eq(kopt_graph_select(g, r, &p), e[3]);
+	kopt_graph_set_edge_flags(g, e[3], 0);
+	p.limit = UINT32_MAX;
 	/* skip mask on the child's flags */
 	kopt_graph_set_flags(g, c[3], 2);
 	p.skip_mask = 2;

@@ -8,7 +8,8 @@
 --     uninterrupted run; the snapshot holds every evaluated state;
 --  3. a batch backend (8 slots, in process) gets distinct candidates;
 --  4. a space smaller than the budget is exhausted cleanly;
---  5. a user move generator from examples/ is used, and a bad option is a usage error.
+--  5. a user move generator from examples/ is used, and a bad option is a usage error;
+--  6. an expensive generator is called sparingly and its moves are measured.
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -145,6 +146,35 @@ do
   local code6, help = T.run("mcgs --help")
   T.eq(code6, 0, "mcgs --help")
   T.check(help:find("pw_alpha", 1, true) and help:find("rollout_depth", 1, true), "options listed: %s", help)
+end
+
+-- 6. an expensive generator (as an LLM expert would be) is called only on
+--    states that earn visits, far fewer times than there are evaluations, and
+--    its moves get measured although they come after the rule moves
+do
+  local gen = tmp .. "/slow_expert.lua"
+  T.write(gen, [[
+return { name = "slow_expert", expensive = true, propose = function(ctx, state)
+  io.stderr:write("slow_expert call\n")
+  local a, b = ctx.space.knobs[1], ctx.space.knobs[3]
+  local pa = ctx.space.index[a.name].pos[state.config[a.name] ]
+  local pb = ctx.space.index[b.name].pos[state.config[b.name] ]
+  return { { changes = { [a.name] = a.values[pa % #a.values + 1], [b.name] = b.values[pb % #b.values + 1] },
+             method = "expert_diagonal", prior = 1 } }
+end }
+]])
+  local dir = tmp .. "/expert"
+  local code, _, err = T.run("mcgs --backend replay:" .. conv .. " --budget 120 -q --seed 3 --opt moves=rules," .. gen ..
+                             " --out " .. dir)
+  T.eq(code, 0, "run with an expensive generator")
+  local calls = select(2, err:gsub("slow_expert call", ""))
+  local used = 0
+  for _, ev in ipairs(read_events(dir)) do
+    if ev.origin.method == "expert_diagonal" then used = used + 1 end
+  end
+  io.stdout:write(string.format("expensive generator: %d calls, %d of its moves measured in 120 evaluations\n", calls, used))
+  T.check(calls > 0 and calls < 60, "expensive generator called sparingly (%d calls)", calls)
+  T.check(used > 0, "moves of the expensive generator were measured")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
