@@ -94,14 +94,28 @@ M.copy = copy
 -- The config a move leads to and its key, or nil when a change names an
 -- unknown knob or a value the knob does not allow, or the result breaks a
 -- constraint.
-function M.apply(space, config, move)
+-- `parts` (optional) are the formatted values of `config` in knob order, so
+-- the key of a one-knob change costs one format instead of one per knob.
+function M.apply(space, config, move, parts)
   local c = copy(config)
+  local changed
   for k, v in pairs(move.changes or {}) do
     local ix = space.index[k]
     if not ix or ix.pos[v] == nil then return nil end
     c[k] = v
+    if parts then
+      changed = changed or {}
+      changed[ix.i] = space_mod.format_value(v)
+    end
   end
-  local key = space:key(c)
+  local key
+  if parts then
+    local p = {}
+    for i = 1, #parts do p[i] = changed and changed[i] or parts[i] end
+    key = table.concat(p, ",")
+  else
+    key = space:key(c)
+  end
   if space.members then
     -- a recorded space: membership is the whole check (as in is_valid)
     if not space.members[key] then return nil end
@@ -114,6 +128,10 @@ end
 -- A canonical action id for a move: its changes sorted by knob name, plus a
 -- short hash of the patch. Two moves with the same id lead to the same state.
 function M.action_id(space, move)
+  local k1, v1 = next(move.changes or {})
+  if k1 ~= nil and next(move.changes, k1) == nil and not move.patch then
+    return k1 .. "=" .. space_mod.format_value(v1)  -- one change: the common case
+  end
   local parts = {}
   for _, k in ipairs(space.knobs) do
     local v = move.changes and move.changes[k.name]
@@ -133,6 +151,8 @@ end
 function M.propose(ctx, state, generators)
   local space = ctx.space
   local out, by_key = {}, {}
+  local parts = {}
+  for i, k in ipairs(space.knobs) do parts[i] = space_mod.format_value(state.config[k.name]) end
   for _, gen in ipairs(generators) do
     local ok, moves = pcall(gen.propose, ctx, state)
     if not ok then
@@ -140,7 +160,7 @@ function M.propose(ctx, state, generators)
       moves = {}
     end
     for _, mv in ipairs(moves or {}) do
-      local cfg, key = M.apply(space, state.config, mv)
+      local cfg, key = M.apply(space, state.config, mv, parts)
       if cfg then
         if mv.patch then key = key .. "#" .. sys.sha256(mv.patch):sub(1, 16) end
         local prior = tonumber(mv.prior) or 1
