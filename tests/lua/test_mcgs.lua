@@ -164,9 +164,9 @@ return { name = "slow_expert", expensive = true, propose = function(ctx, state)
 end }
 ]])
   local dir = tmp .. "/expert"
-  local code, _, err = T.run("mcgs --backend replay:" .. conv .. " --budget 120 -q --seed 3 --opt moves=rules," .. gen ..
-                             " --out " .. dir)
-  T.eq(code, 0, "run with an expensive generator")
+  local code7, _, err = T.run("mcgs --backend replay:" .. conv .. " --budget 120 -q --seed 3 --opt moves=rules," .. gen ..
+                              " --out " .. dir)
+  T.eq(code7, 0, "run with an expensive generator")
   local calls = select(2, err:gsub("slow_expert call", ""))
   local used = 0
   for _, ev in ipairs(read_events(dir)) do
