@@ -187,7 +187,19 @@ function Engine:ensure_rundir()
   self.pending_logs = nil
 end
 
+-- Numbers as events.jsonl stores them (lua-cjson writes 14 significant
+-- digits): a fresh result is rounded the same way before anyone sees it, so a
+-- resumed run tells its strategy exactly what the uninterrupted run told it.
+local function as_logged(v)
+  if math.type(v) == "float" then return tonumber(string.format("%.14g", v)) end
+  if type(v) == "table" then
+    for k, x in pairs(v) do v[k] = as_logged(x) end
+  end
+  return v
+end
+
 function Engine:record(job, result, eval_s, from_log)
+  if not from_log then as_logged(result) end
   result.key = job.key
   if result.log and #result.log > M.LOG_CAP then result.log = result.log:sub(1, M.LOG_CAP) .. "\n[truncated]" end
   self.cache[job.key] = result
@@ -265,7 +277,7 @@ function Engine:round(n)
     for j, p in ipairs(pending) do jobs[j] = p.job end
     local before = self.backend:elapsed()
     local out = self.backend:evaluate(jobs)
-    local per = (self.backend:elapsed() - before) / #jobs
+    local per = as_logged((self.backend:elapsed() - before) / #jobs)
     for j, p in ipairs(pending) do
       local r = out[j] or { status = "crash", log = "backend returned no result" }
       if self.backend.confirm and self:improves(r) and self.ctx.best then
