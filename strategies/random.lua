@@ -4,7 +4,7 @@ local S = {
   name = "random",
   description = "uniform random sampling of valid configs, without repeats",
   options = {
-    tries = { default = 100, help = "draws per candidate before deciding the space is exhausted" },
+    tries = { default = 100, help = "draws per candidate before switching to the list of unmeasured configs" },
   },
 }
 
@@ -12,19 +12,35 @@ function S.init(ctx)
   ctx.asked = {}   -- keys already proposed
 end
 
+-- Once draws keep hitting proposed configs, a small space is nearly used up:
+-- the rest is listed once, shuffled, and proposed in that order.
+local function remaining(ctx)
+  if not ctx.rest then
+    local ok, all = pcall(ctx.space.enumerate, ctx.space)
+    if not ok then return nil end
+    ctx.rest = {}
+    for _, c in ipairs(all) do
+      if not ctx.asked[ctx:key(c)] then ctx.rest[#ctx.rest + 1] = c end
+    end
+    ctx.rng:shuffle(ctx.rest)
+  end
+  return table.remove(ctx.rest)
+end
+
 function S.ask(ctx, n)
   local out = {}
   for _ = 1, n do
+    local pick
     for _ = 1, ctx.options.tries do
+      if ctx.rest then break end
       local c = ctx.space:sample(ctx.rng)
       if c == nil then return out end
-      local k = ctx:key(c)
-      if not ctx.asked[k] then
-        ctx.asked[k] = true
-        out[#out + 1] = { config = c, origin = { method = "random" } }
-        break
-      end
+      if not ctx.asked[ctx:key(c)] then pick = c break end
     end
+    pick = pick or remaining(ctx)
+    if pick == nil then return out end
+    ctx.asked[ctx:key(pick)] = true
+    out[#out + 1] = { config = pick, origin = { method = "random" } }
   end
   return out
 end

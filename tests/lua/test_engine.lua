@@ -73,5 +73,13 @@ code, _, err = T.run(string.format("%s/stuck.lua --backend replay:tests/data/vec
 T.eq(code, 0, "exit code of a stalled strategy")
 T.check(err:find("proposed nothing new for 200 rounds", 1, true) ~= nil, "stall message: %s", err)
 T.eq(#events(tmp .. "/st"), 1, "a stalled strategy measured its config once")
+-- Regression: random gave up after 100 draws that all hit measured configs,
+-- so on small spaces it stopped short of the budget (softmax: 82-86 of 87)
+-- and could miss the optimum. It must measure every config when the budget allows.
+for seed = 1, 20 do
+  code = T.run(string.format("random --backend replay:tests/data/softmax_h200.t4.json --budget 200 --seed %d -q --out %s/rs%d", seed, tmp, seed))
+  T.eq(code, 0, "exit code of random on softmax")
+  T.eq(#events(tmp .. "/rs" .. seed), 87, "random measures all 87 softmax configs (seed " .. seed .. ")")
+end
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
