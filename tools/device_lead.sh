@@ -1,5 +1,5 @@
 #!/bin/sh
-# One device call for the lead's figures. From the repo root on a GPU machine,
+# One GPU call for the end-to-end figures. From the repo root on a GPU machine,
 # kopt built in BUILD (default build/); everything lands in OUT (default .):
 #  1. recordings: exhaustive runs of the shipped specs, kept as T4 files for
 #     replay (tests/data/<spec>_<gpu>.t4.json) — the README's no-GPU fallback
