@@ -15,15 +15,7 @@ local cjson = require("cjson")
 local tmp = T.tmpdir("classic")
 local STRATEGIES = { "anneal", "genetic", "surrogate" }
 
-local function events(dir)
-  local evals, stop = {}, nil
-  for line in io.lines(dir .. "/events.jsonl") do
-    local ev = cjson.decode(line)
-    if ev.event == "eval" then evals[#evals + 1] = ev end
-    if ev.event == "stop" then stop = ev end
-  end
-  return evals, stop
-end
+local events = T.events
 
 local function best_in_file(file)
   local raw = cjson.decode(T.slurp(file))

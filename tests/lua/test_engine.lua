@@ -3,18 +3,9 @@
 -- evaluation; --time-limit stops on the simulated clock; a strategy that only
 -- repeats itself is stopped.
 local T = require("testlib")
-local cjson = require("cjson")
 local tmp = T.tmpdir("engine")
 
-local function events(dir)
-  local evals, stop = {}, nil
-  for line in io.lines(dir .. "/events.jsonl") do
-    local ev = cjson.decode(line)
-    if ev.event == "eval" then evals[#evals + 1] = ev end
-    if ev.event == "stop" then stop = ev end
-  end
-  return evals, stop
-end
+local events = T.events
 
 -- Asks 192 (fails the spec's "% 128" constraint), then 256 three times, then
 -- records what it was told.

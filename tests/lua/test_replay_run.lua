@@ -9,15 +9,7 @@ local cjson = require("cjson")
 local file = "tests/data/convolution_A100.json"
 local tmp = T.tmpdir("replay")
 
-local function read_events(dir)
-  local evals, stop = {}, nil
-  for line in io.lines(dir .. "/events.jsonl") do
-    local ev = cjson.decode(line)
-    if ev.event == "eval" then evals[#evals + 1] = ev end
-    if ev.event == "stop" then stop = ev end
-  end
-  return evals, stop
-end
+local read_events = T.events
 
 -- Independent read of the Kernel Tuner cache: key -> time (or a failure string).
 local raw = cjson.decode(T.slurp(file))

@@ -51,6 +51,19 @@ function T.eq(got, want, what)
   return T.check(got == want, "%s: expected %s, got %s", what, tostring(want), tostring(got))
 end
 
+-- A run directory's evaluations (in order) and its stop event, read with
+-- plain cjson (not kopt's own reader).
+function T.events(dir)
+  local cjson = require("cjson")
+  local evals, stop = {}, nil
+  for line in io.lines(dir .. "/events.jsonl") do
+    local ev = cjson.decode(line)
+    if ev.event == "eval" then evals[#evals + 1] = ev end
+    if ev.event == "stop" then stop = ev end
+  end
+  return evals, stop
+end
+
 function T.exists(path)
   return require("kopt.sys").stat(path) ~= nil
 end
