@@ -101,8 +101,25 @@ end
 
 local IDENT = "^[%a_][%w_]*$"
 
+-- "specs/../tests/data/x.json" -> "tests/data/x.json", for messages users read.
+local function join(dir, rel)
+  if rel:sub(1, 1) == "/" then return rel end
+  local parts = {}
+  for p in (dir .. "/" .. rel):gmatch("[^/]+") do
+    if p == ".." and #parts > 0 and parts[#parts] ~= ".." then
+      parts[#parts] = nil
+    elseif p ~= "." then
+      parts[#parts + 1] = p
+    end
+  end
+  local path = table.concat(parts, "/")
+  if dir:sub(1, 1) == "/" then path = "/" .. path end
+  return path ~= "" and path or "."
+end
+M.join = join
+
 local function read_text(c, rel, path, dir)
-  local full = rel:sub(1, 1) == "/" and rel or (dir .. "/" .. rel)
+  local full = join(dir, rel)
   local f, err = io.open(full, "rb")
   if not f then c:fail(path, "cannot read '%s': %s", rel, (err:gsub("^[^:]*: ", ""))) end
   local text = f:read("a")
@@ -273,7 +290,7 @@ function M.load(path, opts)
   }
   if raw.recording ~= nil then
     local rec = c:string(raw.recording, "recording")
-    self.recording = rec:sub(1, 1) == "/" and rec or (dir .. "/" .. rec)
+    self.recording = join(dir, rec)
   end
   local prof = c:object(raw.profile, "profile", true) or {}
   c:unknown_fields(prof, { "metrics" }, "profile")
