@@ -17,6 +17,7 @@ M.flags = {
   { "--seed", "integer", "N", "random seed (default 1); logged in the run" },
   { "--gpus", "gpu_list", "LIST", "GPUs to use, e.g. 0,1 (default: all)" },
   { "--profile", "profile", "P", "whom to profile with CUPTI: none (default), top-k, every-N" },
+  { "--finalists", "count", "K", "re-measure the K best configs, interleaved, before naming the winner (GPU; default 3, 1 = off)" },
   { "--opt", "keyvalue", "K=V", "strategy option (repeatable); `kopt STRATEGY --help` lists them" },
   { "-q", "flag", nil, "quiet: only errors and the final summary" },
   { "-v", "flag", nil, "verbose: strategy events and tracebacks" },

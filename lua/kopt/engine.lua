@@ -208,6 +208,7 @@ function Engine:record(job, result, eval_s, from_log)
   self.ctx.evaluations = self.evaluations
   if result.status ~= "ok" then self.failures = self.failures + 1 end
   local rec = { key = job.key, config = job.config, origin = job.candidate.origin, result = result,
+                candidate = job.candidate, n = self.evaluations,
                 timestamp = from_log and from_log.timestamp or sys.utc_iso() }
   self.records[#self.records + 1] = rec
   local improved = self:improves(result)

@@ -161,8 +161,19 @@ function M.main(opts, pos)
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
     quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler,
   })
+  local finalist_lines
+  local k = opts.finalists or 3
+  if backend.name ~= "replay" and k > 1 and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
+    local finalists = require("kopt.finalists")
+    local ok, verdict = pcall(finalists.run, engine, k, 3)
+    if ok and verdict then
+      finalist_lines = finalists.apply(engine, verdict)
+    elseif not ok then
+      io.stderr:write("kopt: the finalists could not be re-measured: ", tostring(verdict), "\n")
+    end
+  end
   local meta = {
-    problem = problem, backend_label = backend_label,
+    problem = problem, backend_label = backend_label, finalists = finalist_lines,
     t4 = { kopt = sys.version, strategy = strategy.name, seed = seed, backend = backend:describe(),
            timeunit = "milliseconds" },
   }
