@@ -4,12 +4,14 @@
 -- It first measures `init` states (the start state, then uniform samples)
 -- and starts from the best. From the current state it evaluates the proposed
 -- moves in order of prior (ties in seeded random order) and moves to the
--- first batch's best improvement (first-improvement hill climbing). At a local optimum (every move evaluated, none better) the state
--- goes on the tabu list; the search may step to the best non-tabu neighbour
--- (`escapes` times in a row without a new best of the descent), and then
--- restarts: from a random perturbation of the best state so far (`perturb`
--- random moves; iterated local search) with probability `p_perturb`, else
--- from a uniform random sample.
+-- first batch's best improvement (first-improvement hill climbing). At a
+-- local optimum (every move evaluated, none better) the state goes on the
+-- tabu list; at the first local optimum the search may step to the best
+-- non-tabu neighbour (`escapes` times in a row without a new best of the
+-- descent; later local optima restart at once), and then restarts: from a
+-- random perturbation of the best state so far (`perturb` random moves;
+-- iterated local search) with probability `p_perturb`, else from a uniform
+-- random sample.
 local moves_mod = require("kopt.moves")
 local experience = require("kopt.experience")
 
@@ -19,7 +21,7 @@ local S = {
   options = {
     moves = { default = "rules", help = "move generators, comma-separated (names or .lua files)" },
     init = { default = 20, help = "random configs measured first (the first is the start state); the search starts from the best" },
-    escapes = { default = 1, help = "non-improving steps to the best non-tabu neighbour before a restart" },
+    escapes = { default = 1, help = "non-improving steps to the best non-tabu neighbour before the first restart" },
     tabu = { default = 50, help = "length of the tabu list (states not to step back to)" },
     p_perturb = { default = 0.5, help = "probability that a restart perturbs the best state instead of sampling" },
     perturb = { default = 3, help = "random moves applied to the best state for a perturbation restart" },
@@ -136,7 +138,8 @@ local function advance(ctx, st)
     set_current(st, best_key, best_cfg, best_fit)
     return nil
   end
-  if best_key and best_fit < INF and st.escapes < ctx.options.escapes then
+  -- escapes pay off around the first local optimum; later ones restart at once
+  if best_key and best_fit < INF and st.restarts == 0 and st.escapes < ctx.options.escapes then
     st.escapes = st.escapes + 1
     set_current(st, best_key, best_cfg, best_fit)
     return nil
