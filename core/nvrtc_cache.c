@@ -146,9 +146,15 @@ int kopt_nvrtc_result_unpack(const unsigned char *buf, size_t size, struct kopt_
 	uint64_t bits = get_u64(p);
 	memcpy(&res->compile_s, &bits, sizeof bits);
 	p += 8;
-	if (get_bytes(&p, end, (unsigned char **)&res->log, NULL) != 0 ||
-	    get_bytes(&p, end, (unsigned char **)&res->lowered, NULL) != 0 ||
-	    get_bytes(&p, end, &res->cubin, &res->cubin_size) != 0 || p != end) {
+	/* through locals of the right type: writing a char * via an
+	 * unsigned char ** breaks strict aliasing, and -O3 then reads the old
+	 * (NULL) log back */
+	unsigned char *log = NULL, *lowered = NULL;
+	int bad = get_bytes(&p, end, &log, NULL) != 0 || get_bytes(&p, end, &lowered, NULL) != 0 ||
+		  get_bytes(&p, end, &res->cubin, &res->cubin_size) != 0 || p != end;
+	res->log = (char *)log;
+	res->lowered = (char *)lowered;
+	if (bad) {
 		kopt_nvrtc_result_release(res);
 		return -1;
 	}
