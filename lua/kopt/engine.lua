@@ -86,8 +86,12 @@ function M.new(opts)
   self.resumed = {}      -- key -> recorded eval event (from a killed run)
   self.evaluations, self.failures, self.restored_clock = 0, 0, 0
   self.verbose, self.quiet = opts.verbose, opts.quiet
+  -- On resume the deterministic strategy logs again what it logged before:
+  -- those first messages are already in events.jsonl and trace.md.
+  self.skip_logs = 0
   for _, ev in ipairs(opts.resume_events or {}) do
     if ev.event == "eval" then self.resumed[ev.key] = ev end
+    if ev.event == "log" then self.skip_logs = self.skip_logs + 1 end
   end
   self.progress = progress_mod.new({ quiet = opts.quiet or not opts.progress, budget = self.budget,
                                      label = opts.label })
@@ -107,6 +111,10 @@ end
 function Engine:clock() return self.restored_clock + self.backend:elapsed() end
 
 function Engine:strategy_event(msg)
+  if self.skip_logs > 0 then
+    self.skip_logs = self.skip_logs - 1
+    return
+  end
   if self.verbose then self.progress:message("%s: %s", self.strategy_name, msg) end
   if self.rundir then
     self.rundir:event({ event = "log", n = self.evaluations, msg = msg })

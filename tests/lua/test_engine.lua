@@ -64,6 +64,27 @@ code, _, err = T.run(string.format("%s/stuck.lua --backend replay:tests/data/vec
 T.eq(code, 0, "exit code of a stalled strategy")
 T.check(err:find("proposed nothing new for 200 rounds", 1, true) ~= nil, "stall message: %s", err)
 T.eq(#events(tmp .. "/st"), 1, "a stalled strategy measured its config once")
+-- Regression: a resumed run logged again, as new lines, every strategy message
+-- of the part it replays from the log. A logging strategy killed after 10
+-- evaluations and resumed must leave as many log lines as an uninterrupted run.
+T.write(tmp .. "/talk.lua", [[
+local S = { name = "talk", options = {} }
+function S.ask(ctx, n) return { { config = ctx.space:sample(ctx.rng) } } end
+function S.tell(ctx, results) ctx:log("told %s", results[1].key) end
+return S]])
+local function count_logs(dir)
+  local n = 0
+  for line in io.lines(dir .. "/events.jsonl") do
+    if line:find('"event":"log"', 1, true) then n = n + 1 end
+  end
+  return n
+end
+local talk = string.format("%s/talk.lua --backend replay:tests/data/convolution_A100.json --budget 30 -q --out ", tmp)
+T.run(talk .. tmp .. "/talk_full")
+T.eq(T.run(talk .. tmp .. "/talk_killed", "KOPT_TEST_SIGKILL_AFTER=10"), 137, "the logging run was killed")
+T.eq(T.run(talk .. tmp .. "/talk_killed --resume"), 0, "the logging run resumed")
+T.eq(count_logs(tmp .. "/talk_killed"), count_logs(tmp .. "/talk_full"), "log lines after resume")
+
 -- Regression: random gave up after 100 draws that all hit measured configs,
 -- so on small spaces it stopped short of the budget (softmax: 82-86 of 87)
 -- and could miss the optimum. It must measure every config when the budget allows.
