@@ -232,7 +232,7 @@ function Engine:record(job, result, eval_s, from_log)
                         origin = job.candidate.origin, patch = job.candidate.patch, result = r,
                         eval_s = eval_s, timestamp = rec.timestamp })
   end
-  if self.rundir and improved then
+  if self.rundir and improved and not from_log then
     self.rundir:trace("- [%d] new best %.5g ms: %s%s", self.evaluations, result.time_ms,
                       describe_config(self.space, job.config),
                       job.candidate.origin and job.candidate.origin.method and
