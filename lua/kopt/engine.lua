@@ -86,12 +86,14 @@ function M.new(opts)
   self.resumed = {}      -- key -> recorded eval event (from a killed run)
   self.evaluations, self.failures, self.restored_clock = 0, 0, 0
   self.verbose, self.quiet = opts.verbose, opts.quiet
-  -- On resume the deterministic strategy logs again what it logged before:
-  -- those first messages are already in events.jsonl and trace.md.
-  self.skip_logs = 0
+  -- On resume the strategy says again much of what it said before: a
+  -- message equal to the next one on record is already in events.jsonl and
+  -- trace.md. Anything it says differently (an answer now taken from a
+  -- transcript, say) is new and written.
+  self.logged, self.logged_next = {}, 1
   for _, ev in ipairs(opts.resume_events or {}) do
     if ev.event == "eval" then self.resumed[ev.key] = ev end
-    if ev.event == "log" then self.skip_logs = self.skip_logs + 1 end
+    if ev.event == "log" then self.logged[#self.logged + 1] = ev.msg end
   end
   self.progress = progress_mod.new({ quiet = opts.quiet or not opts.progress, budget = self.budget,
                                      label = opts.label })
@@ -111,8 +113,8 @@ end
 function Engine:clock() return self.restored_clock + self.backend:elapsed() end
 
 function Engine:strategy_event(msg)
-  if self.skip_logs > 0 then
-    self.skip_logs = self.skip_logs - 1
+  if self.logged[self.logged_next] == msg then
+    self.logged_next = self.logged_next + 1
     return
   end
   if self.verbose then self.progress:message("%s: %s", self.strategy_name, msg) end
