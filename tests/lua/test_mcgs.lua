@@ -17,14 +17,7 @@ local graph = require("kopt.graph")
 local conv = "tests/data/convolution_A100.json"
 local tmp = T.tmpdir("mcgs")
 
-local function read_events(dir)
-  local evals = {}
-  for line in io.lines(dir .. "/events.jsonl") do
-    local ev = cjson.decode(line)
-    if ev.event == "eval" then evals[#evals + 1] = ev end
-  end
-  return evals
-end
+local function read_events(dir) return (T.events(dir)) end
 
 local function best_of(dir)
   local best = math.huge
