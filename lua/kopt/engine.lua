@@ -36,9 +36,9 @@ M.describe_config = describe_config
 local Ctx = {}
 Ctx.__index = Ctx
 
+-- No validity check: a config that was never answered (invalid ones included)
+-- has no entry, and strategies call this for every neighbour they consider.
 function Ctx:lookup(config)
-  local ok = self._engine.space:is_valid(config)
-  if not ok then return nil end
   local r = self._engine.cache[self._engine.space:key(config)]
   return r and shallow(r) or nil
 end
@@ -291,9 +291,6 @@ function Engine:round(n)
     local per = as_logged((self.backend:elapsed() - before) / #jobs)
     for j, p in ipairs(pending) do
       local r = out[j] or { status = "crash", log = "backend returned no result" }
-      if self.backend.confirm and self:improves(r) and self.ctx.best then
-        r = self.backend:confirm(p.job, r) or r
-      end
       self:record(p.job, r, per)
       results[p.i] = shallow(r)
       if not r.free then new_evals = new_evals + 1 end

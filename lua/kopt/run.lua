@@ -121,7 +121,8 @@ function M.main(opts, pos)
   end
 
   local events_path = dir .. "/events.jsonl"
-  local existing = rundir_mod.read_events(events_path)
+  local existing, good_end, size = rundir_mod.read_events(events_path)
+  local torn_at = existing and good_end < size and good_end or nil
   local info = { strategy = strategy.name, problem = problem }
   local seed = opts.seed or 1
   local resume_events
@@ -136,7 +137,7 @@ function M.main(opts, pos)
   if choice.note then io.stderr:write("kopt: ", choice.note, "\n") end
 
   local function open_rundir()
-    local rd = rundir_mod.open(dir, opts.resume)
+    local rd = rundir_mod.open(dir, opts.resume, torn_at)
     local ev = { event = opts.resume and "resume" or "start", strategy = strategy.name,
                  strategy_file = strategy_label, problem = problem, spec = spec and spec.path,
                  backend = backend_label, seed = seed, budget = budget, time_limit = opts.time_limit,

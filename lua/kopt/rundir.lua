@@ -33,21 +33,20 @@ function M.read_events(path)
   return events, good_end, #text
 end
 
-function M.open(dir, resume)
+-- torn_at: the byte offset read_events returned, when the file on record
+-- ends in a torn line that must be cut before appending.
+function M.open(dir, resume, torn_at)
   local self = setmetatable({ dir = dir, events_path = dir .. "/events.jsonl" }, Run)
   local ok, err = sys.mkdir_p(dir)
   if not ok then errors.usage("--out: %s", err) end
-  if resume then
-    local _, good_end, size = M.read_events(self.events_path)
-    if good_end and good_end < size then
-      -- cut the torn tail so appended lines start on a fresh line
-      local f = assert(io.open(self.events_path, "rb"))
-      local keep = f:read(good_end)
-      f:close()
-      f = assert(io.open(self.events_path, "wb"))
-      f:write(keep)
-      f:close()
-    end
+  if resume and torn_at then
+    -- cut the torn tail so appended lines start on a fresh line
+    local f = assert(io.open(self.events_path, "rb"))
+    local keep = f:read(torn_at)
+    f:close()
+    f = assert(io.open(self.events_path, "wb"))
+    f:write(keep)
+    f:close()
   end
   local f, ferr = io.open(self.events_path, "ab")
   if not f then errors.raise(errors.RUNTIME, "cannot write %s: %s", self.events_path, ferr) end
