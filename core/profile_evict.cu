@@ -1,5 +1,5 @@
 // The GPU worker's L2 eviction before a profiled launch (worker_profile.c),
-// embedded as PTX by tools/gen_profile_evict_ptx.sh.
+// embedded as PTX by tools/gen_ptx_header.sh profile_evict compute_75.
 //
 // Reads a never-written buffer twice the L2 size with L2-only loads: every
 // dirty line left by earlier work (output poisoning, memset flushes) is
