@@ -74,13 +74,11 @@ function M.apply(engine, verdict)
   lines[1] = string.format("  finalists re-measured (%d interleaved rounds):", verdict.rounds)
   local ev_rows = {}
   for i, row in ipairs(verdict.rows) do
+    local again = {}
+    for j, v in ipairs(row.times) do again[j] = string.format("%.5g", v) end
     lines[#lines + 1] = string.format("    %s %-10s first %.5g ms, again %s  %s", row == verdict.winner and "*" or " ",
       row.failed and "failed" or string.format("%.5g ms", row.median_ms), row.first_ms,
-      #row.times > 0 and table.concat((function()
-        local t = {}
-        for j, v in ipairs(row.times) do t[j] = string.format("%.5g", v) end
-        return t
-      end)(), " ") or "-", describe(engine.space, row.config))
+      #again > 0 and table.concat(again, " ") or "-", describe(engine.space, row.config))
     ev_rows[i] = { key = row.key, first_ms = row.first_ms, times = row.times, median_ms = row.median_ms,
                    failed = row.failed }
   end
