@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cupti_timer.h"
+#include "gpu/cupti_timer.h"
 #include "worker_impl.h"
 
 #define BATCH_MAX 4 /* samples queued behind one blocking kernel */

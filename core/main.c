@@ -10,7 +10,7 @@
 #include <lua.h>
 #include <lualib.h>
 
-#include "lua_modules.h"
+#include "bind/modules.h"
 #include "worker.h"
 
 struct main_args {

@@ -29,7 +29,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cupti_timer.h"
+#include "gpu/cupti_timer.h"
 #include "harness_ptx.h"
 #include "wire.h"
 #include "worker.h"

@@ -7,7 +7,7 @@
 #include <stdint.h>
 
 #include "check.h"
-#include "cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
 enum { ARG_ARRAY, ARG_SCALAR, ARG_CONSTANT };
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cupti_prof.h"
+#include "gpu/cupti_prof.h"
 #include "profile_evict_ptx.h"
 #include "worker_profile.h"
 

@@ -10,7 +10,7 @@
 
 #include <check.h>
 
-#include "cpool.h"
+#include "compile/cpool.h"
 #include "sys.h"
 
 static const char *fast_src =

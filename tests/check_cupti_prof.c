@@ -9,7 +9,7 @@
 
 #include <check.h>
 
-#include "cupti_prof.h"
+#include "gpu/cupti_prof.h"
 
 START_TEST(test_missing_library)
 {

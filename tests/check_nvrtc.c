@@ -8,7 +8,7 @@
 
 #include <check.h>
 
-#include "kopt_nvrtc.h"
+#include "compile/kopt_nvrtc.h"
 
 static const char *kernel =
     "extern \"C\" __global__ void __launch_bounds__(128) scale(float *x, float a, int n)\n"

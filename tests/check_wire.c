@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cuda_driver.h"
+#include "gpu/cuda_driver.h"
 #include "wire.h"
 #include "worker.h"
 

@@ -18,7 +18,7 @@
 
 #include <cublas_v2.h>
 
-#include "cuda_driver.h"
+#include "gpu/cuda_driver.h"
 #include "harness_ptx.h"
 
 #define SAMPLES 40

@@ -2,7 +2,7 @@
 #define KOPT_CPOOL_H
 #include <stddef.h>
 
-#include "kopt_nvrtc.h"
+#include "compile/kopt_nvrtc.h"
 
 /* A pool of compile worker processes. NVRTC scales better across processes
  * than across threads (16 processes did 11.3 matmul compiles/s on a 16-core

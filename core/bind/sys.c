@@ -11,7 +11,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "lua_modules.h"
+#include "bind/modules.h"
 #include "sha256.h"
 #include "sys.h"
 

@@ -13,8 +13,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bind/modules.h"
 #include "http.h"
-#include "lua_modules.h"
 #include "sys.h"
 
 /* The responses live in a userdata so that an error while pushing them to Lua

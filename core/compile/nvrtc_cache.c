@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "kopt_nvrtc.h"
+#include "compile/kopt_nvrtc.h"
 #include "sha256.h"
 #include "sys.h"
 

@@ -7,8 +7,8 @@
 
 #include <cupti_activity.h>
 
-#include "cupti_prof.h"
-#include "cupti_timer.h"
+#include "gpu/cupti_prof.h"
+#include "gpu/cupti_timer.h"
 
 #define BUFFER_BYTES (1u << 20)
 #define RECORDS_MAX 4096

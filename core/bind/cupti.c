@@ -5,8 +5,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "cupti_prof.h"
-#include "lua_modules.h"
+#include "bind/modules.h"
+#include "gpu/cupti_prof.h"
 
 /* load() -> true | nil, reason */
 static int l_load(lua_State *L)

@@ -6,9 +6,9 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "kopt_nvrtc.h"
-#include "lua_modules.h"
-#include "lua_nvrtc.h"
+#include "bind/modules.h"
+#include "bind/nvrtc.h"
+#include "compile/kopt_nvrtc.h"
 
 static const char *opt_field(lua_State *L, int idx, const char *key)
 {

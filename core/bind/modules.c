@@ -10,8 +10,8 @@
 #include <lua-cjson.h>
 #include <lualib.h>
 
+#include "bind/modules.h"
 #include "embedded.h"
-#include "lua_modules.h"
 
 static const luaL_Reg c_modules[] = {
 	{"kopt.sys", luaopen_kopt_sys},

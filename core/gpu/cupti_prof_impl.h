@@ -17,7 +17,7 @@
 #include <cupti_result.h>
 #include <cupti_target.h>
 
-#include "cupti_prof.h"
+#include "gpu/cupti_prof.h"
 
 #define KOPT_CUPTI_FUNCS(X)                                                    \
 	X(cuptiGetResultString)                                                \

@@ -11,9 +11,9 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "cpool.h"
-#include "lua_modules.h"
-#include "lua_nvrtc.h"
+#include "bind/modules.h"
+#include "bind/nvrtc.h"
+#include "compile/cpool.h"
 
 #define POOL_META "kopt.CompilePool"
 

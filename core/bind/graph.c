@@ -25,8 +25,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bind/modules.h"
 #include "graph.h"
-#include "lua_modules.h"
 
 #define GRAPH_MT "kopt.Graph"
 

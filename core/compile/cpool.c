@@ -12,7 +12,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "cpool.h"
+#include "compile/cpool.h"
 #include "sys.h"
 
 /* Bounds a frame so a corrupt length cannot make us allocate the world. */

@@ -14,7 +14,7 @@
 
 #include <nvrtc.h>
 
-#include "kopt_nvrtc.h"
+#include "compile/kopt_nvrtc.h"
 #include "sys.h"
 
 void kopt_nvrtc_result_init(struct kopt_nvrtc_result *res)

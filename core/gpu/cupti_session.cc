@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cupti_prof_impl.h"
+#include "gpu/cupti_prof_impl.h"
 
 const char *const kopt_cupti_default_metrics[] = {
 	"gpu__time_duration.sum",

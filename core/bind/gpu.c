@@ -16,8 +16,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
-#include "cuda_driver.h"
-#include "lua_modules.h"
+#include "bind/modules.h"
+#include "gpu/cuda_driver.h"
 #include "wire.h"
 #include "worker.h"
 

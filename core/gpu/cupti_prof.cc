@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cupti_prof_impl.h"
+#include "gpu/cupti_prof_impl.h"
 
 struct kopt_cupti_api kopt_cupti_api;
 struct kopt_cupti_state kopt_cupti_state;

@@ -2,7 +2,7 @@
 #define KOPT_LUA_NVRTC_H
 #include <lua.h>
 
-#include "kopt_nvrtc.h"
+#include "compile/kopt_nvrtc.h"
 
 /* Shared by the kopt.nvrtc and kopt.cpool bindings. */
 

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cuda_driver.h"
+#include "gpu/cuda_driver.h"
 
 struct kopt_cuda_api kopt_cu;
 
