@@ -3,5 +3,5 @@
 std = "lua54"
 max_line_length = false
 self = false
--- package.builtin is kopt's table of built-in Lua sources (core/lua_modules.c).
+-- package.builtin is kopt's table of built-in Lua sources (core/bind/modules.c).
 read_globals = { package = { fields = { builtin = { fields = { "read", "list", "dev" } } } } }

@@ -1,4 +1,4 @@
-/* Check suite for core/cpool.c: results in completion order, a worker killed
+/* Check suite for core/compile/cpool.c: results in completion order, a worker killed
  * mid-compile or past its time limit becomes a failed result and is
  * replaced, cache hits answered at submit, closing with jobs in flight.
  * Real NVRTC compiles for sm_90; no GPU needed. */

@@ -1,4 +1,4 @@
-/* Check suite for core/cupti_prof.cc on a machine without a GPU: profiling
+/* Check suite for core/gpu/cupti_prof.cc on a machine without a GPU: profiling
  * must report "unavailable" with its reason and never crash, whatever is
  * missing (the library, the driver, the probe). Each test runs in its own
  * forked process, so the module's remembered load state starts fresh. */

@@ -1,4 +1,4 @@
-/* Check suite for core/nvrtc.c and core/nvrtc_cache.c: real NVRTC compiles
+/* Check suite for core/compile/nvrtc.c and core/compile/nvrtc_cache.c: real NVRTC compiles
  * for sm_90 (no GPU needed), the ptxas report, compile errors as results,
  * the result byte format and the on-disk cache. */
 #include <stdio.h>

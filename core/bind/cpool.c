@@ -11,6 +11,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bind/common.h"
 #include "bind/modules.h"
 #include "bind/nvrtc.h"
 #include "compile/cpool.h"
@@ -126,8 +127,10 @@ static const luaL_Reg pool_methods[] = {
 };
 
 static const luaL_Reg pool_meta[] = {
-    {"__gc", l_close}, {"__close", l_close}, {"__tostring", l_tostring},
-    {"__index", NULL}, {NULL, NULL},
+    {"__gc", l_close},
+    {"__close", l_close},
+    {"__tostring", l_tostring},
+    {NULL, NULL},
 };
 
 static const luaL_Reg cpool_funcs[] = {
@@ -137,12 +140,7 @@ static const luaL_Reg cpool_funcs[] = {
 
 int luaopen_kopt_cpool(lua_State *L)
 {
-	luaL_newmetatable(L, POOL_META);
-	luaL_setfuncs(L, pool_meta, 0);
-	luaL_newlibtable(L, pool_methods);
-	luaL_setfuncs(L, pool_methods, 0);
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
+	kopt_bind_class(L, POOL_META, pool_meta, pool_methods);
 	luaL_newlib(L, cpool_funcs);
 	return 1;
 }

@@ -5,6 +5,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bind/common.h"
 #include "bind/modules.h"
 #include "gpu/cupti_prof.h"
 
@@ -13,12 +14,9 @@ static int l_load(lua_State *L)
 {
 	char err[700];
 	if (kopt_cupti_load(err, sizeof err) != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
-	lua_pushboolean(L, 1);
-	return 1;
+	return kopt_bind_ok(L);
 }
 
 /* default_metrics([matrix]) -> { name, ... }; the tensor-pipe metric only

@@ -16,6 +16,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bind/common.h"
 #include "bind/modules.h"
 #include "gpu/cuda_driver.h"
 #include "wire.h"
@@ -27,12 +28,9 @@ static int l_load(lua_State *L)
 {
 	char err[512];
 	if (kopt_cuda_load(err, sizeof err) != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
-	lua_pushboolean(L, 1);
-	return 1;
+	return kopt_bind_ok(L);
 }
 
 #define SETI(k, v) (lua_pushinteger(L, (lua_Integer)(v)), lua_setfield(L, -2, k))
@@ -72,17 +70,13 @@ static int l_devices(lua_State *L)
 	char err[512];
 	int n = 0;
 	if (kopt_cuda_device_count(&n, err, sizeof err) != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
 	lua_createtable(L, n, 0);
 	for (int i = 0; i < n; i++) {
 		struct kopt_cuda_device d;
 		if (kopt_cuda_device_info(i, &d, err, sizeof err) != 0) {
-			luaL_pushfail(L);
-			lua_pushstring(L, err);
-			return 2;
+			return kopt_bind_fail(L, err);
 		}
 		push_device(L, &d);
 		lua_rawseti(L, -2, i + 1);
@@ -113,9 +107,7 @@ static int l_spawn(lua_State *L)
 	luaL_setmetatable(L, WORKER_MT);
 	char err[512];
 	if (kopt_workerproc_spawn(&w->p, device, err, sizeof err) != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
 	w->open = 1;
 	return 1;
@@ -163,12 +155,9 @@ static int w_send(lua_State *L)
 		snprintf(err, sizeof err, "message too large or out of memory");
 	kopt_msg_release(&m);
 	if (rc != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
-	lua_pushboolean(L, 1);
-	return 1;
+	return kopt_bind_ok(L);
 }
 
 static int timeout_ms(lua_State *L, int i)
@@ -190,18 +179,12 @@ static int w_recv(lua_State *L)
 	char err[256];
 	int rc = kopt_wire_read(w->p.from_fd, &buf, &len, ms, err, sizeof err);
 	if (rc != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, rc > 0 ? "timeout" : "exited");
-		lua_pushstring(L, err);
-		return 3;
+		return kopt_bind_fail_kind(L, rc > 0 ? "timeout" : "exited", err);
 	}
 	struct kopt_msgview v;
 	if (kopt_msgview_parse(&v, buf, len, err, sizeof err) != 0) {
 		free(buf);
-		luaL_pushfail(L);
-		lua_pushstring(L, "exited");
-		lua_pushstring(L, err);
-		return 3;
+		return kopt_bind_fail_kind(L, "exited", err);
 	}
 	lua_createtable(L, 0, (int)v.count);
 	for (size_t i = 0; i < v.count; i++) {
@@ -289,8 +272,10 @@ static const luaL_Reg worker_methods[] = {
 };
 
 static const luaL_Reg worker_meta[] = {
-    {"__gc", w_stop},  {"__close", w_stop}, {"__tostring", w_tostring},
-    {"__index", NULL}, {NULL, NULL},
+    {"__gc", w_stop},
+    {"__close", w_stop},
+    {"__tostring", w_tostring},
+    {NULL, NULL},
 };
 
 static const luaL_Reg gpu_funcs[] = {
@@ -300,12 +285,7 @@ static const luaL_Reg gpu_funcs[] = {
 
 int luaopen_kopt_gpu(lua_State *L)
 {
-	luaL_newmetatable(L, WORKER_MT);
-	luaL_setfuncs(L, worker_meta, 0);
-	luaL_newlibtable(L, worker_methods);
-	luaL_setfuncs(L, worker_methods, 0);
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
+	kopt_bind_class(L, WORKER_MT, worker_meta, worker_methods);
 	luaL_newlib(L, gpu_funcs);
 	return 1;
 }

@@ -25,6 +25,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bind/common.h"
 #include "bind/modules.h"
 #include "graph.h"
 
@@ -92,9 +93,7 @@ static int l_load(lua_State *L)
 	char err[512];
 	struct kopt_graph *g;
 	if (kopt_graph_load(path, &g, err, sizeof err) != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
 	push_new(L, g);
 	return 1;
@@ -509,12 +508,9 @@ static int l_save(lua_State *L)
 	const char *path = luaL_checkstring(L, 2);
 	char err[512];
 	if (kopt_graph_save(g, path, err, sizeof err) != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
-	lua_pushboolean(L, 1);
-	return 1;
+	return kopt_bind_ok(L);
 }
 
 static const luaL_Reg graph_methods[] = {
@@ -551,7 +547,6 @@ static const luaL_Reg graph_meta[] = {
 	{"__gc", l_close},
 	{"__close", l_close},
 	{"__tostring", l_tostring},
-	{"__index", NULL},
 	{NULL, NULL},
 };
 
@@ -563,12 +558,7 @@ static const luaL_Reg graph_funcs[] = {
 
 int luaopen_kopt_graph(lua_State *L)
 {
-	luaL_newmetatable(L, GRAPH_MT);
-	luaL_setfuncs(L, graph_meta, 0);
-	luaL_newlibtable(L, graph_methods);
-	luaL_setfuncs(L, graph_methods, 0);
-	lua_setfield(L, -2, "__index");
-	lua_pop(L, 1);
+	kopt_bind_class(L, GRAPH_MT, graph_meta, graph_methods);
 	luaL_newlib(L, graph_funcs);
 	lua_pushinteger(L, KOPT_GRAPH_VERSION);
 	lua_setfield(L, -2, "version");

@@ -13,12 +13,15 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bind/common.h"
 #include "bind/modules.h"
 #include "http.h"
 #include "sys.h"
 
 /* The responses live in a userdata so that an error while pushing them to Lua
  * (out of memory) still frees the bodies, through __gc. */
+#define BATCH_MT "kopt.HttpBatch"
+
 struct batch {
 	size_t n;
 	struct kopt_http_response resps[];
@@ -26,7 +29,7 @@ struct batch {
 
 static int batch_gc(lua_State *L)
 {
-	struct batch *b = luaL_checkudata(L, 1, "kopt.HttpBatch");
+	struct batch *b = luaL_checkudata(L, 1, BATCH_MT);
 	for (size_t i = 0; i < b->n; i++)
 		kopt_http_response_release(&b->resps[i]);
 	return 0;
@@ -177,16 +180,14 @@ static int l_request_many(lua_State *L)
 
 	struct batch *b = lua_newuserdatauv(L, sizeof *b + n * sizeof b->resps[0], 0);
 	b->n = 0;
-	luaL_setmetatable(L, "kopt.HttpBatch");
+	luaL_setmetatable(L, BATCH_MT);
 	char err[512];
 	int rc = kopt_http_request_many(reqs, b->resps, n, &o, err, sizeof err);
 	b->n = n;
 	if (rc != 0) {
 		for (size_t i = 0; i < n; i++)
 			kopt_http_response_release(&b->resps[i]);
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
 	lua_createtable(L, (int)n, 0);
 	for (size_t i = 0; i < n; i++) {
@@ -218,6 +219,11 @@ static int l_retry_after(lua_State *L)
 	return 1;
 }
 
+static const luaL_Reg batch_meta[] = {
+	{"__gc", batch_gc},
+	{NULL, NULL},
+};
+
 static const luaL_Reg http_funcs[] = {
 	{"request_many", l_request_many},
 	{"retry_after", l_retry_after},
@@ -226,11 +232,7 @@ static const luaL_Reg http_funcs[] = {
 
 int luaopen_kopt_http(lua_State *L)
 {
-	if (luaL_newmetatable(L, "kopt.HttpBatch")) {
-		lua_pushcfunction(L, batch_gc);
-		lua_setfield(L, -2, "__gc");
-	}
-	lua_pop(L, 1);
+	kopt_bind_class(L, BATCH_MT, batch_meta, NULL);
 	luaL_newlib(L, http_funcs);
 	return 1;
 }

@@ -7,7 +7,7 @@
  * else from the sources embedded at build time. */
 void kopt_lua_open_modules(lua_State *L, const char *lua_dev);
 
-/* One luaopen per binding file (core/lua_<mod>.c). */
+/* One luaopen per binding file (core/bind/<mod>.c). */
 int luaopen_kopt_sys(lua_State *L);
 int luaopen_kopt_gpu(lua_State *L);
 int luaopen_kopt_cupti(lua_State *L);

@@ -11,6 +11,7 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "bind/common.h"
 #include "bind/modules.h"
 #include "sha256.h"
 #include "sys.h"
@@ -33,12 +34,9 @@ static int l_mkdir_p(lua_State *L)
 {
 	char err[512];
 	if (kopt_sys_mkdir_p(luaL_checkstring(L, 1), err, sizeof err) != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, err);
-		return 2;
+		return kopt_bind_fail(L, err);
 	}
-	lua_pushboolean(L, 1);
-	return 1;
+	return kopt_bind_ok(L);
 }
 
 /* stat(path) -> "file"|"dir"|"other", size  or nil when absent */
@@ -46,9 +44,7 @@ static int l_stat(lua_State *L)
 {
 	struct stat st;
 	if (stat(luaL_checkstring(L, 1), &st) != 0) {
-		luaL_pushfail(L);
-		lua_pushstring(L, strerror(errno));
-		return 2;
+		return kopt_bind_fail(L, strerror(errno));
 	}
 	lua_pushstring(L, S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" : "other");
 	lua_pushinteger(L, (lua_Integer)st.st_size);
@@ -60,9 +56,7 @@ static int l_list_dir(lua_State *L)
 	const char *path = luaL_checkstring(L, 1);
 	DIR *d = opendir(path);
 	if (d == NULL) {
-		luaL_pushfail(L);
-		lua_pushfstring(L, "%s: %s", path, strerror(errno));
-		return 2;
+		return kopt_bind_failf(L, "%s: %s", path, strerror(errno));
 	}
 	lua_newtable(L);
 	lua_Integer i = 1;
@@ -81,9 +75,7 @@ static int l_realpath(lua_State *L)
 {
 	char *p = realpath(luaL_checkstring(L, 1), NULL);
 	if (p == NULL) {
-		luaL_pushfail(L);
-		lua_pushstring(L, strerror(errno));
-		return 2;
+		return kopt_bind_fail(L, strerror(errno));
 	}
 	lua_pushstring(L, p);
 	free(p);
