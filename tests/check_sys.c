@@ -85,7 +85,7 @@ END_TEST
 
 START_TEST(test_interrupt_flag)
 {
-	kopt_sys_install_signal_handlers();
+	kopt_sys_install_signal_handlers(NULL);
 	kopt_sys_clear_interrupt();
 	ck_assert_int_eq(kopt_sys_interrupted(), 0);
 	raise(SIGTERM); /* handled: sets the flag, the process goes on */

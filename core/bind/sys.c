@@ -1,6 +1,8 @@
-/* kopt.sys: clocks, directories, hashing, signals and terminal facts for Lua. */
+/* kopt.sys: clocks, directories, hashing, signals, terminal facts, checked
+ * durable writes and the run folder's lock for Lua. */
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,17 +121,256 @@ static int l_sleep(lua_State *L)
 	return 0;
 }
 
+/* --- signals ---------------------------------------------------------
+ * A signal sets a flag the engine polls between evaluations. If Lua code does
+ * not get back to the poll in time (a strategy stuck in a loop), a hook set
+ * from the signal handler (as lua.c's `laction` does) raises the
+ * interruption error inside that code: after a second signal, or a second
+ * after the first. Polling with sys.interrupted() answers the signal and
+ * removes the hook. */
+#define INTERRUPT_GRACE_S 1.0
+static lua_State *main_thread;
+static int interrupt_key;
+
+static void interrupt_hook(lua_State *L, lua_Debug *ar)
+{
+	(void)ar;
+	if (!kopt_sys_interrupt_overdue(INTERRUPT_GRACE_S))
+		return;
+	lua_sethook(L, NULL, 0, 0);
+	kopt_sys_acknowledge_interrupt();
+	lua_rawgetp(L, LUA_REGISTRYINDEX, &interrupt_key);
+	lua_error(L);
+}
+
+/* Called in the signal handler: lua_sethook is async-signal-safe. */
+static void on_signal(void)
+{
+	if (main_thread != NULL)
+		lua_sethook(main_thread, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1000);
+}
+
 static int l_install_signal_handlers(lua_State *L)
 {
-	kopt_sys_install_signal_handlers();
+	lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+	main_thread = lua_tothread(L, -1);
+	lua_pop(L, 1);
+	kopt_sys_install_signal_handlers(on_signal);
 	return 0;
 }
 
 static int l_interrupted(lua_State *L)
 {
-	lua_pushboolean(L, kopt_sys_interrupted());
+	int sig = kopt_sys_interrupted();
+	if (sig != 0) {
+		kopt_sys_acknowledge_interrupt();
+		if (main_thread != NULL)
+			lua_sethook(main_thread, NULL, 0, 0);
+	}
+	lua_pushboolean(L, sig != 0);
 	return 1;
 }
+
+static int interrupt_tostring(lua_State *L)
+{
+	lua_pushliteral(L, "interrupted by a signal");
+	return 1;
+}
+
+/* --- kopt.File: an append-only (or truncated) file whose every write is
+ * checked; a failed write is cut back so the file ends where it ended
+ * before it. --------------------------------------------------------- */
+#define FILE_MT "kopt.File"
+
+struct log_file {
+	int fd; /* -1 once closed */
+	long long size;
+};
+
+static struct log_file *check_file(lua_State *L)
+{
+	struct log_file *f = luaL_checkudata(L, 1, FILE_MT);
+	if (f->fd < 0)
+		luaL_error(L, "attempt to use a closed file");
+	return f;
+}
+
+/* open_log(path, "a"|"w") -> file | nil, msg */
+static int l_open_log(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	const char *mode = luaL_optstring(L, 2, "a");
+	if (strcmp(mode, "a") != 0 && strcmp(mode, "w") != 0)
+		return luaL_argerror(L, 2, "expected \"a\" or \"w\"");
+	struct log_file *f = lua_newuserdatauv(L, sizeof *f, 0);
+	f->fd = -1;
+	luaL_setmetatable(L, FILE_MT);
+	int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (mode[0] == 'a' ? O_APPEND : O_TRUNC);
+	int fd = open(path, flags, 0666);
+	if (fd < 0)
+		return kopt_bind_fail(L, strerror(errno));
+	off_t end = lseek(fd, 0, SEEK_END);
+	if (end < 0) {
+		int e = errno;
+		close(fd);
+		return kopt_bind_fail(L, strerror(e));
+	}
+	f->fd = fd;
+	f->size = (long long)end;
+	return 1;
+}
+
+/* file:write(s) -> true | nil, msg */
+static int file_write(lua_State *L)
+{
+	struct log_file *f = check_file(L);
+	size_t n;
+	const char *s = luaL_checklstring(L, 2, &n);
+	char err[256];
+	if (kopt_sys_write_all(f->fd, s, n, err, sizeof err) != 0) {
+		/* whatever part of s reached the file goes: the file stays whole lines */
+		if (ftruncate(f->fd, (off_t)f->size) != 0) {
+			/* the cut failed too: the next resume cuts the torn tail */
+		}
+		return kopt_bind_fail(L, err);
+	}
+	f->size += (long long)n;
+	return kopt_bind_ok(L);
+}
+
+/* file:sync() -> true | nil, msg */
+static int file_sync(lua_State *L)
+{
+	struct log_file *f = check_file(L);
+	char err[256];
+	if (kopt_sys_fsync(f->fd, err, sizeof err) != 0)
+		return kopt_bind_fail(L, err);
+	return kopt_bind_ok(L);
+}
+
+static int file_close(lua_State *L)
+{
+	struct log_file *f = luaL_checkudata(L, 1, FILE_MT);
+	if (f->fd >= 0) {
+		int rc = close(f->fd);
+		f->fd = -1;
+		if (rc != 0)
+			return kopt_bind_fail(L, strerror(errno));
+	}
+	return kopt_bind_ok(L);
+}
+
+static int file_tostring(lua_State *L)
+{
+	struct log_file *f = luaL_checkudata(L, 1, FILE_MT);
+	if (f->fd < 0)
+		lua_pushliteral(L, "kopt.File (closed)");
+	else
+		lua_pushfstring(L, "kopt.File (fd %d, %I bytes)", f->fd, (lua_Integer)f->size);
+	return 1;
+}
+
+static const luaL_Reg file_meta[] = {
+	{"__gc", file_close},
+	{"__close", file_close},
+	{"__tostring", file_tostring},
+	{NULL, NULL},
+};
+static const luaL_Reg file_methods[] = {
+	{"write", file_write},
+	{"sync", file_sync},
+	{"close", file_close},
+	{NULL, NULL},
+};
+
+/* write_atomic(path, data) -> true | nil, msg */
+static int l_write_atomic(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	size_t n;
+	const char *data = luaL_checklstring(L, 2, &n);
+	char err[512];
+	if (kopt_sys_write_atomic(path, data, n, err, sizeof err) != 0)
+		return kopt_bind_fail(L, err);
+	return kopt_bind_ok(L);
+}
+
+/* truncate(path, size) -> true | nil, msg */
+static int l_truncate(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	lua_Integer size = luaL_checkinteger(L, 2);
+	luaL_argcheck(L, size >= 0, 2, "expected a non-negative size");
+	char err[256];
+	if (kopt_sys_truncate(path, (long long)size, err, sizeof err) != 0)
+		return kopt_bind_fail(L, err);
+	return kopt_bind_ok(L);
+}
+
+/* rmdir(path) -> true | nil, msg (an empty folder only) */
+static int l_rmdir(lua_State *L)
+{
+	if (rmdir(luaL_checkstring(L, 1)) != 0)
+		return kopt_bind_fail(L, strerror(errno));
+	return kopt_bind_ok(L);
+}
+
+/* --- kopt.Lock: one process per run folder -------------------------- */
+#define LOCK_MT "kopt.Lock"
+
+struct run_lock {
+	int fd; /* -1 once released */
+};
+
+/* lock(path) -> lock | nil, msg, holder_pid (0: unknown; nil: not a conflict) */
+static int l_lock(lua_State *L)
+{
+	const char *path = luaL_checkstring(L, 1);
+	struct run_lock *k = lua_newuserdatauv(L, sizeof *k, 0);
+	k->fd = -1;
+	luaL_setmetatable(L, LOCK_MT);
+	char err[512];
+	long holder;
+	int fd;
+	if (kopt_sys_lock(path, &fd, &holder, err, sizeof err) != 0) {
+		lua_pushnil(L);
+		lua_pushstring(L, err);
+		if (holder < 0)
+			return 2;
+		lua_pushinteger(L, (lua_Integer)holder);
+		return 3;
+	}
+	k->fd = fd;
+	return 1;
+}
+
+static int lock_close(lua_State *L)
+{
+	struct run_lock *k = luaL_checkudata(L, 1, LOCK_MT);
+	if (k->fd >= 0) {
+		close(k->fd);
+		k->fd = -1;
+	}
+	return 0;
+}
+
+static int lock_tostring(lua_State *L)
+{
+	struct run_lock *k = luaL_checkudata(L, 1, LOCK_MT);
+	lua_pushstring(L, k->fd >= 0 ? "kopt.Lock (held)" : "kopt.Lock (released)");
+	return 1;
+}
+
+static const luaL_Reg lock_meta[] = {
+	{"__gc", lock_close},
+	{"__close", lock_close},
+	{"__tostring", lock_tostring},
+	{NULL, NULL},
+};
+static const luaL_Reg lock_methods[] = {
+	{"close", lock_close},
+	{NULL, NULL},
+};
 
 static int l_kill_self(lua_State *L)
 {
@@ -163,12 +404,28 @@ static const luaL_Reg sys_funcs[] = {
 	{"interrupted", l_interrupted},
 	{"hostname", l_hostname},
 	{"kill_self", l_kill_self},
+	{"open_log", l_open_log},
+	{"write_atomic", l_write_atomic},
+	{"truncate", l_truncate},
+	{"rmdir", l_rmdir},
+	{"lock", l_lock},
 	{NULL, NULL},
 };
 
 int luaopen_kopt_sys(lua_State *L)
 {
+	kopt_bind_class(L, FILE_MT, file_meta, file_methods);
+	kopt_bind_class(L, LOCK_MT, lock_meta, lock_methods);
 	luaL_newlib(L, sys_funcs);
+	/* the one interruption error value: kopt.errors.is_interrupt compares with it */
+	lua_newtable(L);
+	lua_newtable(L);
+	lua_pushcfunction(L, interrupt_tostring);
+	lua_setfield(L, -2, "__tostring");
+	lua_setmetatable(L, -2);
+	lua_pushvalue(L, -1);
+	lua_rawsetp(L, LUA_REGISTRYINDEX, &interrupt_key);
+	lua_setfield(L, -2, "interrupt_error");
 	lua_pushliteral(L, KOPT_VERSION);
 	lua_setfield(L, -2, "version");
 	return 1;

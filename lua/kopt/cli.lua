@@ -18,6 +18,7 @@ M.flags = {
   { "--gpus", "gpu_list", "LIST", "GPUs to use, e.g. 0,1 (default: all)" },
   { "--profile", "profile", "P", "whom to profile with CUPTI: none (default), top-k, every-N" },
   { "--finalists", "count", "K", "re-measure the K best configs, interleaved, before naming the winner (GPU; default 3, 1 = off)" },
+  { "--replay-check", "replay_check", "MODE", "strict (default): a bad entry in a replay file is an error; lenient: skipped and counted" },
   { "--opt", "keyvalue", "K=V", "strategy option (repeatable); `kopt STRATEGY --help` lists them" },
   { "-q", "flag", nil, "quiet: only errors and the final summary" },
   { "-v", "flag", nil, "verbose: strategy events and tracebacks" },
@@ -63,6 +64,10 @@ end
 function convert.profile(v, flag)
   if v == "none" or v == "top-k" or v:match("^every%-%d+$") or v:match("^top%-%d+$") then return v end
   errors.usage("%s: expected none, top-k, top-N or every-N, got '%s'", flag, v)
+end
+function convert.replay_check(v, flag)
+  if v == "strict" or v == "lenient" then return v end
+  errors.usage("%s: expected strict or lenient, got '%s'", flag, v)
 end
 function convert.keyvalue(v, flag)
   local k, val = v:match("^([%w_%-]+)=(.*)$")
@@ -180,9 +185,16 @@ function M.main(argv)
   for _, a in ipairs(argv) do if a == "-v" then verbose = true end end
   local ok, result = xpcall(run, function(e)
     if errors.is_user_error(e) then return e end
-    return { internal = true, msg = debug.traceback(tostring(e), 2) }
+    if errors.is_interrupt(e) then return { interrupt = true } end
+    return { internal = true, msg = debug.traceback(errors.describe(e), 2) }
   end, argv)
   if ok then return result end
+  -- Lua calls no message handler for a memory error: the value is the bare string.
+  if type(result) ~= "table" then result = { internal = true, msg = tostring(result) } end
+  if result.interrupt then
+    io.stderr:write("kopt: interrupted\n")
+    return errors.INTERRUPTED
+  end
   if result.internal then
     io.stderr:write("kopt: internal error: ", result.msg, "\n")
     return errors.RUNTIME

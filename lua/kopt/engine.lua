@@ -63,11 +63,11 @@ local function call_strategy(self, fname, ...)
   local f = self.strategy[fname]
   if f == nil then return nil end
   local ok, a = xpcall(f, function(err)
-    if errors.is_user_error(err) then return err end
-    return debug.traceback(tostring(err), 2)
+    if errors.is_user_error(err) or errors.is_interrupt(err) then return err end
+    return debug.traceback(errors.describe(err), 2)
   end, ...)
   if ok then return a end
-  if errors.is_user_error(a) then error(a, 0) end
+  if errors.is_user_error(a) or errors.is_interrupt(a) then error(a, 0) end
   local first = tostring(a):match("^[^\n]*")
   errors.with_traceback(errors.RUNTIME,
     string.format("strategy '%s' failed in %s(): %s", self.strategy_name, fname, first), a)
@@ -167,14 +167,18 @@ function Engine:check_candidate(i, cand)
   for _, k in ipairs(self.space.knobs) do
     local v = cand.config[k.name]
     if v == nil then bad_candidate(self, i, ".config.%s: missing", k.name) end
-    if not self.space.index[k.name].pos[v] then
+    -- 128.0 (what any `/` gives) is the knob value 128: a float with an
+    -- integral value stands for that integer, in the key as in the defines.
+    if math.type(v) == "float" and math.tointeger(v) and self.space.index[k.name].pos[v] then
+      cand.config[k.name] = math.tointeger(v)
+    elseif not self.space.index[k.name].pos[v] then
       local vals = {}
       for j, x in ipairs(k.values) do
         if j > 12 then vals[j] = "..." break end
         vals[j] = tostring(x)
       end
-      bad_candidate(self, i, ".config.%s: %s is not one of the knob's values (%s)", k.name, tostring(v),
-                    table.concat(vals, ", "))
+      bad_candidate(self, i, ".config.%s: %s is not one of the knob's values (%s)", k.name,
+                    type(v) == "string" and string.format("'%s' (a string)", v) or tostring(v), table.concat(vals, ", "))
     end
   end
   if cand.patch ~= nil and type(cand.patch) ~= "string" then bad_candidate(self, i, ".patch: expected a string") end
@@ -331,6 +335,10 @@ function M.run(opts)
   local self = M.new(opts)
   local ok, reason = pcall(self.loop, self)
   self.progress:finish()
+  if not ok and errors.is_interrupt(reason) then
+    sys.interrupted()  -- answered: the hook is removed, the rest of the run is written
+    ok, reason = true, "interrupted"
+  end
   if not ok then
     self.error = reason
     reason = "error"

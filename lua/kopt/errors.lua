@@ -27,13 +27,47 @@ end
 
 function M.is_user_error(e) return getmetatable(e) == UserError end
 
+-- A failed write or fsync in a run folder: one sentence, exit code 1, and
+-- `io_failed` set so the caller writes nothing more into that folder.
+function M.write_failed(path, err)
+  error(setmetatable({ code = M.RUNTIME, msg = string.format("cannot write %s: %s", path, err),
+                       io_failed = true }, UserError), 0)
+end
+
+-- The interruption raised from the Lua hook (kopt.sys) when a signal is not
+-- answered between evaluations in time.
+function M.is_interrupt(e)
+  local sys = package.loaded["kopt.sys"]
+  return sys ~= nil and sys.interrupt_error ~= nil and rawequal(e, sys.interrupt_error)
+end
+
+-- Any Lua error value as one line: a table raised with error({...}) shows its
+-- fields ("{code = 3, why = \"x\"}") rather than "table: 0x...".
+function M.describe(e)
+  if type(e) ~= "table" then return tostring(e) end
+  local mt = getmetatable(e)
+  if mt and mt.__tostring then return tostring(e) end
+  local keys = {}
+  for k in pairs(e) do keys[#keys + 1] = k end
+  table.sort(keys, function(a, b) return tostring(a) < tostring(b) end)
+  local parts = {}
+  for i, k in ipairs(keys) do
+    if i > 8 then parts[#parts + 1] = "..." break end
+    local v = e[k]
+    local vs = type(v) == "string" and string.format("%q", v) or type(v) == "table" and "{...}" or tostring(v)
+    parts[#parts + 1] = (math.type(k) == "integer" and "" or tostring(k) .. " = ") .. vs
+  end
+  return "{" .. table.concat(parts, ", ") .. "}"
+end
+
 -- Runs f(...) and turns any non-user error into a user error whose message
 -- starts with `what`, keeping the traceback for -v.
 function M.guard(code, what, f, ...)
   local ok, a, b, c = xpcall(f, function(e)
     if M.is_user_error(e) then return e end
-    return setmetatable({ code = code, msg = what .. ": " .. tostring(e),
-                          traceback = debug.traceback(tostring(e), 2) }, UserError)
+    if M.is_interrupt(e) then return e end
+    return setmetatable({ code = code, msg = what .. ": " .. M.describe(e),
+                          traceback = debug.traceback(M.describe(e), 2) }, UserError)
   end, ...)
   if not ok then error(a, 0) end
   return a, b, c

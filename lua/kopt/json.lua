@@ -1,8 +1,14 @@
 -- JSON on top of lua-cjson. cjson decodes every number as a float; kopt wants
 -- 16 to stay the integer 16 (config keys, -D defines), so decoded trees are
 -- normalised: integral floats within 2^53 become integers.
+--
+-- Strict both ways: the decoder refuses NaN, Infinity and hex numbers, and the
+-- encoder writes a non-finite number (a run without a budget, a time a
+-- backend could not measure) as null, so every file kopt writes parses under
+-- any strict JSON parser, kopt's own included.
 local cjson = require("cjson")
 local errors = require("kopt.errors")
+local sys = require("kopt.sys")
 
 local M = {}
 local decoder = cjson.new()
@@ -10,7 +16,7 @@ decoder.decode_invalid_numbers(false)
 decoder.decode_max_depth(200)
 local encoder = cjson.new()
 encoder.encode_number_precision(14)  -- the most lua-cjson allows
-encoder.encode_invalid_numbers(true)
+encoder.encode_invalid_numbers("null")
 encoder.encode_sparse_array(true, 1, 1)
 
 M.null = cjson.null
@@ -38,12 +44,38 @@ end
 
 function M.encode(v) return encoder.encode(v) end
 
--- Reads and decodes a file. Errors are returned as "<path>: <what>".
-function M.read_file(path)
+M.BOM = "\239\187\191"
+M.READ_LIMIT = 1 << 30  -- bytes; a larger input file is refused, not read
+
+-- Reads a whole regular file of at most `limit` bytes (default READ_LIMIT).
+-- Returns the text, or nil and "<path>: <what>" (a directory, a device such
+-- as /dev/zero, a file too large: each named). A UTF-8 byte order mark at
+-- the start is dropped: JSON forbids it, editors write it.
+function M.read_text(path, limit)
+  limit = limit or M.READ_LIMIT
+  local kind, size = sys.stat(path)
+  if not kind then return nil, path .. ": " .. size end
+  if kind == "dir" then return nil, path .. ": is a directory, not a file" end
+  if kind ~= "file" then return nil, path .. ": not a regular file" end
+  if size > limit then
+    return nil, string.format("%s: %d bytes, more than the %d kopt reads", path, size, limit)
+  end
   local f, err = io.open(path, "rb")
   if not f then return nil, (err:gsub("^[^:]*: ", path .. ": ")) end
-  local text = f:read("a")
+  local text, rerr = f:read("a")
   f:close()
+  if text == nil then return nil, path .. ": " .. tostring(rerr) end
+  if #text > limit then
+    return nil, string.format("%s: grew past the %d bytes kopt reads while it was read", path, limit)
+  end
+  if text:sub(1, 3) == M.BOM then text = text:sub(4) end
+  return text
+end
+
+-- Reads and decodes a file. Errors are returned as "<path>: <what>".
+function M.read_file(path)
+  local text, err = M.read_text(path)
+  if not text then return nil, err end
   local v, derr = M.decode(text)
   if v == nil then return nil, path .. ": malformed JSON: " .. derr, text end
   return v, nil, text
@@ -103,15 +135,13 @@ function M.pretty(v)
   return table.concat(out) .. "\n"
 end
 
--- Writes atomically: a crash leaves the old file or the new one, never half.
+-- Writes atomically and durably (kopt.sys.write_atomic: a temporary file in
+-- the same folder, written, fsynced, renamed over `path`, the folder
+-- fsynced): a crash or a full disk leaves the old file or the new one, never
+-- half of one. A failure raises errors.write_failed. raw: `v` is the text.
 function M.write_file(path, v, raw)
-  local tmp = path .. ".tmp"
-  local f, err = io.open(tmp, "wb")
-  if not f then errors.raise(errors.RUNTIME, "cannot write %s: %s", path, err) end
-  f:write(raw and v or M.pretty(v))
-  f:close()
-  local ok, rerr = os.rename(tmp, path)
-  if not ok then errors.raise(errors.RUNTIME, "cannot write %s: %s", path, rerr) end
+  local ok, err = sys.write_atomic(path, raw and v or M.pretty(v))
+  if not ok then errors.write_failed(path, err) end
 end
 
 return M

@@ -2,9 +2,18 @@
 -- ones whose closing braces are missing after an interrupted run), T4 results
 -- files and KTT result files. Each becomes
 --   { format=, device=, kernel=, knobs={ {name=, values=} }, objective=,
---     entries = { {config=, status=, time_ms=, samples=, cost_s=, metrics=} } }
+--     entries = { {config=, status=, time_ms=, samples=, cost_s=, metrics=} },
+--     skipped = { count=, first= }, bad_times = { count=, first= } }
 -- time_ms is the objective converted to milliseconds; cost_s is the recorded
 -- compile + verify + benchmark time that replay charges to its simulated clock.
+--
+-- A recording is input like any other and is checked when it is read:
+-- entries must be well-formed, inside the recording's own parameter space,
+-- with a known time unit. In strict mode (the default) the first bad entry is
+-- one sentence naming the file and the entry; in lenient mode bad entries are
+-- skipped and counted. A time that is not finite and positive is not a
+-- measurement: that entry is replayed as a failure whose log says why, in
+-- either mode, so it can never be the best.
 local json = require("kopt.json")
 
 local M = {}
@@ -14,6 +23,9 @@ local KT_FAILURES = {
   RuntimeFailedConfig = "launch_error",
   InvalidConfig = "invalid",
 }
+
+-- Kernel Tuner's own marker for a failed config in old caches (1e20).
+local KT_FAILED_NUMBER = 1e19
 
 local function sorted_values(set)
   local list = {}
@@ -25,6 +37,8 @@ local function sorted_values(set)
   return list
 end
 
+local function finite(x) return type(x) == "number" and x == x and x > -math.huge and x < math.huge end
+
 local function stats(times)
   if type(times) ~= "table" or #times == 0 then return nil end
   local s = {}
@@ -32,6 +46,82 @@ local function stats(times)
   table.sort(s)
   local function q(p) return s[math.max(1, math.min(#s, math.floor(p * (#s - 1) + 0.5) + 1))] end
   return q(0.5), q(0.9), #s
+end
+
+-- "miliseconds" is how some T4 writers spell it (benchmark hub files).
+local UNITS = { ms = 1, millisecond = 1, milliseconds = 1, miliseconds = 1, s = 1e3, sec = 1e3, second = 1e3, seconds = 1e3,
+                us = 1e-3, ["µs"] = 1e-3, microsecond = 1e-3, microseconds = 1e-3,
+                ns = 1e-6, nanosecond = 1e-6, nanoseconds = 1e-6 }
+
+-- Milliseconds per `unit`, or nil for a unit kopt does not know.
+local function unit_to_ms(unit)
+  if type(unit) ~= "string" then return nil end
+  return UNITS[unit:lower()]
+end
+M.unit_to_ms = unit_to_ms
+
+local function show(v)
+  if type(v) == "string" then return "'" .. v .. "'" end
+  if v == nil then return "nothing" end
+  if v == json.null then return "null" end
+  if type(v) == "table" then return "a table" end
+  return tostring(v)
+end
+
+-- Collects what is wrong with a recording while it is read. An entry
+-- problem raises a Bad (caught per entry by `each`); the reader then fails
+-- (strict) or skips the entry (lenient).
+local Bad = {}
+local function bad(fmt, ...) error(setmetatable({ msg = string.format(fmt, ...) }, Bad), 0) end
+
+local Reader = {}
+Reader.__index = Reader
+
+local function new_reader(file, mode)
+  return setmetatable({ file = file, lenient = mode == "lenient", skipped = 0, bad_times = 0 }, Reader)
+end
+
+-- Runs f(entry_name) for one entry; returns its value, or nil after a
+-- skipped bad entry. In strict mode a bad entry stops the read.
+function Reader:each(name, f, ...)
+  local ok, v = pcall(f, ...)
+  if ok then return v end
+  if getmetatable(v) ~= Bad then error(v, 0) end
+  local msg = name .. v.msg
+  if not self.lenient then
+    error(setmetatable({ msg = string.format("replay file %s: %s; fix the entry, or replay with --replay-check lenient to skip bad entries",
+                                             self.file, msg) }, Bad), 0)
+  end
+  self.skipped = self.skipped + 1
+  self.first_skipped = self.first_skipped or msg
+  return nil
+end
+
+-- An objective value that is a number: a time in ms after scaling, when it
+-- is finite and positive; else the entry is a failure saying why.
+function Reader:time(entry, name, value, scale, unit_label)
+  local t = value * scale
+  if finite(t) and t > 0 then
+    entry.status, entry.time_ms = "ok", t
+    return
+  end
+  entry.status = "launch_error"
+  entry.log = string.format("the recording gives %s %s, not a positive finite time", show(value), unit_label)
+  self.bad_times = self.bad_times + 1
+  self.first_bad_time = self.first_bad_time or (name .. ": " .. show(value) .. " " .. unit_label)
+end
+
+local function number_or_nil(v, path)
+  if v == nil then return 0 end
+  if not finite(v) or v < 0 then bad("%s: expected a non-negative number, got %s", path, show(v)) end
+  return v
+end
+
+local function knob_value(v, path)
+  if type(v) ~= "number" and type(v) ~= "string" then
+    bad("%s: expected a number or a string, got %s", path, show(v))
+  end
+  return v
 end
 
 -- Kernel Tuner writes one line per config and the closing "}\n}" last; an
@@ -59,48 +149,81 @@ local function repair_kt(text)
   return nil
 end
 
-local function from_kt(doc, file, repaired)
+local function from_kt(doc, file, repaired, r)
   local keys = doc.tune_params_keys
   if type(keys) ~= "table" or type(doc.tune_params) ~= "table" or type(doc.cache) ~= "table" then
     return nil, file .. ": not a Kernel Tuner cache (tune_params_keys, tune_params and cache are required)"
   end
   local objective = doc.objective or "time"
+  if type(objective) ~= "string" then
+    return nil, string.format("replay file %s: objective: expected a string, got %s", file, show(objective))
+  end
   local rec = { format = "kernel_tuner", device = doc.device_name, kernel = doc.kernel_name,
                 objective = objective, knobs = {}, entries = {}, repaired = repaired }
   local higher = doc.objective_higher_is_better
   if higher == nil then higher = not (objective == "time" or objective == "energy" or objective == "cost") end
   if higher then return nil, file .. ": objective '" .. objective .. "' is maximised; kopt replays time objectives" end
+  local allowed = {}
   for i, name in ipairs(keys) do
+    if type(name) ~= "string" then
+      return nil, string.format("replay file %s: tune_params_keys[%d]: expected a parameter name, got %s", file, i,
+                                show(name))
+    end
     local values = doc.tune_params[name]
     if type(values) ~= "table" or #values == 0 then
       return nil, string.format("%s: tune_params.%s: expected a non-empty array", file, name)
     end
+    allowed[name] = {}
+    for j, v in ipairs(values) do
+      if type(v) ~= "number" and type(v) ~= "string" then
+        return nil, string.format("replay file %s: tune_params.%s[%d]: expected a number or a string, got %s",
+                                  file, name, j, show(v))
+      end
+      allowed[name][v] = true
+    end
     rec.knobs[i] = { name = name, values = values }
   end
-  -- pairs() order changes from process to process; a run must not.
-  local cache_keys = {}
-  for k in pairs(doc.cache) do cache_keys[#cache_keys + 1] = k end
-  table.sort(cache_keys)
-  for _, ck in ipairs(cache_keys) do
-    local e = doc.cache[ck]
+  local function entry_of(e)
+    if type(e) ~= "table" or e == json.null then bad(": expected an object, got %s", show(e)) end
     local config = {}
-    for _, name in ipairs(keys) do config[name] = e[name] end
+    for _, name in ipairs(keys) do
+      local v = knob_value(e[name], "." .. name)
+      if not allowed[name][v] then bad(".%s: %s is not one of the recording's tune_params.%s", name, show(v), name) end
+      config[name] = v
+    end
+    local cost = number_or_nil(e.compile_time, ".compile_time") + number_or_nil(e.verification_time, ".verification_time")
+      + number_or_nil(e.benchmark_time, ".benchmark_time")
+    local entry = { config = config, cost_s = cost / 1000 }
     local obj = e[objective]
-    local entry = { config = config,
-                    cost_s = ((e.compile_time or 0) + (e.verification_time or 0) + (e.benchmark_time or 0)) / 1000 }
-    if type(obj) == "number" and obj < 1e19 then
-      entry.status = "ok"
-      entry.time_ms = obj
+    if type(obj) == "number" and obj < KT_FAILED_NUMBER then
+      r:time(entry, "." .. objective, obj, 1, "ms")
+      if entry.status ~= "ok" then return entry end
+      if e.times ~= nil then
+        if type(e.times) ~= "table" then bad(".times: expected an array of numbers, got %s", show(e.times)) end
+        for j, t in ipairs(e.times) do
+          if not finite(t) then bad(".times[%d]: expected a finite number, got %s", j, show(t)) end
+        end
+      end
       entry.median_ms, entry.p90_ms, entry.samples = stats(e.times)
       entry.metrics = {}
       for k, v in pairs(e) do
-        if type(v) == "number" and not doc.tune_params[k] and k ~= objective then entry.metrics[k] = v end
+        if finite(v) and not doc.tune_params[k] and k ~= objective then entry.metrics[k] = v end
       end
-    else
+    elseif type(obj) == "number" or type(obj) == "string" then
       entry.status = KT_FAILURES[obj] or "launch_error"
       entry.log = type(obj) == "string" and obj or "recorded as failed"
+    else
+      bad(".%s: expected a time or Kernel Tuner's failure name, got %s", objective, show(obj))
     end
-    rec.entries[#rec.entries + 1] = entry
+    return entry
+  end
+  -- pairs() order changes from process to process; a run must not.
+  local cache_keys = {}
+  for k in pairs(doc.cache) do cache_keys[#cache_keys + 1] = tostring(k) end
+  table.sort(cache_keys)
+  for _, ck in ipairs(cache_keys) do
+    local entry = r:each(string.format("cache[\"%s\"]", ck), entry_of, doc.cache[ck])
+    if entry then rec.entries[#rec.entries + 1] = entry end
   end
   return rec
 end
@@ -108,104 +231,178 @@ end
 local T4_INVALIDITY = { correct = "ok", compile = "compile_error", runtime = "launch_error",
                         correctness = "wrong", constraints = "invalid", timeout = "timeout" }
 
-local function unit_to_ms(unit)
-  unit = (unit or ""):lower()
-  if unit:find("micro") or unit == "us" then return 1e-3 end
-  if unit:find("nano") or unit == "ns" then return 1e-6 end
-  if unit == "s" or unit:find("^second") then return 1e3 end
-  return 1
+-- The parameter names of a configuration, sorted and joined: entries of one
+-- recording must agree on them.
+local function names_of(config)
+  local names = {}
+  for k in pairs(config) do names[#names + 1] = tostring(k) end
+  table.sort(names)
+  return table.concat(names, ", ")
 end
 
-local function from_t4(doc, file)
+local function from_t4(doc, file, r)
   local rec = { format = "t4", knobs = {}, entries = {} }
-  local sets, order = {}, {}
-  local default_unit = unit_to_ms(doc.metadata and doc.metadata.timeunit)
-  for i, r in ipairs(doc.results) do
-    if type(r) ~= "table" or type(r.configuration) ~= "table" then
-      return nil, string.format("%s: results[%d].configuration: expected an object", file, i)
+  local sets, first_names = {}, nil
+  local meta_unit = type(doc.metadata) == "table" and doc.metadata.timeunit or nil
+  local default_unit = 1
+  if meta_unit ~= nil then
+    default_unit = unit_to_ms(meta_unit)
+    if not default_unit then
+      return nil, string.format("replay file %s: metadata.timeunit: unknown time unit %s (kopt knows ms, s, us, ns)",
+                                file, show(meta_unit))
     end
-    for name, v in pairs(r.configuration) do
-      if not sets[name] then sets[name] = {} order[#order + 1] = name end
-      sets[name][v] = true
+  end
+  local function entry_of(res)
+    if type(res) ~= "table" or type(res.configuration) ~= "table" or res.configuration == json.null then
+      bad(".configuration: expected an object")
     end
-    local objective = type(r.objectives) == "table" and r.objectives[1] or "time"
+    local names = names_of(res.configuration)
+    if names == "" then bad(".configuration: expected at least one parameter") end
+    for name, v in pairs(res.configuration) do knob_value(v, ".configuration." .. tostring(name)) end
+    first_names = first_names or names
+    if names ~= first_names then
+      bad(".configuration: has the parameters %s where the recording's first entry has %s", names, first_names)
+    end
+    local objective = "time"
+    if res.objectives ~= nil then
+      if type(res.objectives) ~= "table" or type(res.objectives[1]) ~= "string" then
+        bad(".objectives: expected an array of measurement names")
+      end
+      objective = res.objectives[1]
+    end
     rec.objective = rec.objective or objective
-    local entry = { config = r.configuration, metrics = {} }
-    local status = T4_INVALIDITY[r.invalidity or "correct"] or "launch_error"
-    local value, scale
-    for _, m in ipairs(r.measurements or {}) do
-      if m.name == objective then value, scale = m.value, unit_to_ms(m.unit) end
-      if type(m.value) == "number" then entry.metrics[m.name] = m.value end
+    local entry = { config = res.configuration, metrics = {} }
+    local status = T4_INVALIDITY[res.invalidity or "correct"]
+    if not status then bad(".invalidity: unknown value %s", show(res.invalidity)) end
+    local value, unit, found
+    if res.measurements ~= nil and type(res.measurements) ~= "table" then bad(".measurements: expected an array") end
+    for j, m in ipairs(res.measurements or {}) do
+      if type(m) ~= "table" or type(m.name) ~= "string" then
+        bad(".measurements[%d]: expected an object with a name", j)
+      end
+      if m.name == objective then value, unit, found = m.value, m.unit, j end
+      if finite(m.value) then entry.metrics[m.name] = m.value end
     end
     if status == "ok" and type(value) == "number" then
-      entry.status, entry.time_ms = "ok", value * scale
+      local scale = default_unit
+      if unit ~= nil and unit ~= "" then
+        scale = unit_to_ms(unit)
+        if not scale then
+          bad(".measurements[%d].unit: unknown time unit %s (kopt knows ms, s, us, ns)", found, show(unit))
+        end
+      end
+      r:time(entry, string.format(".measurements[%d].value", found), value, scale,
+             type(unit) == "string" and unit ~= "" and unit or tostring(meta_unit or "ms"))
+    elseif status == "ok" then
+      if value ~= nil and type(value) ~= "string" then
+        bad(".measurements[%d].value: expected a number, got %s", found, show(value))
+      end
+      entry.status = "launch_error"
+      entry.log = type(value) == "string" and value or ("no '" .. objective .. "' measurement")
     else
-      entry.status = status == "ok" and "launch_error" or status
-      entry.log = type(value) == "string" and value or r.invalidity
+      entry.status = status
+      entry.log = type(value) == "string" and value or res.invalidity
     end
-    local t = r.times or {}
+    local t = res.times or {}
+    if type(t) ~= "table" then bad(".times: expected an object") end
     local run = 0
-    for _, x in ipairs(t.runtimes or {}) do run = run + x end
-    local c = (t.compilation or t.compilation_time or 0) + (t.validation or 0) + run
+    if t.runtimes ~= nil and type(t.runtimes) ~= "table" then bad(".times.runtimes: expected an array") end
+    for j, x in ipairs(t.runtimes or {}) do run = run + number_or_nil(x, string.format(".times.runtimes[%d]", j)) end
+    local c = number_or_nil(t.compilation or t.compilation_time, ".times.compilation")
+      + number_or_nil(t.validation, ".times.validation") + run
     entry.cost_s = c * default_unit / 1000
-    rec.entries[#rec.entries + 1] = entry
+    return entry
   end
+  for i, res in ipairs(doc.results) do
+    local entry = r:each(string.format("results[%d]", i), entry_of, res)
+    if entry then
+      for name, v in pairs(entry.config) do
+        sets[name] = sets[name] or {}
+        sets[name][v] = true
+      end
+      rec.entries[#rec.entries + 1] = entry
+    end
+  end
+  local order = {}
+  for name in pairs(sets) do order[#order + 1] = name end
   table.sort(order)
   for i, name in ipairs(order) do rec.knobs[i] = { name = name, values = sorted_values(sets[name]) } end
   return rec
 end
 
-local function from_ktt(doc, file)
-  local meta = doc.Metadata or {}
+local function from_ktt(doc, file, r)
+  local meta = type(doc.Metadata) == "table" and doc.Metadata or {}
   local scale = unit_to_ms(meta.TimeUnit or "Microseconds")
+  if not scale then
+    return nil, string.format("replay file %s: Metadata.TimeUnit: unknown time unit %s (kopt knows ms, s, us, ns)",
+                              file, show(meta.TimeUnit))
+  end
+  local unit_label = tostring(meta.TimeUnit or "Microseconds")
   local rec = { format = "ktt", device = meta.Device, knobs = {}, entries = {}, objective = "TotalDuration" }
-  local sets, order = {}, nil
-  for i, r in ipairs(doc.Results) do
-    if type(r.Configuration) ~= "table" then
-      return nil, string.format("%s: Results[%d].Configuration: expected an array", file, i)
-    end
+  local sets, order, first_names = {}, nil, nil
+  local function entry_of(res)
+    if type(res) ~= "table" or type(res.Configuration) ~= "table" then bad(".Configuration: expected an array") end
     local config, names = {}, {}
-    for _, p in ipairs(r.Configuration) do
-      config[p.Name] = p.Value
+    for j, p in ipairs(res.Configuration) do
+      if type(p) ~= "table" or type(p.Name) ~= "string" then
+        bad(".Configuration[%d]: expected an object with a Name and a Value", j)
+      end
+      config[p.Name] = knob_value(p.Value, string.format(".Configuration[%d].Value", j))
       names[#names + 1] = p.Name
-      sets[p.Name] = sets[p.Name] or {}
-      sets[p.Name][p.Value] = true
+    end
+    if #names == 0 then bad(".Configuration: expected at least one parameter") end
+    local joined = names_of(config)
+    first_names = first_names or joined
+    if joined ~= first_names then
+      bad(".Configuration: has the parameters %s where the recording's first entry has %s", joined, first_names)
     end
     order = order or names
-    rec.kernel = rec.kernel or r.KernelName
-    local entry = { config = config, metrics = {},
-                    cost_s = ((r.TotalDuration or 0) + (r.TotalOverhead or 0)) * scale / 1000 }
-    if r.Status == "Ok" and type(r.TotalDuration) == "number" then
-      entry.status, entry.time_ms = "ok", r.TotalDuration * scale
+    rec.kernel = rec.kernel or res.KernelName
+    local cost = number_or_nil(res.TotalDuration, ".TotalDuration") + number_or_nil(res.TotalOverhead, ".TotalOverhead")
+    local entry = { config = config, metrics = {}, cost_s = cost * scale / 1000 }
+    if res.Status == "Ok" and type(res.TotalDuration) == "number" then
+      r:time(entry, ".TotalDuration", res.TotalDuration, scale, unit_label)
     else
-      entry.status = r.Status == "DeviceLimitsExceeded" and "invalid" or "launch_error"
-      entry.log = r.Status
+      entry.status = res.Status == "DeviceLimitsExceeded" and "invalid" or "launch_error"
+      entry.log = type(res.Status) == "string" and res.Status or "no status"
     end
-    local cr = r.ComputationResults and r.ComputationResults[1]
-    if cr then
-      for _, c in ipairs((cr.ProfilingData or {}).Counters or {}) do entry.metrics[c.Name] = c.Value end
+    local cr = type(res.ComputationResults) == "table" and res.ComputationResults[1]
+    if type(cr) == "table" then
+      local prof = type(cr.ProfilingData) == "table" and cr.ProfilingData or {}
+      for _, c in ipairs(type(prof.Counters) == "table" and prof.Counters or {}) do
+        if type(c) == "table" and type(c.Name) == "string" then entry.metrics[c.Name] = c.Value end
+      end
       -- KTT speaks OpenCL: "local memory" is CUDA shared memory, "private
       -- memory" is per-thread local memory.
-      local cd = cr.CompilationData or {}
+      local cd = type(cr.CompilationData) == "table" and cr.CompilationData or {}
       entry.resources = { regs = cd.RegistersCount, smem = cd.LocalMemorySize,
                           local_bytes = cd.PrivateMemorySize, max_threads = cd.MaxWorkGroupSize }
-      if cr.GlobalSize and cr.LocalSize then
-        entry.launch = { grid = { cr.GlobalSize.X, cr.GlobalSize.Y, cr.GlobalSize.Z },
-                         block = { cr.LocalSize.X, cr.LocalSize.Y, cr.LocalSize.Z } }
+      local g, l = cr.GlobalSize, cr.LocalSize
+      if type(g) == "table" and type(l) == "table" then
+        entry.launch = { grid = { g.X, g.Y, g.Z }, block = { l.X, l.Y, l.Z } }
       end
     end
-    rec.entries[#rec.entries + 1] = entry
+    return entry
+  end
+  for i, res in ipairs(doc.Results) do
+    local entry = r:each(string.format("Results[%d]", i), entry_of, res)
+    if entry then
+      for name, v in pairs(entry.config) do
+        sets[name] = sets[name] or {}
+        sets[name][v] = true
+      end
+      rec.entries[#rec.entries + 1] = entry
+    end
   end
   for i, name in ipairs(order or {}) do rec.knobs[i] = { name = name, values = sorted_values(sets[name]) } end
   return rec
 end
 
--- Reads a recording. Returns the table above, or nil and one sentence.
-function M.read(file)
-  local f, err = io.open(file, "rb")
-  if not f then return nil, "cannot read replay file " .. (err or file) end
-  local text = f:read("a")
-  f:close()
+-- Reads a recording. mode: "strict" (default) or "lenient". Returns the
+-- table above, or nil and one sentence.
+function M.read(file, mode)
+  local text, terr = json.read_text(file)
+  if not text then return nil, "cannot read replay file " .. terr end
   local doc, derr = json.decode(text)
   local repaired = false
   if doc == nil then
@@ -218,17 +415,46 @@ function M.read(file)
     end
   end
   if type(doc) ~= "table" then return nil, "replay file " .. file .. " holds no object" end
-  local rec, rerr
-  if doc.cache and doc.tune_params then rec, rerr = from_kt(doc, file, repaired)
-  elseif type(doc.results) == "table" then rec, rerr = from_t4(doc, file)
-  elseif type(doc.Results) == "table" then rec, rerr = from_ktt(doc, file)
-  else
+  local r = new_reader(file, mode)
+  local ok, rec, rerr = pcall(function()
+    if doc.cache and doc.tune_params then return from_kt(doc, file, repaired, r)
+    elseif type(doc.results) == "table" then return from_t4(doc, file, r)
+    elseif type(doc.Results) == "table" then return from_ktt(doc, file, r)
+    end
     return nil, "replay file " .. file .. " is not a Kernel Tuner cache, a T4 results file or a KTT results file"
+  end)
+  if not ok then
+    if getmetatable(rec) == Bad then return nil, rec.msg end
+    error(rec, 0)
   end
   if not rec then return nil, rerr end
-  if #rec.entries == 0 then return nil, "replay file " .. file .. " records no configurations" end
+  if #rec.entries == 0 then
+    if r.skipped > 0 then
+      return nil, string.format("replay file %s records no usable configurations (%d bad entries skipped; the first: %s)",
+                                file, r.skipped, r.first_skipped)
+    end
+    return nil, "replay file " .. file .. " records no configurations"
+  end
   rec.file = file
+  if r.skipped > 0 then rec.skipped = { count = r.skipped, first = r.first_skipped } end
+  if r.bad_times > 0 then rec.bad_times = { count = r.bad_times, first = r.first_bad_time } end
   return rec
+end
+
+-- The notes a reader of the recording should see on stderr: skipped entries
+-- (lenient mode) and entries replayed as failures for a bad time.
+function M.notes(rec)
+  local out = {}
+  if rec.skipped then
+    out[#out + 1] = string.format("replay file %s: skipped %d bad %s (the first: %s)", rec.file, rec.skipped.count,
+                                  rec.skipped.count == 1 and "entry" or "entries", rec.skipped.first)
+  end
+  if rec.bad_times then
+    out[#out + 1] = string.format("replay file %s: %d %s no positive finite time and %s replayed as failed (the first: %s)",
+                                  rec.file, rec.bad_times.count, rec.bad_times.count == 1 and "entry records" or "entries record",
+                                  rec.bad_times.count == 1 and "is" or "are", rec.bad_times.first)
+  end
+  return out
 end
 
 return M

@@ -37,19 +37,40 @@ local function choose_backend(opts, spec)
   errors.usage("%s", why)
 end
 
+-- What can only be checked with knob values, checked on the first valid
+-- configurations before anything runs: every constraint is a boolean
+-- expression (a number or a string would silently constrain nothing), and
+-- launch dimensions, shapes and work evaluate to what they must.
+local function check_first_configs(spec, configs)
+  local device = { device = spec.device }
+  for _, c in ipairs(configs) do
+    for _, e in ipairs(spec.constraints) do
+      local v = e:eval(c, spec.problem, device)
+      if type(v) ~= "boolean" then
+        errors.usage("%s: %s: expression '%s' gave %s (%s), expected true or false", spec.path, e.label, e.text,
+                     tostring(v), type(v) == "number" and "a number" or type(v) == "string" and "a string" or type(v))
+      end
+    end
+    if spec.launch_exprs then spec:launch(c) end
+    if spec.reference and spec.reference.launch then spec:reference_launch(c) end
+    spec:args(c)
+    spec:work(c)
+  end
+end
+
 local function build_space(spec)
   local scope = { device = spec.device }
   for k, v in pairs(spec.problem) do scope[k] = v end
   local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
   -- A constraint that errors or never holds is a spec error, found now.
+  local firsts = {}
   local ok, first = pcall(function()
-    local found
     if space:size_raw() <= 1e6 then
-      space:walk(function(c) found = c return false end)
+      space:walk(function(c) firsts[#firsts + 1] = c return #firsts < 16 end)
     else
-      found = space:sample(require("kopt.rng").new(0))
+      firsts[1] = space:sample(require("kopt.rng").new(0))
     end
-    return found
+    return firsts[1]
   end)
   if not ok then
     local parts = {}
@@ -62,12 +83,16 @@ local function build_space(spec)
   if not first then
     errors.usage("%s: constraints: no configuration of the %d satisfies every constraint", spec.path, space:size_raw())
   end
+  check_first_configs(spec, firsts)
   return space
 end
 
 local function check_resume(events, dir, info, opts)
-  if not events or #events == 0 then
+  if not events then
     errors.usage("--resume: %s holds no run to resume (no events.jsonl)", dir)
+  end
+  if #events == 0 then
+    errors.usage("--resume: %s/events.jsonl is empty: the run recorded nothing to resume; start it again without --resume", dir)
   end
   local start = events[1]
   if start.event ~= "start" then errors.usage("--resume: %s/events.jsonl does not begin with a start event", dir) end
@@ -102,7 +127,7 @@ function M.main(opts, pos)
   local choice = choose_backend(opts, spec)
   local backend
   if choice.kind == "replay" then
-    backend = require("kopt.backends.replay").open(spec, { file = choice.file })
+    backend = require("kopt.backends.replay").open(spec, { file = choice.file, check = opts.replay_check })
   else
     local cuda, err = cuda_backend()
     if not cuda then errors.usage("%s", err) end
@@ -120,23 +145,47 @@ function M.main(opts, pos)
     errors.usage("strategy %s needs --budget on a space of %.3g raw points", strategy.name, space:size_raw())
   end
 
+  -- One process per run folder, from before the first read of its record
+  -- to the end (docs/DURABILITY.md). A signal from here on stops the run
+  -- between evaluations (a second one, or a strategy that does not return
+  -- within a second, from a hook inside the Lua code).
+  sys.install_signal_handlers()
+  local lock, created = rundir_mod.lock(dir)
+  local state = {}
+  local ok, rc = xpcall(M.locked, function(e)
+    if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
+    return debug.traceback(errors.describe(e), 2)
+  end, opts, { strategy = strategy, strategy_label = strategy_label, options = options, spec = spec,
+               space = space, backend = backend, choice = choice, problem = problem, dir = dir,
+               budget = budget, state = state })
+  if not state.opened then rundir_mod.unlock_unused(dir, lock, created) end
+  if not ok then error(rc, 0) end
+  return rc
+end
+
+-- The run itself, with the folder's lock held.
+function M.locked(opts, r)
+  local strategy, strategy_label, options, spec = r.strategy, r.strategy_label, r.options, r.spec
+  local space, backend, choice, problem, dir, budget = r.space, r.backend, r.choice, r.problem, r.dir, r.budget
   local events_path = dir .. "/events.jsonl"
   local existing, good_end, size = rundir_mod.read_events(events_path)
   local torn_at = existing and good_end < size and good_end or nil
   local info = { strategy = strategy.name, problem = problem }
   local seed = opts.seed or 1
-  local resume_events
+  local resume_events, prior = nil, 0
   if opts.resume then
     local start = check_resume(existing, dir, info, opts)
     seed = start.seed
     resume_events = existing
-  elseif existing then
+    for _, ev in ipairs(existing) do if ev.event == "eval" then prior = prior + 1 end end
+  elseif existing and #existing > 0 then
     errors.usage("%s already holds a run; continue it with --resume or choose another --out", dir)
   end
   local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
   if choice.note then io.stderr:write("kopt: ", choice.note, "\n") end
 
   local function open_rundir()
+    r.state.opened = true
     local rd = rundir_mod.open(dir, opts.resume, torn_at)
     local ev = { event = opts.resume and "resume" or "start", strategy = strategy.name,
                  strategy_file = strategy_label, problem = problem, spec = spec and spec.path,
@@ -148,20 +197,21 @@ function M.main(opts, pos)
       rd:trace("\n## Resumed %s (%d evaluations on record)\n", ev.timestamp, #resume_events)
     else
       rd:trace("# kopt run: %s on %s\n\n- started %s, kopt %s, seed %d, budget %s\n- backend: %s\n",
-               strategy.name, problem, ev.timestamp, sys.version, seed, tostring(budget), backend_label)
+               strategy.name, problem, ev.timestamp, sys.version, seed,
+               budget == math.huge and "none" or tostring(budget), backend_label)
     end
     return rd
   end
 
   local profiler = require("kopt.profiling").new({ mode = opts.profile, backend = backend, spec = spec,
                                                    quiet = opts.q })
-  sys.install_signal_handlers()
   local engine = require("kopt.engine").run({
     strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
     backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
     quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler,
   })
+  if engine.stop_reason == "error" and engine.error.io_failed then return M.write_failure(engine, backend, nil, prior) end
   local finalist_lines
   local k = opts.finalists or 3
   if backend.name ~= "replay" and k > 1 and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
@@ -181,9 +231,16 @@ function M.main(opts, pos)
   meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
     if e.ctx.best then meta.report = require("kopt.report").write(d, e.ctx.best, profiler:finish(e)) end
   end
-  local summary = require("kopt.finish").finish(engine, meta)
+  local fok, summary = pcall(require("kopt.finish").finish, engine, meta)
+  if not fok then
+    if errors.is_user_error(summary) and summary.io_failed then return M.write_failure(engine, backend, summary, prior) end
+    error(summary, 0)
+  end
   backend:close()
-  if engine.rundir then engine.rundir:close() end
+  if engine.rundir then
+    local cok, cerr = pcall(engine.rundir.close, engine.rundir)
+    if not cok then return M.write_failure(engine, backend, cerr, prior) end
+  end
   if not opts.q or engine.stop_reason ~= "error" then io.stdout:write(summary) end
   if meta.report and not opts.q then io.stdout:write(meta.report) end
   if engine.rundir then io.stdout:write("  run directory: ", dir, "\n") end
@@ -198,6 +255,19 @@ function M.main(opts, pos)
                                   strategy.name, require("kopt.engine").STALL_ROUNDS))
   end
   return 0
+end
+
+-- A write or fsync in the run folder failed (a full disk, a quota, an I/O
+-- error): nothing more is written there, and the one sentence says what
+-- stays. Exit code 1.
+function M.write_failure(engine, backend, err, prior)
+  err = err or engine.error
+  if engine.rundir then engine.rundir:abandon() end
+  pcall(backend.close, backend)
+  local recorded = engine.evaluations
+  if engine.rundir then recorded = engine.rundir.evals_written + (prior or 0) end
+  errors.raise(errors.RUNTIME, "%s; the run stopped there, its %d recorded evaluations are intact and --resume continues it",
+               err.msg, recorded)
 end
 
 return M

@@ -1,6 +1,12 @@
 -- The run directory: events.jsonl (append-only, flushed per line: the source
 -- of truth for --resume), trace.md (the narrative), results.json (T4) and
 -- best/. Everything except events.jsonl is derived and rewritten at the end.
+--
+-- Durability (docs/DURABILITY.md): one process at a time holds the folder's
+-- lock file (M.lock); every write is checked, and a failed one raises
+-- errors.write_failed after cutting the file back to its last whole line;
+-- events.jsonl and trace.md are fsynced when the run closes; derived files
+-- are replaced atomically (kopt.json.write_file).
 local errors = require("kopt.errors")
 local json = require("kopt.json")
 local sys = require("kopt.sys")
@@ -9,13 +15,48 @@ local M = {}
 local Run = {}
 Run.__index = Run
 
+M.LOCK_NAME = ".kopt.lock"
+
+-- Takes the run folder's lock, creating the folder (and its missing parents)
+-- first. Returns the lock (held until it is closed or the process ends; the
+-- kernel releases it even after kill -9) and the list of folders this call
+-- created, deepest first, so a run that records nothing can remove them.
+-- Another process holding the lock is one sentence naming its PID.
+function M.lock(dir)
+  local created, p = {}, dir
+  while p ~= "" and p ~= "." and p ~= "/" and not sys.stat(p) do
+    created[#created + 1] = p
+    p = p:match("^(.*)/[^/]*$") or ""
+  end
+  local ok, err = sys.mkdir_p(dir)
+  if not ok then errors.usage("--out: %s", err) end
+  local lock, lerr, pid = sys.lock(dir .. "/" .. M.LOCK_NAME)
+  if not lock then
+    if pid then
+      errors.usage("%s is in use by another kopt process (PID %d); wait for it to end, or choose another --out",
+                   dir, pid)
+    end
+    errors.usage("--out: cannot lock %s: %s", dir, lerr)
+  end
+  return lock, created
+end
+
+-- Undoes M.lock for a run that recorded nothing: releases the lock and
+-- removes the lock file and the folders that lock() created, if empty.
+function M.unlock_unused(dir, lock, created)
+  os.remove(dir .. "/" .. M.LOCK_NAME)
+  lock:close()
+  for _, d in ipairs(created) do
+    if not sys.rmdir(d) then break end
+  end
+end
+
 -- Reads an existing events.jsonl. A torn last line (kill -9 mid-write) is
 -- dropped and its byte offset returned so the file can be cut back to it.
 function M.read_events(path)
-  local f = io.open(path, "rb")
-  if not f then return nil end
-  local text = f:read("a")
-  f:close()
+  if not sys.stat(path) then return nil end
+  local text, rerr = json.read_text(path, math.maxinteger)
+  if not text then errors.usage("--resume: %s", rerr) end
   local events, good_end, pos, lineno = {}, 0, 1, 0
   while pos <= #text do
     local nl = text:find("\n", pos, true)
@@ -36,40 +77,64 @@ end
 -- torn_at: the byte offset read_events returned, when the file on record
 -- ends in a torn line that must be cut before appending.
 function M.open(dir, resume, torn_at)
-  local self = setmetatable({ dir = dir, events_path = dir .. "/events.jsonl" }, Run)
+  local self = setmetatable({ dir = dir, events_path = dir .. "/events.jsonl",
+                              trace_path = dir .. "/trace.md", evals_written = 0 }, Run)
   local ok, err = sys.mkdir_p(dir)
   if not ok then errors.usage("--out: %s", err) end
   if resume and torn_at then
-    -- cut the torn tail so appended lines start on a fresh line
-    local f = assert(io.open(self.events_path, "rb"))
-    local keep = f:read(torn_at)
-    f:close()
-    f = assert(io.open(self.events_path, "wb"))
-    f:write(keep)
-    f:close()
+    -- cut the torn tail so appended lines start on a fresh line; truncation
+    -- needs no free space, so a full disk cannot lose the whole lines
+    local tok, terr = sys.truncate(self.events_path, torn_at)
+    if not tok then errors.write_failed(self.events_path, terr) end
   end
-  local f, ferr = io.open(self.events_path, "ab")
-  if not f then errors.raise(errors.RUNTIME, "cannot write %s: %s", self.events_path, ferr) end
+  local f, ferr = sys.open_log(self.events_path, "a")
+  if not f then errors.write_failed(self.events_path, ferr) end
   self.events = f
-  local t = io.open(dir .. "/trace.md", resume and "ab" or "wb")
+  local t, terr = sys.open_log(self.trace_path, resume and "a" or "w")
+  if not t then errors.write_failed(self.trace_path, terr) end
   self.trace_file = t
   return self
 end
 
+-- One line per event, written with one write(2): a crash leaves whole lines
+-- and at most one torn last line, which the next --resume cuts off.
 function Run:event(ev)
-  self.events:write(json.encode(ev), "\n")
-  self.events:flush()
+  if not self.events then return end
+  local ok, err = self.events:write(json.encode(ev) .. "\n")
+  if not ok then self:fail(self.events_path, err) end
+  if ev.event == "eval" then self.evals_written = self.evals_written + 1 end
 end
 
 function Run:trace(fmt, ...)
   if not self.trace_file then return end
-  self.trace_file:write(string.format(fmt, ...), "\n")
-  self.trace_file:flush()
+  local ok, err = self.trace_file:write(string.format(fmt, ...) .. "\n")
+  if not ok then self:fail(self.trace_path, err) end
 end
 
-function Run:close()
+-- After a failed write nothing more is written to the folder: later writes
+-- would fail the same way or, worse, succeed out of order.
+function Run:fail(path, err)
+  self:abandon()
+  errors.write_failed(path, err)
+end
+
+function Run:abandon()
   if self.events then self.events:close() self.events = nil end
   if self.trace_file then self.trace_file:close() self.trace_file = nil end
+  self.failed = true
+end
+
+-- Flushes both files to the disk (fsync) and closes them.
+function Run:close()
+  for _, f in ipairs({ { "events", self.events_path }, { "trace_file", self.trace_path } }) do
+    local file = self[f[1]]
+    if file then
+      self[f[1]] = nil
+      local ok, err = file:sync()
+      file:close()
+      if not ok then self:fail(f[2], err) end
+    end
+  end
 end
 
 local T4_INVALIDITY = { ok = "correct", compile_error = "compile", launch_error = "runtime",

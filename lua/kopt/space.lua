@@ -15,9 +15,13 @@ Space.__index = Space
 -- above it.
 M.ENUMERATE_LIMIT = 5e7
 
+-- An integral float is the integer it equals (128.0 is 128: Lua tables
+-- already treat them as one key, and knob values from JSON are normalised),
+-- so a strategy's `x / 2` finds the same state as `x // 2`.
 local function format_value(v)
   if math.type(v) == "float" then
-    if v == math.floor(v) and math.abs(v) < 2^53 then return string.format("%.1f", v) end
+    local i = math.tointeger(v)
+    if i then return tostring(i) end
     return string.format("%.17g", v)
   end
   return tostring(v)

@@ -70,7 +70,7 @@ function Checker:number(v, path, optional, positive)
   if v == nil and optional then return nil end
   if type(v) ~= "number" or (positive and v <= 0) then
     self:fail(path, "expected %s, got %s", positive and "a positive number" or "a number",
-              v == nil and "nothing" or self:type_name(v))
+              v == nil and "nothing" or type(v) == "number" and tostring(v) or self:type_name(v))
   end
   return v
 end
@@ -129,12 +129,18 @@ end
 
 local function check_kernel(c, k, path, dir, with_launch, names)
   c:object(k, path)
-  c:unknown_fields(k, { "source", "entry", "options", "launch" }, path)
+  c:unknown_fields(k, { "source", "entry", "options", "launch", "state" }, path)
   local out = { entry = c:string(k.entry, path .. ".entry", false, IDENT, "a kernel function name") }
   out.path, out.source = read_text(c, c:string(k.source, path .. ".source"), path .. ".source", dir)
   out.options = {}
   for i, o in ipairs(c:array(k.options, path .. ".options", "an array of strings", true, true) or {}) do
     out.options[i] = c:string(o, string.format("%s.options[%d]", path, i))
+  end
+  -- module variables the kernel keeps across launches on purpose (a counter,
+  -- a semaphore): the worker resets them before every launch
+  out.state = {}
+  for i, o in ipairs(c:array(k.state, path .. ".state", "an array of module variable names", true, true) or {}) do
+    out.state[i] = c:string(o, string.format("%s.state[%d]", path, i), false, IDENT, "a module variable name")
   end
   if k.launch ~= nil then
     if not with_launch then c:fail(path .. ".launch", "not allowed here (the kernel's launch is the top-level 'launch')") end
@@ -257,7 +263,7 @@ function M.load(path, opts)
   for k, v in pairs(c:object(raw.problem, "problem", true) or {}) do
     if not tostring(k):match(IDENT) then c:fail("problem." .. k, "expected an identifier as size name") end
     if reserved[k] then c:fail("problem." .. k, "'%s' is reserved (%s)", k, reserved[k]) end
-    self.problem[k] = c:number(v, "problem." .. k)
+    self.problem[k] = c:number(v, "problem." .. k, false, true)
   end
   for k in pairs(self.problem) do reserved[k] = "a problem size" end
   self.knobs = check_knobs(c, raw.knobs, reserved)
@@ -302,6 +308,12 @@ end
 
 function Spec:set_device(device) self.device = device end
 
+local function describe_config(self, config)
+  local parts = {}
+  for _, k in ipairs(self.knobs) do parts[#parts + 1] = k.name .. "=" .. tostring(config[k.name]) end
+  return table.concat(parts, ", ")
+end
+
 -- Evaluates a compiled expression for a config; raises a user error naming
 -- the expression and the config when it fails.
 function Spec:value(e, config)
@@ -310,16 +322,27 @@ function Spec:value(e, config)
   return v
 end
 
+-- A value that must be a whole number >= min (launch dimensions, shapes,
+-- shared memory), named by its expression when it is not.
+function Spec:count(e, config, min)
+  local v = self:value(e, config)
+  if math.type(v) ~= "integer" or v < min then
+    errors.usage("%s: %s: expression '%s' gave %s, expected %s (at %s)", self.path, e.label, e.text, tostring(v),
+                 min > 0 and "a positive integer" or "a non-negative integer", describe_config(self, config))
+  end
+  return v
+end
+
 local function dims(self, list, config)
   local d = { 1, 1, 1 }
-  for i, e in ipairs(list) do d[i] = self:value(e, config) end
+  for i, e in ipairs(list) do d[i] = self:count(e, config, 1) end
   return d
 end
 
 function Spec:launch_for(launch, config)
   if not launch then errors.usage("%s: launch: missing (needed to run on a GPU)", self.path) end
   return { grid = dims(self, launch.grid, config), block = dims(self, launch.block, config),
-           smem = launch.smem and self:value(launch.smem, config) or 0 }
+           smem = launch.smem and self:count(launch.smem, config, 0) or 0 }
 end
 
 function Spec:launch(config) return self:launch_for(self.launch_exprs, config) end
@@ -337,7 +360,7 @@ function Spec:args(config)
     else
       r.shape, r.count = {}, 1
       for j, e in ipairs(a.shape) do
-        r.shape[j] = self:value(e, config)
+        r.shape[j] = self:count(e, config, 1)
         r.count = r.count * r.shape[j]
       end
     end

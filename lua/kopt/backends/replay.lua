@@ -11,10 +11,15 @@ local M = {}
 local Replay = {}
 Replay.__index = Replay
 
--- opts.file: the recording; spec may be nil (the space then comes from the file).
+-- opts.file: the recording; spec may be nil (the space then comes from the
+-- file). opts.check: "strict" (default) or "lenient" (kopt.recording);
+-- opts.quiet: no notes on stderr about skipped or failed entries.
 function M.open(spec, opts)
-  local rec, err = recording.read(opts.file)
+  local rec, err = recording.read(opts.file, opts.check)
   if not rec then errors.usage("%s", err) end
+  if not opts.quiet then
+    for _, note in ipairs(recording.notes(rec)) do io.stderr:write("kopt: ", note, "\n") end
+  end
   local self = setmetatable({ name = "replay", slots = opts.slots or 1, rec = rec, clock = 0 }, Replay)
   local configs = {}
   for i, e in ipairs(rec.entries) do configs[i] = e.config end
