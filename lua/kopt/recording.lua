@@ -64,7 +64,7 @@ local function show(v)
   if type(v) == "string" then return "'" .. v .. "'" end
   if v == nil then return "nothing" end
   if v == json.null then return "null" end
-  if type(v) == "table" then return "a table" end
+  if type(v) == "table" then return #v > 0 and "an array" or "an object" end
   return tostring(v)
 end
 
@@ -84,6 +84,7 @@ end
 -- Runs f(entry_name) for one entry; returns its value, or nil after a
 -- skipped bad entry. In strict mode a bad entry stops the read.
 function Reader:each(name, f, ...)
+  self.entry = name
   local ok, v = pcall(f, ...)
   if ok then return v end
   if getmetatable(v) ~= Bad then error(v, 0) end
@@ -108,7 +109,7 @@ function Reader:time(entry, name, value, scale, unit_label)
   entry.status = "launch_error"
   entry.log = string.format("the recording gives %s %s, not a positive finite time", show(value), unit_label)
   self.bad_times = self.bad_times + 1
-  self.first_bad_time = self.first_bad_time or (name .. ": " .. show(value) .. " " .. unit_label)
+  self.first_bad_time = self.first_bad_time or (self.entry .. name .. ": " .. show(value) .. " " .. unit_label)
 end
 
 local function number_or_nil(v, path)
@@ -184,7 +185,7 @@ local function from_kt(doc, file, repaired, r)
     rec.knobs[i] = { name = name, values = values }
   end
   local function entry_of(e)
-    if type(e) ~= "table" or e == json.null then bad(": expected an object, got %s", show(e)) end
+    if type(e) ~= "table" or e == json.null or #e > 0 then bad(": expected an object, got %s", show(e)) end
     local config = {}
     for _, name in ipairs(keys) do
       local v = knob_value(e[name], "." .. name)

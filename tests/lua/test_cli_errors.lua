@@ -1,11 +1,14 @@
 -- Bad input: each case asserts the exact one-sentence message on stderr, the
--- exit code, and that no run directory was left behind.
+-- exit code, that stderr holds no traceback and no "internal error", and that
+-- no run directory was left behind. Every command runs in a temporary folder
+-- of its own, so a runs/ folder left in the checkout by the README's main
+-- command cannot make it fail (and one it wrongly made would be seen here).
 local T = require("testlib")
 
 local root = require("kopt.sys").realpath(os.getenv("KOPT_SOURCE_DIR") or ".")
 local tmp = T.tmpdir("cli")
 local kernel = root .. "/tests/data/specs/vector_add.cu"
-local replay = "tests/data/vector_add_A4000.json"
+local replay = root .. "/tests/data/vector_add_A4000.json"
 
 local function spec_text(overrides)
   local base = {
@@ -89,6 +92,62 @@ case("random --backend replay:" .. tmp .. "/trunc.json", 2,
 T.write(tmp .. "/notspace.json", '{"hello": "world"}')
 case("random --backend replay:" .. tmp .. "/notspace.json", 2,
      "kopt: replay file " .. tmp .. "/notspace.json is not a Kernel Tuner cache, a T4 results file or a KTT results file")
+os.execute("mkdir -p '" .. tmp .. "/adir'")
+case("random --backend replay:" .. tmp .. "/adir", 2,
+     "kopt: cannot read replay file " .. tmp .. "/adir: is a directory, not a file")
+case("random --backend replay:/dev/zero", 2, "kopt: cannot read replay file /dev/zero: not a regular file")
+case("random --replay-check loose --backend replay:" .. replay, 2,
+     "kopt: --replay-check: expected strict or lenient, got 'loose'")
+local function kt_cache(entries)
+  return '{"device_name": "x", "kernel_name": "k", "tune_params_keys": ["a"], "tune_params": {"a": [1, 2, 4]},' ..
+         ' "objective": "time", "cache": {' .. entries .. '}}'
+end
+T.write(tmp .. "/kt_outside.json", kt_cache('"1": {"a": 1, "time": 1.5}, "7": {"a": 7, "time": 0.5}'))
+case("exhaustive --backend replay:" .. tmp .. "/kt_outside.json --out " .. tmp .. "/run_outside", 2,
+     "kopt: replay file " .. tmp .. "/kt_outside.json: cache[\"7\"].a: 7 is not one of the recording's tune_params.a; fix the entry, or replay with --replay-check lenient to skip bad entries")
+T.write(tmp .. "/kt_entry.json", kt_cache('"1": {"a": 1, "time": 1.5}, "2": [1, 2]'))
+case("random --backend replay:" .. tmp .. "/kt_entry.json", 2,
+     "kopt: replay file " .. tmp .. "/kt_entry.json: cache[\"2\"]: expected an object, got an array; fix the entry, or replay with --replay-check lenient to skip bad entries")
+T.write(tmp .. "/kt_times.json", kt_cache('"1": {"a": 1, "time": 1.5, "times": [1.4, "x"]}'))
+case("random --backend replay:" .. tmp .. "/kt_times.json", 2,
+     "kopt: replay file " .. tmp .. "/kt_times.json: cache[\"1\"].times[2]: expected a finite number, got 'x'; fix the entry, or replay with --replay-check lenient to skip bad entries")
+T.write(tmp .. "/kt_cost.json", kt_cache('"1": {"a": 1, "time": 1.5, "compile_time": "slow"}'))
+case("random --backend replay:" .. tmp .. "/kt_cost.json", 2,
+     "kopt: replay file " .. tmp .. "/kt_cost.json: cache[\"1\"].compile_time: expected a non-negative number, got 'slow'; fix the entry, or replay with --replay-check lenient to skip bad entries")
+T.write(tmp .. "/kt_alloff.json", kt_cache('"1": "x", "2": 3'))
+case("random --replay-check lenient --backend replay:" .. tmp .. "/kt_alloff.json", 2,
+     "kopt: replay file " .. tmp .. "/kt_alloff.json records no usable configurations (2 bad entries skipped; the first: cache[\"1\"]: expected an object, got 'x')")
+local function t4(unit, meta)
+  return '{"schema_version": "1.0.0", "metadata": {' .. (meta or "") .. '}, "results": [' ..
+         '{"configuration": {"a": 1}, "invalidity": "correct", "objectives": ["time"],' ..
+         ' "measurements": [{"name": "time", "value": 2.5, "unit": "' .. unit .. '"}]}]}'
+end
+T.write(tmp .. "/t4_unit.json", t4("fortnights"))
+case("random --backend replay:" .. tmp .. "/t4_unit.json", 2,
+     "kopt: replay file " .. tmp .. "/t4_unit.json: results[1].measurements[1].unit: unknown time unit 'fortnights' (kopt knows ms, s, us, ns); fix the entry, or replay with --replay-check lenient to skip bad entries")
+T.write(tmp .. "/t4_meta_unit.json", t4("", '"timeunit": "jiffies"'))
+case("random --backend replay:" .. tmp .. "/t4_meta_unit.json", 2,
+     "kopt: replay file " .. tmp .. "/t4_meta_unit.json: metadata.timeunit: unknown time unit 'jiffies' (kopt knows ms, s, us, ns)")
+T.write(tmp .. "/t4_params.json", '{"results": [{"configuration": {"a": 1}, "measurements": [{"name": "time", "value": 1, "unit": "ms"}]},' ..
+        ' {"configuration": {"b": 1}, "measurements": [{"name": "time", "value": 1, "unit": "ms"}]}]}')
+case("random --backend replay:" .. tmp .. "/t4_params.json", 2,
+     "kopt: replay file " .. tmp .. "/t4_params.json: results[2].configuration: has the parameters b where the recording's first entry has a; fix the entry, or replay with --replay-check lenient to skip bad entries")
+-- strategy values and errors
+case(strategy_file("fraction", "return { name = 'fraction', ask = function() return { { config = { block_size_x = 256 / 3 } } } end }") ..
+     " --backend replay:" .. replay .. " --out " .. tmp .. "/run_fraction", 2,
+     "kopt: strategy 'fraction' returned a bad candidate from ask(): candidates[1].config.block_size_x: 85.333333333333 is not one of the knob's values (128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, ...)")
+case(strategy_file("stringy", "return { name = 'stringy', ask = function() return { { config = { block_size_x = '128' } } } end }") ..
+     " --backend replay:" .. replay .. " --out " .. tmp .. "/run_stringy", 2,
+     "kopt: strategy 'stringy' returned a bad candidate from ask(): candidates[1].config.block_size_x: '128' (a string) is not one of the knob's values (128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, ...)")
+case(strategy_file("tablerr", "return { name = 'tablerr', ask = function() error({ code = 3, why = 'no idea' }) end }") ..
+     " --backend replay:" .. replay .. " --out " .. tmp .. "/run_tablerr", 1,
+     "kopt: strategy 'tablerr' failed in ask(): {code = 3, why = \"no idea\"}")
+-- resume
+os.execute("mkdir -p '" .. tmp .. "/empty_run' && : > '" .. tmp .. "/empty_run/events.jsonl'")
+case("random --resume --backend replay:" .. replay .. " --out " .. tmp .. "/empty_run", 2,
+     "kopt: --resume: " .. tmp .. "/empty_run/events.jsonl is empty: the run recorded nothing to resume; start it again without --resume")
+case("random --resume --backend replay:" .. replay .. " --out " .. tmp .. "/no_run", 2,
+     "kopt: --resume: " .. tmp .. "/no_run holds no run to resume (no events.jsonl)")
 -- specs
 local s
 s = spec_file("malformed", nil, '{"name": "x", "knobs": [1, 2,}')
@@ -122,12 +181,32 @@ s = spec_file("badlaunch", { launch = '{"grid": [1, 1, 1, 1], "block": [32]}' })
 case("random " .. s, 2, "kopt: " .. s .. ": launch.grid: expected an array of 1 to 3 expressions, got 4")
 s = spec_file("badarg", { args = '[{"name": "x", "type": "f12", "shape": [4]}]' })
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].type: unknown type 'f12' (expected one of bf16, f16, f32, f64, i32, i64, i8, u32, u8)")
+s = spec_file("zero_size", { problem = '{"n": 0}' })
+case("random " .. s, 2, "kopt: " .. s .. ": problem.n: expected a positive number, got 0")
+s = spec_file("neg_size", { problem = '{"n": -1000}' })
+case("random " .. s, 2, "kopt: " .. s .. ": problem.n: expected a positive number, got -1000")
+s = spec_file("zero_block", { launch = '{"grid": ["cdiv(n, block_size_x)"], "block": ["block_size_x * (unroll - 1)"]}' })
+case("random " .. s, 2, "kopt: " .. s .. ": launch.block[1]: expression 'block_size_x * (unroll - 1)' gave 0, expected a positive integer (at block_size_x=128, unroll=1)")
+s = spec_file("frac_grid", { launch = '{"grid": ["n / block_size_x"], "block": ["block_size_x"]}' })
+case("random " .. s, 2, "kopt: " .. s .. ": launch.grid[1]: expression 'n / block_size_x' gave 7.8125, expected a positive integer (at block_size_x=128, unroll=1)")
+s = spec_file("neg_shape", { args = '[{"name": "x", "type": "f32", "shape": ["unroll - 2"]}]' })
+case("random " .. s, 2, "kopt: " .. s .. ": args[1].shape[1]: expression 'unroll - 2' gave -1, expected a positive integer (at block_size_x=128, unroll=1)")
+s = spec_file("number_constraint", { constraints = '["64"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression '64' gave 64 (a number), expected true or false")
+s = spec_file("number_constraint2", { constraints = '["block_size_x >= 128", 0]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[2]: expression '0' gave 0 (a number), expected true or false")
+s = spec_file("string_constraint", { constraints = '["unroll == 1 and \'yes\'"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'unroll == 1 and 'yes'' gave yes (a string), expected true or false")
+s = spec_file("bom_error", nil, "\239\187\191" .. spec_text({ problem = '{"n": "many"}' }))
+case("random " .. s, 2, "kopt: " .. s .. ": problem.n: expected a positive number, got a string")
 s = spec_file("replay_mismatch", {})
 case("random " .. s .. " --backend replay:" .. replay, 2,
      "kopt: replay file " .. replay .. " has no parameter 'unroll' (knob of " .. s .. "); it records: block_size_x")
 
 for _, c in ipairs(cases) do
-  local code, _, err = T.run(c.args)
+  local code, _, err = T.run(c.args, nil, tmp)
+  T.check(not err:lower():find("traceback", 1, true), "`kopt %s`: a traceback on stderr:\n%s", c.args, err)
+  T.check(not err:lower():find("internal error", 1, true), "`kopt %s`: an internal error:\n%s", c.args, err)
   err = err:gsub("\n$", ""):match("[^\n]*$")  -- the last line: progress lines may come first
   T.eq(code, c.code, "exit code of `kopt " .. c.args .. "`")
   if c.prefix then
@@ -135,7 +214,15 @@ for _, c in ipairs(cases) do
   else
     T.check(err == c.want, "`kopt %s`:\n  expected: %s\n  got:      %s", c.args, c.want, err)
   end
-  T.check(not T.exists("runs"), "`kopt %s` left a runs/ directory behind", c.args)
+  T.check(not T.exists(tmp .. "/runs"), "`kopt %s` left a runs/ directory behind", c.args)
+end
+-- A spec with a UTF-8 byte order mark is read like one without.
+local bom = spec_file("bom", nil, "\239\187\191" .. spec_text({ knobs = '[{"name": "block_size_x", "values": [128, 256]}]' }))
+local code, _, err = T.run("random " .. bom .. " --backend replay:" .. replay .. " --budget 2 -q --out " .. tmp .. "/run_bom",
+                           nil, tmp)
+T.check(code == 0, "a spec with a byte order mark: exit code %s\n%s", tostring(code), err)
+for _, d in ipairs({ "outside", "fraction", "stringy", "tablerr" }) do
+  T.check(not T.exists(tmp .. "/run_" .. d), "bad input before any evaluation left %s/run_%s behind", tmp, d)
 end
 -- A strategy that fails before any evaluation leaves no run directory; one
 -- that fails later leaves a resumable one.

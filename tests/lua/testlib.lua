@@ -27,10 +27,16 @@ function T.write(path, text)
   f:close()
 end
 
--- Runs `kopt ARGS` (a shell-quoted string); returns code, stdout, stderr.
-function T.run(args, env)
+T.source_dir = os.getenv("KOPT_SOURCE_DIR") or "."
+
+-- Runs `kopt ARGS` (a shell-quoted string) with `env` ("VAR=x ...") in the
+-- folder `cwd` (default: the current one); returns code, stdout, stderr.
+function T.run(args, env, cwd)
   local out, err = os.tmpname(), os.tmpname()
-  local cmd = string.format("%s %s %s >%s 2>%s", env or "", T.kopt, args, out, err)
+  local kopt = T.kopt
+  if cwd and kopt:sub(1, 1) ~= "/" then kopt = require("kopt.sys").realpath(kopt) or kopt end
+  local cmd = string.format("%s%s %s %s >%s 2>%s", cwd and ("cd '" .. cwd .. "' && ") or "", env or "", kopt, args,
+                            out, err)
   local _, _, code = os.execute(cmd)
   local o, e = slurp(out), slurp(err)
   os.remove(out)
@@ -62,6 +68,53 @@ function T.events(dir)
     if ev.event == "stop" then stop = ev end
   end
   return evals, stop
+end
+
+-- stderr of a failed command: exactly one line, "kopt: " and a sentence,
+-- with no traceback and no "internal error". Progress lines (a carriage
+-- return before them) are not counted. Returns the sentence.
+function T.one_sentence(err, what)
+  local lines = {}
+  for line in err:gmatch("[^\n]+") do
+    line = line:match("[^\r]*$")
+    if line ~= "" then lines[#lines + 1] = line end
+  end
+  T.check(#lines == 1, "%s: expected one line on stderr, got %d:\n%s", what, #lines, err)
+  T.check(not err:lower():find("traceback", 1, true), "%s: a traceback on stderr:\n%s", what, err)
+  T.check(not err:lower():find("internal error", 1, true), "%s: an internal error on stderr:\n%s", what, err)
+  local line = lines[#lines] or ""
+  T.check(line:match("^kopt: [^\n]+$") ~= nil, "%s: not a kopt sentence: %s", what, line)
+  return line
+end
+
+-- Every JSON file under `dir` parses under a strict parser
+-- (tools/check_strict_json.py: no NaN, no Infinity, no torn lines).
+function T.strict_json(dir, what)
+  local out = os.tmpname()
+  local _, _, code = os.execute(string.format("python3 '%s/tools/check_strict_json.py' '%s' >%s 2>&1",
+                                              T.source_dir, dir, out))
+  local text = T.slurp(out)
+  os.remove(out)
+  T.check(code == 0, "%s: files that are not strict JSON (or no python3):\n%s", what or dir, text)
+  return code == 0
+end
+
+-- The eval events of a run folder, as a list of keys in order.
+function T.keys(dir)
+  local keys = {}
+  for _, ev in ipairs((T.events(dir))) do keys[#keys + 1] = ev.key end
+  return keys
+end
+
+function T.same_list(a, b, what)
+  local n = math.max(#a, #b)
+  for i = 1, n do
+    if a[i] ~= b[i] then
+      return T.check(false, "%s: item %d differs: %s vs %s (%d vs %d items)", what, i, tostring(a[i]),
+                     tostring(b[i]), #a, #b)
+    end
+  end
+  return T.check(true, "")
 end
 
 function T.exists(path)
