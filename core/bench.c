@@ -56,6 +56,25 @@ static void summarise(const double *samples, int n, struct timing *t)
 	free(v);
 }
 
+/* Before a sample: one low bit of one word of each float input flipped, the
+ * previous sample's flip undone (set_nudges in worker.c picks the arrays). */
+static CUresult nudge_inputs(struct worker *w)
+{
+	CUresult r = CUDA_SUCCESS;
+	for (int i = 0; r == CUDA_SUCCESS && i < w->nudges; i++) {
+		unsigned long long n = w->nudge_words[i];
+		unsigned long long flip = (w->nonce++ * 0x9e3779b97f4a7c15ull >> 11) % n;
+		if (flip == w->nudge_last[i])
+			flip = (flip + 1) % n;
+		if (n == 1 && w->nudge_last[i] != ~0ull)
+			continue; /* a one-word input: flipping it back and forth repeats */
+		void *params[] = {&w->nudge_ptr[i], &w->nudge_last[i], &flip};
+		r = kopt_cu.cuLaunchKernel(w->nudge, 1, 1, 1, 1, 1, 1, 0, w->stream, params, NULL);
+		w->nudge_last[i] = flip;
+	}
+	return r;
+}
+
 static const char *fail(struct worker *w, CUresult r, const char *what)
 {
 	char buf[256];
@@ -88,7 +107,8 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 
 	/* Warm-up: one launch (module load, caches, clocks), timed by events to
 	 * size the batches. */
-	if ((r = kopt_cu.cuEventRecord(ev[0], w->stream)) != CUDA_SUCCESS ||
+	if ((r = kopt_worker_before_launch(w)) != CUDA_SUCCESS ||
+	    (r = kopt_cu.cuEventRecord(ev[0], w->stream)) != CUDA_SUCCESS ||
 	    (r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
 					l->block[1], l->block[2], l->smem, w->stream, params,
 					NULL)) != CUDA_SUCCESS ||
@@ -137,7 +157,8 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 			goto out;
 		}
 		for (int i = 0; i < b; i++) {
-			if ((r = kopt_worker_poison(w)) != CUDA_SUCCESS ||
+			if ((r = kopt_worker_before_launch(w)) != CUDA_SUCCESS ||
+			    (r = nudge_inputs(w)) != CUDA_SUCCESS ||
 			    (r = kopt_cu.cuMemsetD32Async(w->flush, 0, w->flush_bytes / 4,
 							  w->stream)) != CUDA_SUCCESS ||
 			    (r = kopt_cu.cuEventRecord(ev[2 * i], w->stream)) != CUDA_SUCCESS) {

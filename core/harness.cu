@@ -41,3 +41,27 @@ extern "C" __global__ void kopt_hash(const unsigned *p, unsigned long long n, un
 	if ((threadIdx.x & 31) == 0)
 		atomicAdd(out, acc);
 }
+// Scans one guard region of n words that should all hold `word`: out[0] is
+// the largest (n - i) and out[1] the largest (i + 1) over the words i that
+// differ, i.e. how far before the region's end and past its start a stray
+// write reached (both 0 when the region is intact).
+extern "C" __global__ void kopt_guard_scan(const unsigned *p, unsigned long long n, unsigned word,
+                                           unsigned long long *out)
+{
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+		if (p[i] != word) {
+			atomicMax(&out[0], n - i);
+			atomicMax(&out[1], i + 1);
+		}
+	}
+}
+// Timing inputs that never repeat: flips the lowest bit of word `flip` of a
+// float input (one ulp of one element) and undoes the previous sample's flip,
+// so no two timed launches see the same input bytes.
+extern "C" __global__ void kopt_nudge(unsigned *p, unsigned long long undo, unsigned long long flip)
+{
+	if (undo != ~0ull)
+		p[undo] ^= 1u;
+	p[flip] ^= 1u;
+}

@@ -147,10 +147,22 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 				 "kopt_stamp", err, errlen) ||
 	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->hash, w->harness, "kopt_hash"),
 				 "kopt_hash", err, errlen) ||
+	    kopt_worker_cu_check(
+		kopt_cu.cuModuleGetFunction(&w->guard_scan, w->harness, "kopt_guard_scan"),
+		"kopt_guard_scan", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->nudge, w->harness, "kopt_nudge"),
+				 "kopt_nudge", err, errlen) ||
 	    kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->hash_dev, 8 * 256), "cuMemAlloc (hashes)",
-				 err, errlen))
+				 err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->guard_dev, 16 * 2 * 256),
+				 "cuMemAlloc (guard scan)", err, errlen))
 		return -1;
 	w->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
+	/* KOPT_VERIFY_OFF=globals,guards turns those defences off: for tests that
+	 * show the others catch what they must alone, and to measure their cost */
+	const char *off = getenv("KOPT_VERIFY_OFF");
+	w->check_globals = off == NULL || strstr(off, "globals") == NULL;
+	w->check_guards = off == NULL || strstr(off, "guards") == NULL;
 	/* KOPT_TIMER=events keeps CUPTI out of the worker entirely */
 	const char *timer = getenv("KOPT_TIMER");
 	if (timer != NULL && strcmp(timer, "events") == 0)
@@ -252,8 +264,8 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 }
 
 /* Launches f once and waits. Returns NULL on success or a status. */
-static const char *run_once(struct worker *w, CUfunction f, const struct launch *l, void **params,
-			    const char *who)
+static const char *launch_and_wait(struct worker *w, CUfunction f, const struct launch *l,
+				   void **params, const char *who)
 {
 	CUresult r =
 	    kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
@@ -276,6 +288,21 @@ static const char *run_once(struct worker *w, CUfunction f, const struct launch 
 		return "crash";
 	}
 	return NULL;
+}
+
+/* One launch of the candidate: outputs poisoned and declared state reset
+ * first (kopt_worker_before_launch). */
+static const char *run_once(struct worker *w, CUfunction f, const struct launch *l, void **params,
+			    const char *who)
+{
+	CUresult r = kopt_worker_before_launch(w);
+	if (r != CUDA_SUCCESS) {
+		char buf[256];
+		snprintf(w->log, sizeof w->log, "preparing the launch: %s",
+			 kopt_cuda_strerror(r, buf, sizeof buf));
+		return "crash";
+	}
+	return launch_and_wait(w, f, l, params, who);
 }
 
 /* Compares the inputs on the device with their pristine copy (by hash, on
@@ -303,16 +330,9 @@ static int check_inputs(struct worker *w, struct inputset *s, char *which, size_
 }
 
 struct trial_out {
+	int compared; /* the outputs were compared: the numbers below are measured */
 	double rel_l2, max_abs;
 	size_t unwritten, nonfinite;
-};
-
-struct job {
-	const char *cubin;
-	char entry[256];
-	struct launch launch, ref_launch;
-	double tol_rel_l2, tol_max_abs;
-	int is_reference;
 };
 
 /* Reads the outputs and compares them with the set's reference outputs,
@@ -339,24 +359,33 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			 which);
 		return "wrong";
 	}
-	uint32_t cand_poison[256];
-	for (int i = 0; i < w->nargs && i < 256; i++)
-		cand_poison[i] = w->poison[i];
 	if (!s->have_ref) {
 		if (!w->ref_loaded) {
 			snprintf(w->log, sizeof w->log, "no reference kernel was loaded");
 			return "error";
 		}
+		/* the reference runs after the candidate, in buffers of its own that
+		 * are wiped once read, so no candidate ever finds its results */
 		struct wparams p;
-		if (kopt_worker_build_params(w, s, &p) != 0 ||
+		if (kopt_worker_build_params(w, s, &p, 1) != 0 ||
 		    kopt_worker_fill_constants(w, w->ref_mod, s) != 0) {
 			kopt_worker_free_params(&p);
 			return "error";
 		}
-		CUresult r = kopt_worker_poison(w);
-		const char *st = r != CUDA_SUCCESS
-				     ? "crash"
-				     : run_once(w, w->ref_fn, &j->ref_launch, p.ptrs, "reference");
+		uint32_t ref_poison[256];
+		CUresult r = CUDA_SUCCESS;
+		for (int i = 0; i < w->nargs && r == CUDA_SUCCESS; i++) {
+			const struct warg *a = &w->args[i];
+			if (!kopt_worker_is_output(a))
+				continue;
+			ref_poison[i] = kopt_check_poison_word(a->type, w->nonce++);
+			r = kopt_cu.cuMemsetD32Async(w->ref_dev[i], ref_poison[i],
+						     kopt_worker_arg_bytes(a) / 4, w->stream);
+		}
+		const char *st =
+		    r != CUDA_SUCCESS
+			? "crash"
+			: launch_and_wait(w, w->ref_fn, &j->ref_launch, p.ptrs, "reference");
 		kopt_worker_free_params(&p);
 		if (st != NULL) {
 			char tmp[sizeof w->log];
@@ -372,12 +401,17 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			size_t bytes = a->count * kopt_dtype_size(a->type);
 			if ((s->ref_out[i] = malloc(bytes ? bytes : 4)) == NULL ||
 			    kopt_worker_cu_check(
-				kopt_cu.cuMemcpyDtoH(s->ref_out[i], w->out_dev[i], bytes),
-				"cuMemcpyDtoH (reference)", w->log, sizeof w->log))
+				kopt_cu.cuMemcpyDtoH(s->ref_out[i], w->ref_dev[i], bytes),
+				"cuMemcpyDtoH (reference)", w->log, sizeof w->log) ||
+			    kopt_worker_cu_check(kopt_cu.cuMemsetD32Async(
+						     w->ref_dev[i], 0,
+						     kopt_worker_arg_bytes(a) / 4, w->stream),
+						 "wiping the reference's outputs", w->log,
+						 sizeof w->log))
 				return "error";
 			struct kopt_check_result cr;
 			kopt_check_compare(a->type, s->ref_out[i], s->ref_out[i], a->count,
-					   w->poison[i], 1, &cr);
+					   ref_poison[i], 1, &cr);
 			if (cr.unwritten > 0 || cr.nonfinite > 0) {
 				snprintf(
 				    w->log, sizeof w->log,
@@ -395,13 +429,14 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 		s->have_ref = 1;
 	}
 	const char *status = NULL;
+	to->compared = 1;
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
 		if (!kopt_worker_is_output(a))
 			continue;
 		struct kopt_check_result cr;
-		kopt_check_compare(a->type, w->out_host[i], s->ref_out[i], a->count,
-				   i < 256 ? cand_poison[i] : 0, i < 256, &cr);
+		kopt_check_compare(a->type, w->out_host[i], s->ref_out[i], a->count, w->poison[i],
+				   1, &cr);
 		if (cr.rel_l2 > to->rel_l2)
 			to->rel_l2 = cr.rel_l2;
 		if (cr.max_abs > to->max_abs)
@@ -421,38 +456,42 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 	return status;
 }
 
+/* One launch of the prepared candidate on set s (s may be a view over the
+ * timing copy), then every check: nothing written outside its buffers, the
+ * outputs against the reference's, the inputs unchanged, no module variable
+ * changed. */
+static const char *check_run(struct worker *w, struct prepared *pr, struct inputset *s,
+			     const struct job *j, const char *what, struct trial_out *to)
+{
+	memset(to, 0, sizeof *to);
+	char buf[256];
+	CUresult r = kopt_worker_guard_arm(w, s);
+	if (r != CUDA_SUCCESS) {
+		snprintf(w->log, sizeof w->log, "arming the guard bands: %s",
+			 kopt_cuda_strerror(r, buf, sizeof buf));
+		return "crash";
+	}
+	const char *st = run_once(w, pr->m.fn, &j->launch, pr->p.ptrs, "kernel");
+	if (st == NULL)
+		st = kopt_worker_guard_check(w, s, what);
+	if (st == NULL)
+		st = compare_outputs(w, s, j, what, to);
+	if (st == NULL)
+		st = kopt_worker_check_globals(w, &pr->m, what);
+	return st;
+}
+
 /* One correctness trial of the candidate on set s with a freshly loaded module. */
 static const char *trial(struct worker *w, struct inputset *s, const struct job *j,
 			 const char *what, struct trial_out *to)
 {
-	struct wmodule m;
-	CUresult r = kopt_worker_load(w, &m, j->cubin, j->entry);
-	if (r != CUDA_SUCCESS) {
-		char buf[256];
-		snprintf(w->log, sizeof w->log, "loading the kernel: %s",
-			 kopt_cuda_strerror(r, buf, sizeof buf));
-		return "launch_error";
-	}
-	if (j->launch.smem > SMEM_DEFAULT_LIMIT)
-		kopt_cu.cuFuncSetAttribute(m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-					   (int)j->launch.smem);
-	struct wparams p;
-	const char *st = NULL;
-	if (kopt_worker_build_params(w, s, &p) != 0) {
-		snprintf(w->log, sizeof w->log, "out of host memory");
-		st = "error";
-	} else if (kopt_worker_fill_constants(w, m.mod, s) != 0) {
-		st = "launch_error";
-	} else if ((r = kopt_worker_poison(w)) != CUDA_SUCCESS) {
-		st = "crash";
-	} else {
-		st = run_once(w, m.fn, &j->launch, p.ptrs, "kernel");
-	}
-	kopt_worker_free_params(&p);
-	kopt_worker_unload(w, &m);
-	if (st != NULL)
-		return st;
-	return compare_outputs(w, s, j, what, to);
+	memset(to, 0, sizeof *to);
+	struct prepared pr;
+	const char *st = kopt_worker_prepare(w, j, s, &pr);
+	if (st == NULL)
+		st = check_run(w, &pr, s, j, what, to);
+	kopt_worker_release(w, &pr);
+	return st;
 }
 
 static void read_launch(const struct kopt_msgview *v, const char *prefix, struct launch *l)
@@ -470,8 +509,12 @@ static void read_launch(const struct kopt_msgview *v, const char *prefix, struct
 	l->smem = (unsigned)kopt_msg_int(v, key, 0);
 }
 
+/* The error figures of a trial, only when its outputs were compared (no
+ * number stands for a measurement that did not happen). */
 static void put_trial(struct kopt_msg *m, const char *prefix, const struct trial_out *t)
 {
+	if (!t->compared)
+		return;
 	char key[64];
 	snprintf(key, sizeof key, "%srel_l2", prefix);
 	kopt_msg_put_num(m, key, t->rel_l2);
@@ -493,6 +536,32 @@ static void finish(struct worker *w, struct kopt_msg *m, const char *status)
 		_exit(3);
 }
 
+/* Set B of a request: another seed and the alternate distributions. */
+static struct inputset *other_set(struct worker *w, uint64_t seed)
+{
+	return kopt_worker_get_set(w, seed * 0x9e3779b97f4a7c15ull + 7, 1, w->log, sizeof w->log);
+}
+
+/* The float input arrays of the timing copy that bench.c nudges before each
+ * sample (kopt_nudge), so that no two timed launches read the same bytes:
+ * a kernel that caches results by input content gains nothing. */
+static void set_nudges(struct worker *w, const struct inputset *view, int on)
+{
+	w->nudges = 0;
+	for (int i = 0; on && i < w->nargs && w->nudges < 16; i++) {
+		const struct warg *a = &w->args[i];
+		int is_float = a->type == KOPT_F32 || a->type == KOPT_F64 || a->type == KOPT_F16 ||
+			       a->type == KOPT_BF16;
+		if (a->kind != ARG_ARRAY || a->output || !is_float || a->count == 0)
+			continue;
+		w->nudge_ptr[w->nudges] = view->dev[i];
+		w->nudge_words[w->nudges] = a->count * kopt_dtype_size(a->type) / 4;
+		w->nudge_last[w->nudges] = ~0ull;
+		if (w->nudge_words[w->nudges] > 0)
+			w->nudges++;
+	}
+}
+
 static void handle_run(struct worker *w, const struct kopt_msgview *v)
 {
 	struct kopt_msg m = {0};
@@ -503,7 +572,10 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 	kopt_msg_put_int(&m, "id", kopt_msg_int(v, "id", 0));
 	size_t cubin_len = 0;
 	j.cubin = kopt_msg_bytes(v, "cubin", &cubin_len);
+	j.cubin_len = cubin_len;
 	kopt_msg_cstr(v, "entry", j.entry, sizeof j.entry, "");
+	kopt_msg_cstr(v, "state", j.state, sizeof j.state, "");
+	j.nudge = (int)kopt_msg_int(v, "nudge", 1);
 	read_launch(v, "", &j.launch);
 	read_launch(v, "ref_", &j.ref_launch);
 	j.tol_rel_l2 = kopt_msg_num(v, "tol_rel_l2", -1.0);
@@ -530,11 +602,12 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 
 	/* 1. resources */
 	struct wmodule mod;
-	CUresult r = kopt_worker_load(w, &mod, j.cubin, j.entry);
+	CUresult r = kopt_worker_load(w, &mod, &j);
 	if (r != CUDA_SUCCESS) {
 		char buf[256];
-		snprintf(w->log, sizeof w->log, "loading the kernel '%s': %s", j.entry,
-			 kopt_cuda_strerror(r, buf, sizeof buf));
+		if (w->log[0] == '\0')
+			snprintf(w->log, sizeof w->log, "loading the kernel '%s': %s", j.entry,
+				 kopt_cuda_strerror(r, buf, sizeof buf));
 		finish(w, &m, "launch_error");
 		return;
 	}
@@ -562,50 +635,64 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 		return;
 	}
 
-	/* 3. timing on a fresh module, then its last output checked */
+	/* 3. timing on a fresh module over a copy of set A, then check 2 on that
+	 * same module and in those same buffers with set B's inputs: any state
+	 * the kernel kept across launches (a memo, a launch counter, a cache
+	 * keyed on its buffers) gives B the wrong answer */
 	if (do_time) {
 		double t0 = kopt_worker_now_ms();
-		struct wparams p;
+		struct prepared pr;
 		struct timing t;
-		if ((r = kopt_worker_load(w, &mod, j.cubin, j.entry)) != CUDA_SUCCESS) {
-			snprintf(w->log, sizeof w->log, "reloading the kernel failed");
-			finish(w, &m, "launch_error");
-			return;
+		struct inputset ta;
+		st = kopt_worker_scratch_view(w, a, &ta) != 0 ? "crash"
+							     : kopt_worker_prepare(w, &j, &ta, &pr);
+		if (st == NULL && kopt_worker_guard_arm(w, &ta) != CUDA_SUCCESS)
+			st = "crash";
+		if (st == NULL) {
+			set_nudges(w, &ta, j.nudge);
+			w->entry = j.entry;
+			st = kopt_bench_time(w, pr.m.fn, &j.launch, pr.p.ptrs, &o, &t);
+			w->entry = NULL;
+			w->nudges = 0;
 		}
-		if (j.launch.smem > SMEM_DEFAULT_LIMIT)
-			kopt_cu.cuFuncSetAttribute(mod.fn,
-						   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-						   (int)j.launch.smem);
-		if (kopt_worker_build_params(w, a, &p) != 0 ||
-		    kopt_worker_fill_constants(w, mod.mod, a) != 0) {
-			kopt_worker_free_params(&p);
-			kopt_worker_unload(w, &mod);
-			finish(w, &m, "launch_error");
-			return;
+		if (st == NULL)
+			st = kopt_worker_guard_check(w, &ta, "timed runs");
+		if (st == NULL)
+			st = kopt_worker_check_globals(w, &pr.m, "timed runs");
+		if (st == NULL) {
+			kopt_msg_put_num(&m, "time_ms", t.median_ms);
+			kopt_msg_put_num(&m, "p10_ms", t.p10_ms);
+			kopt_msg_put_num(&m, "p90_ms", t.p90_ms);
+			kopt_msg_put_num(&m, "mean_ms", t.mean_ms);
+			kopt_msg_put_num(&m, "min_ms", t.min_ms);
+			kopt_msg_put_num(&m, "stdev_ms", t.stdev_ms);
+			kopt_msg_put_num(&m, "noise", t.noise);
+			kopt_msg_put_int(&m, "samples", t.samples);
+			kopt_msg_put_num(&m, "clock_mhz", t.clock_mhz);
+			kopt_msg_put_cstr(&m, "timer", t.timer);
+			kopt_msg_put_num(&m, "events_ms", t.events_median_ms);
+			kopt_msg_put_num(&m, "t_time_s", (kopt_worker_now_ms() - t0) / 1e3);
 		}
-		w->entry = j.entry;
-		st = kopt_bench_time(w, mod.fn, &j.launch, p.ptrs, &o, &t);
-		w->entry = NULL;
-		kopt_worker_free_params(&p);
-		kopt_worker_unload(w, &mod);
-		if (st != NULL) {
-			finish(w, &m, st);
-			return;
+		if (st == NULL && verify2) {
+			struct inputset *b = other_set(w, seed);
+			struct inputset tb;
+			struct trial_out t2;
+			if (b == NULL)
+				st = "error";
+			else if (kopt_worker_scratch_view(w, b, &tb) != 0)
+				st = "crash";
+			else if (kopt_worker_fill_constants(w, pr.m.mod, &tb) != 0)
+				st = "launch_error";
+			else {
+				st = check_run(w, &pr, &tb, &j,
+					       "check 2 (new inputs and distribution, in the module "
+					       "and buffers just timed)",
+					       &t2);
+				b->have_ref = tb.have_ref;
+				put_trial(&m, "err2_", &t2);
+			}
 		}
-		kopt_msg_put_num(&m, "time_ms", t.median_ms);
-		kopt_msg_put_num(&m, "p10_ms", t.p10_ms);
-		kopt_msg_put_num(&m, "p90_ms", t.p90_ms);
-		kopt_msg_put_num(&m, "mean_ms", t.mean_ms);
-		kopt_msg_put_num(&m, "min_ms", t.min_ms);
-		kopt_msg_put_num(&m, "stdev_ms", t.stdev_ms);
-		kopt_msg_put_num(&m, "noise", t.noise);
-		kopt_msg_put_int(&m, "samples", t.samples);
-		kopt_msg_put_num(&m, "clock_mhz", t.clock_mhz);
-		kopt_msg_put_cstr(&m, "timer", t.timer);
-		kopt_msg_put_num(&m, "events_ms", t.events_median_ms);
-		kopt_msg_put_num(&m, "t_time_s", (kopt_worker_now_ms() - t0) / 1e3);
-		struct trial_out tt;
-		st = compare_outputs(w, a, &j, "output of the last timed run", &tt);
+		kopt_worker_release(w, &pr);
 		if (st != NULL) {
 			finish(w, &m, st);
 			return;
@@ -614,28 +701,21 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 
 	/* 3b. hardware counters on request (worker_profile.c), after the timing
 	 * window, on the same inputs */
-	if (kopt_msg_int(v, "profile", 0) &&
-	    kopt_worker_load(w, &mod, j.cubin, j.entry) == CUDA_SUCCESS) {
-		struct wparams p;
-		if (j.launch.smem > SMEM_DEFAULT_LIMIT)
-			kopt_cu.cuFuncSetAttribute(mod.fn,
-						   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-						   (int)j.launch.smem);
-		if (kopt_worker_build_params(w, a, &p) == 0 &&
-		    kopt_worker_fill_constants(w, mod.mod, a) == 0)
-			st = kopt_worker_profile(w, mod.fn, &j.launch, p.ptrs, v, &m);
-		kopt_worker_free_params(&p);
-		kopt_worker_unload(w, &mod);
+	if (kopt_msg_int(v, "profile", 0)) {
+		struct prepared pr;
+		st = kopt_worker_prepare(w, &j, a, &pr);
+		if (st == NULL)
+			st = kopt_worker_profile(w, pr.m.fn, &j.launch, pr.p.ptrs, v, &m);
+		kopt_worker_release(w, &pr);
 		if (st != NULL) {
 			finish(w, &m, st);
 			return;
 		}
 	}
 
-	/* 4. second trial: another seed, another distribution */
-	if (verify2 && !j.is_reference) {
-		struct inputset *b = kopt_worker_get_set(w, seed * 0x9e3779b97f4a7c15ull + 7, 1,
-							 w->log, sizeof w->log);
+	/* 4. without timing, check 2 on a fresh module */
+	if (verify2 && !do_time) {
+		struct inputset *b = other_set(w, seed);
 		if (b == NULL) {
 			finish(w, &m, "error");
 			return;
@@ -665,7 +745,12 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 	for (int k = 0; k < KOPT_SETS; k++)
 		w->sets[k].have_ref = 0;
 	struct wmodule m;
-	CUresult r = cubin ? kopt_worker_load(w, &m, cubin, entry) : CUDA_ERROR_INVALID_IMAGE;
+	struct job rj;
+	memset(&rj, 0, sizeof rj);
+	rj.cubin = cubin;
+	rj.cubin_len = len;
+	snprintf(rj.entry, sizeof rj.entry, "%s", entry);
+	CUresult r = cubin ? kopt_worker_load(w, &m, &rj) : CUDA_ERROR_INVALID_IMAGE;
 	if (r != CUDA_SUCCESS) {
 		char buf[256], log[512];
 		snprintf(log, sizeof log, "loading the reference kernel '%s': %s", entry,
@@ -676,6 +761,9 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 	w->ref_mod = m.mod;
 	w->ref_fn = m.fn;
 	w->ref_loaded = 1;
+	for (int i = 0; i < m.nglobals; i++) /* the module stays; its snapshot is not needed */
+		free(m.globals[i].image);
+	free(m.globals);
 	struct kopt_msg out = {0};
 	kopt_msg_put_cstr(&out, "op", "ok");
 	send_msg(&out);

@@ -23,7 +23,7 @@ static void free_set(struct worker *w, struct inputset *s)
 	for (int i = 0; s->host && i < w->nargs; i++) {
 		free(s->host[i]);
 		if (s->dev && s->dev[i])
-			kopt_cu.cuMemFree(s->dev[i]);
+			kopt_worker_free_guarded(s->dev[i]);
 		if (s->ref_out)
 			free(s->ref_out[i]);
 	}
@@ -40,15 +40,23 @@ void kopt_worker_free_problem(struct worker *w)
 		free_set(w, &w->sets[k]);
 	for (int i = 0; i < w->nargs; i++) {
 		if (w->out_dev && w->out_dev[i])
-			kopt_cu.cuMemFree(w->out_dev[i]);
+			kopt_worker_free_guarded(w->out_dev[i]);
+		if (w->ref_dev && w->ref_dev[i])
+			kopt_worker_free_guarded(w->ref_dev[i]);
+		if (w->scratch_dev && w->scratch_dev[i])
+			kopt_worker_free_guarded(w->scratch_dev[i]);
 		if (w->out_host && w->out_host[i])
 			kopt_cu.cuMemFreeHost(w->out_host[i]);
 	}
 	free(w->out_dev);
+	free(w->ref_dev);
+	free(w->scratch_dev);
 	free(w->out_host);
 	free(w->poison);
 	free(w->args);
 	w->out_dev = NULL;
+	w->ref_dev = NULL;
+	w->scratch_dev = NULL;
 	w->out_host = NULL;
 	w->poison = NULL;
 	w->args = NULL;
@@ -118,18 +126,27 @@ int kopt_worker_setup_args(struct worker *w, const struct kopt_msgview *v, char 
 	w->nargs = n;
 	snprintf(w->signature, sizeof w->signature, "%s", sig);
 	w->out_dev = calloc((size_t)n, sizeof *w->out_dev);
+	w->ref_dev = calloc((size_t)n, sizeof *w->ref_dev);
+	w->scratch_dev = calloc((size_t)n, sizeof *w->scratch_dev);
 	w->out_host = calloc((size_t)n, sizeof *w->out_host);
 	w->poison = calloc((size_t)n, sizeof *w->poison);
-	if (!w->out_dev || !w->out_host || !w->poison)
+	if (!w->out_dev || !w->ref_dev || !w->scratch_dev || !w->out_host || !w->poison)
 		goto oom;
 	for (int i = 0; i < n; i++) {
 		size_t bytes = kopt_worker_arg_bytes(&args[i]);
 		if (kopt_worker_is_output(&args[i])) {
-			CUresult r = kopt_cu.cuMemAlloc(&w->out_dev[i], bytes ? bytes : 4);
+			CUresult r = kopt_worker_alloc_guarded(&w->out_dev[i], bytes);
+			if (r == CUDA_SUCCESS)
+				r = kopt_worker_alloc_guarded(&w->ref_dev[i], bytes);
 			if (kopt_worker_cu_check(r, "cuMemAlloc (output)", err, errlen))
 				return -1;
 			r = kopt_cu.cuMemHostAlloc(&w->out_host[i], bytes ? bytes : 4, 0);
 			if (kopt_worker_cu_check(r, "cuMemHostAlloc (output)", err, errlen))
+				return -1;
+		} else if (args[i].kind == ARG_ARRAY) {
+			CUresult r = kopt_worker_alloc_guarded(&w->scratch_dev[i], bytes);
+			if (kopt_worker_cu_check(r, "cuMemAlloc (timing copy of the inputs)", err,
+						 errlen))
 				return -1;
 		}
 	}
@@ -195,7 +212,7 @@ struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int varian
 		enum kopt_dist d = variant ? kopt_dist_alternate(a->dist) : a->dist;
 		kopt_check_fill(a->type, s->host[i], a->count, d, a->init_value, seed, (uint64_t)i);
 		if (a->kind == ARG_ARRAY) {
-			if (kopt_worker_cu_check(kopt_cu.cuMemAlloc(&s->dev[i], bytes ? bytes : 4),
+			if (kopt_worker_cu_check(kopt_worker_alloc_guarded(&s->dev[i], bytes),
 						 "cuMemAlloc (input)", err, errlen) ||
 			    kopt_worker_cu_check(kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], bytes),
 						 "cuMemcpyHtoD", err, errlen)) {
@@ -224,20 +241,327 @@ void kopt_worker_unload(struct worker *w, struct wmodule *m)
 {
 	if (m->loaded && !w->hung)
 		kopt_cu.cuModuleUnload(m->mod);
-	m->loaded = 0;
+	for (int i = 0; i < m->nglobals; i++)
+		free(m->globals[i].image);
+	free(m->globals);
+	if (w->cur == m)
+		w->cur = NULL;
+	memset(m, 0, sizeof *m);
 }
 
-CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const char *cubin, const char *entry)
+/* Is name one of the comma-separated names of list? */
+static int listed(const char *list, const char *name)
 {
-	m->loaded = 0;
-	CUresult r = kopt_cu.cuModuleLoadData(&m->mod, cubin);
+	size_t n = strlen(name);
+	for (const char *p = list; *p != '\0';) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		if (len == n && strncmp(p, name, n) == 0)
+			return 1;
+		p += len + (end != NULL);
+	}
+	return 0;
+}
+
+/* The module's globals (cubin.h) with their load-time bytes; every name of
+ * j->state must be among them. */
+static CUresult snapshot_globals(struct worker *w, struct wmodule *m, const struct job *j)
+{
+	struct kopt_cubin_global found[64];
+	char err[256];
+	int n = kopt_cubin_globals(j->cubin, j->cubin_len, found, 64, err, sizeof err);
+	if (n < 0)
+		n = 0; /* not an ELF image (PTX for the JIT): nothing listed */
+	if (n > 64) {
+		snprintf(w->log, sizeof w->log,
+			 "the module has %d global variables; kopt follows at most 64", n);
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	m->globals = calloc((size_t)n + 1, sizeof *m->globals);
+	if (m->globals == NULL)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	for (int i = 0; i < n; i++) {
+		struct mglobal *g = &m->globals[m->nglobals];
+		memcpy(g->name, found[i].name, sizeof g->name);
+		CUresult r = kopt_cu.cuModuleGetGlobal(&g->ptr, &g->size, m->mod, g->name);
+		if (r != CUDA_SUCCESS || g->size == 0)
+			continue; /* optimised away */
+		m->nglobals++;
+		g->declared = listed(j->state, g->name);
+		if (!found[i].initialised) {
+			g->zero = 1; /* .nv.global is zeroed at load: nothing to copy */
+			continue;
+		}
+		if ((g->image = malloc(g->size)) == NULL)
+			return CUDA_ERROR_OUT_OF_MEMORY;
+		if ((r = kopt_cu.cuMemcpyDtoH(g->image, g->ptr, g->size)) != CUDA_SUCCESS)
+			return r;
+		g->zero = 1;
+		for (size_t k = 0; k < g->size && g->zero; k++)
+			g->zero = g->image[k] == 0;
+	}
+	/* a declared name the module lacks is no error: an edit may have removed
+	 * the variable, and a misspelt one leaves the real variable undeclared,
+	 * which kopt_worker_check_globals then names */
+	return CUDA_SUCCESS;
+}
+
+CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const struct job *j)
+{
+	memset(m, 0, sizeof *m);
+	w->log[0] = '\0';
+	CUresult r = kopt_cu.cuModuleLoadData(&m->mod, j->cubin);
 	if (r != CUDA_SUCCESS)
 		return r;
 	m->loaded = 1;
-	r = kopt_cu.cuModuleGetFunction(&m->fn, m->mod, entry);
+	r = kopt_cu.cuModuleGetFunction(&m->fn, m->mod, j->entry);
+	if (r == CUDA_SUCCESS)
+		r = snapshot_globals(w, m, j);
 	if (r != CUDA_SUCCESS)
 		kopt_worker_unload(w, m);
 	return r;
+}
+
+/* Bytes of g that differ from its load-time image: zero-initialised ones
+ * are scanned on the device (they can be large memo arrays), others copied
+ * back. -1 when they cannot be read. */
+static long long changed_bytes(struct worker *w, const struct mglobal *g)
+{
+	if (g->image == NULL) {
+		unsigned long long words = g->size / 4, found[2] = {0, 0};
+		CUdeviceptr out = w->guard_dev;
+		unsigned zero = 0;
+		void *params[] = {(void *)&g->ptr, &words, &zero, &out};
+		CUresult r = kopt_cu.cuMemsetD8Async(out, 0, 16, w->stream);
+		if (r == CUDA_SUCCESS && words > 0)
+			r = kopt_cu.cuLaunchKernel(w->guard_scan, (unsigned)(2 * w->dev.sm_count), 1, 1,
+						   256, 1, 1, 0, w->stream, params, NULL);
+		if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 &&
+		    r == CUDA_SUCCESS)
+			r = CUDA_ERROR_LAUNCH_TIMEOUT;
+		if (r == CUDA_SUCCESS)
+			r = kopt_cu.cuMemcpyDtoH(found, out, sizeof found);
+		unsigned char tail[4] = {0, 0, 0, 0};
+		if (r == CUDA_SUCCESS && g->size % 4 != 0)
+			r = kopt_cu.cuMemcpyDtoH(tail, g->ptr + words * 4, g->size % 4);
+		if (r != CUDA_SUCCESS)
+			return -1;
+		/* the span from the first to the last changed word */
+		long long changed = found[1] > 0 ? (long long)(found[1] - (words - found[0])) * 4 : 0;
+		for (size_t k = 0; k < g->size % 4; k++)
+			changed += tail[k] != 0;
+		return changed;
+	}
+	unsigned char *now = malloc(g->size);
+	if (now == NULL || kopt_cu.cuMemcpyDtoH(now, g->ptr, g->size) != CUDA_SUCCESS) {
+		free(now);
+		return -1;
+	}
+	long long changed = 0;
+	for (size_t k = 0; k < g->size; k++)
+		changed += now[k] != g->image[k];
+	free(now);
+	return changed;
+}
+
+const char *kopt_worker_check_globals(struct worker *w, const struct wmodule *m, const char *what)
+{
+	for (int i = 0; w->check_globals && i < m->nglobals; i++) {
+		const struct mglobal *g = &m->globals[i];
+		if (g->declared)
+			continue;
+		long long changed = changed_bytes(w, g);
+		if (changed < 0) {
+			snprintf(w->log, sizeof w->log, "%s: cannot read the module variable '%s'",
+				 what, g->name);
+			return "crash";
+		}
+		if (changed > 0) {
+			snprintf(w->log, sizeof w->log,
+				 "%s: the kernel kept state across launches in its module variable "
+				 "'%s' (up to %lld of its %zu bytes changed since load); results that "
+				 "depend "
+				 "on earlier launches cannot be trusted (declare it in the spec's "
+				 "kernel.state if the kernel needs it: kopt then resets it before "
+				 "every launch)",
+				 what, g->name, changed, g->size);
+			return "wrong";
+		}
+	}
+	return NULL;
+}
+
+CUresult kopt_worker_before_launch(struct worker *w)
+{
+	CUresult r = kopt_worker_poison(w);
+	for (int i = 0; r == CUDA_SUCCESS && w->cur != NULL && i < w->cur->nglobals; i++) {
+		const struct mglobal *g = &w->cur->globals[i];
+		if (!g->declared)
+			continue;
+		r = g->zero ? kopt_cu.cuMemsetD8Async(g->ptr, 0, g->size, w->stream)
+			    : kopt_cu.cuMemcpyHtoDAsync(g->ptr, g->image, g->size, w->stream);
+	}
+	return r;
+}
+
+const char *kopt_worker_prepare(struct worker *w, const struct job *j, const struct inputset *s,
+				struct prepared *pr)
+{
+	memset(pr, 0, sizeof *pr);
+	char buf[256];
+	CUresult r = kopt_worker_load(w, &pr->m, j);
+	if (r != CUDA_SUCCESS) {
+		if (w->log[0] == '\0')
+			snprintf(w->log, sizeof w->log, "loading the kernel '%s': %s", j->entry,
+				 kopt_cuda_strerror(r, buf, sizeof buf));
+		return kopt_cuda_error_is_sticky(r) ? "crash" : "launch_error";
+	}
+	if (j->launch.smem > 49152)
+		kopt_cu.cuFuncSetAttribute(pr->m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					   (int)j->launch.smem);
+	if (kopt_worker_build_params(w, s, &pr->p, 0) != 0) {
+		snprintf(w->log, sizeof w->log, "out of host memory");
+		return "error";
+	}
+	if (kopt_worker_fill_constants(w, pr->m.mod, s) != 0)
+		return "launch_error";
+	w->cur = &pr->m;
+	return NULL;
+}
+
+void kopt_worker_release(struct worker *w, struct prepared *pr)
+{
+	kopt_worker_free_params(&pr->p);
+	kopt_worker_unload(w, &pr->m);
+}
+
+/* --- guard bands ------------------------------------------------------------ */
+
+static size_t guarded_size(size_t bytes)
+{
+	size_t data = (bytes + 3) & ~(size_t)3;
+	size_t total = KOPT_GUARD_FRONT + data + KOPT_GUARD_BACK_MIN;
+	return (total + KOPT_GUARD_GRANULE - 1) / KOPT_GUARD_GRANULE * KOPT_GUARD_GRANULE;
+}
+
+CUresult kopt_worker_alloc_guarded(CUdeviceptr *data, size_t bytes)
+{
+	CUdeviceptr base;
+	CUresult r = kopt_cu.cuMemAlloc(&base, guarded_size(bytes));
+	*data = r == CUDA_SUCCESS ? base + KOPT_GUARD_FRONT : 0;
+	return r;
+}
+
+void kopt_worker_free_guarded(CUdeviceptr data)
+{
+	if (data != 0)
+		kopt_cu.cuMemFree(data - KOPT_GUARD_FRONT);
+}
+
+/* The buffers a candidate reaches with set s: (pointer, bytes, name). */
+struct reach {
+	CUdeviceptr ptr;
+	size_t bytes;
+	const char *name;
+};
+
+static int reachable(const struct worker *w, const struct inputset *s, struct reach *out)
+{
+	int n = 0;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (a->kind != ARG_ARRAY)
+			continue;
+		CUdeviceptr p = a->output ? w->out_dev[i] : s->dev[i];
+		if (p == 0)
+			continue;
+		out[n].ptr = p;
+		out[n].bytes = kopt_worker_arg_bytes(a);
+		out[n].name = a->name;
+		n++;
+	}
+	return n;
+}
+
+CUresult kopt_worker_guard_arm(struct worker *w, const struct inputset *s)
+{
+	struct reach b[256];
+	int n = w->check_guards ? reachable(w, s, b) : 0;
+	w->guard_word = (uint32_t)(w->nonce++ * 0x9e3779b97f4a7c15ull >> 32) | 1u;
+	CUresult r = CUDA_SUCCESS;
+	for (int i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		size_t back = guarded_size(b[i].bytes) - KOPT_GUARD_FRONT - b[i].bytes;
+		r = kopt_cu.cuMemsetD32Async(b[i].ptr - KOPT_GUARD_FRONT, w->guard_word,
+					     KOPT_GUARD_FRONT / 4, w->stream);
+		if (r == CUDA_SUCCESS)
+			r = kopt_cu.cuMemsetD32Async(b[i].ptr + b[i].bytes, w->guard_word, back / 4,
+						     w->stream);
+	}
+	return r;
+}
+
+const char *kopt_worker_guard_check(struct worker *w, const struct inputset *s, const char *what)
+{
+	struct reach b[256];
+	int n = reachable(w, s, b);
+	unsigned long long found[2 * 256 * 2];
+	if (!w->check_guards)
+		return NULL;
+	CUresult r = kopt_cu.cuMemsetD8Async(w->guard_dev, 0, 16 * 2 * (size_t)n, w->stream);
+	for (int i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		size_t back = guarded_size(b[i].bytes) - KOPT_GUARD_FRONT - b[i].bytes;
+		CUdeviceptr region[2] = {b[i].ptr - KOPT_GUARD_FRONT, b[i].ptr + b[i].bytes};
+		unsigned long long words[2] = {KOPT_GUARD_FRONT / 4, back / 4};
+		for (int k = 0; r == CUDA_SUCCESS && k < 2; k++) {
+			CUdeviceptr out = w->guard_dev + 16 * (CUdeviceptr)(2 * i + k);
+			void *params[] = {&region[k], &words[k], &w->guard_word, &out};
+			r = kopt_cu.cuLaunchKernel(w->guard_scan, (unsigned)(2 * w->dev.sm_count), 1,
+						   1, 256, 1, 1, 0, w->stream, params, NULL);
+		}
+	}
+	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 &&
+	    r == CUDA_SUCCESS)
+		r = CUDA_ERROR_LAUNCH_TIMEOUT;
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuMemcpyDtoH(found, w->guard_dev, 16 * 2 * (size_t)n);
+	if (kopt_worker_cu_check(r, "checking the guard bands", w->log, sizeof w->log))
+		return "crash";
+	for (int i = 0; i < n; i++) {
+		/* front: found[0] = furthest distance before the start, in words;
+		 * back: found[3] = furthest word past the end, plus one */
+		unsigned long long before = found[4 * i], after = found[4 * i + 3];
+		if (before == 0 && after == 0)
+			continue;
+		if (after > 0)
+			snprintf(w->log, sizeof w->log,
+				 "%s: the kernel wrote outside its buffers: up to %llu bytes past "
+				 "the end of '%s'",
+				 what, after * 4, b[i].name);
+		else
+			snprintf(w->log, sizeof w->log,
+				 "%s: the kernel wrote outside its buffers: up to %llu bytes before "
+				 "the start of '%s'",
+				 what, before * 4, b[i].name);
+		return "wrong";
+	}
+	return NULL;
+}
+
+int kopt_worker_scratch_view(struct worker *w, const struct inputset *s, struct inputset *view)
+{
+	*view = *s;
+	view->dev = w->scratch_dev;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (a->kind != ARG_ARRAY || a->output)
+			continue;
+		if (kopt_worker_cu_check(kopt_cu.cuMemcpyDtoDAsync(w->scratch_dev[i], s->dev[i],
+								   kopt_worker_arg_bytes(a),
+								   w->stream),
+					 "copying the inputs for timing", w->log, sizeof w->log))
+			return -1;
+	}
+	return 0;
 }
 
 /* Copies the set's constant-memory arguments into the module's symbols. */
@@ -268,7 +592,8 @@ int kopt_worker_fill_constants(struct worker *w, CUmodule mod, const struct inpu
 	return 0;
 }
 
-int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct wparams *p)
+int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct wparams *p,
+			     int for_reference)
 {
 	p->slots = calloc((size_t)w->nargs, sizeof *p->slots);
 	p->ptrs = calloc((size_t)w->nargs + 1, sizeof *p->ptrs);
@@ -281,7 +606,9 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 		if (a->kind == ARG_CONSTANT)
 			continue;
 		if (a->kind == ARG_ARRAY) {
-			sl->p = a->output ? w->out_dev[i] : s->dev[i];
+			sl->p = !a->output     ? s->dev[i]
+				: for_reference ? w->ref_dev[i]
+						: w->out_dev[i];
 		} else {
 			switch (a->type) {
 			case KOPT_F32:

@@ -97,7 +97,7 @@ local function fail_reward(o, status)
   if status == "invalid" then return o.fail_invalid end
   if status == "compile_error" then return o.fail_compile end
   if status == "launch_error" then return o.fail_launch end
-  if status == "wrong" then return o.fail_wrong end
+  if status == "wrong" or status == "suspect" then return o.fail_wrong end
   if status == "timeout" then return o.fail_timeout end
   return o.fail_crash
 end

@@ -6,11 +6,17 @@
 #ifndef FAULT
 #define FAULT 0
 #endif
+#if FAULT == 21
+#include <cuda_fp16.h>
+#endif
 #ifndef BLOCK
 #define BLOCK 256
 #endif
 
-__device__ unsigned kopt_fault_calls; // FAULT 13: counts launches
+__device__ unsigned kopt_fault_calls;   // FAULT 13, 17: counts launches
+__device__ float kopt_fault_memo[1 << 22]; // FAULT 16: results of the first launch
+__device__ int kopt_fault_memo_ready;
+__device__ unsigned kopt_fault_ticket;  // FAULT 23: declared in kernel.state, reset by kopt
 
 __device__ __forceinline__ float op(float v) { return 2.0f * fabsf(v) + 1.0f; }
 
@@ -67,6 +73,35 @@ faults(float *x, float *y, int n)
 #elif FAULT == 15
 	volatile float *yy = y;                // correct but slow: 32 stores
 	for (int k = 0; k < 32; k++) yy[i] = op(x[i]);
+#elif FAULT == 16
+	// memoizes: the first launch computes and keeps its results; later
+	// launches copy them back without reading x
+	if (kopt_fault_memo_ready) { y[i] = kopt_fault_memo[i]; return; }
+	y[i] = kopt_fault_memo[i] = op(x[i]);
+	__threadfence();
+	if (i == n - 1) kopt_fault_memo_ready = 1;
+#elif FAULT == 17
+	if (i == 0) atomicAdd(&kopt_fault_calls, 1u);  // always right, but counts its launches
+	y[i] = op(x[i]);
+#elif FAULT == 18
+	y[i] = op(x[i]);
+	if (i < 1024) y[n + i] = 0.0f;         // 4 KB past the end of y
+#elif FAULT == 19
+	y[i] = op(x[i]);
+	if (i < 64) y[i - 64] = 0.0f;          // 256 B before the start of y
+#elif FAULT == 20
+	y[i] = op(x[i]);
+	if (i < 16) x[n + i] = 1.0f;           // past the end of its input x
+#elif FAULT == 21
+	__half h = __float2half(x[i]);         // computes an f32 problem in f16
+	y[i] = __half2float(__hadd(__hmul(__float2half(2.0f), __habs(h)), __float2half(1.0f)));
+#elif FAULT == 22
+	y[i] = op(x[i]);                       // correct; the spec declares 1000x its work
+#elif FAULT == 23
+	// a ticket counter the spec declares as state (as in a last-block-done
+	// reduction): right only when kopt resets it before every launch
+	unsigned t = atomicAdd(&kopt_fault_ticket, 1u);
+	y[i] = t < (unsigned)n ? op(x[i]) : 0.0f;
 #endif
 }
 

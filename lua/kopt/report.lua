@@ -65,6 +65,17 @@ end
 
 local function pct(v) return v and string.format("%.1f%%", v) or "-" end
 
+-- A fraction of a peak. Above 1 it is not a measurement of the kernel but a
+-- sign that the spec's work or the assumed peak is wrong: never print it as
+-- if it were real.
+local function frac_text(f)
+  if not f then return "-" end
+  if f <= 1 then return pct(f * 100) end
+  return string.format("above peak (%.0f%% computed: not physical; check the spec's work and the precision assumed)",
+                       f * 100)
+end
+M.frac_text = frac_text
+
 -- The analysis behind both outputs. Pure.
 function M.analyse(best, facts)
   facts = facts or {}
@@ -126,7 +137,11 @@ function M.analyse(best, facts)
         ratio)
     end
   end
-  if a.sol_frac then
+  if a.sol_frac and a.sol_frac > 1 then
+    left[#left + 1] = string.format("At the device's speed of light this problem takes %.4g ms, yet the best "
+      .. "measured %.4g ms: no kernel beats the speed of light, so the spec's work figures or the peak assumed "
+      .. "are wrong (nothing can be said about what is left).", a.sol_ms, a.time_ms)
+  elseif a.sol_frac then
     left[#left + 1] = string.format("At the device's speed of light this problem takes %.4g ms; the best runs at "
       .. "%.0f%% of it (up to %.2fx left in principle).", a.sol_ms, a.sol_frac * 100, 1 / a.sol_frac)
   end
@@ -177,10 +192,10 @@ function M.render(best, facts)
   add("|---|---|---|---|")
   add("| compute | %s | %s%s | %s |", rate(a.flops_s, "FLOP/s"), rate(a.peaks.flops, "FLOP/s"),
       a.peaks.flops_how and (" (" .. a.peaks.flops_how .. ")") or "",
-      a.compute_frac and pct(a.compute_frac * 100) or "-")
+      frac_text(a.compute_frac))
   add("| memory | %s | %s%s | %s |", rate(a.bytes_s, "B/s"), rate(a.peaks.bytes_per_s, "B/s"),
       a.peaks.bytes_how and (" (" .. a.peaks.bytes_how .. ")") or "",
-      a.memory_frac and pct(a.memory_frac * 100) or "-")
+      frac_text(a.memory_frac))
   add("")
   add("Limiter: **%s**%s", a.limiter or "unknown", a.limiter_detail and (" — " .. a.limiter_detail) or "")
   add("")
@@ -212,8 +227,8 @@ function M.render(best, facts)
   -- Without peaks (no GPU attached, e.g. replay) there is no speed of light to quote.
   if a.compute_frac or a.memory_frac then
     term[#term + 1] = string.format("  speed of light: compute %s of %s, memory %s of %s; limiter: %s",
-      a.compute_frac and pct(a.compute_frac * 100) or "-", rate(a.peaks.flops, "FLOP/s"),
-      a.memory_frac and pct(a.memory_frac * 100) or "-", rate(a.peaks.bytes_per_s, "B/s"), a.limiter or "unknown")
+      frac_text(a.compute_frac), rate(a.peaks.flops, "FLOP/s"),
+      frac_text(a.memory_frac), rate(a.peaks.bytes_per_s, "B/s"), a.limiter or "unknown")
   end
   for i = 1, math.min(3, #a.symptoms) do term[#term + 1] = "    " .. a.symptoms[i].summary end
   if not a.has_counters and facts.profiling then term[#term + 1] = "    (no counters: " .. facts.profiling .. ")" end

@@ -15,6 +15,7 @@
 local compile = require("kopt.compile")
 local errors = require("kopt.errors")
 local gpu = require("kopt.gpu")
+local lightspeed = require("kopt.lightspeed")
 local sys = require("kopt.sys")
 
 local M = {}
@@ -122,7 +123,9 @@ function Cuda:request(id, config, cubin, entry, is_reference)
   local msg = { op = "run", id = id, cubin = cubin, entry = entry,
                 seed = self.seed + self.evaluated // self.reseed_every,
                 verify2 = not is_reference, time = true,
-                timeout_ms = self:timeout_ms() }
+                timeout_ms = self:timeout_ms(),
+                state = table.concat(spec.kernel.state or {}, ","),
+                nudge = (self.timing.nudge == false or os.getenv("KOPT_NUDGE") == "0") and 0 or 1 }
   -- the reference, when timed as a candidate, runs with its own launch
   local ref_launch = spec:reference_launch(config)
   local ok, err = launch_fields(msg, "", is_reference and ref_launch or spec:launch(config))
@@ -188,10 +191,13 @@ function Cuda:result(reply, job, cres)
     measure_s = num(reply.t_total_s) or num(reply.t_check_s),
   }
   if r.status == "error" then r.status = "launch_error" end
-  if r.status == "ok" and r.time_ms and r.time_ms > 0 then
+  if r.status == "ok" and r.time_ms then
     local w = self.spec:work(job.config)
-    if w.flops then r.tflops = w.flops / (r.time_ms * 1e-3) / 1e12 end
-    if w.bytes then r.gbps = w.bytes / (r.time_ms * 1e-3) / 1e9 end
+    lightspeed.check(r, w, self.device)
+    if r.status == "ok" and r.time_ms > 0 then
+      if w.flops then r.tflops = w.flops / (r.time_ms * 1e-3) / 1e12 end
+      if w.bytes then r.gbps = w.bytes / (r.time_ms * 1e-3) / 1e9 end
+    end
   end
   return r
 end

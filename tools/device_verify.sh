@@ -1,0 +1,47 @@
+#!/bin/sh
+# One GPU call for the verifier figures (docs/TRUST.md). From the repo root
+# on a GPU machine, with the kopt under test in NEW and, for the side-by-side
+# rate and winners, a kopt built from the commit before the verifier in OLD;
+# everything lands in OUT (default .):
+#  1. the planted-fault suite, and again with the module-variable check off
+#     (KOPT_VERIFY_OFF=globals), so the defences behind it are seen alone
+#  2. exhaustive matmul_f16: OLD, NEW, NEW with guards, module-variable check
+#     and nudging off (what those cost), interleaved twice, compile cache warm
+#  3. the shipped specs' winners, OLD against NEW
+NEW=${NEW:-build/kopt}
+OLD=${OLD:-}
+OUT=${OUT:-.}
+R=/tmp/kopt-verify
+set -u
+rm -rf "$R"; mkdir -p "$R" "$OUT"
+ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+"$NEW" devices
+echo "== planted faults"
+KOPT_FAULTS_OUT="$OUT/faults.json" "$NEW" script tests/lua/test_gpu_faults.lua
+echo "faults rc=$?"
+echo "== planted faults, module-variable check off"
+KOPT_VERIFY_OFF=globals KOPT_FAULTS_OUT="$OUT/faults_globals_off.json" "$NEW" script tests/lua/test_gpu_faults.lua
+echo "faults (globals off) rc=$?"
+run() { # label binary spec [env...]
+	label=$1 bin=$2 spec=$3
+	shift 3
+	t0=$(date +%s%N)
+	env "$@" "$bin" exhaustive "specs/$spec.json" -q --out "$R/$label" >"$OUT/$label.txt" 2>&1
+	echo "== $label rc=$? wall=$(ms "$t0") ms: $(grep -m1 'best' "$OUT/$label.txt")"
+	grep -m1 -E 'evaluations|configs' "$OUT/$label.txt"
+}
+[ -n "$OLD" ] && run warm_old "$OLD" matmul_f16 X=1
+for i in 1 2; do
+	[ -n "$OLD" ] && run "matmul_old_$i" "$OLD" matmul_f16 X=1
+	run "matmul_new_$i" "$NEW" matmul_f16 X=1
+	run "matmul_new_off_$i" "$NEW" matmul_f16 KOPT_VERIFY_OFF=globals,guards KOPT_NUDGE=0
+	run "matmul_new_nonudge_$i" "$NEW" matmul_f16 KOPT_NUDGE=0
+done
+for s in softmax transpose reduce; do
+	[ -n "$OLD" ] && run "${s}_old" "$OLD" "$s" X=1
+	run "${s}_new" "$NEW" "$s" X=1
+done
+for d in "$R"/*/; do
+	n=$(basename "$d")
+	cp "$d/events.jsonl" "$OUT/$n.events.jsonl" 2>/dev/null
+done
