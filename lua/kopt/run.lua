@@ -211,7 +211,9 @@ function M.locked(opts, r)
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
     quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler,
   })
-  if engine.stop_reason == "error" and engine.error.io_failed then return M.write_failure(engine, backend, nil, prior) end
+  if engine.stop_reason == "error" and engine.error.io_failed then
+    return M.write_failure(engine, backend, nil, prior, opts.resume)
+  end
   local finalist_lines
   local k = opts.finalists or 3
   if backend.name ~= "replay" and k > 1 and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
@@ -233,13 +235,15 @@ function M.locked(opts, r)
   end
   local fok, summary = pcall(require("kopt.finish").finish, engine, meta)
   if not fok then
-    if errors.is_user_error(summary) and summary.io_failed then return M.write_failure(engine, backend, summary, prior) end
+    if errors.is_user_error(summary) and summary.io_failed then
+      return M.write_failure(engine, backend, summary, prior, opts.resume)
+    end
     error(summary, 0)
   end
   backend:close()
   if engine.rundir then
     local cok, cerr = pcall(engine.rundir.close, engine.rundir)
-    if not cok then return M.write_failure(engine, backend, cerr, prior) end
+    if not cok then return M.write_failure(engine, backend, cerr, prior, opts.resume) end
   end
   if not opts.q or engine.stop_reason ~= "error" then io.stdout:write(summary) end
   if meta.report and not opts.q then io.stdout:write(meta.report) end
@@ -260,12 +264,15 @@ end
 -- A write or fsync in the run folder failed (a full disk, a quota, an I/O
 -- error): nothing more is written there, and the one sentence says what
 -- stays. Exit code 1.
-function M.write_failure(engine, backend, err, prior)
+function M.write_failure(engine, backend, err, prior, resumed)
   err = err or engine.error
   if engine.rundir then engine.rundir:abandon() end
   pcall(backend.close, backend)
-  local recorded = engine.evaluations
-  if engine.rundir then recorded = engine.rundir.evals_written + (prior or 0) end
+  local recorded = (prior or 0) + (engine.rundir and engine.rundir.evals_written or 0)
+  if not resumed and (not engine.rundir or engine.rundir.lines_written == 0) then
+    errors.raise(errors.RUNTIME, "%s; the run stopped before it recorded anything: run the same command again once there is room",
+                 err.msg)
+  end
   errors.raise(errors.RUNTIME, "%s; the run stopped there, its %d recorded evaluations are intact and --resume continues it",
                err.msg, recorded)
 end

@@ -77,8 +77,8 @@ end
 -- torn_at: the byte offset read_events returned, when the file on record
 -- ends in a torn line that must be cut before appending.
 function M.open(dir, resume, torn_at)
-  local self = setmetatable({ dir = dir, events_path = dir .. "/events.jsonl",
-                              trace_path = dir .. "/trace.md", evals_written = 0 }, Run)
+  local self = setmetatable({ dir = dir, resume = resume, events_path = dir .. "/events.jsonl",
+                              trace_path = dir .. "/trace.md", evals_written = 0, lines_written = 0 }, Run)
   local ok, err = sys.mkdir_p(dir)
   if not ok then errors.usage("--out: %s", err) end
   if resume and torn_at then
@@ -102,6 +102,7 @@ function Run:event(ev)
   if not self.events then return end
   local ok, err = self.events:write(json.encode(ev) .. "\n")
   if not ok then self:fail(self.events_path, err) end
+  self.lines_written = self.lines_written + 1
   if ev.event == "eval" then self.evals_written = self.evals_written + 1 end
 end
 
