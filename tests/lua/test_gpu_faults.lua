@@ -70,7 +70,9 @@ end
 print(string.format("best correct config: FAULT=%s (%.4f ms, timer %s); %d/%d classified right; %.1f s; worker restarts %d, mean restart %.3f s",
                     tostring(best), best_t or -1, tostring(desc.timer), #results - failures, #results, wall,
                     desc.worker_restarts or 0, desc.worker_restart_s or -1))
-if best ~= 0 then
+-- FAULT=17 is FAULT=0 plus one atomic per launch: with the module-variable
+-- check off it is an honest kernel of the same speed, and may win the tie.
+if best ~= 0 and not (globals_off and best == 17) then
   print("FAIL: the best correct config should be FAULT=0")
   failures = failures + 1
 end
