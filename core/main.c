@@ -11,7 +11,7 @@
 #include <lualib.h>
 
 #include "bind/modules.h"
-#include "worker.h"
+#include "worker/worker.h"
 
 struct main_args {
 	int argc;

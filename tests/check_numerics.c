@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "check.h"
+#include "worker/numerics.h"
 
 static float f(uint32_t bits)
 {

@@ -13,7 +13,7 @@
 
 #include "gpu/cuda_driver.h"
 #include "wire.h"
-#include "worker.h"
+#include "worker/worker.h"
 
 START_TEST(test_round_trip)
 {

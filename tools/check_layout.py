@@ -27,9 +27,7 @@ import tempfile
 
 LUA_HEADERS = {"lua.h", "lauxlib.h", "lualib.h", "lua-cjson.h"}
 
-# A file's folder is its directory under core/ ("" for the root). The worker
-# files still at the root count as folder "worker" (WORKER_AT_ROOT), so the
-# rule already holds for them before they move to core/worker/.
+# A file's folder is its directory under core/ ("" for the root).
 FOLDER_MAY_INCLUDE = {
     "": {""},  # root primitives: sys, sha256, wire, graph, http
     "compile": {"compile", ""},
@@ -39,8 +37,6 @@ FOLDER_MAY_INCLUDE = {
 }
 # main.c starts the worker or the Lua state: it may include both.
 MAY_INCLUDE_EXTRA = {"main.c": {"bind", "worker"}}
-WORKER_AT_ROOT = re.compile(
-    r"^(worker[^/]*|bench\.c|check\.[ch]|harness[^/]*|workerproc\.c|profile_evict[^/]*)$")
 
 # Require cycles that exist today and are being taken apart; a cycle not in
 # this list fails the check. Each entry is the set of modules of one strongly
@@ -63,10 +59,7 @@ C_SUFFIXES = (".c", ".h", ".cc", ".cu")
 
 
 def folder_of(rel):
-    head, _, tail = rel.rpartition("/")
-    if head == "" and WORKER_AT_ROOT.match(tail):
-        return "worker"
-    return head
+    return rel.rpartition("/")[0]
 
 
 def c_files(core):

@@ -20,7 +20,7 @@
 #include "bind/modules.h"
 #include "gpu/cuda_driver.h"
 #include "wire.h"
-#include "worker.h"
+#include "worker/worker.h"
 
 #define WORKER_MT "kopt.Worker"
 

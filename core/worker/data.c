@@ -7,7 +7,7 @@
 #include <string.h>
 
 #include "wire.h"
-#include "worker_impl.h"
+#include "worker/worker_impl.h"
 
 int kopt_worker_cu_check(CUresult r, const char *what, char *err, size_t errlen)
 {

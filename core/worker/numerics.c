@@ -5,7 +5,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
+#include "worker/numerics.h"
 
 static const char *const dtype_names[KOPT_DTYPE_COUNT] = {"f32", "f16", "bf16", "f64", "i32",
 							  "i64", "u32", "i8",	"u8"};

@@ -7,8 +7,8 @@
 #include <string.h>
 
 #include "gpu/cupti_prof.h"
-#include "profile_evict_ptx.h"
-#include "worker_profile.h"
+#include "worker/profile_evict_ptx.h"
+#include "worker/profile.h"
 
 /* The probe runs once per worker; its failure is remembered. */
 static int probed;

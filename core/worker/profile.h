@@ -11,7 +11,7 @@
 #define KOPT_WORKER_PROFILE_H
 
 #include "wire.h"
-#include "worker_impl.h"
+#include "worker/worker_impl.h"
 
 /* Profiles one launch of f with params on w->stream. Returns NULL, or
  * "crash" / "timeout" when the kernel itself failed (w->log set); counters

@@ -30,11 +30,11 @@
 #include <unistd.h>
 
 #include "gpu/cupti_timer.h"
-#include "harness_ptx.h"
+#include "worker/harness_ptx.h"
 #include "wire.h"
-#include "worker.h"
-#include "worker_impl.h"
-#include "worker_profile.h"
+#include "worker/worker.h"
+#include "worker/worker_impl.h"
+#include "worker/profile.h"
 
 #define SMEM_DEFAULT_LIMIT 49152
 

@@ -8,7 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "worker.h"
+#include "worker/worker.h"
 
 extern char **environ;
 

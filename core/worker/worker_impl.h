@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "check.h"
+#include "worker/numerics.h"
 #include "cubin.h"
 #include "gpu/cuda_driver.h"
 
