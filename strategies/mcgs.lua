@@ -515,12 +515,9 @@ local function save_snapshot(ctx, st)
   local ok, err = st.g:save(ctx.run_dir .. "/graph.kgr")
   if not ok then ctx:log("graph snapshot failed: %s", err) return end
   local nodes, edges = st.g:size()
-  local f = io.open(ctx.run_dir .. "/graph.json", "w")
-  if f then
-    f:write(json.encode({ nodes = nodes, edges = edges, digest = st.g:digest(), evaluations = ctx.evaluations,
-                          baseline_ms = st.baseline, restarts = st.restarts }), "\n")
-    f:close()
-  end
+  -- checked and atomic like every summary file: a failed write stops the run
+  json.write_file(ctx.run_dir .. "/graph.json", json.encode({ nodes = nodes, edges = edges, digest = st.g:digest(),
+    evaluations = ctx.evaluations, baseline_ms = st.baseline, restarts = st.restarts }) .. "\n", true)
 end
 
 function S.tell(ctx, results)

@@ -231,7 +231,11 @@ function M.locked(opts, r)
            timeunit = "milliseconds" },
   }
   meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
-    if e.ctx.best then meta.report = require("kopt.report").write(d, e.ctx.best, profiler:finish(e)) end
+    if not e.ctx.best then return end
+    local md, term = require("kopt.report").render(e.ctx.best, profiler:finish(e))
+    assert(sys.mkdir_p(d .. "/best"))
+    require("kopt.json").write_file(d .. "/best/REPORT.md", md, true)  -- checked, atomic
+    meta.report = term
   end
   local fok, summary = pcall(require("kopt.finish").finish, engine, meta)
   if not fok then

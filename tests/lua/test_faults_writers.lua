@@ -12,11 +12,13 @@ local T = require("testlib")
 local tmp = T.tmpdir("writers")
 local replay = "tests/data/convolution_A100.json"
 
+-- With HOLD=FILE it waits after 3 evaluations for as long as FILE exists.
 T.write(tmp .. "/slow.lua", [[
 local sys = require("kopt.sys")
 local S = { name = "slow", options = {} }
 function S.ask(ctx, n)
-  if os.getenv("SLOW") then sys.sleep(0.05) end
+  local hold = os.getenv("HOLD")
+  while hold and ctx.evaluations >= 3 and sys.stat(hold) do sys.sleep(0.02) end
   if ctx.evaluations >= 40 then return {} end
   return { { config = ctx.space:sample(ctx.rng) } }
 end
@@ -39,10 +41,11 @@ T.eq((T.run(cmd(ref_dir))), 0, "exit code of the uninterrupted run")
 local ref = T.keys(ref_dir)
 T.eq(#ref, 40, "evaluations of the uninterrupted run")
 
--- 1 and 2: a slow run holds the folder; others are refused; kill -9 frees it.
+-- 1 and 2: a run holds the folder; others are refused; kill -9 frees it.
 local dir = tmp .. "/held"
+T.write(tmp .. "/hold", "")
 local script = string.format([[
-SLOW=1 %s %s >/dev/null 2>&1 & pid=$!
+HOLD=%s/hold %s %s >/dev/null 2>&1 & pid=$!
 for i in $(seq 1 600); do
   n=$(grep -c '"event":"eval"' %s/events.jsonl 2>/dev/null || echo 0)
   [ "$n" -ge 3 ] && break
@@ -53,7 +56,7 @@ echo $pid > %s.pid
 %s %s >%s.out2 2>%s.err2; echo $? > %s.rc2
 kill -9 $pid; wait $pid
 %s %s >/dev/null 2>%s.err3; echo $? > %s.rc3]],
-  T.kopt, cmd(dir), dir, dir, T.kopt, cmd(dir), dir, dir, dir, T.kopt, cmd(dir, "--resume"), dir, dir, dir,
+  tmp, T.kopt, cmd(dir), dir, dir, T.kopt, cmd(dir), dir, dir, dir, T.kopt, cmd(dir, "--resume"), dir, dir, dir,
   T.kopt, cmd(dir, "--resume"), dir, dir)
 os.execute("{ " .. script .. "\n} 2>/dev/null")
 local pid = tonumber(T.slurp(dir .. ".pid"))
