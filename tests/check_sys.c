@@ -1,11 +1,16 @@
 /* Check suite for core/sha256.c and core/sys.c: SHA-256 against the FIPS
  * 180-4 test vectors (state hashes and compile-cache keys depend on it), mkdir
- * -p, the UTC timestamp format and the interrupt flag. */
+ * -p, the UTC timestamp format, the interrupt flag and its deadline, checked
+ * and atomic writes with fault injection, and the run folder's lock. */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <check.h>
@@ -95,6 +100,140 @@ START_TEST(test_interrupt_flag)
 }
 END_TEST
 
+static int callbacks;
+static void count_callback(void)
+{
+	callbacks++;
+}
+
+/* A stuck strategy is interrupted from a hook: overdue after the grace
+ * period, or at once on a second signal; never once answered. */
+START_TEST(test_interrupt_overdue)
+{
+	kopt_sys_install_signal_handlers(count_callback);
+	kopt_sys_clear_interrupt();
+	ck_assert_int_eq(kopt_sys_interrupt_overdue(0.0), 0); /* no signal */
+	raise(SIGTERM);
+	ck_assert_int_eq(callbacks, 1);
+	ck_assert_int_eq(kopt_sys_interrupt_overdue(60.0), 0); /* within the grace period */
+	ck_assert_int_eq(kopt_sys_interrupt_overdue(0.0), 1);  /* past it */
+	kopt_sys_acknowledge_interrupt();
+	ck_assert_int_eq(kopt_sys_interrupt_overdue(0.0), 0); /* answered */
+	kopt_sys_clear_interrupt();
+	raise(SIGINT);
+	raise(SIGTERM);
+	ck_assert_int_eq(callbacks, 3);
+	ck_assert_int_eq(kopt_sys_interrupt_overdue(60.0), 1); /* a second signal: at once */
+	ck_assert_int_eq(kopt_sys_interrupted(), SIGINT);     /* the first one's number */
+}
+END_TEST
+
+static void temp_dir(char *buf, size_t n, const char *tag)
+{
+	snprintf(buf, n, "/tmp/check_sys_%s_%ld", tag, (long)getpid());
+	char err[256];
+	ck_assert_int_eq(kopt_sys_mkdir_p(buf, err, sizeof err), 0);
+}
+
+static long file_size(const char *path)
+{
+	struct stat st;
+	return stat(path, &st) == 0 ? (long)st.st_size : -1;
+}
+
+/* KOPT_FAIL_WRITE_AFTER: the write that crosses the limit is written in
+ * part and fails with ENOSPC, as on a full disk; so does every later one. */
+START_TEST(test_write_fault_injection)
+{
+	char dir[128], path[160], err[256];
+	temp_dir(dir, sizeof dir, "inject");
+	snprintf(path, sizeof path, "%s/f", dir);
+	setenv("KOPT_FAIL_WRITE_AFTER", "10", 1);
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(kopt_sys_write_all(fd, "123456", 6, err, sizeof err), 0);
+	ck_assert_int_eq(kopt_sys_write_all(fd, "abcdef", 6, err, sizeof err), -1);
+	ck_assert_str_eq(err, strerror(ENOSPC));
+	ck_assert_int_eq(kopt_sys_write_all(fd, "x", 1, err, sizeof err), -1);
+	close(fd);
+	ck_assert_int_eq(file_size(path), 10);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/* write_atomic: the new content whole, or the old one untouched and no
+ * temporary file left behind. */
+START_TEST(test_write_atomic)
+{
+	char dir[128], path[160], err[256];
+	temp_dir(dir, sizeof dir, "atomic");
+	snprintf(path, sizeof path, "%s/results.json", dir);
+	setenv("KOPT_FAIL_WRITE_AFTER", "12", 1);
+	ck_assert_int_eq(kopt_sys_write_atomic(path, "{\"a\": 1}\n", 9, err, sizeof err), 0);
+	ck_assert_int_eq(file_size(path), 9);
+	ck_assert_int_eq(kopt_sys_write_atomic(path, "{\"a\": 12345}\n", 13, err, sizeof err), -1);
+	ck_assert_str_eq(err, strerror(ENOSPC));
+	ck_assert_int_eq(file_size(path), 9);
+	DIR *d = opendir(dir);
+	int entries = 0;
+	for (struct dirent *e; (e = readdir(d)) != NULL;)
+		entries += e->d_name[0] != '.';
+	closedir(d);
+	ck_assert_int_eq(entries, 1);
+	ck_assert_int_eq(kopt_sys_truncate(path, 3, err, sizeof err), 0);
+	ck_assert_int_eq(file_size(path), 3);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+START_TEST(test_fsync_injection)
+{
+	char err[256];
+	setenv("KOPT_FAIL_FSYNC", "1", 1);
+	ck_assert_int_eq(kopt_sys_fsync(1, err, sizeof err), -1);
+	ck_assert_ptr_nonnull(strstr(err, strerror(EIO)));
+}
+END_TEST
+
+/* One holder at a time; another process learns the holder's PID; closing
+ * (or dying) releases it. */
+START_TEST(test_lock)
+{
+	char dir[128], path[160], err[256];
+	temp_dir(dir, sizeof dir, "lock");
+	snprintf(path, sizeof path, "%s/.kopt.lock", dir);
+	int fd;
+	long holder;
+	ck_assert_int_eq(kopt_sys_lock(path, &fd, &holder, err, sizeof err), 0);
+	ck_assert_int_ge(fd, 0);
+	pid_t child = fork();
+	if (child == 0) {
+		int cfd;
+		long h;
+		char e[256];
+		int rc = kopt_sys_lock(path, &cfd, &h, e, sizeof e);
+		_exit(rc == -1 && h == (long)getppid() ? 0 : 1);
+	}
+	int status;
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	close(fd);
+	child = fork();
+	if (child == 0) {
+		int cfd;
+		long h;
+		char e[256];
+		_exit(kopt_sys_lock(path, &cfd, &h, e, sizeof e) == 0 ? 0 : 1);
+	}
+	ck_assert_int_eq(waitpid(child, &status, 0), child);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sys");
@@ -104,6 +243,11 @@ int main(void)
 	tcase_add_test(tc, test_mkdir_p);
 	tcase_add_test(tc, test_utc_iso);
 	tcase_add_test(tc, test_interrupt_flag);
+	tcase_add_test(tc, test_interrupt_overdue);
+	tcase_add_test(tc, test_write_fault_injection);
+	tcase_add_test(tc, test_write_atomic);
+	tcase_add_test(tc, test_fsync_injection);
+	tcase_add_test(tc, test_lock);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

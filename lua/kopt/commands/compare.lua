@@ -188,9 +188,7 @@ function M.main(argv)
   local md = M.markdown(report)
   io.stdout:write(md)
   sys.mkdir_p(o.out .. "/img")
-  local f = assert(io.open(o.out .. "/benchmark.md", "w"))
-  f:write(md)
-  f:close()
+  json.write_file(o.out .. "/benchmark.md", md, true)
   for _, sp in ipairs(report.spaces) do M.write_svg(o.out .. "/img/" .. sp.name:gsub("%.", "_") .. ".svg", sp, maxb) end
   json.write_file(o.out .. "/benchmark.json", M.plain(report))
   return 0
@@ -269,12 +267,10 @@ function M.write_svg(path, sp, maxb)
   series[#series + 1] = { name = "random (exact)", points = pts(sp.exact.curve), color = "#555555", dash = true }
   local ymin = math.max(0, math.floor(lo * 10) / 10)
   if ymin >= 0.95 then ymin = 0.9 end
-  local f = assert(io.open(path, "w"))
-  f:write(svg.line_chart({
+  json.write_file(path, svg.line_chart({
     title = string.format("%s: mean fraction of optimum", sp.name), xlabel = "evaluations (log scale)",
     ylabel = "t_opt / t_found", xmin = 1, xmax = maxb, ymin = ymin, ymax = 1, xlog = true, series = series,
-  }))
-  f:close()
+  }), true)
 end
 
 -- The report without curves and with string keys, for benchmark.json.

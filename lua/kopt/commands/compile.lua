@@ -192,9 +192,7 @@ function M.main(argv)
     if (why and not r.ok) or o.log then print(indent(r.log, o.log and math.huge or 20)) end
     if o.cubin and r.cubin then
       local name = string.format("%s/%s-%s.cubin", o.cubin, spec.name, job.n or "ref")
-      local f = assert(io.open(name, "wb"))
-      f:write(r.cubin)
-      f:close()
+      require("kopt.json").write_file(name, r.cubin, true)
     end
   end
   if failed > 0 then print(string.format("%d of %d failed", failed, #order)) end

@@ -107,12 +107,7 @@ function M.main(argv)
   end
   local text = json.encode(res) .. "\n"
   if out then
-    local tmp = out .. ".tmp"
-    local f, err = io.open(tmp, "w")
-    if not f then errors.usage("regraph: cannot write %s", err) end
-    f:write(text)
-    f:close()
-    assert(os.rename(tmp, out))
+    json.write_file(out, text, true)
     -- a short table of the most used methods on stderr, for the human
     local names = {}
     for m in pairs(res.methods) do names[#names + 1] = m end
