@@ -20,7 +20,8 @@
 #include "bind/modules.h"
 #include "gpu/cuda_driver.h"
 #include "wire.h"
-#include "worker/worker.h"
+#include "worker/request_fields.h"
+#include "worker/spawn.h"
 
 #define WORKER_MT "kopt.Worker"
 

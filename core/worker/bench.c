@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "gpu/cupti_timer.h"
-#include "worker/worker_impl.h"
+#include "worker/bench.h"
 
 #define BATCH_MAX 4 /* samples queued behind one blocking kernel */
 #define SPIN_TIMEOUT_NS 2000000000ull

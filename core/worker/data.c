@@ -1,13 +1,58 @@
 /* The worker's data: the argument list of the problem, its output buffers,
  * the cached input sets (pristine host copy, device copy, device hash, the
  * reference's outputs), modules, constant symbols and kernel parameters.
- * See worker.c for how a request uses them. */
+ * See run.c for how a request uses them. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "wire.h"
-#include "worker/worker_impl.h"
+#include "worker/data.h"
+
+double kopt_worker_now_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res)
+{
+	double deadline = kopt_worker_now_ms() + (double)timeout_ms;
+	int spins = 0;
+	for (;;) {
+		CUresult r = kopt_cu.cuStreamQuery(s);
+		if (r == CUDA_SUCCESS)
+			return 0;
+		if (r != CUDA_ERROR_NOT_READY) {
+			*res = r;
+			return 2;
+		}
+		if (kopt_worker_now_ms() > deadline) {
+			w->hung = 1;
+			return 1;
+		}
+		if (++spins > 200) {
+			struct timespec ts = {0, 20000};
+			nanosleep(&ts, NULL);
+		}
+	}
+}
+
+CUresult kopt_worker_poison(struct worker *w)
+{
+	for (int i = 0; i < w->nargs; i++) {
+		if (!kopt_worker_is_output(&w->args[i]))
+			continue;
+		w->poison[i] = kopt_check_poison_word(w->args[i].type, w->nonce++);
+		CUresult r = kopt_cu.cuMemsetD32Async(
+		    w->out_dev[i], w->poison[i], kopt_worker_arg_bytes(&w->args[i]) / 4, w->stream);
+		if (r != CUDA_SUCCESS)
+			return r;
+	}
+	return CUDA_SUCCESS;
+}
 
 int kopt_worker_cu_check(CUresult r, const char *what, char *err, size_t errlen)
 {
@@ -66,9 +111,9 @@ void kopt_worker_free_problem(struct worker *w)
 
 /* Reads the argument list of a request; (re)allocates the outputs when the
  * list's shape changed. Scalar values are refreshed every time. */
-int kopt_worker_setup_args(struct worker *w, const struct kopt_msgview *v, char *err, size_t errlen)
+int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v, char *err,
+			   size_t errlen)
 {
-	int n = (int)kopt_msg_int(v, "nargs", 0);
 	if (n <= 0 || n > 256) {
 		snprintf(err, errlen, "request has %d arguments", n);
 		return -1;

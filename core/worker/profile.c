@@ -1,4 +1,4 @@
-/* CUPTI counters inside the GPU worker (worker_profile.h). Profiling
+/* CUPTI counters inside the GPU worker (profile.h). Profiling
  * problems are data: they travel as profile_error and never change the
  * candidate's status; only a kernel that crashes or hangs under the profiler
  * does, exactly as it would have without it. */
@@ -76,18 +76,20 @@ static size_t split_names(char *list, const char **names, size_t cap)
 }
 
 const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct launch *l,
-				void **params, const struct kopt_msgview *req,
+				void **params, const struct kopt_request *req,
 				struct kopt_msg *reply)
 {
 	char err[700] = "";
 	const char *names[KOPT_CUPTI_MAX_METRICS];
 	double values[KOPT_CUPTI_MAX_METRICS];
 	char list[8192];
+	_Static_assert(sizeof list == sizeof req->profile_metrics, "profile_metrics");
+	memcpy(list, req->profile_metrics, sizeof list); /* split_names cuts it up */
 	size_t n = 0;
-	if (kopt_msg_cstr(req, "profile_metrics", list, sizeof list, NULL) != NULL && list[0] != '\0') {
+	if (list[0] != '\0') {
 		n = split_names(list, names, KOPT_CUPTI_MAX_METRICS);
 	} else {
-		int matrix = (int)kopt_msg_int(req, "profile_matrix", 0);
+		int matrix = (int)req->profile_matrix;
 		for (size_t i = 0; kopt_cupti_default_metrics[i] != NULL; i++)
 			if (matrix || i < KOPT_CUPTI_DEFAULT_BASE)
 				names[n++] = kopt_cupti_default_metrics[i];

@@ -11,13 +11,14 @@
 #define KOPT_WORKER_PROFILE_H
 
 #include "wire.h"
-#include "worker/worker_impl.h"
+#include "worker/data.h"
+#include "worker/request.h"
 
 /* Profiles one launch of f with params on w->stream. Returns NULL, or
  * "crash" / "timeout" when the kernel itself failed (w->log set); counters
  * or profile_error are put into reply. */
 const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct launch *l,
-				void **params, const struct kopt_msgview *req,
+				void **params, const struct kopt_request *req,
 				struct kopt_msg *reply);
 
 #endif

@@ -1,6 +1,6 @@
-/* The GPU worker process: requests in, results out (worker.h).
- *
- * One "run" request evaluates one candidate:
+/* One "run" request of the GPU worker (run.h), from its decoded fields to
+ * its reply's fields; loop.c sends the reply. One request evaluates one
+ * candidate:
  *  1. load its CUBIN (a fresh module), read its resources (registers, static
  *     and local memory, max threads) and check the launch against them and
  *     the device (threads, shared memory with the opt-in attribute above
@@ -19,176 +19,19 @@
  *     another seed and another distribution (kopt_dist_alternate), so a
  *     kernel right only for [0,1) inputs fails before it can become best.
  * With profile=1, hardware counters are collected between 3 and 4 by one
- * launch under CUPTI (worker_profile.h).
+ * launch under CUPTI (profile.h).
  * A sticky CUDA error answers "crash" and a kernel past its deadline
- * "timeout"; the worker then exits, since its context is unusable. */
-#include <errno.h>
+ * "timeout"; the loop then ends the worker, since its context is unusable. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#include "gpu/cupti_timer.h"
-#include "worker/harness_ptx.h"
-#include "wire.h"
-#include "worker/worker.h"
-#include "worker/worker_impl.h"
+#include "worker/bench.h"
+#include "worker/data.h"
 #include "worker/profile.h"
+#include "worker/run.h"
 
 #define SMEM_DEFAULT_LIMIT 49152
-
-static int in_fd = -1, out_fd = -1;
-
-double kopt_worker_now_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res)
-{
-	double deadline = kopt_worker_now_ms() + (double)timeout_ms;
-	int spins = 0;
-	for (;;) {
-		CUresult r = kopt_cu.cuStreamQuery(s);
-		if (r == CUDA_SUCCESS)
-			return 0;
-		if (r != CUDA_ERROR_NOT_READY) {
-			*res = r;
-			return 2;
-		}
-		if (kopt_worker_now_ms() > deadline) {
-			w->hung = 1;
-			return 1;
-		}
-		if (++spins > 200) {
-			struct timespec ts = {0, 20000};
-			nanosleep(&ts, NULL);
-		}
-	}
-}
-
-CUresult kopt_worker_poison(struct worker *w)
-{
-	for (int i = 0; i < w->nargs; i++) {
-		if (!kopt_worker_is_output(&w->args[i]))
-			continue;
-		w->poison[i] = kopt_check_poison_word(w->args[i].type, w->nonce++);
-		CUresult r = kopt_cu.cuMemsetD32Async(
-		    w->out_dev[i], w->poison[i], kopt_worker_arg_bytes(&w->args[i]) / 4, w->stream);
-		if (r != CUDA_SUCCESS)
-			return r;
-	}
-	return CUDA_SUCCESS;
-}
-
-/* --- replies --------------------------------------------------------------- */
-
-static void send_msg(struct kopt_msg *m)
-{
-	char err[256];
-	if (m->failed || kopt_wire_write(out_fd, m->buf, m->len, err, sizeof err) != 0) {
-		fprintf(stderr, "kopt worker: cannot reply: %s\n",
-			m->failed ? "message too large" : err);
-		_exit(1);
-	}
-	kopt_msg_release(m);
-}
-
-static void send_error(const char *op, const char *log)
-{
-	struct kopt_msg m = {0};
-	kopt_msg_put_cstr(&m, "op", op);
-	kopt_msg_put_cstr(&m, "log", log);
-	send_msg(&m);
-}
-
-/* --- start-up ---------------------------------------------------------------- */
-
-static int start(struct worker *w, int device, char *err, size_t errlen)
-{
-	if (kopt_cuda_load(err, errlen) != 0 ||
-	    kopt_cuda_device_info(device, &w->dev, err, errlen) != 0)
-		return -1;
-	void *p = NULL;
-	if (kopt_worker_cu_check(kopt_cu.cuDeviceGet(&w->cudev, device), "cuDeviceGet", err,
-				 errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuDevicePrimaryCtxRetain(&w->ctx, w->cudev),
-				 "cuDevicePrimaryCtxRetain", err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuCtxSetCurrent(w->ctx), "cuCtxSetCurrent", err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING),
-				 "cuStreamCreate", err, errlen))
-		return -1;
-	w->flush_bytes = ((size_t)w->dev.l2_bytes + 3) & ~(size_t)3;
-	if (kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->flush, w->flush_bytes),
-				 "cuMemAlloc (L2 flush)", err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuMemHostAlloc(
-				     &p, 256, CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_PORTABLE),
-				 "cuMemHostAlloc", err, errlen))
-		return -1;
-	memset(p, 0, 256);
-	w->flag = (volatile int *)p;
-	w->spin_timed_out = (int *)((char *)p + 64);
-	w->stamps = (unsigned long long *)(void *)((char *)p + 128);
-	CUdeviceptr base;
-	if (kopt_worker_cu_check(kopt_cu.cuMemHostGetDevicePointer(&base, p, 0),
-				 "cuMemHostGetDevicePointer", err, errlen))
-		return -1;
-	w->flag_dev = base;
-	w->spin_timed_out_dev = base + 64;
-	w->stamps_dev = base + 128;
-	if (kopt_worker_cu_check(kopt_cu.cuModuleLoadData(&w->harness, kopt_harness_ptx),
-				 "loading the harness kernels", err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->spin, w->harness, "kopt_spin"),
-				 "kopt_spin", err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->stamp, w->harness, "kopt_stamp"),
-				 "kopt_stamp", err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->hash, w->harness, "kopt_hash"),
-				 "kopt_hash", err, errlen) ||
-	    kopt_worker_cu_check(
-		kopt_cu.cuModuleGetFunction(&w->guard_scan, w->harness, "kopt_guard_scan"),
-		"kopt_guard_scan", err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->nudge, w->harness, "kopt_nudge"),
-				 "kopt_nudge", err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->hash_dev, 8 * 256), "cuMemAlloc (hashes)",
-				 err, errlen) ||
-	    kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->guard_dev, 16 * 2 * 256),
-				 "cuMemAlloc (guard scan)", err, errlen))
-		return -1;
-	w->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
-	/* KOPT_VERIFY_OFF=globals,guards turns those defences off: for tests that
-	 * show the others catch what they must alone, and to measure their cost */
-	const char *off = getenv("KOPT_VERIFY_OFF");
-	w->check_globals = off == NULL || strstr(off, "globals") == NULL;
-	w->check_guards = off == NULL || strstr(off, "guards") == NULL;
-	/* KOPT_TIMER=events keeps CUPTI out of the worker entirely */
-	const char *timer = getenv("KOPT_TIMER");
-	if (timer != NULL && strcmp(timer, "events") == 0)
-		snprintf(w->cupti_note, sizeof w->cupti_note, "KOPT_TIMER=events");
-	else
-		w->cupti = kopt_cupti_timer_open(w->cupti_note, sizeof w->cupti_note) == 0;
-	return 0;
-}
-
-static void put_device(struct kopt_msg *m, const struct worker *w)
-{
-	const struct kopt_cuda_device *d = &w->dev;
-	kopt_msg_put_cstr(m, "name", d->name);
-	kopt_msg_put_cstr(m, "pci_bus_id", d->pci_bus_id);
-	kopt_msg_put_int(m, "index", d->index);
-	kopt_msg_put_int(m, "cc_major", d->cc_major);
-	kopt_msg_put_int(m, "cc_minor", d->cc_minor);
-	kopt_msg_put_int(m, "sm_count", d->sm_count);
-	kopt_msg_put_int(m, "mem_bytes", (int64_t)d->mem_bytes);
-	kopt_msg_put_int(m, "l2_bytes", d->l2_bytes);
-	kopt_msg_put_int(m, "clock_khz", d->clock_khz);
-	kopt_msg_put_int(m, "driver_version", d->driver_version);
-	kopt_msg_put_int(m, "pid", getpid());
-	kopt_msg_put_cstr(m, "timer", w->cupti ? "cupti" : "events");
-	kopt_msg_put_cstr(m, "timer_note", w->cupti_note);
-}
 
 /* Resource checks before any launch; fills the result's resources. Returns
  * 0 when the launch is possible, else 1 with w->log set (status invalid). */
@@ -494,19 +337,16 @@ static const char *trial(struct worker *w, struct inputset *s, const struct job 
 	return st;
 }
 
-static void read_launch(const struct kopt_msgview *v, const char *prefix, struct launch *l)
+static void set_launch(struct launch *l, int64_t gx, int64_t gy, int64_t gz, int64_t bx,
+		       int64_t by, int64_t bz, int64_t smem)
 {
-	static const char *const gk[3] = {"grid_x", "grid_y", "grid_z"};
-	static const char *const bk[3] = {"block_x", "block_y", "block_z"};
-	char key[64];
-	for (int i = 0; i < 3; i++) {
-		snprintf(key, sizeof key, "%s%s", prefix, gk[i]);
-		l->grid[i] = (unsigned)kopt_msg_int(v, key, 1);
-		snprintf(key, sizeof key, "%s%s", prefix, bk[i]);
-		l->block[i] = (unsigned)kopt_msg_int(v, key, 1);
-	}
-	snprintf(key, sizeof key, "%ssmem", prefix);
-	l->smem = (unsigned)kopt_msg_int(v, key, 0);
+	l->grid[0] = (unsigned)gx;
+	l->grid[1] = (unsigned)gy;
+	l->grid[2] = (unsigned)gz;
+	l->block[0] = (unsigned)bx;
+	l->block[1] = (unsigned)by;
+	l->block[2] = (unsigned)bz;
+	l->smem = (unsigned)smem;
 }
 
 /* The error figures of a trial, only when its outputs were compared (no
@@ -524,16 +364,6 @@ static void put_trial(struct kopt_msg *m, const char *prefix, const struct trial
 	kopt_msg_put_int(m, key, (int64_t)t->unwritten);
 	snprintf(key, sizeof key, "%snonfinite", prefix);
 	kopt_msg_put_int(m, key, (int64_t)t->nonfinite);
-}
-
-/* Sends the result and, after a crash or timeout, ends the worker. */
-static void finish(struct worker *w, struct kopt_msg *m, const char *status)
-{
-	kopt_msg_put_cstr(m, "status", status);
-	kopt_msg_put_cstr(m, "log", w->log);
-	send_msg(m);
-	if (strcmp(status, "crash") == 0 || strcmp(status, "timeout") == 0)
-		_exit(3);
 }
 
 /* Set B of a request: another seed and the alternate distributions. */
@@ -562,41 +392,38 @@ static void set_nudges(struct worker *w, const struct inputset *view, int on)
 	}
 }
 
-static void handle_run(struct worker *w, const struct kopt_msgview *v)
+const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
+			    const struct kopt_msgview *v, struct kopt_msg *m)
 {
-	struct kopt_msg m = {0};
 	struct job j;
 	memset(&j, 0, sizeof j);
-	w->log[0] = '\0';
-	kopt_msg_put_cstr(&m, "op", "result");
-	kopt_msg_put_int(&m, "id", kopt_msg_int(v, "id", 0));
-	size_t cubin_len = 0;
-	j.cubin = kopt_msg_bytes(v, "cubin", &cubin_len);
-	j.cubin_len = cubin_len;
-	kopt_msg_cstr(v, "entry", j.entry, sizeof j.entry, "");
-	kopt_msg_cstr(v, "state", j.state, sizeof j.state, "");
-	j.nudge = (int)kopt_msg_int(v, "nudge", 1);
-	read_launch(v, "", &j.launch);
-	read_launch(v, "ref_", &j.ref_launch);
-	j.tol_rel_l2 = kopt_msg_num(v, "tol_rel_l2", -1.0);
-	j.tol_max_abs = kopt_msg_num(v, "tol_max_abs", -1.0);
-	uint64_t seed = (uint64_t)kopt_msg_int(v, "seed", 1);
-	int do_time = (int)kopt_msg_int(v, "time", 1);
-	int verify2 = (int)kopt_msg_int(v, "verify2", 1);
-	w->timeout_ms = kopt_msg_int(v, "timeout_ms", 10000);
+	j.cubin = rq->cubin;
+	j.cubin_len = rq->cubin_len;
+	_Static_assert(sizeof j.entry == sizeof rq->entry, "entry");
+	_Static_assert(sizeof j.state == sizeof rq->state, "state");
+	memcpy(j.entry, rq->entry, sizeof j.entry);
+	memcpy(j.state, rq->state, sizeof j.state);
+	j.nudge = (int)rq->nudge;
+	set_launch(&j.launch, rq->grid_x, rq->grid_y, rq->grid_z, rq->block_x, rq->block_y,
+		   rq->block_z, rq->smem);
+	set_launch(&j.ref_launch, rq->ref_grid_x, rq->ref_grid_y, rq->ref_grid_z, rq->ref_block_x,
+		   rq->ref_block_y, rq->ref_block_z, rq->ref_smem);
+	j.tol_rel_l2 = rq->tol_rel_l2;
+	j.tol_max_abs = rq->tol_max_abs;
+	uint64_t seed = (uint64_t)rq->seed;
+	int do_time = (int)rq->time;
+	int verify2 = (int)rq->verify2;
+	w->timeout_ms = rq->timeout_ms;
 	struct timing_opts o = {
-	    (int)kopt_msg_int(v, "min_samples", 10), (int)kopt_msg_int(v, "max_samples", 200),
-	    kopt_msg_num(v, "max_time_s", 1.0),	     kopt_msg_num(v, "max_noise", 0.005),
-	    kopt_msg_num(v, "min_gpu_s", 0.0),
+	    (int)rq->min_samples, (int)rq->max_samples, rq->max_time_s, rq->max_noise,
+	    rq->min_gpu_s,
 	};
-	if (j.cubin == NULL || cubin_len == 0 || j.entry[0] == '\0') {
+	if (j.cubin == NULL || j.cubin_len == 0 || j.entry[0] == '\0') {
 		snprintf(w->log, sizeof w->log, "request without cubin or entry");
-		finish(w, &m, "error");
-		return;
+		return "error";
 	}
-	if (kopt_worker_setup_args(w, v, w->log, sizeof w->log) != 0) {
-		finish(w, &m, "error");
-		return;
+	if (kopt_worker_setup_args(w, (int)rq->nargs, v, w->log, sizeof w->log) != 0) {
+		return "error";
 	}
 	double t_start = kopt_worker_now_ms();
 
@@ -608,31 +435,27 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 		if (w->log[0] == '\0')
 			snprintf(w->log, sizeof w->log, "loading the kernel '%s': %s", j.entry,
 				 kopt_cuda_strerror(r, buf, sizeof buf));
-		finish(w, &m, "launch_error");
-		return;
+		return "launch_error";
 	}
-	int impossible = check_resources(w, mod.fn, &j.launch, &m);
+	int impossible = check_resources(w, mod.fn, &j.launch, m);
 	kopt_worker_unload(w, &mod);
 	if (impossible) {
-		finish(w, &m, "invalid");
-		return;
+		return "invalid";
 	}
 
 	/* 2. correctness on set A */
 	struct inputset *a = kopt_worker_get_set(w, seed, 0, w->log, sizeof w->log);
 	if (a == NULL) {
-		finish(w, &m, "error");
-		return;
+		return "error";
 	}
 	int had_ref = a->have_ref;
 	struct trial_out to;
 	const char *st = trial(w, a, &j, "check 1", &to);
-	kopt_msg_put_int(&m, "ref_cached", had_ref);
-	put_trial(&m, "err_", &to);
-	kopt_msg_put_num(&m, "t_check_s", (kopt_worker_now_ms() - t_start) / 1e3);
+	kopt_msg_put_int(m, "ref_cached", had_ref);
+	put_trial(m, "err_", &to);
+	kopt_msg_put_num(m, "t_check_s", (kopt_worker_now_ms() - t_start) / 1e3);
 	if (st != NULL) {
-		finish(w, &m, st);
-		return;
+		return st;
 	}
 
 	/* 3. timing on a fresh module over a copy of set A, then check 2 on that
@@ -660,18 +483,18 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 		if (st == NULL)
 			st = kopt_worker_check_globals(w, &pr.m, "timed runs");
 		if (st == NULL) {
-			kopt_msg_put_num(&m, "time_ms", t.median_ms);
-			kopt_msg_put_num(&m, "p10_ms", t.p10_ms);
-			kopt_msg_put_num(&m, "p90_ms", t.p90_ms);
-			kopt_msg_put_num(&m, "mean_ms", t.mean_ms);
-			kopt_msg_put_num(&m, "min_ms", t.min_ms);
-			kopt_msg_put_num(&m, "stdev_ms", t.stdev_ms);
-			kopt_msg_put_num(&m, "noise", t.noise);
-			kopt_msg_put_int(&m, "samples", t.samples);
-			kopt_msg_put_num(&m, "clock_mhz", t.clock_mhz);
-			kopt_msg_put_cstr(&m, "timer", t.timer);
-			kopt_msg_put_num(&m, "events_ms", t.events_median_ms);
-			kopt_msg_put_num(&m, "t_time_s", (kopt_worker_now_ms() - t0) / 1e3);
+			kopt_msg_put_num(m, "time_ms", t.median_ms);
+			kopt_msg_put_num(m, "p10_ms", t.p10_ms);
+			kopt_msg_put_num(m, "p90_ms", t.p90_ms);
+			kopt_msg_put_num(m, "mean_ms", t.mean_ms);
+			kopt_msg_put_num(m, "min_ms", t.min_ms);
+			kopt_msg_put_num(m, "stdev_ms", t.stdev_ms);
+			kopt_msg_put_num(m, "noise", t.noise);
+			kopt_msg_put_int(m, "samples", t.samples);
+			kopt_msg_put_num(m, "clock_mhz", t.clock_mhz);
+			kopt_msg_put_cstr(m, "timer", t.timer);
+			kopt_msg_put_num(m, "events_ms", t.events_median_ms);
+			kopt_msg_put_num(m, "t_time_s", (kopt_worker_now_ms() - t0) / 1e3);
 		}
 		if (st == NULL && verify2) {
 			struct inputset *b = other_set(w, seed);
@@ -689,27 +512,25 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 					       "and buffers just timed)",
 					       &t2);
 				b->have_ref = tb.have_ref;
-				put_trial(&m, "err2_", &t2);
+				put_trial(m, "err2_", &t2);
 			}
 		}
 		kopt_worker_release(w, &pr);
 		if (st != NULL) {
-			finish(w, &m, st);
-			return;
+			return st;
 		}
 	}
 
-	/* 3b. hardware counters on request (worker_profile.c), after the timing
+	/* 3b. hardware counters on request (profile.c), after the timing
 	 * window, on the same inputs */
-	if (kopt_msg_int(v, "profile", 0)) {
+	if (rq->profile) {
 		struct prepared pr;
 		st = kopt_worker_prepare(w, &j, a, &pr);
 		if (st == NULL)
-			st = kopt_worker_profile(w, pr.m.fn, &j.launch, pr.p.ptrs, v, &m);
+			st = kopt_worker_profile(w, pr.m.fn, &j.launch, pr.p.ptrs, rq, m);
 		kopt_worker_release(w, &pr);
 		if (st != NULL) {
-			finish(w, &m, st);
-			return;
+			return st;
 		}
 	}
 
@@ -717,115 +538,15 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 	if (verify2 && !do_time) {
 		struct inputset *b = other_set(w, seed);
 		if (b == NULL) {
-			finish(w, &m, "error");
-			return;
+			return "error";
 		}
 		struct trial_out t2;
 		st = trial(w, b, &j, "check 2 (other inputs and distribution)", &t2);
-		put_trial(&m, "err2_", &t2);
+		put_trial(m, "err2_", &t2);
 		if (st != NULL) {
-			finish(w, &m, st);
-			return;
+			return st;
 		}
 	}
-	kopt_msg_put_num(&m, "t_total_s", (kopt_worker_now_ms() - t_start) / 1e3);
-	finish(w, &m, "ok");
-}
-
-static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
-{
-	size_t len = 0;
-	const char *cubin = kopt_msg_bytes(v, "cubin", &len);
-	char entry[256];
-	kopt_msg_cstr(v, "entry", entry, sizeof entry, "");
-	if (w->ref_loaded) {
-		kopt_cu.cuModuleUnload(w->ref_mod);
-		w->ref_loaded = 0;
-	}
-	for (int k = 0; k < KOPT_SETS; k++)
-		w->sets[k].have_ref = 0;
-	struct wmodule m;
-	struct job rj;
-	memset(&rj, 0, sizeof rj);
-	rj.cubin = cubin;
-	rj.cubin_len = len;
-	snprintf(rj.entry, sizeof rj.entry, "%s", entry);
-	CUresult r = cubin ? kopt_worker_load(w, &m, &rj) : CUDA_ERROR_INVALID_IMAGE;
-	if (r != CUDA_SUCCESS) {
-		char buf[256], log[512];
-		snprintf(log, sizeof log, "loading the reference kernel '%s': %s", entry,
-			 kopt_cuda_strerror(r, buf, sizeof buf));
-		send_error("error", log);
-		return;
-	}
-	w->ref_mod = m.mod;
-	w->ref_fn = m.fn;
-	w->ref_loaded = 1;
-	for (int i = 0; i < m.nglobals; i++) /* the module stays; its snapshot is not needed */
-		free(m.globals[i].image);
-	free(m.globals);
-	struct kopt_msg out = {0};
-	kopt_msg_put_cstr(&out, "op", "ok");
-	send_msg(&out);
-}
-
-int kopt_worker_main(int argc, char **argv)
-{
-	if (argc < 5) {
-		fprintf(stderr, "kopt: %s is internal (the GPU worker)\n", KOPT_WORKER_ARG);
-		return 2;
-	}
-	int device = atoi(argv[2]);
-	in_fd = atoi(argv[3]);
-	out_fd = atoi(argv[4]);
-	/* kernels' printf and driver chatter must not reach kopt's stdout */
-	dup2(2, 1);
-	struct worker *w = calloc(1, sizeof *w);
-	char err[512];
-	if (w == NULL || start(w, device, err, sizeof err) != 0) {
-		send_error("error", w == NULL ? "out of memory" : err);
-		free(w);
-		return 1;
-	}
-	struct kopt_msg ready = {0};
-	kopt_msg_put_cstr(&ready, "op", "ready");
-	put_device(&ready, w);
-	send_msg(&ready);
-	for (;;) {
-		unsigned char *buf;
-		size_t len;
-		if (kopt_wire_read(in_fd, &buf, &len, -1, err, sizeof err) != 0)
-			break; /* main went away */
-		struct kopt_msgview v;
-		if (kopt_msgview_parse(&v, buf, len, err, sizeof err) != 0) {
-			send_error("error", err);
-			free(buf);
-			continue;
-		}
-		char op[32];
-		kopt_msg_cstr(&v, "op", op, sizeof op, "");
-		int quit = 0;
-		if (strcmp(op, "run") == 0) {
-			handle_run(w, &v);
-		} else if (strcmp(op, "set_ref") == 0) {
-			handle_set_ref(w, &v);
-		} else if (strcmp(op, "ping") == 0) {
-			struct kopt_msg m = {0};
-			kopt_msg_put_cstr(&m, "op", "ready");
-			put_device(&m, w);
-			send_msg(&m);
-		} else if (strcmp(op, "quit") == 0) {
-			quit = 1;
-		} else {
-			snprintf(err, sizeof err, "unknown request '%s'", op);
-			send_error("error", err);
-		}
-		kopt_msgview_release(&v);
-		free(buf);
-		if (quit)
-			break;
-	}
-	kopt_worker_free_problem(w);
-	free(w);
-	return 0;
+	kopt_msg_put_num(m, "t_total_s", (kopt_worker_now_ms() - t_start) / 1e3);
+	return "ok";
 }

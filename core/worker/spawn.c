@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "worker/spawn.h"
 #include "worker/worker.h"
 
 extern char **environ;

@@ -6,15 +6,16 @@
  * Requests (field "op"):
  *   ping                       -> {op="ready", device facts}
  *   set_ref  cubin, entry      -> {op="ok"} | {op="error", log}
- *   run      one evaluation    -> {op="result", status, ...}   (see worker.c)
+ *   run      one evaluation    -> {op="result", status, ...}   (run.c;
+ *            its fields: request_fields.h)
  *   quit                       -> the worker exits
  * The worker announces itself with {op="ready", ...} once its context is up,
- * or {op="error", log} and exits when it cannot start. */
+ * or {op="error", log} and exits when it cannot start.
+ *
+ * The worker side is loop.c (kopt_worker_main); the main side, spawning and
+ * stopping workers, is spawn.h. */
 #ifndef KOPT_WORKER_H
 #define KOPT_WORKER_H
-
-#include <stddef.h>
-#include <sys/types.h>
 
 #define KOPT_WORKER_ARG "--kopt-worker"
 
@@ -22,23 +23,5 @@
  * the process exit code: 0 after "quit" or EOF, 3 after a sticky CUDA error or
  * a timeout, 1 when it could not start. */
 int kopt_worker_main(int argc, char **argv);
-
-/* Main side: one worker process. */
-struct kopt_workerproc {
-	pid_t pid;
-	int to_fd;   /* requests to the worker */
-	int from_fd; /* replies from the worker */
-	int device;
-};
-
-/* Starts a worker for `device` (posix_spawn of /proc/self/exe). Does not wait
- * for its "ready" message. SIGPIPE is ignored from here on, so a write to a
- * dead worker fails with EPIPE instead of killing kopt. */
-int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, char *err, size_t errlen);
-
-/* Ends the worker (SIGKILL unless it already exited), reaps it and closes the
- * pipes; describes how it ended ("exit code 3", "killed by signal 9") into
- * how. Idempotent. */
-void kopt_workerproc_stop(struct kopt_workerproc *w, char *how, size_t howlen);
 
 #endif

@@ -1,0 +1,258 @@
+/* The worker's data (data.c): the problem's argument list, the cached input
+ * sets, device buffers with guard bands, loaded modules and their globals,
+ * kernel parameters, a candidate prepared for launch, and struct worker, the
+ * state of one worker process. Floor "data" of the worker: included by
+ * bench, profile, run and loop; includes numerics and nothing above it. */
+#ifndef KOPT_WORKER_DATA_H
+#define KOPT_WORKER_DATA_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cubin.h"
+#include "gpu/cuda_driver.h"
+#include "worker/numerics.h"
+
+enum { ARG_ARRAY, ARG_SCALAR, ARG_CONSTANT };
+
+struct warg {
+	char name[128];
+	enum kopt_dtype type;
+	int kind;
+	size_t count;
+	int output;
+	enum kopt_dist dist;
+	double init_value;
+	double value;	/* scalar by value */
+	int64_t ivalue; /* scalar, exact for integers */
+};
+
+/* One set of inputs: the pristine host copy, the device copy the kernels
+ * read, and the reference's outputs for it once computed. */
+struct inputset {
+	int valid;
+	uint64_t seed;
+	int variant; /* 0: the spec's distributions, 1: the alternate ones */
+	void **host; /* per arg: inputs and constants; NULL for outputs/scalars */
+	CUdeviceptr *dev;
+	void **ref_out; /* per output arg, NULL until the reference ran */
+	uint64_t *hash; /* per input array: kopt_hash of its device copy */
+	int have_ref;
+	uint64_t used; /* LRU stamp */
+};
+
+#define KOPT_SETS 3
+
+struct launch {
+	unsigned grid[3], block[3], smem;
+};
+
+/* Guard bands: every device buffer a candidate can reach (its inputs, the
+ * timing copy of them, its outputs) sits between two guard regions filled
+ * with a word that changes every run; the back one runs to the end of the
+ * driver's 2 MiB allocation granule, so any write past a buffer's end that
+ * does not fault lands in a guard and is seen. */
+#define KOPT_GUARD_FRONT ((size_t)64 << 10)
+#define KOPT_GUARD_BACK_MIN ((size_t)64 << 10)
+#define KOPT_GUARD_GRANULE ((size_t)2 << 20)
+#define KOPT_GUARD_MAX_REGIONS 1024
+
+/* A module global (cubin.h) of a loaded candidate: its bytes right after
+ * load, kept to reset it (declared state) or to see it changed (anything
+ * else). */
+struct mglobal {
+	char name[128];
+	CUdeviceptr ptr;
+	size_t size;
+	unsigned char *image;
+	int declared; /* named in the request's state list: reset before every launch */
+	int zero;     /* image is all zero bytes */
+};
+
+struct wmodule {
+	CUmodule mod;
+	CUfunction fn;
+	int loaded;
+	struct mglobal *globals;
+	int nglobals;
+};
+
+union wslot {
+	CUdeviceptr p;
+	int64_t i64;
+	int32_t i32;
+	uint32_t u32;
+	float f;
+	double d;
+	uint16_t h;
+	int8_t i8;
+	uint8_t u8;
+};
+
+/* Kernel parameters (arrays by pointer, scalars by value; constants are not
+ * parameters). */
+struct wparams {
+	union wslot *slots;
+	void **ptrs;
+};
+
+/* One candidate of a run request, as the worker uses it. */
+struct job {
+	const char *cubin;
+	size_t cubin_len;
+	char entry[256];
+	char state[1024]; /* comma-separated module globals the kernel declares as state */
+	struct launch launch, ref_launch;
+	double tol_rel_l2, tol_max_abs;
+	int nudge; /* timing: flip one low mantissa bit of a float input per sample */
+};
+
+/* A candidate ready to launch: a freshly loaded module with its dynamic
+ * shared memory allowed, its globals snapshotted, parameters for one input
+ * set and constants filled. The one way to get a launchable kernel, for
+ * correctness trials, timing and profiling alike. */
+struct prepared {
+	struct wmodule m;
+	struct wparams p;
+};
+
+struct worker {
+	struct kopt_cuda_device dev;
+	CUdevice cudev;
+	CUcontext ctx;
+	CUstream stream;
+	CUdeviceptr flush;
+	size_t flush_bytes;
+	CUmodule harness;
+	CUfunction spin, stamp, hash;
+	CUfunction guard_scan, nudge;
+	CUdeviceptr hash_dev;  /* 8 bytes per argument */
+	CUdeviceptr guard_dev; /* 16 bytes per guard region */
+	uint32_t guard_word;   /* the pattern the guards were last armed with */
+	volatile int *flag;   /* host-mapped */
+	CUdeviceptr flag_dev;
+	unsigned long long *stamps; /* host-mapped: [4] clock, ns, clock, ns */
+	CUdeviceptr stamps_dev;
+	int *spin_timed_out;
+	CUdeviceptr spin_timed_out_dev;
+
+	/* the problem: argument list and its buffers */
+	char signature[4096];
+	struct warg *args;
+	int nargs;
+	CUdeviceptr *out_dev; /* per arg, outputs only */
+	CUdeviceptr *ref_dev; /* per arg, outputs only: the reference's own outputs */
+	CUdeviceptr *scratch_dev; /* per arg, input arrays only: the timing copy */
+	void **out_host;      /* per arg, outputs only: the candidate's output (pinned) */
+	uint32_t *poison;     /* per arg: the word each output was last poisoned with */
+	struct inputset sets[KOPT_SETS];
+	uint64_t clock;
+	uint64_t nonce;
+
+	CUmodule ref_mod;
+	CUfunction ref_fn;
+	int ref_loaded;
+
+	int cupti;	      /* CUPTI activity timer available (cupti_timer.h) */
+	char cupti_note[256]; /* why not, when not */
+	const char *entry;    /* kernel being timed (its lowered name) */
+	struct wmodule *cur;  /* module whose declared state is reset before launches */
+	int check_globals;    /* 0 with KOPT_VERIFY_OFF=globals (to test the other defences alone) */
+	int check_guards;     /* 0 with KOPT_VERIFY_OFF=guards (to measure what they cost) */
+	int nudges;	      /* float input arrays of the timing copy, nudged per sample */
+	CUdeviceptr nudge_ptr[16];
+	unsigned long long nudge_words[16], nudge_last[16];
+	int64_t timeout_ms;   /* of the request in progress */
+	int hung;	      /* a kernel outlived its deadline: it still runs, so no
+			       * cuModuleUnload (it would wait for it); the worker exits */
+	char log[4096];
+};
+
+static inline int kopt_worker_is_output(const struct warg *a)
+{
+	return a->kind == ARG_ARRAY && a->output;
+}
+
+/* Bytes of an array argument, rounded up to whole words (for cuMemsetD32). */
+static inline size_t kopt_worker_arg_bytes(const struct warg *a)
+{
+	size_t b = a->count * kopt_dtype_size(a->type);
+	return (b + 3) & ~(size_t)3;
+}
+
+struct kopt_msgview;
+
+/* 0 when r is CUDA_SUCCESS, else -1 with "what: error" in err. */
+int kopt_worker_cu_check(CUresult r, const char *what, char *err, size_t errlen);
+
+/* Reads the request's n arguments (the a<i>.* fields of
+ * KOPT_REQUEST_ARG_FIELDS in request_fields.h); (re)allocates outputs when
+ * their shape changed (scalar values are refreshed every time). */
+int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v, char *err,
+			   size_t errlen);
+void kopt_worker_free_problem(struct worker *w);
+
+/* The input set for (seed, variant), generated and uploaded on first use,
+ * then cached (LRU over KOPT_SETS). NULL with err set on failure. */
+struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int variant, char *err,
+				     size_t errlen);
+
+/* kopt_hash of every input array of s, on the device, into out[arg]. */
+int kopt_worker_hash_inputs(struct worker *w, struct inputset *s, uint64_t *out);
+
+/* Loads j's cubin in a fresh module and snapshots its module globals; on
+ * failure w->log says why when the CUresult alone does not. */
+CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const struct job *j);
+void kopt_worker_unload(struct worker *w, struct wmodule *m);
+
+/* NULL when the launch is ready, else a status with w->log set. */
+const char *kopt_worker_prepare(struct worker *w, const struct job *j, const struct inputset *s,
+				struct prepared *pr);
+void kopt_worker_release(struct worker *w, struct prepared *pr);
+
+/* NULL when no undeclared module global changed since load, else "wrong"
+ * with w->log naming it ("crash" when it cannot be read). */
+const char *kopt_worker_check_globals(struct worker *w, const struct wmodule *m,
+				      const char *what);
+
+/* Copies the set's constant-memory arguments into the module's symbols
+ * (w->log says what failed). */
+int kopt_worker_fill_constants(struct worker *w, CUmodule mod, const struct inputset *s);
+
+/* Parameters for set s, outputs in the candidate's buffers or, with
+ * for_reference, in the reference's own. Free with kopt_worker_free_params,
+ * also on failure. */
+int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct wparams *p,
+			     int for_reference);
+void kopt_worker_free_params(struct wparams *p);
+
+/* Status of a wait: 0 done, 1 timeout, else the CUresult of the failure. */
+int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res);
+
+/* Poisons every output buffer with a fresh word (async on w->stream). */
+CUresult kopt_worker_poison(struct worker *w);
+
+/* Before every launch of a candidate: outputs poisoned, the declared state
+ * of w->cur reset to its load-time bytes. */
+CUresult kopt_worker_before_launch(struct worker *w);
+
+/* Device buffers with guard bands (KOPT_GUARD_*): data points past the front
+ * guard. */
+CUresult kopt_worker_alloc_guarded(CUdeviceptr *data, size_t bytes);
+void kopt_worker_free_guarded(CUdeviceptr data);
+
+/* Arms the guards of every buffer the candidate can reach with set s (its
+ * outputs and s's input arrays) with a fresh word; kopt_worker_guard_check
+ * then answers NULL, "wrong" with w->log ("wrote N bytes past the end of
+ * 'y'"), or "crash". */
+CUresult kopt_worker_guard_arm(struct worker *w, const struct inputset *s);
+const char *kopt_worker_guard_check(struct worker *w, const struct inputset *s, const char *what);
+
+/* The timing copy: s's inputs copied (device to device) into the scratch
+ * buffers; view becomes s with the scratch buffers as its device copy. */
+int kopt_worker_scratch_view(struct worker *w, const struct inputset *s, struct inputset *view);
+
+/* Milliseconds since an arbitrary start (CLOCK_MONOTONIC). */
+double kopt_worker_now_ms(void);
+
+#endif

@@ -1,0 +1,28 @@
+/* The main process's side of the GPU workers (spawn.c): one worker process
+ * per GPU, started as `kopt --kopt-worker DEV IN OUT` (worker.h). Floor
+ * "spawn": used by core/bind/gpu.c; includes only worker.h. */
+#ifndef KOPT_WORKER_SPAWN_H
+#define KOPT_WORKER_SPAWN_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/* Main side: one worker process. */
+struct kopt_workerproc {
+	pid_t pid;
+	int to_fd;   /* requests to the worker */
+	int from_fd; /* replies from the worker */
+	int device;
+};
+
+/* Starts a worker for `device` (posix_spawn of /proc/self/exe). Does not wait
+ * for its "ready" message. SIGPIPE is ignored from here on, so a write to a
+ * dead worker fails with EPIPE instead of killing kopt. */
+int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, char *err, size_t errlen);
+
+/* Ends the worker (SIGKILL unless it already exited), reaps it and closes the
+ * pipes; describes how it ended ("exit code 3", "killed by signal 9") into
+ * how. Idempotent. */
+void kopt_workerproc_stop(struct kopt_workerproc *w, char *how, size_t howlen);
+
+#endif
