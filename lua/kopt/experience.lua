@@ -10,7 +10,9 @@
 --   {"kernel": "...", "from": "tile_m_up", "to": "warps_down", "status": "ok",
 --    "speedup": 1.07, "reward": 0.31, "strategy": "mcgs", "n": 42}
 -- speedup = parent time / child time (absent when either failed).
+local errors = require("kopt.errors")
 local json = require("kopt.json")
+local sys = require("kopt.sys")
 
 local M = {}
 
@@ -24,7 +26,10 @@ function M.open(ctx, strategy)
   local paths = {}
   if ctx.run_dir then
     local ok = pcall(require("kopt.sys").mkdir_p, ctx.run_dir)
-    if ok then paths[#paths + 1] = ctx.run_dir .. "/transitions.jsonl" end
+    if ok then
+      paths[#paths + 1] = ctx.run_dir .. "/transitions.jsonl"
+      self.in_run_dir = true
+    end
   end
   local user = os.getenv("KOPT_EXPERIENCE")
   if user and user ~= "" then
@@ -45,15 +50,21 @@ function Log:add(t, result)
   t.kernel = t.kernel or self.kernel
   t.strategy = t.strategy or self.strategy
   local line = json.encode(t) .. "\n"
-  for _, p in ipairs(self.paths) do
+  for i, p in ipairs(self.paths) do
     local f = self.files[p]
+    local ok, err = true, nil
     if f == nil then
-      f = io.open(p, "a") or false
-      self.files[p] = f
+      f, err = sys.open_log(p, "a")
+      self.files[p] = f or false
+      ok = f ~= nil
     end
-    if f then
-      f:write(line)
-      f:flush()
+    if f then ok, err = f:write(line) end
+    -- the run folder's file is checked like every file there (a failed write
+    -- stops the run); a user-level dataset that cannot be written is dropped
+    if not ok and i == 1 and self.in_run_dir then errors.write_failed(p, err) end
+    if not ok and f then
+      f:close()
+      self.files[p] = false
     end
   end
 end
