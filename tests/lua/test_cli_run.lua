@@ -46,6 +46,42 @@ for line in io.lines(out .. "/events.jsonl") do
 end
 T.eq(m, n + 5, "evaluations after resuming with a larger budget")
 
+-- SIGTERM (timeout, docker stop, systemd, Slurm) stops the same way.
+local term = tmp .. "/term"
+script = string.format([[
+%s %s/slow.lua --backend replay:%s --budget 1000 --out %s >/dev/null 2>%s/term.err & pid=$!
+for i in $(seq 1 600); do
+  n=$(grep -c '"event":"eval"' %s/events.jsonl 2>/dev/null || echo 0)
+  [ "$n" -ge 5 ] && break
+  sleep 0.05
+done
+kill -TERM $pid; wait $pid; exit $?]], T.kopt, tmp, replay, term, tmp, term)
+_, _, code = os.execute(script)
+T.eq(code, 130, "exit code after SIGTERM")
+T.check(T.slurp(tmp .. "/term.err"):find("interrupted after %d+ evaluations; continue with %-%-resume") ~= nil,
+        "SIGTERM message:\n%s", T.slurp(tmp .. "/term.err"))
+local _, tstop = T.events(term)
+T.check(tstop and tstop.reason == "interrupted", "stop event after SIGTERM")
+
+-- Regression: a knob value returned as an integral float (128.0, what any
+-- `/` gives) was silently dropped: 0 evaluations, "stalled", exit 0. It is
+-- the integer it equals, in the state key as in the run's files.
+T.write(tmp .. "/floats.lua", [[
+local S = { name = "floats", options = {} }
+function S.ask(ctx, n)
+  if ctx.evaluations >= 6 then return {} end
+  local c = ctx.space:sample(ctx.rng)
+  for k, v in pairs(c) do if math.type(v) == "integer" then c[k] = v * 2 / 2 end end
+  return { { config = c } }
+end
+return S]])
+local fcode, fout = T.run(string.format("%s/floats.lua --backend replay:%s -q --out %s/floats", tmp, replay, tmp))
+T.eq(fcode, 0, "exit code of a strategy returning integral floats")
+T.check(fout:find("6 evaluations", 1, true) ~= nil, "integral floats evaluated:\n%s", fout)
+for _, ev in ipairs((T.events(tmp .. "/floats"))) do
+  T.check(not ev.key:find(".", 1, true), "state key with a float in it: %s", ev.key)
+end
+
 -- --lua-dev: a strategy that exists only in the dev tree; the rest is built in.
 os.execute("mkdir -p " .. tmp .. "/dev/strategies")
 T.write(tmp .. "/dev/strategies/first.lua", [[
