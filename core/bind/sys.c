@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -122,20 +123,24 @@ static int l_sleep(lua_State *L)
 }
 
 /* --- signals ---------------------------------------------------------
- * A signal sets a flag the engine polls between evaluations. If Lua code does
- * not get back to the poll in time (a strategy stuck in a loop), a hook set
- * from the signal handler (as lua.c's `laction` does) raises the
- * interruption error inside that code: after a second signal, or a second
- * after the first. Polling with sys.interrupted() answers the signal and
+ * A signal sets a flag the engine polls between evaluations. If the strategy
+ * does not give control back to the engine in time (stuck in a loop), a hook
+ * set from the signal handler (as lua.c's `laction` does) raises the
+ * interruption error inside its code a second after the signal; a second
+ * signal raises it at once, in whatever Lua code runs. Code outside the
+ * strategy (the engine, a backend waiting for a GPU batch) is left to reach
+ * the poll by itself. Polling with sys.interrupted() answers the signal and
  * removes the hook. */
 #define INTERRUPT_GRACE_S 1.0
 static lua_State *main_thread;
 static int interrupt_key;
+static volatile sig_atomic_t in_strategy;
 
 static void interrupt_hook(lua_State *L, lua_Debug *ar)
 {
 	(void)ar;
-	if (!kopt_sys_interrupt_overdue(INTERRUPT_GRACE_S))
+	int urgent = kopt_sys_interrupt_overdue(HUGE_VAL);
+	if (!urgent && !(in_strategy && kopt_sys_interrupt_overdue(INTERRUPT_GRACE_S)))
 		return;
 	lua_sethook(L, NULL, 0, 0);
 	kopt_sys_acknowledge_interrupt();
@@ -169,6 +174,13 @@ static int l_interrupted(lua_State *L)
 	}
 	lua_pushboolean(L, sig != 0);
 	return 1;
+}
+
+/* in_strategy(flag): the engine marks the time spent in strategy code */
+static int l_in_strategy(lua_State *L)
+{
+	in_strategy = lua_toboolean(L, 1);
+	return 0;
 }
 
 static int interrupt_tostring(lua_State *L)
@@ -402,6 +414,7 @@ static const luaL_Reg sys_funcs[] = {
 	{"sleep", l_sleep},
 	{"install_signal_handlers", l_install_signal_handlers},
 	{"interrupted", l_interrupted},
+	{"in_strategy", l_in_strategy},
 	{"hostname", l_hostname},
 	{"kill_self", l_kill_self},
 	{"open_log", l_open_log},

@@ -62,10 +62,12 @@ end
 local function call_strategy(self, fname, ...)
   local f = self.strategy[fname]
   if f == nil then return nil end
+  sys.in_strategy(true)  -- a signal the strategy does not yield to is raised in it (kopt.sys)
   local ok, a = xpcall(f, function(err)
     if errors.is_user_error(err) or errors.is_interrupt(err) then return err end
     return debug.traceback(errors.describe(err), 2)
   end, ...)
+  sys.in_strategy(false)
   if ok then return a end
   if errors.is_user_error(a) or errors.is_interrupt(a) then error(a, 0) end
   local first = tostring(a):match("^[^\n]*")
