@@ -211,7 +211,8 @@ int kopt_sys_write_atomic(const char *path, const void *data, size_t n, char *er
 		return -1;
 	}
 	int rc = -1;
-	if (kopt_sys_write_all(fd, data, n, err, errlen) != 0 || kopt_sys_fsync(fd, err, errlen) != 0)
+	if (kopt_sys_write_all(fd, data, n, err, errlen) != 0 ||
+	    kopt_sys_fsync(fd, err, errlen) != 0)
 		goto out;
 	if (close(fd) != 0) {
 		fd = -1;

@@ -152,7 +152,8 @@ static void interrupt_hook(lua_State *L, lua_Debug *ar)
 static void on_signal(void)
 {
 	if (main_thread != NULL)
-		lua_sethook(main_thread, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT, 1000);
+		lua_sethook(main_thread, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT,
+			    1000);
 }
 
 static int l_install_signal_handlers(lua_State *L)
