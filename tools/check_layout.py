@@ -7,7 +7,9 @@
 
 C (core/): no #include cycle; lua.h, lauxlib.h, lualib.h and lua-cjson.h only
 in core/bind/ and core/main.c; the folder rule (which folder may include
-which) as in FOLDER_MAY_INCLUDE below.
+which) as in FOLDER_MAY_INCLUDE below; inside core/worker/, the floors of
+WORKER_FLOORS: a file includes only its own module's headers and those of
+lower floors (calls go down: loop -> run -> bench/profile -> data -> ...).
 
 Lua (lua/kopt/): no require cycle among the modules, counted twice: with the
 top-level (file-scope) requires only, which run when the module loads, and
@@ -35,6 +37,26 @@ FOLDER_MAY_INCLUDE = {
     "worker": {"worker", "gpu", ""},
     "bind": None,  # anything
 }
+# The worker's floors (core/worker/, docs/ARCHITECTURE.md): a file may include
+# the headers of its own module and of lower floors only, so calls go one way.
+# A module is a file's name without its suffix; WORKER_MODULE_OF maps the
+# headers that belong to another module's file (worker.h is loop.c's entry).
+# A file not on a floor fails the check until it is given one.
+WORKER_FLOORS = {
+    "spawn": 7,       # main-process side: starts workers (worker.h for the argv)
+    "loop": 6,        # start-up, message loop, replies; worker.h
+    "run": 5,         # one run request
+    "bench": 4,       # timing
+    "profile": 4,     # counters
+    "data": 3,        # buffers, input sets, modules, prepare/release, guards
+    "request": 2,     # the run request's fields, decoded
+    "numerics": 1,    # host-side math, no CUDA
+    "harness": 1,     # device kernels of the worker, as PTX
+    "profile_evict": 1,
+}
+WORKER_MODULE_OF = {"worker": "loop", "request_fields": "request", "harness_ptx": "harness",
+                    "profile_evict_ptx": "profile_evict"}
+
 # main.c starts the worker or the Lua state: it may include both.
 MAY_INCLUDE_EXTRA = {"main.c": {"bind", "worker"}}
 
@@ -60,6 +82,24 @@ C_SUFFIXES = (".c", ".h", ".cc", ".cu")
 
 def folder_of(rel):
     return rel.rpartition("/")[0]
+
+
+def worker_module(rel):
+    stem = rel.rpartition("/")[2].split(".")[0]
+    return WORKER_MODULE_OF.get(stem, stem)
+
+
+def check_floor(f, target, name, problems):
+    mine, theirs = worker_module(f), worker_module(target)
+    for m, path in ((mine, f), (theirs, target)):
+        if m not in WORKER_FLOORS:
+            note = f"core/{path} is on no floor of the worker: add it to WORKER_FLOORS"
+            if note not in problems:
+                problems.append(note)
+            return
+    if mine != theirs and WORKER_FLOORS[theirs] >= WORKER_FLOORS[mine]:
+        problems.append(f'core/{f} (floor {mine}) includes "{name}" (floor {theirs}): '
+                        f"the worker calls only down")
 
 
 def c_files(core):
@@ -99,6 +139,8 @@ def check_c(core, problems):
                 continue  # generated or outside core/
             graph[f].append(target)
             theirs = folder_of(target)
+            if mine == "worker" and theirs == "worker":
+                check_floor(f, target, name, problems)
             if allowed is not None and theirs not in allowed:
                 problems.append(f'core/{f} ({mine or "root"}) includes "{name}" '
                                 f'({theirs or "root"}): not allowed by the folder rule')
@@ -314,6 +356,11 @@ CLEAN = {
     "core/bind/sys.c": '#include <lua.h>\n#include "sys.h"\n#include "gpu/drv.h"\n',
     "core/main.c": '#include <lua.h>\n#include "bind/sys.h"\n',
     "core/bind/sys.h": "#include <lua.h>\n",
+    "core/worker/data.h": '#include "gpu/drv.h"\n',
+    "core/worker/data.c": '#include "worker/data.h"\n',
+    "core/worker/run.c": '#include "worker/data.h"\n',
+    "core/worker/loop.c": '#include "worker/worker.h"\n#include "worker/data.h"\n',
+    "core/worker/worker.h": "",
     "lua/kopt/a.lua": 'local b = require("kopt.b")\nlocal s = "require(\'kopt.c\')"\n'
                       '--[[ require("kopt.c") ]]\nlocal M = {}\n'
                       'function M.f() return require("kopt.c") end\nreturn M\n',
@@ -340,6 +387,12 @@ def self_test():
          "core/sys.c includes <lauxlib.h>"),
         ("folder rule", {"core/gpu/drv.c": '#include "bind/sys.h"\n'},
          'core/gpu/drv.c (gpu) includes "bind/sys.h" (bind)'),
+        ("worker calling up", {"core/worker/data.c": '#include "worker/data.h"\n'
+                                                      '#include "worker/run.h"\n',
+                               "core/worker/run.h": '#include "worker/data.h"\n'},
+         'core/worker/data.c (floor data) includes "worker/run.h" (floor run)'),
+        ("worker file on no floor", {"core/worker/misc.c": '#include "worker/data.h"\n'},
+         "core/worker/misc.c is on no floor"),
         ("top-level require cycle", {"lua/kopt/c.lua": 'local a = require("kopt.a")\nreturn {}\n',
                                      "lua/kopt/a.lua": 'local c = require "kopt.c"\nreturn {}\n'},
          "require cycle (top-level): kopt.a -> kopt.c -> kopt.a"),

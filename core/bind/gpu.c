@@ -4,6 +4,10 @@
  *   gpu.devices() -> { {index=, name=, cc_major=, ...}, ... } | nil, sentence
  *   gpu.spawn(device) -> Worker | nil, msg
  *   gpu.wait_any({w1, w2, ...}, timeout_s) -> index of a worker with a reply | nil
+ *   gpu.request_fields() -> run_fields, arg_fields: the fields of a "run"
+ *       request (core/worker/request_fields.h), each list of
+ *       {name=, type=, required=, default=, doc=}; type is "int", "flag",
+ *       "number", "bytes" or "string"; arg_fields are sent as "a<i>.<name>"
  *   Worker:send(t)            t: flat table, string keys -> integer/number/string/boolean
  *   Worker:recv(timeout_s)    -> table | nil, "timeout" | nil, "exited: ..."
  *   Worker:stop() -> how it ended; Worker.pid, Worker.device (fields via methods)
@@ -267,6 +271,61 @@ static int l_wait_any(lua_State *L)
 	return 1;
 }
 
+/* One row of a request field list (request_fields.h). */
+static void push_field(lua_State *L, int i, const char *name, const char *type, int required,
+		       const char *doc)
+{
+	lua_createtable(L, 0, 5);
+	lua_pushstring(L, name);
+	lua_setfield(L, -2, "name");
+	lua_pushstring(L, type);
+	lua_setfield(L, -2, "type");
+	lua_pushboolean(L, required);
+	lua_setfield(L, -2, "required");
+	lua_pushstring(L, doc);
+	lua_setfield(L, -2, "doc");
+	lua_pushvalue(L, -2); /* the default, pushed by the caller */
+	lua_setfield(L, -2, "default");
+	lua_remove(L, -2);
+	lua_rawseti(L, -2, i);
+}
+
+#define RF_TYPE_INT "int"
+#define RF_TYPE_FLAG "flag"
+#define RF_TYPE_NUM "number"
+#define RF_TYPE_BYTES "bytes"
+#define RF_TYPE_STR_64 "string"
+#define RF_TYPE_STR_128 "string"
+#define RF_TYPE_STR_256 "string"
+#define RF_TYPE_STR_1024 "string"
+#define RF_TYPE_STR_8192 "string"
+#define RF_PUSH_INT(L, d) lua_pushinteger(L, d)
+#define RF_PUSH_FLAG(L, d) lua_pushinteger(L, d)
+#define RF_PUSH_NUM(L, d) lua_pushnumber(L, d)
+#define RF_PUSH_BYTES(L, d) lua_pushnil(L)
+#define RF_PUSH_STR_64(L, d) lua_pushstring(L, d)
+#define RF_PUSH_STR_128(L, d) lua_pushstring(L, d)
+#define RF_PUSH_STR_256(L, d) lua_pushstring(L, d)
+#define RF_PUSH_STR_1024(L, d) lua_pushstring(L, d)
+#define RF_PUSH_STR_8192(L, d) lua_pushstring(L, d)
+#define RF_REQ 1
+#define RF_OPT 0
+
+static int l_request_fields(lua_State *L)
+{
+	int i = 0;
+	lua_newtable(L);
+#define X(name, type, need, def, doc)                                                          \
+	RF_PUSH_##type(L, def);                                                                \
+	push_field(L, ++i, #name, RF_TYPE_##type, RF_##need, doc);
+	KOPT_REQUEST_FIELDS(X)
+	i = 0;
+	lua_newtable(L);
+	KOPT_REQUEST_ARG_FIELDS(X)
+#undef X
+	return 2;
+}
+
 static const luaL_Reg worker_methods[] = {
     {"send", w_send}, {"recv", w_recv},	    {"stop", w_stop}, {"close", w_stop},
     {"pid", w_pid},   {"device", w_device}, {NULL, NULL},
@@ -281,7 +340,7 @@ static const luaL_Reg worker_meta[] = {
 
 static const luaL_Reg gpu_funcs[] = {
     {"load", l_load},	      {"devices", l_devices}, {"spawn", l_spawn},
-    {"wait_any", l_wait_any}, {NULL, NULL},
+    {"wait_any", l_wait_any}, {"request_fields", l_request_fields}, {NULL, NULL},
 };
 
 int luaopen_kopt_gpu(lua_State *L)

@@ -236,7 +236,7 @@ function M.cuda_profile(backend, job, metrics)
   msg.time, msg.verify2, msg.profile = false, false, 1
   if metrics and #metrics > 0 then msg.profile_metrics = table.concat(metrics, ",") end
   msg.profile_matrix = M.is_matrix(backend.spec.kernel.source) and 1 or 0
-  local ok, serr = slot.worker:send(msg)
+  local ok, serr = slot.worker:send(backend:check_request(msg))
   if not ok then return nil, serr, { kind = "candidate" } end
   local reply, why, detail = slot.worker:recv(300)
   if not reply or reply.status == "crash" or reply.status == "timeout" then

@@ -42,6 +42,36 @@ T.eq(rm.block_y, 16, "reference block")
 T.eq(rm.smem, 0, "reference smem")
 T.check(rm.verify2 == false, "no second trial for the reference itself")
 
+-- The request follows the worker's own field list (core/worker/request_fields.h):
+-- every required field sent, nothing sent that the worker does not read.
+local run_fields, arg_fields = require("kopt.gpu").request_fields()
+local listed = {}
+for _, f in ipairs(run_fields) do
+  listed[f.name] = true
+  if f.required then T.check(m[f.name] ~= nil, "required field %s is sent", f.name) end
+end
+for k in pairs(m) do
+  local name = k:match("^a%d+%.(.+)$")
+  local known = k == "op" or listed[k]
+  if name then for _, f in ipairs(arg_fields) do known = known or f.name == name end end
+  T.check(known, "field %s is in the worker's list", k)
+end
+local function copy(t) local c = {} for k, v in pairs(t) do c[k] = v end return c end
+local extra = copy(m); extra.min_sample = 5
+local ok1, e1 = pcall(be.check_request, be, extra)
+T.check(not ok1 and e1:find("unknown field 'min_sample'", 1, true), "an unlisted field is an error: %s", tostring(e1))
+local missing = copy(m); missing.max_noise = nil
+local ok2, e2 = pcall(be.check_request, be, missing)
+T.check(not ok2 and e2:find("missing field 'max_noise'", 1, true), "a missing field is an error: %s", tostring(e2))
+local badarg = copy(m); badarg["a4.name"] = "x"
+T.check(not pcall(be.check_request, be, badarg), "an argument past nargs is an error")
+local wrongtype = copy(m); wrongtype.timeout_ms = "soon"
+T.check(not pcall(be.check_request, be, wrongtype), "a field of the wrong type is an error")
+-- the profiler's request (kopt.profiling.cuda_profile) adds listed fields only
+local prof = copy(m); prof.time, prof.verify2, prof.profile = false, false, 1
+prof.profile_metrics, prof.profile_matrix = "a,b", 0
+T.check(pcall(be.check_request, be, prof), "the profiling request is in the list")
+
 local r = be:result({ op = "result", status = "ok", time_ms = 0.02, p90_ms = 0.021, samples = 12,
                       err_rel_l2 = 0.0, err_max_abs = 0.0, regs = 16, smem_static = 1024,
                       smem_dynamic = 0, occupancy = 1.0, blocks_per_sm = 8 },

@@ -1,5 +1,5 @@
 -- The GPU backend: candidates compiled by the NVRTC pool (kopt.compile),
--- evaluated by one worker process per GPU (core/worker.c through kopt.gpu).
+-- evaluated by one worker process per GPU (core/worker/ through kopt.gpu).
 --
 -- Compiles for the whole batch are submitted at once; each candidate goes to
 -- an idle GPU worker as soon as its CUBIN is ready, so the GPUs time while
@@ -117,7 +117,55 @@ local function launch_fields(msg, prefix, l)
   return true
 end
 
--- The request for one candidate (a flat table for kopt.gpu).
+-- The fields of a run request, from the worker's own list
+-- (core/worker/request_fields.h through kopt.gpu.request_fields()).
+local RUN_FIELDS, ARG_FIELDS = {}, {}
+do
+  local run, args = gpu.request_fields()
+  for _, f in ipairs(run) do RUN_FIELDS[#RUN_FIELDS + 1], RUN_FIELDS[f.name] = f, f end
+  for _, f in ipairs(args) do ARG_FIELDS[#ARG_FIELDS + 1], ARG_FIELDS[f.name] = f, f end
+end
+
+local function type_ok(f, v)
+  if f.type == "int" then return math.tointeger(v) ~= nil end
+  if f.type == "flag" then return type(v) == "boolean" or math.tointeger(v) ~= nil end
+  if f.type == "number" then return type(v) == "number" end
+  return type(v) == "string" -- "string", "bytes"
+end
+
+-- Checks a run request against the worker's field list: every key listed
+-- (or "op", or "a<i>.<field>" for i up to nargs), every required field
+-- present, every value of its field's type. A mismatch is a bug in kopt (the
+-- Lua side and core/worker/request_fields.h drifted apart), so it raises.
+function Cuda:check_request(msg)
+  local function bad(fmt, ...)
+    error(string.format("worker run request: " .. fmt .. " (core/worker/request_fields.h)", ...), 2)
+  end
+  local nargs = math.tointeger(msg.nargs) or 0
+  for k, v in pairs(msg) do
+    local f = RUN_FIELDS[k]
+    if not f and type(k) == "string" then
+      local i, name = k:match("^a(%d+)%.(.+)$")
+      f = i and tonumber(i) >= 1 and tonumber(i) <= nargs and ARG_FIELDS[name] or nil
+    end
+    if k ~= "op" then
+      if not f then bad("unknown field '%s'", tostring(k)) end
+      if not type_ok(f, v) then bad("field '%s' is not of type %s: %s", k, f.type, tostring(v)) end
+    end
+  end
+  for _, f in ipairs(RUN_FIELDS) do
+    if f.required and msg[f.name] == nil then bad("missing field '%s'", f.name) end
+  end
+  for i = 1, nargs do
+    for _, f in ipairs(ARG_FIELDS) do
+      if f.required and msg["a" .. i .. "." .. f.name] == nil then bad("missing field 'a%d.%s'", i, f.name) end
+    end
+  end
+  return msg
+end
+
+-- The request for one candidate (a flat table for kopt.gpu), checked against
+-- the worker's field list.
 function Cuda:request(id, config, cubin, entry, is_reference)
   local spec = self.spec
   local msg = { op = "run", id = id, cubin = cubin, entry = entry,
@@ -156,7 +204,7 @@ function Cuda:request(id, config, cubin, entry, is_reference)
   msg.max_samples = t.max_samples or 100
   msg.max_time_s = (t.max_time_s or 0.3) + 0.0
   msg.max_noise = (t.max_noise or 0.005) + 0.0
-  return msg
+  return self:check_request(msg)
 end
 
 -- Per-launch watchdog: 50x the reference's time, at least the floor.
