@@ -8,6 +8,7 @@
 #  2. exhaustive matmul_f16: OLD, NEW, NEW with guards, module-variable check
 #     and nudging off (what those cost), interleaved twice, compile cache warm
 #  3. the shipped specs' winners, OLD against NEW
+# Skip part 1 with FAULTS=0. Per-run figures: OUT/summary.jsonl.
 NEW=${NEW:-build/kopt}
 OLD=${OLD:-}
 OUT=${OUT:-.}
@@ -16,12 +17,14 @@ set -u
 rm -rf "$R"; mkdir -p "$R" "$OUT"
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 "$NEW" devices
+if [ "${FAULTS:-1}" != 0 ]; then
 echo "== planted faults"
 KOPT_FAULTS_OUT="$OUT/faults.json" "$NEW" script tests/lua/test_gpu_faults.lua
 echo "faults rc=$?"
 echo "== planted faults, module-variable check off"
 KOPT_VERIFY_OFF=globals KOPT_FAULTS_OUT="$OUT/faults_globals_off.json" "$NEW" script tests/lua/test_gpu_faults.lua
 echo "faults (globals off) rc=$?"
+fi
 run() { # label binary spec [env...]
 	label=$1 bin=$2 spec=$3
 	shift 3
@@ -40,8 +43,8 @@ done
 for s in softmax transpose reduce; do
 	[ -n "$OLD" ] && run "${s}_old" "$OLD" "$s" X=1
 	run "${s}_new" "$NEW" "$s" X=1
+	run "${s}_new_off" "$NEW" "$s" KOPT_VERIFY_OFF=globals,guards KOPT_NUDGE=0
 done
-for d in "$R"/*/; do
-	n=$(basename "$d")
-	cp "$d/events.jsonl" "$OUT/$n.events.jsonl" 2>/dev/null
-done
+# per run: evaluations, worker seconds per evaluation, best time and config
+python3 tools/events_summary.py "$R"/*/events.jsonl >"$OUT/summary.jsonl"
+python3 tools/check_strict_json.py "$R" | tee "$OUT/strict_json.txt"
