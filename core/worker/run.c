@@ -467,6 +467,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		struct prepared pr;
 		struct timing t;
 		struct inputset ta;
+		memset(&pr, 0, sizeof pr); /* released below even when never prepared */
 		st = kopt_worker_scratch_view(w, a, &ta) != 0 ? "crash"
 							     : kopt_worker_prepare(w, &j, &ta, &pr);
 		if (st == NULL && kopt_worker_guard_arm(w, &ta) != CUDA_SUCCESS)
