@@ -312,14 +312,16 @@ static int listed(const char *list, const char *name)
  * j->state must be among them. */
 static CUresult snapshot_globals(struct worker *w, struct wmodule *m, const struct job *j)
 {
-	struct kopt_cubin_global found[64];
+	enum { MAX_GLOBALS = 256 };
+	static struct kopt_cubin_global found[MAX_GLOBALS]; /* the worker is single-threaded */
 	char err[256];
-	int n = kopt_cubin_globals(j->cubin, j->cubin_len, found, 64, err, sizeof err);
+	int n = kopt_cubin_globals(j->cubin, j->cubin_len, found, MAX_GLOBALS, err, sizeof err);
 	if (n < 0)
 		n = 0; /* not an ELF image (PTX for the JIT): nothing listed */
-	if (n > 64) {
+	if (n > MAX_GLOBALS) {
 		snprintf(w->log, sizeof w->log,
-			 "the module has %d global variables; kopt follows at most 64", n);
+			 "the module has %d global variables; kopt follows at most %d", n,
+			 MAX_GLOBALS);
 		return CUDA_ERROR_INVALID_IMAGE;
 	}
 	m->globals = calloc((size_t)n + 1, sizeof *m->globals);
