@@ -24,7 +24,10 @@ local USAGE = [[
 usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N]
                     [--budgets 25,50,...] [--out DIR] [--opt STRATEGY.KEY=VALUE] [-q]
   --strategies  built-in names or paths (default: random, anneal, genetic,
-                surrogate, and mcgs and rules when built in)
+                surrogate, and mcgs and rules when built in); NAME@K=V+K=V is a
+                variant with its own options (mcgs@pw_c=1+model=false), reported
+                under that label; variants of one strategy are chosen between
+                leave-one-space-out
   --spaces      recorded spaces (Kernel Tuner cache, T4, KTT); default every
                 tests/data/*.json under the current directory
   --seeds       runs per strategy and space, seeds 1..N (default 50)
@@ -33,6 +36,19 @@ usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N]
   --out         output directory (default compare/): benchmark.md, benchmark.json, img/*.svg
   --opt         a strategy option, e.g. --opt anneal.t0=0.2 (repeatable)
 ]]
+
+-- "NAME@K=V+K=V" -> "NAME", { {K, V}, ... } (no '@': no variant options).
+function M.split_variant(full)
+  local label, rest = full:match("^(.-)@(.*)$")
+  if not label then return full, {} end
+  local kv = {}
+  for item in (rest .. "+"):gmatch("([^+]*)%+") do
+    local k, v = item:match("^([%w_%-]+)=(.*)$")
+    if not k then errors.usage("compare: --strategies: expected NAME@KEY=VALUE+KEY=VALUE, got '%s'", full) end
+    kv[#kv + 1] = { k, v }
+  end
+  return label, kv
+end
 
 local function split(s)
   local out = {}
@@ -140,12 +156,17 @@ function M.main(argv)
   if #files == 0 then errors.usage("compare: no spaces to run on") end
   -- Load every strategy once up front, so a typo fails before hours of runs.
   local loaded = {}
-  for i, label in ipairs(strategies) do
+  for i, full in ipairs(strategies) do
+    local label, variant = M.split_variant(full)
     local saved = package.path
     local s = strategy_mod.load(label)
     package.path = saved
     local name = s.name
-    loaded[i] = { label = label, name = name, options = strategy_mod.options(s, o.opts[name] or o.opts[label]) }
+    local pairs_list = {}
+    for _, kv in ipairs(o.opts[name] or o.opts[label] or {}) do pairs_list[#pairs_list + 1] = kv end
+    for _, kv in ipairs(variant) do pairs_list[#pairs_list + 1] = kv end
+    loaded[i] = { label = label, name = #variant > 0 and (name .. full:sub(#label + 1)) or name, base = name,
+                  options = strategy_mod.options(s, pairs_list) }
   end
   local budgets, maxb = o.budgets, o.budgets[#o.budgets]
   local report = { budgets = budgets, seeds = o.seeds, p = M.P, spaces = {} }
@@ -166,10 +187,10 @@ function M.main(argv)
       local t0 = sys.now()
       local curves = {}
       for seed = 1, o.seeds do
-        curves[seed] = run_one(st.name, st.label, st.options, backend, seed, length)
+        curves[seed] = run_one(st.base, st.label, st.options, backend, seed, length)
       end
       local sum = benchstats.summarise(facts, curves, budgets, cutoff, rtimes)
-      sum.name, sum.seconds = st.name, sys.now() - t0
+      sum.name, sum.base, sum.seconds = st.name, st.base, sys.now() - t0
       sum.curve = {}
       for n = 1, maxb do
         local acc = 0
@@ -215,7 +236,10 @@ local function row(r, budgets, limit, with_evals)
   return "| " .. table.concat(cells, " | ") .. " |\n"
 end
 
--- The report as markdown: one table per space, then the average over spaces.
+local rank_markdown, loo_markdown -- below
+
+-- The report as markdown: one table per space, the average over spaces, the
+-- ranks and the leave-one-space-out table.
 function M.markdown(report)
   local out, budgets = {}, report.budgets
   out[#out + 1] = string.format("Mean fraction of optimum (t_opt / t_found) after N evaluations, over %d seeds; "
@@ -250,7 +274,134 @@ function M.markdown(report)
     end
     out[#out + 1] = "\n"
   end
+  if #report.spaces > 0 and #report.spaces[1].results > 1 then
+    out[#out + 1] = rank_markdown(report)
+    out[#out + 1] = loo_markdown(report)
+  end
   return table.concat(out)
+end
+
+-- Ranks per space: at each budget the strategies are ranked by mean
+-- fraction of optimum as printed (3 decimals, so seed noise below the
+-- printed precision is a tie; tied strategies share the mean of their
+-- ranks); a space's rank is the mean over its budgets. Returns
+-- ranks[space index][result index] and mean[result index] over spaces.
+function M.ranks(report)
+  local ranks, mean = {}, {}
+  local nb = #report.budgets
+  for si, sp in ipairs(report.spaces) do
+    ranks[si] = {}
+    for ri in ipairs(sp.results) do ranks[si][ri] = 0 end
+    for b = 1, nb do
+      local v = {}
+      for ri, r in ipairs(sp.results) do v[ri] = math.floor(r.fraction[b] * 1000 + 0.5) end
+      for ri in ipairs(sp.results) do
+        local better, equal = 0, 0
+        for rj in ipairs(sp.results) do
+          if v[rj] > v[ri] then better = better + 1 elseif v[rj] == v[ri] then equal = equal + 1 end
+        end
+        ranks[si][ri] = ranks[si][ri] + (better + (equal + 1) / 2) / nb
+      end
+    end
+    for ri in ipairs(sp.results) do mean[ri] = (mean[ri] or 0) + ranks[si][ri] / #report.spaces end
+  end
+  return ranks, mean
+end
+
+-- Leave-one-space-out. Results are grouped by strategy (variants NAME@...
+-- of one strategy form a group); for each held-out space every group
+-- picks the variant with the best mean fraction over the other spaces and
+-- budgets, and is scored on the held-out space with it. Returns groups in
+-- first-seen order: { name, fraction[space][budget], pick[space] }.
+function M.loo(report)
+  local groups, by = {}, {}
+  local spaces, nb = report.spaces, #report.budgets
+  if #spaces == 0 then return groups end
+  for ri, r in ipairs(spaces[1].results) do
+    local base = r.base or r.name
+    if not by[base] then
+      by[base] = { name = base, members = {}, fraction = {}, pick = {} }
+      groups[#groups + 1] = by[base]
+    end
+    table.insert(by[base].members, ri)
+  end
+  for _, gr in ipairs(groups) do
+    for h, sp in ipairs(spaces) do
+      local best, pick = -math.huge, nil
+      for _, ri in ipairs(gr.members) do
+        local acc = 0
+        for si, other in ipairs(spaces) do
+          if si ~= h or #spaces == 1 then
+            for b = 1, nb do acc = acc + other.results[ri].fraction[b] end
+          end
+        end
+        if acc > best + 1e-12 then best, pick = acc, ri end
+      end
+      gr.pick[h] = sp.results[pick].name
+      gr.fraction[h] = sp.results[pick].fraction
+    end
+  end
+  return groups
+end
+
+loo_markdown = function(report)
+  local groups = M.loo(report)
+  local budgets, spaces = report.budgets, report.spaces
+  local out = {}
+  out[#out + 1] = "### Leave-one-space-out\n\nFor each space, each strategy runs with the variant that did best "
+    .. "on the other spaces (mean fraction over the budgets); mean and worst space of the held-out fractions, "
+    .. "and the worst gap to the best other strategy on the same space (negative: behind it).\n\n"
+  local cols, sep = { "strategy" }, { "---" }
+  for _, b in ipairs(budgets) do
+    cols[#cols + 1] = "@" .. b .. " mean"; cols[#cols + 1] = "@" .. b .. " worst"; cols[#cols + 1] = "@" .. b .. " gap"
+    sep[#sep + 1] = "---:"; sep[#sep + 1] = "---:"; sep[#sep + 1] = "---:"
+  end
+  out[#out + 1] = "| " .. table.concat(cols, " | ") .. " |\n|" .. table.concat(sep, "|") .. "|\n"
+  for gi, gr in ipairs(groups) do
+    local cells = { gr.name }
+    for b = 1, #budgets do
+      local mean, worst, gap, gap_at = 0, math.huge, math.huge, nil
+      for h, sp in ipairs(spaces) do
+        local f = gr.fraction[h][b]
+        mean = mean + f / #spaces
+        if f < worst then worst = f end
+        local other = -math.huge
+        for gj, g2 in ipairs(groups) do if gj ~= gi then other = math.max(other, g2.fraction[h][b]) end end
+        if other > -math.huge and f - other < gap then gap, gap_at = f - other, sp.name end
+      end
+      cells[#cells + 1] = string.format("%.3f", mean)
+      cells[#cells + 1] = string.format("%.3f", worst)
+      cells[#cells + 1] = gap_at and string.format("%+.3f (%s)", gap, gap_at) or "-"
+    end
+    out[#out + 1] = "| " .. table.concat(cells, " | ") .. " |\n"
+  end
+  local picks = {}
+  for _, gr in ipairs(groups) do
+    if #gr.members > 1 then
+      local list = {}
+      for h, sp in ipairs(spaces) do list[#list + 1] = sp.name .. ": " .. gr.pick[h] end
+      picks[#picks + 1] = "- " .. gr.name .. " picks: " .. table.concat(list, "; ") .. "\n"
+    end
+  end
+  if #picks > 0 then out[#out + 1] = "\n" .. table.concat(picks) end
+  return table.concat(out) .. "\n"
+end
+
+rank_markdown = function(report)
+  local ranks, mean = M.ranks(report)
+  local out = { "### Rank per space\n\nRank of each strategy on each space (1 = best; at each budget by the "
+    .. "mean fraction as printed, ties share their mean rank; averaged over the budgets), and the mean rank.\n\n" }
+  local cols, sep = { "strategy" }, { "---" }
+  for _, sp in ipairs(report.spaces) do cols[#cols + 1] = sp.name; sep[#sep + 1] = "---:" end
+  cols[#cols + 1] = "mean rank"; sep[#sep + 1] = "---:"
+  out[#out + 1] = "| " .. table.concat(cols, " | ") .. " |\n|" .. table.concat(sep, "|") .. "|\n"
+  for ri, r in ipairs(report.spaces[1].results) do
+    local cells = { r.name }
+    for si in ipairs(report.spaces) do cells[#cells + 1] = string.format("%.2f", ranks[si][ri]) end
+    cells[#cells + 1] = string.format("%.2f", mean[ri])
+    out[#out + 1] = "| " .. table.concat(cells, " | ") .. " |\n"
+  end
+  return table.concat(out) .. "\n"
 end
 
 function M.write_svg(path, sp, maxb)
@@ -286,6 +437,16 @@ function M.plain(report)
         seconds = r.seconds }
     end
     out.spaces[#out.spaces + 1] = s
+  end
+  if #report.spaces > 0 and #report.spaces[1].results > 0 then
+    local ranks, mean = M.ranks(report)
+    out.mean_rank = {}
+    for ri, r in ipairs(report.spaces[1].results) do
+      out.mean_rank[#out.mean_rank + 1] = { name = r.name, rank = mean[ri] }
+      for si, s in ipairs(out.spaces) do s.strategies[ri + 1].rank = ranks[si][ri] end
+    end
+    out.loo = {}
+    for _, gr in ipairs(M.loo(report)) do out.loo[#out.loo + 1] = { name = gr.name, fraction = gr.fraction, pick = gr.pick } end
   end
   return out
 end
