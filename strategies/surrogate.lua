@@ -42,72 +42,6 @@ function S.init(ctx)
                     ranked = {}, fitted_at = 0, ok = 0 }
 end
 
--- One regression tree on rows `idx` of X, y; flat arrays, node 1 the root.
-local function build_tree(st, rng, X, y, idx)
-  local o, free, knobs = st.o, st.free, st.mem.knobs
-  local T = { f = {}, t = {}, l = {}, r = {}, v = {} }
-  local mtry = math.max(1, math.ceil(#free * o.features))
-  local function grow(rows, depth)
-    local node = #T.v + 1
-    local n, sum = #rows, 0
-    for _, i in ipairs(rows) do sum = sum + y[i] end
-    T.v[node] = sum / n
-    if n < 2 * o.min_leaf or depth >= o.max_depth then return node end
-    local cand = {}
-    for i = 1, #free do cand[i] = free[i] end
-    local best_score, bf, bt = sum * sum / n + 1e-12, nil, nil
-    for c = 1, math.min(mtry, #cand) do
-      local pick = rng:random(c, #cand)
-      cand[c], cand[pick] = cand[pick], cand[c]
-      local j = cand[c]
-      local nv = #knobs[j].values
-      local cnt, s = {}, {}
-      for v = 1, nv do cnt[v], s[v] = 0, 0 end
-      for _, i in ipairs(rows) do
-        local v = X[i][j]
-        cnt[v], s[v] = cnt[v] + 1, s[v] + y[i]
-      end
-      local nl, sl = 0, 0
-      for t = 1, nv - 1 do
-        nl, sl = nl + cnt[t], sl + s[t]
-        local nr = n - nl
-        if nl >= o.min_leaf and nr >= o.min_leaf and cnt[t] > 0 then
-          local score = sl * sl / nl + (sum - sl) ^ 2 / nr
-          if score > best_score then best_score, bf, bt = score, j, t end
-        end
-      end
-    end
-    if not bf then return node end
-    local L, R = {}, {}
-    for _, i in ipairs(rows) do
-      if X[i][bf] <= bt then L[#L + 1] = i else R[#R + 1] = i end
-    end
-    T.f[node], T.t[node] = bf, bt
-    T.l[node] = grow(L, depth + 1)
-    T.r[node] = grow(R, depth + 1)
-    return node
-  end
-  grow(idx, 0)
-  return T
-end
-
-local function predict(T, x)
-  local node = 1
-  while T.f[node] do
-    if x[T.f[node]] <= T.t[node] then node = T.l[node] else node = T.r[node] end
-  end
-  return T.v[node]
-end
-
-local function normal_cdf(z)
-  -- Abramowitz and Stegun 7.1.26 for erf, |error| < 1.5e-7.
-  local x = math.abs(z) / math.sqrt(2)
-  local t = 1 / (1 + 0.3275911 * x)
-  local erf = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
-                   + 0.254829592) * t * math.exp(-x * x)
-  return z >= 0 and 0.5 * (1 + erf) or 0.5 * (1 - erf)
-end
-
 local function fit_and_rank(ctx, st)
   local o, mem, rng = st.o, st.mem, ctx.rng
   local X, y, worst, best = st.X, {}, -math.huge, math.huge
@@ -118,12 +52,8 @@ local function fit_and_rank(ctx, st)
     end
   end
   for i, f in ipairs(st.f) do if f == math.huge then y[i] = worst + o.failure_penalty end end
-  local forest = {}
-  for t = 1, o.trees do
-    local idx = {}
-    for i = 1, #X do idx[i] = rng:random(1, #X) end
-    forest[t] = build_tree(st, rng, X, y, idx)
-  end
+  local forest = classic.forest(rng, X, y, { trees = o.trees, features = o.features, min_leaf = o.min_leaf,
+                                             max_depth = o.max_depth, free = st.free, knobs = mem.knobs })
   -- Candidate pool: random fresh configurations plus fresh neighbours of the best.
   local pool, inpool = {}, {}
   local function add(c)
@@ -140,19 +70,8 @@ local function fit_and_rank(ctx, st)
   end
   local scored = {}
   for i, c in ipairs(pool) do
-    local x, s1, s2 = mem:vector(c), 0, 0
-    for _, T in ipairs(forest) do
-      local p = predict(T, x)
-      s1, s2 = s1 + p, s2 + p * p
-    end
-    local mu = s1 / #forest
-    local sd = math.sqrt(math.max(0, s2 / #forest - mu * mu))
-    local gain = best - mu - o.xi
-    local ei
-    if sd < 1e-9 then ei = math.max(gain, 0) else
-      local z = gain / sd
-      ei = gain * normal_cdf(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
-    end
+    local mu, sd = classic.predict(forest, mem:vector(c))
+    local ei = classic.expected_improvement(best - o.xi, mu, sd)
     scored[i] = { c = c, ei = ei, mu = mu, i = i }
   end
   table.sort(scored, function(a, b)

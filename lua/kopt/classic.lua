@@ -150,6 +150,102 @@ function Memory:fresh_neighbours(config, kind)
   return out
 end
 
+-- A random forest of regression trees (the surrogate strategy's model, also
+-- MCGS's value model). X holds ordinal vectors (Memory:vector), y the
+-- targets; o: trees, features (fraction of the free knobs a split may
+-- choose from), min_leaf, max_depth, free (indices of knobs with more than
+-- one value), knobs. Each tree grows on a bootstrap sample; splits are
+-- "knob index <= v" by variance reduction. Flat arrays, node 1 the root.
+local function build_tree(o, rng, X, y, idx)
+  local free, knobs = o.free, o.knobs
+  local T = { f = {}, t = {}, l = {}, r = {}, v = {} }
+  local mtry = math.max(1, math.ceil(#free * o.features))
+  local function grow(rows, depth)
+    local node = #T.v + 1
+    local n, sum = #rows, 0
+    for _, i in ipairs(rows) do sum = sum + y[i] end
+    T.v[node] = sum / n
+    if n < 2 * o.min_leaf or depth >= o.max_depth then return node end
+    local cand = {}
+    for i = 1, #free do cand[i] = free[i] end
+    local best_score, bf, bt = sum * sum / n + 1e-12, nil, nil
+    for c = 1, math.min(mtry, #cand) do
+      local pick = rng:random(c, #cand)
+      cand[c], cand[pick] = cand[pick], cand[c]
+      local j = cand[c]
+      local nv = #knobs[j].values
+      local cnt, s = {}, {}
+      for v = 1, nv do cnt[v], s[v] = 0, 0 end
+      for _, i in ipairs(rows) do
+        local v = X[i][j]
+        cnt[v], s[v] = cnt[v] + 1, s[v] + y[i]
+      end
+      local nl, sl = 0, 0
+      for t = 1, nv - 1 do
+        nl, sl = nl + cnt[t], sl + s[t]
+        local nr = n - nl
+        if nl >= o.min_leaf and nr >= o.min_leaf and cnt[t] > 0 then
+          local score = sl * sl / nl + (sum - sl) ^ 2 / nr
+          if score > best_score then best_score, bf, bt = score, j, t end
+        end
+      end
+    end
+    if not bf then return node end
+    local L, R = {}, {}
+    for _, i in ipairs(rows) do
+      if X[i][bf] <= bt then L[#L + 1] = i else R[#R + 1] = i end
+    end
+    T.f[node], T.t[node] = bf, bt
+    T.l[node] = grow(L, depth + 1)
+    T.r[node] = grow(R, depth + 1)
+    return node
+  end
+  grow(idx, 0)
+  return T
+end
+
+function M.forest(rng, X, y, o)
+  local forest = {}
+  for t = 1, o.trees do
+    local idx = {}
+    for i = 1, #X do idx[i] = rng:random(1, #X) end
+    forest[t] = build_tree(o, rng, X, y, idx)
+  end
+  return forest
+end
+
+-- Mean and spread of the trees' answers for the ordinal vector x.
+function M.predict(forest, x)
+  local s1, s2 = 0, 0
+  for _, T in ipairs(forest) do
+    local node = 1
+    while T.f[node] do
+      if x[T.f[node]] <= T.t[node] then node = T.l[node] else node = T.r[node] end
+    end
+    local p = T.v[node]
+    s1, s2 = s1 + p, s2 + p * p
+  end
+  local mu = s1 / #forest
+  return mu, math.sqrt(math.max(0, s2 / #forest - mu * mu))
+end
+
+local function normal_cdf(z)
+  -- Abramowitz and Stegun 7.1.26 for erf, |error| < 1.5e-7.
+  local x = math.abs(z) / math.sqrt(2)
+  local t = 1 / (1 + 0.3275911 * x)
+  local erf = 1 - ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t
+                   + 0.254829592) * t * math.exp(-x * x)
+  return z >= 0 and 0.5 * (1 + erf) or 0.5 * (1 - erf)
+end
+
+-- Expected improvement below `target` of a normal (mu, sd) (minimisation).
+function M.expected_improvement(target, mu, sd)
+  local gain = target - mu
+  if sd < 1e-9 then return math.max(gain, 0) end
+  local z = gain / sd
+  return gain * normal_cdf(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
+end
+
 -- Options with defaults applied; ctx.options may hold strings from --opt.
 function M.options(S, ctx)
   local o = {}

@@ -236,8 +236,6 @@ local function row(r, budgets, limit, with_evals)
   return "| " .. table.concat(cells, " | ") .. " |\n"
 end
 
-local rank_markdown, loo_markdown -- below
-
 -- The report as markdown: one table per space, the average over spaces, the
 -- ranks and the leave-one-space-out table.
 function M.markdown(report)
@@ -275,8 +273,8 @@ function M.markdown(report)
     out[#out + 1] = "\n"
   end
   if #report.spaces > 0 and #report.spaces[1].results > 1 then
-    out[#out + 1] = rank_markdown(report)
-    out[#out + 1] = loo_markdown(report)
+    out[#out + 1] = M.rank_markdown(report)
+    out[#out + 1] = M.loo_markdown(report)
   end
   return table.concat(out)
 end
@@ -344,7 +342,7 @@ function M.loo(report)
   return groups
 end
 
-loo_markdown = function(report)
+function M.loo_markdown(report)
   local groups = M.loo(report)
   local budgets, spaces = report.budgets, report.spaces
   local out = {}
@@ -387,7 +385,7 @@ loo_markdown = function(report)
   return table.concat(out) .. "\n"
 end
 
-rank_markdown = function(report)
+function M.rank_markdown(report)
   local ranks, mean = M.ranks(report)
   local out = { "### Rank per space\n\nRank of each strategy on each space (1 = best; at each budget by the "
     .. "mean fraction as printed, ties share their mean rank; averaged over the budgets), and the mean rank.\n\n" }
