@@ -4,10 +4,12 @@
 -- and, with edits on, kernel edits. All experts are asked at once (one
 -- parallel HTTP batch); their proposals are validated (knob values,
 -- constraints, kernel-only edits), deduplicated against each other and
--- everything measured, and evaluated as one batch. A new best must beat the
--- old by more than the measurement noise and at least min_gain. The search
--- stops after `iterations` iterations, or when `patience` iterations in a row
--- bring no new best.
+-- everything measured, and evaluated as one batch. An LLM edit that does not
+-- apply, compile or verify goes back to its expert as a follow-up turn of the
+-- same conversation, with the reason, for up to `repairs` fixed attempts.
+-- A new best must beat the old by more than the measurement noise and at
+-- least min_gain. The search stops after `iterations` iterations, or when
+-- `patience` iterations in a row bring no new best.
 local X = require("kopt.experts")
 local llm = require("kopt.llm")
 local patch_mod = require("kopt.patch")
@@ -37,6 +39,13 @@ local S = {
     llm_mode = { default = "json_schema", choices = { "json_schema", "json_object", "none" },
                  help = "structured output to ask for first (falls back when the server rejects it)" },
     llm_replay = { default = "", help = "answer from a recorded llm_transcript.jsonl instead of the network" },
+    llm_max_tokens = { default = 0, help = "stop asking the LLM once the run has used this many tokens (0: no limit)" },
+    llm_deadline = { default = 600, help = "seconds one batch of LLM requests may take, retries included" },
+    edit_format = { default = "diff", choices = { "diff", "search_replace", "source" },
+                    help = "the edit format the prompt asks for (any of the three is accepted); an expert's own " ..
+                      "edit_format wins" },
+    repairs = { default = 2, help = "follow-up turns in which an expert may fix its edit after it failed to apply, " ..
+                  "compile or verify (0: none)" },
   },
 }
 
@@ -84,7 +93,10 @@ function S.init(ctx)
     iter = 0, stall = 0, improved = false, done = nil,
     best = nil,         -- { config=, key=, result=, source=, patch= } (noise-aware)
     stats = {},         -- expert -> {proposed=, valid=, measured=, improved=}
+    repairs = {},       -- pending repairs: {chain=, feedback=, failed_source=}
+    expert_by_name = {},
   }
+  for _, e in ipairs(st.experts) do st.expert_by_name[e.name] = e end
   for _, e in ipairs(st.experts) do st.stats[e.name] = { proposed = 0, valid = 0, measured = 0, improved = 0 } end
   if o.edits == "auto" then
     st.edits = ctx.spec ~= nil and ctx.backend_name ~= "replay"
@@ -125,11 +137,27 @@ local function smem_ok(ctx, config)
   return true
 end
 
--- Turns a move from `expert` into a candidate, or nil and why.
-local function candidate_of(ctx, st, mv, iter)
-  local base = st.best and st.best.config
+-- Applies a move's edit to `base`, then re-checks what the edit added
+-- against the device-code-only rules. Returns the new source or nil, why.
+local function apply_move_edit(ctx, mv, base)
+  local names = {}
+  for i, k in ipairs(ctx.space.knobs) do names[i] = k.name end
+  local edit = mv.edit or mv.patch
+  local entry = ctx.spec and ctx.spec.kernel and ctx.spec.kernel.entry
+  local new, aerr = patch_mod.apply_edit(base, edit, { entry = entry })
+  if not new then return nil, "edit does not apply: " .. tostring(aerr) end
+  if new == base then return nil, "the edit changes nothing" end
+  local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names })
+  if not allowed then return nil, "edit rejected: " .. perr end
+  return new
+end
+
+-- Turns a move into a candidate, or nil and why. `base` (default: the
+-- current best) is the state the move starts from: {config=, source=}.
+local function candidate_of(ctx, st, mv, iter, base)
+  base = base or st.best
   local config = {}
-  for k, v in pairs(base) do config[k] = v end
+  for k, v in pairs(base.config) do config[k] = v end
   for k, v in pairs(mv.changes or {}) do
     local ix = ctx.space.index[k]
     if not ix or ix.pos[v] == nil then return nil, string.format("%s=%s is not allowed", tostring(k), tostring(v)) end
@@ -138,26 +166,236 @@ local function candidate_of(ctx, st, mv, iter)
   local ok, why = ctx.space:is_valid(config)
   if ok then ok, why = smem_ok(ctx, config) end
   if not ok then return nil, why end
-  local source, cand_patch = st.best.source, st.best.patch
-  if mv.patch then
+  local source = base.source or spec_source(ctx)
+  if mv.edit or mv.patch then
     if not st.edits then return nil, "code edits are off" end
-    local names = {}
-    for i, k in ipairs(ctx.space.knobs) do names[i] = k.name end
-    local allowed, perr = patch_mod.check_kernel_only(mv.patch, { knobs = names })
-    if not allowed then return nil, "edit rejected: " .. perr end
-    local new, aerr = patch_mod.apply(st.best.source or spec_source(ctx), mv.patch)
-    if not new then return nil, "edit does not apply: " .. aerr end
+    local new, err = apply_move_edit(ctx, mv, source)
+    if not new then return nil, err, nil, nil, true end
     source = new
-    -- The engine materialises spec source + patch, so the candidate carries
-    -- the whole edit relative to the spec's kernel.
-    cand_patch = patch_mod.diff(spec_source(ctx), new)
-    if cand_patch == "" then cand_patch = nil end
   end
+  -- The candidate carries its whole source, and its difference from the
+  -- spec's kernel as `patch` (events.jsonl, best/), so edits compose: an
+  -- edit of an edited best is one candidate like any other.
+  local cand_patch = source ~= spec_source(ctx) and patch_mod.diff(spec_source(ctx), source) or nil
+  if cand_patch == "" then cand_patch = nil end
   local key = cand_key(ctx, config, source)
   if st.asked[key] then return nil, "already proposed" end
   if not cand_patch and ctx:lookup(config) then return nil, "already measured" end
-  return { config = config, patch = cand_patch,
+  return { config = config, patch = cand_patch, source = cand_patch and source or nil,
            origin = { expert = mv.expert, method = mv.method, iteration = iter, reason = mv.reason } }, nil, key, source
+end
+
+---------------------------------------------------------------------------
+-- Repairs: a failed LLM edit goes back to its expert in the same
+-- conversation.
+
+local LOG_LINES, LOG_CHARS = 30, 3000
+
+-- A compiler or verifier log, trimmed to the lines that matter: error lines
+-- and the line after each, else the first lines.
+local function trim_log(log)
+  if type(log) ~= "string" or log == "" then return nil end
+  local lines = {}
+  for l in (log .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = l end
+  local keep, seen = {}, {}
+  for i, l in ipairs(lines) do
+    if l:lower():find("error", 1, true) or l:find("mismatch", 1, true) or l:find("wrong", 1, true) then
+      for j = i, math.min(i + 1, #lines) do
+        if not seen[j] then seen[j] = true keep[#keep + 1] = lines[j] end
+      end
+    end
+  end
+  if #keep == 0 then for i = 1, math.min(LOG_LINES, #lines) do keep[i] = lines[i] end end
+  while #keep > LOG_LINES do keep[#keep] = nil end
+  local text = table.concat(keep, "\n")
+  if #text > LOG_CHARS then text = text:sub(1, LOG_CHARS) .. "\n[trimmed]" end
+  return text
+end
+S.trim_log = trim_log
+
+local function num_text(v)
+  if math.type(v) == "integer" then return tostring(v) end
+  if type(v) == "number" then return string.format("%.4g", v) end
+  return tostring(v)
+end
+
+-- What went wrong with a measured edit, for the model.
+local function feedback_of(r)
+  local st = tostring(r.status)
+  local log = trim_log(r.log)
+  if st == "compile_error" then
+    return "It did not compile. NVRTC says:\n" .. (log or "(no log)")
+  end
+  local L = {}
+  if st == "wrong" then
+    L[1] = "It compiled and ran, but its output is wrong."
+    local parts = {}
+    for _, e in ipairs({ r.err, r.err2 }) do
+      if type(e) == "table" then
+        local keys = {}
+        for k in pairs(e) do keys[#keys + 1] = k end
+        table.sort(keys)
+        for _, k in ipairs(keys) do parts[#parts + 1] = k .. " " .. num_text(e[k]) end
+      end
+    end
+    if #parts > 0 then L[#L + 1] = "Error against the reference: " .. table.concat(parts, ", ") .. "." end
+  elseif st == "suspect" then
+    L[1] = "The verifier does not trust its result (status suspect)."
+  else
+    L[1] = string.format("It failed with status %s.", st)
+  end
+  if log then L[#L + 1] = "The verifier says:\n" .. log end
+  return table.concat(L, "\n")
+end
+S.feedback_of = feedback_of
+
+-- The chain of a move that came from an LLM reply: the conversation so far.
+local function chain_of(answer, mv, base)
+  if answer.source ~= "llm" or not answer.messages or not answer.content then return nil end
+  if not (mv.edit or mv.patch) then return nil end
+  return { expert = answer.expert, messages = answer.messages, content = answer.content, attempt = 0,
+           base = { config = base.config, source = base.source }, method = mv.method }
+end
+
+local function queue_repair(st, chain, feedback, failed_source)
+  if not chain then return end
+  -- One pending repair per chain: the first failure reported wins.
+  for _, p in ipairs(st.repairs) do if p.chain == chain then return end end
+  st.repairs[#st.repairs + 1] = { chain = chain, feedback = feedback, failed_source = failed_source }
+end
+
+local function usage_lines(ctx, st)
+  local c = st.client
+  if not c then return end
+  local u = c.usage
+  local per = {}
+  for _, e in ipairs(st.experts) do
+    local t = c.by_tag[e.name]
+    if t then per[#per + 1] = string.format("%s %d", e.name, t.total_tokens) end
+  end
+  ctx.llm_usage = { requests = u.requests, failures = u.failures, prompt_tokens = u.prompt_tokens,
+                    completion_tokens = u.completion_tokens, total_tokens = u.total_tokens, experts = {} }
+  for tag, t in pairs(c.by_tag) do ctx.llm_usage.experts[tag] = t end
+  ctx.summary_lines = { string.format("  LLM: %d requests, %d failed, %d tokens (%d prompt, %d completion)%s",
+                                      u.requests, u.failures, u.total_tokens, u.prompt_tokens,
+                                      u.completion_tokens, #per > 0 and ("; " .. table.concat(per, ", ")) or "") }
+end
+
+-- The client, unless the token budget is spent (then nil, once logged).
+local function live_client(ctx, st)
+  local c = st.client
+  if not c then return nil end
+  local cap = tonumber(ctx.options.llm_max_tokens) or 0
+  if cap > 0 and c.usage.total_tokens >= cap then
+    if not st.spent_logged then
+      st.spent_logged = true
+      ctx:log("LLM token budget spent (%d of %d tokens): heuristics from now on", c.usage.total_tokens, cap)
+    end
+    return nil
+  end
+  return c
+end
+
+local function ask_llm(ctx, st, what, n, fn)
+  local deadline = tonumber(ctx.options.llm_deadline) or 600
+  if ctx.status then ctx:status("asking %d LLM %s (up to %d s)", n, what, deadline) end
+  local t0 = sys.now()
+  local out = fn(deadline)
+  if ctx.status then ctx:status(nil) end
+  usage_lines(ctx, st)
+  return out, sys.now() - t0
+end
+
+-- Sends every pending repair at once; queues the fixed candidates.
+local function start_repairs(ctx, st)
+  local pending = st.repairs
+  st.repairs = {}
+  local client = live_client(ctx, st)
+  local budget_left = (ctx.budget or math.huge) - (ctx.evaluations or 0)
+  if not client or budget_left <= 0 then
+    for _, p in ipairs(pending) do
+      ctx:log("repair of %s/%s not asked: %s", p.chain.expert, tostring(p.chain.method),
+              client and "the budget is spent" or "no LLM")
+    end
+    return
+  end
+  local reqs, chains = {}, {}
+  for _, p in ipairs(pending) do
+    local ch = p.chain
+    if #reqs < budget_left then
+      local msgs = {}
+      for _, m in ipairs(ch.messages) do msgs[#msgs + 1] = m end
+      msgs[#msgs + 1] = { role = "assistant", content = ch.content }
+      msgs[#msgs + 1] = { role = "user", content = string.format(
+        "Your edit (%s) was tried. %s\n\nFix it: answer with the same JSON object, with one proposal whose " ..
+        "\"patch\" is the corrected edit against the kernel source you were shown.", tostring(ch.method), p.feedback) }
+      ch.attempt = ch.attempt + 1
+      ch.messages = msgs
+      reqs[#reqs + 1] = { tag = ch.expert .. "#repair", messages = msgs, schema = st.schema,
+                          temperature = st.expert_by_name[ch.expert].temperature }
+      chains[#chains + 1] = p
+    end
+  end
+  local replies, dt = ask_llm(ctx, st, "repairs", #reqs, function(deadline)
+    return client:chat_many(reqs, { deadline_s = deadline })
+  end)
+  local got = {}
+  for i, p in ipairs(chains) do
+    local ch, r = p.chain, replies[i]
+    local notes = {}
+    if not r.ok then
+      notes[1] = string.format("reply failed: %s: %s", tostring(r.kind), tostring(r.err))
+    else
+      ch.content = r.content
+      local e = st.expert_by_name[ch.expert]
+      local moves, rejected = e.parse(r.value, st.view)
+      for _, rj in ipairs(rejected or {}) do notes[#notes + 1] = string.format("proposal %d rejected: %s", rj.index, rj.why) end
+      local taken = false
+      for _, mv in ipairs(moves) do
+        if not taken then
+          mv.expert = ch.expert
+          local cand, why, key, source, apply_failed = candidate_of(ctx, st, mv, st.iter, ch.base)
+          if not cand and apply_failed and p.failed_source then
+            -- A diff against the model's own broken version.
+            local c2, why2, key2, source2 = candidate_of(ctx, st, mv, st.iter,
+                                                        { config = ch.base.config, source = p.failed_source })
+            if c2 then cand, why, key, source, apply_failed = c2, why2, key2, source2, nil end
+          end
+          if cand then
+            cand.origin.repair = ch.attempt
+            cand.origin.method = ch.method or cand.origin.method
+            cand._source, cand._key, cand._chain = source, key, ch
+            st.asked[key] = true
+            st.queue[#st.queue + 1] = cand
+            got[#got + 1] = string.format("%s/%s", ch.expert, tostring(cand.origin.method))
+            taken = true
+          else
+            notes[#notes + 1] = why
+            if ch.attempt < (tonumber(ctx.options.repairs) or 0) then
+              queue_repair(st, ch, apply_failed and ("It did not apply: " .. why)
+                or ("It was not tried: " .. why .. "."), p.failed_source)
+            end
+            taken = true
+          end
+        end
+      end
+      if #moves == 0 and #notes == 0 then notes[1] = "no proposal in the reply" end
+    end
+    ctx:log("repair %d of %s/%s: %s", ch.attempt, ch.expert, tostring(ch.method),
+            #notes > 0 and table.concat(notes, "; ") or "a fixed edit")
+  end
+  ctx:log("repairs: %d asked in %.2f s; %d candidates", #reqs, dt, #got)
+end
+
+local function finish_iteration(ctx, st)
+  if st.finished_iter == st.iter then return end
+  st.finished_iter = st.iter
+  if st.improved then st.stall = 0 else st.stall = st.stall + 1 end
+  if st.client then
+    local u = st.client.usage
+    ctx:log("iteration %d done; LLM: %d requests, %d failed, %d tokens", st.iter, u.requests, u.failures,
+            u.total_tokens)
+  end
 end
 
 local function start_iteration(ctx, st)
@@ -169,11 +407,16 @@ local function start_iteration(ctx, st)
   st.iter = st.iter + 1
   st.improved = false
   local state = { config = st.best.config, key = st.best.key, result = st.best.result }
-  local view = X.view(ctx, state, { history = st.history, n = o.per_expert, edits = st.edits, source = st.best.source })
-  local t0 = sys.now()
-  local answers = X.ask_all(st.experts, view, ctx.rng, st.client)
-  local dt = sys.now() - t0
+  local view = X.view(ctx, state, { history = st.history, n = o.per_expert, edits = st.edits, source = st.best.source,
+                                    edit_format = o.edit_format })
+  st.view = view
+  st.schema = X.schema(view)
+  local client = live_client(ctx, st)
+  local answers, dt = ask_llm(ctx, st, "experts", client and #st.experts or 0, function(deadline)
+    return X.ask_all(st.experts, view, ctx.rng, client, { deadline_s = deadline })
+  end)
   local got, summary = 0, {}
+  local max_repairs = tonumber(o.repairs) or 0
   for _, a in ipairs(answers) do
     local stats = st.stats[a.expert]
     local taken = 0
@@ -182,18 +425,23 @@ local function start_iteration(ctx, st)
     for _, r in ipairs(a.rejected or {}) do
       notes[#notes + 1] = string.format("proposal %d rejected: %s", r.index, r.why)
     end
+    for _, r in ipairs(a.notes or {}) do
+      notes[#notes + 1] = string.format("proposal %d: %s", r.index, r.note)
+    end
     for _, mv in ipairs(a.moves or {}) do
       if taken >= o.per_expert then break end
       stats.proposed = stats.proposed + 1
-      local cand, why, key, source = candidate_of(ctx, st, mv, st.iter)
+      local chain = max_repairs > 0 and chain_of(a, mv, st.best) or nil
+      local cand, why, key, source, apply_failed = candidate_of(ctx, st, mv, st.iter)
       if cand then
         stats.valid = stats.valid + 1
         st.asked[key] = true
-        cand._source, cand._key = source, key
+        cand._source, cand._key, cand._chain = source, key, chain
         st.queue[#st.queue + 1] = cand
         taken = taken + 1
       elseif a.source == "llm" then
         notes[#notes + 1] = string.format("%s: %s", mv.method, why)
+        if apply_failed then queue_repair(st, chain, "It did not apply: " .. why) end
       end
     end
     got = got + taken
@@ -202,13 +450,14 @@ local function start_iteration(ctx, st)
   end
   -- Nothing new from anyone: explore around the best (unmeasured neighbours),
   -- else anywhere (random samples), so the iteration still learns something.
-  if got == 0 then
+  if got == 0 and #st.repairs == 0 then
     local want = math.max(1, o.per_expert * #st.experts)
     local function take(c, method)
       local key = cand_key(ctx, c, st.best.source)
       if st.asked[key] or ctx:lookup(c) then return end
       st.asked[key] = true
-      st.queue[#st.queue + 1] = { config = c, patch = st.best.patch, _source = st.best.source, _key = key,
+      st.queue[#st.queue + 1] = { config = c, patch = st.best.patch, source = st.best.patch and st.best.source or nil,
+                                  _source = st.best.source, _key = key,
                                   origin = { expert = "explore", method = method, iteration = st.iter } }
       got = got + 1
     end
@@ -262,11 +511,21 @@ function S.ask(ctx, n)
       st.init_done = false
       start_init(ctx, st)
     else
-      local ok, why = start_iteration(ctx, st)
-      if not ok then
-        st.done = why
-        ctx:log("stopping: %s", why)
-        return {}
+      -- Pending repairs first (they finish the iteration), then the next
+      -- iteration; an iteration whose proposals and repairs all failed
+      -- before measuring anything is over, and the next one starts.
+      while #st.queue == 0 do
+        if #st.repairs > 0 then
+          start_repairs(ctx, st)
+        else
+          if st.iter > 0 then finish_iteration(ctx, st) end
+          local ok, why = start_iteration(ctx, st)
+          if not ok then
+            st.done = why
+            ctx:log("stopping: %s", why)
+            return {}
+          end
+        end
       end
     end
     if #st.queue == 0 then st.done = "nothing to measure" return {} end
@@ -289,33 +548,36 @@ local function better(st, r, min_gain)
   return r.time_ms < old.time_ms * (1 - need)
 end
 
+local REPAIRABLE = { compile_error = true, wrong = true, launch_error = true, crash = true, timeout = true,
+                     suspect = true }
+
 function S.tell(ctx, results)
   local st = ctx.experts_state
-  for i, r in ipairs(results) do
+  local max_repairs = tonumber(ctx.options.repairs) or 0
+  for _, r in ipairs(results) do
     local cand = table.remove(st.handed, 1)
     st.outstanding = st.outstanding - 1
     if cand then
       st.history[#st.history + 1] = { config = cand.config, key = r.key, result = r, origin = cand.origin }
       local stats = cand.origin and st.stats[cand.origin.expert]
       if stats then stats.measured = stats.measured + 1 end
+      local ch = cand._chain
+      if ch and REPAIRABLE[r.status] and ch.attempt < max_repairs then
+        queue_repair(st, ch, feedback_of(r), cand._source)
+      elseif ch and REPAIRABLE[r.status] and max_repairs > 0 then
+        ctx:log("repair chain of %s/%s ends after %d attempts: %s", ch.expert, tostring(ch.method), ch.attempt,
+                tostring(r.status))
+      end
       if better(st, r, ctx.options.min_gain) then
         local old = st.best and st.best.result.time_ms
         st.best = { config = cand.config, key = r.key, result = r, source = cand._source, patch = cand.patch }
         if stats then stats.improved = stats.improved + 1 end
         if cand.origin and cand.origin.iteration and cand.origin.iteration > 0 then st.improved = true end
-        ctx:log("new best %.5g ms%s from %s/%s", r.time_ms,
+        ctx:log("new best %.5g ms%s from %s/%s%s", r.time_ms,
                 old and string.format(" (%.1f%% faster)", 100 * (1 - r.time_ms / old)) or "",
-                tostring(cand.origin and cand.origin.expert), tostring(cand.origin and cand.origin.method))
+                tostring(cand.origin and cand.origin.expert), tostring(cand.origin and cand.origin.method),
+                cand.origin and cand.origin.repair and string.format(" (repair %d)", cand.origin.repair) or "")
       end
-    end
-    local _ = i
-  end
-  if st.outstanding == 0 and #st.queue == 0 and st.iter > 0 and st.best then
-    if st.improved then st.stall = 0 else st.stall = st.stall + 1 end
-    if st.client then
-      local u = st.client.usage
-      ctx:log("iteration %d done; LLM: %d requests, %d failed, %d tokens", st.iter, u.requests, u.failures,
-              u.total_tokens)
     end
   end
 end

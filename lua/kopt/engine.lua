@@ -48,6 +48,14 @@ function Ctx:log(fmt, ...)
   self._engine:strategy_event(msg)
 end
 
+-- A transient state shown on the progress line (an LLM batch in flight, say),
+-- not recorded; nil clears it.
+function Ctx:status(fmt, ...)
+  local e = self._engine
+  local msg = fmt and (select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt)) or nil
+  e.progress:status(e, msg, e.verbose)
+end
+
 function Ctx:key(config) return self._engine.space:key(config) end
 
 -- Profiles a measured candidate when the backend can (CUPTI); nil and a

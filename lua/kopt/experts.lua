@@ -149,7 +149,7 @@ function M.view(ctx, state, opts)
     space = space, knobs = knobs, config = state.config, result = state.result, key = state.key,
     history = opts.history or {}, n = opts.n or 2, edits = opts.edits and spec ~= nil,
     name = spec and spec.name or "recorded space", problem = spec and spec.problem or {},
-    entry = spec and spec.kernel and spec.kernel.entry, source = opts.source,
+    entry = spec and spec.kernel and spec.kernel.entry, source = opts.source, edit_format = opts.edit_format,
     constraints = spec and spec.constraints, device = spec and spec.device,
     symptoms = M.symptoms_of(state.result), measured = opts.measured or function() return false end,
   }
@@ -181,7 +181,7 @@ end
 M.SOURCE_CAP = 12000
 
 -- The common user message; `focus` is the expert's own paragraph.
-function M.user_prompt(view, focus)
+function M.user_prompt(view, focus, edit_format)
   local L = {}
   local function add(fmt, ...) L[#L + 1] = select("#", ...) > 0 and string.format(fmt, ...) or fmt end
   add("Kernel: %s%s", view.name, view.entry and (" (entry " .. view.entry .. ")") or "")
@@ -245,9 +245,12 @@ function M.user_prompt(view, focus)
   end
   if view.edits and view.source then
     add("")
-    add("Current best kernel source:")
+    add("Current best kernel source (exactly as it is; edits are applied to this text):")
     add("```cuda")
-    add("%s", #view.source > M.SOURCE_CAP and (view.source:sub(1, M.SOURCE_CAP) .. "\n// [truncated]") or view.source)
+    local src = #view.source > M.SOURCE_CAP and (view.source:sub(1, M.SOURCE_CAP) .. "\n// [truncated]\n")
+      or view.source
+    -- Byte for byte: the fence closes right after the source's last line.
+    L[#L + 1] = src:sub(-1) == "\n" and src:sub(1, -2) or src
     add("```")
   end
   add("")
@@ -255,15 +258,25 @@ function M.user_prompt(view, focus)
   add("")
   add("Proposals wanted: %d", view.n)
   add("Propose up to %d new configurations that are not in the measurements above. For each: \"method\", one of %s; " ..
-      "\"changes\", an object with every knob, the new value for knobs you change and null for knobs you keep; " ..
-      "\"reason\", one sentence; \"patch\", %s.", view.n, table.concat(M.METHODS, ", "),
-      view.edits and "null, or a unified diff against the kernel source above when you change code " ..
-        "(device code only: no host code, no new #include outside CUDA's device headers, " ..
-        "no global __device__ variables)"
+      "\"changes\", an object with the knobs you change and their new values (knobs left out or null keep " ..
+      "their current value); \"reason\", one sentence; \"patch\", %s.", view.n, table.concat(M.METHODS, ", "),
+      view.edits and ("null, or " .. (M.EDIT_FORMATS[edit_format or view.edit_format or "diff"] or M.EDIT_FORMATS.diff) ..
+        " when you change code (device code only: no host code, no new #include outside CUDA's device " ..
+        "headers, no global __device__ variables, no redefinition of a knob)")
         or "always null (code edits are off)")
   add("Answer with one JSON object: {\"analysis\": \"...\", \"proposals\": [...]}")
   return table.concat(L, "\n")
 end
+
+-- What the prompt asks for in "patch", per edit format (an expert's
+-- `edit_format`, or the strategy's option).
+M.EDIT_FORMATS = {
+  diff = "a unified diff against the kernel source above (--- a/kernel.cu, +++ b/kernel.cu, @@ hunks " ..
+    "with 3 lines of context)",
+  search_replace = "one or more search/replace blocks, each \"<<<<<<< SEARCH\\n<exact lines of the source " ..
+    "above>\\n=======\\n<their replacement>\\n>>>>>>> REPLACE\"",
+  source = "the whole new kernel source (every line of it, not only the changed part)",
+}
 
 M.SYSTEM = "You are a GPU performance engineer tuning a CUDA kernel through its compile-time knobs. " ..
   "Every configuration you propose is compiled, checked for correctness and timed. Answer in JSON only."
@@ -272,7 +285,7 @@ M.SYSTEM = "You are a GPU performance engineer tuning a CUDA kernel through its 
 function M.messages(expert, view)
   return {
     { role = "system", content = M.SYSTEM .. (expert.persona and (" " .. expert.persona) or "") },
-    { role = "user", content = M.user_prompt(view, expert.focus) },
+    { role = "user", content = M.user_prompt(view, expert.focus, expert.edit_format) },
   }
 end
 
@@ -297,9 +310,12 @@ function M.schema(view)
              properties = { analysis = { type = "string" },
                             proposals = { type = "array", maxItems = max, items = proposal(changes, method) } } }
   end
+  -- Locally only the reply's shape is checked; each proposal is read on its
+  -- own by M.parse (missing knobs keep their value, unknown keys are noted).
+  local _ = loose_props
   return { name = "kopt_proposals",
            schema = doc(knob_props, { type = "string", enum = M.METHODS }),
-           local_schema = doc(loose_props, { type = "string" }, nil) }
+           local_schema = { type = { "object", "array" } } }
 end
 
 ---------------------------------------------------------------------------
@@ -317,38 +333,106 @@ function M.coerce(knob, v)
   return nil, string.format("%s=%s is not an allowed value", knob.name, tostring(v))
 end
 
--- The moves in a reply: {analysis=, proposals={...}}. Returns moves and a list
--- of rejections ({index=, why=}).
+-- Keys of a proposal that kopt reads (aliases included); any other key is
+-- ignored and noted.
+local PROPOSAL_KEYS = {
+  method = true, changes = true, config = true, configuration = true, knobs = true, parameters = true,
+  params = true, reason = true, rationale = true, explanation = true, patch = true, diff = true, edit = true,
+  edits = true, search = true, replace = true, source = true, kernel = true, kernel_source = true,
+}
+local CHANGE_KEYS = { "changes", "config", "configuration", "knobs", "parameters", "params" }
+
+-- The list of proposals in a reply: {proposals=[...]}, a bare list, a single
+-- proposal, or {proposal={...}}.
+local function proposals_of(value)
+  if type(value) ~= "table" then return nil end
+  if type(value.proposals) == "table" then
+    local p = value.proposals
+    if next(p) ~= nil and #p == 0 then return { p } end   -- one proposal, not in a list
+    return p
+  end
+  if #value > 0 then return value end
+  if type(value.proposal) == "table" then return { value.proposal } end
+  for _, k in ipairs({ "changes", "patch", "diff", "config" }) do
+    if value[k] ~= nil then return { value } end
+  end
+end
+M.proposals_of = proposals_of
+
+local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
+
+-- The edit a proposal carries, or nil: { kind=, text=, blocks= }.
+local function edit_of(p)
+  local text = str(p.patch) or str(p.diff) or (type(p.edit) == "string" and str(p.edit)) or nil
+  if text then return { text = text } end
+  local src = str(p.source) or str(p.kernel) or str(p.kernel_source)
+  if src then return { kind = "source", text = src } end
+  local blocks = {}
+  if str(p.search) and type(p.replace) == "string" then blocks[1] = { search = p.search, replace = p.replace } end
+  local list = type(p.edits) == "table" and p.edits or type(p.edit) == "table" and (#p.edit > 0 and p.edit or { p.edit })
+  for _, b in ipairs(list or {}) do
+    if type(b) == "table" and str(b.search) and type(b.replace) == "string" then
+      blocks[#blocks + 1] = { search = b.search, replace = b.replace }
+    end
+  end
+  if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
+end
+M.edit_of = edit_of
+
+-- The moves in a reply: {analysis=, proposals={...}} (or the shapes of
+-- proposals_of). Knobs left out or null keep their value; an unknown knob or
+-- key is ignored and noted; a value outside the knob's set loses that
+-- proposal only. Returns moves, rejections ({index=, why=}) and notes
+-- ({index=, note=}).
 function M.parse(value, view, expert_name)
-  local moves, rejected = {}, {}
-  local props = type(value) == "table" and value.proposals
-  if type(props) ~= "table" then return moves, { { index = 0, why = "no proposals list" } } end
+  local moves, rejected, notes = {}, {}, {}
+  local props = proposals_of(value)
+  if type(props) ~= "table" then return moves, { { index = 0, why = "no proposals list" } }, notes end
   local by_name = {}
   for _, k in ipairs(view.knobs) do by_name[k.name] = k end
   for i, p in ipairs(props) do
-    local changes, why = {}, nil
-    if type(p) ~= "table" then why = "not an object" end
-    for name, v in pairs(type(p) == "table" and type(p.changes) == "table" and p.changes or {}) do
+    local changes, why, ignored = {}, nil, {}
+    if type(p) ~= "table" then why = "not an object" p = {} end
+    local given = {}
+    for _, ck in ipairs(CHANGE_KEYS) do
+      if type(p[ck]) == "table" then
+        for name, v in pairs(p[ck]) do given[name] = v end
+        break
+      end
+    end
+    for name, v in pairs(p) do
+      if by_name[name] then given[name] = v
+      elseif not PROPOSAL_KEYS[name] then ignored[#ignored + 1] = "key '" .. tostring(name) .. "'" end
+    end
+    local names = {}
+    for name in pairs(given) do names[#names + 1] = tostring(name) end
+    table.sort(names)
+    for _, name in ipairs(names) do
+      local v = given[name]
       local k = by_name[name]
-      if not k then why = why or string.format("unknown knob '%s'", tostring(name))
+      if not k then ignored[#ignored + 1] = "knob '" .. name .. "'"
       elseif v ~= json.null then
         local c, err = M.coerce(k, v)
         if c == nil then why = why or err else changes[name] = c end
       end
     end
-    local patch = type(p) == "table" and type(p.patch) == "string" and p.patch ~= "" and p.patch or nil
-    if patch and not view.edits then why = why or "code edits are off" end
-    if not why and next(changes) == nil and not patch then why = "changes nothing" end
+    local edit = edit_of(p)
+    if edit and not view.edits then why = why or "code edits are off" end
+    if not why and next(changes) == nil and not edit then why = "changes nothing" end
+    if #ignored > 0 then
+      table.sort(ignored)
+      notes[#notes + 1] = { index = i, note = "ignored unknown " .. table.concat(ignored, ", ") }
+    end
     if why then
       rejected[#rejected + 1] = { index = i, why = why }
     else
       local method = type(p.method) == "string" and is_method[p.method] and p.method or "other"
-      moves[#moves + 1] = { changes = changes, patch = patch, method = method, expert = expert_name,
-                            reason = type(p.reason) == "string" and p.reason:sub(1, 300) or nil,
-                            prior = 1 / i }
+      local reason = str(p.reason) or str(p.rationale) or str(p.explanation)
+      moves[#moves + 1] = { changes = changes, edit = edit, patch = edit and edit.text or nil, method = method,
+                            expert = expert_name, reason = reason and reason:sub(1, 300) or nil, prior = 1 / i }
     end
   end
-  return moves, rejected
+  return moves, rejected, notes
 end
 
 ---------------------------------------------------------------------------
@@ -423,7 +507,8 @@ end
 -- Asks every expert about one view: one parallel LLM batch when a client is
 -- given, the heuristics otherwise and for any expert whose reply failed.
 -- Returns { {expert=, moves=, source="llm"|"heuristic", err=, rejected=}, ... }.
-function M.ask_all(experts, view, rng, client)
+-- opts.deadline_s: the LLM batch's overall deadline.
+function M.ask_all(experts, view, rng, client, opts)
   local out = {}
   if client then
     local reqs = {}
@@ -431,13 +516,14 @@ function M.ask_all(experts, view, rng, client)
     for i, e in ipairs(experts) do
       reqs[i] = { tag = e.name, messages = e.prompt(view), schema = schema, temperature = e.temperature }
     end
-    local replies = client:chat_many(reqs)
+    local replies = client:chat_many(reqs, opts)
     for i, e in ipairs(experts) do
       local r = replies[i]
       if r.ok then
-        local moves, rejected = e.parse(r.value, view)
+        local moves, rejected, notes = e.parse(r.value, view)
         out[i] = { expert = e.name, moves = M.finish(moves, e.name), source = "llm", rejected = rejected,
-                   analysis = type(r.value) == "table" and r.value.analysis or nil }
+                   notes = notes, analysis = type(r.value) == "table" and r.value.analysis or nil,
+                   messages = reqs[i].messages, content = r.content, usage = r.usage }
       else
         out[i] = { expert = e.name, source = "heuristic",
                    err = string.format("%s: %s", tostring(r.kind), tostring(r.err)) }

@@ -62,7 +62,8 @@ function M.new(cfg)
   if not cfg.base_url and not cfg.replay then return nil, "no LLM endpoint configured" end
   local self = setmetatable({ cfg = cfg, mode = cfg.mode or "json_schema", seq = 0,
                               usage = { prompt_tokens = 0, completion_tokens = 0, total_tokens = 0,
-                                        requests = 0, failures = 0 } }, Client)
+                                        requests = 0, failures = 0 },
+                              by_tag = {} }, Client)
   local ok_mode = false
   for _, m in ipairs(M.MODES) do if m == self.mode then ok_mode = true end end
   if not ok_mode then return nil, "llm mode must be json_schema, json_object or none, got " .. tostring(self.mode) end
@@ -135,46 +136,156 @@ end
 
 ---------------------------------------------------------------------------
 -- JSON in replies
+--
+-- Replies are read in time linear in their size: one scan finds the fenced
+-- blocks and the balanced {...} / [...] spans (a bracket stack, strings
+-- skipped; a raw newline inside a string ends the string, as JSON forbids
+-- it, and abandons the spans open then), and each span is decoded at most
+-- once. A reply of nothing but nested brackets is rejected after that one
+-- scan. Near-JSON is repaired where the intent is unambiguous: trailing
+-- commas before } or ], // and /* */ comments outside strings.
 
--- Finds the first balanced {...} or [...] starting at or after position i,
--- skipping over strings. Returns the substring or nil.
-local function balanced_from(text, i)
-  local open = text:find("[%[{]", i)
-  while open do
-    local depth, in_str, esc = 0, false, false
-    for j = open, #text do
-      local c = text:sub(j, j)
-      if in_str then
-        if esc then esc = false
-        elseif c == "\\" then esc = true
-        elseif c == '"' then in_str = false end
-      elseif c == '"' then in_str = true
-      elseif c == "{" or c == "[" then depth = depth + 1
-      elseif c == "}" or c == "]" then
-        depth = depth - 1
-        if depth == 0 then
-          local cand = text:sub(open, j)
-          if json.decode(cand) ~= nil then return cand end
-          break
-        end
+M.MAX_SPANS = 32   -- decode attempts on balanced spans per reply
+
+-- Removes trailing commas and comments outside strings (one pass). Returns
+-- the repaired text, or nil when there was nothing to repair.
+function M.repair_json(s)
+  local out, n, i, len, changed = {}, 0, 1, #s, false
+  local in_str, esc = false, false
+  local seg = 1
+  local function flush(upto)
+    if upto >= seg then n = n + 1 out[n] = s:sub(seg, upto) end
+  end
+  while i <= len do
+    local c = s:byte(i)
+    if in_str then
+      if esc then esc = false
+      elseif c == 92 then esc = true
+      elseif c == 34 then in_str = false end
+      i = i + 1
+    elseif c == 34 then in_str = true i = i + 1
+    elseif c == 47 and s:byte(i + 1) == 47 then          -- // comment
+      flush(i - 1)
+      local e = s:find("\n", i, true) or len + 1
+      i, seg, changed = e, e, true
+    elseif c == 47 and s:byte(i + 1) == 42 then          -- /* comment */
+      flush(i - 1)
+      local _, e = s:find("*/", i + 2, true)
+      e = e or len
+      i, seg, changed = e + 1, e + 1, true
+    elseif c == 44 then                                   -- , followed by } or ]
+      local j = s:find("[^%s]", i + 1)
+      local d = j and s:byte(j)
+      if d == 125 or d == 93 then
+        flush(i - 1)
+        seg, changed = i + 1, true
       end
+      i = i + 1
+    else
+      i = i + 1
     end
-    open = text:find("[%[{]", open + 1)
+  end
+  if not changed then return nil end
+  flush(len)
+  return table.concat(out)
+end
+
+-- JSON text -> table, trying the repaired text when the plain one fails.
+local function decode_table(s)
+  local v = json.decode(s)
+  if type(v) == "table" then return v end
+  local fixed = M.repair_json(s)
+  if fixed then
+    v = json.decode(fixed)
+    if type(v) == "table" then return v end
   end
 end
 
--- The JSON value in a model's reply: the whole text, else a ```json fence,
--- else the first balanced object in the prose. Returns value or nil, why.
+-- The fenced blocks of a reply, in order (``` with an optional language).
+local function fences(text)
+  local out, pos = {}, 1
+  while true do
+    local a, b = text:find("```[%w_%-+]*[ \t]*\r?\n", pos)
+    if not a then break end
+    local c, d = text:find("```", b + 1, true)
+    if not c then break end
+    out[#out + 1] = text:sub(b + 1, c - 1)
+    pos = d + 1
+  end
+  return out
+end
+M.fences = fences
+
+-- The maximal balanced spans of a text (not inside another balanced span),
+-- in order: one scan with a bracket stack. A span is recorded when its
+-- bracket closes, at any depth, so an opener that never closes (prose with a
+-- stray "[") does not hide the object after it; recording a span drops the
+-- ones inside it, so the list stays short and the scan linear. A closing
+-- bracket that does not match empties the stack.
+local function balanced_spans(text)
+  local spans, ns, stack, top = {}, 0, {}, 0
+  local in_str = false
+  local find, byte = string.find, string.byte
+  local i = 1
+  while true do
+    if in_str then
+      local j = find(text, '["\\\n]', i)
+      if not j then break end
+      local c = byte(text, j)
+      if c == 92 then i = j + 2
+      elseif c == 34 then in_str, i = false, j + 1
+      else in_str, top, i = false, 0, j + 1 end       -- a raw newline: not a JSON string
+    else
+      local j = find(text, '[%[%]{}"]', i)
+      if not j then break end
+      local c = byte(text, j)
+      if c == 34 then
+        if top > 0 then in_str = true end
+      elseif c == 123 or c == 91 then
+        top = top + 1
+        stack[top] = j
+      else
+        local want = c == 125 and 123 or 91
+        if top > 0 and byte(text, stack[top]) == want then
+          local open = stack[top]
+          top = top - 1
+          while ns > 0 and spans[ns][1] > open do spans[ns] = nil ns = ns - 1 end
+          ns = ns + 1
+          spans[ns] = { open, j }
+        else
+          top = 0
+        end
+      end
+      i = j + 1
+    end
+  end
+  return spans
+end
+
+-- The JSON value in a model's reply: the whole text, else a fenced block,
+-- else the first maximal balanced span that decodes to a table (objects
+-- before arrays), each also tried with near-JSON repaired. Linear in the
+-- reply's size. Returns value or nil, why.
 function M.extract_json(text)
   if type(text) ~= "string" then return nil, "the reply has no text" end
-  local v = json.decode(text)
-  if v ~= nil and type(v) == "table" then return v end
-  for body in text:gmatch("```[%w_%-]*%s*\n(.-)\n?```") do
-    v = json.decode(body)
-    if type(v) == "table" then return v end
+  local v = decode_table(text)
+  if v then return v end
+  for _, body in ipairs(fences(text)) do
+    v = decode_table(body)
+    if v then return v end
   end
-  local cand = balanced_from(text, 1)
-  if cand then return json.decode(cand) end
+  local spans = balanced_spans(text)
+  for pass = 1, 2 do
+    local tries = 0
+    for _, sp in ipairs(spans) do
+      if (pass == 1) == (text:byte(sp[1]) == 123) then
+        tries = tries + 1
+        if tries > M.MAX_SPANS then break end
+        v = decode_table(text:sub(sp[1], sp[2]))
+        if v then return v end
+      end
+    end
+  end
   return nil, "no JSON object found in the reply"
 end
 
@@ -416,10 +527,26 @@ function Client:replay_one(req)
   return reply
 end
 
+-- Token totals per tag (an expert's requests and its repair turns share the
+-- expert's name before a '#'): { prompt_tokens=, completion_tokens=,
+-- total_tokens=, requests=, failures= }.
+function Client:tag_usage(tag)
+  tag = tostring(tag or ""):match("^[^#]*")
+  local u = self.by_tag[tag]
+  if not u then
+    u = { prompt_tokens = 0, completion_tokens = 0, total_tokens = 0, requests = 0, failures = 0 }
+    self.by_tag[tag] = u
+  end
+  return u
+end
+
 -- Sends every request at once; returns replies in the same order. Never
 -- raises for network or model trouble: those are replies with ok=false.
-function Client:chat_many(reqs)
+-- opts.deadline_s: the whole batch, retries included, ends within about this
+-- long (the per-attempt timeout and the retries are cut to fit).
+function Client:chat_many(reqs, opts)
   if #reqs == 0 then return {} end
+  opts = opts or {}
   self.usage.requests = self.usage.requests + #reqs
   local out, todo = {}, {}
   for i, req in ipairs(reqs) do
@@ -444,7 +571,13 @@ function Client:chat_many(reqs)
       self:log({ kind = "request", id = self.seq, tag = req.tag, url = self.url, mode = mode, body = body })
       batch[j] = { url = self.url, headers = headers, body = json.encode(body), timeout_s = self.cfg.timeout_s }
     end
-    local resps, err = http.request_many(batch, { timeout_s = self.cfg.timeout_s, max_retries = self.cfg.max_retries,
+    local timeout_s, retries = self.cfg.timeout_s, self.cfg.max_retries
+    if opts.deadline_s then
+      timeout_s = math.max(0.5, math.min(timeout_s, opts.deadline_s))
+      retries = math.max(0, math.min(retries, math.floor(opts.deadline_s / timeout_s) - 1))
+      for _, b in ipairs(batch) do b.timeout_s = timeout_s end
+    end
+    local resps, err = http.request_many(batch, { timeout_s = timeout_s, max_retries = retries,
                                                   backoff_initial_s = self.cfg.backoff_initial_s,
                                                   connect_timeout_s = self.cfg.connect_timeout_s })
     if not resps then
@@ -472,7 +605,15 @@ function Client:chat_many(reqs)
     end
     todo = again
   end
-  for _, r in ipairs(out) do if not r.ok then self.usage.failures = self.usage.failures + 1 end end
+  for i, r in ipairs(out) do
+    local u = self:tag_usage(reqs[i].tag)
+    u.requests = u.requests + 1
+    usage_add(u, r.usage)
+    if not r.ok then
+      self.usage.failures = self.usage.failures + 1
+      u.failures = u.failures + 1
+    end
+  end
   return out
 end
 

@@ -1,16 +1,26 @@
--- Unified diffs for kernel sources: apply (with a clear failure naming the hunk
--- that does not match), make (a line diff between two texts), and the policy
--- that only kernel code may be changed.
+-- Kernel edits as models write them: unified diffs, search/replace blocks and
+-- whole replacement sources; apply (with a failure naming the first line that
+-- could not be matched and why), make (a line diff between two texts), and the
+-- policy that only kernel code may be changed.
 --
 --   patch.apply(source, diff)           -> new_source | nil, "hunk 2 (@@ -10,4 +10,5 @@): ..."
+--   patch.apply_edit(source, edit, opts)-> new_source, kind | nil, why, kind
+--   patch.detect(text)                  -> "diff" | "search_replace" | "source" | nil
 --   patch.diff(old, new [, name])       -> unified diff text ("" when equal)
 --   patch.check_kernel_only(diff, opts) -> true | nil, reason
 --
--- Model-written diffs are often sloppy about their @@ line counts and the
--- leading space of blank context lines; the applier trusts the hunk body, not
--- the counts, and finds the context near the stated line, then anywhere after
--- the previous hunk, then ignoring trailing whitespace.
+-- Model-written diffs are sloppy in known ways, and the applier forgives each:
+-- wrong or missing @@ line numbers and counts (the hunk body is trusted, the
+-- context is searched near the stated line, then anywhere after the previous
+-- hunk), no @@ header at all, markdown fences around the diff, CRLF line ends,
+-- context lines without their leading space, trailing whitespace and
+-- re-indented lines (matched exactly, then ignoring trailing whitespace, then
+-- ignoring all whitespace differences), and a last hunk that keeps or removes
+-- blank lines after the end of the source (a prompt shows the source followed
+-- by a blank line).
 local M = {}
+
+M.MAX_EDIT = 256 * 1024   -- bytes of one edit; more is refused, not scanned
 
 local function split_lines(text)
   local lines = {}
@@ -18,111 +28,317 @@ local function split_lines(text)
   return lines, text:sub(-1) == "\n" or text == ""
 end
 
--- Parses a diff into hunks { header=, old_start=, old={lines}, new={lines} }.
+local function rtrim(s) return (s:gsub("%s+$", "")) end
+local function squash(s) return (s:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " ")) end
+
+-- Line ends and fences: CRLF and lone CR become LF; a text whose first
+-- non-blank line opens a ``` fence is reduced to the fence's body; prose
+-- around one fenced block is dropped.
+function M.normalize(text)
+  text = text:gsub("\r\n", "\n"):gsub("\r", "\n")
+  local a, b = text:find("```[%w_%-+]*[ \t]*\n")
+  if a then
+    local c = text:find("\n```", b, true)
+    if c then return text:sub(b + 1, c) end
+    if not text:sub(1, a - 1):find("%S") then return text:sub(b + 1) end
+  end
+  return text
+end
+
+local function is_header(line)
+  return line:match("^%-%-%- ") or line:match("^%+%+%+ ") or line:match("^diff ") or line:match("^index ")
+    or line:match("^new file mode") or line:match("^similarity index")
+end
+
+-- Parses a diff into hunks { header=, old_start=|nil, old={lines}, new={lines} }.
+-- A diff without @@ lines is one hunk at an unknown place; a line of a hunk
+-- with no +/-/space prefix is context that lost its leading space (at the
+-- edges of a hunk, where it is more likely prose, it is dropped).
 function M.parse(diff)
   if type(diff) ~= "string" or diff == "" then return nil, "empty patch" end
+  diff = M.normalize(diff)
   local hunks, cur = {}, nil
   local lines = split_lines(diff)
+  local has_at = diff:find("\n@@", 1, true) or diff:sub(1, 2) == "@@"
+  local function new_hunk(header, start, n)
+    cur = { header = header, old_start = start, old = {}, new = {}, kinds = {}, line = n }
+    hunks[#hunks + 1] = cur
+  end
   for n, line in ipairs(lines) do
-    local a = line:match("^@@ %-(%d+)")
-    if a then
-      cur = { header = line:match("^(@@.-@@)") or line, old_start = tonumber(a), old = {}, new = {}, line = n }
-      hunks[#hunks + 1] = cur
-    elseif cur then
-      local c, rest = line:sub(1, 1), line:sub(2)
-      if c == " " then
-        cur.old[#cur.old + 1] = rest
-        cur.new[#cur.new + 1] = rest
-      elseif c == "-" and not line:match("^%-%-%- ") then
-        cur.old[#cur.old + 1] = rest
-      elseif c == "+" and not line:match("^%+%+%+ ") then
-        cur.new[#cur.new + 1] = rest
-      elseif line == "" then
-        cur.old[#cur.old + 1] = ""
-        cur.new[#cur.new + 1] = ""
-      elseif c == "\\" then -- luacheck: ignore 542 ("\ No newline at end of file")
-      elseif line:match("^%-%-%- ") or line:match("^diff ") or line:match("^index ") then
-        cur = nil
-      else
-        return nil, string.format("patch line %d is not part of a hunk: %q", n, line:sub(1, 80))
+    if line:match("^@@") then
+      local a = line:match("^@@%s*%-(%d+)")
+      new_hunk(line:match("^(@@.-@@)") or line, a and tonumber(a), n)
+    elseif is_header(line) and not (cur and line:match("^%-%-%- ") and not line:match("^%-%-%- [ab/]")
+                                    and not line:match("^%-%-%- %S+%.%w+")) then
+      cur = nil
+    else
+      if not cur and not has_at then new_hunk("(no @@ header)", nil, n) end
+      if cur then
+        local c, rest = line:sub(1, 1), line:sub(2)
+        local k = #cur.kinds + 1
+        if c == " " then
+          cur.old[#cur.old + 1] = rest cur.new[#cur.new + 1] = rest cur.kinds[k] = " "
+        elseif c == "-" then
+          cur.old[#cur.old + 1] = rest cur.kinds[k] = "-"
+        elseif c == "+" then
+          cur.new[#cur.new + 1] = rest cur.kinds[k] = "+"
+        elseif c == "\\" then -- luacheck: ignore 542 ("\ No newline at end of file")
+        elseif line == "" then
+          cur.old[#cur.old + 1] = "" cur.new[#cur.new + 1] = "" cur.kinds[k] = " "
+        else
+          cur.old[#cur.old + 1] = line cur.new[#cur.new + 1] = line cur.kinds[k] = "?"
+        end
       end
     end
   end
-  if #hunks == 0 then return nil, "the patch has no @@ hunks" end
-  -- Blank lines after the last change are usually the diff's trailing newline.
-  for _, h in ipairs(hunks) do
-    while #h.old > 0 and #h.new > 0 and h.old[#h.old] == "" and h.new[#h.new] == "" do
-      h.old[#h.old], h.new[#h.new] = nil, nil
+  local out = {}
+  for n, h in ipairs(hunks) do
+    h.n = n
+    -- Unprefixed lines before the first change or after the last are prose
+    -- around the diff (or context it can do without): dropped.
+    local first, last
+    for k, kind in ipairs(h.kinds) do
+      if kind == "+" or kind == "-" then first = first or k last = k end
+    end
+    if first then
+      local old, new = {}, {}
+      local oi, ni = 0, 0
+      for k, kind in ipairs(h.kinds) do
+        local keep = not (kind == "?" and (k < first or k > last))
+        if kind ~= "+" then oi = oi + 1 if keep then old[#old + 1] = h.old[oi] end end
+        if kind ~= "-" then ni = ni + 1 if keep then new[#new + 1] = h.new[ni] end end
+      end
+      h.old, h.new = old, new
+      out[#out + 1] = h
     end
   end
-  return hunks
+  if #out == 0 then
+    return nil, not has_at and "the patch has no @@ hunks and no +/- lines" or "the patch's hunks change nothing"
+  end
+  return out
 end
 
-local function rtrim(s) return (s:gsub("%s+$", "")) end
+-- Whether old[i] matches the source line at s (beyond the end of the source
+-- only blank lines match: the blank line a prompt adds after the source).
+local function line_eq(src, s, l, level)
+  local x = src[s]
+  if x == nil then return s == #src + 1 and l:find("^%s*$") ~= nil end
+  if level == 1 then return x == l end
+  if level == 2 then return rtrim(x) == rtrim(l) end
+  return squash(x) == squash(l)
+end
 
-local function matches_at(src, pos, old, loose)
-  if pos < 1 or pos + #old - 1 > #src then return false end
+local function matches_at(src, pos, old, level)
+  if pos < 1 or pos + #old - 1 > #src + 1 then return false end
   for i, l in ipairs(old) do
-    local s = src[pos + i - 1]
-    if loose then
-      if rtrim(s) ~= rtrim(l) then return false end
-    elseif s ~= l then
-      return false
-    end
+    if not line_eq(src, pos + i - 1, l, level) then return false end
   end
   return true
 end
 
-local function find_hunk(src, h, from, offset)
-  local want = h.old_start + offset
-  if #h.old == 0 then return math.max(from, math.min(want + 1, #src + 1)) end
-  for _, loose in ipairs({ false, true }) do
-    if want >= from and matches_at(src, want, h.old, loose) then return want end
-    -- Nearest match after the previous hunk.
+local function find_block(src, old, from, want)
+  for level = 1, 3 do
+    if want and want >= from and matches_at(src, want, old, level) then return want end
     local best, dist
-    for pos = from, #src - #h.old + 1 do
-      if matches_at(src, pos, h.old, loose) then
-        local d = math.abs(pos - want)
+    for pos = from, #src - #old + 2 do
+      if matches_at(src, pos, old, level) then
+        local d = want and math.abs(pos - want) or pos - from
         if not best or d < dist then best, dist = pos, d end
+        if not want then break end
       end
     end
     if best then return best end
   end
 end
 
--- The first old line of a hunk that appears nowhere in the source: what the
--- error message points at.
-local function missing_line(src, h)
-  local have = {}
-  for _, l in ipairs(src) do have[rtrim(l)] = true end
-  for _, l in ipairs(h.old) do
-    if not have[rtrim(l)] then return l end
+-- Why a block of lines is not in the source: the longest run of its first
+-- lines that is, and the line after it. Returns a sentence.
+function M.explain_miss(src, old, from, what)
+  from = from or 1
+  local best_k, best_pos = 0, nil
+  for pos = from, #src do
+    local k = 0
+    while k < #old and line_eq(src, pos + k, old[k + 1], 3) do k = k + 1 end
+    if k > best_k then best_k, best_pos = k, pos end
   end
+  local function where(l)
+    for i = 1, #src do if squash(src[i]) == squash(l) then return i end end
+  end
+  local miss = old[best_k + 1]
+  if not miss then return string.format("its lines match only in an order the source does not have") end
+  local shown = string.format("line %d of the %s, %q,", best_k + 1, what, rtrim(miss):sub(1, 100))
+  if best_k == 0 then
+    local at = where(miss)
+    if at then
+      return string.format("%s is at source line %d, before the previous hunk's end", shown, at)
+    end
+    return shown .. " is not in the source"
+  end
+  local after = best_pos + best_k - 1
+  local at = where(miss)
+  return string.format("%s should follow source line %d (%q) but the source has %q there%s", shown, after,
+                       rtrim(src[after] or ""):sub(1, 60), rtrim(src[after + 1] or "(end of file)"):sub(1, 60),
+                       at and string.format("; that line is at source line %d", at) or "; that line is not in the source")
 end
 
-function M.apply(source, diff)
-  local hunks, err = M.parse(diff)
-  if not hunks then return nil, err end
-  local src, trailing_nl = split_lines(source)
-  if source == "" then src = {} end
-  local out, from, offset = {}, 1, 0
-  for i, h in ipairs(hunks) do
-    local pos = find_hunk(src, h, from, offset)
-    if not pos then
-      local miss = missing_line(src, h)
-      return nil, string.format("hunk %d (%s) does not apply: %s", i, h.header,
-                                miss and string.format("context line %q is not in the source", miss:sub(1, 100))
-                                  or "its lines are in the source but not in this order")
-    end
-    for j = from, pos - 1 do out[#out + 1] = src[j] end
-    for _, l in ipairs(h.new) do out[#out + 1] = l end
-    offset = pos - h.old_start
-    from = pos + #h.old
-  end
-  for j = from, #src do out[#out + 1] = src[j] end
+local function join(out, trailing_nl)
   local text = table.concat(out, "\n")
   if trailing_nl and #out > 0 then text = text .. "\n" end
   return text
+end
+
+function M.apply(source, diff)
+  if type(diff) == "string" and #diff > M.MAX_EDIT then
+    return nil, string.format("the patch is larger than %d bytes", M.MAX_EDIT)
+  end
+  local hunks, err = M.parse(diff)
+  if not hunks then return nil, err end
+  local crlf = source:find("\r\n", 1, true) ~= nil
+  if crlf then source = source:gsub("\r\n", "\n") end
+  local src, trailing_nl = split_lines(source)
+  if source == "" then src = {} end
+  local out, from, offset = {}, 1, 0
+  for _, h in ipairs(hunks) do
+    local pos
+    if #h.old == 0 then
+      pos = h.old_start and math.max(from, math.min(h.old_start + offset + 1, #src + 1)) or #src + 1
+    else
+      pos = find_block(src, h.old, from, h.old_start and (h.old_start + offset))
+    end
+    if not pos then
+      return nil, string.format("hunk %d (%s) does not apply: %s", h.n, h.header,
+                                M.explain_miss(src, h.old, from, "hunk's old text"))
+    end
+    for j = from, pos - 1 do out[#out + 1] = src[j] end
+    for _, l in ipairs(h.new) do out[#out + 1] = l end
+    if h.old_start then offset = pos - h.old_start end
+    from = pos + #h.old
+  end
+  for j = from, #src do out[#out + 1] = src[j] end
+  -- A last hunk that reached past the end: the source's own ending stays.
+  while #out > 0 and out[#out] == "" and #src > 0 and src[#src] ~= "" do out[#out] = nil end
+  local text = join(out, trailing_nl)
+  if crlf then text = text:gsub("\n", "\r\n") end
+  return text
+end
+
+---------------------------------------------------------------------------
+-- Search/replace blocks:
+--   <<<<<<< SEARCH
+--   exact lines of the current source
+--   =======
+--   their replacement
+--   >>>>>>> REPLACE
+
+-- The blocks of a text: { {search=, replace=}, ... } or nil, why.
+function M.parse_search_replace(text)
+  text = M.normalize(text)
+  local blocks, cur, part = {}, nil, nil
+  for line in (text .. "\n"):gmatch("(.-)\n") do
+    if line:match("^%s*<<<<<+%s*SEARCH%s*$") or (not cur and line:match("^%s*<<<<<+%s*$")) then
+      cur, part = { search = {}, replace = {} }, "search"
+    elseif cur and part == "search" and line:match("^%s*=====+%s*$") then
+      part = "replace"
+    elseif cur and part == "replace" and line:match("^%s*>>>>>+") then
+      blocks[#blocks + 1] = cur
+      cur, part = nil, nil
+    elseif cur then
+      local t = cur[part]
+      t[#t + 1] = line
+    end
+  end
+  if cur then return nil, string.format("search/replace block %d has no >>>>>>> REPLACE end", #blocks + 1) end
+  if #blocks == 0 then return nil, "no <<<<<<< SEARCH block" end
+  return blocks
+end
+
+-- Applies blocks ({search=lines|string, replace=lines|string}) in order.
+function M.apply_search_replace(source, blocks)
+  local crlf = source:find("\r\n", 1, true) ~= nil
+  if crlf then source = source:gsub("\r\n", "\n") end
+  local text = source
+  for i, b in ipairs(blocks) do
+    local search = type(b.search) == "table" and table.concat(b.search, "\n") or tostring(b.search or "")
+    local replace = type(b.replace) == "table" and table.concat(b.replace, "\n") or tostring(b.replace or "")
+    search, replace = search:gsub("\r\n", "\n"), replace:gsub("\r\n", "\n")
+    if not search:find("%S") then return nil, string.format("search/replace block %d: the SEARCH part is empty", i) end
+    local a, e = text:find(search, 1, true)
+    if a then
+      text = text:sub(1, a - 1) .. replace .. text:sub(e + 1)
+    else
+      local src, trailing_nl = split_lines(text)
+      local old = split_lines(search)
+      local pos = find_block(src, old, 1, nil)
+      if not pos then
+        return nil, string.format("search/replace block %d does not apply: %s", i,
+                                  M.explain_miss(src, old, 1, "SEARCH part"))
+      end
+      local out = {}
+      for j = 1, pos - 1 do out[#out + 1] = src[j] end
+      if replace ~= "" then for _, l in ipairs(split_lines(replace)) do out[#out + 1] = l end end
+      for j = pos + #old, #src do out[#out + 1] = src[j] end
+      text = join(out, trailing_nl)
+    end
+  end
+  if crlf then text = text:gsub("\n", "\r\n") end
+  return text
+end
+
+-- The format of an edit text.
+function M.detect(text)
+  if type(text) ~= "string" or not text:find("%S") then return nil end
+  local t = M.normalize(text)
+  if t:find("<<<<<<<", 1, true) and t:find("=======", 1, true) and t:find(">>>>>>>", 1, true) then
+    return "search_replace"
+  end
+  if t:find("^@@") or t:find("\n@@") or (t:find("^%-%-%- ") or t:find("\n%-%-%- ")) and t:find("\n%+%+%+ ") then
+    return "diff"
+  end
+  -- Lines prefixed by +/- with some context, and no line a kernel would start with.
+  local plus, minus, other, code = 0, 0, 0, 0
+  for line in (t .. "\n"):gmatch("(.-)\n") do
+    local c = line:sub(1, 1)
+    if c == "+" then plus = plus + 1
+    elseif c == "-" then minus = minus + 1
+    elseif c == " " or line == "" then other = other + 1
+    else code = code + 1 end
+  end
+  if plus + minus > 0 and code <= 2 then return "diff" end
+  return "source"
+end
+
+-- An edit: a text in any of the formats (detected), or a table
+-- {kind="diff"|"search_replace"|"source", text=, blocks=}. opts.entry: the
+-- kernel's entry name, which a whole replacement source must define.
+-- Returns new_source, kind or nil, why, kind.
+function M.apply_edit(source, edit, opts)
+  opts = opts or {}
+  local kind, text, blocks
+  if type(edit) == "table" then
+    kind, text, blocks = edit.kind, edit.text, edit.blocks
+  else
+    text = edit
+  end
+  if text and #text > M.MAX_EDIT then
+    return nil, string.format("the edit is larger than %d bytes", M.MAX_EDIT), kind or "edit"
+  end
+  kind = kind or M.detect(text)
+  if not kind then return nil, "the edit is empty", "edit" end
+  local new, err
+  if kind == "diff" then
+    new, err = M.apply(source, text)
+  elseif kind == "search_replace" then
+    if not blocks then blocks, err = M.parse_search_replace(text) end
+    if blocks then new, err = M.apply_search_replace(source, blocks) end
+  else
+    new = M.normalize(text)
+    if opts.entry and not new:find("%f[%w_]" .. opts.entry:gsub("%p", "%%%0") .. "%f[^%w_]") then
+      return nil, string.format("the replacement source does not define the entry kernel %s", opts.entry), kind
+    end
+    if source:sub(-1) == "\n" and new:sub(-1) ~= "\n" then new = new .. "\n" end
+  end
+  if not new then return nil, err, kind end
+  return new, kind
 end
 
 -- A unified diff from old to new (3 lines of context), by longest common
@@ -131,29 +347,45 @@ function M.diff(old, new, name)
   if old == new then return "" end
   local a, b = split_lines(old), split_lines(new)
   local n, m = #a, #b
-  -- lcs[i][j] = LCS length of a[i..n], b[j..m]
-  local lcs = {}
-  for i = n + 1, 1, -1 do
-    lcs[i] = {}
-    for j = m + 1, 1, -1 do
-      if i > n or j > m then lcs[i][j] = 0
-      elseif a[i] == b[j] then lcs[i][j] = lcs[i + 1][j + 1] + 1
+  -- Common prefix and suffix first: the LCS table covers only the middle,
+  -- and a middle too large for it becomes one replacement.
+  local p = 0
+  while p < n and p < m and a[p + 1] == b[p + 1] do p = p + 1 end
+  local sfx = 0
+  while sfx < n - p and sfx < m - p and a[n - sfx] == b[m - sfx] do sfx = sfx + 1 end
+  local ops = {}   -- { kind=" "|"-"|"+", text, ai, bj }
+  for x = 1, p do ops[#ops + 1] = { " ", a[x], x, x } end
+  local n1, m1 = n - sfx, m - sfx
+  if (n1 - p) * (m1 - p) > 4000000 then
+    for x = p + 1, n1 do ops[#ops + 1] = { "-", a[x], x, p + 1 } end
+    for y = p + 1, m1 do ops[#ops + 1] = { "+", b[y], n1 + 1, y } end
+  else
+    -- lcs[i][j] = LCS length of a[i..n1], b[j..m1]
+    local lcs = {}
+    for i = n1 + 1, p + 1, -1 do
+      local row, below = {}, lcs[i + 1]
+      lcs[i] = row
+      for j = m1 + 1, p + 1, -1 do
+        if i > n1 or j > m1 then row[j] = 0
+        elseif a[i] == b[j] then row[j] = below[j + 1] + 1
+        else
+          local x, y = below[j], row[j + 1]
+          row[j] = x > y and x or y
+        end
+      end
+    end
+    local i, j = p + 1, p + 1
+    while i <= n1 or j <= m1 do
+      if i <= n1 and j <= m1 and a[i] == b[j] then
+        ops[#ops + 1] = { " ", a[i], i, j } i, j = i + 1, j + 1
+      elseif j <= m1 and (i > n1 or lcs[i][j + 1] >= lcs[i + 1][j]) then
+        ops[#ops + 1] = { "+", b[j], i, j } j = j + 1
       else
-        local x, y = lcs[i + 1][j], lcs[i][j + 1]
-        lcs[i][j] = x > y and x or y
+        ops[#ops + 1] = { "-", a[i], i, j } i = i + 1
       end
     end
   end
-  local ops, i, j = {}, 1, 1   -- { kind=" "|"-"|"+", text, ai, bj }
-  while i <= n or j <= m do
-    if i <= n and j <= m and a[i] == b[j] then
-      ops[#ops + 1] = { " ", a[i], i, j } i, j = i + 1, j + 1
-    elseif j <= m and (i > n or lcs[i][j + 1] >= lcs[i + 1][j]) then
-      ops[#ops + 1] = { "+", b[j], i, j } j = j + 1
-    else
-      ops[#ops + 1] = { "-", a[i], i, j } i = i + 1
-    end
-  end
+  for x = 1, sfx do ops[#ops + 1] = { " ", a[n1 + x], n1 + x, m1 + x } end
   local CTX = 3
   local out = { "--- a/" .. (name or "kernel.cu"), "+++ b/" .. (name or "kernel.cu") }
   local k = 1

@@ -32,6 +32,7 @@ function M:update(state, improved)
   local budget = self.budget == math.huge and "-" or tostring(self.budget)
   local line = string.format("[%s%d/%s] %s | %d failed | %.1f eval/s | ETA %s", self.label,
                              state.evaluations, budget, best_text(state.ctx.best), state.failures, rate, clock(eta))
+  if self.waiting then line = line .. " | " .. self.waiting end
   if self.tty then
     local now = sys.now()
     if improved or now - self.last_draw > 0.1 or state.evaluations == self.budget then
@@ -46,6 +47,19 @@ function M:update(state, improved)
       io.stderr:write("kopt: ", line, improved and "  (new best)" or "", "\n")
       while self.next_mark <= state.evaluations do self.next_mark = self.next_mark + mark end
     end
+  end
+end
+
+-- A state the live line shows until cleared (msg nil): on a terminal the
+-- line is redrawn with it at once; otherwise it is printed when `verbose`.
+function M:status(state, msg, verbose)
+  self.waiting = msg
+  if self.quiet then return end
+  if self.tty then
+    self.last_draw = 0
+    self:update(state, true)
+  elseif msg and verbose then
+    io.stderr:write("kopt: ", msg, "\n")
   end
 end
 
