@@ -19,6 +19,7 @@ M.flags = {
   { "--profile", "profile", "P", "whom to profile with CUPTI: none (default), top-k, every-N" },
   { "--finalists", "count", "K", "re-measure the K best configs, interleaved, before naming the winner (GPU; default 3, 1 = off)" },
   { "--replay-check", "replay_check", "MODE", "strict (default): a bad entry in a replay file is an error; lenient: skipped and counted" },
+  { "--artifacts", "artifacts", "MODE", "per-variant files in <out>/variants/: none, best (default: every source variant, compiled code of the best), all" },
   { "--opt", "keyvalue", "K=V", "strategy option (repeatable); `kopt STRATEGY --help` lists them" },
   { "-q", "flag", nil, "quiet: only errors and the final summary" },
   { "-v", "flag", nil, "verbose: strategy events and tracebacks" },
@@ -60,6 +61,12 @@ function convert.gpu_list(v, flag)
     list[#list + 1] = n
   end
   return list
+end
+function convert.artifacts(v, flag)
+  if v ~= "none" and v ~= "best" and v ~= "all" then
+    errors.usage("%s: expected none, best or all, got '%s'", flag, v)
+  end
+  return v
 end
 function convert.profile(v, flag)
   if v == "none" or v == "top-k" or v:match("^every%-%d+$") or v:match("^top%-%d+$") then return v end

@@ -68,6 +68,7 @@ function M.summary(engine, meta)
   lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,
     speed and string.format(", %.2fx faster than %s (%.5g ms)", speed, base_label, base.time_ms) or "")
   for _, l in ipairs(meta.finalists or {}) do lines[#lines + 1] = l end
+  for _, l in ipairs(engine.ctx.summary_lines or {}) do lines[#lines + 1] = l end  -- a strategy's own (LLM tokens)
   local ranked = {}
   for _, r in ipairs(engine.records) do if r.result.status == "ok" then ranked[#ranked + 1] = r end end
   table.sort(ranked, function(a, b) return a.result.time_ms < b.result.time_ms end)

@@ -205,11 +205,16 @@ function M.locked(opts, r)
 
   local profiler = require("kopt.profiling").new({ mode = opts.profile, backend = backend, spec = spec,
                                                    quiet = opts.q })
+  -- Per-variant files in variants/ (kopt.artifacts); none without a spec.
+  local artifacts = require("kopt.artifacts").new({ dir = dir, spec = spec, mode = opts.artifacts,
+                                                    compile = backend.name ~= "replay",
+                                                    arch = spec and spec.device and spec.device.arch })
   local engine = require("kopt.engine").run({
     strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
     backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
     quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler,
+    on_eval = function(e, rec) if e.rundir then artifacts:record(e, rec) end end,
   })
   if engine.stop_reason == "error" and engine.error.io_failed then
     return M.write_failure(engine, backend, nil, prior, opts.resume)
@@ -228,9 +233,10 @@ function M.locked(opts, r)
   local meta = {
     problem = problem, backend_label = backend_label, finalists = finalist_lines,
     t4 = { kopt = sys.version, strategy = strategy.name, seed = seed, backend = backend:describe(),
-           timeunit = "milliseconds" },
+           timeunit = "milliseconds", llm = engine.ctx.llm_usage },
   }
   meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
+    artifacts:finish(e)
     if not e.ctx.best then return end
     local md, term = require("kopt.report").render(e.ctx.best, profiler:finish(e))
     assert(sys.mkdir_p(d .. "/best"))
