@@ -25,6 +25,32 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   quota      429 insufficient_quota
   ratelimit  ok, with x-ratelimit-remaining-requests: 0 and a 1 s reset
   echokey    echoes the Authorization header back (the transcript must redact it)
+  partial    proposals naming only the knobs they change, with an unknown key and an unknown knob
+  nested     200 KB of nested brackets and no JSON at all
+  stall      sends half of its body, then stalls for 30 s
+
+Edits, made against the ```cuda source in the prompt: the statement with
+"a[i] + b[i]" (the vector_add test kernel) becomes "__fadd_rn(a[i], b[i])"
+(the "fast" edit), shaped the way models answer:
+
+  e_wronglines  a unified diff whose @@ line numbers are wrong
+  e_noheader    +/- lines without --- / +++ / @@ headers
+  e_fenced      a unified diff inside a ```diff fence, inside the JSON string
+  e_crlf        a unified diff with CRLF line ends
+  e_nonewline   a unified diff without its last newline ("\ No newline at end of file")
+  e_blankend    a diff made against the source followed by a blank line, removing it
+  e_searchreplace  a <<<<<<< SEARCH / ======= / >>>>>>> REPLACE block
+  e_source      the whole new kernel in "source"
+  e_host        the whole kernel with a main() smuggled in (must be refused)
+  e_prose       the JSON in prose with trailing commas, the diff fenced
+
+Repairs (the first turn is broken; a follow-up turn, recognised by an
+assistant message in the conversation, gets the fix):
+
+  r_compile  an undefined identifier, then the fast edit
+  r_wrong    a subtraction instead of the addition, then the fast edit
+  r_never    a new compile error on every turn
+  r_same     the subtraction again on every turn (a source already measured)
 
 Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
 (JSON): {...}" lines in the user message and answers with up to "Proposals
@@ -103,6 +129,83 @@ def proposals_for(req, scenario):
     return {"analysis": "scenario " + scenario, "proposals": out}
 
 
+def source_in(user):
+    m = re.search(r"```cuda\n(.*?)\n```", user, re.S)
+    return (m.group(1) + "\n") if m else ""
+
+
+def diff_of(src, old, new, header=True, lo_shift=0):
+    """A unified diff replacing the line containing `old` by one with `new`."""
+    lines = src.split("\n")
+    if lines and lines[-1] == "":
+        lines = lines[:-1]
+    idx = next((i for i, l in enumerate(lines) if old in l), None)
+    if idx is None:
+        return "--- a/kernel.cu\n+++ b/kernel.cu\n@@ -1,1 +1,1 @@\n-" + old + "\n+" + new + "\n"
+    lo, hi = max(0, idx - 2), min(len(lines), idx + 3)
+    body = [" " + l for l in lines[lo:idx]] + ["-" + lines[idx], "+" + lines[idx].replace(old, new)]
+    body += [" " + l for l in lines[idx + 1:hi]]
+    out = []
+    if header:
+        out += ["--- a/kernel.cu", "+++ b/kernel.cu",
+                "@@ -%d,%d +%d,%d @@" % (lo + 1 + lo_shift, hi - lo, lo + 1 + lo_shift, hi - lo)]
+    return "\n".join(out + body) + "\n"
+
+
+FAST = "__fadd_rn(a[i], b[i])"
+
+
+def edit_reply(req, scenario):
+    msgs = req.get("messages", [])
+    user = "\n".join(m.get("content") or "" for m in msgs if m.get("role") == "user")
+    turn = sum(1 for m in msgs if m.get("role") == "assistant")
+    src = source_in(msgs[1].get("content") if len(msgs) > 1 else user)
+    names = sorted(find_json_line(user, "Allowed values (JSON):") or {})
+    prop = {"method": "strength_reduction", "changes": {n: None for n in names}, "reason": "edit " + scenario,
+            "patch": None}
+    old = "a[i] + b[i]"
+    if scenario == "e_wronglines":
+        prop["patch"] = diff_of(src, old, FAST, lo_shift=37)
+    elif scenario == "e_noheader":
+        prop["patch"] = diff_of(src, old, FAST, header=False)
+    elif scenario == "e_fenced":
+        prop["patch"] = "```diff\n" + diff_of(src, old, FAST) + "```\n"
+    elif scenario == "e_crlf":
+        prop["patch"] = diff_of(src, old, FAST).replace("\n", "\r\n")
+    elif scenario == "e_nonewline":
+        prop["patch"] = diff_of(src, old, FAST).rstrip("\n") + "\n\\ No newline at end of file"
+    elif scenario == "e_blankend":
+        lines = src.rstrip("\n").split("\n") + [""]
+        idx = next(i for i, l in enumerate(lines) if old in l)
+        body = [" " + l for l in lines[idx - 1:idx]] + ["-" + lines[idx], "+" + lines[idx].replace(old, FAST)]
+        body += [" " + l for l in lines[idx + 1:-1]] + ["-"]
+        n_old = len(lines) - idx + 1
+        prop["patch"] = "--- a/kernel.cu\n+++ b/kernel.cu\n@@ -%d,%d +%d,%d @@\n" % (
+            idx, n_old, idx, n_old - 1) + "\n".join(body) + "\n"
+    elif scenario == "e_searchreplace":
+        line = next(l for l in src.split("\n") if old in l)
+        prop["patch"] = "<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n" % (line, line.replace(old, FAST))
+    elif scenario == "e_source":
+        del prop["patch"]
+        prop["source"] = src.replace(old, FAST)
+    elif scenario == "e_host":
+        del prop["patch"]
+        prop["source"] = src.replace(old, FAST) + "\nint main() { return 0; }\n"
+    elif scenario == "e_prose":
+        patch = "```diff\n" + diff_of(src, old, FAST) + "```"
+        doc = json.dumps({"analysis": "fast add", "proposals": [dict(prop, patch=patch)]})
+        return "Sure! Here is my proposal:\n\n" + doc[:-2] + ",],}" + "\n\nLet me know how it goes."
+    elif scenario == "r_compile":
+        prop["patch"] = diff_of(src, old, FAST if turn else "a[i] + b[i] + undefined_symbol")
+    elif scenario == "r_wrong":
+        prop["patch"] = diff_of(src, old, FAST if turn else "a[i] - b[i]")
+    elif scenario == "r_never":
+        prop["patch"] = diff_of(src, old, "a[i] + b[i] + undefined_%d" % turn)
+    elif scenario == "r_same":
+        prop["patch"] = diff_of(src, old, "a[i] - b[i]")
+    return json.dumps({"analysis": "scenario " + scenario, "proposals": [prop]})
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -179,6 +282,28 @@ class Handler(BaseHTTPRequestHandler):
             return self.completion(req, "You sent: " + (self.headers.get("Authorization") or ""))
         if scenario == "garbage":
             return self.completion(req, "I would make the tiles bigger, but I cannot say by how much.")
+        if scenario.startswith("e_") or scenario.startswith("r_"):
+            return self.completion(req, edit_reply(req, scenario))
+        if scenario == "nested":
+            return self.completion(req, "[" * 100000 + "{" * 100000)
+        if scenario == "stall":
+            body = json.dumps({"id": "chatcmpl-test", "choices": [{"message": {"content": "x" * 1000}}]}).encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            time.sleep(30)
+            return
+        if scenario == "partial":
+            doc = proposals_for(req, scenario)
+            for p in doc["proposals"]:
+                p["changes"] = {k: v for k, v in p["changes"].items() if v is not None}
+                p["changes"]["NOT_A_KNOB"] = 3
+                p["confidence"] = 0.8
+                del p["patch"]
+            return self.completion(req, json.dumps(doc))
         if scenario == "badschema":
             return self.completion(req, json.dumps({"analysis": "x", "proposals": "bigger tiles"}))
         doc = json.dumps(proposals_for(req, scenario))

@@ -1,0 +1,191 @@
+-- The repair loop, offline: the experts strategy with LLM experts served by
+-- tests/llm_server.py, on a stub backend that plays the GPU. The stub
+-- compiles every source with the real NVRTC (so compile errors and their logs
+-- are real), calls a source with "a[i] - b[i]" wrong (with the verifier's
+-- figures), and times "__fadd_rn" sources at half the original's time. A
+-- failed edit goes back to its expert in the same conversation; the fixed
+-- edit is measured and crowned; a chain that never converges stops after
+-- `repairs` turns; a repair that reproduces a measured source is not
+-- measured again; artifacts are written per source variant.
+local T = require("testlib")
+local json = require("kopt.json")
+local compile = require("kopt.compile")
+local engine_mod = require("kopt.engine")
+local space_mod = require("kopt.space")
+local spec_mod = require("kopt.spec")
+local strategy_mod = require("kopt.strategy")
+
+local server, why = require("llm_test_server").start({})
+if not server then
+  print("skipped: " .. why)
+  os.exit(77)
+end
+
+local spec = spec_mod.load("tests/data/specs/vector_add.json")
+local function new_space()
+  local scope = { device = spec.device }
+  for k, v in pairs(spec.problem) do scope[k] = v end
+  return space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
+end
+
+local function stub_backend()
+  local b = { name = "stub", slots = 4, clock = 0, compiles = 0, measured = {} }
+  function b:evaluate(jobs)
+    local out = {}
+    for i, job in ipairs(jobs) do
+      self.clock = self.clock + 0.01
+      self.measured[job.key] = (self.measured[job.key] or 0) + 1
+      local src = job.source
+      local res = compile.compile(compile.job_for(spec, job.config, "sm_80", src), { cache = false })
+      self.compiles = self.compiles + 1
+      if not res.ok then
+        out[i] = { status = "compile_error", log = res.log }
+      elseif src:find("a[i] - b[i]", 1, true) then
+        out[i] = { status = "wrong", err = { rel_l2 = 1.41, max_abs = 3.9, nonfinite = 0, unwritten = 0 },
+                   log = "output 'c': 100000 of 100000 elements differ; first mismatch at index 0: got -0.53, want 1.21" }
+      else
+        local t = 1.0 + job.config.block_size_x / 1e5
+        if src:find("__fadd_rn", 1, true) then t = t / 2 end
+        out[i] = { status = "ok", time_ms = t }
+      end
+    end
+    return out
+  end
+  function b:elapsed() return self.clock end
+  function b:describe() return { backend = "stub" } end
+  return b
+end
+
+local S = require("strategies.experts")
+
+-- One run of the experts strategy against a scenario; returns the engine,
+-- its strategy log, the backend and the run folder.
+local function run(scenario, extra, dir)
+  local opts = { { "edits", "on" }, { "iterations", "2" }, { "init", "1" }, { "llm_base_url", server:base(scenario) },
+                 { "llm_timeout", "10" }, { "experts", "throughput" }, { "per_expert", "1" } }
+  for _, kv in ipairs(extra or {}) do opts[#opts + 1] = kv end
+  local options = strategy_mod.options(S, opts)
+  local backend = stub_backend()
+  dir = dir or T.tmpdir("repairs-" .. scenario)
+  local artifacts = require("kopt.artifacts").new({ dir = dir, spec = spec, mode = "all", compile = true,
+                                                    arch = "sm_80" })
+  local engine = engine_mod.run({
+    strategy = S, strategy_name = "experts", options = options, space = new_space(), spec = spec,
+    backend = backend, budget = 20, seed = 1, quiet = true, out_dir = dir,
+    on_eval = function(e, rec) artifacts:record(e, rec) end,
+  })
+  artifacts:finish(engine)
+  return engine, backend, dir
+end
+
+-- Strategy messages: the engine keeps them only in the run folder, so the
+-- runs here capture them through a wrapped ctx.log.
+local captured
+local real_log = engine_mod.Engine.strategy_event
+engine_mod.Engine.strategy_event = function(self, msg)
+  if captured then captured[#captured + 1] = msg end
+  return real_log(self, msg)
+end
+local function run_logged(scenario, extra)
+  captured = {}
+  local e, b, d = run(scenario, extra)
+  local l = captured
+  captured = nil
+  return e, b, d, table.concat(l, "\n")
+end
+
+local function count_repairs(engine)
+  local n, best_repair = 0, nil
+  for _, rec in ipairs(engine.records) do
+    if rec.origin and rec.origin.repair then n = n + 1 end
+  end
+  local best = engine.ctx.best
+  if best and best.candidate.origin then best_repair = best.candidate.origin.repair end
+  return n, best_repair
+end
+
+-- 1. A compile error, fixed on the repair turn: the fixed edit is the best.
+do
+  local e, b, d, log = run_logged("r_compile")
+  local n, best_repair = count_repairs(e)
+  T.check(log:find("repair 1 of throughput/strength_reduction: a fixed edit", 1, true),
+          "r_compile: no repair turn in the log:\n%s", log)
+  T.check(n >= 1, "r_compile: no repaired candidate was measured")
+  T.eq(best_repair, 1, "r_compile: the best came from repair 1")
+  T.check(e.ctx.best.source:find("__fadd_rn", 1, true), "r_compile: the best is not the fast edit")
+  local failed = 0
+  for _, rec in ipairs(e.records) do
+    if rec.result.status == "compile_error" then
+      failed = failed + 1
+      T.check(rec.result.log:find("undefined_symbol", 1, true), "r_compile: NVRTC's log names the identifier")
+    end
+  end
+  T.check(failed >= 1, "r_compile: the broken edit was not compiled")
+  -- The repair turn carried the compiler's message, in the same conversation.
+  local tr = T.slurp(d .. "/llm_transcript.jsonl")
+  local saw = false
+  for line in tr:gmatch("[^\n]+") do
+    local rec = json.decode(line)
+    if rec.kind == "request" and rec.tag == "throughput#repair" then
+      local msgs = rec.body.messages
+      T.eq(msgs[#msgs - 1].role, "assistant", "r_compile: the repair turn follows the model's own answer")
+      local last = msgs[#msgs].content
+      if last:find("did not compile", 1, true) and last:find("undefined_symbol", 1, true) then saw = true end
+    end
+  end
+  T.check(saw, "r_compile: no repair request in the transcript carries NVRTC's log")
+  -- Artifacts: one folder per source variant, each with its source and results.
+  local variants = 0
+  for name in io.popen("ls " .. d .. "/variants"):lines() do
+    variants = variants + 1
+    local vd = d .. "/variants/" .. name
+    T.check(T.exists(vd .. "/vector_add.cu") and T.exists(vd .. "/results.jsonl") and T.exists(vd .. "/origin.json"),
+            "artifacts of %s incomplete", name)
+  end
+  T.check(variants >= 3, "r_compile: %d variant folders (original, broken, fixed)", variants)
+  T.check(T.exists(d .. "/best/vector_add.cu.diff"), "best/ holds the diff against the original")
+  local _ = b
+end
+
+-- 2. A wrong result, fixed on the repair turn; the feedback names the
+-- verifier's figures.
+do
+  local e, _, d, log = run_logged("r_wrong")
+  local _, best_repair = count_repairs(e)
+  T.eq(best_repair, 1, "r_wrong: the best came from repair 1")
+  local tr = T.slurp(d .. "/llm_transcript.jsonl")
+  T.check(tr:find("output is wrong", 1, true) and tr:find("rel_l2 1.41", 1, true) and tr:find("first mismatch at index 0", 1, true),
+          "r_wrong: the repair turn names the error and the first bad index")
+  T.check(log:find("new best", 1, true), "r_wrong: no new best")
+end
+
+-- 3. A repair that never converges stops after `repairs` turns.
+do
+  local e, _, _, log = run_logged("r_never", { { "repairs", "2" } })
+  local per_chain = {}
+  for _, rec in ipairs(e.records) do
+    local o = rec.origin or {}
+    if o.repair then per_chain[o.iteration] = math.max(per_chain[o.iteration] or 0, o.repair) end
+  end
+  for it, n in pairs(per_chain) do T.check(n <= 2, "r_never: iteration %d went to repair %d", it, n) end
+  T.check(log:find("ends after 2 attempts", 1, true), "r_never: the chain's end is not logged:\n%s", log)
+  local e0 = run_logged("r_never", { { "repairs", "0" } })
+  T.eq(count_repairs(e0), 0, "r_never with repairs=0: repaired candidates")
+end
+
+-- 4. A repair that answers a source already measured: asked, not measured again.
+do
+  local e, b, _, log = run_logged("r_same")
+  for key, n in pairs(b.measured) do T.eq(n, 1, "r_same: times " .. key .. " was measured") end
+  T.check(log:find("already proposed", 1, true), "r_same: the repeated edit is not named:\n%s", log)
+  local _ = e
+end
+
+-- 5. The budget bounds repairs: with 2 evaluations nothing past them is asked.
+do
+  local e = run_logged("r_never", { { "repairs", "5" } })
+  T.check(e.evaluations <= 20, "budget: %d evaluations", e.evaluations)
+end
+
+server:stop()
+return T.done()

@@ -1,0 +1,104 @@
+-- Replies shaped the way real models answer, through the real binary
+-- (`kopt experts SPEC --backend replay:...`, edits on), served by
+-- tests/llm_server.py: partial knob sets with unknown keys, unified diffs with
+-- wrong line numbers / no headers / fenced / CRLF / no trailing newline / the
+-- prompt's trailing blank line removed, search/replace blocks, whole-kernel
+-- replies, host code smuggled into a whole kernel, JSON in prose with
+-- trailing commas, 200 KB of nested brackets, and a server that stalls
+-- mid-body. Every edit that should apply is measured as a patched state;
+-- every rejection is in the run's log with its reason, and in -v output.
+local T = require("testlib")
+local json = require("kopt.json")
+
+local SPEC = "tests/data/specs/vector_add.json"
+local REC = "tests/data/vector_add_A4000.json"
+
+local server, why = require("llm_test_server").start({})
+if not server then
+  print("skipped: " .. why)
+  os.exit(77)
+end
+
+local function run(scenario, extra, env)
+  local d = T.tmpdir("shape-" .. scenario)
+  local code, out, err = T.run(string.format("experts %s --backend replay:%s --out %s/run -v --opt edits=on " ..
+                                             "--opt iterations=1 --opt init=1 --opt repairs=0 %s",
+                                             SPEC, REC, d, extra or ""),
+                               string.format("KOPT_LLM_BASE_URL=%s KOPT_LLM_MODEL=test %s", server:base(scenario),
+                                             env or ""))
+  T.eq(code, 0, scenario .. ": exit code (" .. err .. ")")
+  local evals, logs = {}, {}
+  for line in T.slurp(d .. "/run/events.jsonl"):gmatch("[^\n]+") do
+    local ev = json.decode(line)
+    if ev and ev.event == "eval" then evals[#evals + 1] = ev end
+    if ev and ev.event == "log" then logs[#logs + 1] = ev.msg end
+  end
+  return evals, table.concat(logs, "\n"), err, out, d .. "/run"
+end
+
+local function fast_edits(evals)
+  local n = 0
+  for _, ev in ipairs(evals) do
+    if ev.patch and ev.patch:find("__fadd_rn(a[i], b[i])", 1, true) then
+      T.check(ev.key:find("#", 1, true), "a patched state needs its own key: %s", ev.key)
+      n = n + 1
+    end
+  end
+  return n
+end
+
+-- Edits that must apply, one scenario each.
+for _, sc in ipairs({ "e_wronglines", "e_noheader", "e_fenced", "e_crlf", "e_nonewline", "e_blankend",
+                      "e_searchreplace", "e_source", "e_prose" }) do
+  local evals, log = run(sc)
+  T.check(fast_edits(evals) >= 1, "%s: the edit was not applied and measured; log:\n%s", sc, log)
+end
+
+-- The edit format the prompt asks for follows the option.
+do
+  local _, _, _, _, d = run("e_searchreplace", "--opt edit_format=search_replace")
+  local tr = T.slurp(d .. "/llm_transcript.jsonl")
+  T.check(tr:find("<<<<<<< SEARCH", 1, true), "edit_format=search_replace: the prompt does not ask for blocks")
+end
+
+-- Host code inside a whole-kernel reply is refused, with its reason.
+do
+  local evals, log, err = run("e_host")
+  T.eq(fast_edits(evals), 0, "e_host: the smuggled kernel was measured")
+  T.check(log:find("edit rejected: line %d+ adds a main function"), "e_host: no reason in the log:\n%s", log)
+  T.check(err:find("adds a main function", 1, true), "e_host: the rejection is not in -v output")
+end
+
+-- Partial knob sets: measured; the unknown key and knob are noted, not fatal.
+do
+  local evals, log, err = run("partial")
+  local from_llm = 0
+  for _, ev in ipairs(evals) do
+    if ev.origin and ev.origin.reason == "test server proposal" then from_llm = from_llm + 1 end
+  end
+  T.check(from_llm >= 1, "partial: no proposal naming only its changed knobs was measured; log:\n%s", log)
+  T.check(log:find("ignored unknown key 'confidence', knob 'NOT_A_KNOB'", 1, true), "partial: not noted:\n%s", log)
+  T.check(err:find("ignored unknown", 1, true), "partial: the note is not in -v output")
+end
+
+-- 200 KB of nested brackets: rejected at once, the run goes on.
+do
+  local evals, log = run("nested")
+  local secs = tonumber(log:match("iteration 1: .- in ([%d.]+) s;"))
+  T.check(secs and secs < 2, "nested: the iteration took %s s", tostring(secs))
+  T.check(log:find("no JSON object found", 1, true), "nested: no reason logged:\n%s", log)
+  T.check(#evals >= 2, "nested: the heuristics did not take over")
+end
+
+-- A server that stalls mid-body: cut by the deadline, shown while waiting.
+do
+  local evals, log, err = run("stall", "--opt llm_timeout=1 --opt llm_deadline=2", "KOPT_LLM_RETRIES=5")
+  local secs = tonumber(log:match("iteration 1: .- in ([%d.]+) s;"))
+  T.check(secs and secs < 6, "stall: the iteration took %s s (deadline 2 s)", tostring(secs))
+  T.check(log:find("transport", 1, true), "stall: no transport failure logged:\n%s", log)
+  T.check(err:find("asking 3 LLM experts", 1, true), "stall: the wait is not shown: %s", err)
+  T.check(#evals >= 2, "stall: the heuristics did not take over")
+end
+
+server:stop()
+return T.done()
