@@ -50,6 +50,20 @@ local function is_header(line)
     or line:match("^new file mode") or line:match("^similarity index")
 end
 
+-- The old and new sides of a list of ops ({kind, old_line, new_line}), and
+-- for each new line that is context, its index on the old side: a context
+-- line is written back as the source has it, not as the diff quotes it
+-- (which may differ in whitespace).
+function M.sides(ops)
+  local old, new, ctx = {}, {}, {}
+  for _, op in ipairs(ops) do
+    if op[1] ~= "+" then old[#old + 1] = op[2] end
+    if op[1] ~= "-" then new[#new + 1] = op[3] end
+    if op[1] == " " then ctx[#new] = #old end
+  end
+  return old, new, ctx
+end
+
 -- Parses a diff into hunks { header=, old_start=|nil, old={lines}, new={lines} }.
 -- A diff without @@ lines is one hunk at an unknown place; a line of a hunk
 -- with no +/-/space prefix is context that lost its leading space (at the
@@ -94,21 +108,25 @@ function M.parse(diff)
   local out = {}
   for n, h in ipairs(hunks) do
     h.n = n
-    -- Unprefixed lines before the first change or after the last are prose
-    -- around the diff (or context it can do without): dropped.
-    local first, last
+    -- Runs of unprefixed lines at the edges of a hunk are prose around the
+    -- diff (or context it can do without): dropped.
+    local first, last, changes = nil, nil, false
     for k, kind in ipairs(h.kinds) do
-      if kind == "+" or kind == "-" then first = first or k last = k end
+      if kind ~= "?" then first = first or k last = k end
+      if kind == "+" or kind == "-" then changes = true end
     end
-    if first then
-      local old, new = {}, {}
-      local oi, ni = 0, 0
+    if changes then
+      local ops, oi, ni = {}, 0, 0
       for k, kind in ipairs(h.kinds) do
-        local keep = not (kind == "?" and (k < first or k > last))
-        if kind ~= "+" then oi = oi + 1 if keep then old[#old + 1] = h.old[oi] end end
-        if kind ~= "-" then ni = ni + 1 if keep then new[#new + 1] = h.new[ni] end end
+        local o, w
+        if kind ~= "+" then oi = oi + 1 o = h.old[oi] end
+        if kind ~= "-" then ni = ni + 1 w = h.new[ni] end
+        if not (kind == "?" and (k < first or k > last)) then
+          ops[#ops + 1] = { kind == "?" and " " or kind, o, w }
+        end
       end
-      h.old, h.new = old, new
+      h.ops = ops
+      h.old, h.new, h.ctx = M.sides(ops)
       out[#out + 1] = h
     end
   end
@@ -187,6 +205,60 @@ local function join(out, trailing_nl)
   return text
 end
 
+-- A hunk that does not match as a whole, applied change by change: each run
+-- of +/- lines with as much of the context around it as matches (at least
+-- two anchoring lines where the hunk has them). This recovers hunks glued
+-- together without headers and hunks with a stale or invented context line.
+-- Returns the lines to emit and the next source position, or nil.
+local function apply_groups(src, h, from)
+  local ops = h.ops or {}
+  local groups, k = {}, 1
+  while k <= #ops do
+    if ops[k][1] ~= " " then
+      local g = { lead = {}, change = {}, trail = {} }
+      local j = k - 1
+      while j >= 1 and ops[j][1] == " " do table.insert(g.lead, 1, ops[j]) j = j - 1 end
+      while k <= #ops and ops[k][1] ~= " " do g.change[#g.change + 1] = ops[k] k = k + 1 end
+      j = k
+      while j <= #ops and ops[j][1] == " " do g.trail[#g.trail + 1] = ops[j] j = j + 1 end
+      groups[#groups + 1] = g
+    else
+      k = k + 1
+    end
+  end
+  if #groups < 1 then return nil end
+  local emit = {}
+  for _, g in ipairs(groups) do
+    local removed = 0
+    for _, op in ipairs(g.change) do if op[1] == "-" then removed = removed + 1 end end
+    local need = math.min(2, #g.lead + #g.trail + removed)
+    local found
+    for total = #g.lead + #g.trail, 0, -1 do
+      for a = math.min(#g.lead, total), math.max(0, total - #g.trail), -1 do
+        local b = total - a
+        if a + b + removed >= need then
+          local sub = {}
+          for i = #g.lead - a + 1, #g.lead do sub[#sub + 1] = g.lead[i] end
+          for _, op in ipairs(g.change) do sub[#sub + 1] = op end
+          for i = 1, b do sub[#sub + 1] = g.trail[i] end
+          local old, new, ctx = M.sides(sub)
+          local pos = #old > 0 and find_block(src, old, from, nil)
+          if pos then found = { pos = pos, old = old, new = new, ctx = ctx } break end
+        end
+      end
+      if found then break end
+    end
+    if not found then return nil end
+    for j = from, found.pos - 1 do emit[#emit + 1] = src[j] end
+    for j, l in ipairs(found.new) do
+      local c = found.ctx[j]
+      emit[#emit + 1] = c and src[found.pos + c - 1] or l
+    end
+    from = found.pos + #found.old
+  end
+  return emit, from
+end
+
 function M.apply(source, diff)
   if type(diff) == "string" and #diff > M.MAX_EDIT then
     return nil, string.format("the patch is larger than %d bytes", M.MAX_EDIT)
@@ -205,14 +277,23 @@ function M.apply(source, diff)
     else
       pos = find_block(src, h.old, from, h.old_start and (h.old_start + offset))
     end
-    if not pos then
-      return nil, string.format("hunk %d (%s) does not apply: %s", h.n, h.header,
-                                M.explain_miss(src, h.old, from, "hunk's old text"))
+    if pos then
+      for j = from, pos - 1 do out[#out + 1] = src[j] end
+      for j, l in ipairs(h.new) do
+        local c = h.ctx and h.ctx[j]
+        out[#out + 1] = c and src[pos + c - 1] or l
+      end
+      if h.old_start then offset = pos - h.old_start end
+      from = pos + #h.old
+    else
+      local emit, next_from = apply_groups(src, h, from)
+      if not emit then
+        return nil, string.format("hunk %d (%s) does not apply: %s", h.n, h.header,
+                                  M.explain_miss(src, h.old, from, "hunk's old text"))
+      end
+      for _, l in ipairs(emit) do out[#out + 1] = l end
+      from = next_from
     end
-    for j = from, pos - 1 do out[#out + 1] = src[j] end
-    for _, l in ipairs(h.new) do out[#out + 1] = l end
-    if h.old_start then offset = pos - h.old_start end
-    from = pos + #h.old
   end
   for j = from, #src do out[#out + 1] = src[j] end
   -- A last hunk that reached past the end: the source's own ending stays.
