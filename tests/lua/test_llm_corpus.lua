@@ -63,6 +63,7 @@ end
 local frac = applied / math.max(1, valid)
 print(string.format("corpus: %d of %d semantically valid edits apply (%.1f %%); %d of %d invalid ones refused; %.2f s",
                     applied, valid, 100 * frac, refused, invalid, sys.now() - t0))
+for habit, n in pairs(by_habit) do print(string.format("  %d not applied: %s", n, habit)) end
 T.check(frac >= 0.95, "only %.1f %% of the valid edits apply", 100 * frac)
 T.eq(refused, invalid, "invalid edits refused")
 
