@@ -51,6 +51,8 @@ assistant message in the conversation, gets the fix):
   r_wrong    a subtraction instead of the addition, then the fast edit
   r_never    a new compile error on every turn
   r_same     the subtraction again on every turn (a source already measured)
+  r_compose  the fast edit; once the source in the prompt has it, a knob change
+             and a second edit of the edited line (edits compose)
 
 Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
 (JSON): {...}" lines in the user message and answers with up to "Proposals
@@ -201,6 +203,16 @@ def edit_reply(req, scenario):
         prop["patch"] = diff_of(src, old, FAST if turn else "a[i] - b[i]")
     elif scenario == "r_never":
         prop["patch"] = diff_of(src, old, "a[i] + b[i] + undefined_%d" % turn)
+    elif scenario == "r_compose":
+        if FAST not in src:
+            prop["patch"] = diff_of(src, old, FAST)
+        else:
+            best = find_json_line(user, "Current best (JSON):") or {}
+            allowed = find_json_line(user, "Allowed values (JSON):") or {}
+            knob = {n: next(v for v in reversed(allowed[n]) if v != best.get(n)) for n in names[:1]}
+            two = dict(prop, patch=diff_of(src, FAST, FAST + "; // composed").replace(";; //", "; //"))
+            return json.dumps({"analysis": "compose", "proposals": [
+                {"method": "more_threads", "changes": knob, "reason": "knob on the edit", "patch": None}, two]})
     elif scenario == "r_same":
         prop["patch"] = diff_of(src, old, "a[i] - b[i]")
     return json.dumps({"analysis": "scenario " + scenario, "proposals": [prop]})

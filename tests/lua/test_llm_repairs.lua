@@ -181,7 +181,27 @@ do
   local _ = e
 end
 
--- 5. The budget bounds repairs: with 2 evaluations nothing past them is asked.
+-- 5. Edits compose: once the fast edit is the best, a knob change and a
+-- second edit start from the edited source; best/ has the whole difference.
+do
+  local e, _, d = run_logged("r_compose", { { "per_expert", "2" }, { "iterations", "3" } })
+  local knob_on_edit, edit_on_edit = false, false
+  local first_fast
+  for _, rec in ipairs(e.records) do
+    local src = e:source_of(rec.candidate) or ""
+    if src:find("__fadd_rn", 1, true) then
+      first_fast = first_fast or rec
+      if rec.config.block_size_x ~= first_fast.config.block_size_x then knob_on_edit = true end
+      if src:find("// composed", 1, true) then edit_on_edit = true end
+    end
+  end
+  T.check(knob_on_edit, "r_compose: no knob change was measured on the edited source")
+  T.check(edit_on_edit, "r_compose: no edit of the edited source was measured")
+  local diff = T.slurp(d .. "/best/vector_add.cu.diff")
+  T.check(diff:find("__fadd_rn", 1, true), "r_compose: best/ diff against the original lacks the edit:\n%s", diff)
+end
+
+-- 6. The budget bounds repairs: with 2 evaluations nothing past them is asked.
 do
   local e = run_logged("r_never", { { "repairs", "5" } })
   T.check(e.evaluations <= 20, "budget: %d evaluations", e.evaluations)

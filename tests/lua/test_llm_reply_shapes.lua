@@ -100,5 +100,33 @@ do
   T.check(#evals >= 2, "stall: the heuristics did not take over")
 end
 
+-- Resume: the edited variants come back from the run's own transcript
+-- (the endpoint is dead by then), measured once, never asked again.
+do
+  local d = T.tmpdir("shape-resume")
+  local args = string.format("experts %s --backend replay:%s --out %s/run -q --opt edits=on --opt iterations=4 " ..
+                             "--opt patience=4 --opt init=2 --seed 2", SPEC, REC, d)
+  local code, _, err = T.run(args .. " --budget 4", "KOPT_LLM_BASE_URL=" .. server:base("e_wronglines"))
+  T.eq(code, 0, "resume: first part (" .. err .. ")")
+  code, _, err = T.run(args .. " --budget 12 --resume", "KOPT_LLM_BASE_URL=http://127.0.0.1:1/v1 KOPT_LLM_RETRIES=0")
+  T.eq(code, 0, "resume: second part (" .. err .. ")")
+  local seen, twice, patched, resumed, from_transcript = {}, 0, 0, false, 0
+  for line in T.slurp(d .. "/run/events.jsonl"):gmatch("[^\n]+") do
+    local ev = json.decode(line)
+    if ev.event == "resume" then resumed = true end
+    if ev.event == "eval" then
+      if seen[ev.key] then twice = twice + 1 end
+      seen[ev.key] = true
+      if ev.patch then patched = patched + 1 end
+    end
+    if resumed and ev.event == "log" and ev.msg:match("^iteration %d+: ") and ev.msg:find("(llm)", 1, true) then
+      from_transcript = from_transcript + 1
+    end
+  end
+  T.eq(twice, 0, "resume: states measured twice")
+  T.check(patched >= 1, "resume: no edited variant on record")
+  T.check(from_transcript >= 1, "resume: no iteration answered from the transcript")
+end
+
 server:stop()
 return T.done()
