@@ -2,6 +2,7 @@
 -- lua/kopt/commands/<name>.lua. Everything is validated before anything is
 -- written; bad input is one sentence on stderr and exit code 2.
 local errors = require("kopt.errors")
+local strategy = require("kopt.strategy")
 local sys = require("kopt.sys")
 
 local M = {}
@@ -129,7 +130,7 @@ function M.help()
     "       kopt COMMAND ...   (script, devices, compare, regraph, ...)",
     "",
     "Tunes the GPU kernel described by SPEC (a JSON file) with the search strategy",
-    "STRATEGY (a Lua file, or a built-in name: " .. table.concat(M.builtin_strategies(), ", ") .. ").",
+    "STRATEGY (a Lua file, or a built-in name: " .. table.concat(strategy.builtins(), ", ") .. ").",
     "With --backend replay:FILE, SPEC may be left out: the space comes from the file.",
     "",
     "options:",
@@ -145,16 +146,6 @@ function M.help()
     lines[#lines + 1] = string.format("  %-20s %s", c, ok and mod.summary or "")
   end
   return table.concat(lines, "\n") .. "\n"
-end
-
-function M.builtin_strategies()
-  local names = {}
-  for _, p in ipairs(package.builtin.list("strategies/")) do
-    local n = p:match("^strategies/([%w_]+)%.lua$")
-    if n then names[#names + 1] = n end
-  end
-  table.sort(names)
-  return names
 end
 
 function M.commands()
@@ -183,6 +174,7 @@ local function run(argv)
     io.stdout:write(M.help())
     return 0
   end
+  -- lazy: the run command loads (engine, backends, reports) only when chosen, like the others
   return require("kopt.run").main(opts, pos)
 end
 

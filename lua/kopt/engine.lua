@@ -6,6 +6,7 @@
 -- strategy's questions again (it is deterministic given its seed), so nothing
 -- recorded is measured twice and the evaluated set equals an uninterrupted run.
 local errors = require("kopt.errors")
+local patch = require("kopt.patch")
 local rng_mod = require("kopt.rng")
 local sys = require("kopt.sys")
 local progress_mod = require("kopt.progress")
@@ -24,13 +25,6 @@ local function shallow(t)
   for k, v in pairs(t) do c[k] = v end
   return c
 end
-
-local function describe_config(space, config)
-  local parts = {}
-  for i, k in ipairs(space.knobs) do parts[i] = k.name .. "=" .. tostring(config[k.name]) end
-  return table.concat(parts, " ")
-end
-M.describe_config = describe_config
 
 -- The strategy's view of the run.
 local Ctx = {}
@@ -143,8 +137,6 @@ function Engine:source_of(cand)
   if not self.spec then return nil end
   if cand.source then return cand.source end
   if cand.patch then
-    local ok, patch = pcall(require, "kopt.patch")
-    if not ok then return nil, "this kopt cannot apply patches" end
     return patch.apply(self.spec.kernel.source, cand.patch)
   end
   return self.spec.kernel.source
@@ -250,7 +242,7 @@ function Engine:record(job, result, eval_s, from_log)
   end
   if self.rundir and improved and not from_log then
     self.rundir:trace("- [%d] new best %.5g ms: %s%s", self.evaluations, result.time_ms,
-                      describe_config(self.space, job.config),
+                      self.space:describe(job.config),
                       job.candidate.origin and job.candidate.origin.method and
                         (" (" .. tostring(job.candidate.origin.method) .. ")") or "")
   end

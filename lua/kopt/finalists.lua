@@ -70,7 +70,6 @@ end
 -- re-measured median; logs the event. Returns lines for the summary.
 function M.apply(engine, verdict)
   local lines = {}
-  local describe = require("kopt.engine").describe_config
   lines[1] = string.format("  finalists re-measured (%d interleaved rounds):", verdict.rounds)
   local ev_rows = {}
   for i, row in ipairs(verdict.rows) do
@@ -78,7 +77,7 @@ function M.apply(engine, verdict)
     for j, v in ipairs(row.times) do again[j] = string.format("%.5g", v) end
     lines[#lines + 1] = string.format("    %s %-10s first %.5g ms, again %s  %s", row == verdict.winner and "*" or " ",
       row.failed and "failed" or string.format("%.5g ms", row.median_ms), row.first_ms,
-      #again > 0 and table.concat(again, " ") or "-", describe(engine.space, row.config))
+      #again > 0 and table.concat(again, " ") or "-", engine.space:describe(row.config))
     ev_rows[i] = { key = row.key, first_ms = row.first_ms, times = row.times, median_ms = row.median_ms,
                    failed = row.failed }
   end

@@ -77,7 +77,7 @@ function M.summary(engine, meta)
     local r = ranked[i]
     lines[#lines + 1] = string.format("  %-4d %-12.5g %-8s %s", i, r.result.time_ms,
       base and string.format("%.2fx", base.time_ms / r.result.time_ms) or "-",
-      require("kopt.engine").describe_config(engine.space, r.config))
+      engine.space:describe(r.config))
   end
   return table.concat(lines, "\n") .. "\n"
 end

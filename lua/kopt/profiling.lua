@@ -1,7 +1,7 @@
 -- Who gets profiled, and what becomes of the counters. The engine creates one
 -- profiler per run and calls it after each round with the records that round
--- added; the profiler asks the backend for counters (`backend:profile(job)`,
--- the cuda backend's worker "profile" request, never inside a timing window)
+-- added; the profiler asks the backend for counters (`backend:profile(job,
+-- metrics)`: the backend knows how, this module decides whom and what)
 -- for the candidates --profile selects, diagnoses them with kopt.symptoms and
 -- writes the findings into the result, events.jsonl and trace.md.
 --
@@ -12,6 +12,7 @@
 --
 -- Results that already carry counters (replay of a recording with counters,
 -- such as the KTT files) are diagnosed for free, whatever the mode.
+local spec_mod = require("kopt.spec")
 local symptoms = require("kopt.symptoms")
 
 local M = { DEFAULT_K = 3 }
@@ -28,14 +29,6 @@ function M.parse(mode)
   return nil, string.format("--profile: expected none, top-k, top-N or every-N, got '%s'", tostring(mode))
 end
 
--- A kernel that issues MMA instructions is a matrix kernel: its tensor pipes
--- should be busy (tensor_idle) and its peak is the tensor-core peak.
-function M.is_matrix(source)
-  if type(source) ~= "string" then return false end
-  return source:find("wmma", 1, true) ~= nil or source:find("mma_sync", 1, true) ~= nil
-    or source:find("wgmma", 1, true) ~= nil or source:find("mma.sync", 1, true) ~= nil
-end
-
 -- opts: mode (the --profile string), backend, spec (or nil), device (table
 -- or nil), metrics (names; default: spec.profile_metrics, then the backend's).
 function M.new(opts)
@@ -45,7 +38,7 @@ function M.new(opts)
                               metrics = opts.metrics or (opts.spec and opts.spec.profile_metrics),
                               profiled = {}, valid_seen = 0, count = 0, seconds = 0 }, P)
   self.matrix = opts.matrix
-  if self.matrix == nil then self.matrix = M.is_matrix(opts.spec and opts.spec.kernel and opts.spec.kernel.source) end
+  if self.matrix == nil then self.matrix = spec_mod.is_matrix(opts.spec and opts.spec.kernel and opts.spec.kernel.source) end
   self.quiet = opts.quiet
   if policy.kind ~= "none" and not (opts.backend and opts.backend.profile) then
     self.off = string.format("the %s backend cannot profile", opts.backend and opts.backend.name or "current")
@@ -95,7 +88,7 @@ local function trace(engine, fmt, ...)
 end
 
 local function describe(engine, config)
-  local ok, text = pcall(require("kopt.engine").describe_config, engine.space, config)
+  local ok, text = pcall(function() return engine.space:describe(config) end)
   return ok and text or "?"
 end
 
@@ -218,41 +211,6 @@ function P:finish(engine)
     facts.launch = spec_call(self.spec, "launch", best.config)
   end
   return facts
-end
-
--- The cuda backend's profile(job, metrics): recompiles (a compile-cache
--- hit), then one "run" request with profile=1 and no timing to an idle
--- worker. Returns { [metric] = value }, or nil, reason, { kind = ... }:
--- "unavailable" (CUPTI cannot work here: stop trying) or "candidate" (this
--- kernel failed under the profiler).
-function M.cuda_profile(backend, job, metrics)
-  local compile = require("kopt.compile")
-  local slot = backend.slots_state and backend.slots_state[1]
-  if not slot or not slot.worker then return nil, "no GPU worker", { kind = "unavailable" } end
-  local res = compile.compile(compile.job_for(backend.spec, job.config, backend.arch, job.source))
-  if not res or not res.ok then return nil, "the candidate did not compile again", { kind = "candidate" } end
-  local msg, err = backend:request(0, job.config, res.cubin, res.lowered or backend.spec.kernel.entry)
-  if not msg then return nil, err, { kind = "candidate" } end
-  msg.time, msg.verify2, msg.profile = false, false, 1
-  if metrics and #metrics > 0 then msg.profile_metrics = table.concat(metrics, ",") end
-  msg.profile_matrix = M.is_matrix(backend.spec.kernel.source) and 1 or 0
-  local ok, serr = slot.worker:send(backend:check_request(msg))
-  if not ok then return nil, serr, { kind = "candidate" } end
-  local reply, why, detail = slot.worker:recv(300)
-  if not reply or reply.status == "crash" or reply.status == "timeout" then
-    backend:restart(slot)
-    return nil, "the kernel failed under the profiler: " .. tostring(reply and reply.log or detail or why),
-      { kind = "candidate" }
-  end
-  if reply.profile_error then return nil, reply.profile_error, { kind = "unavailable" } end
-  if reply.status ~= "ok" then return nil, reply.log or reply.status, { kind = "candidate" } end
-  local out = {}
-  for k, v in pairs(reply) do
-    local name = type(k) == "string" and k:match("^m%.(.+)$")
-    if name then out[name] = v end
-  end
-  if not next(out) then return nil, "the profiler returned no values", { kind = "unavailable" } end
-  return out, nil, reply.profile_warning and { warning = reply.profile_warning } or nil
 end
 
 return M

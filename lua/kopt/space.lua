@@ -3,8 +3,8 @@
 --   space.new{knobs=, constraints=, scope=}  constraints checked as soon as the
 --                                            knobs they read are fixed
 --   space.listed{knobs=, configs=}           an explicit set (a recorded space)
--- Interface: knobs, key(c), is_valid(c), sample(rng), enumerate(), size(),
--- size_raw(), neighbours(c, "adjacent"|"hamming"), default().
+-- Interface: knobs, key(c), describe(c), is_valid(c), sample(rng), enumerate(),
+-- size(), size_raw(), neighbours(c, "adjacent"|"hamming"), default().
 local expr = require("kopt.expr")
 
 local M = {}
@@ -85,6 +85,14 @@ function Space:key(config)
   local parts = {}
   for i, k in ipairs(self.knobs) do parts[i] = format_value(config[k.name]) end
   return table.concat(parts, ",")
+end
+
+-- "NAME=value NAME=value ..." in knob order, for summaries, traces and
+-- reports (the values as tostring gives them; key() is the canonical form).
+function Space:describe(config)
+  local parts = {}
+  for i, k in ipairs(self.knobs) do parts[i] = k.name .. "=" .. tostring(config[k.name]) end
+  return table.concat(parts, " ")
 end
 
 function Space:size_raw() return self.raw end

@@ -243,6 +243,14 @@ local function check_args(c, args, names)
   return out
 end
 
+-- A kernel that issues MMA instructions is a matrix kernel: its tensor pipes
+-- should be busy (tensor_idle) and its peak is the tensor-core peak.
+function M.is_matrix(source)
+  if type(source) ~= "string" then return false end
+  return source:find("wmma", 1, true) ~= nil or source:find("mma_sync", 1, true) ~= nil
+    or source:find("wgmma", 1, true) ~= nil or source:find("mma.sync", 1, true) ~= nil
+end
+
 -- Loads and validates a spec. opts.device: device facts for expressions
 -- (default: M.default_device). Raises a user error on any problem.
 function M.load(path, opts)

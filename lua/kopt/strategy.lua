@@ -6,6 +6,17 @@ local errors = require("kopt.errors")
 
 local M = {}
 
+-- The names of the built-in strategies (strategies/*.lua inside kopt), sorted.
+function M.builtins()
+  local names = {}
+  for _, p in ipairs(package.builtin.list("strategies/")) do
+    local n = p:match("^strategies/([%w_]+)%.lua$")
+    if n then names[#names + 1] = n end
+  end
+  table.sort(names)
+  return names
+end
+
 function M.is_path(arg) return arg:find("/", 1, true) ~= nil or arg:match("%.lua$") ~= nil end
 
 function M.load(arg)
@@ -22,7 +33,7 @@ function M.load(arg)
   else
     if not arg:match("^[%w_]+$") or not package.builtin.read("strategies/" .. arg .. ".lua") then
       errors.usage("unknown strategy '%s': not a file, and not a built-in strategy (%s)", arg,
-                   table.concat(require("kopt.cli").builtin_strategies(), ", "))
+                   table.concat(M.builtins(), ", "))
     end
     chunk, err = load(package.builtin.read("strategies/" .. arg .. ".lua"), "@strategies/" .. arg .. ".lua", "t")
     if not chunk then errors.usage("built-in strategy %s", err) end

@@ -67,10 +67,14 @@ local badarg = copy(m); badarg["a4.name"] = "x"
 T.check(not pcall(be.check_request, be, badarg), "an argument past nargs is an error")
 local wrongtype = copy(m); wrongtype.timeout_ms = "soon"
 T.check(not pcall(be.check_request, be, wrongtype), "a field of the wrong type is an error")
--- the profiler's request (kopt.profiling.cuda_profile) adds listed fields only
+-- the profiler's request (Cuda:profile) adds listed fields only
 local prof = copy(m); prof.time, prof.verify2, prof.profile = false, false, 1
 prof.profile_metrics, prof.profile_matrix = "a,b", 0
 T.check(pcall(be.check_request, be, prof), "the profiling request is in the list")
+-- without a worker the backend says profiling cannot work here (kopt.profiling
+-- then switches it off for the run)
+local pm, pwhy, pdetail = be:profile({ config = { FAULT = 0, BLOCK = 256 } }, { "a" })
+T.check(pm == nil and pwhy == "no GPU worker" and pdetail.kind == "unavailable", "profile without a worker")
 
 local r = be:result({ op = "result", status = "ok", time_ms = 0.02, p90_ms = 0.021, samples = 12,
                       err_rel_l2 = 0.0, err_max_abs = 0.0, regs = 16, smem_static = 1024,

@@ -16,7 +16,8 @@ check(profiling.parse("top-5").kind == "top" and profiling.parse("top-5").n == 5
 check(profiling.parse("every-4").kind == "every" and profiling.parse("every-4").n == 4, "every-4")
 check(profiling.parse(nil).kind == "none" and profiling.parse("none").kind == "none", "none")
 check(profiling.parse("sometimes") == nil, "bad mode rejected")
-check(profiling.is_matrix("wmma::mma_sync(acc, a, b, acc);") and not profiling.is_matrix("x[i] = y[i];"), "is_matrix")
+local spec_mod = require("kopt.spec")
+check(spec_mod.is_matrix("wmma::mma_sync(acc, a, b, acc);") and not spec_mod.is_matrix("x[i] = y[i];"), "is_matrix")
 
 -- A backend whose "counters" say memory-bound, with a time per config.
 local function fake_backend(fail_with)

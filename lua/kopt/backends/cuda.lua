@@ -16,6 +16,7 @@ local compile = require("kopt.compile")
 local errors = require("kopt.errors")
 local gpu = require("kopt.gpu")
 local lightspeed = require("kopt.lightspeed")
+local spec_mod = require("kopt.spec")
 local sys = require("kopt.sys")
 
 local M = {}
@@ -397,9 +398,40 @@ function Cuda:evaluate(jobs)
   return results
 end
 
--- Hardware counters of one measured candidate (CUPTI in the worker): see
--- kopt.profiling.cuda_profile.
-function Cuda:profile(job, metrics) return require("kopt.profiling").cuda_profile(self, job, metrics) end
+-- Hardware counters of one candidate (CUPTI in the worker; kopt.profiling
+-- decides whom and which metrics): recompiles (a compile-cache hit), then one
+-- "run" request with profile=1 and no timing to the first worker, never
+-- inside a timing window. Returns { [metric] = value }, or nil, reason,
+-- { kind = ... }: "unavailable" (CUPTI cannot work here: stop trying) or
+-- "candidate" (this kernel failed under the profiler).
+function Cuda:profile(job, metrics)
+  local slot = self.slots_state[1]
+  if not slot or not slot.worker then return nil, "no GPU worker", { kind = "unavailable" } end
+  local res = compile.compile(compile.job_for(self.spec, job.config, self.arch, job.source))
+  if not res or not res.ok then return nil, "the candidate did not compile again", { kind = "candidate" } end
+  local msg, err = self:request(0, job.config, res.cubin, res.lowered or self.spec.kernel.entry)
+  if not msg then return nil, err, { kind = "candidate" } end
+  msg.time, msg.verify2, msg.profile = false, false, 1
+  if metrics and #metrics > 0 then msg.profile_metrics = table.concat(metrics, ",") end
+  msg.profile_matrix = spec_mod.is_matrix(self.spec.kernel.source) and 1 or 0
+  local ok, serr = slot.worker:send(self:check_request(msg))
+  if not ok then return nil, serr, { kind = "candidate" } end
+  local reply, why, detail = slot.worker:recv(300)
+  if not reply or reply.status == "crash" or reply.status == "timeout" then
+    self:restart(slot)
+    return nil, "the kernel failed under the profiler: " .. tostring(reply and reply.log or detail or why),
+      { kind = "candidate" }
+  end
+  if reply.profile_error then return nil, reply.profile_error, { kind = "unavailable" } end
+  if reply.status ~= "ok" then return nil, reply.log or reply.status, { kind = "candidate" } end
+  local out = {}
+  for k, v in pairs(reply) do
+    local name = type(k) == "string" and k:match("^m%.(.+)$")
+    if name then out[name] = v end
+  end
+  if not next(out) then return nil, "the profiler returned no values", { kind = "unavailable" } end
+  return out, nil, reply.profile_warning and { warning = reply.profile_warning } or nil
+end
 
 -- For tests without a GPU: an object that builds requests but has no workers.
 function M._offline(spec, opts)

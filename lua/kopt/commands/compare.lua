@@ -110,7 +110,7 @@ end
 
 local function default_strategies()
   local have, out = {}, {}
-  for _, n in ipairs(require("kopt.cli").builtin_strategies()) do have[n] = true end
+  for _, n in ipairs(strategy_mod.builtins()) do have[n] = true end
   for _, n in ipairs(M.DEFAULT_STRATEGIES) do if have[n] then out[#out + 1] = n end end
   return out
 end
