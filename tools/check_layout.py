@@ -2,6 +2,9 @@
 """The layout rules of docs/ARCHITECTURE.md, checked on the source tree.
 
     tools/check_layout.py [ROOT]      check the tree at ROOT (default: the repo)
+    tools/check_layout.py --lazy [ROOT]  the same, listing every lazy require
+                                      (file:line, whether it would close a
+                                      cycle at the top, its reason)
     tools/check_layout.py --self-test plant each kind of violation in a small
                                       tree and fail unless every one is found
 
@@ -16,7 +19,10 @@ top-level (file-scope) requires only, which run when the module loads, and
 with the lazy requires inside functions as well. Requires with a computed
 name ("kopt.commands." .. name) are not edges. Cycles are reported as strongly
 connected components, with one cycle through each as an example; the known
-ones are listed in LUA_ALLOWED, so only a new cycle fails.
+ones are listed in LUA_ALLOWED, so only a new cycle fails. A lazy require
+(a literal name required inside a function) carries a `-- lazy: why` comment
+on its line or the line above (a cycle it would close at the top, or a load
+kept optional); one without is reported: it belongs at the top of the file.
 
 Exit status 0 when the tree follows the rules, 1 when it does not.
 """
@@ -66,12 +72,7 @@ MAY_INCLUDE_EXTRA = {"main.c": {"bind", "worker"}}
 # Remove an entry when its cycle is gone (the check says so).
 LUA_ALLOWED = {
     "top-level": [],
-    "with lazy requires": [
-        # cli.main -> (lazy) run -> (top) strategy -> (lazy) cli.builtin_strategies:
-        # the list of built-in strategies lives in cli.lua. It goes away when
-        # that lookup moves into strategy.lua (issue 11).
-        {"kopt.cli", "kopt.run", "kopt.strategy"},
-    ],
+    "with lazy requires": [],
 }
 
 # --- C includes ----------------------------------------------------------------
@@ -162,27 +163,29 @@ TOKEN_RE = re.compile(r"""
 
 
 def lua_tokens(text):
+    """(kind, value, offset) for each token, comments left out."""
     for m in TOKEN_RE.finditer(text):
         if m.group("comment") is not None:
             continue
         if m.group("long") is not None:
             body = m.group("long")
             eq = len(m.group("leq"))
-            yield ("str", body[2 + eq:-2 - eq].lstrip("\n"))
+            yield ("str", body[2 + eq:-2 - eq].lstrip("\n"), m.start())
         elif m.group("str") is not None:
-            yield ("str", m.group("str")[1:-1])
+            yield ("str", m.group("str")[1:-1], m.start())
         elif m.group("name") is not None:
-            yield ("name", m.group("name"))
+            yield ("name", m.group("name"), m.start())
         elif m.group("num") is not None:
-            yield ("num", m.group("num"))
+            yield ("num", m.group("num"), m.start())
         else:
-            yield ("op", m.group("op"))
+            yield ("op", m.group("op"), m.start())
 
 
 def lua_requires(text):
-    """[(module, lazy)] for every require with a literal name; a computed
-    name ("kopt.commands." .. c) comes as its literal prefix and "*"."""
-    toks = list(lua_tokens(text))
+    """[(module, lazy, line)] for every require with a literal name; a
+    computed name ("kopt.commands." .. c) comes as its literal prefix and "*"."""
+    located = list(lua_tokens(text))
+    toks = [(kind, val) for kind, val, _ in located]
     stack = []  # open blocks: "function" or "block"
     out = []
     for i, (kind, val) in enumerate(toks):
@@ -213,7 +216,8 @@ def lua_requires(text):
                         and nxt[1][0] == "str" and nxt[2] == ("op", ".."):
                     name = nxt[1][1] + "*"  # require("kopt.commands." .. name)
                 if name is not None:
-                    out.append((name, "function" in stack))
+                    line = text.count("\n", 0, located[i][2]) + 1
+                    out.append((name, "function" in stack, line))
     return out
 
 
@@ -232,22 +236,57 @@ def canon(scc):
     return frozenset(scc)
 
 
-def check_lua(luadir, problems, notes, allowed):
+LAZY_REASON_RE = re.compile(r"--.*\blazy\b.*")
+
+
+def reaches(graph, start, goal):
+    seen, todo = set(), [start]
+    while todo:
+        v = todo.pop()
+        if v == goal:
+            return True
+        if v not in seen:
+            seen.add(v)
+            todo.extend(graph.get(v, []))
+    return False
+
+
+def check_lua(luadir, problems, notes, allowed, lazies=None):
+    """Require cycles, and the lazy requires: each one (a literal name
+    required inside a function) needs a `-- lazy: why` comment on its line or
+    the line above; without one it belongs at the top of the file. `lazies`,
+    when given, receives (file, line, module, name, reason, would_cycle)."""
     mods = lua_modules(luadir)
     top = {m: [] for m in mods}
     full = {m: [] for m in mods}
+    found_lazy = []
     for m, path in mods.items():
         with open(path, encoding="utf-8", errors="replace") as fp:
-            for name, lazy in lua_requires(fp.read()):
-                if name.endswith("*"):
-                    note = f"computed require, not counted: {m} -> {name}"
-                    if note not in notes:
-                        notes.append(note)
-                    continue
-                if name in mods and name not in full[m]:
-                    full[m].append(name)
-                    if not lazy and name not in top[m]:
-                        top[m].append(name)
+            text = fp.read()
+        lines = text.split("\n")
+        for name, lazy, line in lua_requires(text):
+            if name.endswith("*"):
+                note = f"computed require, not counted: {m} -> {name}"
+                if note not in notes:
+                    notes.append(note)
+                continue
+            if lazy:
+                near = lines[line - 1] + ("\n" + lines[line - 2] if line >= 2 else "")
+                why = LAZY_REASON_RE.search(near)
+                rel = os.path.relpath(path, os.path.dirname(os.path.dirname(luadir)))
+                found_lazy.append((rel, line, m, name, why.group(0) if why else None))
+            if name in mods and name not in full[m]:
+                full[m].append(name)
+            if name in mods and not lazy and name not in top[m]:
+                top[m].append(name)
+    for rel, line, m, name, why in found_lazy:
+        cycle = name in mods and reaches(top, name, m)
+        if lazies is not None:
+            lazies.append((rel, line, m, name, why, cycle))
+        if why is None:
+            problems.append(f"{rel}:{line}: lazy require of {name} with no '-- lazy: why' comment"
+                            + (" (at the top it would close a require cycle)" if cycle
+                               else "; move it to the top of the file"))
     for label, graph in (("top-level", top), ("with lazy requires", full)):
         allow = [canon(a) for a in allowed.get(label, [])]
         found = [canon(s) for s in strongly_connected(graph)]
@@ -333,10 +372,10 @@ def example_cycle(graph, scc):
 
 # --- entry points --------------------------------------------------------------
 
-def check(root, lua_allowed):
+def check(root, lua_allowed, lazies=None):
     problems, notes = [], []
     nc = check_c(os.path.join(root, "core"), problems)
-    nl = check_lua(os.path.join(root, "lua", "kopt"), problems, notes, lua_allowed)
+    nl = check_lua(os.path.join(root, "lua", "kopt"), problems, notes, lua_allowed, lazies)
     return problems, notes, nc, nl
 
 
@@ -363,7 +402,8 @@ CLEAN = {
     "core/worker/worker.h": "",
     "lua/kopt/a.lua": 'local b = require("kopt.b")\nlocal s = "require(\'kopt.c\')"\n'
                       '--[[ require("kopt.c") ]]\nlocal M = {}\n'
-                      'function M.f() return require("kopt.c") end\nreturn M\n',
+                      'function M.f() return require("kopt.c") end  -- lazy: only f needs it\n'
+                      'return M\n',
     "lua/kopt/b.lua": "local M = {}\nif x then local _ = require 'kopt.d' end\nreturn M\n",
     "lua/kopt/c.lua": "local M = {}\nfor i = 1, 2 do end\nreturn M\n",
     "lua/kopt/d.lua": 'local k = "x"\nlocal m = require("kopt.a." .. k)\nreturn {}\n',
@@ -397,9 +437,12 @@ def self_test():
                                      "lua/kopt/a.lua": 'local c = require "kopt.c"\nreturn {}\n'},
          "require cycle (top-level): kopt.a -> kopt.c -> kopt.a"),
         ("lazy require cycle", {"lua/kopt/c.lua": "local M = {}\nfunction M.g()\n"
-                                                  "  if y then return require('kopt.a') end\n"
+                                                  "  if y then return require('kopt.a') end  -- lazy: planted\n"
                                                   "end\nreturn M\n"},
          "require cycle (with lazy requires): kopt.a -> kopt.c -> kopt.a"),
+        ("lazy require with no reason", {"lua/kopt/c.lua": "local M = {}\nfunction M.g()\n"
+                                                           "  return require('kopt.b')\nend\nreturn M\n"},
+         "lua/kopt/c.lua:3: lazy require of kopt.b with no '-- lazy: why' comment; move it to the top"),
     ]
     for what, files, expect in planted:
         with tempfile.TemporaryDirectory() as tmp:
@@ -424,8 +467,16 @@ def self_test():
 def main(argv):
     if len(argv) > 1 and argv[1] == "--self-test":
         return self_test()
+    list_lazy = len(argv) > 1 and argv[1] == "--lazy"
+    if list_lazy:
+        argv = argv[:1] + argv[2:]
     root = argv[1] if len(argv) > 1 else os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    problems, notes, nc, nl = check(root, LUA_ALLOWED)
+    lazies = []
+    problems, notes, nc, nl = check(root, LUA_ALLOWED, lazies)
+    if list_lazy:
+        for rel, line, m, name, why, cycle in lazies:
+            print(f"lazy: {rel}:{line}: {m} -> {name}"
+                  + ("  (a cycle at the top)" if cycle else "") + (f"  {why}" if why else "  (no reason given)"))
     for n in notes:
         print("note: " + n)
     for p in problems:

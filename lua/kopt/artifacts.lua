@@ -16,7 +16,9 @@
 -- toolkit's cuobjdump or nvdisasm on PATH or in $CUDA_HOME/bin, disassembled.
 -- Artifacts are a record, not state: a failed write is reported once and
 -- turns them off; the run goes on.
+local compile = require("kopt.compile")
 local json = require("kopt.json")
+local patch = require("kopt.patch")
 local sys = require("kopt.sys")
 
 local M = {}
@@ -74,7 +76,7 @@ function A:folder(source, rec, n)
   write(dir .. "/" .. self:kernel_name(), source)
   local orig = self.spec.kernel.source
   if source ~= orig then
-    write(dir .. "/source.diff", require("kopt.patch").diff(orig, source, self:kernel_name()))
+    write(dir .. "/source.diff", patch.diff(orig, source, self:kernel_name()))
   end
   local o = rec.origin or {}
   write(dir .. "/origin.json", json.pretty({ expert = o.expert, method = o.method, reason = o.reason,
@@ -119,7 +121,6 @@ local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 -- Compiled code of one config of a source: the CUBIN, NVRTC's log and, when
 -- the toolkit has a disassembler, the SASS.
 function A:compiled(source, config, key)
-  local compile = require("kopt.compile")
   local f = self:folder(source, { origin = {} }, nil)
   local base = key:gsub("#.*$", ""):gsub("[^%w_=.-]", "_"):sub(1, 80)
   local job = compile.job_for(self.spec, config, self.arch, source)
@@ -147,7 +148,7 @@ function A:finish(engine)
     self:guard(function()
       assert(sys.mkdir_p(self.dir .. "/best"))
       write(self.dir .. "/best/" .. self:kernel_name() .. ".diff",
-            require("kopt.patch").diff(spec.kernel.source, best.source, self:kernel_name()))
+            patch.diff(spec.kernel.source, best.source, self:kernel_name()))
     end)
   end
   if not self.compile then return end

@@ -6,6 +6,8 @@
 -- from its cache without spending budget, and a strategy that keeps asking
 -- for cached configurations would never finish. When no new configuration is
 -- left the helpers return nil and the strategy answers {} (done).
+local errors = require("kopt.errors")
+
 local M = {}
 
 -- Objective to minimise: the time of a successful result, +inf otherwise
@@ -254,7 +256,7 @@ function M.options(S, ctx)
     local v = given[name]
     if v == nil then v = decl.default end
     if type(decl.default) == "number" and tonumber(v) == nil then
-      require("kopt.errors").usage("%s: option %s expects a number, got '%s'", S.name, name, tostring(v))
+      errors.usage("%s: option %s expects a number, got '%s'", S.name, name, tostring(v))
     end
     if type(decl.default) == "number" then v = tonumber(v) end
     o[name] = v

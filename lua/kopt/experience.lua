@@ -25,7 +25,7 @@ function M.open(ctx, strategy)
   local self = setmetatable({ files = {}, strategy = strategy }, Log)
   local paths = {}
   if ctx.run_dir then
-    local ok = pcall(require("kopt.sys").mkdir_p, ctx.run_dir)
+    local ok = pcall(sys.mkdir_p, ctx.run_dir)
     if ok then
       paths[#paths + 1] = ctx.run_dir .. "/transitions.jsonl"
       self.in_run_dir = true
@@ -34,7 +34,7 @@ function M.open(ctx, strategy)
   local user = os.getenv("KOPT_EXPERIENCE")
   if user and user ~= "" then
     local dir = user:match("^(.*)/[^/]*$")
-    if dir then pcall(require("kopt.sys").mkdir_p, dir) end
+    if dir then pcall(sys.mkdir_p, dir) end
     paths[#paths + 1] = user
   end
   self.paths = paths

@@ -13,8 +13,10 @@
 --     method = "<from M.METHODS>", prior = p, reason = "...", expert = name }
 -- The helpers below build the common prompt, the JSON schema, and parse the
 -- common answer, so an expert file only says what it believes.
+local errors = require("kopt.errors")
 local json = require("kopt.json")
 local rules = require("kopt.moves.rules")
+local symptoms = require("kopt.symptoms")
 
 local M = {}
 
@@ -81,10 +83,10 @@ function M.resolve(list)
   local out = {}
   for name in tostring(list):gmatch("[^,%s]+") do
     local e, err = M.load(name)
-    if not e then require("kopt.errors").usage("%s", err) end
+    if not e then errors.usage("%s", err) end
     out[#out + 1] = e
   end
-  if #out == 0 then require("kopt.errors").usage("--opt experts: no expert named") end
+  if #out == 0 then errors.usage("--opt experts: no expert named") end
   return out
 end
 
@@ -116,7 +118,7 @@ function M.symptoms_of(result)
     out[#out + 1] = { name = "high_registers", summary = string.format("%d registers per thread", r.regs) }
   end
   if type(result.metrics) == "table" and next(result.metrics) then
-    local ok, list = pcall(function() return require("kopt.symptoms").diagnose(result) end)
+    local ok, list = pcall(symptoms.diagnose, result)
     if ok and type(list) == "table" then
       for _, s in ipairs(list) do out[#out + 1] = { name = s.name, summary = s.summary } end
     end

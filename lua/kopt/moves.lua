@@ -18,6 +18,7 @@
 -- is built in. Users add their own with moves.register(name, gen) or by
 -- loading a Lua file that returns a generator: moves.load("my_moves.lua")
 -- (strategies take `--opt moves=rules,my_moves.lua`).
+local errors = require("kopt.errors")
 local space_mod = require("kopt.space")
 local sys = require("kopt.sys")
 
@@ -77,10 +78,10 @@ function M.resolve(list)
   local out = {}
   for name in tostring(list):gmatch("[^,%s]+") do
     local g, err = M.get(name)
-    if not g then require("kopt.errors").usage("%s", err) end
+    if not g then errors.usage("%s", err) end
     out[#out + 1] = g
   end
-  if #out == 0 then require("kopt.errors").usage("no move generator given") end
+  if #out == 0 then errors.usage("no move generator given") end
   return out
 end
 

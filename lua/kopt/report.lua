@@ -13,6 +13,7 @@
 --          peaks = { flops=, bytes_per_s= } (override the computed peaks),
 --          profiling = reason profiling was off (when no counters) }
 local symptoms = require("kopt.symptoms")
+local sys = require("kopt.sys")
 
 local M = {}
 
@@ -239,7 +240,7 @@ end
 function M.write(run_dir, best, facts)
   local md, term = M.render(best, facts)
   local dir = run_dir .. "/best"
-  require("kopt.sys").mkdir_p(dir)
+  sys.mkdir_p(dir)
   local f = io.open(dir .. "/REPORT.md", "wb")
   if f then
     f:write(md)

@@ -1,7 +1,16 @@
 -- `kopt [options] STRATEGY [SPEC]`: validates everything (flags, strategy,
 -- spec, backend, run directory) before anything is written, then runs the
 -- engine and writes the run's derived files.
+local artifacts_mod = require("kopt.artifacts")
+local engine_mod = require("kopt.engine")
 local errors = require("kopt.errors")
+local finalists = require("kopt.finalists")
+local finish = require("kopt.finish")
+local json = require("kopt.json")
+local profiling = require("kopt.profiling")
+local replay = require("kopt.backends.replay")
+local report = require("kopt.report")
+local rng_mod = require("kopt.rng")
 local rundir_mod = require("kopt.rundir")
 local space_mod = require("kopt.space")
 local spec_mod = require("kopt.spec")
@@ -11,6 +20,7 @@ local sys = require("kopt.sys")
 local M = {}
 
 local function cuda_backend()
+  -- lazy: optional, a kopt built without the cuda backend still replays
   local ok, cuda = pcall(require, "kopt.backends.cuda")
   if not ok then return nil, "this kopt was built without the cuda backend" end
   return cuda
@@ -68,7 +78,7 @@ local function build_space(spec)
     if space:size_raw() <= 1e6 then
       space:walk(function(c) firsts[#firsts + 1] = c return #firsts < 16 end)
     else
-      firsts[1] = space:sample(require("kopt.rng").new(0))
+      firsts[1] = space:sample(rng_mod.new(0))
     end
     return firsts[1]
   end)
@@ -127,7 +137,7 @@ function M.main(opts, pos)
   local choice = choose_backend(opts, spec)
   local backend
   if choice.kind == "replay" then
-    backend = require("kopt.backends.replay").open(spec, { file = choice.file, check = opts.replay_check })
+    backend = replay.open(spec, { file = choice.file, check = opts.replay_check })
   else
     local cuda, err = cuda_backend()
     if not cuda then errors.usage("%s", err) end
@@ -203,13 +213,12 @@ function M.locked(opts, r)
     return rd
   end
 
-  local profiler = require("kopt.profiling").new({ mode = opts.profile, backend = backend, spec = spec,
-                                                   quiet = opts.q })
+  local profiler = profiling.new({ mode = opts.profile, backend = backend, spec = spec, quiet = opts.q })
   -- Per-variant files in variants/ (kopt.artifacts); none without a spec.
-  local artifacts = require("kopt.artifacts").new({ dir = dir, spec = spec, mode = opts.artifacts,
-                                                    compile = backend.name ~= "replay",
-                                                    arch = spec and spec.device and spec.device.arch })
-  local engine = require("kopt.engine").run({
+  local artifacts = artifacts_mod.new({ dir = dir, spec = spec, mode = opts.artifacts,
+                                        compile = backend.name ~= "replay",
+                                        arch = spec and spec.device and spec.device.arch })
+  local engine = engine_mod.run({
     strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
     backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
@@ -222,7 +231,6 @@ function M.locked(opts, r)
   local finalist_lines
   local k = opts.finalists or 3
   if backend.name ~= "replay" and k > 1 and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
-    local finalists = require("kopt.finalists")
     local ok, verdict = pcall(finalists.run, engine, k, 3)
     if ok and verdict then
       finalist_lines = finalists.apply(engine, verdict)
@@ -238,12 +246,12 @@ function M.locked(opts, r)
   meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
     artifacts:finish(e)
     if not e.ctx.best then return end
-    local md, term = require("kopt.report").render(e.ctx.best, profiler:finish(e))
+    local md, term = report.render(e.ctx.best, profiler:finish(e))
     assert(sys.mkdir_p(d .. "/best"))
-    require("kopt.json").write_file(d .. "/best/REPORT.md", md, true)  -- checked, atomic
+    json.write_file(d .. "/best/REPORT.md", md, true)  -- checked, atomic
     meta.report = term
   end
-  local fok, summary = pcall(require("kopt.finish").finish, engine, meta)
+  local fok, summary = pcall(finish.finish, engine, meta)
   if not fok then
     if errors.is_user_error(summary) and summary.io_failed then
       return M.write_failure(engine, backend, summary, prior, opts.resume)
@@ -266,7 +274,7 @@ function M.locked(opts, r)
   end
   if engine.stop_reason == "stalled" then
     io.stderr:write(string.format("kopt: strategy %s proposed nothing new for %d rounds; stopped\n",
-                                  strategy.name, require("kopt.engine").STALL_ROUNDS))
+                                  strategy.name, engine_mod.STALL_ROUNDS))
   end
   return 0
 end

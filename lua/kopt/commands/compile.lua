@@ -4,9 +4,11 @@
 -- code 1 when a config the spec allows fails to compile or cannot launch.
 local compile = require("kopt.compile")
 local errors = require("kopt.errors")
+local json = require("kopt.json")
 local rng_mod = require("kopt.rng")
 local space_mod = require("kopt.space")
 local spec_mod = require("kopt.spec")
+local sys = require("kopt.sys")
 
 local M = { summary = "compile a spec's kernel for some configs (no GPU): registers, shared memory, spills" }
 
@@ -134,11 +136,11 @@ function M.main(argv)
   local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
   local configs = select(o, spec, space)
   if o.cubin then
-    local ok, err = require("kopt.sys").mkdir_p(o.cubin)
+    local ok, err = sys.mkdir_p(o.cubin)
     if not ok then errors.usage("compile: --cubin: %s", err) end
   end
 
-  local pool = compile.pool(math.min(o.workers or require("kopt.sys").cpu_count(), #configs + 1),
+  local pool = compile.pool(math.min(o.workers or sys.cpu_count(), #configs + 1),
                             { cache = not o.no_cache })
   local jobs, order = {}, {}
   local ref = compile.reference_job(spec, o.arch)
@@ -192,7 +194,7 @@ function M.main(argv)
     if (why and not r.ok) or o.log then print(indent(r.log, o.log and math.huge or 20)) end
     if o.cubin and r.cubin then
       local name = string.format("%s/%s-%s.cubin", o.cubin, spec.name, job.n or "ref")
-      require("kopt.json").write_file(name, r.cubin, true)
+      json.write_file(name, r.cubin, true)
     end
   end
   if failed > 0 then print(string.format("%d of %d failed", failed, #order)) end

@@ -1,5 +1,7 @@
 -- `kopt devices`: the GPUs this machine has, as the cuda backend sees them.
+local cjson = require("cjson")
 local errors = require("kopt.errors")
+local gpu = require("kopt.gpu")
 
 local M = { summary = "list the GPUs (name, compute capability, SMs, memory, L2, clocks, driver)" }
 
@@ -11,14 +13,13 @@ function M.main(argv)
   for _, a in ipairs(argv) do
     if a == "--json" then json = true else errors.usage("devices: unknown argument '%s'", a) end
   end
-  local gpu = require("kopt.gpu")
   local devices, err = gpu.devices()
   if not devices then
     io.stderr:write("kopt: ", err, "\n")
     return 1
   end
   if json then
-    print(require("cjson").encode(devices))
+    print(cjson.encode(devices))
     return 0
   end
   if #devices == 0 then

@@ -6,6 +6,7 @@
 -- KOPT_EXPERTS picks the experts (default throughput,memory,robustness).
 local X = require("kopt.experts")
 local llm = require("kopt.llm")
+local sys = require("kopt.sys")
 
 local G = { name = "experts", expensive = true }
 local inner, client
@@ -17,7 +18,7 @@ local function llm_client(ctx)
     client = false
     if cfg.base_url or cfg.replay then
       if ctx.run_dir then
-        require("kopt.sys").mkdir_p(ctx.run_dir)
+        sys.mkdir_p(ctx.run_dir)
         cfg.transcript = ctx.run_dir .. "/llm_transcript.jsonl"
       end
       client = llm.new(cfg) or false

@@ -20,6 +20,8 @@
 -- not numbers steps to each neighbour ("<fam>_next"/"_prev"). Priors favour
 -- one-step moves and the families that matter most for GPU kernels; they are
 -- plain data below so a user can change them (require("kopt.moves.rules").weights).
+local symptoms = require("kopt.symptoms")
+
 local R = { name = "rules" }
 
 -- Family patterns over the upper-cased knob name; first match wins.
@@ -185,7 +187,6 @@ function R.propose(ctx, state)
   if res == nil and R.use_symptoms and ctx.lookup then res = ctx:lookup(state.config) end
   local syms = R.use_symptoms and res and res.symptoms
   if syms and #syms > 0 then
-    local symptoms = require("kopt.symptoms")
     for _, m in ipairs(moves) do
       local knob, v = next(m.changes)
       m.prior = m.prior * symptoms.move_bias(syms, { method = m.method, knob = knob,
