@@ -15,6 +15,7 @@
 -- common answer, so an expert file only says what it believes.
 local errors = require("kopt.errors")
 local json = require("kopt.json")
+local patch_mod = require("kopt.patch")
 local rules = require("kopt.moves.rules")
 local symptoms = require("kopt.symptoms")
 
@@ -495,11 +496,44 @@ function M.generator(list, opts)
   local experts = M.resolve(list or M.DEFAULT)
   local gen = { name = "experts", expensive = true }
   function gen.propose(ctx, state)
-    local view = M.view(ctx, state, { n = opts.n or 3, history = opts.history, edits = false })
+    -- Edits are on where a candidate's code can be measured (a spec and a
+    -- GPU backend), as in the experts strategy. A state carries its code as
+    -- `patch`, the whole difference from the spec's kernel: an edit is
+    -- applied to the state's source and becomes the child's whole patch, and
+    -- a knob move keeps the state's patch, so children of an edit may edit
+    -- again.
+    local spec_src = ctx.spec and ctx.spec.kernel and ctx.spec.kernel.source
+    local edits = spec_src ~= nil and opts.edits ~= false and ctx.backend_name ~= "replay"
+    local source = spec_src
+    if edits and state.patch then source = patch_mod.apply(spec_src, state.patch) end
+    if not source then edits = false end
+    local view = M.view(ctx, state, { n = opts.n or 3, history = opts.history, edits = edits, source = source })
     local moves = {}
     local answers = M.ask_all(experts, view, ctx.rng, opts.client or ctx.llm)
+    local names = {}
+    for i, k in ipairs(ctx.space.knobs) do names[i] = k.name end
     for _, a in ipairs(answers) do
-      for _, mv in ipairs(a.moves) do moves[#moves + 1] = mv end
+      for _, mv in ipairs(a.moves) do
+        local ok = true
+        if mv.edit or mv.patch then
+          local new, err = patch_mod.apply_edit(source, mv.edit or mv.patch, { entry = view.entry })
+          if new and new ~= source then
+            local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(source, new), { knobs = names })
+            if allowed then
+              mv.patch = patch_mod.diff(spec_src, new)
+            else
+              ok, err = false, "edit rejected: " .. perr
+            end
+          else
+            ok, err = false, new and "the edit changes nothing" or ("edit does not apply: " .. tostring(err))
+          end
+          if not ok and ctx.log then ctx:log("expert move %s/%s dropped: %s", a.expert, mv.method, err) end
+          mv.edit = nil
+        else
+          mv.patch = state.patch
+        end
+        if ok then moves[#moves + 1] = mv end
+      end
     end
     return moves
   end

@@ -207,5 +207,33 @@ do
   T.check(e.evaluations <= 20, "budget: %d evaluations", e.evaluations)
 end
 
+-- 7. Experts as a move generator (MCGS, --opt moves=rules,experts): an edit
+-- becomes the child's whole patch against the spec's kernel; from an edited
+-- state, a knob move keeps the state's patch and an edit edits it again.
+do
+  local X = require("kopt.experts")
+  local llm = require("kopt.llm")
+  local client = assert(llm.new(llm.config({ llm_base_url = server:base("r_compose") })))
+  local gen = X.generator("throughput", { client = client })
+  local ctx = { spec = spec, space = new_space(), rng = require("kopt.rng").new(1), options = {},
+                backend_name = "stub", log = function() end }
+  local moves = gen.propose(ctx, { config = { block_size_x = 256 } })
+  T.check(#moves == 1 and moves[1].patch and moves[1].patch:find("__fadd_rn", 1, true),
+          "generator: the edit is not a patch move")
+  local edited = { config = { block_size_x = 256 }, patch = moves[1].patch }
+  local knob, again = false, false
+  for _, mv in ipairs(gen.propose(ctx, edited)) do
+    if next(mv.changes) and mv.patch == edited.patch then knob = true end
+    if mv.patch and mv.patch:find("// composed", 1, true) and mv.patch:find("__fadd_rn", 1, true) then again = true end
+  end
+  T.check(knob, "generator: a knob move from an edited state lost its patch")
+  T.check(again, "generator: no edit of the edited state")
+  local offline = X.generator("throughput", { client = client })
+  ctx.backend_name = "replay"
+  for _, mv in ipairs(offline.propose(ctx, { config = { block_size_x = 256 } })) do
+    T.check(mv.patch == nil, "generator under replay: edits must be off")
+  end
+end
+
 server:stop()
 return T.done()
