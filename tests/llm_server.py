@@ -54,6 +54,15 @@ assistant message in the conversation, gets the fix):
   r_compose  the fast edit; once the source in the prompt has it, a knob change
              and a second edit of the edited line (edits compose)
 
+The row_sum demonstration (examples/edits/row_sum.cu, tools/device_edits.sh):
+g_<format>_<flow> rewrites the kernel as a warp per row with a shuffle
+reduction. <format>: diff, nohdr (diff without headers), fenced (diff in a
+```diff fence), crlf, sr (search/replace), source (whole kernel). <flow>: ok
+(right the first time), compile (a compile error first, fixed on the repair
+turn), wrong (no cross-lane reduction first: a wrong result, fixed on the
+repair turn), never (a new compile error on every turn). Once the source in
+the prompt is the fast one, it proposes a knob change on it.
+
 Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
 (JSON): {...}" lines in the user message and answers with up to "Proposals
 wanted: N" proposals, each changing one or two knobs of the current best to
@@ -218,6 +227,64 @@ def edit_reply(req, scenario):
     return json.dumps({"analysis": "scenario " + scenario, "proposals": [prop]})
 
 
+ROW_SUM_FAST = """extern "C" __global__ void row_sum(const float *x, float *y, int M, int N)
+{
+    int lane = threadIdx.x & 31;
+    int warps = (gridDim.x * blockDim.x) >> 5;
+    for (int row = (blockIdx.x * blockDim.x + threadIdx.x) >> 5; row < M; row += warps) {
+        float acc = 0.0f;
+        for (int c = lane; c < N; c += 32)
+            acc += x[(size_t)row * N + c];
+        for (int o = 16; o > 0; o >>= 1)
+            acc += __shfl_down_sync(0xffffffffu, acc, o);
+        if (lane == 0)
+            y[row] = acc;
+    }
+}
+"""
+
+
+def row_sum_reply(req, scenario):
+    import difflib
+    msgs = req.get("messages", [])
+    user = "\n".join(m.get("content") or "" for m in msgs if m.get("role") == "user")
+    turn = sum(1 for m in msgs if m.get("role") == "assistant")
+    src = source_in(msgs[1].get("content") if len(msgs) > 1 else user)
+    _, fmt, flow = scenario.split("_", 2)
+    names = sorted(find_json_line(user, "Allowed values (JSON):") or {})
+    if "__shfl_down_sync" in src or "extern \"C\"" not in src:
+        best = find_json_line(user, "Current best (JSON):") or {}
+        allowed = find_json_line(user, "Allowed values (JSON):") or {}
+        knob = {n: next((v for v in allowed[n] if v != best.get(n)), best.get(n)) for n in names[:1]}
+        return json.dumps({"analysis": "tune the block", "proposals": [
+            {"method": "more_threads", "changes": knob, "reason": "block size on the warp-per-row kernel"}]})
+    fast = ROW_SUM_FAST
+    if flow == "compile" and turn == 0 or flow == "never":
+        fast = fast.replace("int lane = threadIdx.x & 31;", "int lane = threadIdx.x & 31")
+        fast = fast.replace("warps)", "warps_%d)" % turn) if flow == "never" else fast
+    elif flow == "wrong" and turn == 0:
+        fast = fast.replace("            acc += __shfl_down_sync(0xffffffffu, acc, o);\n", "            ;\n")
+    head = src[: src.index("extern \"C\"")]
+    new = head + fast
+    if fmt == "source":
+        edit = {"source": new}
+    elif fmt == "sr":
+        old_fn = src[src.index("extern \"C\""):].rstrip("\n")
+        edit = {"patch": "<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n" % (old_fn, fast.rstrip("\n"))}
+    else:
+        d = "".join(difflib.unified_diff(src.splitlines(True), new.splitlines(True), "a/row_sum.cu", "b/row_sum.cu"))
+        if fmt == "nohdr":
+            d = "".join(l for l in d.splitlines(True) if not l.startswith(("---", "+++", "@@")))
+        elif fmt == "fenced":
+            d = "```diff\n" + d + "```\n"
+        elif fmt == "crlf":
+            d = d.replace("\n", "\r\n")
+        edit = {"patch": d}
+    prop = {"method": "coalesce_accesses", "changes": {}, "reason": "a warp per row: coalesced loads"}
+    prop.update(edit)
+    return json.dumps({"analysis": "one thread per row reads 32 rows at once: uncoalesced", "proposals": [prop]})
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -294,6 +361,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.completion(req, "You sent: " + (self.headers.get("Authorization") or ""))
         if scenario == "garbage":
             return self.completion(req, "I would make the tiles bigger, but I cannot say by how much.")
+        if scenario.startswith("g_"):
+            return self.completion(req, row_sum_reply(req, scenario))
         if scenario.startswith("e_") or scenario.startswith("r_"):
             return self.completion(req, edit_reply(req, scenario))
         if scenario == "nested":

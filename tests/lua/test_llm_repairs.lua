@@ -10,6 +10,7 @@
 local T = require("testlib")
 local json = require("kopt.json")
 local compile = require("kopt.compile")
+local patch = require("kopt.patch")
 local engine_mod = require("kopt.engine")
 local space_mod = require("kopt.space")
 local spec_mod = require("kopt.spec")
@@ -232,6 +233,49 @@ do
   ctx.backend_name = "replay"
   for _, mv in ipairs(offline.propose(ctx, { config = { block_size_x = 256 } })) do
     T.check(mv.patch == nil, "generator under replay: edits must be off")
+  end
+end
+
+-- 8. The GPU demonstration's scripted replies (tools/device_edits.sh on
+-- examples/edits/row_sum.json), checked offline: every format applies, the
+-- first turn of each flow compiles or not as it should, the fixed turn does.
+do
+  local X = require("kopt.experts")
+  local llm = require("kopt.llm")
+  local rs = spec_mod.load("examples/edits/row_sum.json")
+  local scope = { device = rs.device }
+  for k, v in pairs(rs.problem) do scope[k] = v end
+  local rspace = space_mod.new({ knobs = rs.knobs, constraints = rs.constraints, scope = scope })
+  local ctx = { spec = rs, space = rspace, rng = require("kopt.rng").new(1), options = {}, backend_name = "cuda" }
+  local view = X.view(ctx, { config = rspace:default() }, { n = 1, edits = true })
+  local expert = X.load("throughput")
+  for _, fmt in ipairs({ "diff", "nohdr", "fenced", "crlf", "sr", "source" }) do
+    for _, flow in ipairs({ "ok", "compile", "wrong" }) do
+      local sc = "g_" .. fmt .. "_" .. flow
+      local client = assert(llm.new(llm.config({ llm_base_url = server:base(sc) })))
+      local msgs = expert.prompt(view)
+      local turns = { msgs }
+      local r1 = client:chat_many({ { tag = "t", messages = msgs, schema = X.schema(view) } })[1]
+      local fix = {}
+      for _, m in ipairs(msgs) do fix[#fix + 1] = m end
+      fix[#fix + 1] = { role = "assistant", content = r1.content or "" }
+      fix[#fix + 1] = { role = "user", content = "It did not work." }
+      turns[2] = fix
+      for turn, m in ipairs(turns) do
+        local r = turn == 1 and r1 or client:chat_many({ { tag = "t", messages = m, schema = X.schema(view) } })[1]
+        local moves = r.ok and X.parse(r.value, view, "t") or {}
+        local new, err = moves[1] and patch.apply_edit(rs.kernel.source, moves[1].edit or moves[1].patch,
+                                                        { entry = "row_sum" })
+        T.check(new, "%s turn %d: %s", sc, turn, tostring(err or r.err))
+        if new then
+          local res = compile.compile(compile.job_for(rs, { BLOCK = 256 }, "sm_80", new), { cache = false })
+          local want = not (turn == 1 and flow == "compile")
+          T.eq(res.ok, want, sc .. " turn " .. turn .. " compiles")
+          T.eq(new:find("__shfl_down_sync", 1, true) ~= nil, not (turn == 1 and flow == "wrong"),
+               sc .. " turn " .. turn .. " reduces across lanes")
+        end
+      end
+    end
   end
 end
 
