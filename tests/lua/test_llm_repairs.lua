@@ -264,8 +264,10 @@ do
       for turn, m in ipairs(turns) do
         local r = turn == 1 and r1 or client:chat_many({ { tag = "t", messages = m, schema = X.schema(view) } })[1]
         local moves = r.ok and X.parse(r.value, view, "t") or {}
-        local new, err = moves[1] and patch.apply_edit(rs.kernel.source, moves[1].edit or moves[1].patch,
-                                                        { entry = "row_sum" })
+        local new, err = nil, "no proposal"
+        if moves[1] then
+          new, err = patch.apply_edit(rs.kernel.source, moves[1].edit or moves[1].patch, { entry = "row_sum" })
+        end
         T.check(new, "%s turn %d: %s", sc, turn, tostring(err or r.err))
         if new then
           local res = compile.compile(compile.job_for(rs, { BLOCK = 256 }, "sm_80", new), { cache = false })
