@@ -56,11 +56,12 @@ WORKER_FLOORS = {
     "profile": 4,     # counters
     "data": 3,        # buffers, input sets, modules, prepare/release, guards
     "request": 2,     # the run request's fields, decoded
+    "reply": 2,       # the run reply's fields, put by the list
     "numerics": 1,    # host-side math, no CUDA
     "harness": 1,     # device kernels of the worker, as PTX
     "profile_evict": 1,
 }
-WORKER_MODULE_OF = {"worker": "loop", "request_fields": "request", "harness_ptx": "harness",
+WORKER_MODULE_OF = {"worker": "loop", "request_fields": "request", "reply_fields": "reply", "harness_ptx": "harness",
                     "profile_evict_ptx": "profile_evict"}
 
 # main.c starts the worker or the Lua state: it may include both.

@@ -8,6 +8,10 @@
  *       request (core/worker/request_fields.h), each list of
  *       {name=, type=, required=, default=, doc=}; type is "int", "flag",
  *       "number", "bytes" or "string"; arg_fields are sent as "a<i>.<name>"
+ *   gpu.reply_fields() -> fields, prefixes: the fields of a "run" reply
+ *       (core/worker/reply_fields.h), {name=, type=, doc=} with type "int",
+ *       "number" or "string"; prefixes: families {name=, prefix=, type=, doc=}
+ *       of fields named prefix .. a name ("m.<metric>")
  *   Worker:send(t)            t: flat table, string keys -> integer/number/string/boolean
  *   Worker:recv(timeout_s)    -> table | nil, "timeout" | nil, "exited: ..."
  *   Worker:stop() -> how it ended; Worker.pid, Worker.device (fields via methods)
@@ -24,6 +28,7 @@
 #include "bind/modules.h"
 #include "gpu/cuda_driver.h"
 #include "wire.h"
+#include "worker/reply_fields.h"
 #include "worker/request_fields.h"
 #include "worker/spawn.h"
 
@@ -326,6 +331,42 @@ static int l_request_fields(lua_State *L)
 	return 2;
 }
 
+/* The reply's fields (reply_fields.h): a list of {name=, type=, doc=}, and
+ * the families of fields named by a prefix, {name=, prefix=, type=, doc=}. */
+static void push_reply_field(lua_State *L, int i, const char *name, const char *prefix,
+			     const char *type, const char *doc)
+{
+	lua_createtable(L, 0, 4);
+	lua_pushstring(L, name);
+	lua_setfield(L, -2, "name");
+	if (prefix != NULL) {
+		lua_pushstring(L, prefix);
+		lua_setfield(L, -2, "prefix");
+	}
+	lua_pushstring(L, type);
+	lua_setfield(L, -2, "type");
+	lua_pushstring(L, doc);
+	lua_setfield(L, -2, "doc");
+	lua_rawseti(L, -2, i);
+}
+
+#define RF_TYPE_STR "string"
+
+static int l_reply_fields(lua_State *L)
+{
+	int i = 0;
+	lua_newtable(L);
+#define X(name, type, doc) push_reply_field(L, ++i, #name, NULL, RF_TYPE_##type, doc);
+	KOPT_REPLY_FIELDS(X)
+#undef X
+	i = 0;
+	lua_newtable(L);
+#define X(name, prefix, type, doc) push_reply_field(L, ++i, #name, prefix, RF_TYPE_##type, doc);
+	KOPT_REPLY_PREFIXES(X)
+#undef X
+	return 2;
+}
+
 static const luaL_Reg worker_methods[] = {
     {"send", w_send}, {"recv", w_recv},	    {"stop", w_stop}, {"close", w_stop},
     {"pid", w_pid},   {"device", w_device}, {NULL, NULL},
@@ -339,8 +380,13 @@ static const luaL_Reg worker_meta[] = {
 };
 
 static const luaL_Reg gpu_funcs[] = {
-    {"load", l_load},	      {"devices", l_devices}, {"spawn", l_spawn},
-    {"wait_any", l_wait_any}, {"request_fields", l_request_fields}, {NULL, NULL},
+    {"load", l_load},
+    {"devices", l_devices},
+    {"spawn", l_spawn},
+    {"wait_any", l_wait_any},
+    {"request_fields", l_request_fields},
+    {"reply_fields", l_reply_fields},
+    {NULL, NULL},
 };
 
 int luaopen_kopt_gpu(lua_State *L)

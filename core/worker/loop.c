@@ -14,6 +14,7 @@
 #include "wire.h"
 #include "worker/data.h"
 #include "worker/harness_ptx.h"
+#include "worker/reply.h"
 #include "worker/request.h"
 #include "worker/run.h"
 #include "worker/worker.h"
@@ -129,8 +130,8 @@ static void put_device(struct kopt_msg *m, const struct worker *w)
 /* Sends the result and, after a crash or timeout, ends the worker. */
 static void finish(struct worker *w, struct kopt_msg *m, const char *status)
 {
-	kopt_msg_put_cstr(m, "status", status);
-	kopt_msg_put_cstr(m, "log", w->log);
+	KOPT_REPLY_STR(m, status, status);
+	KOPT_REPLY_STR(m, log, w->log);
 	send_msg(m);
 	if (strcmp(status, "crash") == 0 || strcmp(status, "timeout") == 0)
 		_exit(3);
@@ -143,8 +144,8 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 	struct kopt_request rq;
 	kopt_request_decode(v, &rq);
 	w->log[0] = '\0';
-	kopt_msg_put_cstr(&m, "op", "result");
-	kopt_msg_put_int(&m, "id", rq.id);
+	KOPT_REPLY_STR(&m, op, "result");
+	KOPT_REPLY_INT(&m, id, rq.id);
 	finish(w, &m, kopt_worker_run(w, &rq, v, &m));
 }
 

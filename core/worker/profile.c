@@ -9,6 +9,7 @@
 #include "gpu/cupti_prof.h"
 #include "worker/profile_evict_ptx.h"
 #include "worker/profile.h"
+#include "worker/reply.h"
 
 /* The probe runs once per worker; its failure is remembered. */
 static int probed;
@@ -100,7 +101,7 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 					  sizeof probe_err) == 0 ? 1 : -1;
 	}
 	if (probed < 0) {
-		kopt_msg_put_cstr(reply, "profile_error", probe_err);
+		KOPT_REPLY_STR(reply, profile_error, probe_err);
 		return NULL;
 	}
 
@@ -109,7 +110,7 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 	if (cold < 0)
 		return "crash";
 	if (cold > 0) {
-		kopt_msg_put_cstr(reply, "profile_error", w->log);
+		KOPT_REPLY_STR(reply, profile_error, w->log);
 		w->log[0] = '\0';
 		return NULL;
 	}
@@ -121,17 +122,17 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 		char cerr[256];
 		if (strstr(err, "unknown metric") == NULL ||
 		    kopt_cupti_check_metrics(names, n, ok, cerr, sizeof cerr) <= 0) {
-			kopt_msg_put_cstr(reply, "profile_error", err);
+			KOPT_REPLY_STR(reply, profile_error, err);
 			return NULL;
 		}
-		kopt_msg_put_cstr(reply, "profile_warning", err);
+		KOPT_REPLY_STR(reply, profile_warning, err);
 		size_t k = 0;
 		for (size_t i = 0; i < n; i++)
 			if (ok[i])
 				names[k++] = names[i];
 		n = k;
 		if (kopt_cupti_session_begin(w->ctx, names, n, &s, err, sizeof err) != 0) {
-			kopt_msg_put_cstr(reply, "profile_error", err);
+			KOPT_REPLY_STR(reply, profile_error, err);
 			return NULL;
 		}
 	}
@@ -180,22 +181,20 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 	if (status != NULL)
 		return status;
 	if (r != CUDA_SUCCESS) {
-		kopt_msg_put_cstr(reply, "profile_error", w->log);
+		KOPT_REPLY_STR(reply, profile_error, w->log);
 		w->log[0] = '\0';
 		return NULL;
 	}
 	if (pass_failed || rc != 0) {
-		kopt_msg_put_cstr(reply, "profile_error", pass_failed ? err : end_err);
+		KOPT_REPLY_STR(reply, profile_error, pass_failed ? err : end_err);
 		return NULL;
 	}
-	char key[300];
 	for (size_t i = 0; i < n; i++) {
 		if (isnan(values[i]))
 			continue;
-		snprintf(key, sizeof key, "m.%s", names[i]);
-		kopt_msg_put_num(reply, key, values[i]);
+		kopt_reply_put_metric(reply, names[i], values[i]);
 	}
-	kopt_msg_put_int(reply, "profile_passes", passes);
-	kopt_msg_put_num(reply, "profile_s", (kopt_worker_now_ms() - t0) / 1e3);
+	KOPT_REPLY_INT(reply, profile_passes, passes);
+	KOPT_REPLY_NUM(reply, profile_s, (kopt_worker_now_ms() - t0) / 1e3);
 	return NULL;
 }

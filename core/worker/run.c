@@ -29,6 +29,7 @@
 #include "worker/bench.h"
 #include "worker/data.h"
 #include "worker/profile.h"
+#include "worker/reply.h"
 #include "worker/run.h"
 
 #define SMEM_DEFAULT_LIMIT 49152
@@ -44,12 +45,12 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 	kopt_cu.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
 	kopt_cu.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
 	kopt_cu.cuFuncGetAttribute(&cbytes, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, f);
-	kopt_msg_put_int(res, "regs", regs);
-	kopt_msg_put_int(res, "smem_static", smem_static);
-	kopt_msg_put_int(res, "smem_dynamic", l->smem);
-	kopt_msg_put_int(res, "local_bytes", local);
-	kopt_msg_put_int(res, "const_bytes", cbytes);
-	kopt_msg_put_int(res, "max_threads", max_threads);
+	KOPT_REPLY_INT(res, regs, regs);
+	KOPT_REPLY_INT(res, smem_static, smem_static);
+	KOPT_REPLY_INT(res, smem_dynamic, l->smem);
+	KOPT_REPLY_INT(res, local_bytes, local);
+	KOPT_REPLY_INT(res, const_bytes, cbytes);
+	KOPT_REPLY_INT(res, max_threads, max_threads);
 	const struct kopt_cuda_device *d = &w->dev;
 	uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
 	for (int i = 0; i < 3; i++) {
@@ -95,10 +96,10 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 	int blocks = 0;
 	CUresult r =
 	    kopt_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, (int)threads, l->smem);
-	kopt_msg_put_int(res, "blocks_per_sm", blocks);
-	kopt_msg_put_num(
-	    res, "occupancy",
-	    d->max_threads_sm > 0 ? (double)blocks * (double)threads / d->max_threads_sm : 0.0);
+	KOPT_REPLY_INT(res, blocks_per_sm, blocks);
+	KOPT_REPLY_NUM(res, occupancy,
+		       d->max_threads_sm > 0 ? (double)blocks * (double)threads / d->max_threads_sm
+					     : 0.0);
 	if (r != CUDA_SUCCESS || blocks == 0) {
 		snprintf(w->log, sizeof w->log, "no block fits on a multiprocessor (occupancy 0)");
 		return 1;
@@ -349,21 +350,24 @@ static void set_launch(struct launch *l, int64_t gx, int64_t gy, int64_t gz, int
 	l->smem = (unsigned)smem;
 }
 
-/* The error figures of a trial, only when its outputs were compared (no
- * number stands for a measurement that did not happen). */
-static void put_trial(struct kopt_msg *m, const char *prefix, const struct trial_out *t)
+/* The error figures of a trial (check 1, or check 2 when `second`), only
+ * when its outputs were compared (no number stands for a measurement that
+ * did not happen). */
+static void put_trial(struct kopt_msg *m, int second, const struct trial_out *t)
 {
 	if (!t->compared)
 		return;
-	char key[64];
-	snprintf(key, sizeof key, "%srel_l2", prefix);
-	kopt_msg_put_num(m, key, t->rel_l2);
-	snprintf(key, sizeof key, "%smax_abs", prefix);
-	kopt_msg_put_num(m, key, t->max_abs);
-	snprintf(key, sizeof key, "%sunwritten", prefix);
-	kopt_msg_put_int(m, key, (int64_t)t->unwritten);
-	snprintf(key, sizeof key, "%snonfinite", prefix);
-	kopt_msg_put_int(m, key, (int64_t)t->nonfinite);
+	if (!second) {
+		KOPT_REPLY_NUM(m, err_rel_l2, t->rel_l2);
+		KOPT_REPLY_NUM(m, err_max_abs, t->max_abs);
+		KOPT_REPLY_INT(m, err_unwritten, t->unwritten);
+		KOPT_REPLY_INT(m, err_nonfinite, t->nonfinite);
+	} else {
+		KOPT_REPLY_NUM(m, err2_rel_l2, t->rel_l2);
+		KOPT_REPLY_NUM(m, err2_max_abs, t->max_abs);
+		KOPT_REPLY_INT(m, err2_unwritten, t->unwritten);
+		KOPT_REPLY_INT(m, err2_nonfinite, t->nonfinite);
+	}
 }
 
 /* Set B of a request: another seed and the alternate distributions. */
@@ -451,9 +455,9 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 	int had_ref = a->have_ref;
 	struct trial_out to;
 	const char *st = trial(w, a, &j, "check 1", &to);
-	kopt_msg_put_int(m, "ref_cached", had_ref);
-	put_trial(m, "err_", &to);
-	kopt_msg_put_num(m, "t_check_s", (kopt_worker_now_ms() - t_start) / 1e3);
+	KOPT_REPLY_INT(m, ref_cached, had_ref);
+	put_trial(m, 0, &to);
+	KOPT_REPLY_NUM(m, t_check_s, (kopt_worker_now_ms() - t_start) / 1e3);
 	if (st != NULL) {
 		return st;
 	}
@@ -484,18 +488,18 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		if (st == NULL)
 			st = kopt_worker_check_globals(w, &pr.m, "timed runs");
 		if (st == NULL) {
-			kopt_msg_put_num(m, "time_ms", t.median_ms);
-			kopt_msg_put_num(m, "p10_ms", t.p10_ms);
-			kopt_msg_put_num(m, "p90_ms", t.p90_ms);
-			kopt_msg_put_num(m, "mean_ms", t.mean_ms);
-			kopt_msg_put_num(m, "min_ms", t.min_ms);
-			kopt_msg_put_num(m, "stdev_ms", t.stdev_ms);
-			kopt_msg_put_num(m, "noise", t.noise);
-			kopt_msg_put_int(m, "samples", t.samples);
-			kopt_msg_put_num(m, "clock_mhz", t.clock_mhz);
-			kopt_msg_put_cstr(m, "timer", t.timer);
-			kopt_msg_put_num(m, "events_ms", t.events_median_ms);
-			kopt_msg_put_num(m, "t_time_s", (kopt_worker_now_ms() - t0) / 1e3);
+			KOPT_REPLY_NUM(m, time_ms, t.median_ms);
+			KOPT_REPLY_NUM(m, p10_ms, t.p10_ms);
+			KOPT_REPLY_NUM(m, p90_ms, t.p90_ms);
+			KOPT_REPLY_NUM(m, mean_ms, t.mean_ms);
+			KOPT_REPLY_NUM(m, min_ms, t.min_ms);
+			KOPT_REPLY_NUM(m, stdev_ms, t.stdev_ms);
+			KOPT_REPLY_NUM(m, noise, t.noise);
+			KOPT_REPLY_INT(m, samples, t.samples);
+			KOPT_REPLY_NUM(m, clock_mhz, t.clock_mhz);
+			KOPT_REPLY_STR(m, timer, t.timer);
+			KOPT_REPLY_NUM(m, events_ms, t.events_median_ms);
+			KOPT_REPLY_NUM(m, t_time_s, (kopt_worker_now_ms() - t0) / 1e3);
 		}
 		if (st == NULL && verify2) {
 			struct inputset *b = other_set(w, seed);
@@ -513,7 +517,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 					       "and buffers just timed)",
 					       &t2);
 				b->have_ref = tb.have_ref;
-				put_trial(m, "err2_", &t2);
+				put_trial(m, 1, &t2);
 			}
 		}
 		kopt_worker_release(w, &pr);
@@ -543,11 +547,11 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		}
 		struct trial_out t2;
 		st = trial(w, b, &j, "check 2 (other inputs and distribution)", &t2);
-		put_trial(m, "err2_", &t2);
+		put_trial(m, 1, &t2);
 		if (st != NULL) {
 			return st;
 		}
 	}
-	kopt_msg_put_num(m, "t_total_s", (kopt_worker_now_ms() - t_start) / 1e3);
+	KOPT_REPLY_NUM(m, t_total_s, (kopt_worker_now_ms() - t_start) / 1e3);
 	return "ok";
 }

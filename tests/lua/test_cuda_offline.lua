@@ -85,6 +85,36 @@ T.check(math.abs(r.gbps - 8 * 4194304 / 0.02e-3 / 1e9) < 1e-6, "gbps from work.b
 T.eq(r.resources.regs, 16, "regs")
 T.eq(r.resources.smem, 1024, "smem = static + dynamic")
 T.eq(r.err.rel_l2, 0.0, "err")
+-- The reply follows the worker's own list (core/worker/reply_fields.h):
+-- Cuda:result reads through it (an unlisted read raises; the results above
+-- read every field they use), and the worker puts run-reply fields only by
+-- that list (KOPT_REPLY_* in run.c, profile.c and loop.c's reply; a name
+-- not in the list does not compile), never by a literal key.
+local reply_fields, reply_prefixes = require("kopt.gpu").reply_fields()
+local in_reply = {}
+for _, f in ipairs(reply_fields) do in_reply[f.name] = f.type end
+T.check(in_reply.time_ms == "number" and in_reply.samples == "int" and in_reply.status == "string", "reply types")
+T.eq(reply_prefixes[1].prefix, "m.", "the counters' family")
+local view = cuda.reply_view({ time_ms = 1.5, ["m.dram_bytes"] = 7 })
+T.eq(view.time_ms, 1.5, "a listed field reads through")
+T.eq(view["m.dram_bytes"], 7, "a prefixed field reads through")
+T.check(view.err2_rel_l2 == nil, "a listed absent field is nil")
+local okv, ev = pcall(function() return view.median end)
+T.check(not okv and tostring(ev):find("not in core/worker/reply_fields.h", 1, true), "an unlisted read raises: %s", tostring(ev))
+for _, file in ipairs({ "core/worker/run.c", "core/worker/profile.c" }) do
+  local src = assert(io.open(file)):read("a")
+  for fn, key in src:gmatch("(kopt_msg_put_%w+)%s*%(%s*[%w_&>%-]+%s*,%s*\"([^\"]*)\"") do
+    T.check(false, "%s puts '%s' with %s, not through the reply's list", file, key, fn)
+  end
+  for key in src:gmatch("KOPT_REPLY_%u+%s*%(%s*[%w_&>%-]+%s*,%s*([%w_]+)") do
+    T.check(in_reply[key] ~= nil, "%s puts %s, listed", file, key)
+  end
+end
+local loop_src = assert(io.open("core/worker/loop.c")):read("a")
+for _, f in ipairs({ "op", "id", "status", "log" }) do
+  T.check(loop_src:find("KOPT_REPLY_%u+%(%S+, " .. f .. ",") ~= nil, "loop.c puts %s through the list", f)
+end
+
 local bad = be:result({ op = "result", status = "wrong", log = "check 1: ..." }, { config = { FAULT = 1, BLOCK = 256 } })
 T.eq(bad.status, "wrong", "failure is data")
 T.check(bad.gbps == nil and bad.time_ms == nil, "no speed for a failed candidate")

@@ -127,6 +127,36 @@ do
   for _, f in ipairs(args) do ARG_FIELDS[#ARG_FIELDS + 1], ARG_FIELDS[f.name] = f, f end
 end
 
+-- The fields of a run reply, from the worker's list
+-- (core/worker/reply_fields.h through kopt.gpu.reply_fields()): the backend
+-- reads a reply through reply_view, so reading a field the worker does not
+-- list raises (a bug: the two sides drifted apart), absent or not.
+local REPLY_FIELDS, REPLY_PREFIXES = {}, {}
+do
+  local fields, prefixes = gpu.reply_fields()
+  for _, f in ipairs(fields) do REPLY_FIELDS[f.name] = f end
+  for _, p in ipairs(prefixes) do REPLY_PREFIXES[#REPLY_PREFIXES + 1] = p.prefix end
+end
+
+local function reply_listed(k)
+  if REPLY_FIELDS[k] then return true end
+  if type(k) ~= "string" then return false end
+  for _, p in ipairs(REPLY_PREFIXES) do
+    if k:sub(1, #p) == p then return true end
+  end
+  return false
+end
+
+function M.reply_view(reply)
+  return setmetatable({}, { __index = function(_, k)
+    if not reply_listed(k) then
+      error(string.format("bug: reply field '%s' is not in core/worker/reply_fields.h", tostring(k)), 2)
+    end
+    return reply[k]
+  end })
+end
+local reply_view = M.reply_view
+
 local function type_ok(f, v)
   if f.type == "int" then return math.tointeger(v) ~= nil end
   if f.type == "flag" then return type(v) == "boolean" or math.tointeger(v) ~= nil end
@@ -219,6 +249,7 @@ local function num(v) return type(v) == "number" and v or nil end
 
 -- Worker reply -> DESIGN.md result table.
 function Cuda:result(reply, job, cres)
+  reply = reply_view(reply)
   local r = {
     status = reply.status, log = reply.log ~= "" and reply.log or nil,
     time_ms = num(reply.time_ms), p90_ms = num(reply.p90_ms), p10_ms = num(reply.p10_ms),
@@ -264,6 +295,7 @@ function Cuda:time_reference(config)
     local how = s.worker:stop()
     errors.usage("%s: the reference kernel did not finish (%s %s, worker %s)", self.spec.path, tostring(why), tostring(detail), how)
   end
+  reply = reply_view(reply)
   if reply.status ~= "ok" then
     if reply.status == "crash" or reply.status == "timeout" then s.worker:stop() end
     errors.usage("%s: the reference kernel fails on the GPU (%s): %s", self.spec.path, reply.status, reply.log or "")
@@ -416,7 +448,8 @@ function Cuda:profile(job, metrics)
   msg.profile_matrix = spec_mod.is_matrix(self.spec.kernel.source) and 1 or 0
   local ok, serr = slot.worker:send(self:check_request(msg))
   if not ok then return nil, serr, { kind = "candidate" } end
-  local reply, why, detail = slot.worker:recv(300)
+  local raw, why, detail = slot.worker:recv(300)
+  local reply = raw and reply_view(raw)
   if not reply or reply.status == "crash" or reply.status == "timeout" then
     self:restart(slot)
     return nil, "the kernel failed under the profiler: " .. tostring(reply and reply.log or detail or why),
@@ -425,7 +458,7 @@ function Cuda:profile(job, metrics)
   if reply.profile_error then return nil, reply.profile_error, { kind = "unavailable" } end
   if reply.status ~= "ok" then return nil, reply.log or reply.status, { kind = "candidate" } end
   local out = {}
-  for k, v in pairs(reply) do
+  for k, v in pairs(raw) do
     local name = type(k) == "string" and k:match("^m%.(.+)$")
     if name then out[name] = v end
   end
