@@ -61,7 +61,8 @@ reduction. <format>: diff, nohdr (diff without headers), fenced (diff in a
 (right the first time), compile (a compile error first, fixed on the repair
 turn), wrong (no cross-lane reduction first: a wrong result, fixed on the
 repair turn), never (a new compile error on every turn). Once the source in
-the prompt is the fast one, it proposes a knob change on it.
+the prompt is the fast one, it proposes a knob change on it and a second
+edit of it (an unroll pragma on the row loop).
 
 Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
 (JSON): {...}" lines in the user message and answers with up to "Proposals
@@ -256,8 +257,14 @@ def row_sum_reply(req, scenario):
         best = find_json_line(user, "Current best (JSON):") or {}
         allowed = find_json_line(user, "Allowed values (JSON):") or {}
         knob = {n: next((v for v in allowed[n] if v != best.get(n)), best.get(n)) for n in names[:1]}
-        return json.dumps({"analysis": "tune the block", "proposals": [
-            {"method": "more_threads", "changes": knob, "reason": "block size on the warp-per-row kernel"}]})
+        props = [{"method": "more_threads", "changes": knob, "reason": "block size on the warp-per-row kernel"}]
+        loop = "        for (int c = lane; c < N; c += 32)\n"
+        if loop in src and "#pragma unroll 4" not in src:
+            again = src.replace(loop, "#pragma unroll 4\n" + loop)
+            d = "".join(difflib.unified_diff(src.splitlines(True), again.splitlines(True), "a/row_sum.cu",
+                                             "b/row_sum.cu"))
+            props.append({"method": "loop_unrolling", "changes": {}, "reason": "unroll the row loop", "patch": d})
+        return json.dumps({"analysis": "tune the block", "proposals": props})
     fast = ROW_SUM_FAST
     if flow == "compile" and turn == 0 or flow == "never":
         fast = fast.replace("int lane = threadIdx.x & 31;", "int lane = threadIdx.x & 31")

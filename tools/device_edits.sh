@@ -1,0 +1,74 @@
+#!/bin/sh
+# One GPU call for the LLM-edit figures of docs/EXPERTS.md ("Kernel edits on
+# a GPU"). From the repo root on a machine with an NVIDIA GPU, with kopt built
+# in KOPT (default build/kopt); everything lands in OUT (default .):
+#  1. the scripted server (tests/llm_server.py) on loopback
+#  2. kopt experts on examples/edits/row_sum.json (one thread per row,
+#     uncoalesced: the fast version needs a code edit), once per reply format
+#     and flow: the edit found first time, a compile error repaired, a wrong
+#     result repaired, a repair that never converges; --artifacts all
+#  3. the knob-only baseline (exhaustive over the block size), for the speedup
+#  4. MCGS with expert moves (--opt moves=rules,experts): edits as graph nodes
+#     whose children edit again
+# Per run: OUT/<label>.txt (summary), and OUT/edits_summary.txt with the best
+# time, the winner's origin (expert, method, repair), the repair lines of the
+# trace and the variant folders.
+KOPT=${KOPT:-build/kopt}
+OUT=${OUT:-.}
+R=${R:-/tmp/kopt-edits}
+SPEC=examples/edits/row_sum.json
+set -u
+rm -rf "$R"; mkdir -p "$R" "$OUT"
+"$KOPT" devices || exit 1
+python3 tests/llm_server.py --max-life 3000 >"$R/server.out" &
+SERVER=$!
+i=0
+while ! grep -q '^PORT' "$R/server.out" 2>/dev/null; do
+	i=$((i + 1)); [ $i -gt 50 ] && { echo "the scripted server did not start"; exit 1; }
+	sleep 0.1
+done
+PORT=$(sed -n 's/^PORT //p' "$R/server.out")
+base() { echo "http://127.0.0.1:$PORT/s/$1/v1"; }
+summary() { # label
+	d=$R/$1
+	{
+		echo "== $1"
+		grep -m1 -E '^  best' "$OUT/$1.txt"
+		grep -m1 -E 'evaluations' "$OUT/$1.txt"
+		grep -m1 -E '^  LLM' "$OUT/$1.txt"
+		python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print("  winner origin:", json.dumps(r.get("origin")))' \
+			"$d/best/result.json" 2>/dev/null
+		grep -E 'repair|edit does not apply|edit rejected' "$d/trace.md" | head -20
+		ls "$d/variants" 2>/dev/null | sed 's/^/  variant /'
+	} >>"$OUT/edits_summary.txt"
+}
+: >"$OUT/edits_summary.txt"
+# 2. every format, and every flow with the diff format
+for sc in g_diff_ok g_nohdr_ok g_fenced_ok g_crlf_ok g_sr_ok g_source_ok \
+	g_diff_compile g_diff_wrong g_sr_compile g_source_wrong g_diff_never; do
+	KOPT_LLM_BASE_URL=$(base "$sc") KOPT_LLM_MODEL=scripted \
+		"$KOPT" experts "$SPEC" --out "$R/$sc" --artifacts all -v \
+		--opt iterations=4 --opt per_expert=1 --opt repairs=2 >"$OUT/$sc.txt" 2>"$OUT/$sc.err"
+	echo "$sc rc=$?"
+	summary "$sc"
+done
+# 3. knobs only
+"$KOPT" exhaustive "$SPEC" --out "$R/knobs_only" -q >"$OUT/knobs_only.txt" 2>&1
+echo "knobs_only rc=$?"
+summary knobs_only
+# 4. MCGS with expert moves: edits are nodes, their children may edit again
+KOPT_LLM_BASE_URL=$(base g_diff_ok) KOPT_LLM_MODEL=scripted KOPT_EXPERTS=throughput \
+	"$KOPT" mcgs "$SPEC" --out "$R/mcgs_experts" --budget 30 --opt moves=rules,experts --artifacts all -v \
+	>"$OUT/mcgs_experts.txt" 2>"$OUT/mcgs_experts.err"
+echo "mcgs_experts rc=$?"
+summary mcgs_experts
+python3 - "$R/mcgs_experts/events.jsonl" >>"$OUT/edits_summary.txt" <<'EOF'
+import json, sys
+ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+ev = [e for e in ev if e.get("event") == "eval"]
+patched = [e for e in ev if e.get("patch")]
+print("  mcgs: %d evaluations, %d with an edited source, %d distinct sources" % (
+    len(ev), len(patched), len({e["key"].split("#")[1] for e in patched})))
+EOF
+kill "$SERVER" 2>/dev/null
+cat "$OUT/edits_summary.txt"
