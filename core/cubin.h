@@ -8,6 +8,44 @@
 #define KOPT_CUBIN_H
 
 #include <stddef.h>
+#include <stdint.h>
+
+/* --- ELF64 sections, bounds-checked (also used by compile/nvrtc.c) --------- */
+
+/* An opened image: borrowed, valid as long as the image is. */
+struct kopt_elf {
+	const unsigned char *img;
+	size_t len;
+	uint64_t shoff, shentsize, shnum;
+	const unsigned char *names; /* the section-name string table, or NULL */
+	uint64_t names_size;
+};
+
+/* One section header; data points at its bytes inside the image (checked to
+ * lie within it), NULL for SHT_NOBITS. */
+struct kopt_elf_section {
+	uint64_t name, type, offset, size, link, entsize;
+	const unsigned char *data;
+};
+
+/* Little-endian unsigned of `bytes` bytes at p (CUBINs are little-endian). */
+uint64_t kopt_elf_le(const unsigned char *p, int bytes);
+
+/* Opens a 64-bit ELF image: the whole section header table and the section
+ * names must lie within it. Returns 0, -1 when the image is not a 64-bit
+ * ELF, -2 when its section headers or names are out of bounds. */
+int kopt_elf_open(struct kopt_elf *e, const void *image, size_t len);
+/* Section i; -1 when i is past the table or its data is out of bounds. */
+int kopt_elf_section(const struct kopt_elf *e, uint64_t i, struct kopt_elf_section *s);
+/* The NUL-terminated string at off inside string table t, or NULL. */
+const char *kopt_elf_string(const struct kopt_elf_section *t, uint64_t off);
+/* The section's name, or NULL when it is not a string of the name table. */
+const char *kopt_elf_section_name(const struct kopt_elf *e, const struct kopt_elf_section *s);
+/* The first section named `name`: 0 and *s, 1 when there is none, -1 when
+ * it is there but its data is out of bounds. */
+int kopt_elf_find(const struct kopt_elf *e, const char *name, struct kopt_elf_section *s);
+
+/* --- module globals ------------------------------------------------------- */
 
 struct kopt_cubin_global {
 	char name[128]; /* the symbol as cuModuleGetGlobal names it */

@@ -77,6 +77,33 @@ START_TEST(test_count_exceeds_capacity)
 }
 END_TEST
 
+/* The section walk that compile/nvrtc.c shares: a named section is found
+ * with its bytes inside the image, an absent one is not. */
+START_TEST(test_section_find)
+{
+	struct kopt_nvrtc_job job = {.source = "extern \"C\" __global__ void k(float *y) "
+					       "{ y[threadIdx.x] = 1.0f; }\n",
+				     .entry = "k",
+				     .arch = "sm_90"};
+	struct kopt_nvrtc_result res;
+	char err[256];
+	ck_assert_int_eq(kopt_nvrtc_compile(&job, &res, err, sizeof err), 0);
+	ck_assert_msg(res.ok, "compile failed: %s", res.log);
+	struct kopt_elf e;
+	struct kopt_elf_section s;
+	ck_assert_int_eq(kopt_elf_open(&e, res.cubin, res.cubin_size), 0);
+	ck_assert_int_eq(kopt_elf_find(&e, ".nv.info.k", &s), 0);
+	ck_assert_ptr_nonnull(s.data);
+	ck_assert(s.data >= res.cubin && s.data + s.size <= res.cubin + res.cubin_size);
+	ck_assert_str_eq(kopt_elf_section_name(&e, &s), ".nv.info.k");
+	ck_assert_int_eq(kopt_elf_find(&e, ".nv.info.absent", &s), 1);
+	ck_assert_int_eq(kopt_elf_section(&e, e.shnum, &s), -1);
+	ck_assert_int_eq(kopt_elf_open(&e, res.cubin, 10), -1);
+	ck_assert_int_eq(kopt_elf_open(&e, res.cubin, 64), -2); /* headers past the end */
+	kopt_nvrtc_result_release(&res);
+}
+END_TEST
+
 START_TEST(test_hostile_images_are_refused)
 {
 	struct kopt_cubin_global g[2];
@@ -105,6 +132,7 @@ int main(void)
 	tcase_add_test(tc, test_stateless_kernel_has_none);
 	tcase_add_test(tc, test_count_exceeds_capacity);
 	tcase_add_test(tc, test_hostile_images_are_refused);
+	tcase_add_test(tc, test_section_find);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

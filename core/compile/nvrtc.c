@@ -15,6 +15,7 @@
 #include <nvrtc.h>
 
 #include "compile/kopt_nvrtc.h"
+#include "cubin.h"
 #include "sys.h"
 
 void kopt_nvrtc_result_init(struct kopt_nvrtc_result *res)
@@ -107,60 +108,38 @@ void kopt_nvrtc_parse_log(const char *log, const char *entry, struct kopt_nvrtc_
 	}
 }
 
-static uint64_t rd(const unsigned char *p, size_t n)
-{
-	uint64_t v = 0;
-	for (size_t i = n; i > 0; i--)
-		v = (v << 8) | p[i - 1];
-	return v;
-}
-
 /* .nv.info.<entry> is a list of attributes: format byte, attribute byte, a
  * 16-bit value or size, and (format 0x04) that many bytes of payload.
  * Attribute 0x05 (max threads) and 0x10 (required block shape) carry three
- * 32-bit extents from __launch_bounds__ / __maxnthreads__ / __reqntid__. */
+ * 32-bit extents from __launch_bounds__ / __maxnthreads__ / __reqntid__. The
+ * section is found by the ELF walk of cubin.h. */
 long kopt_nvrtc_cubin_max_threads(const unsigned char *elf, size_t size, const char *entry)
 {
-	if (elf == NULL || entry == NULL || size < 64 || memcmp(elf, "\177ELF", 4) != 0 ||
-	    elf[4] != 2 || elf[5] != 1)
-		return -1;
-	uint64_t shoff = rd(elf + 0x28, 8);
-	uint64_t shentsize = rd(elf + 0x3a, 2), shnum = rd(elf + 0x3c, 2),
-		 shstrndx = rd(elf + 0x3e, 2);
-	if (shentsize < 64 || shstrndx >= shnum || shoff > size || shnum * shentsize > size - shoff)
-		return -1;
-	const unsigned char *strsh = elf + shoff + shstrndx * shentsize;
-	uint64_t stroff = rd(strsh + 0x18, 8), strsize = rd(strsh + 0x20, 8);
-	if (stroff > size || strsize > size - stroff)
+	struct kopt_elf e;
+	struct kopt_elf_section info;
+	if (elf == NULL || entry == NULL || size < 64 || elf[5] != 1 /* little-endian */ ||
+	    kopt_elf_open(&e, elf, size) != 0)
 		return -1;
 	char want[512];
 	if (snprintf(want, sizeof want, ".nv.info.%s", entry) >= (int)sizeof want)
 		return -1;
-	size_t wlen = strlen(want);
-	for (uint64_t i = 0; i < shnum; i++) {
-		const unsigned char *sh = elf + shoff + i * shentsize;
-		uint64_t name = rd(sh, 4), off = rd(sh + 0x18, 8), len = rd(sh + 0x20, 8);
-		if (name >= strsize || strsize - name <= wlen ||
-		    memcmp(elf + stroff + name, want, wlen + 1) != 0)
-			continue;
-		if (off > size || len > size - off)
-			return -1;
-		long best = -1;
-		for (uint64_t p = 0; p + 4 <= len;) {
-			const unsigned char *a = elf + off + p;
-			uint64_t payload = a[0] == 0x04 ? rd(a + 2, 2) : 0;
-			if (p + 4 + payload > len)
-				break;
-			if (a[0] == 0x04 && (a[1] == 0x05 || a[1] == 0x10) && payload == 12) {
-				uint64_t t = rd(a + 4, 4) * rd(a + 8, 4) * rd(a + 12, 4);
-				if (t > 0 && (best < 0 || (long)t < best))
-					best = (long)t;
-			}
-			p += 4 + payload;
+	if (kopt_elf_find(&e, want, &info) != 0 || info.data == NULL)
+		return -1;
+	long best = -1;
+	for (uint64_t p = 0; p + 4 <= info.size;) {
+		const unsigned char *a = info.data + p;
+		uint64_t payload = a[0] == 0x04 ? kopt_elf_le(a + 2, 2) : 0;
+		if (p + 4 + payload > info.size)
+			break;
+		if (a[0] == 0x04 && (a[1] == 0x05 || a[1] == 0x10) && payload == 12) {
+			uint64_t t =
+			    kopt_elf_le(a + 4, 4) * kopt_elf_le(a + 8, 4) * kopt_elf_le(a + 12, 4);
+			if (t > 0 && (best < 0 || (long)t < best))
+				best = (long)t;
 		}
-		return best;
+		p += 4 + payload;
 	}
-	return -1;
+	return best;
 }
 
 /* The most threads a block can have with `regs` registers per thread on
