@@ -7,13 +7,14 @@
 --     origin.json            who made it first: expert, method, reason, repair attempt, evaluation
 --     results.jsonl          one line per evaluated config of this source: key, config, status, time, error
 --     log-<n>.txt            the compiler's or verifier's log of evaluation n, when it failed
---     <config>.cubin, .sass, nvrtc.log   the compiled code (see `compiled` below)
+--     <config>.cubin, .ptx, .sass, .nvrtc.log   the compiled code (see `compiled` below)
 --
 -- Modes (`--artifacts`): none; best (the default): every variant's folder,
 -- and the compiled code of the run's best; all: the compiled code of every
 -- variant's first config too. Compiled code is made after the search by one
--- more NVRTC compile (its disk cache usually answers) and, with the CUDA
--- toolkit's cuobjdump or nvdisasm on PATH or in $CUDA_HOME/bin, disassembled.
+-- more NVRTC compile (its disk cache usually answers); with the CUDA
+-- toolkit's tools on PATH or in $CUDA_HOME/bin, nvcc writes the PTX and
+-- cuobjdump or nvdisasm the SASS.
 -- Artifacts are a record, not state: a failed write is reported once and
 -- turns them off; the run goes on.
 local compile = require("kopt.compile")
@@ -119,7 +120,7 @@ end
 local function shq(s) return "'" .. tostring(s):gsub("'", "'\\''") .. "'" end
 
 -- Compiled code of one config of a source: the CUBIN, NVRTC's log and, when
--- the toolkit has a disassembler, the SASS.
+-- the toolkit has them, the PTX (nvcc) and the SASS (cuobjdump or nvdisasm).
 function A:compiled(source, config, key)
   local f = self:folder(source, { origin = {} }, nil)
   local base = key:gsub("#.*$", ""):gsub("[^%w_=.-]", "_"):sub(1, 80)
@@ -133,6 +134,23 @@ function A:compiled(source, config, key)
   if not res.cubin then return end
   local cubin = f.dir .. "/" .. base .. ".cubin"
   write(cubin, res.cubin)
+  -- PTX: kopt compiles to CUBIN directly, so nvcc writes it from the same
+  -- source and defines, when the toolkit has it.
+  local nvcc = tool("nvcc")
+  if nvcc then
+    local args = { shq(nvcc), "-ptx", "-arch=" .. shq(job.arch or "sm_90") }
+    for _, o in ipairs(job.options or {}) do
+      if o:match("^%-D") or o:match("^%-I") or o:match("^%-%-?std=") or o == "--use_fast_math" then
+        args[#args + 1] = shq(o)
+      end
+    end
+    for _, d in ipairs({ self.spec.dir, (self.spec.kernel.path or ""):match("^(.*)/[^/]*$") }) do
+      if d then args[#args + 1] = "-I" .. shq(d) end
+    end
+    args[#args + 1] = "-o " .. shq(f.dir .. "/" .. base .. ".ptx")
+    args[#args + 1] = shq(f.dir .. "/" .. self:kernel_name())
+    os.execute(table.concat(args, " ") .. " > " .. shq(f.dir .. "/" .. base .. ".ptx.log") .. " 2>&1")
+  end
   local cuobjdump, nvdisasm = tool("cuobjdump"), tool("nvdisasm")
   local cmd = cuobjdump and (shq(cuobjdump) .. " -sass " .. shq(cubin))
     or nvdisasm and (shq(nvdisasm) .. " " .. shq(cubin))
