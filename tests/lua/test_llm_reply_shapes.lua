@@ -100,6 +100,20 @@ do
   T.check(#evals >= 2, "stall: the heuristics did not take over")
 end
 
+-- Tokens: per expert and per run in the summary and results.json; the
+-- run's token budget stops the asking (120 tokens a reply, 3 experts).
+do
+  local evals, log, _, out, d = run("ok", "--opt iterations=3 --opt patience=3 --opt llm_max_tokens=300")
+  T.check(out:find("LLM: 3 requests, 0 failed, 360 tokens (300 prompt, 60 completion); throughput 120, " ..
+                   "memory 120, robustness 120", 1, true), "tokens: summary line missing:\n%s", out)
+  T.check(log:find("LLM token budget spent (360 of 300 tokens)", 1, true), "tokens: budget not logged:\n%s", log)
+  local res = json.decode(T.slurp(d .. "/results.json"))
+  local llm_meta = res and res.metadata and res.metadata.llm
+  T.check(llm_meta and llm_meta.total_tokens == 360 and llm_meta.experts.memory.total_tokens == 120,
+          "tokens: results.json metadata.llm")
+  T.check(#evals > 3, "tokens: the heuristics did not go on")
+end
+
 -- Resume: the edited variants come back from the run's own transcript
 -- (the endpoint is dead by then), measured once, never asked again.
 do
