@@ -359,7 +359,7 @@ local function start_repairs(ctx, st)
             -- A diff against the model's own broken version.
             local c2, why2, key2, source2 = candidate_of(ctx, st, mv, st.iter,
                                                         { config = ch.base.config, source = p.failed_source })
-            if c2 then cand, why, key, source, apply_failed = c2, why2, key2, source2, nil end
+            if c2 then cand, why, key, source = c2, why2, key2, source2 end
           end
           if cand then
             cand.origin.repair = ch.attempt
@@ -372,8 +372,7 @@ local function start_repairs(ctx, st)
           else
             notes[#notes + 1] = why
             if ch.attempt < (tonumber(ctx.options.repairs) or 0) then
-              queue_repair(st, ch, apply_failed and ("It did not apply: " .. why)
-                or ("It was not tried: " .. why .. "."), p.failed_source)
+              queue_repair(st, ch, "It was not tried: " .. why .. ".", p.failed_source)
             end
             taken = true
           end
@@ -441,7 +440,7 @@ local function start_iteration(ctx, st)
         taken = taken + 1
       elseif a.source == "llm" then
         notes[#notes + 1] = string.format("%s: %s", mv.method, why)
-        if apply_failed then queue_repair(st, chain, "It did not apply: " .. why) end
+        if apply_failed then queue_repair(st, chain, "It was not tried: " .. why .. ".") end
       end
     end
     got = got + taken
