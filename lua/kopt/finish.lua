@@ -67,6 +67,8 @@ function M.summary(engine, meta)
   local speed = base and base.time_ms / best.result.time_ms
   lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,
     speed and string.format(", %.2fx faster than %s (%.5g ms)", speed, base_label, base.time_ms) or "")
+  -- the faster-than-light check (kopt.lightspeed) could not judge the best
+  if best.result.sol_check then lines[#lines + 1] = "  speed-of-light check " .. best.result.sol_check end
   for _, l in ipairs(meta.finalists or {}) do lines[#lines + 1] = l end
   for _, l in ipairs(engine.ctx.summary_lines or {}) do lines[#lines + 1] = l end  -- a strategy's own (LLM tokens)
   local ranked = {}
