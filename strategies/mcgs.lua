@@ -42,6 +42,7 @@ local graph_mod = require("kopt.graph")
 local moves_mod = require("kopt.moves")
 local experience = require("kopt.experience")
 local json = require("kopt.json")
+local classic = require("kopt.classic")
 
 local S = {
   name = "mcgs",
@@ -84,6 +85,18 @@ local S = {
     priors = { default = "", help = "method statistics from `kopt regraph` (JSON) to weight move priors" },
     start = { default = "default", choices = { "default", "random" },
               help = "start state: the spec's default config (when it has one) or a random sample" },
+    model = { default = false, help = "learned value model (off by default: it did not pay on the benchmark, docs/SEARCH.md): a random forest of log(time) (kopt.classic) orders and prunes new moves and picks the fresh samples" },
+    model_trees = { default = 12, help = "model: trees in the forest" },
+    model_min = { default = 8, help = "model: successful measurements before the first fit" },
+    model_refit = { default = 0.1, help = "model: refit once the measured set grew by this fraction" },
+    model_rollout = { default = true, help = "model: a rollout step measures the child the model expects fastest (instead of the highest prior)" },
+    model_prior = { default = true, help = "model: new moves' priors are weighted by the model (model_tau, min_pred_gain) and the failure classifier" },
+    model_tau = { default = 1.0, help = "model: a move's prior is multiplied by exp(predicted log-gain / model_tau)" },
+    model_kappa = { default = 0.5, help = "model: optimism, the predicted log-time is mu - model_kappa * spread of the trees" },
+    model_pool = { default = 64, help = "model: a fresh sample is the best by expected improvement of this many random configs" },
+    min_pred_gain = { default = 0.02, help = "weak-move pruning: a move predicted to gain less than this fraction over its parent keeps only prune_factor of its prior (so it waits behind better ones)" },
+    prune_factor = { default = 0.05, help = "weak-move pruning: prior factor of a weak move (1 = no pruning)" },
+    fail_model = { default = true, help = "model: a classifier (forest on failed / ok) scales a move's prior by its chance of success" },
     max_depth = { default = 500, help = "longest selection path" },
     snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },
   },
@@ -135,6 +148,7 @@ function S.init(ctx)
     mstats = {},       -- method -> { n, gain } (this run)
     queue = {},        -- rollout continuations waiting for ask()
     measured = {},     -- node id -> true once its result is in
+    time = {},         -- node id -> measured time (ms) of a successful state
     expert_calls = {}, -- node id -> calls of the expensive generators
     baseline = nil,    -- time of the first valid measurement
     restarts = 0,
@@ -150,6 +164,12 @@ function S.init(ctx)
     st.prior_mult = f
   end
   st.noise_rng = ctx.rng:fork()
+  if o.model then
+    local free = {}
+    for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then free[#free + 1] = j end end
+    st.model = { mem = classic.memory(ctx.space), free = free, rng = ctx.rng:fork(), X = {}, t = {}, ok = 0,
+                 fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
+  end
   st.root = st.g:add("^root")
   st.g:set(st.root, { status = "root", reward = 0, flags = EXPANDED })
   local c = o.start == "default" and ctx.space:default() or nil
@@ -201,6 +221,105 @@ local function learned(ctx, st, method)
   return math.exp(w * math.max(ctx.options.learn_floor, math.min(1, mean)) * m.n / (m.n + 3))
 end
 
+-- The value model. Every told state's ordinal vector and outcome are kept;
+-- a forest of log(time) over the successes is refitted when the data grew
+-- by model_refit, and, when failures were seen, a second forest on the
+-- failure indicator gives the chance that a state fails. Nil until model_min
+-- successes are in (the first states are priced by the rules alone).
+local function model_record(st, config, t)
+  local m = st.model
+  if not m then return end
+  m.X[#m.X + 1] = m.mem:vector(config)
+  m.t[#m.t + 1] = t
+  if t then m.ok = m.ok + 1 else m.fails = m.fails + 1 end
+end
+
+local function model_get(ctx, st)
+  local m, o = st.model, ctx.options
+  if not m or m.ok < o.model_min then return nil end
+  local n = #m.X
+  if m.forest and n - m.fitted_at < math.max(1, math.floor(m.fitted_at * o.model_refit)) then return m end
+  local t0 = os.clock()
+  -- the regression sees successes only (a failure has no time; standing in
+  -- a penalty for it would make the trees' spread, and so the expected
+  -- improvement, largest right at the border of the failing region); the
+  -- classifier sees everything
+  local Xok, y, fy = {}, {}, {}
+  for i = 1, n do
+    if m.t[i] then
+      Xok[#Xok + 1] = m.X[i]
+      y[#y + 1] = math.log(m.t[i])
+    end
+    fy[i] = m.t[i] and 0 or 1
+  end
+  local fo = { trees = o.model_trees, features = 0.5, min_leaf = 2, max_depth = 12, free = m.free, knobs = m.mem.knobs }
+  m.forest = classic.forest(m.rng, Xok, y, fo)
+  if o.fail_model and m.fails > 0 then
+    fo.trees = math.max(4, o.model_trees // 2)
+    m.classifier = classic.forest(m.rng, m.X, fy, fo)
+  else
+    m.classifier = nil
+  end
+  m.fitted_at, m.fits = n, m.fits + 1
+  m.fit_s = m.fit_s + (os.clock() - t0)
+  return m
+end
+
+-- Optimistic predicted log-time of a config, and its chance of success.
+local function model_predict(ctx, m, config)
+  local t0 = os.clock()
+  local x = m.mem:vector(config)
+  local mu, sd = classic.predict(m.forest, x)
+  local p_ok = 1
+  if m.classifier then p_ok = 1 - classic.predict(m.classifier, x) end
+  m.predicts = m.predicts + 1
+  m.predict_s = m.predict_s + (os.clock() - t0)
+  return mu - ctx.options.model_kappa * sd, p_ok, mu, sd
+end
+
+-- Reweights fresh proposals from state `id` by the model: exp(gain / tau)
+-- times the chance of success, and weak moves (predicted gain under
+-- min_pred_gain) down to prune_factor.
+local function model_weigh(ctx, st, id, props)
+  local m = model_get(ctx, st)
+  if not m then return end
+  local o = ctx.options
+  local base = st.time[id]
+  local lbase = base and math.log(base) or (model_predict(ctx, m, st.cfg[id]))
+  local weak = math.log(1 + o.min_pred_gain)
+  for _, p in ipairs(props) do
+    local lt, p_ok = model_predict(ctx, m, p.config)
+    local gain = lbase - lt
+    local f = math.exp(math.max(-20, math.min(20, gain / o.model_tau))) * p_ok
+    if gain < weak then
+      f = f * o.prune_factor
+      m.pruned = m.pruned + 1
+    end
+    p.prior = p.prior * f
+  end
+end
+
+-- A fresh sample chosen by the model: the best of model_pool random
+-- unmeasured configurations by expected improvement over the best time
+-- (times the chance of success). Nil when there is no model yet.
+local function model_sample(ctx, st)
+  local m = model_get(ctx, st)
+  if not m or not st.best_id then return nil end
+  local best_lt = math.log(st.time[st.best_id])
+  local pick, pick_ei
+  for _ = 1, ctx.options.model_pool do
+    local c = ctx.space:sample(ctx.rng)
+    if not c then break end
+    local id = st.g:find(ctx:key(c))
+    if not id or (not evaluated(st, id) and st.g:flags(id) & PENDING == 0) then
+      local _, p_ok, mu, sd = model_predict(ctx, m, c)
+      local ei = classic.expected_improvement(best_lt, mu, sd) * p_ok
+      if not pick or ei > pick_ei then pick, pick_ei = c, ei end
+    end
+  end
+  return pick
+end
+
 -- Registers the proposals of some generators as edges of node id, in order of
 -- prior (ties in seeded random order), so widening admits the best first.
 local function add_moves(ctx, st, id, gens, noise, always)
@@ -222,6 +341,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
     end
     m.prior = m.prior * f
   end
+  if not always and ctx.options.model_prior then model_weigh(ctx, st, id, props) end
   local sum = 0
   for _, m in ipairs(props) do sum = sum + m.prior end
   for _, m in ipairs(props) do m.prior = m.prior / sum end
@@ -297,7 +417,9 @@ local function restart_config(ctx, st, perturb)
         c = ctx.rng:choice(props).config
       end
     else
-      c, method = ctx.space:sample(ctx.rng), "restart"
+      c, method = nil, "restart"
+      if st.iterations >= o.init_samples then c = model_sample(ctx, st) end
+      if c then method = "model" else c = ctx.space:sample(ctx.rng) end
     end
     if not c then return nil end
     local child = S.node_for(ctx, st, c, nil)
@@ -466,6 +588,23 @@ function S.ask(ctx, n)
       recs[#recs + 1] = rec
     end
   end
+  -- Descents can all end blocked (every widened move of the states on the
+  -- way dead, pending or on the path) while the space still holds unmeasured
+  -- states; an empty answer would end the run, so restart from a fresh
+  -- sample instead.
+  local restarts = 0
+  while #out == 0 and restarts < 4 do
+    restarts = restarts + 1
+    st.force_restart = true
+    local rec = select_one(ctx, st, temp)
+    st.force_restart = nil
+    if rec then
+      st.iterations = st.iterations + 1
+      start_pending(st, rec)
+      out[#out + 1] = candidate_of(st, rec)
+      recs[#recs + 1] = rec
+    end
+  end
   for id in pairs(temp) do clear_flag(st.g, id, EXHAUSTED) end
   st.batch = recs
   return out
@@ -502,7 +641,21 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
   local best, eligible = g:greedy(anchor, o.rollout_lambda, value_of(st, anchor) - o.fpu_reduction,
                                   o.beta_max, BLOCK | MEASURED)
   if eligible == 0 then return nil end
-  if ctx.rng:uniform() < o.rollout_eps then best = ctx.rng:choice(g:eligible(anchor, BLOCK | MEASURED)) end
+  if ctx.rng:uniform() < o.rollout_eps then
+    best = ctx.rng:choice(g:eligible(anchor, BLOCK | MEASURED))
+  elseif o.model_rollout then
+    -- the unmeasured child the model expects fastest (optimistically, and
+    -- weighted by its chance of success); ties keep the greedy choice
+    local m = model_get(ctx, st)
+    if m then
+      local lbest
+      for _, e in ipairs(g:eligible(anchor, BLOCK | MEASURED)) do
+        local lt, p_ok = model_predict(ctx, m, st.cfg[(g:ends(e))])
+        lt = lt - math.log(math.max(p_ok, 1e-3))
+        if not lbest or lt < lbest then best, lbest = e, lt end
+      end
+    end
+  end
   local path = {}
   for i, e in ipairs(apath) do path[i] = e end
   path[#path + 1] = best
@@ -533,6 +686,8 @@ function S.tell(ctx, results)
                     config = S.encode_config(ctx.space, st.cfg[leaf]) })
       g:set_flags(leaf, (g:flags(leaf) & ~PENDING) | MEASURED)
       st.measured[leaf] = true
+      st.time[leaf] = time_of(r)
+      model_record(st, st.cfg[leaf], time_of(r))
       if failed then set_flag(g, leaf, DEAD) end
       for _, e in ipairs(rec.path) do
         g:vloss(e, -1)

@@ -8,6 +8,8 @@
 --    With a second argument "profile", a sampling hook then attributes the
 --    time of 2000 more iterations to the functions of strategies/mcgs.lua
 --    (expansion, i.e. add_moves with the generator, against the rest).
+--    Further arguments KEY=VALUE are MCGS options (model=false: without the
+--    value model); the value model's fits and predictions are timed apart.
 local graph = require("kopt.graph")
 local sys = require("kopt.sys")
 local space_mod = require("kopt.space")
@@ -53,7 +55,12 @@ moves.propose = function(...)
   return out
 end
 local S = strategy_mod.load("mcgs")
-local ctx = { space = space, rng = rng_mod.new(1), options = strategy_mod.options(S, {}), budget = math.huge,
+local opts, profile = {}, false
+for i = 2, #arg do
+  local k, v = arg[i]:match("^([%w_]+)=(.*)$")
+  if k then opts[#opts + 1] = { k, v } elseif arg[i] == "profile" then profile = true end
+end
+local ctx = { space = space, rng = rng_mod.new(1), options = strategy_mod.options(S, opts), budget = math.huge,
               evaluations = 0, run_dir = nil }
 function ctx:log() end
 function ctx:key(c) return space:key(c) end
@@ -89,7 +96,17 @@ print(string.format("mcgs at %d-%d nodes: %.3f ms per iteration (ask + tell, mea
                     .. " move generator and %.3f ms in MCGS itself (selection, graph updates, backup, rollout choice)",
                     nodes, nodes2, (t4 - t3) * 1e3 / m, m, t_gen * 1e3 / m, (t4 - t3 - t_gen) * 1e3 / m))
 
-if arg[2] == "profile" then
+local model = ctx.mcgs.model
+if model then
+  print(string.format("value model over the whole run (%d measured states): %d fits, %.2f ms each (%.3f ms per"
+                      .. " iteration); %d predictions, %.1f us each (%.3f ms per iteration); %d weak moves pruned",
+                      #model.X, model.fits, model.fit_s * 1e3 / math.max(1, model.fits),
+                      model.fit_s * 1e3 / (it + m), model.predicts,
+                      model.predict_s * 1e6 / math.max(1, model.predicts), model.predict_s * 1e3 / (it + m),
+                      model.pruned))
+end
+
+if profile then
   local names = {}
   local lineno = 0
   for line in io.lines("strategies/mcgs.lua") do

@@ -1,0 +1,77 @@
+-- MCGS's value model (--opt model=true) and the forest it shares with the
+-- surrogate strategy (kopt.classic):
+--  1. the forest and expected improvement on hand-made data: a tree learns a
+--     step, the spread of the trees is zero where every bootstrap agrees, EI
+--     of a certain outcome is the plain gain;
+--  2. a model run on the 300-config matmul space is deterministic given the
+--     seed (two runs, same evaluations), differs from the run without the
+--     model, and measures model-chosen samples (origin method "model");
+--  3. with the model, a space smaller than the budget is still exhausted
+--     cleanly (every config once, "strategy finished");
+--  4. the failure classifier (a forest on the failure indicator) learns a
+--     failing corner of a hand-made space.
+local T = require("testlib")
+local classic = require("kopt.classic")
+local rng_mod = require("kopt.rng")
+
+-- 1. forest and EI
+local knobs = { { name = "A", values = { 1, 2, 3, 4 } }, { name = "B", values = { 1, 2 } } }
+local X, y = {}, {}
+for a = 1, 4 do
+  for b = 1, 2 do
+    for _ = 1, 3 do
+      X[#X + 1] = { a, b }
+      y[#y + 1] = a <= 2 and 1.0 or 3.0 -- a step in knob A, B irrelevant
+    end
+  end
+end
+local forest = classic.forest(rng_mod.new(3), X, y, { trees = 8, features = 1, min_leaf = 2, max_depth = 6,
+                                                      free = { 1, 2 }, knobs = knobs })
+local mu_lo, sd_lo = classic.predict(forest, { 1, 2 })
+local mu_hi = classic.predict(forest, { 4, 1 })
+T.check(math.abs(mu_lo - 1) < 1e-9 and sd_lo < 1e-9, "low side of the step: %s +- %s", mu_lo, sd_lo)
+T.check(math.abs(mu_hi - 3) < 1e-9, "high side of the step: %s", mu_hi)
+T.eq(classic.expected_improvement(2, 1.5, 0), 0.5, "EI of a certain gain")
+T.eq(classic.expected_improvement(1, 1.5, 0), 0, "EI of a certain loss")
+local ei = classic.expected_improvement(1, 1, 0.5)
+T.check(math.abs(ei - 0.5 / math.sqrt(2 * math.pi)) < 1e-6, "EI at the target is sd * phi(0): %s", ei)
+
+-- 2. determinism and effect
+local tmp = T.tmpdir("mcgs_model")
+local mm = "tests/data/matmul_f16_h200.t4.json"
+local function run(dir, opts, budget, space)
+  local code, out, err = T.run(string.format("mcgs --backend replay:%s --budget %d --seed 4 -q %s --out %s/%s",
+                                             space or mm, budget, opts, tmp, dir))
+  T.eq(code, 0, dir .. " exit code (" .. err .. ")")
+  return (T.events(tmp .. "/" .. dir)), out
+end
+local a = run("a", "--opt model=true", 80)
+local b = run("b", "--opt model=true", 80)
+local c = run("c", "--opt model=false", 80)
+T.eq(#a, 80, "model run: evaluations")
+local same, differ, model_samples = true, false, 0
+for i = 1, #a do
+  if a[i].key ~= (b[i] and b[i].key) then same = false end
+  if a[i].key ~= (c[i] and c[i].key) then differ = true end
+  if a[i].origin and a[i].origin.method == "model" then model_samples = model_samples + 1 end
+end
+T.check(same, "two model runs with one seed measure the same configs in the same order")
+T.check(differ, "the model changes what is measured")
+T.check(model_samples > 0, "model-chosen samples were measured (%d)", model_samples)
+
+-- 3. a 15-config space with the model
+local d, out = run("tiny", "--opt model=true", 100, "tests/data/vector_add_A4000.json")
+T.eq(#d, 15, "tiny space with the model: every config once")
+T.check(out:find("stopped: strategy finished", 1, true) ~= nil, "tiny space should finish: %s", out)
+
+-- 4. the failure classifier is the same forest on a 0/1 target: trained on
+-- a space where knob A = 4 fails, it gives the failing corner a high chance
+-- of failure and the rest a low one
+local fy = {}
+for i, x in ipairs(X) do fy[i] = x[1] == 4 and 1 or 0 end
+local cls = classic.forest(rng_mod.new(5), X, fy, { trees = 6, features = 1, min_leaf = 2, max_depth = 6,
+                                                    free = { 1, 2 }, knobs = knobs })
+local p_bad, p_good = classic.predict(cls, { 4, 2 }), classic.predict(cls, { 2, 1 })
+T.check(p_bad > 0.8 and p_good < 0.2, "failure chance: failing corner %s, elsewhere %s", p_bad, p_good)
+
+return T.done()
