@@ -85,7 +85,7 @@ end
 do
   local evals, log = run("nested")
   local secs = tonumber(log:match("iteration 1: .- in ([%d.]+) s;"))
-  T.check(secs and secs < 2, "nested: the iteration took %s s", tostring(secs))
+  T.check(secs and secs < 5, "nested: the iteration took %s s", tostring(secs))
   T.check(log:find("no JSON object found", 1, true), "nested: no reason logged:\n%s", log)
   T.check(#evals >= 2, "nested: the heuristics did not take over")
 end
@@ -94,7 +94,7 @@ end
 do
   local evals, log, err = run("stall", "--opt llm_timeout=1 --opt llm_deadline=2", "KOPT_LLM_RETRIES=5")
   local secs = tonumber(log:match("iteration 1: .- in ([%d.]+) s;"))
-  T.check(secs and secs < 6, "stall: the iteration took %s s (deadline 2 s)", tostring(secs))
+  T.check(secs and secs < 8, "stall: the iteration took %s s (deadline 2 s)", tostring(secs))
   T.check(log:find("transport", 1, true), "stall: no transport failure logged:\n%s", log)
   T.check(err:find("asking 3 LLM experts", 1, true), "stall: the wait is not shown: %s", err)
   T.check(#evals >= 2, "stall: the heuristics did not take over")
