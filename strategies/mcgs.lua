@@ -669,8 +669,11 @@ local function save_snapshot(ctx, st)
   if not ok then ctx:log("graph snapshot failed: %s", err) return end
   local nodes, edges = st.g:size()
   -- checked and atomic like every summary file: a failed write stops the run
+  local m = st.model
+  local model = m and { fits = m.fits, fit_ms = m.fit_s * 1e3, predictions = m.predicts,
+                        predict_ms = m.predict_s * 1e3, pruned = m.pruned } or nil
   json.write_file(ctx.run_dir .. "/graph.json", json.encode({ nodes = nodes, edges = edges, digest = st.g:digest(),
-    evaluations = ctx.evaluations, baseline_ms = st.baseline, restarts = st.restarts }) .. "\n", true)
+    evaluations = ctx.evaluations, baseline_ms = st.baseline, restarts = st.restarts, model = model }) .. "\n", true)
 end
 
 function S.tell(ctx, results)
