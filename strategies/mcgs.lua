@@ -34,6 +34,17 @@
 -- force a restart, from a perturbation of the best state (`p_perturb`) or a
 -- sample. Batches use virtual loss so ask(ctx, n) returns n distinct states.
 --
+-- The value model (`model`, on by default): a random forest of log(time)
+-- over the successful states and a forest on the failure indicator (the
+-- surrogate strategy's trees, kopt.classic), refitted as data grows. A
+-- rollout step measures the child it expects fastest (optimistically:
+-- mu - model_kappa * spread, weighted by the chance of success), and after
+-- the initial samples a fresh sample is the best of `model_pool` random
+-- configurations by expected improvement. With `model_prior` it also
+-- weighs the priors of new moves, exp(predicted gain / model_tau), and
+-- pushes moves predicted to gain less than `min_pred_gain` to the back
+-- (`prune_factor`); the leave-one-space-out benchmark left that off.
+--
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to
 -- <run dir>/graph.kgr (kopt.graph format) and summarised in graph.json; every
@@ -85,18 +96,18 @@ local S = {
     priors = { default = "", help = "method statistics from `kopt regraph` (JSON) to weight move priors" },
     start = { default = "default", choices = { "default", "random" },
               help = "start state: the spec's default config (when it has one) or a random sample" },
-    model = { default = false, help = "learned value model (off by default: it did not pay on the benchmark, docs/SEARCH.md): a random forest of log(time) (kopt.classic) orders and prunes new moves and picks the fresh samples" },
+    model = { default = true, help = "learned value model: a random forest of log(time) (kopt.classic) and a failure classifier guide rollouts and pick the fresh samples (docs/SEARCH.md)" },
     model_trees = { default = 12, help = "model: trees in the forest" },
     model_min = { default = 8, help = "model: successful measurements before the first fit" },
     model_refit = { default = 0.1, help = "model: refit once the measured set grew by this fraction" },
     model_rollout = { default = true, help = "model: a rollout step measures the child the model expects fastest (instead of the highest prior)" },
-    model_prior = { default = true, help = "model: new moves' priors are weighted by the model (model_tau, min_pred_gain) and the failure classifier" },
+    model_prior = { default = false, help = "model: new moves' priors are weighted by the model (model_tau, min_pred_gain, prune_factor) and the failure classifier (off: it cost more on one space than it gained on another, docs/SEARCH.md)" },
     model_tau = { default = 1.0, help = "model: a move's prior is multiplied by exp(predicted log-gain / model_tau)" },
     model_kappa = { default = 0.5, help = "model: optimism, the predicted log-time is mu - model_kappa * spread of the trees" },
     model_pool = { default = 64, help = "model: a fresh sample is the best by expected improvement of this many random configs" },
     min_pred_gain = { default = 0.02, help = "weak-move pruning: a move predicted to gain less than this fraction over its parent keeps only prune_factor of its prior (so it waits behind better ones)" },
     prune_factor = { default = 0.05, help = "weak-move pruning: prior factor of a weak move (1 = no pruning)" },
-    fail_model = { default = true, help = "model: a classifier (forest on failed / ok) scales a move's prior by its chance of success" },
+    fail_model = { default = true, help = "model: a classifier (forest on failed / ok) weighs the model's choices by their chance of success" },
     max_depth = { default = 500, help = "longest selection path" },
     snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },
   },

@@ -3,7 +3,7 @@
 --  1. the forest and expected improvement on hand-made data: a tree learns a
 --     step, the spread of the trees is zero where every bootstrap agrees, EI
 --     of a certain outcome is the plain gain;
---  2. a model run on the 300-config matmul space is deterministic given the
+--  2. a model run (150 evaluations) on the 300-config matmul space is deterministic given the
 --     seed (two runs, same evaluations), differs from the run without the
 --     model, and measures model-chosen samples (origin method "model");
 --  3. with the model, a space smaller than the budget is still exhausted
@@ -45,10 +45,10 @@ local function run(dir, opts, budget, space)
   T.eq(code, 0, dir .. " exit code (" .. err .. ")")
   return (T.events(tmp .. "/" .. dir)), out
 end
-local a = run("a", "--opt model=true", 80)
-local b = run("b", "--opt model=true", 80)
-local c = run("c", "--opt model=false", 80)
-T.eq(#a, 80, "model run: evaluations")
+local a = run("a", "--opt model=true", 150)
+local b = run("b", "--opt model=true", 150)
+local c = run("c", "--opt model=false", 150)
+T.eq(#a, 150, "model run: evaluations")
 local same, differ, model_samples = true, false, 0
 for i = 1, #a do
   if a[i].key ~= (b[i] and b[i].key) then same = false end
