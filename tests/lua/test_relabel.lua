@@ -1,0 +1,109 @@
+-- kopt.relabel: free-form method labels onto the canonical set O.
+-- The corpus tests/data/method_labels.json (113 labels as models write them,
+-- each with the method a reader would give it) maps with the offline
+-- fallback at >= 90 % (it maps all of them today; the floor leaves room for
+-- synonym-table changes that trade one label for another, not for a
+-- regression of the matcher). Then: a label that matches nothing becomes a
+-- new method of O; mapping is idempotent and deterministic; O persists in
+-- its file, and a second run (another process) sees the first one's new
+-- methods; KOPT_METHODS=off writes nothing; the LLM path validates its
+-- answer and falls back offline on a bad one.
+local T = require("testlib")
+local cjson = require("cjson")
+local R = require("kopt.relabel")
+
+local corpus = cjson.decode(T.slurp("tests/data/method_labels.json")).labels
+T.check(#corpus >= 50, "corpus of %d labels", #corpus)
+local O = R.new({ path = false })
+local seed_names = {}
+for _, n in ipairs(O:names()) do seed_names[n] = true end
+local hit, misses = 0, {}
+for _, e in ipairs(corpus) do
+  T.check(seed_names[e[2]], "corpus expects %s, not a seed method", e[2])
+  local m = O:canonical(e[1])
+  if m == e[2] then hit = hit + 1 else misses[#misses + 1] = string.format("%q -> %s (want %s)", e[1], m, e[2]) end
+end
+local acc = hit / #corpus
+io.stdout:write(string.format("relabel accuracy (offline): %d/%d = %.1f %%\n", hit, #corpus, 100 * acc))
+for _, m in ipairs(misses) do io.stdout:write("  miss: " .. m .. "\n") end
+T.check(acc >= 0.90, "offline relabel accuracy %.3f below 0.90", acc)
+
+-- the two old vocabularies are one: rule names are aliases of expert names
+T.eq(O:canonical("tile_k_up"), "tile_up", "rule name")
+T.eq(O:canonical("tile_up"), "tile_up", "expert name")
+T.eq(O:canonical("block_size_x_down"), "fewer_threads", "rule name with axis")
+T.eq(O:canonical("toggle_async"), "async_copy", "toggle of async")
+T.eq(O:canonical("nb_up"), "step_up", "rule move on an unknown knob")
+T.eq(O:canonical(""), "other", "empty label")
+T.eq(O:canonical(nil), "other", "no label")
+
+-- a new method, idempotent, deterministic
+local label = "Hilbert-curve rasterization of thread blocks"
+local n0 = #O:names()
+local m1, how1 = O:canonical(label)
+T.eq(how1, "new", "unmatched label is new")
+T.eq(#O:names(), n0 + 1, "O grew by one")
+local m2, how2 = O:canonical(label)
+T.eq(m2, m1, "idempotent")
+T.eq(how2, "exact", "second time is an exact match")
+T.eq(#O:names(), n0 + 1, "O did not grow again")
+T.eq(R.new({ path = false }):canonical(label), m1, "deterministic across sets")
+T.eq(O:canonical("hilbert curve rasterization"), m1, "a variant maps onto the new method")
+
+-- persistence: a second process sees the first one's new methods
+local tmp = T.tmpdir("relabel")
+local file = tmp .. "/cache/methods.json"
+local script = tmp .. "/map.lua"
+T.write(script, [[
+local R = require("kopt.relabel")
+local O = R.new()
+for _, l in ipairs(arg) do
+  local m, how = O:canonical(l)
+  io.stdout:write(m, " ", how, "\n")
+end
+]])
+local code, out = T.run("script " .. script .. " 'Hilbert-curve rasterization of thread blocks'",
+                        "KOPT_METHODS=" .. file)
+T.eq(code, 0, "first run")
+T.check(out:find("new", 1, true), "first run adds the method: %s", out)
+local saved = cjson.decode(T.slurp(file))
+T.eq(saved.version, 1, "file version")
+T.eq(saved.methods[1].name, m1, "file holds the new method")
+code, out = T.run("script " .. script .. " 'hilbert curve rasterization' 'Increase BLOCK_K to 64'",
+                  "KOPT_METHODS=" .. file)
+T.eq(code, 0, "second run")
+T.check(out:find(m1 .. " exact", 1, true) or out:find(m1 .. " overlap", 1, true),
+        "second run sees the first run's method: %s", out)
+T.check(out:find("tile_up", 1, true), "seed still maps: %s", out)
+-- opt-out
+local off = tmp .. "/off.json"
+code = T.run("script " .. script .. " 'some brand new trick'", "KOPT_METHODS=off XDG_CACHE_HOME=" .. tmp .. "/xdg")
+T.eq(code, 0, "run with KOPT_METHODS=off")
+T.check(not T.exists(off) and not T.exists(tmp .. "/xdg/kopt/methods.json"), "KOPT_METHODS=off wrote a file")
+T.eq(R.path(function(k) return ({ XDG_CACHE_HOME = "/x" })[k] end), "/x/kopt/methods.json", "xdg path")
+T.eq(R.path(function(k) return ({ HOME = "/h" })[k] end), "/h/.cache/kopt/methods.json", "home path")
+
+-- the LLM path: a valid answer is used, a bad one falls back offline
+local function client(value)
+  return { chat_many = function(_, reqs)
+    T.eq(reqs[1].tag, "relabel", "request tag")
+    return { { ok = true, value = value } }
+  end }
+end
+local P = R.new({ path = false })
+local map, detail, why = P:map({ "software prefetch into L2", "tile_k_up" },
+  client({ mapping = { { label = "software prefetch into L2", method = "l2_prefetch", new = true } } }))
+T.eq(why, nil, "llm answer used")
+T.eq(map["software prefetch into L2"], "l2_prefetch", "llm new method")
+T.eq(map["tile_k_up"], "tile_up", "rule name offline beside the llm")
+T.eq(detail[1].how, "llm_new", "detail says llm")
+T.check(P.by_name.l2_prefetch, "llm method added to O")
+map, _, why = P:map({ "Increase BLOCK_K to 64" },
+  client({ mapping = { { label = "something else", method = "tile_up", new = false } } }))
+T.check(why ~= nil, "bad llm answer rejected")
+T.eq(map["Increase BLOCK_K to 64"], "tile_up", "fallback offline")
+map, _, why = P:map({ "Increase BLOCK_K to 64" },
+  client({ mapping = { { label = "Increase BLOCK_K to 64", method = "Not A Name!", new = true } } }))
+T.check(why ~= nil, "bad method name rejected")
+T.eq(map["Increase BLOCK_K to 64"], "tile_up", "fallback offline on a bad name")
+T.done()
