@@ -98,12 +98,14 @@ T.eq(map["software prefetch into L2"], "l2_prefetch", "llm new method")
 T.eq(map["tile_k_up"], "tile_up", "rule name offline beside the llm")
 T.eq(detail[1].how, "llm_new", "detail says llm")
 T.check(P.by_name.l2_prefetch, "llm method added to O")
-map, _, why = P:map({ "Increase BLOCK_K to 64" },
+map, detail, why = P:map({ "Increase BLOCK_K to 64" },
   client({ mapping = { { label = "something else", method = "tile_up", new = false } } }))
 T.check(why ~= nil, "bad llm answer rejected")
 T.eq(map["Increase BLOCK_K to 64"], "tile_up", "fallback offline")
-map, _, why = P:map({ "Increase BLOCK_K to 64" },
+T.eq(detail[1].how, "exact", "fallback detail")
+map, detail, why = P:map({ "Increase BLOCK_K to 64" },
   client({ mapping = { { label = "Increase BLOCK_K to 64", method = "Not A Name!", new = true } } }))
 T.check(why ~= nil, "bad method name rejected")
 T.eq(map["Increase BLOCK_K to 64"], "tile_up", "fallback offline on a bad name")
+T.check(detail[1].how ~= "llm", "fallback detail on a bad name")
 T.done()
