@@ -10,6 +10,7 @@
 -- A new best must beat the old by more than the measurement noise and at
 -- least min_gain. The search stops after `iterations` iterations, or when
 -- `patience` iterations in a row bring no new best.
+local experience = require("kopt.experience")
 local X = require("kopt.experts")
 local llm = require("kopt.llm")
 local patch_mod = require("kopt.patch")
@@ -95,6 +96,7 @@ function S.init(ctx)
     stats = {},         -- expert -> {proposed=, valid=, measured=, improved=}
     repairs = {},       -- pending repairs: {chain=, feedback=, failed_source=}
     expert_by_name = {},
+    method_of = {},     -- state key -> the method that produced it (transitions)
   }
   for _, e in ipairs(st.experts) do st.expert_by_name[e.name] = e end
   for _, e in ipairs(st.experts) do st.stats[e.name] = { proposed = 0, valid = 0, measured = 0, improved = 0 } end
@@ -109,6 +111,9 @@ function S.init(ctx)
   for i, e in ipairs(st.experts) do names[i] = e.name end
   ctx:log("experts %s via %s; edits %s", table.concat(names, ","),
           client and ("LLM " .. client:describe()) or ("heuristics (" .. why .. ")"), st.edits and "on" or "off")
+  -- every evaluation is a transition from the method that made its base
+  -- state to its own (kopt.experience; `kopt regraph` reads them)
+  st.exp = experience.open(ctx, S.name)
   ctx.experts_state = st
 end
 
@@ -182,7 +187,9 @@ local function candidate_of(ctx, st, mv, iter, base)
   if st.asked[key] then return nil, "already proposed" end
   if not cand_patch and ctx:lookup(config) then return nil, "already measured" end
   return { config = config, patch = cand_patch, source = cand_patch and source or nil,
-           origin = { expert = mv.expert, method = mv.method, iteration = iter, reason = mv.reason } }, nil, key, source
+           origin = { expert = mv.expert, method = mv.method, label = mv.label, iteration = iter, reason = mv.reason },
+           _from = base.key and st.method_of[base.key] or "start", _base_ms = base.result and base.result.time_ms },
+    nil, key, source
 end
 
 ---------------------------------------------------------------------------
@@ -457,6 +464,7 @@ local function start_iteration(ctx, st)
       st.asked[key] = true
       st.queue[#st.queue + 1] = { config = c, patch = st.best.patch, source = st.best.patch and st.best.source or nil,
                                   _source = st.best.source, _key = key,
+                                  _from = st.method_of[st.best.key] or "start", _base_ms = st.best.result.time_ms,
                                   origin = { expert = "explore", method = method, iteration = st.iter } }
       got = got + 1
     end
@@ -558,6 +566,11 @@ function S.tell(ctx, results)
     st.outstanding = st.outstanding - 1
     if cand then
       st.history[#st.history + 1] = { config = cand.config, key = r.key, result = r, origin = cand.origin }
+      local origin = cand.origin or {}
+      local speedup = r.status == "ok" and cand._base_ms and r.time_ms and r.time_ms > 0 and cand._base_ms / r.time_ms
+      st.exp:add({ from = cand._from or "start", to = origin.method or "other", label = origin.label,
+                   status = r.status, speedup = speedup or nil, n = #st.history }, r)
+      if r.key then st.method_of[r.key] = origin.method end
       local stats = cand.origin and st.stats[cand.origin.expert]
       if stats then stats.measured = stats.measured + 1 end
       local ch = cand._chain

@@ -8,10 +8,18 @@
 --
 -- A transition line:
 --   {"kernel": "...", "from": "tile_m_up", "to": "warps_down", "status": "ok",
---    "speedup": 1.07, "reward": 0.31, "strategy": "mcgs", "n": 42}
+--    "speedup": 1.07, "reward": 0.31, "strategy": "mcgs", "n": 42,
+--    "from_method": "tile_up", "to_method": "fewer_warps", "ok": true,
+--    "source_hash": "<16 hex>", "device": "NVIDIA H200"}
 -- speedup = parent time / child time (absent when either failed).
+-- from/to are the labels as the strategy wrote them; from_method/to_method
+-- their canonical methods (kopt.relabel's O), the names statistics count.
+-- The kernel is keyed by the spec's name and the hash of its source, never by
+-- the run folder's name (lines written before had only "kernel", sometimes
+-- the folder's name: `kopt regraph` reads both).
 local errors = require("kopt.errors")
 local json = require("kopt.json")
+local relabel = require("kopt.relabel")
 local sys = require("kopt.sys")
 
 local M = {}
@@ -38,7 +46,11 @@ function M.open(ctx, strategy)
     paths[#paths + 1] = user
   end
   self.paths = paths
-  self.kernel = (ctx.spec and ctx.spec.name) or (ctx.run_dir and ctx.run_dir:match("([^/]+)/*$")) or "?"
+  local spec = ctx.spec
+  local src = spec and spec.kernel and spec.kernel.source
+  self.kernel = (spec and spec.name) or "?"
+  self.source_hash = type(src) == "string" and sys.sha256(src):sub(1, 16) or nil
+  self.device = spec and type(spec.device) == "table" and spec.device.name or nil
   return self
 end
 
@@ -48,7 +60,12 @@ function Log:add(t, result)
   if result and result.cached then return end
   if #self.paths == 0 then return end
   t.kernel = t.kernel or self.kernel
+  t.source_hash = t.source_hash or self.source_hash
+  t.device = t.device or self.device
   t.strategy = t.strategy or self.strategy
+  t.ok = t.status == "ok"
+  t.from_method = t.from_method or relabel.canonical(t.from)
+  t.to_method = t.to_method or relabel.canonical(t.to)
   local line = json.encode(t) .. "\n"
   for i, p in ipairs(self.paths) do
     local f = self.files[p]
@@ -78,7 +95,8 @@ end
 --   { version = 1, methods = { [to] = {count=, ok=, success=, mean_reward=, mean_log_speedup=} },
 --     transitions = { [from] = { [to] = {...same fields...} } } }
 -- load_priors(path) -> a function(from_method, to_method) -> multiplier (>0),
--- or nil + message. Statistics with few samples are shrunk towards 1.
+-- or nil + message. Statistics with few samples are shrunk towards 1. A
+-- label the file has no statistics for gets those of its canonical method.
 function M.load_priors(path, opts)
   opts = opts or {}
   local stats, err = json.read_file(path)
@@ -98,7 +116,14 @@ function M.load_priors(path, opts)
     local tr = stats.transitions and from and stats.transitions[from]
     local m = tr and mult(tr[to])
     if m then return m end
-    return mult(stats.methods[to]) or 1
+    m = mult(stats.methods[to])
+    if m then return m end
+    -- a label this file never saw: its canonical method's statistics
+    local c = stats.canonical
+    if type(c) ~= "table" or type(c.methods) ~= "table" then return 1 end
+    local cto = relabel.canonical(to)
+    local ctr = type(c.transitions) == "table" and from and c.transitions[relabel.canonical(from)]
+    return (ctr and mult(ctr[cto])) or mult(c.methods[cto]) or 1
   end
 end
 

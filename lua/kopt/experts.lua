@@ -16,13 +16,16 @@
 local errors = require("kopt.errors")
 local json = require("kopt.json")
 local patch_mod = require("kopt.patch")
+local relabel = require("kopt.relabel")
 local rules = require("kopt.moves.rules")
 local symptoms = require("kopt.symptoms")
 
 local M = {}
 
--- The method vocabulary: config moves, then code edits. Proposals name one;
--- anything else is recorded as "other".
+-- The method vocabulary: config moves, then code edits. Proposals may name
+-- their method freely; kopt.relabel maps the label onto the canonical set O
+-- (these names, the rule moves' names as aliases, and the methods earlier
+-- runs added). The move keeps the label as written in `label`.
 M.CONFIG_METHODS = {
   "tile_up", "tile_down", "more_threads", "fewer_threads", "more_warps", "fewer_warps",
   "deeper_pipeline", "shallower_pipeline", "wider_vectors", "narrower_vectors", "more_unroll",
@@ -260,7 +263,7 @@ function M.user_prompt(view, focus, edit_format)
   add("Your focus: %s", focus or "")
   add("")
   add("Proposals wanted: %d", view.n)
-  add("Propose up to %d new configurations that are not in the measurements above. For each: \"method\", one of %s; " ..
+  add("Propose up to %d new configurations that are not in the measurements above. For each: \"method\", a short name for it (such as %s); " ..
       "\"changes\", an object with the knobs you change and their new values (knobs left out or null keep " ..
       "their current value); \"reason\", one sentence; \"patch\", %s.", view.n, table.concat(M.METHODS, ", "),
       view.edits and ("null, or " .. (M.EDIT_FORMATS[edit_format or view.edit_format or "diff"] or M.EDIT_FORMATS.diff) ..
@@ -317,7 +320,7 @@ function M.schema(view)
   -- own by M.parse (missing knobs keep their value, unknown keys are noted).
   local _ = loose_props
   return { name = "kopt_proposals",
-           schema = doc(knob_props, { type = "string", enum = M.METHODS }),
+           schema = doc(knob_props, { type = "string" }),
            local_schema = { type = { "object", "array" } } }
 end
 
@@ -429,10 +432,11 @@ function M.parse(value, view, expert_name)
     if why then
       rejected[#rejected + 1] = { index = i, why = why }
     else
-      local method = type(p.method) == "string" and is_method[p.method] and p.method or "other"
+      local label = type(p.method) == "string" and p.method:sub(1, 200) or nil
+      local method = label and (is_method[label] and label or relabel.canonical(label)) or "other"
       local reason = str(p.reason) or str(p.rationale) or str(p.explanation)
       moves[#moves + 1] = { changes = changes, edit = edit, patch = edit and edit.text or nil, method = method,
-                            expert = expert_name, reason = reason and reason:sub(1, 300) or nil, prior = 1 / i }
+                            label = label ~= method and label or nil, expert = expert_name, reason = reason and reason:sub(1, 300) or nil, prior = 1 / i }
     end
   end
   return moves, rejected, notes

@@ -69,11 +69,17 @@ M.SEED = {
   { "more_splits", { "split up", "split_up" } },
   { "fewer_splits", { "split down", "split_down" } },
   { "switch_choice", { "layout", "next choice", "previous choice" } },
-  { "set_value", { "set value", "jump" } },
+  { "set_value", { "set value", "jump", "neighbour", "neighbor" } },
   { "step_up", { "step up" } },
   { "step_down", { "step down" } },
-  { "other", {} },
+  -- what strategies call their samples (experts' init, explore, restarts)
+  { "sample", { "random sample", "initial sample", "explore", "init", "restart", "random" } },
+  { "other", { "move" } },
 }
+
+-- Where a search starts (the parent of its first moves): kept as they are,
+-- never methods of O.
+M.ROOTS = { start = true, root = true, ["?"] = true }
 
 -- Rule-move families -> canonical method per direction (kopt.moves.rules).
 local RULE_FAMILY = {
@@ -275,6 +281,7 @@ end
 -- "overlap", "new", "empty") and the score of an overlap match.
 function Set:canonical(label)
   if type(label) ~= "string" or not label:match("%S") then return "other", "empty" end
+  if M.ROOTS[label] then return label, "root" end
   if self.by_name[label] then return label, "exact" end
   local rm = M.rule_method(label)
   if rm then return rm, "rule" end

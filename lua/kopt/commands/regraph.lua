@@ -7,12 +7,18 @@
 -- Output (JSON):
 --   { "version": 1, "sources": [...], "transitions_read": N,
 --     "methods":     { TO: STATS },             -- every move method, whatever came before
---     "transitions": { FROM: { TO: STATS } } }  -- method after method
+--     "transitions": { FROM: { TO: STATS } },   -- method after method
+--     "canonical": { "methods": {...}, "transitions": {...} } }
+-- "methods"/"transitions" count the labels as recorded; "canonical" counts
+-- the same lines by canonical method (kopt.relabel): a record's
+-- from_method/to_method, or for lines written before those existed, its
+-- from/to mapped now. Kernels are counted by name and source hash.
 -- STATS = { count, ok, success (ok / count), mean_reward,
 --           mean_log_speedup (over ok transitions with a speedup), improved
 --           (fraction of ok transitions with speedup > 1), kernels }
 local errors = require("kopt.errors")
 local json = require("kopt.json")
+local relabel = require("kopt.relabel")
 local sys = require("kopt.sys")
 
 local M = { summary = "aggregate search transitions of runs into method statistics (MCGS priors)" }
@@ -35,7 +41,7 @@ local function add(s, t)
     s.ls_n = s.ls_n + 1
     if t.speedup > 1 then s.up = s.up + 1 end
   end
-  if t.kernel then s.kernels[t.kernel] = true end
+  if t.kernel then s.kernels[t.kernel .. "#" .. tostring(t.source_hash or "")] = true end
 end
 
 local function finish(s)
@@ -49,7 +55,15 @@ local function finish(s)
 end
 
 -- Reads one source; returns the number of transitions, or raises a usage error.
-local function read_source(path, methods, trans)
+local function tally(methods, trans, from, to, t)
+  methods[to] = methods[to] or new_stats()
+  add(methods[to], t)
+  trans[from] = trans[from] or {}
+  trans[from][to] = trans[from][to] or new_stats()
+  add(trans[from][to], t)
+end
+
+local function read_source(path, methods, trans, canon)
   local kind = sys.stat(path)
   if kind == "dir" then path = path .. "/transitions.jsonl" end
   local f = io.open(path, "r")
@@ -64,11 +78,10 @@ local function read_source(path, methods, trans)
       -- a run killed mid-write may end with a partial line: skip it
       if type(t) == "table" and type(t.to) == "string" then
         local from = type(t.from) == "string" and t.from or "?"
-        methods[t.to] = methods[t.to] or new_stats()
-        add(methods[t.to], t)
-        trans[from] = trans[from] or {}
-        trans[from][t.to] = trans[from][t.to] or new_stats()
-        add(trans[from][t.to], t)
+        tally(methods, trans, from, t.to, t)
+        local cfrom = type(t.from_method) == "string" and t.from_method or relabel.canonical(from)
+        local cto = type(t.to_method) == "string" and t.to_method or relabel.canonical(t.to)
+        tally(canon.methods, canon.transitions, cfrom, cto, t)
         n = n + 1
       end
     end
@@ -98,13 +111,20 @@ function M.main(argv)
   end
   if #sources == 0 then errors.usage("regraph: no runs given (usage: kopt regraph RUN... [-o FILE])") end
   local methods, trans, total = {}, {}, 0
-  for _, src in ipairs(sources) do total = total + read_source(src, methods, trans) end
-  local res = { version = 1, sources = sources, transitions_read = total, methods = {}, transitions = {} }
-  for m, s in pairs(methods) do res.methods[m] = finish(s) end
-  for from, row in pairs(trans) do
-    res.transitions[from] = {}
-    for to, s in pairs(row) do res.transitions[from][to] = finish(s) end
+  local canon = { methods = {}, transitions = {} }
+  for _, src in ipairs(sources) do total = total + read_source(src, methods, trans, canon) end
+  local function finished(ms, tr)
+    local out_m, out_t = {}, {}
+    for m, s in pairs(ms) do out_m[m] = finish(s) end
+    for from, row in pairs(tr) do
+      out_t[from] = {}
+      for to, s in pairs(row) do out_t[from][to] = finish(s) end
+    end
+    return out_m, out_t
   end
+  local res = { version = 1, sources = sources, transitions_read = total, canonical = {} }
+  res.methods, res.transitions = finished(methods, trans)
+  res.canonical.methods, res.canonical.transitions = finished(canon.methods, canon.transitions)
   local text = json.encode(res) .. "\n"
   if out then
     json.write_file(out, text, true)
