@@ -101,6 +101,7 @@ local S = {
     model_min = { default = 8, help = "model: successful measurements before the first fit" },
     model_refit = { default = 0.1, help = "model: refit once the measured set grew by this fraction" },
     model_rollout = { default = true, help = "model: a rollout step measures the child the model expects fastest (instead of the highest prior)" },
+    rollout_prior = { default = 0.0, help = "model: a rollout step's predicted log-time is charged rollout_prior * -log(prior of the move), so unlikely moves (set-any-value) need a larger predicted gain" },
     model_prior = { default = false, help = "model: new moves' priors are weighted by the model (model_tau, min_pred_gain, prune_factor) and the failure classifier (off: it cost more on one space than it gained on another, docs/SEARCH.md)" },
     model_tau = { default = 1.0, help = "model: a move's prior is multiplied by exp(predicted log-gain / model_tau)" },
     model_kappa = { default = 0.5, help = "model: optimism, the predicted log-time is mu - model_kappa * spread of the trees" },
@@ -660,9 +661,11 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
     local m = model_get(ctx, st)
     if m then
       local lbest
+      local w = o.rollout_prior
       for _, e in ipairs(g:eligible(anchor, BLOCK | MEASURED)) do
         local lt, p_ok = model_predict(ctx, m, st.cfg[(g:ends(e))])
         lt = lt - math.log(math.max(p_ok, 1e-3))
+        if w > 0 then lt = lt - w * math.log(math.max(g:edge(e).prior, 1e-9)) end
         if not lbest or lt < lbest then best, lbest = e, lt end
       end
     end
