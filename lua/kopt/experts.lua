@@ -10,7 +10,7 @@
 --
 -- A move is the move-generator shape of kopt.moves:
 --   { changes = {KNOB = value}, patch = <unified diff vs view.source>|nil,
---     method = "<from M.METHODS>", prior = p, reason = "...", expert = name }
+--     method = "<any label: kopt.relabel maps it>", prior = p, reason = "...", expert = name }
 -- The helpers below build the common prompt, the JSON schema, and parse the
 -- common answer, so an expert file only says what it believes.
 local errors = require("kopt.errors")
