@@ -50,6 +50,21 @@ T.eq(#O:names(), n0 + 1, "O did not grow again")
 T.eq(R.new({ path = false }):canonical(label), m1, "deterministic across sets")
 T.eq(O:canonical("hilbert curve rasterization"), m1, "a variant maps onto the new method")
 
+-- experts accept any label: the move carries the canonical method and the label
+local X = require("kopt.experts")
+local view = { knobs = { { name = "BLOCK_K", values = { 16, 32, 64 } } }, config = { BLOCK_K = 16 } }
+local mvs = X.parse({ proposals = {
+  { method = "Increase BLOCK_K to 64", changes = { BLOCK_K = 64 }, reason = "r" },
+  { method = "tile_up", changes = { BLOCK_K = 32 }, reason = "r" },
+  { changes = { BLOCK_K = 32 }, reason = "no method" },
+} }, view, "t")
+T.eq(#mvs, 3, "three moves")
+T.eq(mvs[1].method, "tile_up", "free label canonicalized")
+T.eq(mvs[1].label, "Increase BLOCK_K to 64", "label kept")
+T.eq(mvs[2].method, "tile_up", "canonical name kept")
+T.eq(mvs[2].label, nil, "no label when it is the method")
+T.eq(mvs[3].method, "other", "no method is other")
+
 -- persistence: a second process sees the first one's new methods
 local tmp = T.tmpdir("relabel")
 local file = tmp .. "/cache/methods.json"
