@@ -1,6 +1,7 @@
--- Experience across runs: every evaluated transition of a move-based search
--- (from the method that produced the parent state to the method of the move,
--- with the speedup it gave) is appended to <run_dir>/transitions.jsonl, and,
+-- Experience across runs: every evaluated transition of a search (mcgs, rules,
+-- experts) (from the method that produced the parent state to the method of
+-- the candidate, with the speedup it gave) is appended to
+-- <run_dir>/transitions.jsonl, and,
 -- when the environment variable KOPT_EXPERIENCE names a file, to that file
 -- too (a user-level dataset such as ~/.cache/kopt/experience.jsonl).
 -- `kopt regraph` aggregates such files into method-transition statistics;

@@ -1,5 +1,5 @@
 -- `kopt regraph RUNS... [-o FILE]`: aggregates the transitions recorded by
--- move-based strategies (mcgs, rules: <run dir>/transitions.jsonl, or any
+-- strategies (mcgs, rules, experts: <run dir>/transitions.jsonl, or any
 -- .jsonl dataset such as the one KOPT_EXPERIENCE names) into method-transition
 -- statistics, which MCGS and rules load as prior multipliers with
 -- `--opt priors=FILE`.
@@ -68,7 +68,7 @@ local function read_source(path, methods, trans, canon)
   if kind == "dir" then path = path .. "/transitions.jsonl" end
   local f = io.open(path, "r")
   if not f then
-    errors.usage("regraph: %s: no transitions (expected a run directory of mcgs or rules, or a .jsonl file)", path)
+    errors.usage("regraph: %s: no transitions (expected a run directory of mcgs, rules or experts, or a .jsonl file)", path)
   end
   local n, lineno = 0, 0
   for line in f:lines() do
