@@ -1157,11 +1157,11 @@ static int parse(struct parser *p)
 	if (p->in_func)
 		return fail(p, "truncated PTX: function '%s' is not closed (no '}' before the end)",
 			    p->fn.name);
-	if (depth != 0 || sn > 0)
-		return fail(p, "truncated PTX: the text ends inside a statement or a block");
 	if (p->out->n_functions == 0)
 		return fail(p, saw_version ? "the PTX has no .entry or .func with a body"
 					   : "not PTX: no .version directive and no .entry or .func");
+	if (depth != 0 || sn > 0)
+		return fail(p, "truncated PTX: the text ends inside a statement or a block");
 	return 0;
 }
 

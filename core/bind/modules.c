@@ -22,6 +22,7 @@ static const luaL_Reg c_modules[] = {
 	{"kopt.http", luaopen_kopt_http},
 	{"cjson", luaopen_cjson},
 	{"kopt.graph", luaopen_kopt_graph},
+	{"kopt.ptx", luaopen_kopt_ptx},
 	{NULL, NULL},
 };
 

@@ -1,6 +1,7 @@
 /* kopt.nvrtc: one NVRTC compile in this process, and NVRTC's version. The
  * compile pool (kopt.cpool) runs the same compile in worker processes. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -118,6 +119,29 @@ static int l_cache_key(lua_State *L)
 	return 1;
 }
 
+/* ptx(job) -> PTX text (compute_XX, -lineinfo), or nil, log when the
+ * source does not compile. A separate compile, made only when asked. */
+static int l_ptx(lua_State *L)
+{
+	struct kopt_nvrtc_job job;
+	kopt_lua_check_job(L, 1, &job);
+	char *ptx, *log, err[256];
+	if (kopt_nvrtc_ptx(&job, &ptx, &log, err, sizeof err) != 0)
+		return luaL_error(L, "nvrtc: %s", err);
+	/* copy both, free both, then push what the caller sees */
+	lua_pushstring(L, log);
+	if (ptx != NULL)
+		lua_pushstring(L, ptx);
+	free(ptx);
+	free(log);
+	if (ptx == NULL) {
+		lua_pushnil(L);
+		lua_insert(L, -2);
+		return 2;
+	}
+	return 1;
+}
+
 /* version() -> "13.0", 13, 0 */
 static int l_version(lua_State *L)
 {
@@ -144,7 +168,7 @@ static int l_parse_log(lua_State *L)
 
 static const luaL_Reg nvrtc_funcs[] = {
     {"compile", l_compile},	{"version", l_version}, {"parse_log", l_parse_log},
-    {"cache_key", l_cache_key}, {NULL, NULL},
+    {"cache_key", l_cache_key}, {"ptx", l_ptx},	{NULL, NULL},
 };
 
 int luaopen_kopt_nvrtc(lua_State *L)
