@@ -1,0 +1,62 @@
+-- `kopt ptx`: the region overview of shipped kernels compiled to PTX without
+-- a GPU, with the counts docs/PTX.md derives by hand (transpose at
+-- TILE=32 BLOCK_ROWS=8: four 4-byte loads, shared stores, shared loads and
+-- stores each and one barrier; matmul_f16 at its defaults: 64 mma.sync and
+-- 16 ldmatrix.x4 per pass of the main loop, 2 x 8 cp.async of 16 bytes
+-- before it, 64 stores after it), a .ptx file, the Lua module, and bad
+-- input (one sentence, exit 2).
+local T = require("testlib")
+local kptx = require("kopt.ptx")
+
+local root = T.source_dir
+local tmp = T.tmpdir("ptx")
+
+local code, out, err = T.run("ptx " .. root .. "/specs/transpose.json --save " .. tmp .. "/t.ptx")
+T.eq(code, 0, "transpose: exit code (" .. err .. ")")
+T.check(out:find("TILE=32 BLOCK_ROWS=8 PAD=1", 1, true), "transpose: the config:\n%s", out)
+T.check(out:find("#2 body", 1, true), "transpose: one stage, body:\n%s", out)
+T.check(out:find("ld.global 4 (16 B), st.global 4 (16 B), ld.shared 4 (16 B), st.shared 4 (16 B), barriers 1", 1, true),
+        "transpose: the hand count:\n%s", out)
+
+code, out, err = T.run("ptx " .. root .. "/specs/matmul_f16.json")
+T.eq(code, 0, "matmul: exit code (" .. err .. ")")
+T.check(out:find("#2 prologue", 1, true) and out:find("#5 epilogue", 1, true), "matmul: stages:\n%s", out)
+T.check(out:find("cp.async 16 (256 B)", 1, true), "matmul: prologue copies:\n%s", out)
+T.check(out:find("#4 loop (trip unknown)", 1, true), "matmul: the main loop:\n%s", out)
+T.check(out:find("ld.shared 16 (256 B), ldmatrix 16, cp.async 8 (128 B), mma 64, flops.tensor 8192, barriers 1", 1, true),
+        "matmul: the main loop's hand count:\n%s", out)
+T.check(out:find("st.global 64 (256 B)\n", 1, true), "matmul: epilogue stores:\n%s", out)
+
+-- a saved .ptx file reads back to the same overview; the module gives tables
+code, out = T.run("ptx " .. tmp .. "/t.ptx --function transpose")
+T.eq(code, 0, "saved PTX: exit code")
+T.check(out:find("ld.global 4 (16 B)", 1, true), "saved PTX:\n%s", out)
+local a = assert(kptx.parse(T.slurp(tmp .. "/t.ptx")))
+T.eq(#a.functions, 1, "module: functions")
+local r = a.regions[a.functions[1].regions[1]]
+T.eq(r.kind, "function", "module: first region")
+T.eq(r.total.st_shared, 4, "module: shared stores")
+T.check(r.src_lines and r.src_lines[1] >= 20, "module: source lines from .loc")
+local nf = 0
+for _ in ipairs(kptx.fields()) do nf = nf + 1 end
+T.check(nf >= 20, "module: fields() lists the work fields")
+local none, why = kptx.parse("not ptx at all")
+T.check(none == nil and why:find("not PTX", 1, true), "module: nil, err for text that is not PTX")
+
+-- bad input: one sentence, exit 2
+T.write(tmp .. "/bad.ptx", ".version 8.5\n.visible .entry k()\n{\n\tret;\n")
+code, _, err = T.run("ptx " .. tmp .. "/bad.ptx")
+T.eq(code, 2, "truncated file: exit code")
+T.check(T.one_sentence(err, "truncated file"):find("truncated PTX", 1, true), "truncated file: %s", err)
+code, _, err = T.run("ptx " .. tmp .. "/missing.ptx")
+T.eq(code, 2, "missing file: exit code")
+T.one_sentence(err, "missing file")
+code, _, err = T.run("ptx " .. root .. "/specs/transpose.json --config TILE=7")
+T.eq(code, 2, "bad config: exit code")
+T.one_sentence(err, "bad config")
+code, _, err = T.run("ptx")
+T.eq(code, 2, "no argument: exit code")
+T.one_sentence(err, "no argument")
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
