@@ -45,16 +45,16 @@ T.check(none == nil and why:find("not PTX", 1, true), "module: nil, err for text
 
 -- bad input: one sentence, exit 2
 T.write(tmp .. "/bad.ptx", ".version 8.5\n.visible .entry k()\n{\n\tret;\n")
-code, _, err = T.run("ptx " .. tmp .. "/bad.ptx")
+code, out, err = T.run("ptx " .. tmp .. "/bad.ptx")
 T.eq(code, 2, "truncated file: exit code")
 T.check(T.one_sentence(err, "truncated file"):find("truncated PTX", 1, true), "truncated file: %s", err)
-code, _, err = T.run("ptx " .. tmp .. "/missing.ptx")
+code, out, err = T.run("ptx " .. tmp .. "/missing.ptx")
 T.eq(code, 2, "missing file: exit code")
 T.one_sentence(err, "missing file")
-code, _, err = T.run("ptx " .. root .. "/specs/transpose.json --config TILE=7")
+code, out, err = T.run("ptx " .. root .. "/specs/transpose.json --config TILE=7")
 T.eq(code, 2, "bad config: exit code")
 T.one_sentence(err, "bad config")
-code, _, err = T.run("ptx")
+code, out, err = T.run("ptx")
 T.eq(code, 2, "no argument: exit code")
 T.one_sentence(err, "no argument")
 
