@@ -42,6 +42,9 @@ local S = {
     llm_replay = { default = "", help = "answer from a recorded llm_transcript.jsonl instead of the network" },
     llm_max_tokens = { default = 0, help = "stop asking the LLM once the run has used this many tokens (0: no limit)" },
     llm_deadline = { default = 600, help = "seconds one batch of LLM requests may take, retries included" },
+    relabel = { default = "offline", choices = { "offline", "llm" },
+                help = "how new method labels join the canonical set: offline matching, or one LLM call per " ..
+                       "iteration that sees the set (kopt.relabel; offline on any failure)" },
     edit_format = { default = "diff", choices = { "diff", "search_replace", "source" },
                     help = "the edit format the prompt asks for (any of the three is accepted); an expert's own " ..
                       "edit_format wins" },
@@ -419,7 +422,7 @@ local function start_iteration(ctx, st)
   st.schema = X.schema(view)
   local client = live_client(ctx, st)
   local answers, dt = ask_llm(ctx, st, "experts", client and #st.experts or 0, function(deadline)
-    return X.ask_all(st.experts, view, ctx.rng, client, { deadline_s = deadline })
+    return X.ask_all(st.experts, view, ctx.rng, client, { deadline_s = deadline, relabel = o.relabel })
   end)
   local got, summary = 0, {}
   local max_repairs = tonumber(o.repairs) or 0

@@ -547,7 +547,9 @@ end
 -- Asks every expert about one view: one parallel LLM batch when a client is
 -- given, the heuristics otherwise and for any expert whose reply failed.
 -- Returns { {expert=, moves=, source="llm"|"heuristic", err=, rejected=}, ... }.
--- opts.deadline_s: the LLM batch's overall deadline.
+-- opts.deadline_s: the LLM batch's overall deadline. opts.relabel = "llm":
+-- the replies' method labels O does not know yet go to the LLM in one more
+-- call (kopt.relabel), which teaches O before the proposals are parsed.
 function M.ask_all(experts, view, rng, client, opts)
   local out = {}
   if client then
@@ -557,6 +559,16 @@ function M.ask_all(experts, view, rng, client, opts)
       reqs[i] = { tag = e.name, messages = e.prompt(view), schema = schema, temperature = e.temperature }
     end
     local replies = client:chat_many(reqs, opts)
+    if opts and opts.relabel == "llm" then
+      local labels = {}
+      for _, r in ipairs(replies) do
+        local props = r.ok and proposals_of(r.value)
+        for _, p in ipairs(type(props) == "table" and props or {}) do
+          if type(p) == "table" and type(p.method) == "string" then labels[#labels + 1] = p.method:sub(1, 200) end
+        end
+      end
+      if #labels > 0 then relabel.shared():map(labels, client) end
+    end
     for i, e in ipairs(experts) do
       local r = replies[i]
       if r.ok then

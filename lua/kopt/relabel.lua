@@ -235,12 +235,30 @@ end
 
 function Set:insert(name, aliases, seed)
   if self.by_name[name] then return self.by_name[name] end
-  local m = { name = name, aliases = {}, seed = seed or nil }
-  for _, a in ipairs(aliases or {}) do m.aliases[#m.aliases + 1] = a end
+  local m = { name = name, aliases = {}, seed = seed or nil, learned = not seed and {} or nil }
+  for _, a in ipairs(aliases or {}) do
+    m.aliases[#m.aliases + 1] = a
+    if m.learned then m.learned[#m.learned + 1] = a end
+  end
   self.methods[#self.methods + 1] = m
   self.by_name[name] = m
   index_method(self, m)
   return m
+end
+
+-- Adds `alias` to the method `name` (learned, so it persists); true when new.
+function Set:add_alias(name, alias)
+  local m = self.by_name[name]
+  if not m or type(alias) ~= "string" then return false end
+  for _, a in ipairs(m.aliases) do if a == alias then return false end end
+  m.aliases[#m.aliases + 1] = alias
+  m.learned = m.learned or {}
+  m.learned[#m.learned + 1] = alias
+  index_method(self, m)
+  -- a taught alias overrides an earlier offline guess for the same words
+  local norm = M.normalize(alias)
+  if norm ~= "" then self.exact[norm] = name end
+  return true
 end
 
 function Set:names()
@@ -319,7 +337,8 @@ end
 
 ---------------------------------------------------------------------------
 -- Persistence: { "version": 1, "methods": [{ "name": ..., "aliases": [...] }] }
--- holds the methods beyond the seed, in the order they were added.
+-- holds the methods beyond the seed, in the order they were added, and the
+-- aliases a seed method learned (from the LLM path), under its name.
 
 -- Where O lives, following the CUBIN cache's choice (kopt.compile.cache_dir).
 function M.path(getenv)
@@ -351,7 +370,11 @@ function Set:load()
       for _, a in ipairs(type(m.aliases) == "table" and m.aliases or {}) do
         if type(a) == "string" and #a <= 200 then aliases[#aliases + 1] = a end
       end
-      self:insert(m.name, aliases)
+      if self.by_name[m.name] then
+        for _, a in ipairs(aliases) do self:add_alias(m.name, a) end
+      else
+        self:insert(m.name, aliases)
+      end
       n = n + 1
     end
   end
@@ -365,7 +388,7 @@ function Set:save()
   self:load()
   local out = {}
   for _, m in ipairs(self.methods) do
-    if not m.seed then out[#out + 1] = { name = m.name, aliases = m.aliases } end
+    if m.learned and #m.learned > 0 then out[#out + 1] = { name = m.name, aliases = m.learned } end
   end
   local dir = self.path:match("^(.*)/[^/]*$")
   if dir and dir ~= "" then pcall(sys.mkdir_p, dir) end
@@ -459,6 +482,8 @@ function Set:map(labels, client)
         self.added[#self.added + 1] = g.method
         added = true
       end
+      -- the label becomes an alias: later runs map it offline the same way
+      if not g.new and self:add_alias(g.method, l) then added = true end
       map[l] = g.method
       detail[#detail + 1] = { label = l, method = g.method, how = g.new and "llm_new" or "llm" }
     else

@@ -123,4 +123,40 @@ map, detail, why = P:map({ "Increase BLOCK_K to 64" },
 T.check(why ~= nil, "bad method name rejected")
 T.eq(map["Increase BLOCK_K to 64"], "tile_up", "fallback offline on a bad name")
 T.check(detail[1].how ~= "llm", "fallback detail on a bad name")
+
+-- the LLM's mapping onto an existing method is learned as an alias, persists,
+-- and a later set maps the label offline the same way
+local afile = tmp .. "/aliases/methods.json"
+local A = R.new({ path = afile })
+map = A:map({ "zorp the quux" }, client({ mapping = { { label = "zorp the quux", method = "fuse_loops", new = false } } }))
+T.eq(map["zorp the quux"], "fuse_loops", "llm maps onto an existing method")
+local A2 = R.new({ path = afile })
+local am, ahow = A2:canonical("zorp the quux")
+T.eq(am, "fuse_loops", "learned alias persists")
+T.eq(ahow, "exact", "learned alias is an exact match")
+T.eq(R.new({ path = false }):canonical("zorp the quux") ~= "fuse_loops", true, "not without the file")
+
+-- experts ask_all with relabel=llm: one relabel call sees the replies' labels
+-- before they are parsed
+local seen_tags = {}
+local fake = { chat_many = function(_, reqs)
+  local replies = {}
+  for i, rq in ipairs(reqs) do
+    seen_tags[#seen_tags + 1] = rq.tag
+    if rq.tag == "relabel" then
+      replies[i] = { ok = true, value = { mapping = { { label = "grault the garply", method = "tile_up", new = false } } } }
+    else
+      replies[i] = { ok = true, value = { analysis = "a", proposals = {
+        { method = "grault the garply", changes = { BLOCK_K = 64 }, reason = "r" } } } }
+    end
+  end
+  return replies
+end }
+local E = { name = "e1", heuristic = function() return {} end, prompt = function() return { { role = "user", content = "x" } } end,
+            parse = function(value, v) return X.parse(value, v, "e1") end }
+local shared_before = R.shared():canonical("grault the garply")
+T.check(shared_before ~= "tile_up", "offline alone does not know the label")
+local answers = X.ask_all({ E }, view, nil, fake, { relabel = "llm" })
+T.check(table.concat(seen_tags, ","):find("relabel", 1, true), "a relabel request was sent: %s", table.concat(seen_tags, ","))
+T.eq(answers[1].moves[1].method, "tile_up", "the LLM's mapping is used for the proposal")
 T.done()
