@@ -789,7 +789,8 @@ static int end_function(struct parser *p, int line)
 			p->loops[k].latch = (int)b;
 		}
 	}
-	qsort(p->loops, p->n_loops, sizeof *p->loops, cmp_loops);
+	if (p->n_loops > 1)
+		qsort(p->loops, p->n_loops, sizeof *p->loops, cmp_loops);
 	/* nesting: the innermost earlier loop that contains this one */
 	for (size_t k = 0; k < p->n_loops; k++) {
 		int par = k > 0 ? (int)k - 1 : -1;

@@ -5,12 +5,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <check.h>
 
 #include "compile/kopt_nvrtc.h"
 #include "ptx.h"
-#include "sys.h"
 
 static struct kopt_ptx *parse_ok(const char *text)
 {
@@ -328,9 +328,18 @@ START_TEST(test_nvrtc_ptx)
 }
 END_TEST
 
+/* CPU time of this process: the bound below holds on a loaded machine. */
+static double cpu_now(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
 /* 5,000 lines and more: the simple kernel's function repeated under new
- * names. The parse takes well under 10 ms (0.5 ms or so on a 2020s core);
- * the assert is generous for sanitized and loaded machines. */
+ * names. The parse takes well under 10 ms (about 1.5 ms of CPU in a
+ * release build, docs/PTX.md); the assert is generous for sanitized builds
+ * (20-50 ms there) and still far below what a quadratic pass would take. */
 START_TEST(test_speed)
 {
 	size_t one = strlen(simple), copies = 200;
@@ -357,14 +366,14 @@ START_TEST(test_speed)
 	kopt_ptx_free(p);
 	double best = 1e9;
 	for (int round = 0; round < 5; round++) {
-		double t0 = kopt_sys_now();
+		double t0 = cpu_now();
 		p = parse_ok(big);
-		double dt = kopt_sys_now() - t0;
+		double dt = cpu_now() - t0;
 		kopt_ptx_free(p);
 		best = dt < best ? dt : best;
 	}
 	fprintf(stderr, "check_ptx: %ld lines (%zu bytes) of PTX in %.3f ms\n", lines, n, best * 1e3);
-	ck_assert_msg(best < 0.1, "parse took %.1f ms", best * 1e3);
+	ck_assert_msg(best < 1.0, "parse took %.1f ms", best * 1e3);
 	free(big);
 }
 END_TEST
