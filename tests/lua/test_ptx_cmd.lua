@@ -55,5 +55,15 @@ fails("ptx " .. tmp .. "/missing.ptx", "missing file")
 fails("ptx " .. root .. "/specs/transpose.json --config TILE=7", "bad config")
 fails("ptx", "no argument")
 
+-- a kernel that does not compile: exit 1 with the compiler's message
+T.write(tmp .. "/k.cu", 'extern "C" __global__ void k(float *x) { x[0] = N }\n')
+T.write(tmp .. "/s.json", [[{ "name": "bad", "kernel": { "source": "k.cu", "entry": "k" },
+  "knobs": [ { "name": "N", "values": [1, 2] } ],
+  "launch": { "grid": [1, 1, 1], "block": [32, 1, 1] },
+  "args": [ { "name": "x", "type": "f32", "shape": [32], "output": true } ] }]])
+code, out = T.run("ptx " .. tmp .. "/s.json")
+T.eq(code, 1, "broken kernel: exit code")
+T.check(out:find('expected a ";"', 1, true), "broken kernel: the compiler's message:\n%s", out)
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
