@@ -287,7 +287,15 @@ function M.write_failure(engine, backend, err, prior, resumed)
   if engine.rundir then engine.rundir:abandon() end
   pcall(backend.close, backend)
   local recorded = (prior or 0) + (engine.rundir and engine.rundir.evals_written or 0)
-  if not resumed and (not engine.rundir or engine.rundir.lines_written == 0) then
+  -- A failure while the folder is being opened (the trace after the start
+  -- line) leaves no engine.rundir but a start line on disk: that folder
+  -- needs --resume, so say so (a plain rerun would refuse it).
+  local started = engine.rundir and engine.rundir.lines_written > 0
+  if not engine.rundir and engine.ctx and engine.ctx.run_dir then
+    local on_disk = rundir_mod.read_events(engine.ctx.run_dir .. "/events.jsonl")
+    started = on_disk ~= nil and #on_disk > 0
+  end
+  if not resumed and not started then
     errors.raise(errors.RUNTIME, "%s; the run stopped before it recorded anything: run the same command again once there is room",
                  err.msg)
   end
