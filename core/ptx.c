@@ -12,40 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptx.h"
-
-#define MAX_FILES 4096	  /* .file indices kept */
-#define STMT_CAP 4096	  /* a statement longer than this is cut (the opcode is at its start) */
-#define TRIP_CAP (1 << 20) /* iterations simulated before a trip count is "unknown" */
-
-struct span {
-	const char *s;
-	size_t n;
-};
-
-struct inst {
-	const char *s; /* the statement inside the text (or the statement buffer copy) */
-	unsigned len;
-	int line;
-	int file, src; /* .loc: file index and line; 0 without */
-};
-
-struct block {
-	int first, n; /* instruction range */
-	struct span label;
-	struct span target; /* bra's target; s NULL when none */
-	int target_line;
-	int cond;    /* the branch is predicated */
-	int ends;    /* ends without falling through (unconditional bra, ret, exit) */
-	int loop;    /* innermost loop, -1 none */
-	int region;
-	struct kopt_ptx_work work;
-};
-
-struct loop {
-	int head, latch, parent, region;
-	long trip;
-};
+#include "ptx_impl.h"
 
 /* One growing array: *items of *n used, *cap allocated, of size each. */
 static int grow(void **items, size_t *cap, size_t n, size_t size)
@@ -61,32 +28,6 @@ static int grow(void **items, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-struct parser {
-	const char *text;
-	size_t len;
-	char *err;
-	size_t errlen;
-	struct kopt_ptx *out;
-	size_t cap_functions, cap_regions;
-	/* the function being read */
-	int in_func;
-	struct kopt_ptx_function fn;
-	struct inst *insts;
-	size_t n_insts, cap_insts;
-	struct block *blocks;
-	size_t n_blocks, cap_blocks;
-	int open_block; /* the last block takes instructions */
-	struct loop *loops;
-	size_t n_loops, cap_loops;
-	int *hash;
-	size_t hash_cap;
-	int cur_file, cur_src;
-	int file_count[64];
-	/* copies of statements that span lines (rare: headers, long operand lists) */
-	char **copies;
-	size_t n_copies, cap_copies;
-};
-
 static int fail(struct parser *p, const char *fmt, ...)
 {
 	va_list ap;
@@ -96,303 +37,18 @@ static int fail(struct parser *p, const char *fmt, ...)
 	return -1;
 }
 
-static int oom(struct parser *p)
+int ptx_oom(struct parser *p)
 {
 	return fail(p, "out of memory while reading the PTX");
 }
 
-/* --- tokens --- */
-
-static int is_ident(int c)
-{
-	return isalnum(c) || c == '_' || c == '$' || c == '%' || c == '.';
-}
-
-static struct span trim(const char *s, size_t n)
-{
-	while (n > 0 && isspace((unsigned char)*s))
-		s++, n--;
-	while (n > 0 && isspace((unsigned char)s[n - 1]))
-		n--;
-	struct span r = {s, n};
-	return r;
-}
-
-static int span_eq(struct span a, const char *lit)
-{
-	size_t n = strlen(lit);
-	return a.n == n && memcmp(a.s, lit, n) == 0;
-}
-
-static int starts(const char *s, size_t n, const char *lit)
-{
-	size_t m = strlen(lit);
-	return n >= m && memcmp(s, lit, m) == 0 && (n == m || !is_ident((unsigned char)s[m]));
-}
-
-/* An instruction split into predicate, opcode and operands. */
-struct parsed {
-	struct span pred;
-	int neg;
-	struct span op;
-	struct span ops[8];
-	int nops;
-};
-
-static void split_inst(const char *s, size_t n, struct parsed *r)
-{
-	memset(r, 0, sizeof *r);
-	struct span t = trim(s, n);
-	s = t.s;
-	n = t.n;
-	size_t i = 0;
-	if (n > 0 && s[0] == '@') {
-		i = 1;
-		if (i < n && s[i] == '!')
-			r->neg = 1, i++;
-		size_t b = i;
-		while (i < n && !isspace((unsigned char)s[i]))
-			i++;
-		r->pred.s = s + b;
-		r->pred.n = i - b;
-		while (i < n && isspace((unsigned char)s[i]))
-			i++;
-	}
-	size_t b = i;
-	while (i < n && !isspace((unsigned char)s[i]))
-		i++;
-	r->op.s = s + b;
-	r->op.n = i - b;
-	int depth = 0;
-	size_t start = i;
-	for (; i <= n; i++) {
-		int c = i < n ? s[i] : ',';
-		if (c == '{' || c == '[' || c == '(')
-			depth++;
-		else if ((c == '}' || c == ']' || c == ')') && depth > 0)
-			depth--;
-		else if (c == ',' && (depth == 0 || i == n)) {
-			if (r->nops < 8) {
-				struct span o = trim(s + start, i - start);
-				if (o.n > 0 || r->nops > 0)
-					r->ops[r->nops++] = o;
-			}
-			start = i + 1;
-		}
-	}
-}
-
-/* The opcode's parts: "ld.global.v4.f32" -> ld, global, v4, f32. */
-static int next_part(struct span op, size_t *pos, struct span *part)
-{
-	if (*pos >= op.n)
-		return 0;
-	size_t b = *pos, i = b;
-	while (i < op.n && op.s[i] != '.')
-		i++;
-	part->s = op.s + b;
-	part->n = i - b;
-	*pos = i + 1;
-	return 1;
-}
-
-static int has_part(struct span op, const char *lit)
-{
-	size_t pos = 0;
-	struct span part;
-	while (next_part(op, &pos, &part))
-		if (span_eq(part, lit))
-			return 1;
-	return 0;
-}
-
-static int has_part_prefix(struct span op, const char *lit)
-{
-	size_t pos = 0, m = strlen(lit);
-	struct span part;
-	while (next_part(op, &pos, &part))
-		if (part.n >= m && memcmp(part.s, lit, m) == 0)
-			return 1;
-	return 0;
-}
-
-static struct span base_of(struct span op)
-{
-	size_t pos = 0;
-	struct span part = {op.s, 0};
-	next_part(op, &pos, &part);
-	return part;
-}
-
-/* Element bytes and vector width from the type parts; 0 when none. */
-static long access_bytes(struct span op)
-{
-	static const struct {
-		const char *t;
-		long bytes;
-	} types[] = {
-	    {"b8", 1},	 {"u8", 1},   {"s8", 1},      {"b16", 2},    {"u16", 2}, {"s16", 2},
-	    {"f16", 2},	 {"bf16", 2}, {"b32", 4},     {"u32", 4},    {"s32", 4}, {"f32", 4},
-	    {"f16x2", 4}, {"bf16x2", 4}, {"b64", 8},   {"u64", 8},    {"s64", 8}, {"f64", 8},
-	    {"b128", 16},
-	};
-	long elem = 0, vec = 1;
-	size_t pos = 0;
-	struct span part;
-	while (next_part(op, &pos, &part)) {
-		if (span_eq(part, "v2"))
-			vec = 2;
-		else if (span_eq(part, "v4"))
-			vec = 4;
-		else if (span_eq(part, "v8"))
-			vec = 8;
-		for (size_t k = 0; k < sizeof types / sizeof *types; k++)
-			if (span_eq(part, types[k].t))
-				elem = types[k].bytes;
-	}
-	return elem * vec;
-}
-
-static int parse_int(struct span s, long long *v)
-{
-	if (s.n == 0 || s.n > 30)
-		return 0;
-	char buf[32];
-	memcpy(buf, s.s, s.n);
-	buf[s.n] = '\0';
-	char *end;
-	long long x = strtoll(buf, &end, 0);
-	if (end == buf)
-		return 0;
-	if (*end == 'U' || *end == 'u')
-		end++;
-	if (*end != '\0')
-		return 0;
-	*v = x;
-	return 1;
-}
-
-long kopt_ptx_mma_flops(const char *opcode, size_t len)
-{
-	struct span op = {opcode, len};
-	size_t pos = 0;
-	struct span part;
-	while (next_part(op, &pos, &part)) {
-		long m = 0, n = 0, k = 0;
-		char buf[48];
-		if (part.n == 0 || part.n >= sizeof buf || part.s[0] != 'm')
-			continue;
-		memcpy(buf, part.s, part.n);
-		buf[part.n] = '\0';
-		int used = 0;
-		if (sscanf(buf, "m%ldn%ldk%ld%n", &m, &n, &k, &used) == 3 && (size_t)used == part.n &&
-		    m > 0 && n > 0 && k > 0 && m <= 1024 && n <= 1024 && k <= 1024)
-			return 2 * m * n * k;
-	}
-	return 0;
-}
-
-/* Adds one instruction's static work to w. */
-static void classify(const struct parsed *in, struct kopt_ptx_work *w)
-{
-	struct span op = in->op, base = base_of(op);
-	w->insts++;
-	if (span_eq(base, "ld") || span_eq(base, "ldu") || span_eq(base, "st")) {
-		int st = span_eq(base, "st");
-		long bytes = access_bytes(op);
-		if (has_part(op, "param") || has_part(op, "const"))
-			return;
-		if (has_part(op, "global")) {
-			if (st)
-				w->st_global++, w->st_global_bytes += bytes;
-			else
-				w->ld_global++, w->ld_global_bytes += bytes;
-		} else if (has_part_prefix(op, "shared")) {
-			if (st)
-				w->st_shared++, w->st_shared_bytes += bytes;
-			else
-				w->ld_shared++, w->ld_shared_bytes += bytes;
-		} else if (has_part(op, "local")) {
-			if (st)
-				w->st_local++;
-			else
-				w->ld_local++;
-		} else if (st) {
-			w->st_generic++;
-		} else {
-			w->ld_generic++;
-		}
-	} else if (span_eq(base, "ldmatrix") || span_eq(base, "stmatrix")) {
-		long x = has_part(op, "x4") ? 4 : has_part(op, "x2") ? 2 : 1;
-		if (span_eq(base, "ldmatrix"))
-			w->ld_shared++, w->ldmatrix++, w->ld_shared_bytes += 4 * x;
-		else
-			w->st_shared++, w->st_shared_bytes += 4 * x;
-	} else if (span_eq(base, "cp")) {
-		if (has_part(op, "bulk")) {
-			w->tma++;
-		} else if (has_part(op, "async") && has_part_prefix(op, "shared") &&
-			   has_part(op, "global")) {
-			long long b = 0;
-			w->cp_async++;
-			if (in->nops >= 3 && parse_int(in->ops[2], &b) && b > 0 && b <= 16)
-				w->cp_async_bytes += (long)b;
-		}
-	} else if (span_eq(base, "atom") || span_eq(base, "red")) {
-		w->atomics++;
-	} else if (span_eq(base, "mma") || span_eq(base, "wgmma") ||
-		   (span_eq(base, "wmma") && has_part(op, "mma"))) {
-		long f = kopt_ptx_mma_flops(op.s, op.n);
-		if (span_eq(base, "wgmma") && !has_part(op, "mma_async"))
-			return; /* fence, commit_group, wait_group */
-		w->mma++;
-		w->flops_tc += f / (span_eq(base, "wgmma") ? 128 : 32);
-	} else if (span_eq(base, "fma") || span_eq(base, "mad") || span_eq(base, "add") ||
-		   span_eq(base, "sub") || span_eq(base, "mul")) {
-		long per = span_eq(base, "fma") || span_eq(base, "mad") ? 2 : 1;
-		if (has_part(op, "f32"))
-			w->flops_f32 += per;
-		else if (has_part(op, "f64"))
-			w->flops_f64 += per;
-		else if (has_part(op, "f16"))
-			w->flops_f16 += per;
-		else if (has_part(op, "f16x2"))
-			w->flops_f16 += 2 * per;
-		else if (has_part(op, "bf16"))
-			w->flops_bf16 += per;
-		else if (has_part(op, "bf16x2"))
-			w->flops_bf16 += 2 * per;
-	} else if (span_eq(base, "ex2") || span_eq(base, "lg2") || span_eq(base, "rsqrt") ||
-		   span_eq(base, "sqrt") || span_eq(base, "rcp") || span_eq(base, "sin") ||
-		   span_eq(base, "cos") || span_eq(base, "tanh") ||
-		   (span_eq(base, "div") && (has_part(op, "f32") || has_part(op, "f64")))) {
-		w->sfu++;
-	} else if ((span_eq(base, "bar") && !has_part(op, "warp")) || span_eq(base, "barrier")) {
-		w->barriers++;
-	} else if (span_eq(base, "bra") || span_eq(base, "brx")) {
-		w->branches++;
-		if (in->pred.n > 0)
-			w->cond_branches++;
-		if (has_part(op, "uni"))
-			w->uni_branches++;
-	} else if (span_eq(base, "call")) {
-		w->calls++;
-	}
-}
-
-static void work_add(struct kopt_ptx_work *a, const struct kopt_ptx_work *b, long times)
-{
-#define KOPT_PTX_X(name, doc) a->name += b->name * times;
-	KOPT_PTX_WORK_FIELDS(KOPT_PTX_X)
-#undef KOPT_PTX_X
-}
 
 /* --- blocks --- */
 
 static int new_block(struct parser *p)
 {
 	if (grow((void **)&p->blocks, &p->cap_blocks, p->n_blocks, sizeof *p->blocks) != 0)
-		return oom(p);
+		return ptx_oom(p);
 	struct block *b = &p->blocks[p->n_blocks++];
 	memset(b, 0, sizeof *b);
 	b->first = (int)p->n_insts;
@@ -419,7 +75,7 @@ static long count_regs(struct span rest)
 		long long v = 0;
 		const char *gt = memchr(lt, '>', rest.n - (size_t)(lt - rest.s));
 		struct span num = {lt + 1, gt ? (size_t)(gt - lt - 1) : 0};
-		return parse_int(num, &v) && v > 0 && v < 1000000 ? (long)v : 0;
+		return ptx_parse_int(num, &v) && v > 0 && v < 1000000 ? (long)v : 0;
 	}
 	long n = 1;
 	for (size_t i = 0; i < rest.n; i++)
@@ -429,22 +85,22 @@ static long count_regs(struct span rest)
 
 static void declare(struct parser *p, struct span st)
 {
-	if (starts(st.s, st.n, ".reg")) {
-		struct span rest = trim(st.s + 4, st.n - 4);
+	if (ptx_starts(st.s, st.n, ".reg")) {
+		struct span rest = ptx_trim(st.s + 4, st.n - 4);
 		long n = count_regs(rest);
-		if (starts(rest.s, rest.n, ".pred"))
+		if (ptx_starts(rest.s, rest.n, ".pred"))
 			p->fn.regs_pred += n;
-		else if (starts(rest.s, rest.n, ".b64") || starts(rest.s, rest.n, ".u64") ||
-			 starts(rest.s, rest.n, ".s64") || starts(rest.s, rest.n, ".f64"))
+		else if (ptx_starts(rest.s, rest.n, ".b64") || ptx_starts(rest.s, rest.n, ".u64") ||
+			 ptx_starts(rest.s, rest.n, ".s64") || ptx_starts(rest.s, rest.n, ".f64"))
 			p->fn.regs_64 += n;
-		else if (starts(rest.s, rest.n, ".b128"))
+		else if (ptx_starts(rest.s, rest.n, ".b128"))
 			p->fn.regs_64 += 2 * n;
-		else if (starts(rest.s, rest.n, ".b32") || starts(rest.s, rest.n, ".u32") ||
-			 starts(rest.s, rest.n, ".s32") || starts(rest.s, rest.n, ".f32"))
+		else if (ptx_starts(rest.s, rest.n, ".b32") || ptx_starts(rest.s, rest.n, ".u32") ||
+			 ptx_starts(rest.s, rest.n, ".s32") || ptx_starts(rest.s, rest.n, ".f32"))
 			p->fn.regs_32 += n;
 		else
 			p->fn.regs_16 += n;
-	} else if (starts(st.s, st.n, ".shared")) {
+	} else if (ptx_starts(st.s, st.n, ".shared")) {
 		struct span op = {st.s, 0};
 		while (op.n < st.n && !isspace((unsigned char)st.s[op.n]))
 			op.n++;
@@ -461,7 +117,7 @@ static void declare(struct parser *p, struct span st)
 			word.n = (size_t)(q - word.s);
 			if (word.n > 1 && word.s[0] == '.') {
 				struct span t = {word.s + 1, word.n - 1};
-				long b = access_bytes(t);
+				long b = ptx_access_bytes(t);
 				if (b > 0)
 					elem = b;
 			}
@@ -472,7 +128,7 @@ static void declare(struct parser *p, struct span st)
 			const char *c = memchr(b, ']', (size_t)(end - b));
 			long long v = 0;
 			struct span num = {b + 1, c ? (size_t)(c - b - 1) : 0};
-			if (!parse_int(num, &v) || v < 0 || v > (1LL << 32)) {
+			if (!ptx_parse_int(num, &v) || v < 0 || v > (1LL << 32)) {
 				size = 0; /* extern (dynamic) or unknown */
 				break;
 			}
@@ -493,7 +149,7 @@ static int add_inst(struct parser *p, struct span st, int line)
 	if (!p->open_block && new_block(p) != 0)
 		return -1;
 	if (grow((void **)&p->insts, &p->cap_insts, p->n_insts, sizeof *p->insts) != 0)
-		return oom(p);
+		return ptx_oom(p);
 	struct inst *in = &p->insts[p->n_insts++];
 	in->s = st.s;
 	in->len = (unsigned)st.n;
@@ -505,10 +161,10 @@ static int add_inst(struct parser *p, struct span st, int line)
 	struct block *b = &p->blocks[p->n_blocks - 1];
 	b->n++;
 	struct parsed ps;
-	split_inst(st.s, st.n, &ps);
-	classify(&ps, &b->work);
-	struct span base = base_of(ps.op);
-	if (span_eq(base, "bra")) {
+	ptx_split_inst(st.s, st.n, &ps);
+	ptx_classify(&ps, &b->work);
+	struct span base = ptx_base_of(ps.op);
+	if (ptx_span_eq(base, "bra")) {
 		if (ps.nops >= 1) {
 			b->target = ps.ops[0];
 			b->target_line = line;
@@ -516,230 +172,21 @@ static int add_inst(struct parser *p, struct span st, int line)
 		b->cond = ps.pred.n > 0;
 		b->ends = !b->cond;
 		p->open_block = 0;
-	} else if (span_eq(base, "brx") || span_eq(base, "ret") || span_eq(base, "exit") ||
-		   span_eq(base, "trap")) {
+	} else if (ptx_span_eq(base, "brx") || ptx_span_eq(base, "ret") || ptx_span_eq(base, "exit") ||
+		   ptx_span_eq(base, "trap")) {
 		b->ends = ps.pred.n == 0;
 		p->open_block = 0;
 	}
 	return 0;
 }
 
-/* --- a function's end: labels, loops, regions --- */
-
-static size_t hash_span(struct span s)
-{
-	size_t h = 5381;
-	for (size_t i = 0; i < s.n; i++)
-		h = h * 33 + (unsigned char)s.s[i];
-	return h;
-}
-
-static int build_labels(struct parser *p)
-{
-	size_t cap = 16;
-	while (cap < 2 * p->n_blocks + 1)
-		cap *= 2;
-	if (cap > p->hash_cap) {
-		int *h = realloc(p->hash, cap * sizeof *h);
-		if (h == NULL)
-			return oom(p);
-		p->hash = h;
-		p->hash_cap = cap;
-	}
-	for (size_t i = 0; i < cap; i++)
-		p->hash[i] = -1;
-	for (size_t b = 0; b < p->n_blocks; b++) {
-		struct span l = p->blocks[b].label;
-		if (l.s == NULL)
-			continue;
-		size_t i = hash_span(l) & (cap - 1);
-		while (p->hash[i] >= 0)
-			i = (i + 1) & (cap - 1);
-		p->hash[i] = (int)b;
-	}
-	return 0;
-}
-
-static int find_label(struct parser *p, struct span name)
-{
-	size_t cap = 16;
-	while (cap < 2 * p->n_blocks + 1)
-		cap *= 2;
-	for (size_t i = hash_span(name) & (cap - 1); p->hash[i] >= 0; i = (i + 1) & (cap - 1)) {
-		struct span l = p->blocks[p->hash[i]].label;
-		if (l.n == name.n && memcmp(l.s, name.s, name.n) == 0)
-			return p->hash[i];
-	}
-	return -1;
-}
-
-static int cmp_loops(const void *a, const void *b)
-{
-	const struct loop *x = a, *y = b;
-	if (x->head != y->head)
-		return x->head < y->head ? -1 : 1;
-	return x->latch > y->latch ? -1 : x->latch < y->latch;
-}
-
-/* The register an instruction writes (its first operand) is reg. */
-static int writes(const struct parsed *ps, struct span reg)
-{
-	return ps->nops > 0 && ps->ops[0].n == reg.n && memcmp(ps->ops[0].s, reg.s, reg.n) == 0;
-}
-
-static int compare(struct span cmp, long long a, long long b)
-{
-	if (span_eq(cmp, "eq"))
-		return a == b;
-	if (span_eq(cmp, "ne"))
-		return a != b;
-	if (span_eq(cmp, "lt"))
-		return a < b;
-	if (span_eq(cmp, "le"))
-		return a <= b;
-	if (span_eq(cmp, "gt"))
-		return a > b;
-	if (span_eq(cmp, "ge"))
-		return a >= b;
-	if (span_eq(cmp, "lo"))
-		return (unsigned long long)a < (unsigned long long)b;
-	if (span_eq(cmp, "ls"))
-		return (unsigned long long)a <= (unsigned long long)b;
-	if (span_eq(cmp, "hi"))
-		return (unsigned long long)a > (unsigned long long)b;
-	if (span_eq(cmp, "hs"))
-		return (unsigned long long)a >= (unsigned long long)b;
-	return -1;
-}
-
-static struct span mirror(struct span cmp)
-{
-	static const char *pairs[][2] = {{"lt", "gt"}, {"gt", "lt"}, {"le", "ge"}, {"ge", "le"},
-					 {"lo", "hi"}, {"hi", "lo"}, {"ls", "hs"}, {"hs", "ls"}};
-	for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
-		if (span_eq(cmp, pairs[i][0])) {
-			struct span r = {pairs[i][1], 2};
-			return r;
-		}
-	return cmp;
-}
-
-/* The trip count of loop l when its counter starts, steps and ends at
- * constants: one register compared with an immediate by the branch that
- * continues (at the latch) or leaves (at the head), stepped once in the
- * loop by an immediate, set by mov of an immediate before the loop. */
-static long trip_count(struct parser *p, const struct loop *l)
-{
-	const struct block *head = &p->blocks[l->head], *latch = &p->blocks[l->latch];
-	int first = head->first, last = latch->first + latch->n; /* instructions of the loop */
-	struct parsed br, ps;
-	int test_at_head = 0, want;
-	if (latch->cond && latch->n > 0) {
-		split_inst(p->insts[last - 1].s, p->insts[last - 1].len, &br);
-		want = !br.neg; /* continue when the predicate is (not) set */
-	} else {
-		/* leave from the head: its conditional branch to outside the loop */
-		if (!head->cond || head->n == 0 || head == latch)
-			return -1;
-		const struct inst *b = &p->insts[head->first + head->n - 1];
-		split_inst(b->s, b->len, &br);
-		int t = br.nops > 0 ? find_label(p, br.ops[0]) : -1;
-		if (t >= l->head && t <= l->latch)
-			return -1;
-		want = br.neg; /* continue when the exit is not taken */
-		test_at_head = 1;
-	}
-	int at_set = -1, at_step = -1;
-	long long bound = 0, step = 0, init = 0;
-	struct span reg = {NULL, 0}, cmp = {NULL, 0};
-	for (int i = last - 1; i >= first && at_set < 0; i--) {
-		split_inst(p->insts[i].s, p->insts[i].len, &ps);
-		struct span base = base_of(ps.op);
-		if (!span_eq(base, "setp") || !writes(&ps, br.pred) || ps.nops != 3)
-			continue;
-		size_t pos = 0;
-		struct span part;
-		next_part(ps.op, &pos, &part);
-		next_part(ps.op, &pos, &cmp);
-		if (parse_int(ps.ops[2], &bound))
-			reg = ps.ops[1];
-		else if (parse_int(ps.ops[1], &bound))
-			reg = ps.ops[2], cmp = mirror(cmp);
-		else
-			return -1;
-		at_set = i;
-	}
-	if (at_set < 0 || reg.s == NULL || reg.s[0] != '%')
-		return -1;
-	for (int i = first; i < last; i++) {
-		split_inst(p->insts[i].s, p->insts[i].len, &ps);
-		if (!writes(&ps, reg))
-			continue;
-		struct span base = base_of(ps.op);
-		long long c;
-		if (at_step >= 0 || ps.nops != 3 || !(span_eq(base, "add") || span_eq(base, "sub")))
-			return -1;
-		if (ps.ops[1].n == reg.n && memcmp(ps.ops[1].s, reg.s, reg.n) == 0 &&
-		    parse_int(ps.ops[2], &c))
-			step = c;
-		else if (span_eq(base, "add") && ps.ops[2].n == reg.n &&
-			 memcmp(ps.ops[2].s, reg.s, reg.n) == 0 && parse_int(ps.ops[1], &c))
-			step = c;
-		else
-			return -1;
-		if (span_eq(base, "sub"))
-			step = -step;
-		at_step = i;
-	}
-	if (at_step < 0 || step == 0)
-		return -1;
-	int found = 0;
-	for (int i = first - 1; i >= 0 && !found; i--) {
-		split_inst(p->insts[i].s, p->insts[i].len, &ps);
-		if (!writes(&ps, reg))
-			continue;
-		if (!span_eq(base_of(ps.op), "mov") || ps.nops != 2 || !parse_int(ps.ops[1], &init))
-			return -1;
-		found = 1;
-	}
-	if (!found)
-		return -1;
-	long long v = init;
-	if (test_at_head) {
-		if (at_step < at_set)
-			return -1;
-		for (long n = 0; n <= TRIP_CAP; n++) {
-			int c = compare(cmp, v, bound);
-			if (c < 0)
-				return -1;
-			if (c != want)
-				return n;
-			v += step;
-			if (v > (1LL << 40) || v < -(1LL << 40))
-				return -1;
-		}
-		return -1;
-	}
-	for (long n = 1; n <= TRIP_CAP; n++) {
-		long long seen = at_set > at_step ? v + step : v;
-		v += step;
-		int c = compare(cmp, seen, bound);
-		if (c < 0)
-			return -1;
-		if (c != want)
-			return n;
-		if (v > (1LL << 40) || v < -(1LL << 40))
-			return -1;
-	}
-	return -1;
-}
 
 static int add_region(struct parser *p, enum kopt_ptx_region_kind kind, const char *name,
 		      int parent, int depth)
 {
 	struct kopt_ptx *o = p->out;
 	if (grow((void **)&o->regions, &p->cap_regions, o->n_regions, sizeof *o->regions) != 0)
-		return oom(p), -1;
+		return ptx_oom(p), -1;
 	struct kopt_ptx_region *r = &o->regions[o->n_regions];
 	memset(r, 0, sizeof *r);
 	r->function = (int)o->n_functions;
@@ -764,14 +211,14 @@ static void widen(int *lo, int *hi, int a, int b)
 static int end_function(struct parser *p, int line)
 {
 	struct kopt_ptx *o = p->out;
-	if (build_labels(p) != 0)
+	if (ptx_build_labels(p) != 0)
 		return -1;
 	p->n_loops = 0;
 	for (size_t b = 0; b < p->n_blocks; b++) {
 		struct block *bl = &p->blocks[b];
 		if (bl->target.s == NULL || bl->target.n == 0 || bl->target.s[0] == '%')
 			continue;
-		int t = find_label(p, bl->target);
+		int t = ptx_find_label(p, bl->target);
 		if (t < 0)
 			return fail(p, "malformed PTX: the branch at line %d goes to '%.*s', which function '%s' does not define",
 				    bl->target_line, (int)(bl->target.n > 80 ? 80 : bl->target.n),
@@ -783,14 +230,14 @@ static int end_function(struct parser *p, int line)
 			k++;
 		if (k == p->n_loops) {
 			if (grow((void **)&p->loops, &p->cap_loops, p->n_loops, sizeof *p->loops) != 0)
-				return oom(p);
+				return ptx_oom(p);
 			p->loops[p->n_loops++] = (struct loop){t, (int)b, -1, -1, -1};
 		} else if ((int)b > p->loops[k].latch) {
 			p->loops[k].latch = (int)b;
 		}
 	}
 	if (p->n_loops > 1)
-		qsort(p->loops, p->n_loops, sizeof *p->loops, cmp_loops);
+		qsort(p->loops, p->n_loops, sizeof *p->loops, ptx_cmp_loops);
 	/* nesting: the innermost earlier loop that contains this one */
 	for (size_t k = 0; k < p->n_loops; k++) {
 		int par = k > 0 ? (int)k - 1 : -1;
@@ -801,7 +248,7 @@ static int end_function(struct parser *p, int line)
 			p->blocks[b].loop = (int)k;
 	}
 	for (size_t k = 0; k < p->n_loops; k++)
-		p->loops[k].trip = trip_count(p, &p->loops[k]);
+		p->loops[k].trip = ptx_trip_count(p, &p->loops[k]);
 
 	/* regions */
 	int fr = add_region(p, KOPT_PTX_FUNCTION, "function", -1, 0);
@@ -852,7 +299,7 @@ static int end_function(struct parser *p, int line)
 						       : epi;
 		struct kopt_ptx_region *rg = &o->regions[r];
 		rg->n_blocks++;
-		work_add(&rg->work, &bl->work, 1);
+		ptx_work_add(&rg->work, &bl->work, 1);
 		for (int i = bl->first; i < bl->first + bl->n; i++) {
 			const struct inst *in = &p->insts[i];
 			widen(&rg->ptx_first, &rg->ptx_last, in->line, in->line);
@@ -866,23 +313,23 @@ static int end_function(struct parser *p, int line)
 		o->regions[r].total = o->regions[r].work;
 	for (size_t r = r1; r-- > r0 + 1;) {
 		struct kopt_ptx_region *c = &o->regions[r], *par = &o->regions[c->parent];
-		work_add(&par->total, &c->total, 1);
+		ptx_work_add(&par->total, &c->total, 1);
 		widen(&par->ptx_first, &par->ptx_last, c->ptx_first, c->ptx_last);
 		widen(&par->src_first, &par->src_last, c->src_first, c->src_last);
 	}
 	long *mult = calloc(r1 - r0, sizeof *mult);
 	if (mult == NULL)
-		return oom(p);
+		return ptx_oom(p);
 	for (size_t r = r0; r < r1; r++) {
 		struct kopt_ptx_region *c = &o->regions[r];
 		long m = c->parent < 0 ? 1 : mult[(size_t)c->parent - r0];
 		if (c->kind == KOPT_PTX_LOOP && c->trip > 0)
 			m = m > (1L << 40) / c->trip ? (1L << 40) : m * c->trip;
 		mult[r - r0] = m;
-		work_add(&c->weighted, &c->work, m);
+		ptx_work_add(&c->weighted, &c->work, m);
 	}
 	for (size_t r = r1; r-- > r0 + 1;)
-		work_add(&o->regions[o->regions[r].parent].weighted, &o->regions[r].weighted, 1);
+		ptx_work_add(&o->regions[o->regions[r].parent].weighted, &o->regions[r].weighted, 1);
 	/* the function region's weighted work is the sum of its children's */
 	free(mult);
 
@@ -894,7 +341,7 @@ static int end_function(struct parser *p, int line)
 	fn->ptx_last = line;
 	fn->src_file = (const char *)(intptr_t)main_file; /* resolved when the text ends */
 	if (grow((void **)&o->functions, &p->cap_functions, o->n_functions, sizeof *o->functions) != 0)
-		return oom(p);
+		return ptx_oom(p);
 	o->functions[o->n_functions++] = *fn;
 	o->n_insts += (long)p->n_insts;
 	memset(&p->fn, 0, sizeof p->fn);
@@ -940,7 +387,7 @@ static int begin_function(struct parser *p, struct span header, int line)
 	memset(&p->fn, 0, sizeof p->fn);
 	p->fn.name = malloc((size_t)(kw - n0) + 1);
 	if (p->fn.name == NULL)
-		return oom(p);
+		return ptx_oom(p);
 	memcpy(p->fn.name, n0, (size_t)(kw - n0));
 	p->fn.name[kw - n0] = '\0';
 	p->fn.is_entry = entry;
@@ -991,7 +438,7 @@ static int read_file_dir(struct parser *p, struct span st)
 	if ((size_t)idx >= o->n_files) {
 		char **f = realloc(o->files, ((size_t)idx + 1) * sizeof *f);
 		if (f == NULL)
-			return oom(p);
+			return ptx_oom(p);
 		for (size_t i = o->n_files; i <= (size_t)idx; i++)
 			f[i] = NULL;
 		o->files = f;
@@ -1000,7 +447,7 @@ static int read_file_dir(struct parser *p, struct span st)
 	free(o->files[idx]);
 	o->files[idx] = malloc((size_t)(e - q));
 	if (o->files[idx] == NULL)
-		return oom(p);
+		return ptx_oom(p);
 	memcpy(o->files[idx], q + 1, (size_t)(e - q - 1));
 	o->files[idx][e - q - 1] = '\0';
 	return 0;
@@ -1011,10 +458,10 @@ static int read_file_dir(struct parser *p, struct span st)
 static int keep_copy(struct parser *p, const char *buf, size_t n, struct span *out)
 {
 	if (grow((void **)&p->copies, &p->cap_copies, p->n_copies, sizeof *p->copies) != 0)
-		return oom(p);
+		return ptx_oom(p);
 	char *c = malloc(n + 1);
 	if (c == NULL)
-		return oom(p);
+		return ptx_oom(p);
 	memcpy(c, buf, n);
 	c[n] = '\0';
 	p->copies[p->n_copies++] = c;
@@ -1028,13 +475,13 @@ static int statement(struct parser *p, struct span st, int line, int depth)
 	if (st.n == 0)
 		return 0;
 	if (depth == 0) {
-		if (starts(st.s, st.n, ".file"))
+		if (ptx_starts(st.s, st.n, ".file"))
 			return read_file_dir(p, st);
 		return 0; /* module-scope declarations */
 	}
 	if (!p->in_func)
 		return 0;
-	if (starts(st.s, st.n, ".loc")) {
+	if (ptx_starts(st.s, st.n, ".loc")) {
 		read_loc(p, st);
 		return 0;
 	}
@@ -1057,12 +504,12 @@ static int parse(struct parser *p)
 		const char *s = t;
 		t = eol + 1;
 		/* directives that end with the line, not with ';' */
-		struct span whole = trim(s, (size_t)(eol - s));
+		struct span whole = ptx_trim(s, (size_t)(eol - s));
 		if (!in_comment && sn == 0 &&
-		    (starts(whole.s, whole.n, ".loc") || starts(whole.s, whole.n, ".file") ||
-		     starts(whole.s, whole.n, ".version") || starts(whole.s, whole.n, ".target") ||
-		     starts(whole.s, whole.n, ".address_size"))) {
-			saw_version |= starts(whole.s, whole.n, ".version");
+		    (ptx_starts(whole.s, whole.n, ".loc") || ptx_starts(whole.s, whole.n, ".file") ||
+		     ptx_starts(whole.s, whole.n, ".version") || ptx_starts(whole.s, whole.n, ".target") ||
+		     ptx_starts(whole.s, whole.n, ".address_size"))) {
+			saw_version |= ptx_starts(whole.s, whole.n, ".version");
 			if (statement(p, whole, line, depth) != 0)
 				return -1;
 			continue;
@@ -1082,7 +529,7 @@ static int parse(struct parser *p)
 				  (ch == '/' && c + 1 < eol && (c[1] == '/' || c[1] == '*'));
 			if (!cut && ch == ':' && sn == 0) {
 				/* a label: "name:" at the start of a statement */
-				struct span l = trim(seg, (size_t)(c - seg));
+				struct span l = ptx_trim(seg, (size_t)(c - seg));
 				int ok = l.n > 0;
 				for (size_t i = 0; i < l.n && ok; i++)
 					ok = isalnum((unsigned char)l.s[i]) || l.s[i] == '_' ||
@@ -1097,7 +544,7 @@ static int parse(struct parser *p)
 			if (!cut)
 				continue;
 			/* the piece seg..c joins the statement */
-			struct span piece = trim(seg, (size_t)(c - seg));
+			struct span piece = ptx_trim(seg, (size_t)(c - seg));
 			if (piece.n > 0) {
 				if (sn == 0)
 					stmt_line = line;

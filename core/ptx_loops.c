@@ -1,0 +1,218 @@
+/* Labels and loops of the function ptx.c is reading: a hash table of block
+ * labels, and each loop's trip count when its counter's start, step and
+ * bound are constants. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ptx_impl.h"
+
+/* --- a function's end: labels, loops, regions --- */
+
+static size_t hash_span(struct span s)
+{
+	size_t h = 5381;
+	for (size_t i = 0; i < s.n; i++)
+		h = h * 33 + (unsigned char)s.s[i];
+	return h;
+}
+
+int ptx_build_labels(struct parser *p)
+{
+	size_t cap = 16;
+	while (cap < 2 * p->n_blocks + 1)
+		cap *= 2;
+	if (cap > p->hash_cap) {
+		int *h = realloc(p->hash, cap * sizeof *h);
+		if (h == NULL)
+			return ptx_oom(p);
+		p->hash = h;
+		p->hash_cap = cap;
+	}
+	for (size_t i = 0; i < cap; i++)
+		p->hash[i] = -1;
+	for (size_t b = 0; b < p->n_blocks; b++) {
+		struct span l = p->blocks[b].label;
+		if (l.s == NULL)
+			continue;
+		size_t i = hash_span(l) & (cap - 1);
+		while (p->hash[i] >= 0)
+			i = (i + 1) & (cap - 1);
+		p->hash[i] = (int)b;
+	}
+	return 0;
+}
+
+int ptx_find_label(struct parser *p, struct span name)
+{
+	size_t cap = 16;
+	while (cap < 2 * p->n_blocks + 1)
+		cap *= 2;
+	for (size_t i = hash_span(name) & (cap - 1); p->hash[i] >= 0; i = (i + 1) & (cap - 1)) {
+		struct span l = p->blocks[p->hash[i]].label;
+		if (l.n == name.n && memcmp(l.s, name.s, name.n) == 0)
+			return p->hash[i];
+	}
+	return -1;
+}
+
+int ptx_cmp_loops(const void *a, const void *b)
+{
+	const struct loop *x = a, *y = b;
+	if (x->head != y->head)
+		return x->head < y->head ? -1 : 1;
+	return x->latch > y->latch ? -1 : x->latch < y->latch;
+}
+
+/* The register an instruction writes (its first operand) is reg. */
+static int writes(const struct parsed *ps, struct span reg)
+{
+	return ps->nops > 0 && ps->ops[0].n == reg.n && memcmp(ps->ops[0].s, reg.s, reg.n) == 0;
+}
+
+static int compare(struct span cmp, long long a, long long b)
+{
+	if (ptx_span_eq(cmp, "eq"))
+		return a == b;
+	if (ptx_span_eq(cmp, "ne"))
+		return a != b;
+	if (ptx_span_eq(cmp, "lt"))
+		return a < b;
+	if (ptx_span_eq(cmp, "le"))
+		return a <= b;
+	if (ptx_span_eq(cmp, "gt"))
+		return a > b;
+	if (ptx_span_eq(cmp, "ge"))
+		return a >= b;
+	if (ptx_span_eq(cmp, "lo"))
+		return (unsigned long long)a < (unsigned long long)b;
+	if (ptx_span_eq(cmp, "ls"))
+		return (unsigned long long)a <= (unsigned long long)b;
+	if (ptx_span_eq(cmp, "hi"))
+		return (unsigned long long)a > (unsigned long long)b;
+	if (ptx_span_eq(cmp, "hs"))
+		return (unsigned long long)a >= (unsigned long long)b;
+	return -1;
+}
+
+static struct span mirror(struct span cmp)
+{
+	static const char *pairs[][2] = {{"lt", "gt"}, {"gt", "lt"}, {"le", "ge"}, {"ge", "le"},
+					 {"lo", "hi"}, {"hi", "lo"}, {"ls", "hs"}, {"hs", "ls"}};
+	for (size_t i = 0; i < sizeof pairs / sizeof *pairs; i++)
+		if (ptx_span_eq(cmp, pairs[i][0])) {
+			struct span r = {pairs[i][1], 2};
+			return r;
+		}
+	return cmp;
+}
+
+/* The trip count of loop l when its counter starts, steps and ends at
+ * constants: one register compared with an immediate by the branch that
+ * continues (at the latch) or leaves (at the head), stepped once in the
+ * loop by an immediate, set by mov of an immediate before the loop. */
+long ptx_trip_count(struct parser *p, const struct loop *l)
+{
+	const struct block *head = &p->blocks[l->head], *latch = &p->blocks[l->latch];
+	int first = head->first, last = latch->first + latch->n; /* instructions of the loop */
+	struct parsed br, ps;
+	int test_at_head = 0, want;
+	if (latch->cond && latch->n > 0) {
+		ptx_split_inst(p->insts[last - 1].s, p->insts[last - 1].len, &br);
+		want = !br.neg; /* continue when the predicate is (not) set */
+	} else {
+		/* leave from the head: its conditional branch to outside the loop */
+		if (!head->cond || head->n == 0 || head == latch)
+			return -1;
+		const struct inst *b = &p->insts[head->first + head->n - 1];
+		ptx_split_inst(b->s, b->len, &br);
+		int t = br.nops > 0 ? ptx_find_label(p, br.ops[0]) : -1;
+		if (t >= l->head && t <= l->latch)
+			return -1;
+		want = br.neg; /* continue when the exit is not taken */
+		test_at_head = 1;
+	}
+	int at_set = -1, at_step = -1;
+	long long bound = 0, step = 0, init = 0;
+	struct span reg = {NULL, 0}, cmp = {NULL, 0};
+	for (int i = last - 1; i >= first && at_set < 0; i--) {
+		ptx_split_inst(p->insts[i].s, p->insts[i].len, &ps);
+		struct span base = ptx_base_of(ps.op);
+		if (!ptx_span_eq(base, "setp") || !writes(&ps, br.pred) || ps.nops != 3)
+			continue;
+		size_t pos = 0;
+		struct span part;
+		ptx_next_part(ps.op, &pos, &part);
+		ptx_next_part(ps.op, &pos, &cmp);
+		if (ptx_parse_int(ps.ops[2], &bound))
+			reg = ps.ops[1];
+		else if (ptx_parse_int(ps.ops[1], &bound))
+			reg = ps.ops[2], cmp = mirror(cmp);
+		else
+			return -1;
+		at_set = i;
+	}
+	if (at_set < 0 || reg.s == NULL || reg.s[0] != '%')
+		return -1;
+	for (int i = first; i < last; i++) {
+		ptx_split_inst(p->insts[i].s, p->insts[i].len, &ps);
+		if (!writes(&ps, reg))
+			continue;
+		struct span base = ptx_base_of(ps.op);
+		long long c;
+		if (at_step >= 0 || ps.nops != 3 || !(ptx_span_eq(base, "add") || ptx_span_eq(base, "sub")))
+			return -1;
+		if (ps.ops[1].n == reg.n && memcmp(ps.ops[1].s, reg.s, reg.n) == 0 &&
+		    ptx_parse_int(ps.ops[2], &c))
+			step = c;
+		else if (ptx_span_eq(base, "add") && ps.ops[2].n == reg.n &&
+			 memcmp(ps.ops[2].s, reg.s, reg.n) == 0 && ptx_parse_int(ps.ops[1], &c))
+			step = c;
+		else
+			return -1;
+		if (ptx_span_eq(base, "sub"))
+			step = -step;
+		at_step = i;
+	}
+	if (at_step < 0 || step == 0)
+		return -1;
+	int found = 0;
+	for (int i = first - 1; i >= 0 && !found; i--) {
+		ptx_split_inst(p->insts[i].s, p->insts[i].len, &ps);
+		if (!writes(&ps, reg))
+			continue;
+		if (!ptx_span_eq(ptx_base_of(ps.op), "mov") || ps.nops != 2 || !ptx_parse_int(ps.ops[1], &init))
+			return -1;
+		found = 1;
+	}
+	if (!found)
+		return -1;
+	long long v = init;
+	if (test_at_head) {
+		if (at_step < at_set)
+			return -1;
+		for (long n = 0; n <= TRIP_CAP; n++) {
+			int c = compare(cmp, v, bound);
+			if (c < 0)
+				return -1;
+			if (c != want)
+				return n;
+			v += step;
+			if (v > (1LL << 40) || v < -(1LL << 40))
+				return -1;
+		}
+		return -1;
+	}
+	for (long n = 1; n <= TRIP_CAP; n++) {
+		long long seen = at_set > at_step ? v + step : v;
+		v += step;
+		int c = compare(cmp, seen, bound);
+		if (c < 0)
+			return -1;
+		if (c != want)
+			return n;
+		if (v > (1LL << 40) || v < -(1LL << 40))
+			return -1;
+	}
+	return -1;
+}
