@@ -230,5 +230,40 @@ function Space:default()
   return self:is_valid(c) and c or nil
 end
 
+-- The default config, else the first valid one in walk order; nil when no
+-- config satisfies the constraints.
+function Space:first()
+  local c = self:default()
+  if not c then self:walk(function(x) c = x return false end) end
+  return c
+end
+
+-- base changed by text, "K=V,K=V" (commas or spaces): each K a knob, each V
+-- one of its values (numbers compared as numbers). Returns the valid config,
+-- or nil and the reason.
+function Space:with(base, text)
+  local c = {}
+  for k, v in pairs(base) do c[k] = v end
+  for item in text:gmatch("[^,%s]+") do
+    local name, value = item:match("^([%w_]+)=(.+)$")
+    if not name then return nil, string.format("expected K=V pairs, got '%s'", item) end
+    local knob = self.index[name] and self.knobs[self.index[name].i]
+    if not knob then return nil, string.format("%s is not a knob", name) end
+    local found
+    for _, v in ipairs(knob.values) do
+      if tostring(v) == value or (type(v) == "number" and tonumber(value) == v) then found = v break end
+    end
+    if found == nil then
+      local vs = {}
+      for j, v in ipairs(knob.values) do vs[j] = tostring(v) end
+      return nil, string.format("%s=%s is not one of the knob's values (%s)", name, value, table.concat(vs, ", "))
+    end
+    c[name] = found
+  end
+  local ok, why = self:is_valid(c)
+  if not ok then return nil, why end
+  return c
+end
+
 M.format_value = format_value
 return M

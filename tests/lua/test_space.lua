@@ -149,6 +149,28 @@ fails("debug.getinfo(1)", "unknown name 'debug'")
 fails("string.rep('x', 10)", "unknown name 'string'")
 fails("(function() return 1 end)()", "may not define functions")
 fails("1 +", "syntax error")
+-- Space:first and Space:with (--config K=V of kopt compile and kopt ptx)
+do
+  local k2 = { { name = "B", values = { 64, 128, 256 } }, { name = "MODE", values = { "fast", "safe" } } }
+  local s2 = space_mod.new({ knobs = k2, constraints = { assert(expr.compile("B < 256 or MODE == 'safe'", "c")) },
+                             scope = {} })
+  local first = s2:first()
+  T.eq(s2:describe(first), "B=64 MODE=fast", "first valid config in walk order without defaults")
+  local got, why = s2:with(first, "B=128.0, MODE=safe")
+  T.check(got and got.B == 128 and got.MODE == "safe", "K=V applied (numbers compared as numbers): %s", tostring(why))
+  T.eq(first.B, 64, "the base config is not modified")
+  local function refused(text, pattern)
+    local r, err = s2:with(first, text)
+    T.check(r == nil and err and err:find(pattern, 1, true), "%q: expected %q, got %s", text, pattern, tostring(err))
+  end
+  refused("B", "expected K=V pairs")
+  refused("C=1", "C is not a knob")
+  refused("B=100", "B=100 is not one of the knob's values (64, 128, 256)")
+  refused("B=256", "constraint 'B < 256 or MODE == 'safe'' does not hold")
+  local none = space_mod.new({ knobs = k2, constraints = { assert(expr.compile("B > 1000", "c")) }, scope = {} })
+  T.eq(none:first(), nil, "no valid config: nil")
+end
+
 local e = assert(expr.compile("cdiv(N, BLOCK) * max(2, WARPS) + log2(8)", "y"))
 T.eq(e:number({ BLOCK = 128, WARPS = 4 }, { N = 1000 }), 35, "cdiv/max/log2")
 T.eq(#e.names, 3, "free names of the expression")

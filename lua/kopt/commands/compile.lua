@@ -61,25 +61,9 @@ local function parse(argv)
   return o
 end
 
-local function coerce(knob, text)
-  for _, v in ipairs(knob.values) do
-    if tostring(v) == text or (type(v) == "number" and tonumber(text) == v) then return v end
-  end
-  local vs = {}
-  for j, v in ipairs(knob.values) do vs[j] = tostring(v) end
-  errors.usage("compile: %s=%s is not one of the knob's values (%s)", knob.name, text, table.concat(vs, ", "))
-end
-
-local function config_text(spec, c)
-  local parts = {}
-  for _, k in ipairs(spec.knobs) do parts[#parts + 1] = k.name .. "=" .. tostring(c[k.name]) end
-  return table.concat(parts, " ")
-end
-
 -- The configs to compile, each checked against the space.
 local function select(o, spec, space)
-  local base = space:default()
-  if not base then space:walk(function(c) base = c return false end) end
+  local base = space:first()
   if not base then errors.usage("%s: no configuration satisfies every constraint", spec.path) end
   if o.all then return space:enumerate() end
   local out = {}
@@ -94,19 +78,9 @@ local function select(o, spec, space)
       end
     end
   end
-  local by_name = {}
-  for _, k in ipairs(spec.knobs) do by_name[k.name] = k end
   for _, text in ipairs(o.configs) do
-    local c = {}
-    for k, v in pairs(base) do c[k] = v end
-    for item in text:gmatch("[^,%s]+") do
-      local k, v = item:match("^([%w_]+)=(.+)$")
-      if not k then errors.usage("compile: --config: expected K=V pairs, got '%s'", item) end
-      if not by_name[k] then errors.usage("compile: --config: %s is not a knob of %s", k, spec.path) end
-      c[k] = coerce(by_name[k], v)
-    end
-    local ok, why = space:is_valid(c)
-    if not ok then errors.usage("compile: --config %s: %s", text, why) end
+    local c, why = space:with(base, text)
+    if not c then errors.usage("compile: --config %s: %s (%s)", text, why, spec.path) end
     out[#out + 1] = c
   end
   if #out == 0 then out[1] = base end
@@ -151,7 +125,7 @@ function M.main(argv)
   end
   for n, c in ipairs(configs) do
     local id = pool:submit(compile.job_for(spec, c, o.arch))
-    jobs[id] = { what = config_text(spec, c), config = c, n = n }
+    jobs[id] = { what = space:describe(c), config = c, n = n }
     order[#order + 1] = id
   end
   local results = {}

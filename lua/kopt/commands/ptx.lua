@@ -52,36 +52,19 @@ local function parse(argv)
   return o
 end
 
-local function coerce(knob, text)
-  for _, v in ipairs(knob.values) do
-    if tostring(v) == text or (type(v) == "number" and tonumber(text) == v) then return v end
-  end
-  errors.usage("ptx: %s=%s is not one of the knob's values", knob.name, text)
-end
-
 -- The config: the knobs' defaults (or the first valid one) changed by --config.
 local function config_of(o, spec)
   local scope = { device = spec.device }
   for k, v in pairs(spec.problem) do scope[k] = v end
   local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
-  local c = space:default()
-  if not c then space:walk(function(x) c = x return false end) end
+  local c = space:first()
   if not c then errors.usage("%s: no configuration satisfies every constraint", spec.path) end
-  local by_name = {}
-  for _, k in ipairs(spec.knobs) do by_name[k.name] = k end
   for _, text in ipairs(o.configs) do
-    for item in text:gmatch("[^,%s]+") do
-      local k, v = item:match("^([%w_]+)=(.+)$")
-      if not k then errors.usage("ptx: --config: expected K=V pairs, got '%s'", item) end
-      if not by_name[k] then errors.usage("ptx: --config: %s is not a knob of %s", k, spec.path) end
-      c[k] = coerce(by_name[k], v)
-    end
+    local why
+    c, why = space:with(c, text)
+    if not c then errors.usage("ptx: --config %s: %s (%s)", text, why, spec.path) end
   end
-  local ok, why = space:is_valid(c)
-  if not ok then errors.usage("ptx: --config: %s", why) end
-  local parts = {}
-  for _, k in ipairs(spec.knobs) do parts[#parts + 1] = k.name .. "=" .. tostring(c[k.name]) end
-  return c, table.concat(parts, " ")
+  return c, space:describe(c)
 end
 
 -- The PTX text and a line saying where it came from; nil, log when the
