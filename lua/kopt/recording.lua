@@ -234,6 +234,22 @@ local T4_INVALIDITY = { correct = "ok", compile = "compile_error", runtime = "la
 
 -- The parameter names of a configuration, sorted and joined: entries of one
 -- recording must agree on them.
+-- Reads each raw result with entry_of (through r:each, which skips or
+-- refuses a bad one by the reader's mode), appends the entries to rec and
+-- collects each knob's values into sets.
+local function add_entries(r, rec, sets, list, label, entry_of)
+  for i, res in ipairs(list) do
+    local entry = r:each(string.format("%s[%d]", label, i), entry_of, res)
+    if entry then
+      for name, v in pairs(entry.config) do
+        sets[name] = sets[name] or {}
+        sets[name][v] = true
+      end
+      rec.entries[#rec.entries + 1] = entry
+    end
+  end
+end
+
 local function names_of(config)
   local names = {}
   for k in pairs(config) do names[#names + 1] = tostring(k) end
@@ -314,16 +330,7 @@ local function from_t4(doc, file, r)
     entry.cost_s = c * default_unit / 1000
     return entry
   end
-  for i, res in ipairs(doc.results) do
-    local entry = r:each(string.format("results[%d]", i), entry_of, res)
-    if entry then
-      for name, v in pairs(entry.config) do
-        sets[name] = sets[name] or {}
-        sets[name][v] = true
-      end
-      rec.entries[#rec.entries + 1] = entry
-    end
-  end
+  add_entries(r, rec, sets, doc.results, "results", entry_of)
   local order = {}
   for name in pairs(sets) do order[#order + 1] = name end
   table.sort(order)
@@ -385,16 +392,7 @@ local function from_ktt(doc, file, r)
     end
     return entry
   end
-  for i, res in ipairs(doc.Results) do
-    local entry = r:each(string.format("Results[%d]", i), entry_of, res)
-    if entry then
-      for name, v in pairs(entry.config) do
-        sets[name] = sets[name] or {}
-        sets[name][v] = true
-      end
-      rec.entries[#rec.entries + 1] = entry
-    end
-  end
+  add_entries(r, rec, sets, doc.Results, "Results", entry_of)
   for i, name in ipairs(order or {}) do rec.knobs[i] = { name = name, values = sorted_values(sets[name]) } end
   return rec
 end
