@@ -369,6 +369,32 @@ CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const struct job 
 	return r;
 }
 
+/* A run of device words that should all hold one value. */
+struct scan {
+	CUdeviceptr ptr;
+	unsigned long long words;
+	unsigned word;
+};
+
+/* Scans n runs with kopt_guard_scan (harness.cu) and waits: found[2 i] is
+ * the largest (words - k) and found[2 i + 1] the largest (k + 1) over the
+ * words k of run i that differ, both 0 when it is intact. */
+static CUresult scan_runs(struct worker *w, struct scan *runs, int n, unsigned long long *found)
+{
+	CUresult r = kopt_cu.cuMemsetD8Async(w->guard_dev, 0, 16 * (size_t)n, w->stream);
+	for (int i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		CUdeviceptr out = w->guard_dev + 16 * (CUdeviceptr)i;
+		void *params[] = {&runs[i].ptr, &runs[i].words, &runs[i].word, &out};
+		r = kopt_cu.cuLaunchKernel(w->guard_scan, (unsigned)(2 * w->dev.sm_count), 1, 1, 256,
+					   1, 1, 0, w->stream, params, NULL);
+	}
+	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
+		r = CUDA_ERROR_LAUNCH_TIMEOUT;
+	if (r == CUDA_SUCCESS && n > 0)
+		r = kopt_cu.cuMemcpyDtoH(found, w->guard_dev, 16 * (size_t)n);
+	return r;
+}
+
 /* Bytes of g that differ from its load-time image: zero-initialised ones
  * are scanned on the device (they can be large memo arrays), others copied
  * back. -1 when they cannot be read. */
@@ -376,18 +402,8 @@ static long long changed_bytes(struct worker *w, const struct mglobal *g)
 {
 	if (g->image == NULL) {
 		unsigned long long words = g->size / 4, found[2] = {0, 0};
-		CUdeviceptr out = w->guard_dev;
-		unsigned zero = 0;
-		void *params[] = {(void *)&g->ptr, &words, &zero, &out};
-		CUresult r = kopt_cu.cuMemsetD8Async(out, 0, 16, w->stream);
-		if (r == CUDA_SUCCESS && words > 0)
-			r = kopt_cu.cuLaunchKernel(w->guard_scan, (unsigned)(2 * w->dev.sm_count), 1, 1,
-						   256, 1, 1, 0, w->stream, params, NULL);
-		if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 &&
-		    r == CUDA_SUCCESS)
-			r = CUDA_ERROR_LAUNCH_TIMEOUT;
-		if (r == CUDA_SUCCESS)
-			r = kopt_cu.cuMemcpyDtoH(found, out, sizeof found);
+		struct scan run = {g->ptr, words, 0u};
+		CUresult r = scan_runs(w, &run, 1, found);
 		unsigned char tail[4] = {0, 0, 0, 0};
 		if (r == CUDA_SUCCESS && g->size % 4 != 0)
 			r = kopt_cu.cuMemcpyDtoH(tail, g->ptr + words * 4, g->size % 4);
@@ -552,25 +568,16 @@ const char *kopt_worker_guard_check(struct worker *w, const struct inputset *s, 
 	struct reach b[256];
 	int n = reachable(w, s, b);
 	unsigned long long found[2 * 256 * 2];
+	struct scan runs[2 * 256];
 	if (!w->check_guards)
 		return NULL;
-	CUresult r = kopt_cu.cuMemsetD8Async(w->guard_dev, 0, 16 * 2 * (size_t)n, w->stream);
-	for (int i = 0; r == CUDA_SUCCESS && i < n; i++) {
+	for (int i = 0; i < n; i++) { /* the front guard, then the back one */
 		size_t back = guarded_size(b[i].bytes) - KOPT_GUARD_FRONT - b[i].bytes;
-		CUdeviceptr region[2] = {b[i].ptr - KOPT_GUARD_FRONT, b[i].ptr + b[i].bytes};
-		unsigned long long words[2] = {KOPT_GUARD_FRONT / 4, back / 4};
-		for (int k = 0; r == CUDA_SUCCESS && k < 2; k++) {
-			CUdeviceptr out = w->guard_dev + 16 * (CUdeviceptr)(2 * i + k);
-			void *params[] = {&region[k], &words[k], &w->guard_word, &out};
-			r = kopt_cu.cuLaunchKernel(w->guard_scan, (unsigned)(2 * w->dev.sm_count), 1,
-						   1, 256, 1, 1, 0, w->stream, params, NULL);
-		}
+		runs[2 * i] = (struct scan){b[i].ptr - KOPT_GUARD_FRONT, KOPT_GUARD_FRONT / 4,
+					    w->guard_word};
+		runs[2 * i + 1] = (struct scan){b[i].ptr + b[i].bytes, back / 4, w->guard_word};
 	}
-	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 &&
-	    r == CUDA_SUCCESS)
-		r = CUDA_ERROR_LAUNCH_TIMEOUT;
-	if (r == CUDA_SUCCESS)
-		r = kopt_cu.cuMemcpyDtoH(found, w->guard_dev, 16 * 2 * (size_t)n);
+	CUresult r = scan_runs(w, runs, 2 * n, found);
 	if (kopt_worker_cu_check(r, "checking the guard bands", w->log, sizeof w->log))
 		return "crash";
 	for (int i = 0; i < n; i++) {
