@@ -23,7 +23,7 @@ M.inits = { normal = true, uniform = true, uniform01 = true, zeros = true, ones 
             arange = true, constant = true }
 
 local top_fields = { "name", "description", "kernel", "problem", "knobs", "constraints", "launch",
-                     "args", "reference", "tolerance", "work", "recording", "profile", "device" }
+                     "args", "reference", "tolerance", "work", "recording", "profile", "device", "torch" }
 
 local Checker = {}
 Checker.__index = Checker
@@ -305,6 +305,14 @@ function M.load(path, opts)
   if raw.recording ~= nil then
     local rec = c:string(raw.recording, "recording")
     self.recording = join(dir, rec)
+  end
+  -- The problem in PyTorch (kopt suite's baselines, tools/suite_baselines.py):
+  -- an expression over the input arguments and problem sizes, by name.
+  local torch = c:object(raw.torch, "torch", true)
+  if torch then
+    c:unknown_fields(torch, { "expr", "kernelbench" }, "torch")
+    self.torch = { expr = c:string(torch.expr, "torch.expr"),
+                   kernelbench = c:string(torch.kernelbench, "torch.kernelbench", true) }
   end
   local prof = c:object(raw.profile, "profile", true) or {}
   c:unknown_fields(prof, { "metrics" }, "profile")
