@@ -199,65 +199,8 @@ end
 -- Repairs: a failed LLM edit goes back to its expert in the same
 -- conversation.
 
-local LOG_LINES, LOG_CHARS = 30, 3000
-
--- A compiler or verifier log, trimmed to the lines that matter: error lines
--- and the line after each, else the first lines.
-local function trim_log(log)
-  if type(log) ~= "string" or log == "" then return nil end
-  local lines = {}
-  for l in (log .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = l end
-  local keep, seen = {}, {}
-  for i, l in ipairs(lines) do
-    if l:lower():find("error", 1, true) or l:find("mismatch", 1, true) or l:find("wrong", 1, true) then
-      for j = i, math.min(i + 1, #lines) do
-        if not seen[j] then seen[j] = true keep[#keep + 1] = lines[j] end
-      end
-    end
-  end
-  if #keep == 0 then for i = 1, math.min(LOG_LINES, #lines) do keep[i] = lines[i] end end
-  while #keep > LOG_LINES do keep[#keep] = nil end
-  local text = table.concat(keep, "\n")
-  if #text > LOG_CHARS then text = text:sub(1, LOG_CHARS) .. "\n[trimmed]" end
-  return text
-end
-S.trim_log = trim_log
-
-local function num_text(v)
-  if math.type(v) == "integer" then return tostring(v) end
-  if type(v) == "number" then return string.format("%.4g", v) end
-  return tostring(v)
-end
-
--- What went wrong with a measured edit, for the model.
-local function feedback_of(r)
-  local st = tostring(r.status)
-  local log = trim_log(r.log)
-  if st == "compile_error" then
-    return "It did not compile. NVRTC says:\n" .. (log or "(no log)")
-  end
-  local L = {}
-  if st == "wrong" then
-    L[1] = "It compiled and ran, but its output is wrong."
-    local parts = {}
-    for _, e in ipairs({ r.err, r.err2 }) do
-      if type(e) == "table" then
-        local keys = {}
-        for k in pairs(e) do keys[#keys + 1] = k end
-        table.sort(keys)
-        for _, k in ipairs(keys) do parts[#parts + 1] = k .. " " .. num_text(e[k]) end
-      end
-    end
-    if #parts > 0 then L[#L + 1] = "Error against the reference: " .. table.concat(parts, ", ") .. "." end
-  elseif st == "suspect" then
-    L[1] = "The verifier does not trust its result (status suspect)."
-  else
-    L[1] = string.format("It failed with status %s.", st)
-  end
-  if log then L[#L + 1] = "The verifier says:\n" .. log end
-  return table.concat(L, "\n")
-end
-S.feedback_of = feedback_of
+local trim_log, feedback_of = X.trim_log, X.feedback_of
+S.trim_log, S.feedback_of = trim_log, feedback_of
 
 -- The chain of a move that came from an LLM reply: the conversation so far.
 local function chain_of(answer, mv, base)
@@ -333,12 +276,7 @@ local function start_repairs(ctx, st)
   for _, p in ipairs(pending) do
     local ch = p.chain
     if #reqs < budget_left then
-      local msgs = {}
-      for _, m in ipairs(ch.messages) do msgs[#msgs + 1] = m end
-      msgs[#msgs + 1] = { role = "assistant", content = ch.content }
-      msgs[#msgs + 1] = { role = "user", content = string.format(
-        "Your edit (%s) was tried. %s\n\nFix it: answer with the same JSON object, with one proposal whose " ..
-        "\"patch\" is the corrected edit against the kernel source you were shown.", tostring(ch.method), p.feedback) }
+      local msgs = X.repair_messages(ch, p.feedback)
       ch.attempt = ch.attempt + 1
       ch.messages = msgs
       reqs[#reqs + 1] = { tag = ch.expert .. "#repair", messages = msgs, schema = st.schema,
@@ -558,8 +496,7 @@ local function better(st, r, min_gain)
   return r.time_ms < old.time_ms * (1 - need)
 end
 
-local REPAIRABLE = { compile_error = true, wrong = true, launch_error = true, crash = true, timeout = true,
-                     suspect = true }
+local REPAIRABLE = X.REPAIRABLE
 
 function S.tell(ctx, results)
   local st = ctx.experts_state

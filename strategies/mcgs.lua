@@ -54,6 +54,7 @@ local moves_mod = require("kopt.moves")
 local experience = require("kopt.experience")
 local json = require("kopt.json")
 local classic = require("kopt.classic")
+local X = require("kopt.experts")
 
 local S = {
   name = "mcgs",
@@ -62,6 +63,8 @@ local S = {
     moves = { default = "rules", help = "move generators, comma-separated (names or .lua files)" },
     expert_c = { default = 0.5, help = "expensive generators: the n-th call on a state once expert_c * (visits+1)^pw_alpha >= n" },
     expert_max = { default = 3, help = "expensive generators: most calls per state" },
+    repairs = { default = 2, help = "expert edits: follow-up turns in which the expert may fix an edit that failed " ..
+                                    "to compile or verify (0: none)" },
     c_puct = { default = 0.15, help = "exploration weight of the PUCT term" },
     beta_max = { default = 0.7, help = "weight of the max backup in Q (0 = mean only, 1 = max only)" },
     fpu_reduction = { default = 0.2, help = "an unvisited move is valued at its parent's reward minus this" },
@@ -162,13 +165,19 @@ function S.init(ctx)
     measured = {},     -- node id -> true once its result is in
     time = {},         -- node id -> measured time (ms) of a successful state
     expert_calls = {}, -- node id -> calls of the expensive generators
+    edge_chain = {},   -- edge id -> LLM conversation of an edit move (kopt.experts), for repairs
+    edge_gen = {},     -- edge id -> name of the generator that proposed it
+    path_to = {},      -- node id -> the path by which it was first measured
+    repairs = {},      -- failed LLM edits waiting for their repair turn
     baseline = nil,    -- time of the first valid measurement
     restarts = 0,
     iterations = 0,    -- selections that produced a candidate
   }
   st.gens = moves_mod.resolve(o.moves)
+  st.gen_by_name = {}
   for _, gen in ipairs(st.gens) do
     table.insert(gen.expensive and st.expensive or st.cheap, gen)
+    st.gen_by_name[gen.name] = gen
   end
   if o.priors ~= "" then
     local f, err = experience.load_priors(o.priors)
@@ -384,6 +393,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
         added = added + 1
         st.edge_method[e] = m.method
         st.edge_expert[e] = m.expert
+        st.edge_chain[e], st.edge_gen[e] = m.chain, m.generator
         st.method_in[child] = st.method_in[child] or m.method
       end
       if always then
@@ -569,7 +579,86 @@ local function candidate_of(st, rec)
   return { config = st.cfg[rec.leaf], patch = st.patch[rec.leaf],
            origin = { method = st.edge_method[e], expert = st.edge_expert[e],
                       parent = parent ~= st.root and st.g:key(parent) or nil,
-                      rollout = rec.rollout and true or nil } }
+                      rollout = rec.rollout and true or nil, repair = rec.repair } }
+end
+
+local function extend(path, e)
+  local p = {}
+  for i, x in ipairs(path) do p[i] = x end
+  p[#p + 1] = e
+  return p
+end
+
+-- A repair turn for a failed LLM edit (p from S.tell): the fixed edit, as a
+-- new always-selectable move of the failed state's parent, measured next.
+-- Nil when the expert gave no usable fix or the fix is a state already seen.
+local function repair_rec(ctx, st, p)
+  local gen = st.gen_by_name[p.gen]
+  if not (gen and gen.repair) then return nil end
+  local ch = p.chain
+  local moves, note = gen.repair(ctx, ch, p.feedback, p.failed_patch)
+  local _, parent = st.g:ends(p.path[#p.path])
+  local props = #moves > 0 and moves_mod.propose(ctx, { config = st.cfg[parent], key = st.g:key(parent) },
+                                                  { { name = p.gen, propose = function() return moves end } }) or {}
+  local m = props[1]
+  local child = m and S.node_for(ctx, st, m.config, m.patch, m.key)
+  if m and (evaluated(st, child) or st.g:flags(child) & PENDING ~= 0) then
+    note, m = "the fix is a state already measured or in flight", nil
+  end
+  ctx:log("repair %d of %s/%s: %s", ch.attempt, ch.expert, tostring(ch.method), note)
+  if not m then
+    if ch.attempt < ctx.options.repairs then
+      st.repairs[#st.repairs + 1] = { chain = ch, gen = p.gen, path = p.path, failed_patch = p.failed_patch,
+                                      feedback = "It was not tried: " .. note .. "." }
+    end
+    return nil
+  end
+  local e = st.g:link(parent, m.action, child, st.g:edge(p.path[#p.path]).prior)
+  st.g:set_edge_flags(e, graph_mod.edge_always)
+  st.edge_method[e], st.edge_expert[e], st.edge_chain[e], st.edge_gen[e] = ch.method, ch.expert, ch, p.gen
+  st.method_in[child] = st.method_in[child] or ch.method
+  return { path = extend(p.path, e), leaf = child, repair = ch.attempt }
+end
+
+-- When no descent finds a new state (a small space, every state measured),
+-- the search is not over while a good state can still be moved from: the
+-- fastest measured states get their cheap moves and, up to expert_max, a
+-- call of the expensive generators (an LLM's edits), and their idle moves
+-- are measured, best prior first.
+local FRONTIER_STATES = 4
+local function frontier(ctx, st, n)
+  local ids = {}
+  for id in pairs(st.time) do
+    if st.path_to[id] then ids[#ids + 1] = id end
+  end
+  table.sort(ids, function(a, b)
+    if st.time[a] ~= st.time[b] then return st.time[a] < st.time[b] end
+    return a < b
+  end)
+  local recs, g = {}, st.g
+  for i = 1, math.min(#ids, FRONTIER_STATES) do
+    local id, path = ids[i], st.path_to[ids[i]]
+    expand(ctx, st, id, #path)
+    local idle = g:eligible(id, BLOCK | MEASURED)
+    local done = st.expert_calls[id] or 0
+    if #idle == 0 and #st.expensive > 0 and done < ctx.options.expert_max then
+      st.expert_calls[id] = done + 1
+      add_moves(ctx, st, id, st.expensive, false, true)
+      idle = g:eligible(id, BLOCK | MEASURED)
+    end
+    table.sort(idle, function(a, b)
+      local pa, pb = g:edge(a).prior, g:edge(b).prior
+      if pa ~= pb then return pa > pb end
+      return a < b
+    end)
+    for _, e in ipairs(idle) do
+      if #recs >= n then return recs end
+      local rec = { path = extend(path, e), leaf = (g:ends(e)) }
+      start_pending(st, rec)
+      recs[#recs + 1] = rec
+    end
+  end
+  return recs
 end
 
 function S.ask(ctx, n)
@@ -585,6 +674,14 @@ function S.ask(ctx, n)
     local rec = table.remove(st.queue, 1)
     out[#out + 1] = candidate_of(st, rec)
     recs[#recs + 1] = rec
+  end
+  while #out < n and #st.repairs > 0 and ctx.evaluations + #out < (ctx.budget or math.huge) do
+    local rec = repair_rec(ctx, st, table.remove(st.repairs, 1))
+    if rec then
+      start_pending(st, rec)
+      out[#out + 1] = candidate_of(st, rec)
+      recs[#recs + 1] = rec
+    end
   end
   local temp = {}
   local tries = 0
@@ -613,6 +710,12 @@ function S.ask(ctx, n)
     if rec then
       st.iterations = st.iterations + 1
       start_pending(st, rec)
+      out[#out + 1] = candidate_of(st, rec)
+      recs[#recs + 1] = rec
+    end
+  end
+  if #out == 0 then
+    for _, rec in ipairs(frontier(ctx, st, n)) do
       out[#out + 1] = candidate_of(st, rec)
       recs[#recs + 1] = rec
     end
@@ -704,11 +807,22 @@ function S.tell(ctx, results)
       g:set_flags(leaf, (g:flags(leaf) & ~PENDING) | MEASURED)
       st.measured[leaf] = true
       st.time[leaf] = time_of(r)
+      st.path_to[leaf] = st.path_to[leaf] or rec.path
       model_record(st, st.cfg[leaf], time_of(r))
       if failed then set_flag(g, leaf, DEAD) end
       for _, e in ipairs(rec.path) do
         g:vloss(e, -1)
         g:backup(e, v, failed)
+      end
+      local ch = st.edge_chain[rec.path[#rec.path]]
+      if failed and ch and X.REPAIRABLE[r.status] then
+        if ch.attempt < o.repairs then
+          st.repairs[#st.repairs + 1] = { chain = ch, gen = st.edge_gen[rec.path[#rec.path]], path = rec.path,
+                                          failed_patch = st.patch[leaf], feedback = X.feedback_of(r) }
+        elseif o.repairs > 0 then
+          ctx:log("repair chain of %s/%s ends after %d attempts: %s", ch.expert, tostring(ch.method), ch.attempt,
+                  tostring(r.status))
+        end
       end
       local last = g:edge(rec.path[#rec.path])
       local parent = last.parent

@@ -489,8 +489,108 @@ function M.finish(moves, name)
   return moves
 end
 
+local LOG_LINES, LOG_CHARS = 30, 3000
+
+-- A compiler or verifier log, trimmed to the lines that matter: error lines
+-- and the line after each, else the first lines.
+local function trim_log(log)
+  if type(log) ~= "string" or log == "" then return nil end
+  local lines = {}
+  for l in (log .. "\n"):gmatch("(.-)\n") do lines[#lines + 1] = l end
+  local keep, seen = {}, {}
+  for i, l in ipairs(lines) do
+    if l:lower():find("error", 1, true) or l:find("mismatch", 1, true) or l:find("wrong", 1, true) then
+      for j = i, math.min(i + 1, #lines) do
+        if not seen[j] then seen[j] = true keep[#keep + 1] = lines[j] end
+      end
+    end
+  end
+  if #keep == 0 then for i = 1, math.min(LOG_LINES, #lines) do keep[i] = lines[i] end end
+  while #keep > LOG_LINES do keep[#keep] = nil end
+  local text = table.concat(keep, "\n")
+  if #text > LOG_CHARS then text = text:sub(1, LOG_CHARS) .. "\n[trimmed]" end
+  return text
+end
+M.trim_log = trim_log
+
+local function num_text(v)
+  if math.type(v) == "integer" then return tostring(v) end
+  if type(v) == "number" then return string.format("%.4g", v) end
+  return tostring(v)
+end
+
+-- What went wrong with a measured edit, for the model.
+local function feedback_of(r)
+  local st = tostring(r.status)
+  local log = trim_log(r.log)
+  if st == "compile_error" then
+    return "It did not compile. NVRTC says:\n" .. (log or "(no log)")
+  end
+  local L = {}
+  if st == "wrong" then
+    L[1] = "It compiled and ran, but its output is wrong."
+    local parts = {}
+    for _, e in ipairs({ r.err, r.err2 }) do
+      if type(e) == "table" then
+        local keys = {}
+        for k in pairs(e) do keys[#keys + 1] = k end
+        table.sort(keys)
+        for _, k in ipairs(keys) do parts[#parts + 1] = k .. " " .. num_text(e[k]) end
+      end
+    end
+    if #parts > 0 then L[#L + 1] = "Error against the reference: " .. table.concat(parts, ", ") .. "." end
+  elseif st == "suspect" then
+    L[1] = "The verifier does not trust its result (status suspect)."
+  else
+    L[1] = string.format("It failed with status %s.", st)
+  end
+  if log then L[#L + 1] = "The verifier says:\n" .. log end
+  return table.concat(L, "\n")
+end
+M.feedback_of = feedback_of
+
+-- The statuses a repair turn can help with.
+M.REPAIRABLE = { compile_error = true, wrong = true, launch_error = true, crash = true, timeout = true,
+                 suspect = true }
+
+-- The follow-up turn of a repair: the conversation so far, the model's reply
+-- and what happened to its edit.
+function M.repair_messages(chain, feedback)
+  local msgs = {}
+  for _, m in ipairs(chain.messages) do msgs[#msgs + 1] = m end
+  msgs[#msgs + 1] = { role = "assistant", content = chain.content }
+  msgs[#msgs + 1] = { role = "user", content = string.format(
+    "Your edit (%s) was tried. %s\n\nFix it: answer with the same JSON object, with one proposal whose " ..
+    "\"patch\" is the corrected edit against the kernel source you were shown.", tostring(chain.method), feedback) }
+  return msgs
+end
+
 ---------------------------------------------------------------------------
 -- Experts as move generators for kopt.moves / MCGS.
+
+-- Applies an edit move to the first base source it fits (bases: a list,
+-- nils skipped) and sets mv.patch to the whole difference from the spec's
+-- kernel, after the device-code-only check. Returns true, or false and why.
+local function take_edit(ctx, mv, spec_src, bases, entry)
+  local names = {}
+  for i, k in ipairs(ctx.space.knobs) do names[i] = k.name end
+  local err
+  for i = 1, 2 do
+    local base = bases[i]
+    if base then
+      local new, aerr = patch_mod.apply_edit(base, mv.edit or mv.patch, { entry = entry })
+      if new and new ~= base then
+        local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names })
+        if not allowed then mv.edit = nil return false, "edit rejected: " .. perr end
+        mv.patch, mv.edit = patch_mod.diff(spec_src, new), nil
+        return true
+      end
+      err = err or (new and "the edit changes nothing" or ("edit does not apply: " .. tostring(aerr)))
+    end
+  end
+  mv.edit = nil
+  return false, err
+end
 
 -- A generator that asks the named experts (heuristics, or the LLM when
 -- `client` is given) about a state. expensive = true: MCGS calls it only when
@@ -498,6 +598,8 @@ end
 function M.generator(list, opts)
   opts = opts or {}
   local experts = M.resolve(list or M.DEFAULT)
+  local by_name = {}
+  for _, e in ipairs(experts) do by_name[e.name] = e end
   local gen = { name = "experts", expensive = true }
   function gen.propose(ctx, state)
     -- Edits are on where a candidate's code can be measured (a spec and a
@@ -514,25 +616,18 @@ function M.generator(list, opts)
     local view = M.view(ctx, state, { n = opts.n or 3, history = opts.history, edits = edits, source = source })
     local moves = {}
     local answers = M.ask_all(experts, view, ctx.rng, opts.client or ctx.llm)
-    local names = {}
-    for i, k in ipairs(ctx.space.knobs) do names[i] = k.name end
     for _, a in ipairs(answers) do
       for _, mv in ipairs(a.moves) do
-        local ok = true
-        if mv.edit or mv.patch then
-          local new, err = patch_mod.apply_edit(source, mv.edit or mv.patch, { entry = view.entry })
-          if new and new ~= source then
-            local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(source, new), { knobs = names })
-            if allowed then
-              mv.patch = patch_mod.diff(spec_src, new)
-            else
-              ok, err = false, "edit rejected: " .. perr
-            end
-          else
-            ok, err = false, new and "the edit changes nothing" or ("edit does not apply: " .. tostring(err))
-          end
+        local is_edit = mv.edit or mv.patch
+        local ok, err = true
+        if is_edit then
+          ok, err = take_edit(ctx, mv, spec_src, { source }, view.entry)
           if not ok and ctx.log then ctx:log("expert move %s/%s dropped: %s", a.expert, mv.method, err) end
-          mv.edit = nil
+          -- an LLM edit keeps its conversation, for a repair turn if it fails
+          if ok and a.source == "llm" and a.messages and a.content then
+            mv.chain = { expert = a.expert, messages = a.messages, content = a.content, attempt = 0,
+                         method = mv.method, source = source, view = view }
+          end
         else
           mv.patch = state.patch
         end
@@ -540,6 +635,39 @@ function M.generator(list, opts)
       end
     end
     return moves
+  end
+
+  -- A repair turn: the chain's expert hears what happened to its edit
+  -- (feedback) and may answer with a fixed one, applied to the source it was
+  -- shown (or, failing that, to its own broken version). Returns the fixed
+  -- moves (each with the chain, its attempt counted) and a note for the log.
+  function gen.repair(ctx, chain, feedback, failed_patch)
+    local client = opts.client or ctx.llm
+    if not client then return {}, "no LLM" end
+    local spec_src = ctx.spec.kernel.source
+    local failed_source = failed_patch and patch_mod.apply(spec_src, failed_patch)
+    local e = by_name[chain.expert]
+    local msgs = M.repair_messages(chain, feedback)
+    chain.attempt, chain.messages = chain.attempt + 1, msgs
+    local r = client:chat_many({ { tag = chain.expert .. "#repair", messages = msgs, schema = M.schema(chain.view),
+                                   temperature = e.temperature } })[1]
+    if not r.ok then return {}, string.format("reply failed: %s: %s", tostring(r.kind), tostring(r.err)) end
+    chain.content = r.content
+    local moves, rejected = e.parse(r.value, chain.view)
+    local notes = {}
+    for _, rj in ipairs(rejected or {}) do notes[#notes + 1] = string.format("proposal %d rejected: %s", rj.index, rj.why) end
+    for _, mv in ipairs(moves) do
+      if mv.edit or mv.patch then
+        local ok, err = take_edit(ctx, mv, spec_src, { chain.source, failed_source }, chain.view.entry)
+        if ok then
+          mv.expert, mv.method, mv.chain, mv.repair = chain.expert, chain.method or mv.method, chain, chain.attempt
+          return { mv }, "a fixed edit"
+        end
+        notes[#notes + 1] = err
+      end
+    end
+    if #notes == 0 then notes[1] = "no edit in the reply" end
+    return {}, table.concat(notes, "; ")
   end
   return gen
 end

@@ -146,9 +146,11 @@ end
 -- Calls every generator on a state, drops moves that are invalid or lead
 -- back to the state, and merges moves that lead to the same state (keeping
 -- the method with the larger prior, summing priors). Returns a list of
---   { config=, key=, action=, method=, expert=, patch=, prior=, generator= }
--- in a deterministic order (generator order, then proposal order), with
--- priors normalised to sum to 1.
+--   { config=, key=, action=, method=, expert=, patch=, prior=, generator=,
+--     chain=, repair= }
+-- (chain: an LLM edit's conversation, for its repair turn) in a
+-- deterministic order (generator order, then proposal order), with priors
+-- normalised to sum to 1.
 function M.propose(ctx, state, generators)
   local space = ctx.space
   local out, by_key = {}, {}
@@ -176,7 +178,7 @@ function M.propose(ctx, state, generators)
           else
             local m = { config = cfg, key = key, action = M.action_id(space, mv), method = mv.method or "move",
                         expert = mv.expert, patch = mv.patch, prior = prior, best_prior = prior,
-                        generator = gen.name }
+                        generator = gen.name, chain = mv.chain, repair = mv.repair }
             by_key[key] = m
             out[#out + 1] = m
           end

@@ -292,5 +292,63 @@ do
   end
 end
 
+-- 9. MCGS with expert moves, repairs included: a broken edit is a failed
+-- node whose expert gets a repair turn; the fix is measured as a new move of
+-- the same parent and crowned. On a small space the experts are asked once
+-- every knob state is measured, so the edit is still found; an edited state's
+-- children edit again.
+do
+  local X = require("kopt.experts")
+  local llm = require("kopt.llm")
+  local moves = require("kopt.moves")
+  local M = require("strategies.mcgs")
+  local function mcgs_run(scenario, budget, extra)
+    local client = assert(llm.new(llm.config({ llm_base_url = server:base(scenario) })))
+    moves.register("llm_" .. scenario, X.generator("throughput", { client = client }))
+    local opts = { { "moves", "rules,llm_" .. scenario } }
+    for _, kv in ipairs(extra or {}) do opts[#opts + 1] = kv end
+    captured = {}
+    local dir = T.tmpdir("mcgs-" .. scenario)
+    local engine = engine_mod.run({
+      strategy = M, strategy_name = "mcgs", options = strategy_mod.options(M, opts), space = new_space(),
+      spec = spec, backend = stub_backend(), budget = budget, seed = 1, quiet = true, out_dir = dir,
+    })
+    local log = table.concat(captured, "\n")
+    captured = nil
+    return engine, log
+  end
+  local e, log = mcgs_run("r_compile", 40)
+  local broken, fixed = 0, 0
+  for _, rec in ipairs(e.records) do
+    local o = rec.candidate.origin or {}
+    if rec.result.status == "compile_error" and o.expert == "throughput" then broken = broken + 1 end
+    if o.repair == 1 and rec.result.status == "ok" then fixed = fixed + 1 end
+  end
+  T.check(broken >= 1, "mcgs r_compile: the broken edit was not measured as a node")
+  T.check(fixed >= 1, "mcgs r_compile: no repaired edit measured:\n%s", log)
+  T.check(log:find("repair 1 of throughput/strength_reduction: a fixed edit", 1, true),
+          "mcgs r_compile: no repair turn in the log:\n%s", log)
+  T.check(e.ctx.best and e:source_of(e.ctx.best.candidate):find("__fadd_rn", 1, true),
+          "mcgs r_compile: the best is not the fast edit")
+  T.check(e.evaluations > 15, "mcgs r_compile: the run stopped after %d evaluations (the 15 knob states)", e.evaluations)
+
+  local e2, log2 = mcgs_run("r_never", 40, { { "repairs", "2" } })
+  local most = 0
+  for _, rec in ipairs(e2.records) do most = math.max(most, (rec.candidate.origin or {}).repair or 0) end
+  T.check(most <= 2, "mcgs r_never: repair %d measured with repairs=2", most)
+  T.check(log2:find("ends after 2 attempts", 1, true), "mcgs r_never: the chain's end is not logged:\n%s", log2)
+
+  local e3 = mcgs_run("r_compose", 40)
+  local edit_on_edit, knob_on_edit = false, false
+  for _, rec in ipairs(e3.records) do
+    local src = e3:source_of(rec.candidate) or ""
+    if src:find("// composed", 1, true) and src:find("__fadd_rn", 1, true) then edit_on_edit = true end
+    if src:find("__fadd_rn", 1, true) and (rec.candidate.origin or {}).method ~= "strength_reduction"
+       and not src:find("// composed", 1, true) then knob_on_edit = true end
+  end
+  T.check(edit_on_edit, "mcgs r_compose: no edit of an edited state was measured")
+  T.check(knob_on_edit, "mcgs r_compose: no knob move from an edited state was measured")
+end
+
 server:stop()
 return T.done()

@@ -27,9 +27,18 @@ local function llm_client(ctx)
   return client or nil
 end
 
-function G.propose(ctx, state)
+local function generator(ctx)
   inner = inner or X.generator(os.getenv("KOPT_EXPERTS") or X.DEFAULT, { client = llm_client(ctx) })
-  return inner.propose(ctx, state)
+  return inner
+end
+
+function G.propose(ctx, state)
+  return generator(ctx).propose(ctx, state)
+end
+
+-- A failed edit's repair turn (kopt.experts generator.repair).
+function G.repair(ctx, chain, feedback, failed_source)
+  return generator(ctx).repair(ctx, chain, feedback, failed_source)
 end
 
 return G
