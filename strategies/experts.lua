@@ -67,24 +67,9 @@ local function noise(r)
   return 0
 end
 
-local function make_client(ctx, o)
-  if o.llm == "off" then return nil, "llm=off" end
-  local options = { llm_base_url = o.llm_base_url, llm_model = o.llm_model, llm_timeout = o.llm_timeout,
-                    llm_mode = o.llm_mode, llm_replay = o.llm_replay }
-  local cfg = llm.config(options)
-  if o.llm_key_env ~= "" then cfg.api_key = os.getenv(o.llm_key_env) end
-  if not cfg.base_url and not cfg.replay then return nil, "no LLM endpoint configured" end
-  if ctx.run_dir then
-    sys.mkdir_p(ctx.run_dir)
-    cfg.transcript = ctx.run_dir .. "/llm_transcript.jsonl"
-    -- A resumed run asks the same questions again: answer them from its own
-    -- transcript first, so it proposes what it proposed before.
-    if not cfg.replay and sys.stat(cfg.transcript) then cfg.prefix = cfg.transcript end
-  end
-  local client, err = llm.new(cfg)
-  if not client then require("kopt.errors").usage("experts: %s", err) end
-  return client
-end
+-- A resumed run asks the same questions again: kopt.llm answers them from
+-- its own transcript first, so it proposes what it proposed before.
+local function make_client(ctx, o) return llm.for_run(ctx, o, "experts") end
 
 function S.init(ctx)
   local o = ctx.options

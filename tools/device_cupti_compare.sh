@@ -18,6 +18,8 @@ K="$BUILD/kopt"
 NCU=${NCU:-$(command -v ncu || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)}
 METRICS=gpu__time_duration.sum,sm__cycles_elapsed.avg.per_second,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed,sm__warps_active.avg.pct_of_peak_sustained_active,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct,dram__bytes_read.sum,dram__bytes_write.sum,lts__throughput.avg.pct_of_peak_sustained_elapsed,sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active
 set -u
+# Measurements, not memories: no run here is answered by the experience database.
+export KOPT_DB=${KOPT_DB:-off}
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
 echo "ncu: $NCU ($("$NCU" --version | tail -1))"
 grep RmProfilingAdminOnly /proc/driver/nvidia/params 2>/dev/null

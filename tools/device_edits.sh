@@ -18,6 +18,8 @@ OUT=${OUT:-.}
 R=${R:-/tmp/kopt-edits}
 SPEC=examples/edits/row_sum.json
 set -u
+# Measurements, not memories: no run here is answered by the experience database.
+export KOPT_DB=${KOPT_DB:-off}
 rm -rf "$R"; mkdir -p "$R" "$OUT"
 "$KOPT" devices || exit 1
 python3 tests/llm_server.py --max-life 3000 >"$R/server.out" &

@@ -5,6 +5,8 @@
 BUILD=${BUILD:-build}
 OUT=${OUT:-.}
 set -u
+# Measurements, not memories: no run here is answered by the experience database.
+export KOPT_DB=${KOPT_DB:-off}
 echo "== kopt devices"
 "$BUILD/kopt" devices
 echo "== planted faults"

@@ -10,6 +10,8 @@ OUT=${OUT:-.}
 K="$BUILD/kopt"
 RUNS=${RUNS:-/tmp/kopt-runs}
 set -u
+# Measurements, not memories: no run here is answered by the experience database.
+export KOPT_DB=${KOPT_DB:-off}
 rm -rf "$RUNS"
 mkdir -p "$RUNS"
 : >"$OUT/sweeps.jsonl"

@@ -19,8 +19,14 @@ M.flags = {
   { "--gpus", "gpu_list", "LIST", "GPUs to use, e.g. 0,1 (default: all)" },
   { "--profile", "profile", "P", "whom to profile with CUPTI: none (default), top-k, every-N" },
   { "--finalists", "count", "K", "re-measure the K best configs, interleaved, before naming the winner (GPU; default 3, 1 = off)" },
+  { "--db", "string", "PATH", "the experience database (default $XDG_DATA_HOME/kopt/experience.db or $KOPT_DB; docs/DATABASE.md)" },
+  { "--no-db", "flag", nil, "no experience database: nothing read or written outside the run folder" },
+  { "--fresh", "flag", nil, "search again: no known best, no results served from the experience database" },
   { "--replay-check", "replay_check", "MODE", "strict (default): a bad entry in a replay file is an error; lenient: skipped and counted" },
   { "--artifacts", "artifacts", "MODE", "per-variant files in <out>/variants/: none, best (default: every source variant, compiled code of the best), all" },
+  { "--mpi-root", "mpi_root", "MODE", "under mpirun/srun: eval (default) or engine (rank 0 only runs the engine); docs/MPI.md" },
+  { "--mpi-timeout", "seconds", "S", "under mpirun/srun: a rank silent this long with work in hand is lost, its work re-queued (default 120)" },
+  { "--allow-mixed", "flag", nil, "under mpirun/srun: accept ranks whose device differs from rank 0's" },
   { "--opt", "keyvalue", "K=V", "strategy option (repeatable); `kopt STRATEGY --help` lists them" },
   { "-q", "flag", nil, "quiet: only errors and the final summary" },
   { "-v", "flag", nil, "verbose: strategy events and tracebacks" },
@@ -76,6 +82,10 @@ end
 function convert.replay_check(v, flag)
   if v == "strict" or v == "lenient" then return v end
   errors.usage("%s: expected strict or lenient, got '%s'", flag, v)
+end
+function convert.mpi_root(v, flag)
+  if v == "eval" or v == "engine" then return v end
+  errors.usage("%s: expected eval or engine, got '%s'", flag, v)
 end
 function convert.keyvalue(v, flag)
   local k, val = v:match("^([%w_%-]+)=(.*)$")
@@ -174,6 +184,8 @@ local function run(argv)
     io.stdout:write(M.help())
     return 0
   end
+  -- lazy: MPI's lifecycle only under mpirun / srun (docs/MPI.md)
+  if require("kopt.mpi").launched() then return require("kopt.cluster").main(opts, pos) end
   -- lazy: the run command loads (engine, backends, reports) only when chosen, like the others
   return require("kopt.run").main(opts, pos)
 end

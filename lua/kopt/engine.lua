@@ -88,6 +88,10 @@ function M.new(opts)
   self.cache = {}        -- key -> result (every state answered in this run)
   self.records = {}      -- evaluated states in order: {key, config, origin, result, timestamp}
   self.resumed = {}      -- key -> recorded eval event (from a killed run)
+  -- key -> { result =, eval_s = } measured by earlier runs (the experience
+  -- database, kopt.expdb): answered like a resumed run's log, written to
+  -- events.jsonl with from_db, never measured again
+  self.known, self.served = opts.known or {}, 0
   self.evaluations, self.failures, self.restored_clock = 0, 0, 0
   self.verbose, self.quiet = opts.verbose, opts.quiet
   -- On resume the strategy says again much of what it said before: a
@@ -107,7 +111,11 @@ function M.new(opts)
     best = nil, run_dir = opts.out_dir, backend_name = opts.backend.name,
   }, Ctx)
   self.on_eval = opts.on_eval
+  self.on_round = opts.on_round  -- after a round's results are recorded, before tell
   self.profiler = opts.profiler  -- kopt.profiling: counters and symptoms after each round
+  -- stop_when(engine) -> a reason to stop (a target reached, say), or nil;
+  -- asked before every round, so a resumed run stops where the first did.
+  self.stop_when = opts.stop_when
   -- Test hook: die by SIGKILL right after this many evaluations are recorded,
   -- exactly as an external `kill -9` would leave the run.
   self.kill_after = math.tointeger(tonumber(os.getenv("KOPT_TEST_SIGKILL_AFTER") or ""))
@@ -224,7 +232,8 @@ function Engine:record(job, result, eval_s, from_log)
   self.ctx.evaluations = self.evaluations
   if result.status ~= "ok" then self.failures = self.failures + 1 end
   local rec = { key = job.key, config = job.config, origin = job.candidate.origin, result = result,
-                candidate = job.candidate, n = self.evaluations,
+                candidate = job.candidate, n = self.evaluations, from_db = job.from_db, eval_s = eval_s,
+                resumed = from_log ~= nil or nil,
                 timestamp = from_log and from_log.timestamp or sys.utc_iso() }
   self.records[#self.records + 1] = rec
   local improved = self:improves(result)
@@ -238,7 +247,7 @@ function Engine:record(job, result, eval_s, from_log)
     r.key, r.cached = nil, nil
     self.rundir:event({ event = "eval", n = self.evaluations, key = job.key, config = job.config,
                         origin = job.candidate.origin, patch = job.candidate.patch, result = r,
-                        eval_s = eval_s, timestamp = rec.timestamp })
+                        eval_s = eval_s, timestamp = rec.timestamp, from_db = job.from_db })
   end
   if self.rundir and improved and not from_log then
     self.rundir:trace("- [%d] new best %.5g ms: %s%s", self.evaluations, result.time_ms,
@@ -284,6 +293,16 @@ function Engine:round(n)
       results[i].cached = true
       new_evals = new_evals + 1
       seen_in_batch[job.key] = i
+    elseif self.known[job.key] then
+      local k = self.known[job.key]
+      job.from_db = k.id or true
+      self.restored_clock = self.restored_clock + (k.eval_s or 0)
+      self.served = self.served + 1
+      self:record(job, shallow(k.result), k.eval_s)
+      results[i] = shallow(self.cache[job.key])
+      results[i].cached = true
+      new_evals = new_evals + 1
+      seen_in_batch[job.key] = i
     else
       seen_in_batch[job.key] = i
       pending[#pending + 1] = { i = i, job = job }
@@ -316,6 +335,7 @@ function Engine:round(n)
     end
   end
   self.stalled = new_evals == 0 and (self.stalled or 0) + 1 or 0
+  if self.on_round then self.on_round(self) end
   call_strategy(self, "tell", self.ctx, results)
   return true
 end
@@ -328,6 +348,8 @@ function Engine:loop()
     if self.evaluations >= self.budget then return "budget" end
     if self:clock() >= self.time_limit then return "time limit" end
     if (self.stalled or 0) >= M.STALL_ROUNDS then return "stalled" end
+    local why = self.stop_when and self.stop_when(self)
+    if why then return why end
     local n = math.min(self.backend.slots or 1, self.budget - self.evaluations)
     if not self:round(n) then return "strategy finished" end
   end

@@ -91,6 +91,29 @@ function M.new(cfg)
   return self
 end
 
+-- The client of a strategy run from its options (llm, llm_base_url,
+-- llm_model, llm_key_env, llm_timeout, llm_mode, llm_replay): nil and why
+-- when it is off or no endpoint is configured. Its transcript is the run
+-- folder's llm_transcript.jsonl; a resumed run first answers from it, so it
+-- asks what it asked before and gets the same answers. A bad setting is a
+-- usage error naming `who`.
+function M.for_run(ctx, o, who)
+  if o.llm == "off" then return nil, "llm=off" end
+  local options = { llm_base_url = o.llm_base_url, llm_model = o.llm_model, llm_timeout = o.llm_timeout,
+                    llm_mode = o.llm_mode, llm_replay = o.llm_replay }
+  local cfg = M.config(options)
+  if o.llm_key_env and o.llm_key_env ~= "" then cfg.api_key = os.getenv(o.llm_key_env) end
+  if not cfg.base_url and not cfg.replay then return nil, "no LLM endpoint configured" end
+  if ctx.run_dir then
+    sys.mkdir_p(ctx.run_dir)
+    cfg.transcript = ctx.run_dir .. "/llm_transcript.jsonl"
+    if not cfg.replay and sys.stat(cfg.transcript) then cfg.prefix = cfg.transcript end
+  end
+  local client, err = M.new(cfg)
+  if not client then require("kopt.errors").usage("%s: %s", who, err) end
+  return client
+end
+
 function M.read_transcript(path)
   local f, err = io.open(path, "r")
   if not f then return nil, "cannot read LLM transcript: " .. tostring(err) end

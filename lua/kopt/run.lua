@@ -4,6 +4,7 @@
 local artifacts_mod = require("kopt.artifacts")
 local engine_mod = require("kopt.engine")
 local errors = require("kopt.errors")
+local expdb = require("kopt.expdb")
 local finalists = require("kopt.finalists")
 local finish = require("kopt.finish")
 local json = require("kopt.json")
@@ -138,7 +139,29 @@ function M.main(opts, pos)
   local backend
   if choice.kind == "replay" then
     backend = replay.open(spec, { file = choice.file, check = opts.replay_check })
-  else
+  end
+  space = space or backend.space
+  local problem = spec and spec.name or (choice.file:match("([^/]+)$"):gsub("%.json$", ""))
+  local dir = opts.out or ("runs/" .. problem)
+  local budget = opts.budget or strategy.default_budget or 200
+  if budget == math.huge and space.list == nil and space:size_raw() > space_mod.ENUMERATE_LIMIT then
+    errors.usage("strategy %s needs --budget on a space of %.3g raw points", strategy.name, space:size_raw())
+  end
+  -- The experience database (kopt.expdb): a question it already answered is
+  -- printed with its evidence, before any GPU worker starts or anything is
+  -- written; otherwise what it measured before is served, not measured again.
+  local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
+  local memory = expdb.session(opts, {
+    spec = spec, space = space, choice = choice, backend = backend, gpus = opts.gpus, problem = problem,
+    strategy = strategy.name, options = options, seed = opts.seed or 1, budget = budget, time_limit = opts.time_limit,
+    out_dir = dir, backend_label = backend_label, fresh = opts.fresh, resume = opts.resume })
+  if memory and memory.hit then
+    io.stdout:write(memory:hit_text(function(c) return space:describe(c) end))
+    memory:close()
+    if backend then backend:close() end
+    return 0
+  end
+  if choice.kind ~= "replay" then
     local cuda, err = cuda_backend()
     if not cuda then errors.usage("%s", err) end
     backend = cuda.open(spec, { gpus = opts.gpus, seed = opts.seed, profile = opts.profile, verbose = opts.v })
@@ -147,12 +170,12 @@ function M.main(opts, pos)
       space = build_space(spec)
     end
   end
-  space = space or backend.space
-  local problem = spec and spec.name or (choice.file:match("([^/]+)$"):gsub("%.json$", ""))
-  local dir = opts.out or ("runs/" .. problem)
-  local budget = opts.budget or strategy.default_budget or 200
-  if budget == math.huge and space.list == nil and space:size_raw() > space_mod.ENUMERATE_LIMIT then
-    errors.usage("strategy %s needs --budget on a space of %.3g raw points", strategy.name, space:size_raw())
+
+  -- Under mpirun / srun (kopt.cluster): rank 0 spreads the evaluations over
+  -- the ranks; the others serve them here and write nothing.
+  if opts.cluster then
+    backend = opts.cluster:attach(backend, spec)
+    if not backend then return 0 end
   end
 
   -- One process per run folder, from before the first read of its record
@@ -167,7 +190,7 @@ function M.main(opts, pos)
     return debug.traceback(errors.describe(e), 2)
   end, opts, { strategy = strategy, strategy_label = strategy_label, options = options, spec = spec,
                space = space, backend = backend, choice = choice, problem = problem, dir = dir,
-               budget = budget, state = state })
+               budget = budget, state = state, memory = memory })
   if not state.opened then rundir_mod.unlock_unused(dir, lock, created) end
   if not ok then error(rc, 0) end
   return rc
@@ -192,6 +215,7 @@ function M.locked(opts, r)
     errors.usage("%s already holds a run; continue it with --resume or choose another --out", dir)
   end
   local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
+  if r.memory then r.memory.info.seed = seed end  -- a resumed run's own
   if choice.note then io.stderr:write("kopt: ", choice.note, "\n") end
 
   local function open_rundir()
@@ -222,8 +246,12 @@ function M.locked(opts, r)
     strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
     backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
-    quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler,
-    on_eval = function(e, rec) if e.rundir then artifacts:record(e, rec) end end,
+    quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler, stop_when = opts.stop_when,
+    on_eval = function(e, rec)
+      if e.rundir then artifacts:record(e, rec) end
+      if r.memory then r.memory:add(rec) end
+    end,
+    known = r.memory and r.memory.known, on_round = r.memory and function() r.memory:flush() end,
   })
   if engine.stop_reason == "error" and engine.error.io_failed then
     return M.write_failure(engine, backend, nil, prior, opts.resume)
@@ -258,12 +286,20 @@ function M.locked(opts, r)
     end
     error(summary, 0)
   end
+  if r.memory then
+    r.memory:finish(engine)
+    r.memory:close()
+  end
   backend:close()
   if engine.rundir then
     local cok, cerr = pcall(engine.rundir.close, engine.rundir)
     if not cok then return M.write_failure(engine, backend, cerr, prior, opts.resume) end
   end
   if not opts.q or engine.stop_reason ~= "error" then io.stdout:write(summary) end
+  if engine.served > 0 and not opts.q then
+    io.stdout:write(string.format("  %d of them answered by the experience database %s, not measured again\n",
+                                  engine.served, r.memory.path))
+  end
   if meta.report and not opts.q then io.stdout:write(meta.report) end
   if engine.rundir then io.stdout:write("  run directory: ", dir, "\n") end
   if engine.stop_reason == "error" then error(engine.error, 0) end

@@ -274,7 +274,13 @@ function M.load(path, opts)
     self.problem[k] = c:number(v, "problem." .. k, false, true)
   end
   for k in pairs(self.problem) do reserved[k] = "a problem size" end
-  self.knobs = check_knobs(c, raw.knobs, reserved)
+  -- No kernel: the reference defines the problem and a kernel is to be
+  -- synthesized (strategies/synthesize.lua), whose knobs come with it.
+  self.synthesis = raw.kernel == nil
+  if self.synthesis and raw.reference == nil then
+    c:fail("kernel", "missing (expected an object; a spec without a kernel needs a 'reference' to synthesize one from)")
+  end
+  self.knobs = (self.synthesis and raw.knobs == nil) and {} or check_knobs(c, raw.knobs, reserved)
 
   local names = { device = true }
   for k in pairs(self.problem) do names[k] = true end
@@ -285,12 +291,22 @@ function M.load(path, opts)
   for i, e in ipairs(c:array(raw.constraints, "constraints", "an array of expressions", true, true) or {}) do
     self.constraints[i] = c:expression(e, string.format("constraints[%d]", i), names)
   end
-  self.kernel = check_kernel(c, raw.kernel, "kernel", dir, false, names)
+  if not self.synthesis then self.kernel = check_kernel(c, raw.kernel, "kernel", dir, false, names) end
   -- Compiled fields are named apart from the methods spec:launch() and spec:args().
   self.launch_exprs = raw.launch ~= nil and M.check_launch(c, raw.launch, "launch", names) or nil
   self.arg_specs = check_args(c, raw.args, names)
   if raw.reference ~= nil then
     self.reference = check_kernel(c, raw.reference, "reference", dir, true, names)
+  end
+  if self.synthesis then
+    -- Until a kernel is synthesized the reference stands in for it (the
+    -- fallback when no attempt is correct), launched as the reference is.
+    local ref = self.reference
+    self.launch_exprs = self.launch_exprs or ref.launch
+    if not self.launch_exprs then
+      c:fail("reference.launch", "missing (a spec without a kernel launches its reference with it, or with 'launch')")
+    end
+    self.kernel = { entry = ref.entry, path = ref.path, source = ref.source, options = ref.options, state = {} }
   end
   local tol = c:object(raw.tolerance, "tolerance", true) or {}
   c:unknown_fields(tol, { "rel_l2", "max_abs" }, "tolerance")

@@ -31,7 +31,10 @@ T.source_dir = os.getenv("KOPT_SOURCE_DIR") or "."
 
 -- Runs `kopt ARGS` (a shell-quoted string) with `env` ("VAR=x ...") in the
 -- folder `cwd` (default: the current one); returns code, stdout, stderr.
+-- The experience database is off (KOPT_DB=off) unless env names one, so no
+-- test reads or writes the user's, and no run is answered by another's.
 function T.run(args, env, cwd)
+  if not (env or ""):find("KOPT_DB=", 1, true) then env = "KOPT_DB=off " .. (env or "") end
   local out, err = os.tmpname(), os.tmpname()
   local kopt = T.kopt
   if cwd and kopt:sub(1, 1) ~= "/" then kopt = require("kopt.sys").realpath(kopt) or kopt end

@@ -207,7 +207,8 @@ function Cuda:request(id, config, cubin, entry, is_reference)
                 nudge = (self.timing.nudge == false or os.getenv("KOPT_NUDGE") == "0") and 0 or 1 }
   -- the reference, when timed as a candidate, runs with its own launch
   local ref_launch = spec:reference_launch(config)
-  local ok, err = launch_fields(msg, "", is_reference and ref_launch or spec:launch(config))
+  local own = not is_reference and self.launches and self.launches[id]
+  local ok, err = launch_fields(msg, "", is_reference and ref_launch or own or spec:launch(config))
   if not ok then return nil, err end
   ok, err = launch_fields(msg, "ref_", ref_launch)
   if not ok then return nil, err end
@@ -312,13 +313,26 @@ function Cuda:restart(s)
   return how, dt
 end
 
+-- The compile job of a candidate, noting what request `id` will need: a
+-- candidate that carries its own kernel (a synthesized one: `entry`, and
+-- `launch` = { grid = {x, y, z}, block = {x, y, z}, smem = n }) is compiled
+-- for its entry and launched with its own geometry, not the spec's.
+function Cuda:prepare(job, id)
+  local cjob = compile.job_for(self.spec, job.config, self.arch, job.source)
+  local cand = job.candidate or {}
+  if cand.entry then cjob.entry = cand.entry end
+  self.launches = self.launches or {}
+  self.launches[id] = cand.launch
+  return cjob
+end
+
 function Cuda:evaluate(jobs)
   local t_start = now()
   if not self.ref_ms and #jobs > 0 then self:time_reference(jobs[1].config) end
   local results, by_compile, ready = {}, {}, {}
   local pending_compiles, finished = 0, 0
   for i, job in ipairs(jobs) do
-    local cjob = compile.job_for(self.spec, job.config, self.arch, job.source)
+    local cjob = self:prepare(job, i)
     by_compile[self.pool:submit(cjob)] = i
     pending_compiles = pending_compiles + 1
   end
@@ -439,7 +453,7 @@ end
 function Cuda:profile(job, metrics)
   local slot = self.slots_state[1]
   if not slot or not slot.worker then return nil, "no GPU worker", { kind = "unavailable" } end
-  local res = compile.compile(compile.job_for(self.spec, job.config, self.arch, job.source))
+  local res = compile.compile(self:prepare(job, 0))
   if not res or not res.ok then return nil, "the candidate did not compile again", { kind = "candidate" } end
   local msg, err = self:request(0, job.config, res.cubin, res.lowered or self.spec.kernel.entry)
   if not msg then return nil, err, { kind = "candidate" } end

@@ -1,0 +1,185 @@
+-- `kopt db list | show PROBLEM | export PROBLEM`: what the experience
+-- database (kopt.expdb, docs/DATABASE.md) holds. PROBLEM is a problem's
+-- number from `kopt db list`, its name when only one problem has it, or the
+-- beginning of its key. The file is opened read-only.
+local errors = require("kopt.errors")
+local expdb = require("kopt.expdb")
+local json = require("kopt.json")
+local rundir_mod = require("kopt.rundir")
+local sys = require("kopt.sys")
+
+local M = { summary = "list, show and export (T4) what the experience database holds" }
+
+local USAGE = [[
+usage: kopt db [--db PATH] list
+       kopt db [--db PATH] show PROBLEM [--run N]
+       kopt db [--db PATH] export PROBLEM [--run N] [-o FILE]
+  list      every problem: its number, name, device, toolkit, runs, evaluations, best time
+  show      a problem's identity, its runs and its ten best configurations (--run N: that run's evaluations)
+  export    T4 JSON (the format of a run's results.json): every state measured for the problem,
+            its latest measurement (--run N: that run's evaluations in order); stdout unless -o FILE
+  PROBLEM   a number from `kopt db list`, a name only one problem has, or the beginning of a key
+  --db PATH the database (default: $KOPT_DB, else $XDG_DATA_HOME/kopt/experience.db,
+            else ~/.local/share/kopt/experience.db)
+]]
+
+local function parse(argv)
+  local o, pos, i = {}, {}, 1
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--help" or a == "-h" then
+      o.help = true
+    elseif a == "--db" or a == "--run" or a == "-o" then
+      local v = argv[i + 1]
+      if not v then errors.usage("kopt db: %s needs a value", a) end
+      if a == "--run" then
+        o.run = math.tointeger(tonumber(v))
+        if not o.run then errors.usage("kopt db: --run: expected a run number, got '%s'", v) end
+      else
+        o[a == "--db" and "db" or "out"] = v
+      end
+      i = i + 1
+    elseif a:sub(1, 1) == "-" then
+      errors.usage("kopt db: unknown option '%s' (see kopt db --help)", a)
+    else
+      pos[#pos + 1] = a
+    end
+    i = i + 1
+  end
+  return o, pos
+end
+
+local function find_problem(db, what)
+  local n = math.tointeger(tonumber(what))
+  local rows = n and db:rows("SELECT * FROM problems WHERE id = ?", n) or {}
+  if #rows == 0 then rows = db:rows("SELECT * FROM problems WHERE name = ?", what) end
+  if #rows == 0 then rows = db:rows("SELECT * FROM problems WHERE key LIKE ? || '%'", what) end
+  if #rows == 0 then errors.usage("kopt db: no problem '%s' in %s (see kopt db list)", what, db.path) end
+  if #rows > 1 then
+    local ids = {}
+    for i, r in ipairs(rows) do ids[i] = tostring(r.id) end
+    errors.usage("kopt db: '%s' names %d problems (%s); give the number", what, #rows, table.concat(ids, ", "))
+  end
+  return rows[1]
+end
+
+local function fmt_ms(v) return type(v) == "number" and string.format("%.5g", v) or "-" end
+
+local function config_text(text)
+  local c = json.decode(text or "") or {}
+  local keys = {}
+  for k in pairs(c) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local parts = {}
+  for i, k in ipairs(keys) do parts[i] = k .. "=" .. tostring(c[k]) end
+  return table.concat(parts, ", ")
+end
+
+local function list(db)
+  local rows = db:rows([[SELECT p.id, p.name, p.device, p.toolkit, p.key,
+      (SELECT count(*) FROM runs r WHERE r.problem_id = p.id) AS runs,
+      (SELECT count(*) FROM evaluations e WHERE e.problem_id = p.id AND e.served_from IS NULL) AS measured,
+      (SELECT min(time_ms) FROM evaluations e WHERE e.problem_id = p.id AND e.status = 'ok') AS best
+    FROM problems p ORDER BY p.id]])
+  local out = { string.format("%s: %d problems", db.path, #rows),
+                string.format("  %-4s %-28s %-24s %-26s %5s %9s %-11s %s", "#", "name", "device", "toolkit", "runs",
+                              "measured", "best (ms)", "key") }
+  for _, r in ipairs(rows) do
+    out[#out + 1] = string.format("  %-4d %-28s %-24s %-26s %5d %9d %-11s %s", r.id, r.name or "?", r.device or "?",
+                                  r.toolkit or "?", r.runs, r.measured, fmt_ms(r.best), r.key:sub(1, 12))
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local function show(db, p, run)
+  local out = {
+    string.format("problem %d: %s", p.id, p.name or "?"),
+    string.format("  key %s (spec %s, source %s, space %s)", p.key, p.spec_hash, p.source_hash, p.space_hash),
+    string.format("  device %s, %s; first seen %s", p.device, p.toolkit, p.first_seen or "?"),
+    "",
+    string.format("  %-4s %-10s %-5s %-7s %6s %9s %-18s %-10s %s", "run", "strategy", "seed", "budget", "evals",
+                  "measured", "stopped", "best (ms)", "started, folder"),
+  }
+  for _, r in ipairs(db:rows("SELECT * FROM runs WHERE problem_id = ? ORDER BY id", p.id)) do
+    out[#out + 1] = string.format("  %-4d %-10s %-5s %-7s %6s %9s %-18s %-10s %s, %s", r.id, r.strategy or "?",
+                                  tostring(r.seed), r.budget and tostring(r.budget) or "none",
+                                  tostring(r.evaluations or "-"), tostring(r.measured or "-"),
+                                  r.stop_reason or "(unfinished)", fmt_ms(r.best_ms), r.started or "?", r.out_dir or "?")
+  end
+  out[#out + 1] = ""
+  local evs
+  if run then
+    evs = db:rows("SELECT * FROM evaluations WHERE problem_id = ? AND run_id = ? ORDER BY n", p.id, run)
+    if #evs == 0 then errors.usage("kopt db: problem %d has no run %d with evaluations", p.id, run) end
+    out[#out + 1] = string.format("  run %d: %d evaluations", run, #evs)
+  else
+    evs = db:rows([[SELECT * FROM evaluations WHERE id IN (SELECT max(id) FROM evaluations
+                     WHERE problem_id = ? AND served_from IS NULL GROUP BY state)
+                   AND status = 'ok' ORDER BY time_ms ASC LIMIT 10]], p.id)
+    out[#out + 1] = string.format("  the %d best configurations measured", #evs)
+  end
+  out[#out + 1] = string.format("  %-5s %-12s %-10s %-9s %-14s %s", "n", "status", "time (ms)", "p90 (ms)", "method", "config")
+  for _, e in ipairs(evs) do
+    out[#out + 1] = string.format("  %-5s %-12s %-10s %-9s %-14s %s%s", tostring(e.n), e.status or "?", fmt_ms(e.time_ms),
+                                  fmt_ms(e.p90_ms), e.method or "-", config_text(e.config),
+                                  e.served_from and " (served)" or "")
+  end
+  local n = db:rows([[SELECT count(*) AS n FROM llm_attempts a JOIN evaluations e ON a.evaluation_id = e.id
+                      WHERE e.problem_id = ?]], p.id)[1].n
+  if n > 0 then out[#out + 1] = string.format("  %d LLM attempts on record", n) end
+  return table.concat(out, "\n") .. "\n"
+end
+
+local function export(db, p, run)
+  local evs
+  if run then
+    evs = db:rows("SELECT * FROM evaluations WHERE problem_id = ? AND run_id = ? ORDER BY n", p.id, run)
+    if #evs == 0 then errors.usage("kopt db: problem %d has no run %d with evaluations", p.id, run) end
+  else
+    evs = db:rows([[SELECT * FROM evaluations WHERE id IN (SELECT max(id) FROM evaluations
+                     WHERE problem_id = ? AND served_from IS NULL GROUP BY state) ORDER BY id]], p.id)
+  end
+  local records = {}
+  for i, e in ipairs(evs) do
+    records[i] = { config = json.decode(e.config or "") or {}, result = json.decode(e.result or "") or { status = e.status },
+                   timestamp = e.timestamp }
+  end
+  return rundir_mod.t4(records, { kopt = sys.version, problem = p.name, key = p.key, device = p.device,
+                                  toolkit = p.toolkit, run = run, database = db.path, timeunit = "milliseconds" })
+end
+
+function M.main(argv)
+  local o, pos = parse(argv)
+  if o.help or #pos == 0 then
+    io.stdout:write(USAGE)
+    return o.help and 0 or errors.USAGE
+  end
+  local cmd = pos[1]
+  if cmd ~= "list" and cmd ~= "show" and cmd ~= "export" then
+    errors.usage("kopt db: unknown command '%s' (list, show or export)", cmd)
+  end
+  if cmd ~= "list" and not pos[2] then errors.usage("kopt db %s: which PROBLEM? (see kopt db list)", cmd) end
+  if #pos > (cmd == "list" and 1 or 2) then errors.usage("kopt db %s: too many arguments", cmd) end
+  local path = expdb.path({ db = o.db })
+  if not path then errors.usage("kopt db: the experience database is off (KOPT_DB=off); name one with --db PATH") end
+  local db = expdb.open(path, true)
+  local text
+  if cmd == "list" then
+    text = list(db)
+  elseif cmd == "show" then
+    text = show(db, find_problem(db, pos[2]), o.run)
+  else
+    local t4 = export(db, find_problem(db, pos[2]), o.run)
+    if o.out then
+      json.write_file(o.out, t4)
+      text = string.format("kopt: %d evaluations written to %s (T4)\n", #t4.results, o.out)
+    else
+      text = json.encode(t4) .. "\n"
+    end
+  end
+  db:close()
+  io.stdout:write(text)
+  return 0
+end
+
+return M

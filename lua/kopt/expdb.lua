@@ -1,0 +1,454 @@
+-- The experience database (docs/DATABASE.md): one SQLite file, by default
+-- $XDG_DATA_HOME/kopt/experience.db (~/.local/share/kopt/experience.db),
+-- that remembers every evaluation of every run across runs. The run folder
+-- stays the human-readable record; this file is the cross-run memory.
+--
+-- A problem is identified by its key: the hash of the spec (what the kernel
+-- computes and how it is checked), of the kernel source, of the search space
+-- (knobs and constraints), the device's name and the toolkit (NVRTC's
+-- version; for replay, the recording's hash). A run whose question was
+-- already answered (same key, strategy, options and seed, a finished run
+-- with at least this budget) is a hit: kopt prints the known best and its
+-- evidence and evaluates nothing. Otherwise every state measured before
+-- under the same key is served from the file, not measured again (a warm
+-- start), unless --fresh.
+--
+-- Writes are batched: one short transaction per engine round. A write that
+-- fails (the disk is full, another process held the file past the busy
+-- timeout) is one warning; the run goes on without the database.
+local db_mod = require("kopt.db")
+local errors = require("kopt.errors")
+local gpu = require("kopt.gpu")
+local json = require("kopt.json")
+local nvrtc = require("kopt.nvrtc")
+local sys = require("kopt.sys")
+
+local M = {}
+
+M.SCHEMA_VERSION = 1
+M.BUSY_MS = 15000
+
+-- Schema migrations: MIGRATIONS[v] takes a file from version v-1 to v; the
+-- first creates everything. A file with a version above SCHEMA_VERSION is
+-- refused (an older kopt never rewrites what a newer one wrote).
+M.MIGRATIONS = {
+  [1] = [[
+CREATE TABLE schema_version (version INTEGER NOT NULL, applied TEXT NOT NULL, kopt TEXT);
+CREATE TABLE problems (
+  id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE, name TEXT, spec_hash TEXT, source_hash TEXT,
+  space_hash TEXT, device TEXT, toolkit TEXT, first_seen TEXT);
+CREATE TABLE sources (hash TEXT PRIMARY KEY, text TEXT NOT NULL);
+CREATE TABLE runs (
+  id INTEGER PRIMARY KEY, problem_id INTEGER NOT NULL REFERENCES problems(id),
+  strategy TEXT, options TEXT, seed INTEGER, budget INTEGER, time_limit REAL, backend TEXT,
+  driver TEXT, device TEXT, out_dir TEXT, host TEXT, kopt TEXT, started TEXT, finished TEXT,
+  stop_reason TEXT, evaluations INTEGER, measured INTEGER, best_ms REAL, best_n INTEGER);
+CREATE INDEX runs_problem ON runs(problem_id);
+CREATE TABLE evaluations (
+  id INTEGER PRIMARY KEY, run_id INTEGER NOT NULL REFERENCES runs(id),
+  problem_id INTEGER NOT NULL REFERENCES problems(id), n INTEGER, state TEXT NOT NULL,
+  config TEXT, source_hash TEXT, status TEXT, time_ms REAL, p90_ms REAL, eval_s REAL,
+  method TEXT, expert TEXT, origin TEXT, result TEXT, served_from INTEGER, timestamp TEXT);
+CREATE INDEX evaluations_state ON evaluations(problem_id, state);
+CREATE INDEX evaluations_run ON evaluations(run_id, n);
+CREATE TABLE llm_attempts (
+  id INTEGER PRIMARY KEY, evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
+  attempt INTEGER, expert TEXT, model TEXT, hint TEXT, outcome TEXT, detail TEXT);
+]],
+}
+
+-- Where the database is for these options: nil when it is off (--no-db,
+-- KOPT_DB=off, or no home to keep it in). --db PATH wins over KOPT_DB,
+-- which wins over XDG_DATA_HOME and HOME.
+function M.path(opts)
+  if opts.no_db then
+    if opts.db then errors.usage("--db and --no-db cannot be used together") end
+    return nil
+  end
+  if opts.db then return opts.db end
+  local env = os.getenv("KOPT_DB")
+  if env == "off" then return nil end
+  if env and env ~= "" then return env end
+  local xdg = os.getenv("XDG_DATA_HOME")
+  if xdg and xdg:sub(1, 1) == "/" then return xdg .. "/kopt/experience.db" end
+  local home = os.getenv("HOME")
+  if home and home ~= "" then return home .. "/.local/share/kopt/experience.db" end
+  return nil
+end
+
+local DB = {}
+DB.__index = DB
+
+local ADVICE = "move it aside to start a new one, or run with --db PATH or --no-db"
+
+-- An error of the file that stops the command: one sentence naming the file.
+local function refuse(path, kind, msg)
+  if kind == "corrupt" then
+    errors.usage("the experience database %s is damaged or not a database (%s); %s", path,
+                 (msg or ""):gsub("^.-: ", ""), ADVICE)
+  end
+  errors.usage("the experience database %s cannot be used: %s", path, (msg or kind or "?"):gsub("^" .. path:gsub("%p", "%%%0") .. ": ", ""))
+end
+
+function DB:rows(sql, ...)
+  local rows, kind, msg = self.h:rows(sql, ...)
+  if not rows then refuse(self.path, kind, msg) end
+  return rows
+end
+
+function DB:run(sql, ...)
+  local n, kind, msg = self.h:run(sql, ...)
+  if not n then refuse(self.path, kind, msg) end
+  return n, kind
+end
+
+-- Brings the file to SCHEMA_VERSION in one immediate transaction (two kopt
+-- processes creating it at once take turns), or refuses it.
+function DB:migrate()
+  local function version()
+    local t = self:rows("SELECT name FROM sqlite_master WHERE type = 'table'")
+    if #t == 0 then return 0 end
+    local has = false
+    for _, r in ipairs(t) do if r.name == "schema_version" then has = true end end
+    if not has then
+      errors.usage("%s is an SQLite file but not a kopt experience database (no schema_version table); %s",
+                   self.path, ADVICE)
+    end
+    local v = self:rows("SELECT max(version) AS v FROM schema_version")[1]
+    return v and v.v or 0
+  end
+  local v = version()
+  if v > M.SCHEMA_VERSION then
+    errors.usage("the experience database %s has schema version %d, newer than this kopt's (%d): use a newer kopt, or %s",
+                 self.path, v, M.SCHEMA_VERSION, ADVICE)
+  end
+  if v == M.SCHEMA_VERSION or self.readonly then return end
+  local ok, kind, msg = self.h:exec("BEGIN IMMEDIATE")
+  if not ok then refuse(self.path, kind, msg) end
+  local done, err = pcall(function()
+    for step = version() + 1, M.SCHEMA_VERSION do
+      local eok, ekind, emsg = self.h:exec(M.MIGRATIONS[step])
+      if not eok then refuse(self.path, ekind, emsg) end
+      self:run("INSERT INTO schema_version (version, applied, kopt) VALUES (?, ?, ?)", step, sys.utc_iso(),
+               sys.version)
+    end
+  end)
+  if not done then
+    self.h:exec("ROLLBACK")
+    error(err, 0)
+  end
+  ok, kind, msg = self.h:exec("COMMIT")
+  if not ok then refuse(self.path, kind, msg) end
+end
+
+-- Opens the database at path (creating it and its folder unless readonly).
+-- A damaged file, another program's SQLite file or a newer schema is a
+-- usage error naming the file; nothing is ever reset.
+function M.open(path, readonly)
+  if not readonly then
+    local dir = path:match("^(.*)/[^/]*$")
+    if dir and dir ~= "" then
+      local ok, err = sys.mkdir_p(dir)
+      if not ok then errors.usage("the experience database's folder: %s", err) end
+    end
+  elseif not sys.stat(path) then
+    errors.usage("there is no experience database at %s", path)
+  end
+  local h, kind, msg = db_mod.open(path, { readonly = readonly, busy_ms = M.BUSY_MS })
+  if not h then refuse(path, kind, msg) end
+  local self = setmetatable({ h = h, path = path, readonly = readonly }, DB)
+  self:migrate()
+  return self
+end
+
+function DB:close()
+  if self.h then self.h:close() self.h = nil end
+end
+
+-- Canonical text of a JSON value (sorted keys): the same value, the same hash.
+local function canon(v) return json.pretty(v) end
+local function hash(s) return sys.sha256(s):sub(1, 16) end
+M.canon = canon
+
+-- The identity of a run's problem. args: spec (or nil), space, choice
+-- ({kind=, file=}), backend (replay: opened) and gpus (cuda: the GPUs chosen).
+function M.identity(args)
+  local spec, space, choice = args.spec, args.space, args.choice
+  local id = { name = args.problem }
+  if spec then
+    local raw = {}
+    for k, v in pairs(spec.raw) do
+      if k ~= "description" and k ~= "recording" and k ~= "knobs" and k ~= "constraints" then raw[k] = v end
+    end
+    -- the kernel's and the reference's text, not their paths
+    raw.kernel = { entry = spec.kernel.entry, options = spec.raw.kernel and spec.raw.kernel.options }
+    raw.reference = spec.reference and { source = hash(spec.reference.source or ""), entry = spec.reference.entry,
+                                         raw = spec.raw.reference } or nil
+    if raw.reference and raw.reference.raw then raw.reference.raw = { launch = raw.reference.raw.launch } end
+    id.spec_hash = hash(canon(raw))
+    id.source = spec.kernel.source
+    id.source_hash = hash(spec.kernel.source)
+  else
+    id.spec_hash, id.source_hash = "none", "none"
+  end
+  local knobs = {}
+  for i, k in ipairs(space.knobs) do knobs[i] = { k.name, k.values } end
+  local constraints = {}
+  for i, e in ipairs(spec and spec.constraints or {}) do constraints[i] = e.text end
+  id.space_hash = hash(canon({ knobs = knobs, constraints = constraints }))
+  if choice.kind == "replay" then
+    local d = args.backend:describe()
+    local text = json.read_text(choice.file, math.maxinteger) or ""
+    id.device = tostring(d.device or "unknown device")
+    id.toolkit = "replay " .. hash(text)
+    id.backend = "replay"
+  else
+    -- before the workers start, so a hit costs no worker and no compile
+    local devices = gpu.devices() or {}
+    local d = devices[((args.gpus or {})[1] or 0) + 1] or {}
+    id.device = d.name or "unknown device"
+    if d.driver_version then
+      id.driver = string.format("%d.%d", d.driver_version // 1000, d.driver_version % 1000 // 10)
+    end
+    local ok, version = pcall(nvrtc.version)
+    id.toolkit = "nvrtc " .. (ok and tostring(version) or "?")
+    id.backend = "cuda"
+  end
+  id.key = sys.sha256(table.concat({ id.spec_hash, id.source_hash, id.space_hash, id.device, id.toolkit }, "\n"))
+    :sub(1, 32)
+  return id
+end
+
+function DB:problem(id, create)
+  local rows = self:rows("SELECT * FROM problems WHERE key = ?", id.key)
+  if rows[1] or not create then return rows[1] end
+  self:run("INSERT OR IGNORE INTO problems (key, name, spec_hash, source_hash, space_hash, device, toolkit, first_seen)"
+           .. " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", id.key, id.name, id.spec_hash, id.source_hash, id.space_hash,
+           id.device, id.toolkit, sys.utc_iso())
+  return self:rows("SELECT * FROM problems WHERE key = ?", id.key)[1]
+end
+
+-- Whether a finished run r answers question q (same strategy, options and
+-- seed are in the query): it ran to the strategy's own end, or with at least
+-- this budget (budget NULL: none), and no shorter time limit than asked.
+local function covers(r, q)
+  local rb = r.budget or math.huge
+  if r.stop_reason == "strategy finished" or r.stop_reason == "stalled" then return true end
+  if r.stop_reason == "budget" then return rb >= q.budget end
+  if r.stop_reason == "time limit" then
+    return q.time_limit ~= nil and r.time_limit ~= nil and r.time_limit >= q.time_limit and rb >= q.budget
+  end
+  return false
+end
+
+-- The finished run that answers q for problem id, with its best evaluation
+-- and its five best, or nil.
+function DB:known_best(id, q)
+  local p = self:problem(id, false)
+  if not p then return nil end
+  local runs = self:rows("SELECT * FROM runs WHERE problem_id = ? AND strategy = ? AND options = ? AND seed = ?"
+                         .. " AND finished IS NOT NULL ORDER BY id DESC", p.id, q.strategy, canon(q.options), q.seed)
+  for _, r in ipairs(runs) do
+    if covers(r, q) then
+      local top = self:rows("SELECT * FROM evaluations WHERE run_id = ? AND status = 'ok' AND time_ms IS NOT NULL"
+                            .. " ORDER BY time_ms ASC, n ASC LIMIT 5", r.id)
+      return { problem = p, run = r, top = top, path = self.path }
+    end
+  end
+end
+
+-- Every state measured under problem id, the latest measurement of each:
+-- state key -> { result =, eval_s =, id = }, the engine's `known` table.
+function DB:measured(id)
+  local p = self:problem(id, false)
+  local out, n = {}, 0
+  if not p then return out, 0 end
+  for _, e in ipairs(self:rows("SELECT id, state, result, eval_s FROM evaluations"
+                               .. " WHERE problem_id = ? AND served_from IS NULL ORDER BY id", p.id)) do
+    local r = json.decode(e.result or "")
+    if type(r) == "table" and r.status then
+      if not out[e.state] then n = n + 1 end
+      out[e.state] = { result = r, eval_s = e.eval_s, id = e.id }
+    end
+  end
+  return out, n
+end
+
+-- LLM attempts carried by a candidate's origin (origin.llm, one table, or
+-- origin.attempts, a list: {attempt=, expert=, model=, hint= or hints=,
+-- outcome=}), one row each; the outcome defaults to the evaluation's status.
+local function attempts_of(origin, status)
+  if type(origin) ~= "table" then return {} end
+  local list = type(origin.attempts) == "table" and origin.attempts or (type(origin.llm) == "table" and { origin.llm }) or {}
+  local out = {}
+  for _, a in ipairs(list) do
+    if type(a) == "table" then
+      local hint = a.hint or a.hints
+      out[#out + 1] = { math.tointeger(a.attempt), a.expert or origin.expert, a.model,
+                        type(hint) == "table" and json.encode(hint) or hint, a.outcome or status, json.encode(a) }
+    end
+  end
+  return out
+end
+
+-- A run's writer: the engine's on_eval adds, on_round commits the batch.
+local Session = {}
+Session.__index = Session
+
+function Session:warn(err)
+  if self.broken then return end
+  self.broken = true
+  self.pending = {}
+  io.stderr:write(string.format("kopt: the experience database stopped taking this run's results (%s); the run goes on,"
+                                .. " its folder keeps everything\n", errors.describe(err)))
+end
+
+-- A record of a resumed run's log was written by the process that measured
+-- it, unless it was killed before its batch was committed: it is written
+-- again as served when the file has the state, as measured when not.
+function Session:add(rec)
+  if self.broken or not self.db then return end
+  local served = rec.from_db
+  if rec.resumed then
+    local k = self.known[rec.key]
+    served = k and k.id or nil
+  end
+  self.pending[#self.pending + 1] = { rec = rec, served = served }
+end
+
+function Session:start_run()
+  local i, db = self.info, self.db
+  local p = db:problem(self.id, true)
+  self.problem_id = p.id
+  if self.id.source then
+    db:run("INSERT OR IGNORE INTO sources (hash, text) VALUES (?, ?)", self.id.source_hash, self.id.source)
+  end
+  local _, rid = db:run("INSERT INTO runs (problem_id, strategy, options, seed, budget, time_limit, backend, driver, device,"
+                        .. " out_dir, host, kopt, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        p.id, i.strategy, canon(i.options), i.seed, i.budget ~= math.huge and i.budget or nil,
+                        i.time_limit, i.backend_label, self.id.driver, self.id.device, i.out_dir, sys.hostname(),
+                        sys.version, sys.utc_iso())
+  self.run_id = rid
+end
+
+local function exec(db, sql)
+  local ok, kind, msg = db.h:exec(sql)
+  if not ok then refuse(db.path, kind, msg) end
+end
+
+-- Writes the pending evaluations in one transaction.
+function Session:flush()
+  if self.broken or not self.db or #self.pending == 0 then return end
+  local db = self.db
+  local ok, err = pcall(function()
+    exec(db, "BEGIN IMMEDIATE")
+    local wok, werr = pcall(function()
+      if not self.run_id then self:start_run() end
+      for _, item in ipairs(self.pending) do
+        local rec, served = item.rec, item.served
+        local r, o = rec.result, rec.origin
+        local res = {}
+        for k, v in pairs(r) do if k ~= "key" and k ~= "cached" then res[k] = v end end
+        local src_hash = self.id.source_hash
+        if rec.candidate and rec.candidate.patch or (rec.key or ""):find("#", 1, true) then
+          src_hash = (rec.key:match("#(%x+)$")) or src_hash
+        end
+        local _, eid = db:run("INSERT INTO evaluations (run_id, problem_id, n, state, config, source_hash, status, time_ms,"
+                              .. " p90_ms, eval_s, method, expert, origin, result, served_from, timestamp)"
+                              .. " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                              self.run_id, self.problem_id, rec.n, rec.key, json.encode(rec.config), src_hash,
+                              r.status, type(r.time_ms) == "number" and r.time_ms or nil,
+                              type(r.p90_ms) == "number" and r.p90_ms or nil, rec.eval_s,
+                              type(o) == "table" and o.method and tostring(o.method) or nil,
+                              type(o) == "table" and o.expert and tostring(o.expert) or nil,
+                              o and json.encode(o) or nil, json.encode(res),
+                              math.type(served) == "integer" and served or (served and 0 or nil),
+                              rec.timestamp)
+        for _, a in ipairs(attempts_of(o, r.status)) do
+          db:run("INSERT INTO llm_attempts (evaluation_id, attempt, expert, model, hint, outcome, detail)"
+                 .. " VALUES (?, ?, ?, ?, ?, ?, ?)", eid, a[1], a[2], a[3], a[4], a[5], a[6])
+        end
+        if served then self.served = self.served + 1 else self.measured = self.measured + 1 end
+      end
+    end)
+    if not wok then
+      db.h:exec("ROLLBACK")
+      error(werr, 0)
+    end
+    exec(db, "COMMIT")
+  end)
+  self.pending = {}
+  if not ok then self:warn(err) end
+end
+
+-- The run's last line in the file: how and why it stopped, and its best.
+function Session:finish(engine)
+  self:flush()
+  if self.broken or not self.db or not self.run_id then return end
+  local best = engine.ctx.best
+  local ok, err = pcall(self.db.run, self.db, "UPDATE runs SET finished = ?, stop_reason = ?, evaluations = ?, measured = ?,"
+                        .. " best_ms = ?, best_n = ? WHERE id = ?", sys.utc_iso(), engine.stop_reason,
+                        engine.evaluations, self.measured, best and best.result.time_ms or nil, best and best.n or nil,
+                        self.run_id)
+  if not ok then self:warn(err) end
+end
+
+function Session:close()
+  if self.db then self.db:close() self.db = nil end
+end
+
+-- The known best of a hit, with its evidence, as the lines a run prints.
+function Session:hit_text(describe)
+  local h, r, p = self.hit, self.hit.run, self.hit.problem
+  local lines = {
+    string.format("kopt: %s on %s (%s)", r.strategy, p.name or "?", self.info.backend_label),
+    string.format("  answered from the experience database %s: 0 evaluations (--fresh searches again)", h.path),
+    string.format("  known since run %d of %s on %s (%s): seed %d, %s, %d evaluations, stopped: %s", r.id,
+                  r.finished or r.started, r.host or "?", r.out_dir or "?", r.seed,
+                  r.budget and ("budget " .. r.budget) or "no budget", r.evaluations or 0, r.stop_reason),
+    string.format("  device %s, %s%s, kopt %s", p.device, p.toolkit, r.driver and (", driver " .. r.driver) or "",
+                  r.kopt or "?"),
+  }
+  local best = h.top[1]
+  if not best then
+    lines[#lines + 1] = "  no valid configuration found"
+    return table.concat(lines, "\n") .. "\n"
+  end
+  local res = json.decode(best.result or "") or {}
+  local ev = {}
+  if type(res.p90_ms) == "number" then ev[#ev + 1] = string.format("p90 %.5g ms", res.p90_ms) end
+  if res.samples then ev[#ev + 1] = string.format("%s samples", tostring(res.samples)) end
+  if type(res.err) == "table" and res.err.rel_l2 then ev[#ev + 1] = string.format("rel. L2 error %.3g", res.err.rel_l2) end
+  if type(res.sol) == "number" then ev[#ev + 1] = string.format("%.0f%% of speed of light", 100 * res.sol) end
+  if best.method then ev[#ev + 1] = "method " .. best.method end
+  lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d of that run%s", best.time_ms, best.n,
+                                    #ev > 0 and (" (" .. table.concat(ev, ", ") .. ")") or "")
+  lines[#lines + 1] = string.format("  %-4s %-12s %s", "rank", "time (ms)", "config")
+  for i, e in ipairs(h.top) do
+    local c = json.decode(e.config or "") or {}
+    lines[#lines + 1] = string.format("  %-4d %-12.5g %s", i, e.time_ms, describe(c))
+  end
+  return table.concat(lines, "\n") .. "\n"
+end
+
+-- The database session of one run, or nil when the database is off.
+-- info: spec, space, choice, backend (replay), gpus, problem, strategy,
+-- options, seed, budget, time_limit, out_dir, backend_label, fresh, resume.
+-- Looks for a hit unless --fresh or --resume; loads what was measured
+-- unless --fresh.
+function M.session(opts, info)
+  local path = M.path(opts)
+  if not path then return nil end
+  local db = M.open(path, false)
+  local self = setmetatable({ db = db, path = path, info = info, pending = {}, measured = 0, served = 0 }, Session)
+  self.id = M.identity(info)
+  if not info.fresh and not info.resume then
+    self.hit = db:known_best(self.id, info)
+  end
+  self.known, self.known_n = {}, 0
+  if not info.fresh and not self.hit then self.known, self.known_n = db:measured(self.id) end
+  return self
+end
+
+M.DB = DB
+return M
