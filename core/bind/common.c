@@ -46,3 +46,60 @@ void kopt_bind_class(lua_State *L, const char *name, const luaL_Reg *meta,
 	}
 	lua_pop(L, 1);
 }
+
+void kopt_bind_table_to_msg(lua_State *L, int idx, struct kopt_msg *m, const char *what)
+{
+	idx = lua_absindex(L, idx);
+	lua_pushnil(L);
+	while (lua_next(L, idx) != 0) {
+		if (lua_type(L, -2) != LUA_TSTRING) {
+			kopt_msg_release(m);
+			luaL_error(L, "%s keys must be strings", what);
+			return;
+		}
+		const char *k = lua_tostring(L, -2);
+		switch (lua_type(L, -1)) {
+		case LUA_TNUMBER:
+			if (lua_isinteger(L, -1))
+				kopt_msg_put_int(m, k, (int64_t)lua_tointeger(L, -1));
+			else
+				kopt_msg_put_num(m, k, lua_tonumber(L, -1));
+			break;
+		case LUA_TBOOLEAN:
+			kopt_msg_put_int(m, k, lua_toboolean(L, -1));
+			break;
+		case LUA_TSTRING: {
+			size_t len;
+			const char *s = lua_tolstring(L, -1, &len);
+			kopt_msg_put_str(m, k, s, len);
+			break;
+		}
+		default:
+			kopt_msg_release(m);
+			luaL_error(L, "%s field '%s' is a %s", what, k, luaL_typename(L, -1));
+			return;
+		}
+		lua_pop(L, 1);
+	}
+}
+
+int kopt_bind_push_msg(lua_State *L, const void *buf, size_t len, char *err, size_t errlen)
+{
+	struct kopt_msgview v;
+	if (kopt_msgview_parse(&v, buf, len, err, errlen) != 0)
+		return -1;
+	lua_createtable(L, 0, (int)v.count);
+	for (size_t i = 0; i < v.count; i++) {
+		const struct kopt_field *f = &v.fields[i];
+		lua_pushlstring(L, f->key, f->keylen);
+		if (f->type == 'i')
+			lua_pushinteger(L, (lua_Integer)f->i);
+		else if (f->type == 'd')
+			lua_pushnumber(L, f->d);
+		else
+			lua_pushlstring(L, f->s, f->slen);
+		lua_rawset(L, -3);
+	}
+	kopt_msgview_release(&v);
+	return 0;
+}

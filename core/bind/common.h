@@ -6,6 +6,8 @@
 #include <lauxlib.h>
 #include <lua.h>
 
+#include "wire.h"
+
 /* An expected failure (STYLE.md rule 5): pushes nil, msg and returns 2, so a
  * binding ends with `return kopt_bind_fail(L, err);`. msg is copied. */
 int kopt_bind_fail(lua_State *L, const char *msg);
@@ -27,5 +29,15 @@ int kopt_bind_ok(lua_State *L);
  * module's luaopen. Objects get it with luaL_setmetatable(L, name). */
 void kopt_bind_class(lua_State *L, const char *name, const luaL_Reg *meta,
 		     const luaL_Reg *methods);
+
+/* A flat Lua table (string keys; integer, number, string or boolean values,
+ * a boolean as the integer 0 or 1) at stack index idx, put into m (the
+ * caller releases it). Raises on a key or a value of another type, after
+ * releasing m; `what` names the message in that error ("worker message"). */
+void kopt_bind_table_to_msg(lua_State *L, int idx, struct kopt_msg *m, const char *what);
+
+/* Pushes the fields of a wire payload as a flat table (returns 0), or
+ * pushes nothing and returns -1 with the reason in err. */
+int kopt_bind_push_msg(lua_State *L, const void *buf, size_t len, char *err, size_t errlen);
 
 #endif

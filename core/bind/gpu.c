@@ -128,37 +128,7 @@ static int w_send(lua_State *L)
 	struct lworker *w = check_worker(L, 1);
 	luaL_checktype(L, 2, LUA_TTABLE);
 	struct kopt_msg m = {0};
-	/* check every value before building, so an argument error frees nothing */
-	lua_pushnil(L);
-	while (lua_next(L, 2) != 0) {
-		if (lua_type(L, -2) != LUA_TSTRING) {
-			kopt_msg_release(&m);
-			return luaL_error(L, "worker message keys must be strings");
-		}
-		const char *k = lua_tostring(L, -2);
-		switch (lua_type(L, -1)) {
-		case LUA_TNUMBER:
-			if (lua_isinteger(L, -1))
-				kopt_msg_put_int(&m, k, (int64_t)lua_tointeger(L, -1));
-			else
-				kopt_msg_put_num(&m, k, lua_tonumber(L, -1));
-			break;
-		case LUA_TBOOLEAN:
-			kopt_msg_put_int(&m, k, lua_toboolean(L, -1));
-			break;
-		case LUA_TSTRING: {
-			size_t len;
-			const char *s = lua_tolstring(L, -1, &len);
-			kopt_msg_put_str(&m, k, s, len);
-			break;
-		}
-		default:
-			kopt_msg_release(&m);
-			return luaL_error(L, "worker message field '%s' is a %s", k,
-					  luaL_typename(L, -1));
-		}
-		lua_pop(L, 1);
-	}
+	kopt_bind_table_to_msg(L, 2, &m, "worker message");
 	char err[256];
 	int rc = m.failed ? -1 : kopt_wire_write(w->p.to_fd, m.buf, m.len, err, sizeof err);
 	if (m.failed)
@@ -191,24 +161,10 @@ static int w_recv(lua_State *L)
 	if (rc != 0) {
 		return kopt_bind_fail_kind(L, rc > 0 ? "timeout" : "exited", err);
 	}
-	struct kopt_msgview v;
-	if (kopt_msgview_parse(&v, buf, len, err, sizeof err) != 0) {
+	if (kopt_bind_push_msg(L, buf, len, err, sizeof err) != 0) {
 		free(buf);
 		return kopt_bind_fail_kind(L, "exited", err);
 	}
-	lua_createtable(L, 0, (int)v.count);
-	for (size_t i = 0; i < v.count; i++) {
-		const struct kopt_field *f = &v.fields[i];
-		lua_pushlstring(L, f->key, f->keylen);
-		if (f->type == 'i')
-			lua_pushinteger(L, (lua_Integer)f->i);
-		else if (f->type == 'd')
-			lua_pushnumber(L, f->d);
-		else
-			lua_pushlstring(L, f->s, f->slen);
-		lua_rawset(L, -3);
-	}
-	kopt_msgview_release(&v);
 	free(buf);
 	return 1;
 }

@@ -23,6 +23,7 @@ static const luaL_Reg c_modules[] = {
 	{"cjson", luaopen_cjson},
 	{"kopt.graph", luaopen_kopt_graph},
 	{"kopt.ptx", luaopen_kopt_ptx},
+	{"kopt.mpi", luaopen_kopt_mpi},
 	{"kopt.db", luaopen_kopt_db},
 	{NULL, NULL},
 };

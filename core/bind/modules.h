@@ -16,6 +16,7 @@ int luaopen_kopt_nvrtc(lua_State *L);
 int luaopen_kopt_cpool(lua_State *L);
 int luaopen_kopt_http(lua_State *L);
 int luaopen_kopt_ptx(lua_State *L);
+int luaopen_kopt_mpi(lua_State *L);
 int luaopen_kopt_db(lua_State *L);
 
 #endif

@@ -47,7 +47,9 @@ function M.run(engine, k, rounds)
       local cand = row.rec.candidate or { config = row.config }
       jobs[i] = engine:job_for(cand)
     end
-    local out = engine.backend:evaluate(jobs)
+    -- one process and thermal state: under MPI, rank 0's own backend
+    local backend = engine.backend.one_place and engine.backend:one_place() or engine.backend
+    local out = backend:evaluate(jobs)
     for i, row in ipairs(order) do
       local r = out[i]
       if r and r.status == "ok" and type(r.time_ms) == "number" then

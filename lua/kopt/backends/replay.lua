@@ -20,7 +20,10 @@ function M.open(spec, opts)
   if not opts.quiet then
     for _, note in ipairs(recording.notes(rec)) do io.stderr:write("kopt: ", note, "\n") end
   end
-  local self = setmetatable({ name = "replay", slots = opts.slots or 1, rec = rec, clock = 0 }, Replay)
+  -- KOPT_REPLAY_SLOTS: candidates per round, so a one-process replay can be
+  -- compared with an MPI run of as many ranks (docs/MPI.md)
+  local slots = opts.slots or math.tointeger(tonumber(os.getenv("KOPT_REPLAY_SLOTS") or "")) or 1
+  local self = setmetatable({ name = "replay", slots = math.max(1, slots), rec = rec, clock = 0 }, Replay)
   local configs = {}
   for i, e in ipairs(rec.entries) do configs[i] = e.config end
   self.space = space_mod.listed({ knobs = rec.knobs, configs = configs })

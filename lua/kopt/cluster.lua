@@ -1,0 +1,80 @@
+-- A run under mpirun or srun (docs/MPI.md): every rank parses the same
+-- command line and opens its own backend; rank 0 then runs the engine with
+-- kopt.backends.mpi spreading the evaluations, and the other ranks serve
+-- them. Only rank 0 writes the run folder and reads or writes the experience
+-- database. This module owns MPI's lifecycle: init, the end of the job
+-- (every rank told to quit, then MPI_Finalize), and the end of a job that
+-- lost a rank (MPI_Abort once the run is written: Open MPI 4.1 cannot
+-- finalize without the lost rank).
+local errors = require("kopt.errors")
+local mpi = require("kopt.mpi")
+local mpi_backend = require("kopt.backends.mpi")
+local run = require("kopt.run")
+local sys = require("kopt.sys")
+
+local M = {}
+local Cluster = {}
+Cluster.__index = Cluster
+
+function M.launched() return mpi.launched() end
+
+-- Called by kopt.run once the local backend is open and before anything is
+-- written: rank 0 gets the distributing backend back; a serving rank serves
+-- until rank 0 says quit and gets nil (its run is over).
+function Cluster:attach(backend, spec)
+  if self.rank ~= 0 then
+    self.serving = true
+    mpi_backend.serve(backend, self, spec)
+    backend:close()
+    return nil
+  end
+  local o = self.opts
+  self.backend = mpi_backend.open(backend, {
+    comm = self, spec = spec, root_evaluates = o.mpi_root ~= "engine", timeout_s = o.mpi_timeout,
+    allow_mixed = o.allow_mixed, quiet = o.q })
+  return self.backend
+end
+
+local function handler(e)
+  if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
+  return debug.traceback(errors.describe(e), 2)
+end
+
+local function describe(e)
+  if type(e) == "table" and e.msg then return e.msg end
+  return tostring(e):match("^[^\n]*")
+end
+
+function M.main(opts, pos)
+  local rank, size = mpi.init()
+  if not rank then errors.raise(errors.RUNTIME, "MPI: %s", size) end
+  local self = setmetatable({ rank = rank, size = size, lost = {}, opts = opts }, Cluster)
+  opts.cluster = self
+  if rank ~= 0 then
+    opts.no_db = true  -- the experience database is rank 0's
+  end
+  local ok, rc = xpcall(run.main, handler, opts, pos)
+  if rank ~= 0 then
+    if not ok then mpi.send(0, mpi_backend.encode({ op = "fail", host = sys.hostname(), msg = describe(rc) })) end
+    mpi.finalize()
+  else
+    local code = ok and rc or (type(rc) == "table" and rc.code) or errors.RUNTIME
+    if self.backend and not opts.q then io.stderr:write("kopt: ", self.backend:summary(), "\n") end
+    if #self.lost > 0 then
+      local names = {}
+      for i, l in ipairs(self.lost) do names[i] = string.format("rank %d (%s)", l.rank, tostring(l.host)) end
+      io.stdout:flush()
+      if not ok then io.stderr:write("kopt: ", describe(rc), "\n") end
+      io.stderr:write(string.format("kopt: %s lost during the run; the run is written, and the job ends with "
+                                    .. "MPI_Abort (exit code %d), which Open MPI reports below\n",
+                                    table.concat(names, ", "), code))
+      mpi.abort(code)
+    end
+    for r = 1, size - 1 do mpi.send(r, mpi_backend.encode({ op = "quit" })) end
+    mpi.finalize()
+  end
+  if not ok then error(rc, 0) end
+  return rc
+end
+
+return M
