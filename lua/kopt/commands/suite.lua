@@ -1,0 +1,371 @@
+-- `kopt suite`: one strategy over a folder of specs (default specs/suite/),
+-- each problem an ordinary run in its own sub-folder of --out (the run
+-- machinery of kopt.run: events.jsonl, trace.md, best/, --resume), with a
+-- per-problem budget and an optional target that stops a problem once its
+-- best meets it. Then the report: suite.md, suite.json and suite.svg, with
+-- speedups over PyTorch eager and torch.compile from a baselines file
+-- (tools/suite_baselines.py) and fast_p (kopt.suite).
+local errors = require("kopt.errors")
+local json = require("kopt.json")
+local rundir_mod = require("kopt.rundir")
+local run = require("kopt.run")
+local spec_mod = require("kopt.spec")
+local suite = require("kopt.suite")
+local suite_report = require("kopt.suite_report")
+local sys = require("kopt.sys")
+
+local M = { summary = "run a strategy over a suite of specs (default specs/suite): speedups over PyTorch, fast_p" }
+
+M.DEFAULT_STRATEGY = "mcgs"
+M.DEFAULT_BUDGET = 40
+M.DEFAULT_DIR = "specs/suite"
+
+local USAGE = [[
+usage: kopt suite [STRATEGY] [DIR|SPEC ...] [options]
+  STRATEGY          a built-in name or a Lua file (default mcgs)
+  DIR|SPEC          folders of specs and spec files (default specs/suite)
+  --only a,b        only these problems (spec names)
+  --budget N        evaluations per problem (default 40)
+  --time-limit S    seconds of evaluation time per problem
+  --target T        stop a problem once its best meets T: Nx-eager, Nx-compile
+                    (N times faster than PyTorch eager / torch.compile) or
+                    N%-sol (N percent of the speed of light)
+  --baselines FILE  PyTorch times (tools/suite_baselines.py); default the
+                    baselines_<gpu>.json beside the specs that matches the GPU;
+                    'none' for no speedups
+  --out DIR         the suite's folder, one sub-folder per problem
+                    (default runs/suite-<strategy>)
+  --resume          continue the suite in --out: finished problems are read,
+                    not run again; an interrupted one resumes
+  --backend B       cuda; replay (each spec's own recording); replay:DIR (DIR/<problem>.t4.json
+                    or DIR/<problem>.json)
+  --seed N, --gpus LIST, --finalists K, --opt K=V, --db PATH, --no-db, --fresh, -q, -v
+                    as for a run (--fresh: measure again what the experience
+                    database already knows)
+]]
+
+local function split_list(v)
+  local out = {}
+  for item in v:gmatch("[^,]+") do out[#out + 1] = item end
+  return out
+end
+
+local function parse(argv)
+  local o = { opt = {}, pos = {} }
+  local i = 1
+  local function value(flag)
+    i = i + 1
+    if argv[i] == nil then errors.usage("suite: %s needs a value", flag) end
+    return argv[i]
+  end
+  local function count(flag)
+    local n = math.tointeger(tonumber(value(flag)))
+    if not n or n < 1 then errors.usage("suite: %s: expected a positive integer, got '%s'", flag, argv[i]) end
+    return n
+  end
+  while i <= #argv do
+    local a = argv[i]
+    if a == "--help" or a == "-h" then o.help = true
+    elseif a == "--only" then o.only = split_list(value(a))
+    elseif a == "--budget" then o.budget = count(a)
+    elseif a == "--time-limit" then
+      o.time_limit = tonumber(value(a))
+      if not o.time_limit or o.time_limit <= 0 then
+        errors.usage("suite: --time-limit: expected a positive number of seconds, got '%s'", argv[i])
+      end
+    elseif a == "--target" then o.target = suite.parse_target(value(a))
+    elseif a == "--baselines" then o.baselines = value(a)
+    elseif a == "--out" then o.out = value(a)
+    elseif a == "--resume" then o.resume = true
+    elseif a == "--backend" then
+      local v = value(a)
+      if v ~= "cuda" and v ~= "replay" and not v:match("^replay:.+") then
+        errors.usage("suite: --backend: expected cuda, replay or replay:DIR, got '%s'", v)
+      end
+      o.backend = v
+    elseif a == "--seed" then o.seed = count(a)
+    elseif a == "--finalists" then o.finalists = count(a)
+    elseif a == "--gpus" then
+      o.gpus = {}
+      for _, g in ipairs(split_list(value(a))) do
+        local n = math.tointeger(tonumber(g))
+        if not n or n < 0 then errors.usage("suite: --gpus: expected a comma-separated list of GPU indices, got '%s'", argv[i]) end
+        o.gpus[#o.gpus + 1] = n
+      end
+    elseif a == "--opt" then
+      local k, v = value(a):match("^([%w_%-]+)=(.*)$")
+      if not k then errors.usage("suite: --opt: expected key=value, got '%s'", argv[i]) end
+      o.opt[#o.opt + 1] = { k, v }
+    elseif a == "--db" then o.db = value(a)
+    elseif a == "--no-db" then o.no_db = true
+    elseif a == "--fresh" then o.fresh = true
+    elseif a == "-q" then o.q = true
+    elseif a == "-v" then o.v = true
+    elseif a:sub(1, 1) == "-" then errors.usage("suite: unknown option '%s' (see kopt suite --help)", a)
+    else o.pos[#o.pos + 1] = a end
+    i = i + 1
+  end
+  if o.q and o.v then errors.usage("suite: -q and -v cannot be used together") end
+  return o
+end
+
+-- The first positional argument is the strategy when it is not a spec or a
+-- folder of specs.
+local function strategy_and_paths(pos)
+  local strategy, paths = M.DEFAULT_STRATEGY, {}
+  for i, p in ipairs(pos) do
+    if i == 1 and not (p:match("%.json$") or sys.stat(p) == "dir") then strategy = p
+    else paths[#paths + 1] = p end
+  end
+  if #paths == 0 then paths = { M.DEFAULT_DIR } end
+  return strategy, paths
+end
+
+-- The specs to run, loaded (a spec error stops everything before anything
+-- runs), in order, filtered by --only.
+local function load_problems(paths, only)
+  local problems, by_name = {}, {}
+  for _, f in ipairs(suite.spec_files(paths)) do
+    local spec = spec_mod.load(f)
+    if by_name[spec.name] then
+      errors.usage("suite: two specs are named '%s': %s and %s", spec.name, by_name[spec.name].path, f)
+    end
+    local p = { name = spec.name, path = f, spec = spec }
+    by_name[spec.name] = p
+    problems[#problems + 1] = p
+  end
+  if not only then return problems end
+  local chosen = {}
+  for _, name in ipairs(only) do
+    if not by_name[name] then
+      local names = {}
+      for _, p in ipairs(problems) do names[#names + 1] = p.name end
+      errors.usage("suite: --only: no problem named '%s' (the suite has: %s)", name, table.concat(names, ", "))
+    end
+    chosen[#chosen + 1] = by_name[name]
+  end
+  return chosen
+end
+
+-- Where the GPU is, its facts (for the speed of light and the baselines'
+-- file name); nil when the problems will be replayed.
+local function live_device(o)
+  if o.backend and o.backend ~= "cuda" then return nil end
+  -- lazy: optional, a kopt built without the cuda backend still replays (as kopt.run)
+  local ok, cuda = pcall(require, "kopt.backends.cuda")
+  if not ok or not cuda.available() then
+    if o.backend == "cuda" then errors.usage("suite: --backend cuda: no GPU can be used here") end
+    return nil
+  end
+  local devices = require("kopt.gpu").devices()  -- lazy: only once the cuda backend loaded, as above
+  return devices and devices[((o.gpus and o.gpus[1]) or 0) + 1]
+end
+
+-- The backend of one problem for kopt.run (nil: let the run choose).
+local function backend_for(o, p)
+  if not o.backend then return nil end
+  if o.backend == "cuda" then return { kind = "cuda" } end
+  if o.backend == "replay" then
+    if not p.spec.recording then return nil, "--backend replay: the spec has no 'recording'" end
+    return { kind = "replay", file = p.spec.recording }
+  end
+  local where = o.backend:match("^replay:(.+)$")
+  if sys.stat(where) ~= "dir" then return { kind = "replay", file = where } end
+  for _, f in ipairs({ where .. "/" .. p.name .. ".t4.json", where .. "/" .. p.name .. ".json" }) do
+    if sys.stat(f) then return { kind = "replay", file = f } end
+  end
+  return nil, string.format("--backend %s: no %s.t4.json or %s.json there", o.backend, p.name, p.name)
+end
+
+-- A problem's folder: "done" (a stop event that was not an interruption or
+-- an error), "partial" (events but no such stop) or "none".
+local function state_of(dir)
+  local ok, events = pcall(rundir_mod.read_events, dir .. "/events.jsonl")
+  if not ok or not events or #events == 0 then return "none" end
+  local stop
+  for _, ev in ipairs(events) do
+    if ev.event == "stop" then stop = ev end
+    if ev.event == "resume" then stop = nil end
+  end
+  if stop and stop.reason ~= "interrupted" and stop.reason ~= "error" then return "done", stop end
+  return "partial"
+end
+
+-- What a finished run left: its best (time, config) and how it stopped.
+local function outcome(p, dir)
+  local st, stop = state_of(dir)
+  if st ~= "done" then return { error = "the run did not finish" } end
+  local r = { evaluations = math.tointeger(stop.evaluations) or stop.evaluations, stop_reason = stop.reason }
+  if stop.best and type(stop.best.time_ms) == "number" then
+    r.time_ms = stop.best.time_ms
+    local config = json.read_file(dir .. "/best/config.json")
+    if type(config) == "table" then
+      local ok, work = pcall(p.spec.work, p.spec, config)
+      if ok then r.work = work end
+      r.config = config
+    end
+  end
+  return r
+end
+
+local function baseline_of(baselines, name)
+  local b = baselines and baselines.problems[name]
+  if not b then return nil end
+  local function num(v) return type(v) == "number" and v > 0 and v or nil end
+  local out = { eager = num(b.eager_ms), compile = num(b.compile_ms) }
+  local errs = {}
+  if type(b.eager_error) == "string" then errs[#errs + 1] = "eager: " .. b.eager_error end
+  if type(b.compile_error) == "string" then errs[#errs + 1] = "torch.compile: " .. b.compile_error end
+  out.error = #errs > 0 and table.concat(errs, "; ") or nil
+  return out
+end
+
+-- One problem through kopt.run; returns nil, or the exit code / error text.
+local function run_problem(o, strategy, p, dir, resume, device, base)
+  local backend, why = backend_for(o, p)
+  if why then return nil, why end
+  local work_of = function(c) return p.spec:work(c) end
+  local ropts = { opt = o.opt, budget = o.budget or M.DEFAULT_BUDGET, time_limit = o.time_limit, out = dir,
+                  resume = resume or nil, backend = backend, seed = o.seed, gpus = o.gpus,
+                  finalists = o.finalists, q = o.q, v = o.v, db = o.db, no_db = o.no_db, fresh = o.fresh,
+                  stop_when = suite.stop_when(o.target, base, work_of, device, suite.precision(p.spec)) }
+  local ok, rc = pcall(run.main, ropts, { strategy, p.path })
+  if ok then return rc end
+  if errors.is_user_error(rc) then return rc.code, rc.msg end
+  if errors.is_interrupt(rc) then return errors.INTERRUPTED end
+  return errors.RUNTIME, "internal error: " .. tostring(rc):match("^[^\n]*")
+end
+
+local function write_report(out, doc)
+  json.write_file(out .. "/suite.json", doc)
+  json.write_file(out .. "/suite.md", suite_report.markdown(doc), true)
+  json.write_file(out .. "/suite.svg", suite_report.svg(doc), true)
+end
+
+function M.main(argv)
+  local o = parse(argv)
+  if o.help then
+    io.stdout:write(USAGE)
+    return 0
+  end
+  local strategy, paths = strategy_and_paths(o.pos)
+  local problems = load_problems(paths, o.only)
+  local out = o.out or ("runs/suite-" .. (strategy:match("([^/]+)$"):gsub("%.lua$", "")))
+  local device = live_device(o)
+
+  -- Baselines: given, or the file beside the specs that matches the GPU.
+  local baselines, baselines_note
+  if o.baselines == "none" then
+    baselines_note = "--baselines none"
+  elseif o.baselines then
+    baselines = suite.read_baselines(o.baselines)
+  else
+    local dirs = {}
+    for _, p in ipairs(paths) do dirs[#dirs + 1] = sys.stat(p) == "dir" and p or (p:match("^(.*)/[^/]*$") or ".") end
+    local file = device and suite.find_baselines(dirs, device.name)
+    if file then baselines = suite.read_baselines(file) end
+    baselines_note = device and ("no baselines_" .. suite.gpu_slug(device.name) .. ".json beside the specs")
+      or "no GPU here to match a baselines file to: give --baselines FILE"
+  end
+  -- Device facts for the speed of light: the GPU's, else those the
+  -- baselines recorded (replay).
+  local facts = device or (baselines and type(baselines.device) == "table" and baselines.device) or nil
+  local device_name = device and device.name or (facts and facts.name) or (baselines and baselines.gpu)
+
+  -- A suite folder is started once; --resume continues it.
+  local previous = json.read_file(out .. "/suite.json")
+  if o.resume then
+    if type(previous) ~= "table" then errors.usage("suite: --resume: %s holds no suite to resume (no suite.json)", out) end
+    if previous.strategy ~= strategy then
+      errors.usage("suite: --resume: %s was started with strategy '%s', not '%s'", out, tostring(previous.strategy), strategy)
+    end
+  else
+    if previous ~= nil then
+      errors.usage("suite: %s already holds a suite run; continue it with --resume or choose another --out", out)
+    end
+    for _, p in ipairs(problems) do
+      if state_of(out .. "/" .. p.name) ~= "none" then
+        errors.usage("suite: %s/%s already holds a run; continue with --resume or choose another --out", out, p.name)
+      end
+    end
+  end
+  assert(sys.mkdir_p(out))
+  local prev_rows = {}
+  for _, r in ipairs(type(previous) == "table" and previous.rows or {}) do prev_rows[r.name] = r end
+
+  local doc = { strategy = strategy, budget = o.budget or M.DEFAULT_BUDGET, target = o.target and o.target.text,
+                backend = o.backend or (device and "cuda" or "replay"), device = device_name, kopt = sys.version,
+                date = sys.utc_iso(), baselines_note = baselines_note,
+                baselines = baselines and { file = baselines.file, gpu = baselines.gpu, torch = baselines.torch } or nil,
+                only = o.only, rows = {}, state = "running" }
+  local t_start = sys.now()
+  local prior_wall = 0
+  local function finish_doc(state)
+    local rows = {}
+    for _, p in ipairs(problems) do if p.row then rows[#rows + 1] = p.row end end
+    doc.rows, doc.state = rows, state
+    doc.fast_p = suite.fast_p(rows)
+    doc.wall_s = prior_wall + (sys.now() - t_start)
+    write_report(out, doc)
+  end
+  finish_doc("running")
+
+  local rc_total = 0
+  for i, p in ipairs(problems) do
+    if i > 1 and sys.interrupted() then  -- a signal between two problems (kopt.run installed the handlers)
+      finish_doc("interrupted")
+      io.stderr:write("kopt: suite interrupted; continue with --resume (same command)\n")
+      return errors.INTERRUPTED
+    end
+    local dir = out .. "/" .. p.name
+    local base = baseline_of(baselines, p.name)
+    local st = state_of(dir)
+    local t0 = sys.now()
+    local rc, err
+    if st ~= "done" then
+      if not o.q then io.stdout:write(string.format("== [%d/%d] %s\n", i, #problems, p.name)) end
+      rc, err = run_problem(o, strategy, p, dir, st == "partial", facts, base)
+      if rc == errors.INTERRUPTED then
+        finish_doc("interrupted")
+        io.stderr:write(string.format("kopt: suite interrupted in %s; continue with --resume (same command)\n", p.name))
+        return errors.INTERRUPTED
+      end
+    elseif prev_rows[p.name] and prev_rows[p.name].wall_s then
+      prior_wall = prior_wall + prev_rows[p.name].wall_s
+    end
+    local res = outcome(p, dir)
+    if err then res.error = err:match("^[^\n]*") end
+    if res.error and rc_total == 0 then rc_total = errors.RUNTIME end
+    res.name, res.run_dir, res.precision = p.name, p.name, suite.precision(p.spec)
+    res.wall_s = st ~= "done" and (sys.now() - t0) or (prev_rows[p.name] and prev_rows[p.name].wall_s)
+    res.kernelbench = p.spec.torch and p.spec.torch.kernelbench
+    res.baseline_error = base and base.error
+    p.row = suite.row(res, base, facts, o.target)
+    finish_doc(i == #problems and "done" or "running")
+  end
+  if #problems == 0 then finish_doc("done") end
+  io.stdout:write(M.summary(doc, out))
+  return rc_total
+end
+
+-- The lines printed at the end.
+function M.summary(doc, out)
+  local correct = 0
+  for _, r in ipairs(doc.rows) do if r.correct then correct = correct + 1 end end
+  local L = { string.format("kopt suite: %s on %d problems, %d correct, %.0f s", doc.strategy, #doc.rows, correct,
+                            doc.wall_s or 0) }
+  for _, b in ipairs(suite.BASES) do
+    local f = doc.fast_p[b]
+    if f.n > 0 then
+      local parts = {}
+      for _, p in ipairs(suite.P) do
+        parts[#parts + 1] = string.format("fast_%s %.0f%%", suite.p_key(p), f[suite.p_key(p)] * 100)
+      end
+      L[#L + 1] = string.format("  vs %s (%d problems): %s", suite.BASE_LABEL[b], f.n, table.concat(parts, ", "))
+    end
+  end
+  L[#L + 1] = string.format("  report: %s/suite.md, suite.json, suite.svg", out)
+  return table.concat(L, "\n") .. "\n"
+end
+
+return M

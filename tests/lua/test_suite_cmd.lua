@@ -1,0 +1,180 @@
+-- `kopt suite` through the real binary, offline: three suite specs (relu,
+-- softmax, gemv) copied with synthetic recordings and a synthetic baselines
+-- file whose numbers make fast_p known by hand; --only, --target (speedup
+-- and speed of light), --resume after kill -9 and after a finished suite,
+-- and the usage errors.
+local T = require("testlib")
+local cjson = require("cjson")
+local spec_mod = require("kopt.spec")
+local space_mod = require("kopt.space")
+
+local root = T.tmpdir("suite")
+local src = T.source_dir
+assert(os.execute("mkdir -p '" .. root .. "/specs' '" .. root .. "/rec'"))
+
+-- Times by position in the exhaustive strategy's order (the space's
+-- enumeration): relu gets 5 - 0.5 i ms, floored at 1 ms (reached at i = 8);
+-- softmax 0.8 ms everywhere; gemv never correct.
+local TIMES = {
+  relu = function(i) return math.max(1.0, 5 - 0.5 * i) end,
+  softmax = function() return 0.8 end,
+  gemv = function() return nil end,
+}
+
+local function space_of(spec)
+  local scope = { device = spec.device }
+  for k, v in pairs(spec.problem) do scope[k] = v end
+  return space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
+end
+
+local sizes = {}
+for name, time_of in pairs(TIMES) do
+  local doc = cjson.decode(T.slurp(src .. "/specs/suite/" .. name .. ".json"))
+  doc.kernel.source = src .. "/kernels/suite/" .. doc.kernel.source:match("([^/]+)$")
+  doc.reference.source = src .. "/kernels/suite/" .. doc.reference.source:match("([^/]+)$")
+  doc.recording = "../rec/" .. name .. ".t4.json"
+  local path = root .. "/specs/" .. name .. ".json"
+  T.write(path, cjson.encode(doc))
+  local configs = space_of(spec_mod.load(path)):enumerate()
+  sizes[name] = #configs
+  local results = {}
+  for i, c in ipairs(configs) do
+    local t = time_of(i)
+    results[i] = t and { configuration = c, invalidity = "correct", objectives = { "time" },
+                         measurements = { { name = "time", unit = "ms", value = t } }, times = { compilation = 10 } }
+      or { configuration = c, invalidity = "correctness", objectives = { "time" }, measurements = {},
+           times = { compilation = 10 } }
+  end
+  T.write(root .. "/rec/" .. name .. ".t4.json",
+          cjson.encode({ metadata = { timeunit = "milliseconds" }, results = results }))
+end
+
+-- eager: relu 4, softmax 1, gemv 2; compile: relu 3, softmax 0.5, gemv
+-- failed. The device facts make relu's speed of light 0.16 ms.
+local device = { name = "Test GPU", cc_major = 9, cc_minor = 0, sm_count = 132, clock_khz = 1980000,
+                 mem_clock_khz = 2619000, mem_bus_width = 5120 }
+T.write(root .. "/baselines.json", cjson.encode({
+  gpu = "Test GPU", torch = "test", device = device,
+  problems = {
+    relu = { eager_ms = 4.0, compile_ms = 3.0 },
+    softmax = { eager_ms = 1.0, compile_ms = 0.5 },
+    gemv = { eager_ms = 2.0, compile_ms = cjson.null, compile_error = "compile failed (test)" },
+  },
+}))
+
+local common = string.format("--backend replay --baselines '%s/baselines.json' --budget 1000 -q", root)
+local function suite(args, env)
+  return T.run("suite exhaustive '" .. root .. "/specs' " .. common .. " " .. args, env)
+end
+local function read_json(path) return cjson.decode(T.slurp(path)) end
+local function rows_by_name(doc)
+  local by = {}
+  for _, r in ipairs(doc.rows) do by[r.name] = r end
+  return by
+end
+local function near(a, b, what) return T.check(type(a) == "number" and math.abs(a - b) < 1e-9, "%s: expected %s, got %s", what, b, tostring(a)) end
+
+-- The whole (three-problem) suite: fast_p by hand.
+local code, out, err, _
+code, out, err = suite("--out '" .. root .. "/all'")
+T.eq(code, 0, "full suite exit code (" .. err .. ")")
+T.check(out:find("kopt suite: exhaustive on 3 problems, 2 correct", 1, true), "summary line: %s", out)
+local doc = read_json(root .. "/all/suite.json")
+local by = rows_by_name(doc)
+T.eq(#doc.rows, 3, "rows")
+T.eq(by.relu.correct, true, "relu correct")
+near(by.relu.time_ms, 1.0, "relu best time")
+near(by.relu.speedup_eager, 4.0, "relu vs eager")
+near(by.relu.speedup_compile, 3.0, "relu vs compile")
+T.eq(by.relu.evaluations, sizes.relu, "relu evaluated its whole space")
+near(by.relu.sol_frac, 8 * 4096 * 16384 / (2 * 2619e6 * 5120 / 8) * 1e3 / 1.0, "relu fraction of the speed of light")
+near(by.softmax.speedup_eager, 1.25, "softmax vs eager")
+near(by.softmax.speedup_compile, 0.625, "softmax vs compile")
+T.eq(by.gemv.correct, false, "gemv has no correct kernel")
+T.eq(by.gemv.speedup_eager, nil, "no speedup without a correct kernel")
+local f = doc.fast_p
+T.eq(f.eager.n, 3, "problems with an eager time")
+near(f.eager["0"], 2 / 3, "fast_0 vs eager")
+near(f.eager["1"], 2 / 3, "fast_1 vs eager")
+near(f.eager["1.5"], 1 / 3, "fast_1.5 vs eager")
+near(f.eager["2"], 1 / 3, "fast_2 vs eager")
+T.eq(f.compile.n, 2, "problems with a torch.compile time (gemv's failed)")
+near(f.compile["0"], 1.0, "fast_0 vs compile")
+near(f.compile["1"], 0.5, "fast_1 vs compile")
+near(f.compile["1.5"], 0.5, "fast_1.5 vs compile")
+near(f.compile["2"], 0.5, "fast_2 vs compile")
+local md = T.slurp(root .. "/all/suite.md")
+T.check(md:find("| PyTorch eager | 3 | 67% (2) | 67% (2) | 33% (1) | 33% (1) |", 1, true), "fast_p row in suite.md:\n%s", md)
+T.check(md:find("| relu | yes | 1 | 4 | 3 | 4.00x | 3.00x | 16% |", 1, true), "relu row in suite.md:\n%s", md)
+T.check(md:find("gemv (baseline): torch.compile: compile failed (test)", 1, true), "baseline error noted")
+local svg = T.slurp(root .. "/all/suite.svg")
+T.check(svg:match("^<svg") and svg:find("no correct kernel", 1, true) and svg:find("4.00x", 1, true), "suite.svg")
+T.check(T.slurp(root .. "/all/relu/events.jsonl") ~= "", "each problem is a run folder of its own")
+
+-- --only: two problems, in the order given.
+code, _, err = suite("--only softmax,relu --out '" .. root .. "/only'")
+T.eq(code, 0, "--only exit code (" .. err .. ")")
+doc = read_json(root .. "/only/suite.json")
+T.eq(#doc.rows, 2, "--only rows")
+T.eq(doc.rows[1].name, "softmax", "--only order")
+T.check(not T.slurp(root .. "/only/gemv/events.jsonl"):find("eval"), "--only: gemv not run")
+
+-- --target 2x-eager: relu stops at its sixth evaluation (5 - 0.5*6 = 2 ms).
+code, _, err = suite("--only relu --target 2x-eager --out '" .. root .. "/t2x'")
+T.eq(code, 0, "--target 2x-eager exit code (" .. err .. ")")
+by = rows_by_name(read_json(root .. "/t2x/suite.json"))
+T.eq(by.relu.evaluations, 6, "2x-eager: evaluations")
+T.eq(by.relu.stop_reason, "target reached (2x-eager)", "2x-eager: stop reason")
+T.eq(by.relu.target_met, true, "2x-eager: target met")
+near(by.relu.time_ms, 2.0, "2x-eager: best when stopped")
+
+-- --target 15%-sol: 0.16 ms / t >= 0.15 first holds at t = 1 ms, the 8th.
+code, _, err = suite("--only relu --target 15%-sol --out '" .. root .. "/tsol'")
+T.eq(code, 0, "--target 15%-sol exit code (" .. err .. ")")
+by = rows_by_name(read_json(root .. "/tsol/suite.json"))
+T.eq(by.relu.evaluations, 8, "15%-sol: evaluations")
+T.eq(by.relu.stop_reason, "target reached (15%-sol)", "15%-sol: stop reason")
+
+-- A target never met runs the whole budget.
+code = suite("--only softmax --target 2x-eager --budget 5 --out '" .. root .. "/tnever'")
+T.eq(code, 0, "unmet target exit code")
+by = rows_by_name(read_json(root .. "/tnever/suite.json"))
+T.eq(by.softmax.evaluations, 5, "unmet target: the budget")
+T.eq(by.softmax.stop_reason, "budget", "unmet target: stopped by the budget")
+
+-- kill -9 in the first problem, then --resume: the same numbers as the
+-- uninterrupted suite, nothing measured twice.
+code = suite("--out '" .. root .. "/killed'", "KOPT_TEST_SIGKILL_AFTER=3")
+T.check(code ~= 0, "killed suite exits non-zero (got %s)", tostring(code))
+code, _, err = suite("--out '" .. root .. "/killed' --resume")
+T.eq(code, 0, "--resume exit code (" .. err .. ")")
+local resumed = read_json(root .. "/killed/suite.json")
+T.eq(cjson.encode(resumed.fast_p), cjson.encode(read_json(root .. "/all/suite.json").fast_p), "resumed fast_p")
+by = rows_by_name(resumed)
+T.eq(by.relu.evaluations, sizes.relu, "resumed relu evaluations")
+local evals = 0
+for line in io.lines(root .. "/killed/gemv/events.jsonl") do if line:find('"event":"eval"', 1, true) then evals = evals + 1 end end
+T.eq(evals, sizes.gemv, "gemv evaluated once per config across the kill and the resume")
+
+-- --resume of a finished suite runs nothing and writes the same report.
+local before = T.slurp(root .. "/all/relu/events.jsonl")
+code, _, err = suite("--out '" .. root .. "/all' --resume")
+T.eq(code, 0, "--resume of a finished suite (" .. err .. ")")
+T.eq(T.slurp(root .. "/all/relu/events.jsonl"), before, "a finished problem is read, not run again")
+T.eq(cjson.encode(read_json(root .. "/all/suite.json").fast_p), cjson.encode(f), "same fast_p")
+
+-- Usage errors: one sentence, exit code 2.
+code, _, err = suite("--only nosuch --out '" .. root .. "/bad'")
+T.eq(code, 2, "--only unknown: exit code")
+T.check(T.one_sentence(err, "--only unknown"):find("no problem named 'nosuch'", 1, true), "--only unknown: %s", err)
+code, _, err = suite("--out '" .. root .. "/all'")
+T.eq(code, 2, "suite folder reused without --resume: exit code")
+T.check(err:find("already holds a suite run", 1, true), "reused folder: %s", err)
+code, _, err = suite("--target 2y-eager --out '" .. root .. "/bad'")
+T.eq(code, 2, "bad --target: exit code")
+T.check(err:find("expected Nx-eager, Nx-compile or N%-sol", 1, true), "bad --target: %s", err)
+code = suite("--out '" .. root .. "/fresh' --resume")
+T.eq(code, 2, "--resume of nothing: exit code")
+
+os.execute("rm -rf '" .. root .. "'")
+return T.done()
