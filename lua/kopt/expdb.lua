@@ -170,8 +170,11 @@ local function canon(v) return json.pretty(v) end
 local function hash(s) return sys.sha256(s):sub(1, 16) end
 M.canon = canon
 
--- The identity of a run's problem. args: spec (or nil), space, choice
--- ({kind=, file=}), backend (replay: opened) and gpus (cuda: the GPUs chosen).
+-- The identity of a run's problem, found before any backend opens. args:
+-- spec (or nil), space (nil without a spec), choice ({kind=, file=}) and
+-- gpus (cuda: the GPUs chosen). A recording's hash stands for its device
+-- and, without a spec, for its space; the device's name is filled in by
+-- Session:attach once the recording is read.
 function M.identity(args)
   local spec, space, choice = args.spec, args.space, args.choice
   local id = { name = args.problem }
@@ -191,17 +194,22 @@ function M.identity(args)
   else
     id.spec_hash, id.source_hash = "none", "none"
   end
-  local knobs = {}
-  for i, k in ipairs(space.knobs) do knobs[i] = { k.name, k.values } end
-  local constraints = {}
-  for i, e in ipairs(spec and spec.constraints or {}) do constraints[i] = e.text end
-  id.space_hash = hash(canon({ knobs = knobs, constraints = constraints }))
+  if space then
+    local knobs = {}
+    for i, k in ipairs(space.knobs) do knobs[i] = { k.name, k.values } end
+    local constraints = {}
+    for i, e in ipairs(spec and spec.constraints or {}) do constraints[i] = e.text end
+    id.space_hash = hash(canon({ knobs = knobs, constraints = constraints }))
+  else
+    id.space_hash = "recorded"
+  end
+  local key_device
   if choice.kind == "replay" then
-    local d = args.backend:describe()
-    local text = json.read_text(choice.file, math.maxinteger) or ""
-    id.device = tostring(d.device or "unknown device")
+    local text, err = json.read_text(choice.file, math.maxinteger)
+    if not text then errors.usage("%s", err) end
     id.toolkit = "replay " .. hash(text)
     id.backend = "replay"
+    key_device = "recorded"
   else
     -- before the workers start, so a hit costs no worker and no compile
     local devices = gpu.devices() or {}
@@ -213,8 +221,9 @@ function M.identity(args)
     local ok, version = pcall(nvrtc.version)
     id.toolkit = "nvrtc " .. (ok and tostring(version) or "?")
     id.backend = "cuda"
+    key_device = id.device
   end
-  id.key = sys.sha256(table.concat({ id.spec_hash, id.source_hash, id.space_hash, id.device, id.toolkit }, "\n"))
+  id.key = sys.sha256(table.concat({ id.spec_hash, id.source_hash, id.space_hash, key_device, id.toolkit }, "\n"))
     :sub(1, 32)
   return id
 end
@@ -224,7 +233,7 @@ function DB:problem(id, create)
   if rows[1] or not create then return rows[1] end
   self:run("INSERT OR IGNORE INTO problems (key, name, spec_hash, source_hash, space_hash, device, toolkit, first_seen)"
            .. " VALUES (?, ?, ?, ?, ?, ?, ?, ?)", id.key, id.name, id.spec_hash, id.source_hash, id.space_hash,
-           id.device, id.toolkit, sys.utc_iso())
+           id.device or "?", id.toolkit, sys.utc_iso())
   return self:rows("SELECT * FROM problems WHERE key = ?", id.key)[1]
 end
 
@@ -393,12 +402,28 @@ function Session:finish(engine)
   if not ok then self:warn(err) end
 end
 
+-- The opened backend: the device of a recording, for the problem's row.
+function Session:attach(backend)
+  if not self.id.device then
+    local d = backend:describe()
+    self.id.device = d.device and tostring(d.device) or "unknown device"
+  end
+end
+
 function Session:close()
   if self.db then self.db:close() self.db = nil end
 end
 
 -- The known best of a hit, with its evidence, as the lines a run prints.
-function Session:hit_text(describe)
+function Session:hit_text(space)
+  local function describe(c)
+    if space then return space:describe(c) end
+    local keys, parts = {}, {}
+    for k in pairs(c) do keys[#keys + 1] = k end
+    table.sort(keys)
+    for i, k in ipairs(keys) do parts[i] = k .. "=" .. tostring(c[k]) end
+    return table.concat(parts, ", ")
+  end
   local h, r, p = self.hit, self.hit.run, self.hit.problem
   local lines = {
     string.format("kopt: %s on %s (%s)", r.strategy, p.name or "?", self.info.backend_label),
@@ -406,7 +431,7 @@ function Session:hit_text(describe)
     string.format("  known since run %d of %s on %s (%s): seed %d, %s, %d evaluations, stopped: %s", r.id,
                   r.finished or r.started, r.host or "?", r.out_dir or "?", r.seed,
                   r.budget and ("budget " .. r.budget) or "no budget", r.evaluations or 0, r.stop_reason),
-    string.format("  device %s, %s%s, kopt %s", p.device, p.toolkit, r.driver and (", driver " .. r.driver) or "",
+    string.format("  device %s, %s%s, kopt %s", p.device or r.device or "?", p.toolkit, r.driver and (", driver " .. r.driver) or "",
                   r.kopt or "?"),
   }
   local best = h.top[1]

@@ -136,32 +136,27 @@ function M.main(opts, pos)
   -- The spec's constraints are checked before any backend starts.
   local space = spec and build_space(spec) or nil
   local choice = choose_backend(opts, spec)
-  local backend
-  if choice.kind == "replay" then
-    backend = replay.open(spec, { file = choice.file, check = opts.replay_check })
-  end
-  space = space or backend.space
   local problem = spec and spec.name or (choice.file:match("([^/]+)$"):gsub("%.json$", ""))
   local dir = opts.out or ("runs/" .. problem)
   local budget = opts.budget or strategy.default_budget or 200
-  if budget == math.huge and space.list == nil and space:size_raw() > space_mod.ENUMERATE_LIMIT then
-    errors.usage("strategy %s needs --budget on a space of %.3g raw points", strategy.name, space:size_raw())
-  end
   -- The experience database (kopt.expdb): a question it already answered is
-  -- printed with its evidence, before any GPU worker starts or anything is
-  -- written; otherwise what it measured before is served, not measured again.
+  -- printed with its evidence before any backend opens (no recording parsed,
+  -- no GPU worker started) or anything is written; otherwise what it
+  -- measured before is served, not measured again.
   local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
   local memory = expdb.session(opts, {
-    spec = spec, space = space, choice = choice, backend = backend, gpus = opts.gpus, problem = problem,
+    spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,
     strategy = strategy.name, options = options, seed = opts.seed or 1, budget = budget, time_limit = opts.time_limit,
     out_dir = dir, backend_label = backend_label, fresh = opts.fresh, resume = opts.resume })
   if memory and memory.hit then
-    io.stdout:write(memory:hit_text(function(c) return space:describe(c) end))
+    io.stdout:write(memory:hit_text(space))
     memory:close()
-    if backend then backend:close() end
     return 0
   end
-  if choice.kind ~= "replay" then
+  local backend
+  if choice.kind == "replay" then
+    backend = replay.open(spec, { file = choice.file, check = opts.replay_check })
+  else
     local cuda, err = cuda_backend()
     if not cuda then errors.usage("%s", err) end
     backend = cuda.open(spec, { gpus = opts.gpus, seed = opts.seed, profile = opts.profile, verbose = opts.v })
@@ -170,6 +165,11 @@ function M.main(opts, pos)
       space = build_space(spec)
     end
   end
+  space = space or backend.space
+  if budget == math.huge and space.list == nil and space:size_raw() > space_mod.ENUMERATE_LIMIT then
+    errors.usage("strategy %s needs --budget on a space of %.3g raw points", strategy.name, space:size_raw())
+  end
+  if memory then memory:attach(backend) end
 
   -- Under mpirun / srun (kopt.cluster): rank 0 spreads the evaluations over
   -- the ranks; the others serve them here and write nothing.

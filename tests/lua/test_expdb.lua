@@ -1,0 +1,201 @@
+-- The experience database through the real binary, on the replay backend
+-- (docs/DATABASE.md): a second identical run answers from the file in under
+-- a second with zero evaluations; --fresh searches again; a longer run is
+-- warm-started (what was measured is served, not measured again) and visits
+-- exactly the states a cold run visits; four kopt processes write the file
+-- at once; kill -9 mid-run leaves a usable file, and a resumed run does not
+-- record its log twice; a damaged file, another program's SQLite file and a
+-- newer schema are one sentence naming the file, and the file is left as it
+-- was; --no-db writes nothing outside the run folder, and the default path
+-- follows XDG_DATA_HOME and HOME.
+local T = require("testlib")
+local dbm = require("kopt.db")
+local sys = require("kopt.sys")
+
+local _
+local tmp = T.tmpdir("expdb")
+local DB = tmp .. "/e.db"
+local REC = "tests/data/convolution_A100.json"
+local VA = "tests/data/vector_add_A4000.json"
+
+local function cmd(strategy, file, budget, out, extra)
+  return string.format("%s --backend replay:%s --budget %d --seed 3 --out %s %s", strategy, file, budget, out,
+                       extra or "")
+end
+
+local function env(path) return "KOPT_DB=" .. (path or DB) end
+
+local function count_from_db(dir)
+  local n = 0
+  for _, ev in ipairs((T.events(dir))) do if ev.from_db then n = n + 1 end end
+  return n
+end
+
+local function query(path, sql)
+  local h = assert(dbm.open(path, { readonly = true }))
+  local rows, kind, msg = h:rows(sql)
+  h:close()
+  assert(rows, tostring(kind) .. " " .. tostring(msg))
+  return rows
+end
+
+-- 1. The first run measures; the same command again is a hit.
+local code, out, err = T.run(cmd("random", REC, 40, tmp .. "/a") .. " -q", env())
+T.eq(code, 0, "first run\n" .. err)
+T.check(out:find("40 evaluations", 1, true) ~= nil, "first run: the summary:\n%s", out)
+local ref = T.keys(tmp .. "/a")
+T.eq(#ref, 40, "first run: evaluations")
+T.check(T.exists(DB), "the database %s was created", DB)
+
+local t0 = sys.now()
+code, out, err = T.run(cmd("random", REC, 40, tmp .. "/b"), env())
+local hit_s = sys.now() - t0
+io.stdout:write(string.format("known-best hit: %.3f s\n", hit_s))
+T.eq(code, 0, "second identical run: exit code\n" .. err)
+T.check(out:find("answered from the experience database " .. DB .. ": 0 evaluations", 1, true) ~= nil,
+        "second identical run: says it answered from the database:\n%s", out)
+T.check(out:find("best: [%d.e-]+ ms at evaluation %d+ of that run") ~= nil, "the hit shows the best:\n%s", out)
+T.check(out:find("known since run 1 of", 1, true) ~= nil, "the hit names its run:\n%s", out)
+T.check(not T.exists(tmp .. "/b"), "a hit writes no run folder")
+-- KOPT_TIME_SCALE stretches the bound for slow builds (CI's sanitizer run).
+local time_scale = tonumber(os.getenv("KOPT_TIME_SCALE") or "") or 1
+T.check(hit_s < 1.0 * time_scale, "a hit took %.3f s, expected under %g s", hit_s, time_scale)
+-- the very same command, same --out: a hit too (not "already holds a run")
+code, out = T.run(cmd("random", REC, 40, tmp .. "/a"), env())
+T.eq(code, 0, "the same command, same folder: exit code")
+T.check(out:find("0 evaluations", 1, true) ~= nil, "the same command, same folder: a hit:\n%s", out)
+-- a smaller budget is answered by the larger run on record
+code, out = T.run(cmd("random", REC, 25, tmp .. "/b25"), env())
+T.check(code == 0 and out:find("0 evaluations", 1, true) ~= nil, "a smaller budget is a hit:\n%s", out)
+
+-- 2. --fresh searches again: every state measured, none served.
+code, out, err = T.run(cmd("random", REC, 40, tmp .. "/fresh", "--fresh -q"), env())
+T.eq(code, 0, "--fresh: exit code\n" .. err)
+T.check(out:find("40 evaluations", 1, true) ~= nil, "--fresh: the summary:\n%s", out)
+T.same_list(T.keys(tmp .. "/fresh"), ref, "--fresh: the states of the first run")
+T.eq(count_from_db(tmp .. "/fresh"), 0, "--fresh: evaluations served from the database")
+
+-- 3. A longer run is warm-started and visits what a cold run visits.
+code, out, err = T.run(cmd("random", REC, 60, tmp .. "/warm"), env())
+T.eq(code, 0, "warm start: exit code\n" .. err)
+T.eq(count_from_db(tmp .. "/warm"), 40, "warm start: evaluations served from the database")
+T.check(out:find("40 of them answered by the experience database", 1, true) ~= nil, "warm start says so:\n%s", out)
+code = T.run(cmd("random", REC, 60, tmp .. "/cold", "--no-db -q"))
+T.eq(code, 0, "cold run: exit code")
+T.same_list(T.keys(tmp .. "/warm"), T.keys(tmp .. "/cold"), "warm start vs cold run: states in order")
+-- another strategy on the same problem is served what is known
+code = T.run(cmd("anneal", REC, 60, tmp .. "/anneal"), env())
+T.eq(code, 0, "anneal after random: exit code")
+T.check(#T.keys(tmp .. "/anneal") == 60, "anneal after random: 60 evaluations")
+
+-- 4. Four processes write the file at once (WAL, busy timeout).
+local jobs = {}
+for i = 1, 4 do
+  jobs[#jobs + 1] = string.format("%s %s %s >%s/par%d.out 2>%s/par%d.err", env(), T.kopt,
+                                  string.format("random --backend replay:%s --budget 150 --seed %d --out %s/par%d -q",
+                                                REC, 100 + i, tmp, i), tmp, i, tmp, i)
+end
+os.execute("{ " .. table.concat(jobs, " & ") .. " & wait; }")
+for i = 1, 4 do
+  T.eq(#T.keys(tmp .. "/par" .. i), 150, "concurrent run " .. i .. ": evaluations")
+  T.eq(T.slurp(tmp .. "/par" .. i .. ".err"), "", "concurrent run " .. i .. ": stderr")
+end
+local rows = query(DB, "SELECT seed, evaluations, (SELECT count(*) FROM evaluations e WHERE e.run_id = r.id) AS n"
+                   .. " FROM runs r WHERE seed > 100 ORDER BY seed")
+T.eq(#rows, 4, "concurrent runs on record")
+for _, r in ipairs(rows) do
+  T.check(r.evaluations == 150 and r.n == 150, "concurrent run seed %d: %s evaluations, %d rows", r.seed,
+          tostring(r.evaluations), r.n)
+end
+
+-- 5. kill -9 leaves a usable file.
+local KDB = tmp .. "/kill.db"
+code = T.run(cmd("random", VA, 15, tmp .. "/killed"), env(KDB) .. " KOPT_TEST_SIGKILL_AFTER=9")
+T.eq(code, 137, "a run killed after evaluation 9")
+T.eq(query(KDB, "PRAGMA integrity_check")[1].integrity_check, "ok", "after kill -9: integrity check")
+code, out = T.run("db list", env(KDB))
+T.eq(code, 0, "after kill -9: kopt db list")
+T.check(out:find("vector_add_A4000", 1, true) ~= nil, "after kill -9: the problem is listed:\n%s", out)
+-- its unfinished run is no hit: a new run is served what was committed
+code, _, err = T.run(cmd("random", VA, 15, tmp .. "/after_kill"), env(KDB))
+T.eq(code, 0, "after kill -9, a new run\n" .. err)
+T.check(count_from_db(tmp .. "/after_kill") >= 8, "after kill -9: %d evaluations served (8 or 9 committed)",
+        count_from_db(tmp .. "/after_kill"))
+local ref_va = T.keys(tmp .. "/after_kill")
+-- the killed run resumed: same states, and its log is not recorded as new measurements
+code, _, err = T.run(cmd("random", VA, 15, tmp .. "/killed", "--resume -q"), env(KDB))
+T.eq(code, 0, "--resume after kill -9\n" .. err)
+T.same_list(T.keys(tmp .. "/killed"), ref_va, "--resume after kill -9: states")
+rows = query(KDB, "SELECT count(*) AS n, count(DISTINCT state) AS d FROM evaluations WHERE served_from IS NULL")
+T.check(rows[1].n == rows[1].d, "each state measured once on record: %d measurements of %d states", rows[1].n, rows[1].d)
+-- killed from outside, at any moment, while writing
+for i = 1, 3 do
+  os.execute(string.format("{ %s %s %s >/dev/null 2>&1 & pid=$!; sleep %.3f; kill -9 $pid; wait $pid; } 2>/dev/null",
+                           env(KDB), T.kopt, cmd("random", REC, 400, tmp .. "/k9_" .. i, "--seed " .. i),
+                           0.3 + 0.3 * i))
+  T.eq(query(KDB, "PRAGMA integrity_check")[1].integrity_check, "ok", "after an outside kill -9: integrity " .. i)
+end
+code = T.run("db list", env(KDB))
+T.eq(code, 0, "kopt db list after outside kills")
+
+-- 6. kopt db export writes T4 that replay reads.
+code, out = T.run("db export convolution_A100 -o " .. tmp .. "/exp.t4.json", env())
+T.eq(code, 0, "kopt db export")
+T.check(out:find("evaluations written to", 1, true) ~= nil, "kopt db export says where:\n%s", out)
+code, _, err = T.run("random --backend replay:" .. tmp .. "/exp.t4.json --budget 5 --no-db -q --out " .. tmp .. "/exp_run")
+T.eq(code, 0, "replay of an export\n" .. err)
+T.strict_json(tmp .. "/exp.t4.json", "the export")
+
+-- 7. Files it will not use: one sentence naming the file, left as it was.
+local function refused(path, want, what)
+  local before = T.slurp(path)
+  local c, _, e = T.run(cmd("random", VA, 5, tmp .. "/refused"), env(path))
+  T.eq(c, 2, what .. ": exit code")
+  local line = T.one_sentence(e, what)
+  T.check(line:find(path, 1, true) ~= nil and line:find(want, 1, true) ~= nil, "%s: %s", what, line)
+  T.check(T.slurp(path) == before, "%s: the file was changed", what)
+  T.check(not T.exists(tmp .. "/refused"), "%s: a run folder was written", what)
+  c, _, e = T.run("db list", env(path))
+  T.eq(c, 2, what .. ": kopt db list exit code")
+  T.one_sentence(e, what .. ": kopt db list")
+end
+local garbage = tmp .. "/garbage.db"
+T.write(garbage, string.rep("not a database at all ", 400))
+refused(garbage, "is damaged or not a database", "a file of garbage")
+-- a real database whose pages after the header are overwritten
+local cut = tmp .. "/cut.db"
+os.execute(string.format("head -c 100 '%s' > '%s'; head -c 61340 /dev/urandom >> '%s'", KDB, cut, cut))
+refused(cut, "is damaged or not a database", "a database with damaged pages")
+local other = tmp .. "/other.db"
+local h = assert(dbm.open(other))
+assert(h:exec("CREATE TABLE photos (id INTEGER)"))
+h:close()
+refused(other, "not a kopt experience database", "another program's SQLite file")
+local newer = tmp .. "/newer.db"
+os.execute(string.format("cp '%s' '%s'", KDB, newer))
+h = assert(dbm.open(newer))
+assert(h:run("INSERT INTO schema_version (version, applied) VALUES (99, 'later')"))
+h:close()
+refused(newer, "has schema version 99, newer than this kopt's (1)", "a newer schema")
+
+-- 8. --no-db writes nothing outside the run folder; the default path.
+local home = tmp .. "/home"
+os.execute("mkdir -p '" .. home .. "'")
+local henv = "KOPT_DB= XDG_DATA_HOME= HOME=" .. home
+code = T.run(cmd("random", VA, 5, tmp .. "/nodb", "--no-db -q"), henv)
+T.eq(code, 0, "--no-db: exit code")
+local p = io.popen("find '" .. home .. "' -mindepth 1 | wc -l")
+T.eq(tonumber(p:read("a")), 0, "--no-db: files written under HOME")
+p:close()
+code = T.run(cmd("random", VA, 5, tmp .. "/homedb", "-q"), henv)
+T.eq(code, 0, "default path: exit code")
+T.check(T.exists(home .. "/.local/share/kopt/experience.db"), "default path: ~/.local/share/kopt/experience.db")
+code = T.run(cmd("random", VA, 5, tmp .. "/xdgdb", "-q"), "KOPT_DB= XDG_DATA_HOME=" .. tmp .. "/xdg HOME=" .. home)
+T.eq(code, 0, "XDG_DATA_HOME: exit code")
+T.check(T.exists(tmp .. "/xdg/kopt/experience.db"), "XDG_DATA_HOME: $XDG_DATA_HOME/kopt/experience.db")
+code, _, err = T.run(cmd("random", VA, 5, tmp .. "/both", "--no-db --db " .. DB))
+T.eq(code, 2, "--db with --no-db: exit code")
+T.one_sentence(err, "--db with --no-db")
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
