@@ -64,6 +64,16 @@ repair turn), never (a new compile error on every turn). Once the source in
 the prompt is the fast one, it proposes a knob change on it and a second
 edit of it (an unroll pragma on the row loop).
 
+Synthesis (kopt synthesize on examples/synth/row_softmax.json: a whole
+kernel with its knobs and launch, written from the reference; a follow-up
+turn is recognised by the assistant messages in the conversation):
+
+  s_flow   a compile error, then a wrong result (no normalisation), then a
+           correct warp-per-row kernel; later turns: float4 loads
+  s_never  a new compile error on every turn
+  s_prose  the JSON in prose and a fence, knobs as an object, the source
+           fenced inside its string, no entry; later turns: float4 loads
+
 Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
 (JSON): {...}" lines in the user message and answers with up to "Proposals
 wanted: N" proposals, each changing one or two knobs of the current best to
@@ -292,6 +302,117 @@ def row_sum_reply(req, scenario):
     return json.dumps({"analysis": "one thread per row reads 32 rows at once: uncoalesced", "proposals": [prop]})
 
 
+SYNTH_SOFTMAX = r"""#define WARPS 4
+#define UNROLL 2
+// Softmax of each row: a warp per row, shuffle reductions for the maximum
+// and the sum, WARPS rows per block.
+extern "C" __global__ void __launch_bounds__(WARPS * 32) ENTRY(float *__restrict__ y, const float *__restrict__ x,
+                                                                int rows, int cols)
+{
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * WARPS + (threadIdx.x >> 5);
+    if (row >= rows)
+        return;
+    const float *xr = x + (size_t)row * cols;
+    float *yr = y + (size_t)row * cols;
+    float m = -3.402823466e38f;
+#pragma unroll UNROLL
+    for (int c = lane; c < cols; c += 32)
+        m = fmaxf(m, xr[c]);
+    for (int o = 16; o > 0; o >>= 1)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float s = 0.0f;
+#pragma unroll UNROLL
+    for (int c = lane; c < cols; c += 32)
+        s += __expf(xr[c] - m);
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float inv = 1.0f / s;
+#pragma unroll UNROLL
+    for (int c = lane; c < cols; c += 32)
+        yr[c] = __expf(xr[c] - m) * inv;
+}
+"""
+
+SYNTH_SOFTMAX_VEC = r"""#define WARPS 4
+#define UNROLL 2
+// Softmax of each row: a warp per row reading float4s, shuffle reductions
+// for the maximum and the sum, WARPS rows per block (cols % 4 == 0).
+extern "C" __global__ void __launch_bounds__(WARPS * 32) ENTRY(float *__restrict__ y, const float *__restrict__ x,
+                                                                int rows, int cols)
+{
+    const int lane = threadIdx.x & 31;
+    const int row = blockIdx.x * WARPS + (threadIdx.x >> 5);
+    if (row >= rows)
+        return;
+    const float4 *xr = reinterpret_cast<const float4 *>(x + (size_t)row * cols);
+    float4 *yr = reinterpret_cast<float4 *>(y + (size_t)row * cols);
+    const int n4 = cols / 4;
+    float m = -3.402823466e38f;
+#pragma unroll UNROLL
+    for (int c = lane; c < n4; c += 32) {
+        const float4 v = xr[c];
+        m = fmaxf(m, fmaxf(fmaxf(v.x, v.y), fmaxf(v.z, v.w)));
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        m = fmaxf(m, __shfl_xor_sync(0xffffffffu, m, o));
+    float s = 0.0f;
+#pragma unroll UNROLL
+    for (int c = lane; c < n4; c += 32) {
+        const float4 v = xr[c];
+        s += __expf(v.x - m) + __expf(v.y - m) + __expf(v.z - m) + __expf(v.w - m);
+    }
+    for (int o = 16; o > 0; o >>= 1)
+        s += __shfl_xor_sync(0xffffffffu, s, o);
+    const float inv = 1.0f / s;
+#pragma unroll UNROLL
+    for (int c = lane; c < n4; c += 32) {
+        float4 v = xr[c];
+        v.x = __expf(v.x - m) * inv;
+        v.y = __expf(v.y - m) * inv;
+        v.z = __expf(v.z - m) * inv;
+        v.w = __expf(v.w - m) * inv;
+        yr[c] = v;
+    }
+}
+"""
+
+
+def synth_reply(req, scenario):
+    """A kernel written from the reference of a row softmax spec
+    (examples/synth/row_softmax.json), in kopt synthesize's reply format."""
+    msgs = req.get("messages", [])
+    turn = sum(1 for m in msgs if m.get("role") == "assistant")
+    first = next((m.get("content") or "" for m in msgs if m.get("role") == "user"), "")
+    names = re.findall(r'extern "C" __global__ void ([A-Za-z_][A-Za-z0-9_]*)\(', first)
+    entry = names[-1] if names else "row_softmax_synth"  # the signature asked for, after the reference
+    src = SYNTH_SOFTMAX
+    knobs = [{"name": "WARPS", "values": [1, 2, 4, 8], "default": 4},
+             {"name": "UNROLL", "values": [1, 2, 4], "default": 2}]
+    constraints = []
+    plan = "a warp per row with shuffle reductions"
+    if scenario == "s_never":
+        src = src.replace("const int lane = threadIdx.x & 31;", "const int lane = undefined_step_%d & 31;" % turn)
+    elif scenario == "s_flow" and turn == 0:
+        src = src.replace("const int lane = threadIdx.x & 31;", "const int lane = threadIdx.x & 31")
+    elif scenario == "s_flow" and turn == 1:
+        src = src.replace("yr[c] = __expf(xr[c] - m) * inv;", "yr[c] = __expf(xr[c] - m);")
+    elif turn >= 3 or (scenario == "s_prose" and turn >= 1):
+        src, plan = SYNTH_SOFTMAX_VEC, "float4 loads on the warp-per-row kernel"
+        constraints = ["cols % 4 == 0"]
+    src = src.replace("ENTRY", entry)
+    doc = {"analysis": plan, "entry": entry, "source": src, "knobs": knobs, "constraints": constraints,
+           "launch": {"grid": ["cdiv(rows, WARPS)", 1, 1], "block": ["WARPS * 32", 1, 1], "smem": 0}}
+    if scenario == "s_prose":
+        # lenient reading: prose around a fence, knobs as an object, the
+        # source fenced inside its string, numbers as strings
+        doc["knobs"] = {"WARPS": ["1", "2", "4", "8"], "UNROLL": [1, 2, 4]}
+        doc["source"] = "```cuda\n" + src + "```"
+        del doc["entry"]
+        return "Here is the kernel:\n\n```json\n" + json.dumps(doc, indent=1) + "\n```\nIt should be fast."
+    return json.dumps(doc)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -370,6 +491,8 @@ class Handler(BaseHTTPRequestHandler):
             return self.completion(req, "I would make the tiles bigger, but I cannot say by how much.")
         if scenario.startswith("g_"):
             return self.completion(req, row_sum_reply(req, scenario))
+        if scenario.startswith("s_"):
+            return self.completion(req, synth_reply(req, scenario))
         if scenario.startswith("e_") or scenario.startswith("r_"):
             return self.completion(req, edit_reply(req, scenario))
         if scenario == "nested":

@@ -1,0 +1,455 @@
+-- Synthesis: kernels written from a spec's reference. This module holds what
+-- strategies/synthesize.lua needs and nothing of its loop: the prompt, the
+-- reply format and its lenient reading, the checks a kernel passes before it
+-- is compiled, the materialized source of one config, and the hints that go
+-- back to the writer after each attempt.
+--
+-- A synthesized kernel (`K`), whether from an LLM reply or a template
+-- (kopt.synth_templates), is
+--   { entry = "name", source = "...", knobs = { {name=, values=, default=}, ... },
+--     constraints = { "expr", ... }, launch = { grid = {e, e, e}, block = {e, e, e}, smem = e },
+--     scope = { NAME = number, ... } (extra names the launch may read, templates only),
+--     origin = { expert=, method=, template= } }
+-- and kopt.synth.check turns it into one with a search space (`K.space`) over
+-- its knobs, or says why it cannot run.
+local expr = require("kopt.expr")
+local json = require("kopt.json")
+local patch = require("kopt.patch")
+local report = require("kopt.report")
+local space_mod = require("kopt.space")
+local X = require("kopt.experts")
+
+local M = {}
+
+M.MAX_KNOBS, M.MAX_VALUES, M.MAX_SPACE = 8, 16, 100000
+M.SOURCE_CAP = 200 * 1024
+
+M.CTYPES = { f32 = "float", f16 = "__half", bf16 = "__nv_bfloat16", f64 = "double", i32 = "int",
+             i64 = "long long", u32 = "unsigned int", i8 = "signed char", u8 = "unsigned char" }
+
+---------------------------------------------------------------------------
+-- The problem, as the kernel must see it
+
+-- The spec's arguments at its problem sizes: { {name=, type=, kind=, output=,
+-- shape={n,...}, count=, value=}, ... } (no knob can change them: a spec
+-- without a kernel has none).
+function M.args(spec) return spec:args({}) end
+
+-- The parameter list every synthesized kernel must take, in the spec's order:
+-- "float *__restrict__ y, const float *__restrict__ x, int n".
+function M.params(spec)
+  local out = {}
+  for i, a in ipairs(M.args(spec)) do
+    local t = M.CTYPES[a.type] or "float"
+    if a.kind == "scalar" then
+      out[i] = t .. " " .. a.name
+    elseif a.kind == "constant" then
+      out[i] = nil
+    else
+      out[i] = (a.output and "" or "const ") .. t .. " *__restrict__ " .. a.name
+    end
+  end
+  local list = {}
+  for i = 1, #M.args(spec) do if out[i] then list[#list + 1] = out[i] end end
+  return table.concat(list, ", ")
+end
+
+-- The entry name suggested to the writer.
+function M.entry_for(spec)
+  return (spec.name:gsub("[^%w_]", "_"):gsub("^(%d)", "k%1")) .. "_synth"
+end
+
+local function shape_text(a)
+  local dims = {}
+  for i, d in ipairs(a.shape or {}) do dims[i] = tostring(d) end
+  return "[" .. table.concat(dims, ", ") .. "]"
+end
+
+---------------------------------------------------------------------------
+-- Prompt and reply format
+
+M.SYSTEM = "You are a CUDA performance engineer. You write complete, correct, fast CUDA C++ kernels for NVIDIA " ..
+  "GPUs from a slow reference kernel, and you expose the choices that matter for speed as tuning knobs: " ..
+  "preprocessor #defines whose allowed values you declare. Answer with one JSON object only."
+
+M.FORMAT = [[Answer with one JSON object:
+{
+  "analysis": "one short paragraph: the plan and why it is fast",
+  "entry": "the kernel's name",
+  "source": "the complete CUDA C++ source: device code only, no main, no host code, no <<<>>> launches",
+  "knobs": [ {"name": "BLOCK", "values": [128, 256, 512], "default": 256} ],
+  "constraints": [ "BLOCK % 32 == 0" ],
+  "launch": { "grid": ["cdiv(n, BLOCK)", 1, 1], "block": ["BLOCK", 1, 1], "smem": "0" }
+}
+Rules:
+- the kernel is extern "C" __global__ with exactly the parameters given, in that order;
+- every knob is a #define in the source (kopt rewrites the line for each value it tries);
+- launch grid/block/smem are expressions over the knobs, the problem sizes, device.* and
+  cdiv/min/max/ceil/floor; dynamic shared memory in bytes (0 when none);
+- every output element must be written on every launch; no state may survive between launches;
+- includes: only CUDA device headers (cuda_fp16.h, cuda_bf16.h, mma.h, cooperative_groups.h, cuda/pipeline).]]
+
+-- The first message of a conversation: the problem and the rules.
+function M.messages(spec, opts)
+  opts = opts or {}
+  local L = {}
+  L[#L + 1] = string.format("Problem: %s%s", spec.name, spec.description and (" — " .. spec.description) or "")
+  local sizes = {}
+  for k, v in pairs(spec.problem) do sizes[#sizes + 1] = k .. "=" .. tostring(v) end
+  table.sort(sizes)
+  if #sizes > 0 then L[#L + 1] = "Problem sizes: " .. table.concat(sizes, ", ") end
+  local dev = spec.device or {}
+  L[#L + 1] = string.format("GPU: %s (%s, %s SMs, %s bytes of shared memory per block at most)",
+                            tostring(dev.name), tostring(dev.arch), tostring(dev.sm_count), tostring(dev.max_smem_optin))
+  L[#L + 1] = "Arguments (in order):"
+  for _, a in ipairs(M.args(spec)) do
+    if a.kind == "scalar" then
+      L[#L + 1] = string.format("- %s: %s scalar = %s", a.name, a.type, tostring(a.value))
+    else
+      L[#L + 1] = string.format("- %s: %s array %s (%d elements), %s", a.name, a.type, shape_text(a), a.count,
+                                a.output and "OUTPUT" or "input")
+    end
+  end
+  local w = spec:work({})
+  if w.flops or w.bytes then
+    L[#L + 1] = string.format("Work: %s FLOP, %s bytes moved at least", tostring(w.flops or "-"), tostring(w.bytes or "-"))
+  end
+  local tol = spec.tolerance or {}
+  if tol.rel_l2 or tol.max_abs then
+    L[#L + 1] = string.format("Tolerance against the reference: rel_l2 %s, max_abs %s", tostring(tol.rel_l2 or "-"),
+                              tostring(tol.max_abs or "-"))
+  end
+  local rl = spec:reference_launch({})
+  L[#L + 1] = string.format("The reference kernel (correct, slow), launched with grid (%d, %d, %d), block (%d, %d, %d):",
+                            rl.grid[1], rl.grid[2], rl.grid[3], rl.block[1], rl.block[2], rl.block[3])
+  L[#L + 1] = "```cuda\n" .. spec.reference.source:sub(1, X.SOURCE_CAP) .. "\n```"
+  L[#L + 1] = string.format("Write a faster kernel computing the same outputs. Its signature:\n" ..
+                            "extern \"C\" __global__ void %s(%s)", opts.entry or M.entry_for(spec), M.params(spec))
+  L[#L + 1] = M.FORMAT
+  return { { role = "system", content = M.SYSTEM }, { role = "user", content = table.concat(L, "\n") } }
+end
+
+-- The follow-up turn after an attempt: what happened, and the same format.
+function M.followup(attempt, hint)
+  return string.format("Attempt %d: %s\n\nAnswer with the same JSON object: a complete kernel (the whole source), " ..
+                       "its knobs and its launch.", attempt, hint)
+end
+
+-- Structured output: the server's schema (strict) and the local one (the
+-- reply's shape only; M.parse reads it leniently).
+function M.schema()
+  local value = { type = { "number", "string" } }
+  local knob = { type = "object", additionalProperties = false, required = { "name", "values", "default" },
+                 properties = { name = { type = "string" }, values = { type = "array", items = value },
+                                default = value } }
+  local exprs = { type = "array", items = { type = { "number", "string" } } }
+  return {
+    name = "kopt_kernel",
+    schema = { type = "object", additionalProperties = false,
+               required = { "analysis", "entry", "source", "knobs", "constraints", "launch" },
+               properties = {
+                 analysis = { type = "string" }, entry = { type = "string" }, source = { type = "string" },
+                 knobs = { type = "array", items = knob }, constraints = { type = "array", items = { type = "string" } },
+                 launch = { type = "object", additionalProperties = false, required = { "grid", "block", "smem" },
+                            properties = { grid = exprs, block = exprs, smem = { type = { "number", "string" } } } },
+               } },
+    local_schema = { type = { "object", "array" } },
+  }
+end
+
+local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
+
+-- A source given inside a ```cuda fence (in the JSON string) is the fence's body.
+local function unfence(src)
+  local body = src:match("^%s*```[%w+]*[ \t]*\r?\n(.-)\r?\n?```%s*$")
+  return body or src
+end
+
+-- An expression from a reply: a number or a string; nil otherwise.
+local function expr_of(v)
+  if type(v) == "number" then return v end
+  if type(v) == "string" and v:find("%S") then return v end
+  return nil
+end
+
+-- knobs as a list of {name, values, default} or as an object NAME -> values.
+local function knobs_of(v, notes)
+  local out = {}
+  if type(v) ~= "table" or v == json.null then return out end
+  if #v == 0 and next(v) ~= nil then
+    local names = {}
+    for k in pairs(v) do names[#names + 1] = k end
+    table.sort(names)
+    for _, k in ipairs(names) do out[#out + 1] = { name = k, values = v[k] } end
+  else
+    for i, k in ipairs(v) do
+      if type(k) == "table" then
+        out[#out + 1] = { name = k.name, values = k.values or k.allowed or k.choices, default = k.default }
+      else
+        notes[#notes + 1] = string.format("knobs[%d] is not an object: ignored", i)
+      end
+    end
+  end
+  for _, k in ipairs(out) do
+    local vals = {}
+    for _, x in ipairs(type(k.values) == "table" and k.values or {}) do
+      if type(x) == "string" and tonumber(x) then x = tonumber(x) end
+      if math.type(x) == "float" and math.tointeger(x) then x = math.tointeger(x) end
+      if type(x) == "number" or type(x) == "string" then vals[#vals + 1] = x end
+    end
+    k.values = vals
+    if type(k.default) == "string" and tonumber(k.default) then k.default = tonumber(k.default) end
+    if math.type(k.default) == "float" and math.tointeger(k.default) then k.default = math.tointeger(k.default) end
+  end
+  return out
+end
+
+local function dims_of(v)
+  if type(v) ~= "table" then v = { v } end
+  local out = {}
+  for i, e in ipairs(v) do out[i] = expr_of(e) end
+  return out
+end
+
+-- Reads a reply's JSON value into a kernel K, leniently: the fields may sit
+-- inside a "kernel" object, the source may be called "code" or "cuda" and be
+-- fenced inside its string, knobs may be an object NAME -> values, numbers
+-- may be strings, launch dimensions a single expression. Returns K and notes,
+-- or nil and why.
+function M.parse(value)
+  if type(value) ~= "table" then return nil, "the reply is not a JSON object" end
+  if #value > 0 and type(value[1]) == "table" then value = value[1] end
+  if type(value.kernel) == "table" then
+    local k = value.kernel
+    k.analysis = k.analysis or value.analysis
+    value = k
+  end
+  local notes = {}
+  local src = str(value.source) or str(value.code) or str(value.cuda) or str(value.kernel_source)
+  if not src then return nil, "the reply has no kernel source (\"source\")" end
+  src = unfence(src)
+  if #src > M.SOURCE_CAP then return nil, string.format("the source is %d bytes, more than %d", #src, M.SOURCE_CAP) end
+  local K = { source = src, entry = str(value.entry) or str(value.name), analysis = str(value.analysis) }
+  if not K.entry then
+    local plain = src:gsub("__launch_bounds__%s*%b()", "")
+    K.entry = plain:match("__global__%s+[%w_%s]-void%s+([%a_][%w_]*)%s*%(")
+    if not K.entry then return nil, "the reply names no entry and its source has no __global__ function" end
+    notes[#notes + 1] = "entry taken from the source: " .. K.entry
+  end
+  K.knobs = knobs_of(value.knobs, notes)
+  K.constraints = {}
+  local cons = value.constraints
+  if type(cons) == "string" then cons = { cons } end
+  for _, c in ipairs(type(cons) == "table" and cons or {}) do
+    if str(c) then K.constraints[#K.constraints + 1] = c end
+  end
+  local l = value.launch
+  if type(l) ~= "table" then return nil, "the reply has no launch (grid, block, smem)" end
+  K.launch = { grid = dims_of(l.grid or l.grid_dim), block = dims_of(l.block or l.block_dim),
+               smem = expr_of(l.smem or l.shared_memory or l.dynamic_smem) or 0 }
+  if #K.launch.grid == 0 or #K.launch.block == 0 then return nil, "the launch needs grid and block expressions" end
+  return K, notes
+end
+
+---------------------------------------------------------------------------
+-- Checks
+
+local IDENT = "^[%a_][%w_]*$"
+
+local function escape(s) return (s:gsub("%p", "%%%0")) end
+
+-- Checks a kernel before anything is compiled: device code only, the entry
+-- defined, knobs well-formed (each a #define of the source or added), the
+-- constraints and launch valid expressions over the names they may read, a
+-- non-empty space. Returns K (with K.space, K.exprs, K.default) or nil, why.
+function M.check(K, spec)
+  local src = K.source
+  local ok, why = patch.check_kernel_only(patch.diff("", src), { knobs = {} })
+  if not ok then return nil, "refused: " .. why end
+  if type(K.entry) ~= "string" or not K.entry:match(IDENT) then
+    return nil, string.format("the entry '%s' is not an identifier", tostring(K.entry))
+  end
+  if not src:find("__global__[^;{]-%f[%w_]" .. escape(K.entry) .. "%s*%(") then
+    return nil, string.format("the source defines no __global__ function '%s'", K.entry)
+  end
+  if #K.knobs > M.MAX_KNOBS then return nil, string.format("%d knobs, more than %d", #K.knobs, M.MAX_KNOBS) end
+  local names = { device = true }
+  for k in pairs(spec.problem) do names[k] = true end
+  for k in pairs(K.scope or {}) do names[k] = true end
+  local seen, raw = {}, 1
+  for i, k in ipairs(K.knobs) do
+    if type(k.name) ~= "string" or not k.name:match(IDENT) then
+      return nil, string.format("knob %d: '%s' is not an identifier", i, tostring(k.name))
+    end
+    if seen[k.name] or names[k.name] or expr.helpers[k.name] then
+      return nil, string.format("knob %s: the name is taken (another knob, a problem size or a helper)", k.name)
+    end
+    seen[k.name] = true
+    if #k.values == 0 then return nil, string.format("knob %s: no allowed values", k.name) end
+    if #k.values > M.MAX_VALUES then
+      return nil, string.format("knob %s: %d values, more than %d", k.name, #k.values, M.MAX_VALUES)
+    end
+    local vs = {}
+    for _, v in ipairs(k.values) do
+      if vs[v] then return nil, string.format("knob %s: value %s twice", k.name, tostring(v)) end
+      vs[v] = true
+      if type(v) == "string" and not v:match("^[%w_.%-]+$") then
+        return nil, string.format("knob %s: value '%s' cannot be a #define", k.name, v)
+      end
+    end
+    if k.default ~= nil and not vs[k.default] then k.default = nil end
+    raw = raw * #k.values
+  end
+  if raw > M.MAX_SPACE then return nil, string.format("the knobs span %d configs, more than %d", raw, M.MAX_SPACE) end
+  for _, k in ipairs(K.knobs) do names[k.name] = true end
+  local function compile(e, label)
+    local c, err = expr.compile(e, label)
+    if not c then return nil, err end
+    for _, n in ipairs(c.names) do
+      if not names[n] then return nil, string.format("%s: '%s' is not a knob, a problem size or device", label, n) end
+    end
+    return c
+  end
+  local exprs = { grid = {}, block = {}, constraints = {} }
+  for _, f in ipairs({ "grid", "block" }) do
+    if #K.launch[f] > 3 then return nil, string.format("launch.%s: more than 3 dimensions", f) end
+    for i, e in ipairs(K.launch[f]) do
+      local c, err = compile(e, string.format("launch.%s[%d]", f, i))
+      if not c then return nil, err end
+      exprs[f][i] = c
+    end
+  end
+  local c, err = compile(K.launch.smem or 0, "launch.smem")
+  if not c then return nil, err end
+  exprs.smem = c
+  for i, e in ipairs(K.constraints) do
+    c, err = compile(e, string.format("constraints[%d]", i))
+    if not c then return nil, err end
+    exprs.constraints[i] = c
+  end
+  local scope = { device = spec.device }
+  for k, v in pairs(spec.problem) do scope[k] = v end
+  for k, v in pairs(K.scope or {}) do scope[k] = v end
+  K.scope_all, K.exprs = scope, exprs
+  local space = space_mod.new({ knobs = K.knobs, constraints = exprs.constraints, scope = scope })
+  local pok, first = pcall(space.first, space)
+  if not pok then return nil, "constraints: " .. tostring(first) end
+  if not first then return nil, "no config of the declared knobs satisfies the constraints" end
+  K.space, K.default = space, first
+  return K
+end
+
+---------------------------------------------------------------------------
+-- Materialization
+
+local function define_value(v)
+  if math.type(v) == "float" then return string.format("%.17g", v) end
+  return tostring(v)
+end
+
+-- The launch of K at config: { grid = {x,y,z}, block = {x,y,z}, smem = n },
+-- or nil and why.
+function M.launch(K, config, spec)
+  local out = { grid = { 1, 1, 1 }, block = { 1, 1, 1 } }
+  for _, f in ipairs({ "grid", "block" }) do
+    for i, e in ipairs(K.exprs[f]) do
+      local v, err = e:number(config, K.scope_all)
+      if err then return nil, err end
+      if math.type(v) ~= "integer" or v < 1 then
+        return nil, string.format("launch.%s[%d] '%s' gave %s, not a positive integer", f, i, e.text, tostring(v))
+      end
+      out[f][i] = v
+    end
+  end
+  local smem, err = K.exprs.smem:number(config, K.scope_all)
+  if err then return nil, err end
+  if math.type(smem) ~= "integer" or smem < 0 then
+    return nil, string.format("launch.smem '%s' gave %s, not a byte count", K.exprs.smem.text, tostring(smem))
+  end
+  out.smem = smem
+  local dev = spec.device or {}
+  local threads = out.block[1] * out.block[2] * out.block[3]
+  if threads > (dev.max_threads_block or 1024) then
+    return nil, string.format("a block of %d threads, more than the GPU's %d", threads, dev.max_threads_block or 1024)
+  end
+  if dev.max_smem_optin and smem > dev.max_smem_optin then
+    return nil, string.format("%d bytes of dynamic shared memory, more than the GPU's %d", smem, dev.max_smem_optin)
+  end
+  return out
+end
+
+-- "BLOCK=256 ITEMS=4"
+function M.describe(K, config)
+  local parts = {}
+  for i, k in ipairs(K.knobs) do parts[i] = k.name .. "=" .. define_value(config[k.name]) end
+  return #parts > 0 and table.concat(parts, " ") or "(no knobs)"
+end
+
+-- The source of K at config: each knob's #define line set to its value (a
+-- knob the source does not define gets one at the top), under a header
+-- that says what the source is and how it is launched, so the source alone
+-- identifies the state. Returns source, launch or nil, why.
+function M.materialize(K, config, spec)
+  local launch, err = M.launch(K, config, spec)
+  if not launch then return nil, err end
+  local src = K.source
+  local top = {}
+  for _, k in ipairs(K.knobs) do
+    local v = define_value(config[k.name])
+    local n
+    src, n = src:gsub("(\n?)([ \t]*#[ \t]*define[ \t]+" .. escape(k.name) .. ")%f[^%w_][^\n]*",
+                      "%1%2 " .. v:gsub("%%", "%%%%"))
+    if n == 0 then top[#top + 1] = "#define " .. k.name .. " " .. v end
+  end
+  local g, b = launch.grid, launch.block
+  local head = string.format("// kopt: synthesized kernel %s; %s; grid (%d, %d, %d), block (%d, %d, %d), smem %d\n",
+                             K.entry, M.describe(K, config), g[1], g[2], g[3], b[1], b[2], b[3], launch.smem)
+  if #top > 0 then head = head .. table.concat(top, "\n") .. "\n" end
+  return head .. src, launch
+end
+
+---------------------------------------------------------------------------
+-- Hints
+
+local function fmt_ms(t) return type(t) == "number" and string.format("%.4g ms", t) or "-" end
+
+-- What an attempt's measurement says, for the next attempt: the failure
+-- (kopt.experts' feedback: the trimmed NVRTC log, the verifier's figures and
+-- message), or the performance against the reference and the speed of light.
+function M.hint(r, ctx)
+  if r.status ~= "ok" then return X.feedback_of(r) end
+  local L = { string.format("It is correct: %s.", fmt_ms(r.time_ms)) }
+  local ref = ctx.reference
+  if ref and type(ref.time_ms) == "number" and type(r.time_ms) == "number" and r.time_ms > 0 then
+    L[#L + 1] = string.format("The reference takes %s: %.2fx %s.", fmt_ms(ref.time_ms), ref.time_ms / r.time_ms,
+                              ref.time_ms >= r.time_ms and "faster" or "(slower than the reference)")
+  end
+  local spec = ctx.spec
+  local a = report.analyse({ result = r }, { device = spec.device, work = spec:work({}), launch = ctx.launch })
+  if a.sol_ms and a.sol_frac and a.sol_frac <= 1 then
+    L[#L + 1] = string.format("At the speed of light it would take %s: it runs at %.0f%% of it (%.2fx left).",
+                              fmt_ms(a.sol_ms), a.sol_frac * 100, 1 / a.sol_frac)
+  else
+    L[#L + 1] = "The speed of light is unknown here (no declared work or no device clocks)."
+  end
+  if a.limiter then
+    L[#L + 1] = string.format("Limiter: %s%s.", a.limiter, a.limiter_detail and (" (" .. a.limiter_detail .. ")") or "")
+  end
+  local res = r.resources or {}
+  if res.regs or res.occupancy then
+    L[#L + 1] = string.format("Resources: %s registers, %s bytes of shared memory, occupancy %s.", tostring(res.regs or "-"),
+                              tostring(res.smem or "-"), res.occupancy and string.format("%.2f", res.occupancy) or "-")
+  end
+  L[#L + 1] = "Make it faster if you can, keeping it correct."
+  return table.concat(L, " ")
+end
+
+-- One line of a hint or a log for -v and trace.md.
+function M.oneline(text, cap)
+  text = tostring(text or ""):gsub("%s*\n%s*", " / ")
+  cap = cap or 240
+  if #text > cap then text = text:sub(1, cap) .. "..." end
+  return text
+end
+
+return M

@@ -1,0 +1,266 @@
+-- Synthesis, offline: strategies/synthesize.lua on a spec with no kernel
+-- (examples/synth/row_softmax.json), its writer served by tests/llm_server.py,
+-- on a stub backend that plays the GPU. The stub compiles every source with
+-- the real NVRTC (for the candidate's own entry: compile errors and their
+-- logs are real), calls a row softmax without its normalisation wrong (with
+-- the verifier's figures and message), times the reference at 10 ms and any
+-- other kernel at 1 ms less a little per warp. Checked:
+--  1. s_flow: a compile error, then a wrong result, then a correct kernel;
+--     each attempt's hint goes back to the writer in the same conversation
+--     (NVRTC's log, the verifier's figures); the correct kernel is tuned
+--     over its declared knobs and a tuned config wins; trace.md shows it all;
+--  2. s_never: no attempt is correct, the run says so and the reference
+--     stands;
+--  3. s_prose: a reply in prose with knobs as an object and a fenced source;
+--  4. templates (no LLM): the pipeline runs offline, a template wins;
+--  5. the reply parser and the checks on their own;
+--  6. through the real binary: a spec without a kernel loads (kopt compile
+--     checks it), one without kernel and reference is refused in one
+--     sentence, and `kopt synthesize --help` lists the options.
+local T = require("testlib")
+local compile = require("kopt.compile")
+local engine_mod = require("kopt.engine")
+local json = require("kopt.json")
+local space_mod = require("kopt.space")
+local spec_mod = require("kopt.spec")
+local strategy_mod = require("kopt.strategy")
+local synth = require("kopt.synth")
+local templates = require("kopt.synth_templates")
+
+local SPEC = "examples/synth/row_softmax.json"
+local spec = spec_mod.load(SPEC)
+
+local function new_space()
+  local scope = { device = spec.device }
+  for k, v in pairs(spec.problem) do scope[k] = v end
+  return space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
+end
+
+local function stub_backend()
+  local b = { name = "stub", slots = 4, clock = 0, compiles = 0, measured = {}, launches = {} }
+  function b:evaluate(jobs)
+    local out = {}
+    for i, job in ipairs(jobs) do
+      self.clock = self.clock + 0.01
+      self.measured[job.key] = (self.measured[job.key] or 0) + 1
+      local src = job.source
+      local cjob = compile.job_for(spec, job.config, "sm_80", src)
+      cjob.entry = job.candidate.entry or cjob.entry
+      local res = compile.compile(cjob, { cache = false })
+      self.compiles = self.compiles + 1
+      self.launches[#self.launches + 1] = job.candidate.launch or "spec"
+      if not res.ok then
+        out[i] = { status = "compile_error", log = res.log }
+      elseif src:find("yr[c] = __expf(xr[c] - m);", 1, true) then
+        out[i] = { status = "wrong", err = { rel_l2 = 0.998, max_abs = 812.4, nonfinite = 0, unwritten = 0 },
+                   log = "output 'y': 16777216 of 16777216 elements differ; first mismatch at index 0: got 1.93, want 0.00024" }
+      elseif src == spec.kernel.source then
+        out[i] = { status = "ok", time_ms = 10.0 }
+      else
+        local warps = tonumber(src:match("WARPS=(%d+)") or "4")
+        out[i] = { status = "ok", time_ms = 1.0 - warps / 100, resources = { regs = 32, smem = 0, occupancy = 0.75 } }
+      end
+    end
+    return out
+  end
+  function b:elapsed() return self.clock end
+  function b:describe() return { backend = "stub" } end
+  return b
+end
+
+local S = require("strategies.synthesize")
+
+-- Strategy messages, captured through the engine (they also go to trace.md).
+local captured
+local real_log = engine_mod.Engine.strategy_event
+engine_mod.Engine.strategy_event = function(self, msg)
+  if captured then captured[#captured + 1] = msg end
+  return real_log(self, msg)
+end
+
+local function run(opts, budget)
+  local options = strategy_mod.options(S, opts)
+  local backend = stub_backend()
+  local dir = T.tmpdir("synth")
+  local rd
+  captured = {}
+  local engine = engine_mod.run({
+    strategy = S, strategy_name = "synthesize", options = options, space = new_space(), spec = spec,
+    backend = backend, budget = budget or 40, seed = 1, quiet = true, out_dir = dir,
+    run_dir_opener = function()
+      rd = require("kopt.rundir").open(dir, false)
+      return rd
+    end,
+  })
+  if rd then rd:close() end
+  local log = table.concat(captured, "\n")
+  captured = nil
+  return engine, backend, dir, log
+end
+
+local function statuses(engine)
+  local out = {}
+  for _, rec in ipairs(engine.records) do
+    if rec.origin and rec.origin.attempt and rec.origin.expert ~= "tune" then out[#out + 1] = rec.result.status end
+  end
+  return table.concat(out, ",")
+end
+
+local server, why = require("llm_test_server").start({})
+
+if server then
+  -- 1. compile error -> wrong -> correct -> tuned
+  do
+    local e, b, dir, log = run({ { "llm_base_url", server:base("s_flow") }, { "llm_timeout", "20" },
+                                 { "attempts", "4" }, { "improve", "0" } })
+    T.eq(e.stop_reason, "strategy finished", "s_flow: stop reason")
+    T.eq(statuses(e), "compile_error,wrong,ok", "s_flow: the attempts' statuses")
+    T.eq(e.records[1].origin.method, "reference", "s_flow: the reference is measured first")
+    T.check(log:find("attempt 1 (llm/synthesis): compile_error", 1, true), "s_flow: attempt 1 in the log:\n%s", log)
+    T.check(log:find("hint for attempt 2: It did not compile. NVRTC says:", 1, true), "s_flow: the compile hint")
+    T.check(log:find("hint for attempt 3: It compiled and ran, but its output is wrong", 1, true),
+            "s_flow: the wrong-result hint")
+    T.check(log:find("first mismatch at index 0", 1, true), "s_flow: the hint names the first bad index")
+    T.check(log:find("hint for attempt 4: It is correct: 0.96 ms. The reference takes 10 ms: 10.42x faster", 1, true),
+            "s_flow: the performance hint:\n%s", log)
+    T.check(log:find("tuning attempt 3's kernel with exhaustive over 12 configs", 1, true), "s_flow: tuning starts")
+    -- the tuning measured every other config of the declared knobs, each as
+    -- a source with its #defines set, launched with its own geometry
+    local tuned = 0
+    for _, rec in ipairs(e.records) do
+      if rec.origin and rec.origin.expert == "tune" then
+        tuned = tuned + 1
+        T.check(rec.candidate.source:find("#define WARPS " .. rec.origin.knobs:match("WARPS=(%d+)"), 1, true),
+                "s_flow: the tuned source sets its WARPS define")
+        T.eq(rec.candidate.launch.block[1], 32 * tonumber(rec.origin.knobs:match("WARPS=(%d+)")),
+             "s_flow: the tuned launch follows the knob")
+      end
+    end
+    T.eq(tuned, 11, "s_flow: tuning measured the 11 other configs")
+    local best = e.ctx.best
+    T.check(best and best.candidate.origin.knobs:find("WARPS=8", 1, true), "s_flow: a tuned config wins (WARPS=8)")
+    T.check(best and best.result.time_ms < 1, "s_flow: the winner is faster than the reference")
+    -- every turn after the first carries the previous attempt's hint, in one conversation
+    local tr = T.slurp(dir .. "/llm_transcript.jsonl")
+    local turns, saw_log, saw_wrong = 0, false, false
+    for line in tr:gmatch("[^\n]+") do
+      local rec = json.decode(line)
+      if rec.kind == "request" then
+        turns = turns + 1
+        local msgs = rec.body.messages
+        local last = msgs[#msgs].content
+        if last:find("It did not compile", 1, true) and last:find("expected a \";\"", 1, true) then saw_log = true end
+        if last:find("rel_l2 0.998", 1, true) and msgs[#msgs - 1].role == "assistant" then saw_wrong = true end
+      end
+    end
+    T.eq(turns, 3, "s_flow: three LLM turns")
+    T.check(saw_log, "s_flow: the second turn carries NVRTC's log")
+    T.check(saw_wrong, "s_flow: the third turn carries the verifier's figures after the model's own answer")
+    local trace = T.slurp(dir .. "/trace.md")
+    T.check(trace:find("hint for attempt 2", 1, true) and trace:find("tune: new best", 1, true),
+            "s_flow: trace.md shows the hints and the tuning")
+    T.check(table.concat(e.ctx.summary_lines, "\n"):find("synthesis: 3 attempts: 1 compile_error, 2 wrong, 3 ok", 1, true),
+            "s_flow: the summary lists the attempts: %s", table.concat(e.ctx.summary_lines, "\n"))
+  end
+
+  -- 1b. improve: a fourth attempt is told the performance and its kernel is measured
+  do
+    local e, _, _, log = run({ { "llm_base_url", server:base("s_flow") }, { "attempts", "5" }, { "improve", "1" },
+                               { "tune", "none" } })
+    T.eq(statuses(e), "compile_error,wrong,ok,ok", "improve: four attempts")
+    T.check(log:find("attempt 4 (llm/synthesis): kernel", 1, true), "improve: attempt 4 ran")
+    T.check(log:find("the writer's plan: float4 loads", 1, true), "improve: attempt 4 is the writer's faster plan")
+    T.check(log:find("no tuning: tune=none", 1, true), "improve: tune=none skips tuning")
+  end
+
+  -- 2. never correct: the reference stands
+  do
+    local e, _, _, log = run({ { "llm_base_url", server:base("s_never") }, { "attempts", "3" } })
+    T.eq(statuses(e), "compile_error,compile_error,compile_error", "s_never: three failed attempts")
+    T.check(log:find("no attempt was correct after 3: the reference stands (10 ms)", 1, true),
+            "s_never: the run says so:\n%s", log)
+    T.eq(e.ctx.best and e.ctx.best.candidate.origin.method, "reference", "s_never: the reference is the best")
+    T.check(table.concat(e.ctx.summary_lines, "\n"):find("no attempt was correct: the reference stands", 1, true),
+            "s_never: the summary says so")
+    T.check(log:find("undefined_step_1", 1, true), "s_never: each hint carries that attempt's compiler log")
+  end
+
+  -- 3. lenient reading
+  do
+    local e, _, _, log = run({ { "llm_base_url", server:base("s_prose") }, { "attempts", "1" } })
+    T.eq(statuses(e), "ok", "s_prose: the kernel in prose is read")
+    T.check(log:find("entry taken from the source: synth_row_softmax_synth", 1, true), "s_prose: the entry comes from the source")
+  end
+  server:stop()
+else
+  print("LLM scenarios skipped: " .. why)
+end
+
+-- 4. offline: templates chosen by the problem's shape
+do
+  local e, _, _, log = run({ { "llm", "off" }, { "attempts", "2" }, { "improve", "0" } })
+  T.eq(statuses(e), "ok", "templates: the first template is correct")
+  T.check(log:find("templates (llm=off)", 1, true), "templates: the writer is said")
+  T.check(log:find("attempt 1 (template/row_softmax:softmax)", 1, true), "templates: row_softmax first:\n%s", log)
+  T.check(e.ctx.best and e.ctx.best.candidate.origin.expert == "tune", "templates: a tuned template config wins")
+end
+
+-- 5. parsing and checks
+do
+  local names = {}
+  for _, K in ipairs(templates.candidates(spec)) do names[#names + 1] = K.origin.method end
+  T.eq(table.concat(names, ","), "row_softmax:softmax,row_softmax:log_softmax,coarsen", "templates for row softmax")
+  local gelu = spec_mod.load("examples/synth/gelu.json")
+  names = {}
+  for _, K in ipairs(templates.candidates(gelu)) do names[#names + 1] = K.origin.method end
+  T.eq(table.concat(names, ","), "coarsen", "templates for gelu")
+
+  local K, notes = synth.parse({ kernel = { code = "```cuda\nextern \"C\" __global__ void k(float *y) { }\n```",
+                                            knobs = { B = { "64", 128 } }, launch = { grid = "cdiv(rows, B)", block = "B" } } })
+  T.check(K ~= nil, "parse: a nested, fenced, stringly reply is read")
+  T.eq(K and K.entry, "k", "parse: the entry from the source")
+  T.eq(K and K.knobs[1].values[1], 64, "parse: '64' is 64")
+  T.check(notes and #notes == 1, "parse: one note")
+  local ok, err = synth.check(K, spec)
+  T.check(ok, "check: %s", tostring(err))
+  local src, l = synth.materialize(K, { B = 128 }, spec)
+  T.check(src and src:find("#define B 128", 1, true), "materialize: a missing #define is added")
+  T.eq(l and l.grid[1], 32, "materialize: the launch at the config")
+  local _, why1 = synth.parse({ launch = { grid = { 1 }, block = { 1 } } })
+  T.check(why1 and why1:find("no kernel source", 1, true), "parse: no source")
+  local bad = synth.parse({ source = "#include <stdio.h>\nextern \"C\" __global__ void k(float *y) { }",
+                            launch = { grid = { 1 }, block = { 1 } } })
+  local _, why2 = synth.check(bad, spec)
+  T.check(why2 and why2:find("refused", 1, true), "check: host headers are refused: %s", tostring(why2))
+  local hosty = synth.parse({ source = "extern \"C\" __global__ void k(float *y) { }\nint main() { return 0; }",
+                              launch = { grid = { 1 }, block = { 1 } } })
+  local _, why3 = synth.check(hosty, spec)
+  T.check(why3 and why3:find("main", 1, true), "check: a main() is refused: %s", tostring(why3))
+  local unknown = synth.parse({ source = "extern \"C\" __global__ void k(float *y) { }",
+                                launch = { grid = { "cdiv(rows, TILE)" }, block = { 32 } } })
+  local _, why4 = synth.check(unknown, spec)
+  T.check(why4 and why4:find("'TILE' is not a knob", 1, true), "check: a launch reading an unknown name: %s", tostring(why4))
+end
+
+-- 6. through the binary
+do
+  local dir = T.tmpdir("synth-cli")
+  T.write(dir .. "/ref.cu", 'extern "C" __global__ void r(float *y, int n) { int i = threadIdx.x; if (i < n) y[i] = 1.0f; }\n')
+  T.write(dir .. "/nokernel.json", json.encode({ name = "x", problem = { n = 32 },
+    args = { { name = "y", type = "f32", shape = { "n" }, output = true }, { name = "n", type = "i32", value = "n" } },
+    reference = { source = "ref.cu", entry = "r", launch = { grid = { 1 }, block = { 32 } } } }))
+  local code, out, err = T.run("compile " .. dir .. "/nokernel.json")
+  T.eq(code, 0, "a spec without a kernel loads: " .. tostring(err) .. tostring(out))
+  T.write(dir .. "/neither.json", json.encode({ name = "x", problem = { n = 32 },
+    args = { { name = "y", type = "f32", shape = { "n" }, output = true } } }))
+  code, _, err = T.run("compile " .. dir .. "/neither.json")
+  T.eq(code, 2, "no kernel, no reference: exit code")
+  T.check(err:find("kernel: missing (expected an object; a spec without a kernel needs a 'reference'", 1, true),
+          "no kernel, no reference: %s", err)
+  T.one_sentence(err, "no kernel, no reference")
+  code, out = T.run("synthesize --help")
+  T.eq(code, 0, "synthesize --help")
+  T.check(out:find("attempts", 1, true) and out:find("tune", 1, true), "synthesize --help lists its options")
+end
+
+return T.done()
