@@ -202,7 +202,7 @@ local function gather(self, local_backend)
         end
         if msg.device ~= mine.device and not self.allow_mixed then
           errors.usage("rank %d (%s) has %s, rank 0 has %s: mixing devices corrupts timings; "
-                       .. "give --allow-mixed to run anyway (results keep their rank and device)", src,
+                       .. "give --allow-mixed to run anyway (each result records its rank)", src,
                        tostring(msg.host), tostring(msg.device or "no device"), tostring(mine.device or "no device"))
         end
       end

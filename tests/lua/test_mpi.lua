@@ -1,0 +1,64 @@
+-- kopt under mpirun on the replay backend (docs/MPI.md): three ranks give
+-- the same evaluations, in the same order with the same results and times,
+-- the same winner and the same counts as one process asking as many
+-- candidates per round (KOPT_REPLAY_SLOTS=3), and every rank evaluates some
+-- of them; with --mpi-root engine rank 0 evaluates none; a rank on another
+-- device is refused before anything is written, unless --allow-mixed.
+local T = require("testlib")
+local M = require("mpi_testlib")
+
+M.require_mpi()
+
+local file = "tests/data/convolution_A100.json"
+local tmp = T.tmpdir("mpi")
+
+local function summary_counts(out) return out:match("(%d+ evaluations %b()[^\n]*)") end
+
+local function compare(strategy, budget, np, root_mode)
+  local what = string.format("%s, %d ranks%s", strategy, np, root_mode and (", --mpi-root " .. root_mode) or "")
+  local slots = root_mode == "engine" and np - 1 or np
+  local one = string.format("%s/%s-%d-one-%d", tmp, strategy, np, slots)
+  local many = string.format("%s/%s-%d-%s", tmp, strategy, np, root_mode or "eval")
+  local args = string.format("%s --backend replay:%s --budget %d --seed 3 --no-db", strategy, file, budget)
+  local code, out1, err1 = T.run(args .. " --out " .. one, "KOPT_REPLAY_SLOTS=" .. slots)
+  T.eq(code, 0, what .. ": one process exit code\n" .. err1)
+  local code2, out2, err2 = M.mpirun(np, args .. " --out " .. many .. (root_mode and (" --mpi-root " .. root_mode) or ""))
+  T.eq(code2, 0, what .. ": mpirun exit code\n" .. err2)
+  M.same_evals(one, many, what .. ": eval events")
+  T.eq(M.best_line(out2), M.best_line(out1), what .. ": winner")
+  T.eq(summary_counts(out2), summary_counts(out1), what .. ": counts")
+  T.check(summary_counts(out1) ~= nil, "%s: no count line in\n%s", what, out1)
+  T.check(err2:find("evaluations by rank: ", 1, true) ~= nil, "%s: no per-rank line on stderr:\n%s", what, err2)
+  return M.ranks_used(many)
+end
+
+-- every rank, rank 0 included, takes part
+local used = compare("random", 60, 3)
+for r = 0, 2 do T.check((used[r] or 0) > 0, "random, 3 ranks: rank %d evaluated nothing", r) end
+-- a strategy that reads its results (the batch it gets back decides the next)
+compare("anneal", 60, 3)
+-- rank 0 only runs the engine
+used = compare("random", 40, 3, "engine")
+T.eq(used[0], nil, "--mpi-root engine: evaluations by rank 0")
+T.check((used[1] or 0) > 0 and (used[2] or 0) > 0, "--mpi-root engine: ranks 1 and 2 both evaluate")
+
+-- A rank whose device differs (its recording is another GPU's) is refused
+-- at the start: one sentence, exit 2, no run folder.
+local mixed = tmp .. "/mixed"
+local other = "tests/data/convolution_A4000.json"
+local function mpmd(extra)
+  local a = string.format("random --backend replay:%s --budget 10 --no-db -q --out %s%s", file, mixed, extra)
+  local b = string.format("random --backend replay:%s --budget 10 --no-db -q --out %s%s", other, mixed, extra)
+  return M.mpirun(1, a .. " : -np 1 " .. T.kopt .. " " .. b)
+end
+local code, _, err = mpmd("")
+T.eq(code, 2, "mixed devices: exit code")
+T.check(err:find("kopt: rank 1 %(.-%) has NVIDIA RTX A4000, rank 0 has NVIDIA A100%-PCIE%-40GB: mixing devices "
+                 .. "corrupts timings; give %-%-allow%-mixed") ~= nil, "mixed devices: the sentence:\n%s", err)
+T.check(not T.exists(mixed), "mixed devices: a run folder was written")
+code, _, err = mpmd(" --allow-mixed")
+T.eq(code, 0, "--allow-mixed: exit code\n" .. err)
+T.eq(#(T.events(mixed)), 10, "--allow-mixed: evaluations")
+
+os.execute("rm -rf '" .. tmp .. "'")
+os.exit(T.done())
