@@ -390,6 +390,8 @@ function Cuda:evaluate(jobs)
   end
 
   while finished < #jobs do
+    -- a caller that waits with us (the MPI transport: kopt.backends.mpi) keeps its own work moving
+    if self.on_idle then self.on_idle() end
     while pending_compiles > 0 do
       local id, res = self.pool:wait_any(0)
       if not id then break end
