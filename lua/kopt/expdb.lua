@@ -165,6 +165,10 @@ function DB:close()
   if self.h then self.h:close() self.h = nil end
 end
 
+-- Top-level spec fields outside the spec hash.
+M.NOT_PROBLEM = { name = true, description = true, recording = true, knobs = true, constraints = true,
+                  profile = true, torch = true }
+
 -- Canonical text of a JSON value (sorted keys): the same value, the same hash.
 local function canon(v) return json.pretty(v) end
 local function hash(s) return sys.sha256(s):sub(1, 16) end
@@ -179,9 +183,11 @@ function M.identity(args)
   local spec, space, choice = args.spec, args.space, args.choice
   local id = { name = args.problem }
   if spec then
+    -- what is computed and how it is checked; not what names, documents or
+    -- reports it (knobs and constraints are the space's hash)
     local raw = {}
     for k, v in pairs(spec.raw) do
-      if k ~= "description" and k ~= "recording" and k ~= "knobs" and k ~= "constraints" then raw[k] = v end
+      if not M.NOT_PROBLEM[k] then raw[k] = v end
     end
     -- the kernel's and the reference's text, not their paths
     raw.kernel = { entry = spec.kernel.entry, options = spec.raw.kernel and spec.raw.kernel.options }
