@@ -58,8 +58,9 @@ CREATE TABLE llm_attempts (
 }
 
 -- Where the database is for these options: nil when it is off (--no-db,
--- KOPT_DB=off, or no home to keep it in). --db PATH wins over KOPT_DB,
--- which wins over XDG_DATA_HOME and HOME.
+-- KOPT_DB=off, or no home to keep it in), and true as a second value when
+-- the path is the default one rather than named. --db PATH wins over
+-- KOPT_DB, which wins over XDG_DATA_HOME and HOME.
 function M.path(opts)
   if opts.no_db then
     if opts.db then errors.usage("--db and --no-db cannot be used together") end
@@ -70,9 +71,9 @@ function M.path(opts)
   if env == "off" then return nil end
   if env and env ~= "" then return env end
   local xdg = os.getenv("XDG_DATA_HOME")
-  if xdg and xdg:sub(1, 1) == "/" then return xdg .. "/kopt/experience.db" end
+  if xdg and xdg:sub(1, 1) == "/" then return xdg .. "/kopt/experience.db", true end
   local home = os.getenv("HOME")
-  if home and home ~= "" then return home .. "/.local/share/kopt/experience.db" end
+  if home and home ~= "" then return home .. "/.local/share/kopt/experience.db", true end
   return nil
 end
 
@@ -143,18 +144,22 @@ end
 
 -- Opens the database at path (creating it and its folder unless readonly).
 -- A damaged file, another program's SQLite file or a newer schema is a
--- usage error naming the file; nothing is ever reset.
-function M.open(path, readonly)
+-- usage error naming the file; nothing is ever reset. With soft, a folder
+-- or file that cannot be created or opened (a read-only home) returns nil
+-- and the reason instead.
+function M.open(path, readonly, soft)
   if not readonly then
     local dir = path:match("^(.*)/[^/]*$")
     if dir and dir ~= "" then
       local ok, err = sys.mkdir_p(dir)
+      if not ok and soft then return nil, err end
       if not ok then errors.usage("the experience database's folder: %s", err) end
     end
   elseif not sys.stat(path) then
     errors.usage("there is no experience database at %s", path)
   end
   local h, kind, msg = db_mod.open(path, { readonly = readonly, busy_ms = M.BUSY_MS })
+  if not h and soft and (kind == "cantopen" or kind == "readonly") then return nil, msg end
   if not h then refuse(path, kind, msg) end
   local self = setmetatable({ h = h, path = path, readonly = readonly }, DB)
   self:migrate()
@@ -321,14 +326,21 @@ end
 -- A record of a resumed run's log was written by the process that measured
 -- it, unless it was killed before its batch was committed: it is written
 -- again as served when the file has the state, as measured when not.
-function Session:add(rec)
+-- engine: for the source of a variant (a state whose key carries a source
+-- hash), kept once in `sources`.
+function Session:add(rec, engine)
   if self.broken or not self.db then return end
   local served = rec.from_db
   if rec.resumed then
     local k = self.known[rec.key]
     served = k and k.id or nil
   end
-  self.pending[#self.pending + 1] = { rec = rec, served = served }
+  local source
+  if engine and (rec.key or ""):find("#", 1, true) and not self.sources_seen[rec.key] then
+    self.sources_seen[rec.key] = true
+    source = engine:source_of(rec.candidate)
+  end
+  self.pending[#self.pending + 1] = { rec = rec, served = served, source = source }
 end
 
 function Session:start_run()
@@ -364,9 +376,9 @@ function Session:flush()
         local r, o = rec.result, rec.origin
         local res = {}
         for k, v in pairs(r) do if k ~= "key" and k ~= "cached" then res[k] = v end end
-        local src_hash = self.id.source_hash
-        if rec.candidate and rec.candidate.patch or (rec.key or ""):find("#", 1, true) then
-          src_hash = (rec.key:match("#(%x+)$")) or src_hash
+        local src_hash = (rec.key or ""):match("#(%x+)$") or self.id.source_hash
+        if type(item.source) == "string" then
+          db:run("INSERT OR IGNORE INTO sources (hash, text) VALUES (?, ?)", hash(item.source), item.source)
         end
         local _, eid = db:run("INSERT INTO evaluations (run_id, problem_id, n, state, config, source_hash, status, time_ms,"
                               .. " p90_ms, eval_s, method, expert, origin, result, served_from, timestamp)"
@@ -468,10 +480,18 @@ end
 -- Looks for a hit unless --fresh or --resume; loads what was measured
 -- unless --fresh.
 function M.session(opts, info)
-  local path = M.path(opts)
+  local path, default = M.path(opts)
   if not path then return nil end
-  local db = M.open(path, false)
-  local self = setmetatable({ db = db, path = path, info = info, pending = {}, measured = 0, served = 0 }, Session)
+  -- the default place may be unwritable (a read-only home): the run goes
+  -- on without; a file named with --db or KOPT_DB must open
+  local db, why = M.open(path, false, default)
+  if not db then
+    io.stderr:write(string.format("kopt: the experience database %s cannot be opened (%s); this run goes on without it"
+                                  .. " (--db PATH names another, --no-db says none)\n", path, why))
+    return nil
+  end
+  local self = setmetatable({ db = db, path = path, info = info, pending = {}, measured = 0, served = 0,
+                              sources_seen = {} }, Session)
   self.id = M.identity(info)
   if not info.fresh and not info.resume then
     self.hit = db:known_best(self.id, info)

@@ -259,6 +259,11 @@ end
 
 local function from_t4(doc, file, r)
   local rec = { format = "t4", knobs = {}, entries = {} }
+  -- the GPU, where the writer said it: kopt's own results.json (metadata.backend.device)
+  -- or `kopt db export` (metadata.device)
+  local md = type(doc.metadata) == "table" and doc.metadata or {}
+  local mdev = type(md.backend) == "table" and md.backend.device or md.device
+  if type(mdev) == "string" then rec.device = mdev end
   local sets, first_names = {}, nil
   local meta_unit = type(doc.metadata) == "table" and doc.metadata.timeunit or nil
   local default_unit = 1

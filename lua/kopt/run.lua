@@ -249,7 +249,7 @@ function M.locked(opts, r)
     quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler, stop_when = opts.stop_when,
     on_eval = function(e, rec)
       if e.rundir then artifacts:record(e, rec) end
-      if r.memory then r.memory:add(rec) end
+      if r.memory then r.memory:add(rec, e) end
     end,
     known = r.memory and r.memory.known, on_round = r.memory and function() r.memory:flush() end,
   })

@@ -193,6 +193,12 @@ T.check(T.exists(home .. "/.local/share/kopt/experience.db"), "default path: ~/.
 code = T.run(cmd("random", VA, 5, tmp .. "/xdgdb", "-q"), "KOPT_DB= XDG_DATA_HOME=" .. tmp .. "/xdg HOME=" .. home)
 T.eq(code, 0, "XDG_DATA_HOME: exit code")
 T.check(T.exists(tmp .. "/xdg/kopt/experience.db"), "XDG_DATA_HOME: $XDG_DATA_HOME/kopt/experience.db")
+-- a default place that cannot be created: a warning, and the run goes on
+code, _, err = T.run(cmd("random", VA, 5, tmp .. "/nohome", "-q"), "KOPT_DB= XDG_DATA_HOME= HOME=/proc/1")
+T.eq(code, 0, "an unwritable default place: exit code")
+T.check(err:find("cannot be opened", 1, true) and err:find("this run goes on without it", 1, true),
+        "an unwritable default place: the warning:\n%s", err)
+T.eq(#T.keys(tmp .. "/nohome"), 5, "an unwritable default place: evaluations")
 code, _, err = T.run(cmd("random", VA, 5, tmp .. "/both", "--no-db --db " .. DB))
 T.eq(code, 2, "--db with --no-db: exit code")
 T.one_sentence(err, "--db with --no-db")
