@@ -7,7 +7,8 @@
 set -euo pipefail
 
 KOPT_PACKAGES=(build-essential cmake pkg-config liblua5.4-dev lua-cjson-dev check libsubunit-dev
-               libcurl4-openssl-dev libsqlite3-dev python3 lua-check)
+               libcurl4-openssl-dev libsqlite3-dev python3 lua-check
+               libopenmpi-dev openmpi-bin)  # MPI: optional feature (docs/MPI.md), built and tested when present
 
 kopt_install_deps() {
   local missing=() p

@@ -7,6 +7,7 @@
 -- lost a rank (MPI_Abort once the run is written: Open MPI 4.1 cannot
 -- finalize without the lost rank).
 local errors = require("kopt.errors")
+local gpu = require("kopt.gpu")
 local mpi = require("kopt.mpi")
 local mpi_backend = require("kopt.backends.mpi")
 local run = require("kopt.run")
@@ -35,6 +36,25 @@ function Cluster:attach(backend, spec)
   return self.backend
 end
 
+-- Several ranks on one host share its GPUs: local rank i of n takes GPUs
+-- i, i+n, i+2n, ... (mpirun and srun say which local rank this is). nil when
+-- the rank is alone on its host, or --gpus says which to use, or no driver.
+function M.share_gpus()
+  local lr = math.tointeger(tonumber(os.getenv("OMPI_COMM_WORLD_LOCAL_RANK") or os.getenv("SLURM_LOCALID") or ""))
+  local ln = math.tointeger(tonumber(os.getenv("OMPI_COMM_WORLD_LOCAL_SIZE") or os.getenv("SLURM_NTASKS_PER_NODE")
+                                     or ""))
+  if not lr or not ln or ln < 2 then return nil end
+  local devices = gpu.devices()
+  if not devices or #devices == 0 then return nil end
+  local mine = {}
+  for g = lr, #devices - 1, ln do mine[#mine + 1] = g end
+  if #mine == 0 then
+    errors.usage("local rank %d of %d on this host has no GPU (the host has %d); start fewer ranks per host", lr, ln,
+                 #devices)
+  end
+  return mine
+end
+
 local function handler(e)
   if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
   return debug.traceback(errors.describe(e), 2)
@@ -53,6 +73,7 @@ function M.main(opts, pos)
   if rank ~= 0 then
     opts.no_db = true  -- the experience database is rank 0's
   end
+  opts.gpus = opts.gpus or M.share_gpus()
   local ok, rc = xpcall(run.main, handler, opts, pos)
   if rank ~= 0 then
     if not ok then mpi.send(0, mpi_backend.encode({ op = "fail", host = sys.hostname(), msg = describe(rc) })) end
