@@ -178,6 +178,8 @@ end
 -- recorded here, with their hint, and the next one is asked at once.
 local function next_attempt(ctx, st)
   while attempts_left(ctx, st) do
+    -- without an LLM, the attempts end with the templates
+    if not st.client and not (st.templates and st.templates[st.next_template]) then break end
     st.n = st.n + 1
     if st.base then st.improved_tries = st.improved_tries + 1 end
     local K, source, why = write_kernel(ctx, st)
@@ -208,7 +210,6 @@ local function next_attempt(ctx, st)
     local hint = "It could not be run: " .. tostring(why) .. "."
     record_attempt(ctx, st, { n = st.n, source = source, status = "rejected", method = K and K.origin.method }, hint)
     tell_writer(ctx, st, hint)
-    if not st.client and not (st.templates and st.templates[st.next_template]) then break end
   end
   return nil
 end

@@ -214,6 +214,47 @@ do
   names = {}
   for _, K in ipairs(templates.candidates(gelu)) do names[#names + 1] = K.origin.method end
   T.eq(table.concat(names, ","), "coarsen", "templates for gelu")
+  -- a row mean and a matmul, written here: their templates by shape
+  local tdir = T.tmpdir("synth-shapes")
+  T.write(tdir .. "/mean_ref.cu", 'extern "C" __global__ void mean_ref(float *y, const float *x, int rows, int cols)\n' ..
+    "{ int r = blockIdx.x * blockDim.x + threadIdx.x; if (r >= rows) return; float s = 0.0f;\n" ..
+    "  for (int c = 0; c < cols; ++c) s += x[(size_t)r * cols + c]; y[r] = s / cols; }\n")
+  T.write(tdir .. "/mean.json", json.encode({ name = "mean", problem = { rows = 256, cols = 1024 },
+    args = { { name = "y", type = "f32", shape = { "rows" }, output = true },
+             { name = "x", type = "f32", shape = { "rows", "cols" } },
+             { name = "rows", type = "i32", value = "rows" }, { name = "cols", type = "i32", value = "cols" } },
+    reference = { source = "mean_ref.cu", entry = "mean_ref", launch = { grid = { "cdiv(rows, 64)" }, block = { 64 } } } }))
+  T.write(tdir .. "/mm_ref.cu", 'extern "C" __global__ void mm_ref(const float *b, float *c, const float *a, int M, int N, int K)\n' ..
+    "{ int i = blockIdx.y, j = blockIdx.x * blockDim.x + threadIdx.x; if (j >= N) return; float s = 0.0f;\n" ..
+    "  for (int k = 0; k < K; ++k) s += a[i * K + k] * b[k * N + j]; c[i * N + j] = s; }\n")
+  T.write(tdir .. "/mm.json", json.encode({ name = "mm", problem = { M = 128, N = 256, K = 64 },
+    args = { { name = "b", type = "f32", shape = { "K", "N" } }, { name = "c", type = "f32", shape = { "M", "N" }, output = true },
+             { name = "a", type = "f32", shape = { "M", "K" } }, { name = "M", type = "i32", value = "M" },
+             { name = "N", type = "i32", value = "N" }, { name = "K", type = "i32", value = "K" } },
+    reference = { source = "mm_ref.cu", entry = "mm_ref", launch = { grid = { "cdiv(N, 64)", "M" }, block = { 64 } } } }))
+  local mean, mm = spec_mod.load(tdir .. "/mean.json"), spec_mod.load(tdir .. "/mm.json")
+  names = {}
+  for _, K in ipairs(templates.candidates(mean)) do names[#names + 1] = K.origin.method end
+  T.eq(table.concat(names, ","), "row_reduce:mean,row_reduce:sum,row_reduce:max,coarsen", "templates for a row mean")
+  names = {}
+  local mmK
+  for _, K in ipairs(templates.candidates(mm)) do names[#names + 1] = K.origin.method mmK = mmK or K end
+  T.eq(table.concat(names, ","), "matmul_tiled", "templates for a matmul (a 2-D reference launch is not coarsened)")
+  T.check(mmK and mmK.source:find("#define KOPT_IN0 a\n#define KOPT_IN1 b", 1, true), "matmul: A and B found by their shapes")
+  -- every template compiles for these problems at its default config
+  for _, sp in ipairs({ spec, gelu, mean, mm }) do
+    for _, K in ipairs(templates.candidates(sp)) do
+      local ok, err = synth.check(K, sp)
+      T.check(ok, "template %s on %s: %s", K.origin.method, sp.name, tostring(err))
+      if ok then
+        local src = synth.materialize(K, K.default, sp)
+        local cjob = compile.job_for(sp, {}, "sm_80", src)
+        cjob.entry = K.entry
+        local res = compile.compile(cjob, { cache = false })
+        T.check(res.ok, "template %s on %s does not compile:\n%s", K.origin.method, sp.name, tostring(res.log))
+      end
+    end
+  end
 
   local K, notes = synth.parse({ kernel = { code = "```cuda\nextern \"C\" __global__ void k(float *y) { }\n```",
                                             knobs = { B = { "64", 128 } }, launch = { grid = "cdiv(rows, B)", block = "B" } } })
