@@ -11,10 +11,12 @@ speedups and fast_p (docs/SUITE.md).
 
 Timing, as kopt times a kernel (docs/TRUST.md): CUDA events around the call
 alone, on the current stream; before every sample the L2 is flushed (a buffer
-of twice the L2 is zeroed outside the timed window); warm-up calls first (for
-torch.compile, after compiling); the median of the samples, with the 10th and
-90th percentiles. Eager time includes what eager PyTorch is: every kernel the
-expression launches and the host time between them when the GPU waits for it.
+of twice the L2 is zeroed outside the timed window) and the GPU spins about
+1 ms, so the host has queued the whole call before the timed window opens
+(Python's time between launches is not counted: --host-gaps counts it, as
+KernelBench does); warm-up calls first (for torch.compile, after compiling);
+the median of the samples, with the 10th and 90th percentiles. An eager time
+is every kernel the expression launches, back to back.
 TF32 is off for matmul and cuDNN (the suite's problems are f32 and kopt's
 kernels compute in f32; --tf32 turns it on and records it).
 
@@ -107,6 +109,10 @@ def device_facts(index, torch):
     return facts
 
 
+# About 1 ms at Hopper's clocks: more than the host needs to queue any
+# suite problem's call, eager or compiled.
+SPIN_CYCLES = 2_000_000
+
 TORCH_DTYPES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "f64": "float64", "i32": "int32",
                 "i64": "int64", "u32": "uint32", "i8": "int8", "u8": "uint8"}
 
@@ -160,9 +166,13 @@ def build_fn(spec, tensor_names, scope, torch):
     return glob["f"]
 
 
-def time_fn(fn, args, torch, flush, warmup, reps, max_s):
+def time_fn(fn, args, torch, flush, warmup, reps, max_s, spin_cycles):
     """Median, p10, p90 (ms) and the number of samples: CUDA events around
-    the call alone, the L2 flushed before each sample."""
+    the call alone, the L2 flushed before each sample. With spin_cycles, a
+    GPU spin between the flush and the start event holds the GPU while the
+    host queues the call, so Python's time between launches is not timed
+    (what is timed is the GPU's work for the call, launch gaps on the GPU
+    included)."""
     for _ in range(warmup):
         fn(*args)
     torch.cuda.synchronize()
@@ -171,6 +181,8 @@ def time_fn(fn, args, torch, flush, warmup, reps, max_s):
     t0 = time.time()
     while len(times) < reps:
         flush.zero_()
+        if spin_cycles:
+            torch.cuda._sleep(spin_cycles)
         start.record()
         fn(*args)
         end.record()
@@ -204,6 +216,8 @@ def main():
     ap.add_argument("--compile-mode", default="default", help="torch.compile mode (default 'default')")
     ap.add_argument("--no-compile", action="store_true", help="eager only")
     ap.add_argument("--tf32", action="store_true", help="allow TF32 in matmul and cuDNN (recorded)")
+    ap.add_argument("--host-gaps", action="store_true",
+                    help="time Python's gaps between launches too (KernelBench's way): no GPU spin before each sample")
     ap.add_argument("--list", action="store_true", help="print the problems and their expressions, then stop")
     args = ap.parse_args()
 
@@ -238,9 +252,12 @@ def main():
         "command": " ".join([os.path.basename(sys.argv[0])] + sys.argv[1:]),
         "method": {"timer": "CUDA events around the call", "statistic": "median", "warmup": args.warmup,
                    "reps": args.reps, "max_s": args.max_s, "l2_flush": "a buffer of 2x the L2 zeroed before each sample",
-                   "tf32": args.tf32, "compile_mode": None if args.no_compile else args.compile_mode},
+                   "tf32": args.tf32, "compile_mode": None if args.no_compile else args.compile_mode,
+                   "host_gaps": "timed" if args.host_gaps else
+                   "hidden: a GPU spin of %d cycles before each sample lets the host queue the call first" % SPIN_CYCLES},
         "device": facts, "problems": {},
     }
+    spin = 0 if args.host_gaps else SPIN_CYCLES
     t_all = time.time()
     print(f"{facts['name']}: {len(specs)} problems, PyTorch {torch.__version__}", flush=True)
     for spec in specs:
@@ -259,19 +276,22 @@ def main():
             continue
         with torch.no_grad():
             try:
-                r = time_fn(fn, inputs, torch, flush, args.warmup, args.reps, args.max_s)
+                r = time_fn(fn, inputs, torch, flush, args.warmup, args.reps, args.max_s, spin)
                 rec.update(eager_ms=r["ms"], eager_p10_ms=r["p10_ms"], eager_p90_ms=r["p90_ms"],
                            eager_samples=r["samples"])
             except Exception as e:  # noqa: BLE001
                 rec["eager_error"] = short_error(e)
             if not args.no_compile:
                 try:
+                    # a fresh dynamo per problem: its recompile limit counts the
+                    # earlier problems' functions, and past it calls run eager
+                    torch._dynamo.reset()
                     cfn = torch.compile(fn, mode=None if args.compile_mode == "default" else args.compile_mode)
                     t0 = time.time()
                     cfn(*inputs)
                     torch.cuda.synchronize()
                     rec["compile_s"] = round(time.time() - t0, 2)
-                    r = time_fn(cfn, inputs, torch, flush, args.warmup, args.reps, args.max_s)
+                    r = time_fn(cfn, inputs, torch, flush, args.warmup, args.reps, args.max_s, spin)
                     rec.update(compile_ms=r["ms"], compile_p10_ms=r["p10_ms"], compile_p90_ms=r["p90_ms"],
                                compile_samples=r["samples"])
                 except Exception as e:  # noqa: BLE001

@@ -19,9 +19,6 @@
 #define VEC 4
 #endif
 
-#include <cooperative_groups.h>
-namespace cg = cooperative_groups;
-
 static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC must be 1, 2 or 4");
 static_assert(BLOCK_SIZE % 32 == 0, "whole warps");
 
@@ -34,6 +31,27 @@ struct __align__(sizeof(float) * VEC) vec_t {
 #else
 #define CLUSTER_ATTR
 #endif
+
+// The cluster primitives in PTX (sm_90), without cooperative_groups, whose
+// header leaves hundreds of module variables in the CUBIN.
+// Every thread of every block of the cluster arrives, then waits; the
+// release/acquire pair orders shared-memory writes before the barrier with
+// the reads after it.
+__device__ __forceinline__ void cluster_sync()
+{
+	asm volatile("barrier.cluster.arrive.release.aligned;\n\tbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// *p in the shared memory of block `rank` of this cluster (distributed
+// shared memory).
+__device__ __forceinline__ double peer_load(const double *p, unsigned rank)
+{
+	unsigned local = (unsigned)__cvta_generic_to_shared(p), remote;
+	double v;
+	asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+	asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(remote) : "memory");
+	return v;
+}
 
 extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(BLOCK_SIZE)
 	layernorm(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
@@ -79,20 +97,18 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(BLOCK_SIZE)
 		total[1] = q;
 	}
 #if CLUSTER > 1
-	cg::cluster_group cluster = cg::this_cluster();
-	cluster.sync(); /* every block's total is written */
+	cluster_sync(); /* every block's total is written */
 	if (threadIdx.x == 0) {
 		double a = 0.0, q = 0.0;
-		for (int r = 0; r < CLUSTER; r++) {
-			const double *peer = cluster.map_shared_rank(total, r);
-			a += peer[0];
-			q += peer[1];
+		for (unsigned r = 0; r < CLUSTER; r++) {
+			a += peer_load(&total[0], r);
+			q += peer_load(&total[1], r);
 		}
 		const double mean = a / L, var = q / L - mean * mean;
 		stats[0] = (float)mean;
 		stats[1] = (float)(1.0 / sqrt(var + (double)eps));
 	}
-	cluster.sync(); /* no block leaves while a peer may still read its total */
+	cluster_sync(); /* no block leaves while a peer may still read its total */
 #else
 	__syncthreads();
 	if (threadIdx.x == 0) {
