@@ -191,10 +191,18 @@ const char *kopt_msg_cstr(const struct kopt_msgview *v, const char *key, char *b
 			  const char *def)
 {
 	const struct kopt_field *f = kopt_msg_find(v, key);
-	if (f == NULL || f->type != 's' || buflen == 0)
+	if (buflen == 0)
 		return def;
-	size_t n = f->slen < buflen - 1 ? f->slen : buflen - 1;
-	memcpy(buf, f->s, n);
+	const char *src = def;
+	size_t len = def ? strlen(def) : 0;
+	if (f != NULL && f->type == 's')
+		src = f->s, len = f->slen;
+	else if (def == NULL)
+		return NULL;
+	/* buf always holds the answer, the default included: callers may read
+	 * buf rather than the returned pointer */
+	size_t n = len < buflen - 1 ? len : buflen - 1;
+	memcpy(buf, src, n);
 	buf[n] = '\0';
 	return buf;
 }

@@ -55,7 +55,8 @@ void kopt_msgview_release(struct kopt_msgview *v);
 const struct kopt_field *kopt_msg_find(const struct kopt_msgview *v, const char *key);
 int64_t kopt_msg_int(const struct kopt_msgview *v, const char *key, int64_t def);
 double kopt_msg_num(const struct kopt_msgview *v, const char *key, double def);
-/* NUL-terminated copy into buf (truncated); returns buf, or def when absent. */
+/* NUL-terminated copy of the field, or of def when absent, into buf
+ * (truncated); returns buf, or NULL when absent and def is NULL. */
 const char *kopt_msg_cstr(const struct kopt_msgview *v, const char *key, char *buf, size_t buflen,
 			  const char *def);
 /* Borrowed bytes (valid as long as the view's buffer); NULL when absent. */

@@ -3,6 +3,8 @@
  * median), for the ratios in docs/PERFORMANCE.md:
  *
  *   bench_ref gemm M N K [GPU]   cuBLAS f16 x f16 -> f16, f32 accumulate, row-major
+ *   bench_ref gemm_nt M N K [GPU] the same with B given as N x K: C = A B^T (the
+ *                                layout of specs/matmul_f16_sm90.json)
  *                                C[M,N] = A[M,K] B[K,N]; prints TFLOP/s
  *   bench_ref copy BYTES [GPU]   device-to-device cuMemcpy; prints GB/s counting
  *                                bytes read + bytes written
@@ -103,7 +105,7 @@ static void do_copy(struct ctx *c, void *p)
 
 struct gemm_arg {
 	cublasHandle_t h;
-	int m, n, k;
+	int m, n, k, nt;
 	CUdeviceptr A, B, C;
 	__typeof__(&cublasGemmEx) gemm;
 };
@@ -113,11 +115,13 @@ static void do_gemm(struct ctx *c, void *p)
 	struct gemm_arg *g = p;
 	(void)c;
 	float alpha = 1.0f, beta = 0.0f;
-	/* row-major C = A B is column-major C^T = B^T A^T */
+	/* row-major C = A B is column-major C^T = B^T A^T; with B stored N x K
+	 * (nt), column-major B^T is that buffer transposed */
 	cublasStatus_t s =
-	    g->gemm(g->h, CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->m, g->k, &alpha, (const void *)g->B,
-		    CUDA_R_16F, g->n, (const void *)g->A, CUDA_R_16F, g->k, &beta, (void *)g->C,
-		    CUDA_R_16F, g->n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+	    g->gemm(g->h, g->nt ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, g->n, g->m, g->k, &alpha,
+		    (const void *)g->B, CUDA_R_16F, g->nt ? g->k : g->n, (const void *)g->A,
+		    CUDA_R_16F, g->k, &beta, (void *)g->C, CUDA_R_16F, g->n, CUBLAS_COMPUTE_32F,
+		    CUBLAS_GEMM_DEFAULT);
 	if (s != CUBLAS_STATUS_SUCCESS) {
 		fprintf(stderr, "bench_ref: cublasGemmEx failed (%d)\n", (int)s);
 		exit(1);
@@ -158,10 +162,11 @@ static void fill_f16(CUdeviceptr p, size_t n, unsigned seed)
 int main(int argc, char **argv)
 {
 	if (argc < 3) {
-		fprintf(stderr, "usage: bench_ref gemm M N K [GPU] | bench_ref copy BYTES [GPU]\n");
+		fprintf(stderr, "usage: bench_ref gemm|gemm_nt M N K [GPU] | bench_ref copy BYTES [GPU]\n");
 		return 2;
 	}
-	int is_gemm = strcmp(argv[1], "gemm") == 0;
+	int is_nt = strcmp(argv[1], "gemm_nt") == 0;
+	int is_gemm = strcmp(argv[1], "gemm") == 0 || is_nt;
 	int gpu_arg = is_gemm ? 5 : 3;
 	int gpu = argc > gpu_arg ? atoi(argv[gpu_arg]) : 0;
 	char err[512];
@@ -197,6 +202,7 @@ int main(int argc, char **argv)
 		struct gemm_arg g;
 		memset(&g, 0, sizeof g);
 		g.m = atoi(argv[2]), g.n = atoi(argv[3]), g.k = atoi(argv[4]);
+		g.nt = is_nt;
 		void *lib = open_cublas();
 		__typeof__(&cublasCreate_v2) create =
 		    (__typeof__(&cublasCreate_v2))dlsym(lib, "cublasCreate_v2");
@@ -218,9 +224,9 @@ int main(int argc, char **argv)
 		ms = time_median_ms(&c, do_gemm, &g, &p10, &p90);
 		double tflops = 2.0 * g.m * g.n * g.k / (ms * 1e-3) / 1e12;
 		printf(
-		    "{\"what\":\"cublas_gemm_f16\",\"M\":%d,\"N\":%d,\"K\":%d,\"median_ms\":%.5f,"
+		    "{\"what\":\"cublas_gemm_f16%s\",\"M\":%d,\"N\":%d,\"K\":%d,\"median_ms\":%.5f,"
 		    "\"p10_ms\":%.5f,\"p90_ms\":%.5f,\"tflops\":%.2f,\"device\":\"%s\"}\n",
-		    g.m, g.n, g.k, ms, p10, p90, tflops, c.dev.name);
+		    is_nt ? "_nt" : "", g.m, g.n, g.k, ms, p10, p90, tflops, c.dev.name);
 	} else {
 		struct copy_arg a;
 		a.bytes = (size_t)strtoull(argv[2], NULL, 10);

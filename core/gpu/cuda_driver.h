@@ -64,7 +64,8 @@
 	X(cuEventQuery, 2000, 1)                                               \
 	X(cuEventSynchronize, 2000, 1)                                         \
 	X(cuEventElapsedTime, 12080, 1)                                        \
-	X(cuLaunchKernel, 4000, 1)
+	X(cuLaunchKernel, 4000, 1)                                              \
+	X(cuTensorMapEncodeTiled, 12000, 1)
 
 /* The resolved entry points: call as kopt_cu.cuLaunchKernel(...). Only valid
  * after kopt_cuda_load succeeded. */

@@ -45,6 +45,17 @@ CUresult kopt_worker_poison(struct worker *w)
 	for (int i = 0; i < w->nargs; i++) {
 		if (!kopt_worker_is_output(&w->args[i]))
 			continue;
+		int src = w->args[i].copy_from;
+		if (src >= 0) {
+			if (w->cur_set == NULL || w->cur_set->dev[src] == 0)
+				return CUDA_ERROR_INVALID_VALUE;
+			CUresult r = kopt_cu.cuMemcpyDtoDAsync(
+			    w->out_dev[i], w->cur_set->dev[src],
+			    w->args[i].count * kopt_dtype_size(w->args[i].type), w->stream);
+			if (r != CUDA_SUCCESS)
+				return r;
+			continue;
+		}
 		w->poison[i] = kopt_check_poison_word(w->args[i].type, w->nonce++);
 		CUresult r = kopt_cu.cuMemsetD32Async(
 		    w->out_dev[i], w->poison[i], kopt_worker_arg_bytes(&w->args[i]) / 4, w->stream);
@@ -109,6 +120,87 @@ void kopt_worker_free_problem(struct worker *w)
 	w->signature[0] = '\0';
 }
 
+/* "a,b,c" into up to max sizes; the count, or -1 when malformed. */
+static int parse_sizes_n(const char *text, size_t *out, int max)
+{
+	int n = 0;
+	for (const char *p = text; *p != '\0' && n < max; n++) {
+		char *end;
+		unsigned long long v = strtoull(p, &end, 10);
+		if (end == p)
+			return -1;
+		out[n] = (size_t)v;
+		p = *end == ',' ? end + 1 : end;
+		if (*end != ',' && *end != '\0')
+			return -1;
+	}
+	return n;
+}
+
+static int parse_sizes(const char *text, size_t *out)
+{
+	return parse_sizes_n(text, out, 8);
+}
+
+/* The verification fields of output a (compare, region, tolerances), read
+ * every request: they change no buffer. -1 on a malformed region. */
+static int read_verify(struct warg *a, const struct kopt_msgview *v, int i, int64_t count)
+{
+	/* kopt_msg_cstr leaves the buffer alone when the field is absent */
+	char key[64], dims[256] = "", region[256] = "";
+#define KEY(field) (snprintf(key, sizeof key, "a%d.%s", i + 1, field), key)
+	a->compare = (int)kopt_msg_int(v, KEY("compare"), 1);
+	a->tol_rel_l2 = kopt_msg_num(v, KEY("tol_rel_l2"), -1.0);
+	a->tol_max_abs = kopt_msg_num(v, KEY("tol_max_abs"), -1.0);
+	kopt_msg_cstr(v, KEY("dims"), dims, sizeof dims, "");
+	kopt_msg_cstr(v, KEY("region"), region, sizeof region, "");
+#undef KEY
+	a->nd = 0;
+	if (region[0] == '\0')
+		return 0;
+	int nd = parse_sizes(dims, a->dims);
+	size_t prod = 1;
+	const char *p = region;
+	for (int d = 0; d < nd; d++) {
+		char *end;
+		a->lo[d] = (size_t)strtoull(p, &end, 10);
+		if (*end != ':')
+			return -1;
+		a->hi[d] = (size_t)strtoull(end + 1, &end, 10);
+		if (a->lo[d] >= a->hi[d] || a->hi[d] > a->dims[d] || (*end != ',' && *end != '\0'))
+			return -1;
+		prod *= a->dims[d];
+		p = end + (*end == ',');
+	}
+	if (nd <= 0 || *p != '\0' || (int64_t)prod != count)
+		return -1;
+	a->nd = nd;
+	return 0;
+}
+
+/* The tensor-map fields of argument a (kind tensormap), read every request
+ * (the box follows the knobs). -1 when malformed. */
+static int read_tmap(struct warg *a, const struct kopt_msgview *v, int i, int n)
+{
+	char key[64], dims[256] = "", box[256] = "";
+	size_t d[8], b[8];
+#define KEY(field) (snprintf(key, sizeof key, "a%d.%s", i + 1, field), key)
+	a->tmap_of = (int)kopt_msg_int(v, KEY("of"), 0) - 1;
+	a->tmap_swizzle = (int)kopt_msg_int(v, KEY("swizzle"), 0);
+	kopt_msg_cstr(v, KEY("tmap_dims"), dims, sizeof dims, "");
+	kopt_msg_cstr(v, KEY("box"), box, sizeof box, "");
+#undef KEY
+	int nd = parse_sizes(dims, d), nb = parse_sizes(box, b);
+	if (a->tmap_of < 0 || a->tmap_of >= n || nd < 1 || nd > 5 || nb != nd)
+		return -1;
+	a->tmap_rank = nd;
+	for (int k = 0; k < nd; k++) { /* the driver wants the innermost first */
+		a->tmap_dims[k] = d[nd - 1 - k];
+		a->tmap_box[k] = (uint32_t)b[nd - 1 - k];
+	}
+	return 0;
+}
+
 /* Reads the argument list of a request; (re)allocates the outputs when the
  * list's shape changed. Scalar values are refreshed every time. */
 int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v, char *err,
@@ -133,9 +225,10 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		kopt_msg_cstr(v, KEY("name"), a->name, sizeof a->name, "?");
 		int t = kopt_dtype_parse(kopt_msg_cstr(v, KEY("type"), buf, sizeof buf, "?"));
 		const char *kind = kopt_msg_cstr(v, KEY("kind"), buf, sizeof buf, "array");
-		a->kind = strcmp(kind, "scalar") == 0	  ? ARG_SCALAR
-			  : strcmp(kind, "constant") == 0 ? ARG_CONSTANT
-							  : ARG_ARRAY;
+		a->kind = strcmp(kind, "scalar") == 0	   ? ARG_SCALAR
+			  : strcmp(kind, "constant") == 0  ? ARG_CONSTANT
+			  : strcmp(kind, "tensormap") == 0 ? ARG_TMAP
+							   : ARG_ARRAY;
 		int64_t count = kopt_msg_int(v, KEY("count"), 1);
 		a->output = (int)kopt_msg_int(v, KEY("output"), 0);
 		a->init_value = kopt_msg_num(v, KEY("init_value"), 0.0);
@@ -143,7 +236,22 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 					&a->init_value);
 		a->value = kopt_msg_num(v, KEY("value"), 0.0);
 		a->ivalue = kopt_msg_int(v, KEY("value"), 0);
+		a->copy_from = (int)kopt_msg_int(v, KEY("copy"), 0) - 1;
+		a->param = (int)kopt_msg_int(v, KEY("param"), 1);
+		kopt_msg_cstr(v, KEY("file"), a->file, sizeof a->file, "");
+		a->file_offset = kopt_msg_int(v, KEY("file_offset"), 0);
 #undef KEY
+		if (a->kind == ARG_TMAP && read_tmap(a, v, i, n) != 0) {
+			snprintf(err, errlen, "argument %d (%s): bad tensor map (of, tmap_dims, box)",
+				 i + 1, a->name);
+			free(args);
+			return -1;
+		}
+		if (read_verify(a, v, i, count) != 0) {
+			snprintf(err, errlen, "argument %d (%s): bad region", i + 1, a->name);
+			free(args);
+			return -1;
+		}
 		if (t < 0 || d < 0 || count < 0) {
 			snprintf(err, errlen, "argument %d (%s): bad type, init or count", i + 1,
 				 a->name);
@@ -152,16 +260,43 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		}
 		a->type = (enum kopt_dtype)t;
 		a->dist = (enum kopt_dist)d;
-		a->count = a->kind == ARG_SCALAR ? 1 : (size_t)count;
-		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g;", a->name,
-				  t, a->kind, a->count, a->output, d, a->init_value);
+		a->count = a->kind == ARG_SCALAR || a->kind == ARG_TMAP ? 1 : (size_t)count;
+		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g:%d:%d:%s@%lld;",
+				  a->name, t, a->kind, a->count, a->output, d, a->init_value,
+				  a->copy_from, a->param, a->file, (long long)a->file_offset);
 		if (wr > 0 && (size_t)wr < sizeof sig - sl)
 			sl += (size_t)wr;
+	}
+	for (int i = 0; i < n; i++) {
+		const struct warg *a = &args[i];
+		int src = a->copy_from;
+		if (src >= n || (src >= 0 && (!kopt_worker_is_output(a) || args[src].kind != ARG_ARRAY ||
+					      args[src].output || args[src].type != a->type ||
+					      args[src].count != a->count))) {
+			snprintf(err, errlen,
+				 "argument %d (%s): copy of argument %d, which is not an input array "
+				 "of its type and size",
+				 i + 1, a->name, src + 1);
+			free(args);
+			return -1;
+		}
 	}
 	if (w->args != NULL && strcmp(sig, w->signature) == 0) {
 		for (int i = 0; i < n; i++) {
 			w->args[i].value = args[i].value;
 			w->args[i].ivalue = args[i].ivalue;
+			w->args[i].compare = args[i].compare;
+			w->args[i].nd = args[i].nd;
+			memcpy(w->args[i].dims, args[i].dims, sizeof args[i].dims);
+			memcpy(w->args[i].lo, args[i].lo, sizeof args[i].lo);
+			memcpy(w->args[i].hi, args[i].hi, sizeof args[i].hi);
+			w->args[i].tol_rel_l2 = args[i].tol_rel_l2;
+			w->args[i].tol_max_abs = args[i].tol_max_abs;
+			w->args[i].tmap_of = args[i].tmap_of;
+			w->args[i].tmap_rank = args[i].tmap_rank;
+			w->args[i].tmap_swizzle = args[i].tmap_swizzle;
+			memcpy(w->args[i].tmap_dims, args[i].tmap_dims, sizeof args[i].tmap_dims);
+			memcpy(w->args[i].tmap_box, args[i].tmap_box, sizeof args[i].tmap_box);
 		}
 		free(args);
 		return 0;
@@ -223,6 +358,21 @@ int kopt_worker_hash_inputs(struct worker *w, struct inputset *s, uint64_t *out)
 	return kopt_worker_cu_check(r, "hashing the inputs", w->log, sizeof w->log);
 }
 
+/* The elements of a from its file (every input set reads the same bytes). */
+static int read_data_file(const struct warg *a, void *dst, char *err, size_t errlen)
+{
+	size_t bytes = a->count * kopt_dtype_size(a->type);
+	FILE *f = fopen(a->file, "rb");
+	int ok = f != NULL && fseek(f, (long)a->file_offset, SEEK_SET) == 0 &&
+		 fread(dst, 1, bytes, f) == bytes;
+	if (f != NULL)
+		fclose(f);
+	if (!ok)
+		snprintf(err, errlen, "argument '%s': cannot read %zu bytes at offset %lld of '%s'",
+			 a->name, bytes, (long long)a->file_offset, a->file);
+	return ok ? 0 : -1;
+}
+
 /* The input set for (seed, variant): generated and uploaded on first use,
  * then cached (least recently used goes first). */
 struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int variant, char *err,
@@ -249,13 +399,21 @@ struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int varian
 		goto oom;
 	for (int i = 0; i < w->nargs; i++) {
 		struct warg *a = &w->args[i];
-		if (a->kind == ARG_SCALAR || kopt_worker_is_output(a))
+		if (a->kind == ARG_SCALAR || a->kind == ARG_TMAP || kopt_worker_is_output(a))
 			continue;
 		size_t bytes = kopt_worker_arg_bytes(a);
 		if ((s->host[i] = calloc(1, bytes ? bytes : 4)) == NULL)
 			goto oom;
 		enum kopt_dist d = variant ? kopt_dist_alternate(a->dist) : a->dist;
-		kopt_check_fill(a->type, s->host[i], a->count, d, a->init_value, seed, (uint64_t)i);
+		if (a->file[0] != '\0') {
+			if (read_data_file(a, s->host[i], err, errlen) != 0) {
+				free_set(w, s);
+				return NULL;
+			}
+		} else {
+			kopt_check_fill(a->type, s->host[i], a->count, d, a->init_value, seed,
+					(uint64_t)i);
+		}
 		if (a->kind == ARG_ARRAY) {
 			if (kopt_worker_cu_check(kopt_worker_alloc_guarded(&s->dev[i], bytes),
 						 "cuMemAlloc (input)", err, errlen) ||
@@ -467,6 +625,64 @@ CUresult kopt_worker_before_launch(struct worker *w)
 	return r;
 }
 
+/* A pipeline's later kernels (j->stages: entry:gx,gy,gz:bx,by,bz:smem:args
+ * separated by ';'), from the candidate's module, with parameters for s. */
+static const char *prepare_stages(struct worker *w, const struct job *j, const struct inputset *s,
+				  struct prepared *pr)
+{
+	char buf[sizeof j->stages];
+	snprintf(buf, sizeof buf, "%s", j->stages);
+	char *save = NULL;
+	for (char *tok = strtok_r(buf, ";", &save); tok != NULL; tok = strtok_r(NULL, ";", &save)) {
+		if (pr->nstages == KOPT_MAX_STAGES) {
+			snprintf(w->log, sizeof w->log, "a pipeline has at most %d kernels",
+				 KOPT_MAX_STAGES + 1);
+			return "error";
+		}
+		struct stage *sg = &pr->stages[pr->nstages];
+		char entry[256], args[256] = "";
+		unsigned g[3], b[3], smem;
+		if (sscanf(tok, "%255[^:]:%u,%u,%u:%u,%u,%u:%u:%255s", entry, &g[0], &g[1], &g[2],
+			   &b[0], &b[1], &b[2], &smem, args) < 8) {
+			snprintf(w->log, sizeof w->log, "bad pipeline stage '%.200s'", tok);
+			return "error";
+		}
+		pr->nstages++;
+		memcpy(sg->l.grid, g, sizeof g);
+		memcpy(sg->l.block, b, sizeof b);
+		sg->l.smem = smem;
+		char err[256];
+		CUresult r = kopt_cu.cuModuleGetFunction(&sg->fn, pr->m.mod, entry);
+		if (r != CUDA_SUCCESS) {
+			snprintf(w->log, sizeof w->log, "pipeline kernel '%s': %s", entry,
+				 kopt_cuda_strerror(r, err, sizeof err));
+			return "launch_error";
+		}
+		if (smem > 49152)
+			kopt_cu.cuFuncSetAttribute(
+			    sg->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+		if (kopt_worker_build_params_sel(w, s, &sg->p, 0, args) != 0) {
+			snprintf(w->log, sizeof w->log, "pipeline kernel '%s': bad arguments '%s'",
+				 entry, args);
+			return "error";
+		}
+	}
+	return NULL;
+}
+
+CUresult kopt_worker_launch_rest(struct worker *w)
+{
+	const struct prepared *pr = w->cur_pr;
+	CUresult r = CUDA_SUCCESS;
+	for (int k = 0; pr != NULL && r == CUDA_SUCCESS && k < pr->nstages; k++) {
+		const struct stage *sg = &pr->stages[k];
+		r = kopt_cu.cuLaunchKernel(sg->fn, sg->l.grid[0], sg->l.grid[1], sg->l.grid[2],
+					   sg->l.block[0], sg->l.block[1], sg->l.block[2],
+					   sg->l.smem, w->stream, sg->p.ptrs, NULL);
+	}
+	return r;
+}
+
 const char *kopt_worker_prepare(struct worker *w, const struct job *j, const struct inputset *s,
 				struct prepared *pr)
 {
@@ -482,18 +698,32 @@ const char *kopt_worker_prepare(struct worker *w, const struct job *j, const str
 	if (j->launch.smem > 49152)
 		kopt_cu.cuFuncSetAttribute(pr->m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					   (int)j->launch.smem);
-	if (kopt_worker_build_params(w, s, &pr->p, 0) != 0) {
-		snprintf(w->log, sizeof w->log, "out of host memory");
+	w->log[0] = '\0';
+	if (kopt_worker_build_params_sel(w, s, &pr->p, 0, j->args1) != 0) {
+		/* a tensor map the driver refuses is the config's fault */
+		if (w->log[0] != '\0')
+			return "invalid";
+		snprintf(w->log, sizeof w->log, "out of host memory, or bad pipeline arguments");
 		return "error";
 	}
+	const char *stage_status = prepare_stages(w, j, s, pr);
+	if (stage_status != NULL)
+		return stage_status;
 	if (kopt_worker_fill_constants(w, pr->m.mod, s) != 0)
 		return "launch_error";
 	w->cur = &pr->m;
+	w->cur_set = s;
+	w->cur_pr = pr;
 	return NULL;
 }
 
 void kopt_worker_release(struct worker *w, struct prepared *pr)
 {
+	w->cur_set = NULL;
+	w->cur_pr = NULL;
+	for (int k = 0; k < pr->nstages; k++)
+		kopt_worker_free_params(&pr->stages[k].p);
+	pr->nstages = 0;
 	kopt_worker_free_params(&pr->p);
 	kopt_worker_unload(w, &pr->m);
 }
@@ -646,6 +876,80 @@ int kopt_worker_fill_constants(struct worker *w, CUmodule mod, const struct inpu
 	return 0;
 }
 
+static CUtensorMapDataType tmap_type(enum kopt_dtype t)
+{
+	switch (t) {
+	case KOPT_F16:
+		return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+	case KOPT_BF16:
+		return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
+	case KOPT_F64:
+		return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
+	case KOPT_I32:
+		return CU_TENSOR_MAP_DATA_TYPE_INT32;
+	case KOPT_I64:
+		return CU_TENSOR_MAP_DATA_TYPE_INT64;
+	case KOPT_U32:
+		return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+	case KOPT_I8:
+	case KOPT_U8:
+		return CU_TENSOR_MAP_DATA_TYPE_UINT8;
+	default:
+		return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
+	}
+}
+
+/* A tensor map over the buffer this launch gives tensor map a's array (the
+ * set's input, the timing copy, or the candidate's or reference's output),
+ * dense row-major, with a's box and swizzle; out-of-range boxes read zeros. */
+static int encode_tmap(struct worker *w, const struct inputset *s, const struct warg *a,
+		       int for_reference, unsigned char *out)
+{
+	const struct warg *arr = &w->args[a->tmap_of];
+	if (arr->kind != ARG_ARRAY || kopt_dtype_size(arr->type) == 0) {
+		snprintf(w->log, sizeof w->log, "tensor map '%s': argument %d is not an array", a->name,
+			 a->tmap_of + 1);
+		return -1;
+	}
+	CUdeviceptr base = !arr->output ? s->dev[a->tmap_of]
+			   : for_reference ? w->ref_dev[a->tmap_of]
+					   : w->out_dev[a->tmap_of];
+	size_t esz = kopt_dtype_size(arr->type), total = 1;
+	cuuint64_t strides[4];
+	cuuint32_t ones[5] = {1, 1, 1, 1, 1};
+	for (int k = 0; k < a->tmap_rank; k++) {
+		if (k > 0)
+			strides[k - 1] = (cuuint64_t)(total * esz);
+		total *= a->tmap_dims[k];
+	}
+	if (total != arr->count) {
+		snprintf(w->log, sizeof w->log,
+			 "tensor map '%s': its dims hold %zu elements, '%s' has %zu", a->name, total,
+			 arr->name, arr->count);
+		return -1;
+	}
+	CUtensorMapSwizzle sw = a->tmap_swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
+				: a->tmap_swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
+				: a->tmap_swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
+							: CU_TENSOR_MAP_SWIZZLE_NONE;
+	CUtensorMap map __attribute__((aligned(64)));
+	CUresult r = kopt_cu.cuTensorMapEncodeTiled(
+	    &map, tmap_type(arr->type), (cuuint32_t)a->tmap_rank, (void *)(uintptr_t)base,
+	    (const cuuint64_t *)a->tmap_dims, strides, a->tmap_box, ones,
+	    CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+	    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+	if (r != CUDA_SUCCESS) {
+		char buf[256];
+		snprintf(w->log, sizeof w->log,
+			 "tensor map '%s' (box %u x %u, swizzle %d): cuTensorMapEncodeTiled: %s",
+			 a->name, a->tmap_box[a->tmap_rank > 1 ? 1 : 0], a->tmap_box[0],
+			 a->tmap_swizzle, kopt_cuda_strerror(r, buf, sizeof buf));
+		return -1;
+	}
+	memcpy(out, &map, sizeof map);
+	return 0;
+}
+
 int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct wparams *p,
 			     int for_reference)
 {
@@ -657,12 +961,15 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
 		union wslot *sl = &p->slots[k];
-		if (a->kind == ARG_CONSTANT)
+		if (a->kind == ARG_CONSTANT || !a->param)
 			continue;
 		if (a->kind == ARG_ARRAY) {
 			sl->p = !a->output     ? s->dev[i]
 				: for_reference ? w->ref_dev[i]
 						: w->out_dev[i];
+		} else if (a->kind == ARG_TMAP) {
+			if (encode_tmap(w, s, a, for_reference, sl->tmap) != 0)
+				return -1;
 		} else {
 			switch (a->type) {
 			case KOPT_F32:
@@ -697,6 +1004,35 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 		p->ptrs[k] = sl;
 		k++;
 	}
+	return 0;
+}
+
+int kopt_worker_build_params_sel(struct worker *w, const struct inputset *s, struct wparams *p,
+				 int for_reference, const char *sel)
+{
+	if (kopt_worker_build_params(w, s, p, for_reference) != 0)
+		return -1;
+	if (sel == NULL || sel[0] == '\0')
+		return 0;
+	/* p's slots follow the parameters in the argument list's order */
+	int slot_of[256], k = 0;
+	for (int i = 0; i < w->nargs && i < 256; i++)
+		slot_of[i] = w->args[i].kind != ARG_CONSTANT && w->args[i].param ? k++ : -1;
+	size_t order[256];
+	int n = parse_sizes_n(sel, order, 256);
+	void **ptrs = n > 0 ? calloc((size_t)n + 1, sizeof *ptrs) : NULL;
+	if (ptrs == NULL)
+		return -1;
+	for (int o = 0; o < n; o++) {
+		size_t i = order[o];
+		if (i < 1 || i > (size_t)w->nargs || i > 256 || slot_of[i - 1] < 0) {
+			free(ptrs);
+			return -1;
+		}
+		ptrs[o] = &p->slots[slot_of[i - 1]];
+	}
+	free(p->ptrs);
+	p->ptrs = ptrs;
 	return 0;
 }
 

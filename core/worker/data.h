@@ -13,7 +13,9 @@
 #include "gpu/cuda_driver.h"
 #include "worker/numerics.h"
 
-enum { ARG_ARRAY, ARG_SCALAR, ARG_CONSTANT };
+/* ARG_TMAP: a tensor map (CUtensorMap, by value) over another array argument,
+ * encoded for the buffer each launch uses. */
+enum { ARG_ARRAY, ARG_SCALAR, ARG_CONSTANT, ARG_TMAP };
 
 struct warg {
 	char name[128];
@@ -25,6 +27,25 @@ struct warg {
 	double init_value;
 	double value;	/* scalar by value */
 	int64_t ivalue; /* scalar, exact for integers */
+	/* arrays: elements read from a file (raw, little-endian) instead of a
+	 * distribution; the same bytes in every input set */
+	char file[1024];
+	int64_t file_offset;
+	/* outputs: the input array (0-based) this one starts as a copy of, -1
+	 * when it starts poisoned */
+	int copy_from;
+	int param; /* 0: not passed to the kernels (only the source of a copy) */
+	/* outputs: what is compared with the reference; refreshed every request */
+	int compare;		 /* 0: only by the spec's own check (dumped) */
+	int nd;			 /* > 0: only the box [lo, hi) of dims is compared */
+	size_t dims[8], lo[8], hi[8];
+	double tol_rel_l2, tol_max_abs; /* < 0: the request's */
+	/* tensor maps: the array (0-based) mapped, its dims and the box copied,
+	 * innermost first, and the swizzle span in bytes (0, 32, 64, 128);
+	 * refreshed every request (the box follows the knobs) */
+	int tmap_of, tmap_rank, tmap_swizzle;
+	uint64_t tmap_dims[5];
+	uint32_t tmap_box[5];
 };
 
 /* One set of inputs: the pristine host copy, the device copy the kernels
@@ -78,6 +99,7 @@ struct wmodule {
 };
 
 union wslot {
+	unsigned char tmap[128]; /* a CUtensorMap */
 	CUdeviceptr p;
 	int64_t i64;
 	int32_t i32;
@@ -105,6 +127,20 @@ struct job {
 	struct launch launch, ref_launch;
 	double tol_rel_l2, tol_max_abs;
 	int nudge; /* timing: flip one low mantissa bit of a float input per sample */
+	char dump[1024]; /* non-empty: folder for host copies of the checks' data */
+	/* a pipeline: the first kernel's arguments, the reference's (1-based,
+	 * comma-separated; empty: every parameter) and the kernels after the
+	 * first (request_fields.h: stages) */
+	char args1[256], ref_args[256], stages[1024];
+};
+
+/* A pipeline's kernels after the first, launched after it on the same
+ * stream (kopt_worker_launch_rest) and timed with it. */
+#define KOPT_MAX_STAGES 8
+struct stage {
+	CUfunction fn;
+	struct launch l;
+	struct wparams p;
 };
 
 /* A candidate ready to launch: a freshly loaded module with its dynamic
@@ -114,6 +150,8 @@ struct job {
 struct prepared {
 	struct wmodule m;
 	struct wparams p;
+	int nstages; /* a pipeline's kernels after the first */
+	struct stage stages[KOPT_MAX_STAGES];
 };
 
 struct worker {
@@ -157,6 +195,9 @@ struct worker {
 	char cupti_note[256]; /* why not, when not */
 	const char *entry;    /* kernel being timed (its lowered name) */
 	struct wmodule *cur;  /* module whose declared state is reset before launches */
+	const struct inputset *cur_set; /* inputs of the launches to come: the
+					 * source of outputs that start as copies */
+	const struct prepared *cur_pr; /* its pipeline's later kernels */
 	int check_globals;    /* 0 with KOPT_VERIFY_OFF=globals (to test the other defences alone) */
 	int check_guards;     /* 0 with KOPT_VERIFY_OFF=guards (to measure what they cost) */
 	int nudges;	      /* float input arrays of the timing copy, nudged per sample */
@@ -224,12 +265,22 @@ int kopt_worker_fill_constants(struct worker *w, CUmodule mod, const struct inpu
  * also on failure. */
 int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct wparams *p,
 			     int for_reference);
+/* The same for the arguments of `sel` only ("2,1,4": 1-based, in that order;
+ * NULL or empty: every parameter), for a pipeline's kernels. */
+int kopt_worker_build_params_sel(struct worker *w, const struct inputset *s, struct wparams *p,
+				 int for_reference, const char *sel);
+
+/* Launches the later kernels of w->cur_pr's pipeline on w->stream (nothing
+ * for a single kernel); called right after every launch of the first. */
+CUresult kopt_worker_launch_rest(struct worker *w);
 void kopt_worker_free_params(struct wparams *p);
 
 /* Status of a wait: 0 done, 1 timeout, else the CUresult of the failure. */
 int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res);
 
-/* Poisons every output buffer with a fresh word (async on w->stream). */
+/* Poisons every output buffer with a fresh word (async on w->stream); an
+ * output that starts as a copy of an input gets that input of w->cur_set
+ * instead. */
 CUresult kopt_worker_poison(struct worker *w);
 
 /* Before every launch of a candidate: outputs poisoned, the declared state

@@ -54,7 +54,14 @@
 	X(min_gpu_s, NUM, OPT, 0.0, "timing: least summed kernel time")                         \
 	X(profile, FLAG, OPT, 0, "hardware counters after timing (profile.h)")                  \
 	X(profile_metrics, STR_8192, OPT, "", "metric names, comma-separated (empty: defaults)") \
-	X(profile_matrix, FLAG, OPT, 0, "with the default metrics: also the tensor pipe")
+	X(profile_matrix, FLAG, OPT, 0, "with the default metrics: also the tensor pipe")         \
+	X(dump, STR_1024, OPT, "",                                                              \
+	  "folder for host copies of the checks' inputs, outputs and reference outputs")     \
+	X(args1, STR_256, OPT, "", "pipelines: the first kernel's arguments, 1-based (\"\": all)")  \
+	X(ref_args, STR_256, OPT, "", "pipelines: the reference's arguments (\"\": all)")        \
+	X(stages, STR_1024, OPT, "",                                                            \
+	  "pipelines: the kernels after the first, ';'-separated "                              \
+	  "entry:gx,gy,gz:bx,by,bz:smem:args (same module, launched in order, timed as one)")
 
 /* Per kernel argument, under "a<i>.<name>"; read by data.c
  * (kopt_worker_setup_args). type: a dtype (numerics.h); kind: array, scalar
@@ -67,6 +74,19 @@
 	X(output, FLAG, OPT, 0, "arrays: written by the kernel")                  \
 	X(init, STR_64, OPT, "normal", "arrays: input distribution")              \
 	X(init_value, NUM, OPT, 0.0, "arrays: the distribution's parameter")      \
-	X(value, NUM, OPT, 0.0, "scalars: the value (integers exactly)")
+	X(value, NUM, OPT, 0.0, "scalars: the value (integers exactly)")                  \
+	X(copy, INT, OPT, 0, "outputs: 1-based input array it starts as a copy of (0: none)") \
+	X(param, FLAG, OPT, 1, "passed to the kernel (0: only the source of a copy)")          \
+	X(file, STR_1024, OPT, "", "arrays: file holding the elements (raw, little-endian)")  \
+	X(file_offset, INT, OPT, 0, "arrays: byte offset of the elements in file")            \
+	X(dims, STR_256, OPT, "", "outputs with a region: the shape, outermost first")        \
+	X(region, STR_256, OPT, "", "outputs: the box compared, lo:hi per dimension")         \
+	X(compare, FLAG, OPT, 1, "outputs: compared element-wise with the reference")          \
+	X(of, INT, OPT, 0, "tensor maps: the 1-based array argument mapped")                   \
+	X(tmap_dims, STR_256, OPT, "", "tensor maps: the array's shape, outermost first")      \
+	X(box, STR_256, OPT, "", "tensor maps: the box one copy moves, outermost first")       \
+	X(swizzle, INT, OPT, 0, "tensor maps: shared-memory swizzle span in bytes (0: none)")  \
+	X(tol_rel_l2, NUM, OPT, -1.0, "outputs: relative L2 tolerance (< 0: the request's)")   \
+	X(tol_max_abs, NUM, OPT, -1.0, "outputs: max-abs tolerance (< 0: the request's)")
 
 #endif

@@ -84,6 +84,9 @@ local function options(spec, kernel, config, arch, with_defines)
   if with_defines and kernel ~= spec.kernel then
     for _, d in ipairs(spec:defines(config)) do out[#out + 1] = d end
   end
+  if not with_defines and config and spec.reference_defines then
+    for _, d in ipairs(spec:reference_defines(config)) do out[#out + 1] = d end
+  end
   append_unique(out, seen, "-lineinfo")
   for _, inc in ipairs(M.include_dirs()) do append_unique(out, seen, "-I" .. inc) end
   append_unique(out, seen, "-I" .. spec.dir)
@@ -147,19 +150,23 @@ end
 -- (a patched candidate).
 function M.job_for(spec, config, arch, source)
   source = source or spec.kernel.source
-  return { source = source, entry = spec.kernel.entry,
+  arch = spec.kernel.arch or arch
+  return { source = source, entry = spec.entry and spec:entry(config) or spec.kernel.entry,
            name = basename(spec.kernel.path), arch = arch or "sm_90",
            options = M.options_for(spec, config, arch),
            salt = M.include_digest(source, dirname(spec.kernel.path), local_dirs(spec, spec.kernel)) }
 end
 
--- The reference kernel's job: no knob defines (a reference does not depend
--- on the candidate), or nil when the spec has no reference.
-function M.reference_job(spec, arch)
+-- The reference kernel's job, or nil when the spec has no reference: no
+-- knob defines (a reference does not depend on the candidate) but those of
+-- the knobs it declares (reference.knobs: the ones that change the problem),
+-- at `config` (needed only when it declares some).
+function M.reference_job(spec, arch, config)
   local ref = spec.reference
   if not ref then return nil end
-  return { source = ref.source, entry = ref.entry, name = basename(ref.path), arch = arch or "sm_90",
-           options = options(spec, ref, nil, arch, false),
+  return { source = ref.source, entry = spec.reference_entry and spec:reference_entry(config) or ref.entry,
+           name = basename(ref.path), arch = arch or "sm_90",
+           options = options(spec, ref, config, arch, false),
            salt = M.include_digest(ref.source, dirname(ref.path), local_dirs(spec, ref)) }
 end
 

@@ -3,7 +3,9 @@
 -- array of numbers or strings". The format is documented in specs/README.md.
 local errors = require("kopt.errors")
 local expr = require("kopt.expr")
+local hostdata = require("kopt.hostdata")
 local json = require("kopt.json")
+local sys = require("kopt.sys")
 
 local M = {}
 local Spec = {}
@@ -23,7 +25,8 @@ M.inits = { normal = true, uniform = true, uniform01 = true, zeros = true, ones 
             arange = true, constant = true }
 
 local top_fields = { "name", "description", "kernel", "problem", "knobs", "constraints", "launch",
-                     "args", "reference", "tolerance", "work", "recording", "profile", "device", "torch" }
+                     "args", "reference", "tolerance", "work", "recording", "profile", "device", "torch",
+                     "verify", "metrics", "objective", "pipeline" }
 
 local Checker = {}
 Checker.__index = Checker
@@ -101,6 +104,8 @@ end
 
 local IDENT = "^[%a_][%w_]*$"
 
+local function sys_stat(path) return sys.stat(path) ~= nil end
+
 -- "specs/../tests/data/x.json" -> "tests/data/x.json", for messages users read.
 local function join(dir, rel)
   if rel:sub(1, 1) == "/" then return rel end
@@ -127,10 +132,38 @@ local function read_text(c, rel, path, dir)
   return full, text
 end
 
+-- An entry is a function name or a template instance whose arguments may
+-- name knobs: "stencil<float, BLOCK>" (NVRTC instantiates it by its name
+-- expression).
+local ENTRY_WHAT = "a kernel function name, or a template instance such as 'stencil<float, BLOCK>'"
+
+local function check_entry(c, v, path)
+  local e = c:string(v, path, false, nil, ENTRY_WHAT)
+  local name, targs = e:match("^([%a_][%w_:]*)%s*(<.*>)$")
+  if not (e:match(IDENT) or (name and targs and not targs:find("[;{}\"'`]"))) then
+    c:fail(path, "expected %s, got '%s'", ENTRY_WHAT, e)
+  end
+  return e
+end
+
 local function check_kernel(c, k, path, dir, with_launch, names)
   c:object(k, path)
-  c:unknown_fields(k, { "source", "entry", "options", "launch", "state" }, path)
-  local out = { entry = c:string(k.entry, path .. ".entry", false, IDENT, "a kernel function name") }
+  c:unknown_fields(k, with_launch and { "source", "entry", "options", "launch", "state", "knobs", "arch", "args" }
+                     or { "source", "entry", "options", "launch", "state", "arch" }, path)
+  -- a pipeline's kernel file names its entries in the pipeline
+  local out = { entry = check_entry(c, k.entry == nil and c.pipeline_entry or k.entry, path .. ".entry") }
+  -- an architecture-specific target (sm_90a: wgmma, setmaxnreg) runs only on
+  -- that exact compute capability
+  if k.arch ~= nil then
+    out.arch = c:string(k.arch, path .. ".arch", false, "^sm_%d+a?$", "an architecture such as sm_90a")
+  end
+  -- knobs the reference sees as defines: the ones that change the problem
+  -- (a filter size), never the ones that only change how it is computed
+  out.knobs = {}
+  for i, n in ipairs(c:array(k.knobs, path .. ".knobs", "an array of knob names", true, true) or {}) do
+    local p = string.format("%s.knobs[%d]", path, i)
+    out.knobs[i] = c:string(n, p, false, IDENT, "a knob name")
+  end
   out.path, out.source = read_text(c, c:string(k.source, path .. ".source"), path .. ".source", dir)
   out.options = {}
   for i, o in ipairs(c:array(k.options, path .. ".options", "an array of strings", true, true) or {}) do
@@ -169,7 +202,7 @@ local function check_knobs(c, knobs, reserved)
   for i, k in ipairs(knobs) do
     local p = string.format("knobs[%d]", i)
     c:object(k, p)
-    c:unknown_fields(k, { "name", "values", "tags", "default", "help" }, p)
+    c:unknown_fields(k, { "name", "values", "tags", "default", "help", "options", "define" }, p)
     local name = c:string(k.name, p .. ".name", false, IDENT, "an identifier (letters, digits, _)")
     if seen[name] then c:fail(p .. ".name", "duplicate knob '%s'", name) end
     if reserved[name] then c:fail(p .. ".name", "'%s' is reserved (%s)", name, reserved[name]) end
@@ -191,20 +224,65 @@ local function check_knobs(c, knobs, reserved)
     if k.default ~= nil and not vseen[k.default] then
       c:fail(p .. ".default", "%s is not one of the knob's values", tostring(k.default))
     end
-    out[i] = { name = name, values = values, tags = tags, default = k.default, help = k.help }
+    -- compiler options per value ({"1": ["--use_fast_math"]}); define=false
+    -- keeps the knob out of the -D defines (a knob that is only options)
+    local options = {}
+    local opts = c:object(k.options, p .. ".options", true) or {}
+    for v, list in pairs(opts) do
+      local vp = p .. ".options." .. tostring(v)
+      local match
+      for _, kv in ipairs(values) do if tostring(kv) == v then match = kv end end
+      if match == nil then c:fail(vp, "'%s' is not one of the knob's values", tostring(v)) end
+      options[tostring(match)] = {}
+      for j, o in ipairs(c:array(list, vp, "an array of compiler options", false, true)) do
+        options[tostring(match)][j] = c:string(o, string.format("%s[%d]", vp, j), false, nil, "a compiler option (a string)")
+      end
+    end
+    if k.define ~= nil and type(k.define) ~= "boolean" then
+      c:fail(p .. ".define", "expected true or false, got %s", c:type_name(k.define))
+    end
+    out[i] = { name = name, values = values, tags = tags, default = k.default, help = k.help,
+               options = options, define = k.define ~= false }
   end
   return out
 end
 
-local function check_args(c, args, names)
+-- {"of": ARRAY, "box": [exprs, outermost first], "swizzle": 0|32|64|128}:
+-- a CUtensorMap over ARRAY (dense, row-major) passed by value, which the
+-- worker builds for whichever buffer each launch uses (specs/README.md).
+local function check_tensor_map(c, t, p, names)
+  c:object(t, p)
+  c:unknown_fields(t, { "of", "box", "swizzle" }, p)
+  local out = { of = c:string(t.of, p .. ".of", false, IDENT, "an argument's name"), box = {} }
+  local box = c:array(t.box, p .. ".box", "an array of 1 to 5 expressions, outermost first") or {}
+  if #box < 1 or #box > 5 then c:fail(p .. ".box", "expected 1 to 5 entries, got %d", #box) end
+  for j, e in ipairs(box) do out.box[j] = c:expression(e, string.format("%s.box[%d]", p, j), names) end
+  local sw = t.swizzle or 0
+  if sw ~= 0 and sw ~= 32 and sw ~= 64 and sw ~= 128 then
+    c:fail(p .. ".swizzle", "expected 0, 32, 64 or 128 (bytes), got %s", tostring(sw))
+  end
+  out.swizzle = math.tointeger(sw)
+  return out
+end
+
+local function check_args(c, args, names, dir)
   local out, seen = {}, {}
   for i, a in ipairs(c:array(args, "args", "an array of kernel arguments", true, true) or {}) do
     local p = string.format("args[%d]", i)
     c:object(a, p)
-    c:unknown_fields(a, { "name", "type", "shape", "value", "init", "output", "constant", "help" }, p)
+    c:unknown_fields(a, { "name", "type", "shape", "value", "init", "output", "constant", "help", "tensor_map", "param", "scratch" }, p)
     local arg = { name = c:string(a.name, p .. ".name", false, IDENT, "an identifier") }
     if seen[arg.name] then c:fail(p .. ".name", "duplicate argument '%s'", arg.name) end
     seen[arg.name] = true
+    if a.tensor_map ~= nil then
+      if a.type or a.shape or a.value or a.init or a.output or a.constant then
+        c:fail(p, "a tensor map takes its type and shape from the array it maps: give only 'name' and 'tensor_map'")
+      end
+      arg.kind, arg.tmap = "tensormap", check_tensor_map(c, a.tensor_map, p .. ".tensor_map", names)
+      out[i] = arg
+      goto next_arg
+    end
+    do
     local t = c:string(a.type, p .. ".type")
     if not M.types[t] then
       local ts = {}
@@ -227,20 +305,275 @@ local function check_args(c, args, names)
         arg.shape[j] = c:expression(e, string.format("%s.shape[%d]", p, j), names)
       end
       if a.output ~= nil and type(a.output) ~= "boolean" then c:fail(p .. ".output", "expected true or false") end
-      arg.output = a.output == true
+      -- scratch: a buffer one kernel of a pipeline writes and a later one
+      -- reads; poisoned before every run like an output, never compared
+      if a.scratch ~= nil and type(a.scratch) ~= "boolean" then
+        c:fail(p .. ".scratch", "expected true or false, got %s", c:type_name(a.scratch))
+      end
+      arg.scratch = a.scratch == true
+      if arg.scratch and (a.init ~= nil or a.constant) then
+        c:fail(p .. ".scratch", "a scratch buffer takes no init and is no constant")
+      end
+      arg.output = a.output == true or arg.scratch
+      -- param=false: an input that is no kernel parameter, only the initial
+      -- contents of an in/out buffer ("init": "copy:NAME")
+      if a.param ~= nil and type(a.param) ~= "boolean" then
+        c:fail(p .. ".param", "expected true or false, got %s", c:type_name(a.param))
+      end
+      if a.param == false and (arg.output or arg.kind == "constant") then
+        c:fail(p .. ".param", "only an input array can be left out of the kernel's parameters")
+      end
+      arg.param = a.param ~= false
       if arg.output and arg.kind == "constant" then c:fail(p, "a __constant__ symbol cannot be an output") end
-      local init = a.init or (arg.output and "zeros" or "normal")
-      if type(init) == "string" then init = { dist = init } end
-      c:object(init, p .. ".init")
-      if not M.inits[init.dist] then
+      local init = M.check_init(c, a.init, p .. ".init", arg, dir)
+      if init.dist ~= "copy" and init.dist ~= "file" and init.dist ~= "generate" and not M.inits[init.dist] then
         c:fail(p .. ".init", "unknown distribution '%s' (expected normal, uniform, uniform01, zeros, ones, arange or {\"dist\": \"constant\", \"value\": x})", tostring(init.dist))
       end
       if init.dist == "constant" then c:number(init.value, p .. ".init.value") end
       arg.init = init
     end
     out[i] = arg
+    end
+    ::next_arg::
+  end
+  -- a tensor map's array: an input or output array, of as many dims as its box
+  for i, arg in ipairs(out) do
+    if arg.kind == "tensormap" then
+      local p = string.format("args[%d].tensor_map.of", i)
+      local src
+      for j, b in ipairs(out) do if b.name == arg.tmap.of then src = j end end
+      local b = out[src or 0]
+      if not b or b.kind ~= "array" then
+        c:fail(p, "'%s' must name an array argument (not a scalar, a constant or another tensor map)", arg.tmap.of)
+      end
+      if #b.shape ~= #arg.tmap.box then
+        c:fail(string.format("args[%d].tensor_map.box", i), "has %d entries, '%s' has %d dimensions",
+               #arg.tmap.box, b.name, #b.shape)
+      end
+      arg.tmap.index, arg.type = src, b.type
+    end
+  end
+  -- an in/out buffer's source: an input array of the same type
+  for i, arg in ipairs(out) do
+    local from = arg.init and arg.init.from
+    if from then
+      local p = string.format("args[%d].init", i)
+      local src
+      for j, b in ipairs(out) do if b.name == from then src = j end end
+      if not src then c:fail(p, "'copy:%s' names no argument", from) end
+      local b = out[src]
+      if b.kind ~= "array" or b.output then
+        c:fail(p, "'copy:%s' must name an input array (not an output, a scalar or a constant)", from)
+      end
+      if b.type ~= arg.type then
+        c:fail(p, "'copy:%s' is of type %s, this output of type %s", from, b.type, arg.type)
+      end
+      arg.init.index = src
+    end
   end
   return out
+end
+
+-- An argument's init: a distribution name or {"dist": ...}; "copy:NAME" (an
+-- output that starts as a copy of input NAME); {"file": "x.npy"} or
+-- {"file": "x.bin", "dtype": "f32", "offset": 0} (raw little-endian); or
+-- {"generate": "gen.lua" or "return function(ctx) ... end", "seed": 1}.
+function M.check_init(c, v, p, arg, dir)
+  local init = v or (arg.output and "zeros" or "normal")
+  if type(init) == "string" then
+    local from = init:match("^copy:(.*)$")
+    if from then
+      if not arg.output then
+        c:fail(p, "'%s' is for outputs: an in/out buffer that starts as a copy of an input", init)
+      end
+      if not from:match(IDENT) then c:fail(p, "expected 'copy:NAME' with NAME an input array, got '%s'", init) end
+      return { dist = "copy", from = from }
+    end
+    return { dist = init }
+  end
+  c:object(init, p)
+  if init.file == nil and init.generate == nil then return init end
+  if arg.output then
+    c:fail(p, "an output's data comes from the kernel (for an in/out buffer, write \"copy:NAME\")")
+  end
+  if init.file ~= nil and init.generate ~= nil then c:fail(p, "expected one of 'file' or 'generate', not both") end
+  if init.generate ~= nil then
+    c:unknown_fields(init, { "generate", "seed" }, p)
+    local text = c:string(init.generate, p .. ".generate", false, nil, "a Lua file or Lua code returning a function")
+    local label = p .. ".generate"
+    if text:match("%.lua$") and not text:find("\n") then
+      local full
+      full, text = read_text(c, text, p .. ".generate", dir)
+      label = full
+    end
+    local fn, err = hostdata.load_function(text, label)
+    if not fn then c:fail(p .. ".generate", "%s", err) end
+    local seed = init.seed ~= nil and c:number(init.seed, p .. ".seed") or 1
+    if math.type(seed) ~= "integer" then c:fail(p .. ".seed", "expected an integer, got %s", tostring(seed)) end
+    return { dist = "generate", fn = fn, seed = seed }
+  end
+  c:unknown_fields(init, { "file", "dtype", "offset" }, p)
+  local rel = c:string(init.file, p .. ".file", false, nil, "a file name (.npy, or raw binary)")
+  local path = join(dir, rel)
+  local out = { dist = "file", path = path, offset = 0 }
+  if rel:match("%.npy$") then
+    if init.dtype ~= nil or init.offset ~= nil then
+      c:fail(p, "a .npy file says its own dtype and shape (leave out 'dtype' and 'offset')")
+    end
+    local h, err = hostdata.npy_header(path)
+    if not h then c:fail(p .. ".file", "%s", err) end
+    if h.fortran then
+      c:fail(p .. ".file", "'%s' is in Fortran order; save it in C order (numpy.ascontiguousarray)", rel)
+    end
+    if h.dtype ~= arg.type then
+      c:fail(p .. ".file", "'%s' holds %s elements, the argument is %s", rel,
+             h.dtype or ("'" .. h.descr .. "'"), arg.type)
+    end
+    out.npy, out.offset = h, h.offset
+  else
+    if init.dtype ~= nil then
+      local t = c:string(init.dtype, p .. ".dtype")
+      if not M.types[t] then c:fail(p .. ".dtype", "unknown type '%s'", t) end
+      if t ~= arg.type then c:fail(p .. ".dtype", "the file holds %s, the argument is %s", t, arg.type) end
+    end
+    if init.offset ~= nil then
+      local o = c:number(init.offset, p .. ".offset")
+      if math.type(o) ~= "integer" or o < 0 then
+        c:fail(p .. ".offset", "expected a non-negative integer, got %s", tostring(o))
+      end
+      out.offset = o
+    end
+    if not sys_stat(path) then c:fail(p .. ".file", "cannot read '%s'", rel) end
+  end
+  return out
+end
+
+-- A list of argument names (a pipeline kernel's or the reference's
+-- parameters, in order) as 1-based indices into the spec's args.
+function M.arg_list(c, v, path, args)
+  local idx = {}
+  for i, a in ipairs(args) do idx[a.name] = i end
+  local out = {}
+  for i, n in ipairs(c:array(v, path, "an array of argument names", false, true)) do
+    local p = string.format("%s[%d]", path, i)
+    c:string(n, p, false, IDENT, "an argument name")
+    local k = idx[n]
+    if not k then c:fail(p, "'%s' is not one of the spec's args", n) end
+    if args[k].kind == "constant" then c:fail(p, "'%s' is a __constant__ symbol, not a parameter", n) end
+    out[i] = k
+  end
+  return out
+end
+
+-- A pipeline: kernels of the kernel's source run in order on one stream and
+-- timed as one, each with its own launch and its parameters from the args.
+function M.check_pipeline(c, v, args, names)
+  local out = {}
+  for i, st in ipairs(v) do
+    local p = string.format("pipeline[%d]", i)
+    c:object(st, p)
+    c:unknown_fields(st, { "entry", "launch", "args" }, p)
+    out[i] = { entry = c:string(st.entry, p .. ".entry", false, IDENT, "an extern \"C\" kernel name"),
+               launch = M.check_launch(c, st.launch, p .. ".launch", names),
+               args = M.arg_list(c, st.args, p .. ".args", args) }
+  end
+  if #out > 9 then c:fail("pipeline", "expected at most 9 kernels, got %d", #out) end
+  return out
+end
+
+-- What a request says of a pipeline at a config: the first kernel's
+-- arguments and the later kernels (core/worker/request_fields.h: stages).
+function Spec:pipeline_fields(config)
+  if not self.pipeline then return nil end
+  local stages = {}
+  for i = 2, #self.pipeline do
+    local st = self.pipeline[i]
+    local l = self:launch_for(st.launch, config)
+    stages[#stages + 1] = string.format("%s:%d,%d,%d:%d,%d,%d:%d:%s", st.entry, l.grid[1], l.grid[2], l.grid[3],
+                                        l.block[1], l.block[2], l.block[3], l.smem, table.concat(st.args, ","))
+  end
+  return { args1 = table.concat(self.pipeline[1].args, ","), stages = table.concat(stages, ";") }
+end
+
+-- The verify section: per output, the region compared ("region": [[lo, hi],
+-- ...] per dimension, half-open, or "first": N elements), tolerances and
+-- "compare": false (left to the check); "check": a Lua function over host
+-- copies of the outputs, the reference's outputs and the inputs.
+function M.check_verify(c, v, args, names, dir)
+  local out = { outputs = {} }
+  if v == nil then return out end
+  c:object(v, "verify")
+  c:unknown_fields(v, { "outputs", "check" }, "verify")
+  local by_name = {}
+  for _, a in ipairs(args) do by_name[a.name] = a end
+  for name, o in pairs(c:object(v.outputs, "verify.outputs", true) or {}) do
+    local p = "verify.outputs." .. tostring(name)
+    local a = by_name[name]
+    if not a or not a.output then c:fail(p, "'%s' is not an output argument", tostring(name)) end
+    c:object(o, p)
+    c:unknown_fields(o, { "region", "first", "rel_l2", "max_abs", "compare" }, p)
+    local r = { rel_l2 = c:number(o.rel_l2, p .. ".rel_l2", true, true),
+                max_abs = c:number(o.max_abs, p .. ".max_abs", true, true) }
+    if o.compare ~= nil and type(o.compare) ~= "boolean" then
+      c:fail(p .. ".compare", "expected true or false, got %s", c:type_name(o.compare))
+    end
+    r.compare = o.compare ~= false
+    if o.region ~= nil and o.first ~= nil then c:fail(p, "expected one of 'region' or 'first', not both") end
+    if o.region ~= nil then
+      local what = string.format("an array of %d [lo, hi] pairs (one per dimension of the shape)", #a.shape)
+      local reg = c:array(o.region, p .. ".region", what)
+      if #reg ~= #a.shape then c:fail(p .. ".region", "expected %s, got %d", what, #reg) end
+      r.region = {}
+      for d, pair in ipairs(reg) do
+        local pp = string.format("%s.region[%d]", p, d)
+        c:array(pair, pp, "a [lo, hi] pair of expressions")
+        if #pair ~= 2 then c:fail(pp, "expected a [lo, hi] pair of expressions, got %d values", #pair) end
+        r.region[d] = { c:expression(pair[1], pp .. "[1]", names), c:expression(pair[2], pp .. "[2]", names) }
+      end
+    elseif o.first ~= nil then
+      r.first = c:expression(o.first, p .. ".first", names)
+    end
+    out.outputs[name] = r
+  end
+  if v.check ~= nil then
+    local text = c:string(v.check, "verify.check", false, nil, "a Lua file or Lua code returning a function")
+    local label = "verify.check"
+    if text:match("%.lua$") and not text:find("\n") then label, text = read_text(c, text, "verify.check", dir) end
+    local fn, err = hostdata.load_function(text, label)
+    if not fn then c:fail("verify.check", "%s", err) end
+    out.check = fn
+  end
+  return out
+end
+
+-- User metrics: name -> expression over knobs, sizes, device, time_ms,
+-- time_s, and the work's flops and bytes; the objective: "time" or
+-- {"metric": NAME, "goal": "max" | "min"}.
+function M.check_metrics(c, metrics, objective, names, work)
+  local out, order = {}, {}
+  local mnames = {}
+  for k in pairs(names) do mnames[k] = true end
+  mnames.time_ms, mnames.time_s = true, true
+  if work.flops then mnames.flops = true end
+  if work.bytes then mnames.bytes = true end
+  for name, e in pairs(c:object(metrics, "metrics", true) or {}) do
+    local p = "metrics." .. tostring(name)
+    if not tostring(name):match("^[%w_ /%-%.%%]+$") then
+      c:fail(p, "expected a metric name of letters, digits, space, '_', '/', '-', '.', '%%'")
+    end
+    out[name] = c:expression(e, p, mnames)
+    order[#order + 1] = name
+  end
+  table.sort(order)
+  out = { exprs = out, order = order }
+  if objective == nil or objective == "time" then return out, nil end
+  c:object(objective, "objective")
+  c:unknown_fields(objective, { "metric", "goal" }, "objective")
+  local m = c:string(objective.metric, "objective.metric", false, nil, "the name of one of the spec's metrics")
+  if not out.exprs[m] then c:fail("objective.metric", "'%s' is not one of the spec's metrics", m) end
+  local goal = c:string(objective.goal, "objective.goal", false, nil, "'max' or 'min'")
+  if goal ~= "max" and goal ~= "min" then c:fail("objective.goal", "expected 'max' or 'min', got '%s'", goal) end
+  return out, { metric = m, goal = goal }
 end
 
 -- A kernel that issues MMA instructions is a matrix kernel: its tensor pipes
@@ -291,12 +624,25 @@ function M.load(path, opts)
   for i, e in ipairs(c:array(raw.constraints, "constraints", "an array of expressions", true, true) or {}) do
     self.constraints[i] = c:expression(e, string.format("constraints[%d]", i), names)
   end
+  if raw.pipeline ~= nil then
+    local pl = c:array(raw.pipeline, "pipeline", "an array of kernels ({\"entry\": ..., \"launch\": ..., \"args\": [...]})")
+    c.pipeline_entry = type(pl[1]) == "table" and pl[1].entry or nil
+  end
   if not self.synthesis then self.kernel = check_kernel(c, raw.kernel, "kernel", dir, false, names) end
+  c.pipeline_entry = nil
   -- Compiled fields are named apart from the methods spec:launch() and spec:args().
   self.launch_exprs = raw.launch ~= nil and M.check_launch(c, raw.launch, "launch", names) or nil
-  self.arg_specs = check_args(c, raw.args, names)
+  if raw.pipeline ~= nil and raw.launch ~= nil then
+    c:fail("launch", "not allowed with a pipeline (each of its kernels has its own launch)")
+  end
+  self.arg_specs = check_args(c, raw.args, names, dir)
   if raw.reference ~= nil then
     self.reference = check_kernel(c, raw.reference, "reference", dir, true, names)
+    local knob_set = {}
+    for _, k in ipairs(self.knobs) do knob_set[k.name] = true end
+    for i, n in ipairs(self.reference.knobs) do
+      if not knob_set[n] then c:fail(string.format("reference.knobs[%d]", i), "'%s' is not a knob of this spec", n) end
+    end
   end
   if self.synthesis then
     -- Until a kernel is synthesized the reference stands in for it (the
@@ -330,6 +676,19 @@ function M.load(path, opts)
     self.torch = { expr = c:string(torch.expr, "torch.expr"),
                    kernelbench = c:string(torch.kernelbench, "torch.kernelbench", true) }
   end
+  if raw.pipeline ~= nil then
+    self.pipeline = M.check_pipeline(c, raw.pipeline, self.arg_specs, names)
+    self.launch_exprs = self.pipeline[1].launch
+    if self.kernel.entry ~= self.pipeline[1].entry then
+      c:fail("kernel.entry", "'%s' is not the pipeline's first kernel '%s' (leave it out)", self.kernel.entry,
+             self.pipeline[1].entry)
+    end
+  end
+  if self.reference and raw.reference.args ~= nil then
+    self.reference.args = M.arg_list(c, raw.reference.args, "reference.args", self.arg_specs)
+  end
+  self.verify = M.check_verify(c, raw.verify, self.arg_specs, names, dir)
+  self.metric_exprs, self.objective = M.check_metrics(c, raw.metrics, raw.objective, names, self.work_expr)
   local prof = c:object(raw.profile, "profile", true) or {}
   c:unknown_fields(prof, { "metrics" }, "profile")
   self.profile_metrics = c:array(prof.metrics, "profile.metrics", "an array of metric names", true)
@@ -383,22 +742,174 @@ function Spec:reference_launch(config)
   return self:launch_for(self.reference and self.reference.launch or self.launch_exprs, config)
 end
 
+-- A generator's array for a config, cached by the values of the sizes and
+-- knobs it read (ctx.sizes is watched), so configs that differ only in
+-- knobs it ignores share one array.
+function Spec:generated(i, r, config, inputs)
+  local a = self.arg_specs[i]
+  a.memo = a.memo or { reads = nil, data = {} }
+  local memo = a.memo
+  local function key()
+    if not memo.reads then return nil end
+    local parts = { tostring(r.count) }
+    for _, n in ipairs(memo.reads) do parts[#parts + 1] = n .. "=" .. tostring(config[n] or self.problem[n]) end
+    return table.concat(parts, ",")
+  end
+  local k = key()
+  if k and memo.data[k] then return memo.data[k] end
+  local read, read_list = {}, {}
+  local sizes = setmetatable({}, { __index = function(_, n)
+    if not read[n] then read[n] = true; read_list[#read_list + 1] = n end
+    local v = config[n]
+    if v == nil then v = self.problem[n] end
+    return v
+  end })
+  local bytes, err, values = hostdata.generate(a.init, r, sizes, inputs)
+  if not bytes then errors.usage("%s: args[%d].init.generate: %s (at %s)", self.path, i, err, describe_config(self, config)) end
+  table.sort(read_list)
+  memo.reads = read_list
+  local entry = { bytes = bytes, values = values or hostdata.unpack(bytes, r.type) }
+  memo.data[key()] = entry
+  return entry
+end
+
+-- The verification of output r (an args() entry) at a config: compare,
+-- region (dims and half-open [lo, hi) per dimension), tolerances.
+local function verify_of(self, r, config, scratch)
+  if scratch then return { compare = false } end
+  local v = self.verify and self.verify.outputs[r.name]
+  if not v then return nil end
+  local out = { compare = v.compare, rel_l2 = v.rel_l2, max_abs = v.max_abs }
+  local p = string.format("verify.outputs.%s", r.name)
+  if v.region then
+    out.dims, out.lo, out.hi = r.shape, {}, {}
+    for d, pair in ipairs(v.region) do
+      local lo, hi = self:count(pair[1], config, 0), self:count(pair[2], config, 0)
+      if lo >= hi or hi > r.shape[d] then
+        errors.usage("%s: %s.region[%d]: [%d, %d) is not a non-empty part of 0..%d (at %s)", self.path, p, d, lo, hi,
+                     r.shape[d], describe_config(self, config))
+      end
+      out.lo[d], out.hi[d] = lo, hi
+    end
+  elseif v.first then
+    local n = self:count(v.first, config, 1)
+    if n > r.count then
+      errors.usage("%s: %s.first: %d elements, the output has %d (at %s)", self.path, p, n, r.count,
+                   describe_config(self, config))
+    end
+    out.dims, out.lo, out.hi = { r.count }, { 0 }, { n }
+  end
+  return out
+end
+
 function Spec:args(config)
-  local out = {}
+  local out, generated = {}, {}
   for i, a in ipairs(self.arg_specs) do
-    local r = { name = a.name, type = a.type, kind = a.kind, output = a.output, init = a.init }
+    local r = { name = a.name, type = a.type, kind = a.kind, output = a.output, init = a.init, param = a.param }
     if a.kind == "scalar" then
       r.value = self:value(a.value, config)
+    elseif a.kind == "tensormap" then
+      local t = a.tmap
+      r.of, r.swizzle, r.dims, r.box = t.index, t.swizzle, {}, {}
+      for j, e in ipairs(self.arg_specs[t.index].shape) do r.dims[j] = self:count(e, config, 1) end
+      for j, e in ipairs(t.box) do
+        r.box[j] = self:count(e, config, 1)
+        if r.box[j] < 1 or r.box[j] > 256 then
+          errors.usage("%s: args[%d].tensor_map.box[%d] is %d; the copy engine moves 1 to 256 per dimension (at %s)",
+                       self.path, i, j, r.box[j], describe_config(self, config))
+        end
+      end
     else
       r.shape, r.count = {}, 1
       for j, e in ipairs(a.shape) do
         r.shape[j] = self:count(e, config, 1)
         r.count = r.count * r.shape[j]
       end
+      local init = a.init
+      if init.dist == "file" then
+        local why = hostdata.check_file(init, a.type, r.shape, r.count)
+        if why then errors.usage("%s: args[%d].init.file: %s (at %s)", self.path, i, why, describe_config(self, config)) end
+      elseif init.dist == "generate" then
+        local g = self:generated(i, r, config, generated)
+        r.data, generated[a.name] = g.bytes, g.values
+      elseif init.dist == "copy" then
+        local src = out[init.index] or { count = nil }
+        if init.index > i then
+          -- the source comes later in the list: its shape, evaluated now
+          src = { count = 1 }
+          for _, e in ipairs(self.arg_specs[init.index].shape) do src.count = src.count * self:count(e, config, 1) end
+        end
+        if src.count ~= r.count then
+          errors.usage("%s: args[%d].init: 'copy:%s' has %d elements, this output %d (at %s)", self.path, i,
+                       init.from, src.count, r.count, describe_config(self, config))
+        end
+      end
+      if a.output then r.verify = verify_of(self, r, config, a.scratch) end
     end
     out[i] = r
   end
   return out
+end
+
+-- The metrics of a measured config (time in ms): name -> number.
+function Spec:metrics(config, time_ms)
+  if not self.metric_exprs or #self.metric_exprs.order == 0 then return nil end
+  local scope = { time_ms = time_ms, time_s = time_ms / 1e3 }
+  for k, v in pairs(self:work(config)) do scope[k] = v end
+  local out = {}
+  for _, name in ipairs(self.metric_exprs.order) do
+    local v, err = self.metric_exprs.exprs[name]:number(scope, config, self.problem, { device = self.device })
+    if err then errors.usage("%s: metrics.%s: %s", self.path, name, err) end
+    out[name] = v
+  end
+  return out
+end
+
+-- Whether result a is better than result b (both ok): by the objective
+-- metric when the spec declares one and both carry it, else by time.
+function Spec:better(a, b)
+  local obj = self.objective
+  if obj and type(a.objective) == "number" and type(b.objective) == "number" and a.objective ~= b.objective then
+    if obj.goal == "max" then return a.objective > b.objective end
+    return a.objective < b.objective
+  end
+  return a.time_ms < b.time_ms
+end
+
+-- The kernel's entry at a config: knob names inside a template's argument
+-- list are replaced by their values ("stencil<float, BLOCK>" ->
+-- "stencil<float, 128>").
+local function instantiate(entry, config)
+  local name, targs = entry:match("^([^<]*)(<.*>)$")
+  if not name then return entry end
+  targs = targs:gsub("[%a_][%w_]*", function(id)
+    local v = config and config[id]
+    if v == nil then return nil end
+    return tostring(v)
+  end)
+  return name .. targs
+end
+
+function Spec:entry(config) return instantiate(self.kernel.entry, config) end
+
+function Spec:reference_entry(config)
+  return self.reference and instantiate(self.reference.entry, config) or nil
+end
+
+-- The defines the reference sees (the knobs it declares) and a key that
+-- changes exactly when they do.
+function Spec:reference_defines(config)
+  local out = {}
+  for _, n in ipairs(self.reference and self.reference.knobs or {}) do
+    out[#out + 1] = "-D" .. n .. "=" .. tostring(config[n])
+  end
+  return out
+end
+
+function Spec:reference_key(config)
+  local defs = self:reference_defines(config)
+  local entry = self:reference_entry(config)
+  return table.concat(defs, " ") .. (entry and (" " .. entry) or "")
 end
 
 function Spec:work(config)
@@ -414,7 +925,9 @@ end
 
 function Spec:defines(config)
   local out = {}
-  for i, k in ipairs(self.knobs) do out[i] = "-D" .. k.name .. "=" .. define_value(config[k.name]) end
+  for _, k in ipairs(self.knobs) do
+    if k.define ~= false then out[#out + 1] = "-D" .. k.name .. "=" .. define_value(config[k.name]) end
+  end
   return out
 end
 
@@ -422,6 +935,9 @@ function Spec:compile_options(config)
   local out = {}
   for _, o in ipairs(self.kernel.options) do out[#out + 1] = o end
   for _, d in ipairs(self:defines(config)) do out[#out + 1] = d end
+  for _, k in ipairs(self.knobs) do
+    for _, o in ipairs(k.options and k.options[tostring(config[k.name])] or {}) do out[#out + 1] = o end
+  end
   return out
 end
 

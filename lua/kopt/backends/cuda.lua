@@ -15,6 +15,7 @@
 local compile = require("kopt.compile")
 local errors = require("kopt.errors")
 local gpu = require("kopt.gpu")
+local hostdata = require("kopt.hostdata")
 local lightspeed = require("kopt.lightspeed")
 local spec_mod = require("kopt.spec")
 local sys = require("kopt.sys")
@@ -48,17 +49,51 @@ function Cuda:start_worker(s)
     error(string.format("GPU worker for GPU %d did not start: %s", s.device,
                         msg and msg.log or (tostring(why) .. " " .. tostring(detail) .. " " .. how)), 0)
   end
-  s.worker, s.info, s.busy = w, msg, nil
-  if self.ref_cubin then
-    assert(w:send({ op = "set_ref", cubin = self.ref_cubin, entry = self.ref_entry }))
-    local r = w:recv(READY_TIMEOUT_S)
-    if not r or r.op ~= "ok" then
-      error("the reference kernel cannot be loaded: " .. tostring(r and r.log), 0)
-    end
-  end
+  s.worker, s.info, s.busy, s.ref_key = w, msg, nil, nil
+  if self.ref_cubin then self:load_reference(s, self.ref_key0) end
   local dt = now() - t0
   self.restart_s[#self.restart_s + 1] = dt
   return dt
+end
+
+-- The reference for a config: compiled once per value of the knobs it
+-- declares (spec.reference.knobs; without them, one for the whole run).
+function Cuda:reference_for(config)
+  local key = self.spec:reference_key(config or {})
+  local ref = self.refs[key]
+  if ref then return ref, key end
+  local rjob = compile.reference_job(self.spec, self.arch, config)
+  local rres = compile.compile(rjob)
+  if not rres.ok then
+    errors.usage("%s: the reference kernel does not compile%s:\n%s", self.spec.path,
+                 key ~= "" and (" with " .. key) or "", rres.log or "")
+  end
+  ref = { cubin = rres.cubin, entry = rres.lowered or rjob.entry }
+  self.refs[key] = ref
+  return ref, key
+end
+
+-- Loads the reference of key into slot s's worker when it holds another
+-- (the worker then recomputes its reference outputs).
+function Cuda:load_reference(s, key)
+  if s.ref_key == key then return end
+  local ref = self.refs[key]
+  assert(s.worker:send({ op = "set_ref", cubin = ref.cubin, entry = ref.entry }))
+  local r = s.worker:recv(READY_TIMEOUT_S)
+  if not r or r.op ~= "ok" then
+    error("the reference kernel cannot be loaded: " .. tostring(r and r.log), 0)
+  end
+  s.ref_key = key
+end
+
+-- A config for compiling the reference before any candidate: every knob at
+-- its default or first value (only the knobs the reference declares matter).
+local function first_config(spec)
+  local c = {}
+  for _, k in ipairs(spec.knobs) do
+    if k.default ~= nil then c[k.name] = k.default else c[k.name] = k.values[1] end
+  end
+  return c
 end
 
 -- opts: gpus = {indices} (default all), seed, timing = {min_samples=, max_samples=,
@@ -78,6 +113,12 @@ function M.open(spec, opts)
   end
   if #chosen == 0 then for i = 1, #devices do chosen[i] = i - 1 end end
   local dev = devices[chosen[1] + 1]
+  local want = spec.kernel and spec.kernel.arch
+  if want and want:match("^sm_(%d+)") ~= tostring(dev.arch):match("^sm_(%d+)") then
+    errors.usage("%s: kernel.arch: the kernel is built for %s, which runs only on compute capability %s.%s; " ..
+                 "GPU %d (%s) is %s: use a spec written for it", spec.path, want, want:match("^sm_(%d+)%d$"),
+                 want:match("^sm_%d+(%d)"), chosen[1], dev.name, dev.arch)
+  end
   local self = setmetatable({
     name = "cuda", spec = spec, device = dev, devices = devices, arch = opts.arch or dev.arch,
     seed = opts.seed or 1, timing = opts.timing or {}, reseed_every = opts.reseed_every or 64,
@@ -86,14 +127,16 @@ function M.open(spec, opts)
   }, Cuda)
   if spec.set_device then spec:set_device(dev) end
 
-  -- The reference: compiled once, here, so a broken one stops the run early.
-  local rjob = compile.reference_job(spec, self.arch)
-  if not rjob then errors.usage("%s: reference: missing (the cuda backend checks every candidate against it)", spec.path) end
-  local rres = compile.compile(rjob)
-  if not rres.ok then
-    errors.usage("%s: the reference kernel does not compile:\n%s", spec.path, rres.log or "")
+  -- The reference: compiled here, so a broken one stops the run early.
+  if not spec.reference then errors.usage("%s: reference: missing (the cuda backend checks every candidate against it)", spec.path) end
+  self.refs = {}
+  local ref, key = self:reference_for(first_config(spec))
+  self.ref_cubin, self.ref_entry, self.ref_key0 = ref.cubin, ref.entry, key
+  if spec.verify and spec.verify.check then
+    self.dump_root = string.format("%s/kopt-check-%d", os.getenv("TMPDIR") or "/tmp", sys.getpid())
+    sys.mkdir_p(self.dump_root)
   end
-  self.ref_cubin, self.ref_entry = rres.cubin, rres.lowered or rjob.entry
+  self.data_dir = hostdata.data_dir(compile.cache_dir())
 
   self.pool = compile.pool(opts.compile_workers)
   for _, g in ipairs(chosen) do
@@ -219,14 +262,54 @@ function Cuda:request(id, config, cubin, entry, is_reference)
     msg[p .. "name"], msg[p .. "type"], msg[p .. "kind"] = a.name, a.type, a.kind
     if a.kind == "scalar" then
       msg[p .. "value"] = a.value
+    elseif a.kind == "tensormap" then
+      msg[p .. "count"], msg[p .. "of"], msg[p .. "swizzle"] = 1, math.tointeger(a.of), a.swizzle
+      msg[p .. "tmap_dims"], msg[p .. "box"] = table.concat(a.dims, ","), table.concat(a.box, ",")
     else
       local n = math.tointeger(a.count)
       if not n then return nil, "argument " .. a.name .. ": element count is not an integer" end
       msg[p .. "count"] = n
       msg[p .. "output"] = a.output and 1 or 0
-      msg[p .. "init"] = a.init and a.init.dist or "normal"
-      if a.init and a.init.value then msg[p .. "init_value"] = a.init.value + 0.0 end
+      if a.param == false then msg[p .. "param"] = 0 end
+      local init = a.init or { dist = "normal" }
+      if init.dist == "copy" then
+        msg[p .. "init"], msg[p .. "copy"] = "zeros", math.tointeger(init.index)
+      elseif init.dist == "file" or init.dist == "generate" then
+        local path = init.path
+        if a.data then
+          self.data_paths = self.data_paths or {}
+          path = self.data_paths[a.data] or hostdata.store(self.data_dir or hostdata.data_dir(nil), a.data)
+          self.data_paths[a.data] = path
+        end
+        msg[p .. "init"], msg[p .. "file"] = "zeros", sys.realpath(path) or path
+        msg[p .. "file_offset"] = math.tointeger(a.data and 0 or init.offset)
+      else
+        msg[p .. "init"] = init.dist
+        if init.value then msg[p .. "init_value"] = init.value + 0.0 end
+      end
+      local v = a.verify
+      if v then
+        msg[p .. "compare"] = v.compare and 1 or 0
+        if v.rel_l2 then msg[p .. "tol_rel_l2"] = v.rel_l2 + 0.0 end
+        if v.max_abs then msg[p .. "tol_max_abs"] = v.max_abs + 0.0 end
+        if v.dims then
+          local box = {}
+          for d = 1, #v.dims do box[d] = string.format("%d:%d", v.lo[d], v.hi[d]) end
+          msg[p .. "dims"] = table.concat(v.dims, ",")
+          msg[p .. "region"] = table.concat(box, ",")
+        end
+      end
     end
+  end
+  local pl = not is_reference and spec.pipeline_fields and spec:pipeline_fields(config)
+  if pl then msg.args1, msg.stages = pl.args1, pl.stages end
+  if spec.reference and spec.reference.args then
+    msg.ref_args = table.concat(spec.reference.args, ",")
+    if is_reference then msg.args1 = msg.ref_args end
+  end
+  if self.dump_root and not is_reference then
+    msg.dump = string.format("%s/%d", self.dump_root, math.tointeger(id) or 0)
+    sys.mkdir_p(msg.dump)
   end
   local tol = spec.tolerance or {}
   if tol.rel_l2 then msg.tol_rel_l2 = tol.rel_l2 + 0.0 end
@@ -272,22 +355,54 @@ function Cuda:result(reply, job, cres)
     measure_s = num(reply.t_total_s) or num(reply.t_check_s),
   }
   if r.status == "error" then r.status = "launch_error" end
+  if self.dump_root and math.tointeger(reply.id) then
+    self:custom_check(r, job, string.format("%s/%d", self.dump_root, math.tointeger(reply.id)))
+  end
   if r.status == "ok" and r.time_ms then
     local w = self.spec:work(job.config)
     lightspeed.check(r, w, self.device)
     if r.status == "ok" and r.time_ms > 0 then
       if w.flops then r.tflops = w.flops / (r.time_ms * 1e-3) / 1e12 end
       if w.bytes then r.gbps = w.bytes / (r.time_ms * 1e-3) / 1e9 end
+      r.user_metrics = self.spec.metrics and self.spec:metrics(job.config, r.time_ms) or nil
+      local obj = self.spec.objective
+      if obj and r.user_metrics then r.objective = r.user_metrics[obj.metric] end
     end
   end
   return r
+end
+
+-- The spec's own check (verify.check) on what the worker dumped for checks
+-- 1 and 2: function(outputs, refs, inputs, sizes) -> true, or false/nil and
+-- why. A failure, or an error in the check, makes the candidate wrong.
+function Cuda:custom_check(r, job, dir)
+  local args = self.spec:args(job.config)
+  local sizes = setmetatable({}, { __index = function(_, k)
+    local v = job.config[k]
+    if v == nil then v = self.spec.problem[k] end
+    return v
+  end })
+  for _, tag in ipairs({ "c1", "c2" }) do
+    local out, ref, inp = hostdata.read_dump(dir, tag, args, r.status ~= "ok")
+    if r.status == "ok" and next(out) then
+      local ok, pass, why = pcall(self.spec.verify.check, out, ref, inp, sizes)
+      if not ok or not pass then
+        r.status = "wrong"
+        r.log = string.format("%s: verify.check %s: %s", tag == "c1" and "check 1" or "check 2",
+                              ok and "failed" or "raised an error", tostring(ok and (why or "returned false") or pass))
+      end
+    end
+  end
+  os.remove(dir)
 end
 
 -- The first evaluation times the reference (it sets the watchdog and checks
 -- that the reference runs at all: a failing reference is a spec error).
 function Cuda:time_reference(config)
   local s = self.slots_state[1]
-  local msg, err = self:request(0, config, self.ref_cubin, self.ref_entry, true)
+  local ref, key = self:reference_for(config)
+  self:load_reference(s, key)
+  local msg, err = self:request(0, config, ref.cubin, ref.entry, true)
   if not msg then errors.usage("%s: %s", self.spec.path, err) end
   msg.timeout_ms = 60000
   assert(s.worker:send(msg))
@@ -354,8 +469,10 @@ function Cuda:evaluate(jobs)
       if not s.busy and #ready > 0 then
         local item = table.remove(ready, 1)
         local job = jobs[item.i]
+        local _, rkey = self:reference_for(job.config)
+        self:load_reference(s, rkey)
         local msg, err = self:request(item.i, job.config, item.res.cubin,
-                                      item.res.lowered or self.spec.kernel.entry)
+                                      item.res.lowered or self.spec:entry(job.config))
         if not msg then
           results[item.i] = { status = "invalid", log = err }
           finished = finished + 1
@@ -457,8 +574,11 @@ function Cuda:profile(job, metrics)
   if not slot or not slot.worker then return nil, "no GPU worker", { kind = "unavailable" } end
   local res = compile.compile(self:prepare(job, 0))
   if not res or not res.ok then return nil, "the candidate did not compile again", { kind = "candidate" } end
-  local msg, err = self:request(0, job.config, res.cubin, res.lowered or self.spec.kernel.entry)
+  local _, rkey = self:reference_for(job.config)
+  self:load_reference(slot, rkey)
+  local msg, err = self:request(0, job.config, res.cubin, res.lowered or self.spec:entry(job.config))
   if not msg then return nil, err, { kind = "candidate" } end
+  msg.dump = nil
   msg.time, msg.verify2, msg.profile = false, false, 1
   if metrics and #metrics > 0 then msg.profile_metrics = table.concat(metrics, ",") end
   msg.profile_matrix = spec_mod.is_matrix(self.spec.kernel.source) and 1 or 0
@@ -487,7 +607,7 @@ function M._offline(spec, opts)
   opts = opts or {}
   return setmetatable({ name = "cuda", spec = spec, seed = opts.seed or 1, timing = opts.timing or {},
                         reseed_every = 64, timeout_floor_ms = 2000, evaluated = 0, clock = 0,
-                        slots_state = {}, restart_s = {}, restarts = 0 }, Cuda)
+                        slots_state = {}, restart_s = {}, restarts = 0, refs = {} }, Cuda)
 end
 
 function Cuda:elapsed() return self.clock end
@@ -524,6 +644,7 @@ function Cuda:close()
   end
   if self.pool then self.pool:close() end
   self.pool = nil
+  if self.dump_root then os.remove(self.dump_root) end
 end
 
 return M
