@@ -151,7 +151,7 @@ local function write_kernel(ctx, st)
 end
 
 -- What the writer hears after an attempt (an LLM conversation goes on).
-local function tell_writer(ctx, st, hint)
+local function tell_writer(st, hint)
   if not st.client or not st.last_content then return end
   local msgs = st.messages
   msgs[#msgs + 1] = { role = "assistant", content = st.last_content }
@@ -209,7 +209,7 @@ local function next_attempt(ctx, st)
     end
     local hint = "It could not be run: " .. tostring(why) .. "."
     record_attempt(ctx, st, { n = st.n, source = source, status = "rejected", method = K and K.origin.method }, hint)
-    tell_writer(ctx, st, hint)
+    tell_writer(st, hint)
   end
   return nil
 end
@@ -224,7 +224,7 @@ local function took_attempt(ctx, st, r)
   end
   record_attempt(ctx, st, { n = p.n, source = p.source, status = status, time_ms = r.time_ms,
                             method = p.K.origin.method }, hint)
-  tell_writer(ctx, st, hint)
+  tell_writer(st, hint)
   if status == "ok" and type(r.time_ms) == "number" then
     if not st.base or r.time_ms < st.base.result.time_ms then
       st.base = { K = p.K, n = p.n, method = p.source .. "/" .. p.K.origin.method, config = p.config, result = r }

@@ -15,6 +15,7 @@
 -- Replay: with config.replay = <transcript.jsonl>, answers come from the
 -- recorded replies instead of the network: the n-th request with tag T gets
 -- the n-th recorded reply with tag T, so a strategy run is reproducible.
+local errors = require("kopt.errors")
 local http = require("kopt.http")
 local json = require("kopt.json")
 local sys = require("kopt.sys")
@@ -110,7 +111,7 @@ function M.for_run(ctx, o, who)
     if not cfg.replay and sys.stat(cfg.transcript) then cfg.prefix = cfg.transcript end
   end
   local client, err = M.new(cfg)
-  if not client then require("kopt.errors").usage("%s: %s", who, err) end
+  if not client then errors.usage("%s: %s", who, err) end
   return client
 end
 

@@ -111,7 +111,7 @@ local server, why = require("llm_test_server").start({})
 if server then
   -- 1. compile error -> wrong -> correct -> tuned
   do
-    local e, b, dir, log = run({ { "llm_base_url", server:base("s_flow") }, { "llm_timeout", "20" },
+    local e, _, dir, log = run({ { "llm_base_url", server:base("s_flow") }, { "llm_timeout", "20" },
                                  { "attempts", "4" }, { "improve", "0" } })
     T.eq(e.stop_reason, "strategy finished", "s_flow: stop reason")
     T.eq(statuses(e), "compile_error,wrong,ok", "s_flow: the attempts' statuses")
@@ -294,8 +294,8 @@ do
   T.eq(code, 0, "a spec without a kernel loads: " .. tostring(err) .. tostring(out))
   T.write(dir .. "/neither.json", json.encode({ name = "x", problem = { n = 32 },
     args = { { name = "y", type = "f32", shape = { "n" }, output = true } } }))
-  code, _, err = T.run("compile " .. dir .. "/neither.json")
-  T.eq(code, 2, "no kernel, no reference: exit code")
+  code, out, err = T.run("compile " .. dir .. "/neither.json")
+  T.eq(code, 2, "no kernel, no reference: exit code " .. tostring(out))
   T.check(err:find("kernel: missing (expected an object; a spec without a kernel needs a 'reference'", 1, true),
           "no kernel, no reference: %s", err)
   T.one_sentence(err, "no kernel, no reference")
