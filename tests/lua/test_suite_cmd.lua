@@ -163,6 +163,28 @@ T.eq(code, 0, "--resume of a finished suite (" .. err .. ")")
 T.eq(T.slurp(root .. "/all/relu/events.jsonl"), before, "a finished problem is read, not run again")
 T.eq(cjson.encode(read_json(root .. "/all/suite.json").fast_p), cjson.encode(f), "same fast_p")
 
+-- A problem whose run cannot start (here: no recording to replay) is a
+-- row with its error; the others run, the exit code is 1. Two folders.
+assert(os.execute("mkdir -p '" .. root .. "/more'"))
+local extra = cjson.decode(T.slurp(src .. "/specs/suite/cumsum.json"))
+extra.kernel.source = src .. "/kernels/suite/cumsum.cu"
+extra.reference.source = src .. "/kernels/suite/cumsum_ref.cu"
+T.write(root .. "/more/cumsum.json", cjson.encode(extra))
+code = T.run("suite exhaustive '" .. root .. "/specs' '" .. root .. "/more' " .. common
+             .. " --only cumsum,softmax --out '" .. root .. "/err'")
+T.eq(code, 1, "a problem that cannot run: exit code")
+by = rows_by_name(read_json(root .. "/err/suite.json"))
+T.eq(by.cumsum and by.cumsum.correct, false, "cumsum: not correct")
+T.check(by.cumsum and tostring(by.cumsum.error):find("has no 'recording'", 1, true), "cumsum: its error (%s)",
+        by.cumsum and tostring(by.cumsum.error))
+T.eq(by.softmax and by.softmax.correct, true, "softmax ran after it")
+T.check(T.slurp(root .. "/err/suite.md"):find("- cumsum: --backend replay: the spec has no 'recording'", 1, true),
+        "the error in suite.md's notes")
+
+code, out = T.run("suite --help")
+T.eq(code, 0, "suite --help")
+T.check(out:find("--target T", 1, true) and out:find("--baselines FILE", 1, true), "suite --help lists the options")
+
 -- Usage errors: one sentence, exit code 2.
 code, _, err = suite("--only nosuch --out '" .. root .. "/bad'")
 T.eq(code, 2, "--only unknown: exit code")
