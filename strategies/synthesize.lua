@@ -20,10 +20,12 @@
 --      sources with the knob values written into their #defines.
 -- The best correct result wins (the engine's best); if no attempt is
 -- correct, the run says so and the reference stands.
+local json = require("kopt.json")
 local llm = require("kopt.llm")
 local rng_mod = require("kopt.rng")
 local strategy_mod = require("kopt.strategy")
 local synth = require("kopt.synth")
+local sys = require("kopt.sys")
 local templates = require("kopt.synth_templates")
 
 local S = {
@@ -265,8 +267,21 @@ local function tuning_ctx(ctx, st, budget)
   return t
 end
 
+-- The winning kernel as a spec of its own, in the run folder: any strategy
+-- can tune it again later.
+local function write_derived(ctx, st)
+  if not ctx.run_dir then return end
+  local dir = ctx.run_dir .. "/synthesized"
+  local spec, src = synth.derived_spec(st.base.K, ctx.spec)
+  sys.mkdir_p(dir)
+  json.write_file(dir .. "/kernel.cu", src, true)
+  json.write_file(dir .. "/spec.json", spec)
+  ctx:log("attempt %d's kernel as a spec of its own: %s/spec.json", st.base.n, dir)
+end
+
 local function start_tuning(ctx, st)
   local o = ctx.options
+  write_derived(ctx, st)
   st.phase = "tune"
   if o.tune == "none" or #st.base.K.knobs == 0 or st.base.K.space:size() <= 1 then
     ctx:log("no tuning: %s", o.tune == "none" and "tune=none" or "the kernel declares a single config")

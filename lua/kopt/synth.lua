@@ -17,6 +17,7 @@ local json = require("kopt.json")
 local patch = require("kopt.patch")
 local report = require("kopt.report")
 local space_mod = require("kopt.space")
+local sys = require("kopt.sys")
 local X = require("kopt.experts")
 
 local M = {}
@@ -406,6 +407,42 @@ function M.materialize(K, config, spec)
                              K.entry, M.describe(K, config), g[1], g[2], g[3], b[1], b[2], b[3], launch.smem)
   if #top > 0 then head = head .. table.concat(top, "\n") .. "\n" end
   return head .. src, launch
+end
+
+---------------------------------------------------------------------------
+-- The kernel as a spec of its own
+
+-- A spec for K that any strategy can tune (`kopt mcgs DIR/spec.json`):
+-- K's source with each knob's #define guarded by #ifndef (the spec passes
+-- knobs as -D defines), its knobs, constraints and launch, and the spec's
+-- problem (plus a template's sizes), arguments, reference (by absolute
+-- path), tolerance and work. Returns the spec as a table and the source.
+function M.derived_spec(K, spec)
+  local src = K.source
+  for _, k in ipairs(K.knobs) do
+    src = src:gsub("(\n?)([ \t]*#[ \t]*define[ \t]+" .. escape(k.name) .. ")(%f[^%w_][^\n]*)",
+                   "%1#ifndef " .. k.name .. "\n%2%3\n#endif")
+  end
+  local raw = spec.raw
+  local problem = {}
+  for k, v in pairs(spec.problem) do problem[k] = v end
+  for k, v in pairs(K.scope or {}) do problem[k] = v end
+  local knobs = {}
+  for i, k in ipairs(K.knobs) do
+    knobs[i] = { name = k.name, values = k.values, default = (K.default or {})[k.name] }
+  end
+  local ref = {}
+  for k, v in pairs(raw.reference) do ref[k] = v end
+  ref.source = sys.realpath(spec.reference.path) or spec.reference.path
+  local launch = { grid = K.launch.grid, block = K.launch.block, smem = K.launch.smem }
+  return {
+    name = spec.name .. "_synthesized",
+    description = string.format("%s, the kernel written by kopt synthesize (%s)", spec.name,
+                                tostring(K.origin and K.origin.method)),
+    kernel = { source = "kernel.cu", entry = K.entry, options = raw.reference.options },
+    problem = problem, knobs = knobs, constraints = #K.constraints > 0 and K.constraints or nil,
+    launch = launch, args = raw.args, reference = ref, tolerance = raw.tolerance, work = raw.work,
+  }, src
 end
 
 ---------------------------------------------------------------------------

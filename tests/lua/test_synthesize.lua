@@ -156,6 +156,14 @@ if server then
     T.eq(turns, 3, "s_flow: three LLM turns")
     T.check(saw_log, "s_flow: the second turn carries NVRTC's log")
     T.check(saw_wrong, "s_flow: the third turn carries the verifier's figures after the model's own answer")
+    -- the winner's kernel as a spec of its own: it loads, and its knobs
+    -- arrive as -D defines over the guarded #defines
+    local dspec = spec_mod.load(dir .. "/synthesized/spec.json")
+    T.eq(#dspec.knobs, 2, "derived spec: its knobs")
+    local cjob = compile.job_for(dspec, { WARPS = 8, UNROLL = 1 }, "sm_80")
+    local cres = compile.compile(cjob, { cache = false })
+    T.check(cres.ok, "derived spec: compiles with -D defines:\n%s", tostring(cres.log))
+    T.check(dspec.kernel.source:find("#ifndef WARPS\n#define WARPS 4\n#endif", 1, true), "derived spec: guarded defines")
     local trace = T.slurp(dir .. "/trace.md")
     T.check(trace:find("hint for attempt 2", 1, true) and trace:find("tune: new best", 1, true),
             "s_flow: trace.md shows the hints and the tuning")
