@@ -3,8 +3,8 @@
  * ranks exchange wire.h payloads; what they mean is Lua's business
  * (lua/kopt/backends/mpi.lua).
  *
- * Built without MPI (no KOPT_HAVE_MPI), every function says so: built() is
- * 0, launched() is 0 and init() fails with one sentence. */
+ * Built without MPI (no KOPT_HAVE_MPI), built() is 0 and init() fails with
+ * one sentence. */
 #ifndef KOPT_MPI_H
 #define KOPT_MPI_H
 
@@ -15,7 +15,8 @@ int kopt_mpi_built(void);
 
 /* 1 when an MPI launcher started this process (mpirun, mpiexec, srun with
  * PMIx or PMI-2), told by the environment; KOPT_MPI=0 says no, KOPT_MPI=1
- * yes. Nothing is initialised. */
+ * yes. Nothing is initialised. Also 1 in a kopt built without MPI, so that
+ * kopt_mpi_init says so rather than every rank running the search alone. */
 int kopt_mpi_launched(void);
 
 /* MPI_Init (once) and this process's place. Errors on the world
