@@ -185,6 +185,21 @@ code, out = T.run("suite --help")
 T.eq(code, 0, "suite --help")
 T.check(out:find("--target T", 1, true) and out:find("--baselines FILE", 1, true), "suite --help lists the options")
 
+-- With the experience database on, a second suite over the same problems
+-- is answered from it: no evaluations, the same best; --fresh measures again.
+local db = root .. "/exp.db"
+code, _, err = suite("--only relu --out '" .. root .. "/db1'", "KOPT_DB='" .. db .. "'")
+T.eq(code, 0, "suite with a database (" .. err .. ")")
+code, _, err = suite("--only relu --out '" .. root .. "/db2'", "KOPT_DB='" .. db .. "'")
+T.eq(code, 0, "suite answered by the database (" .. err .. ")")
+by = rows_by_name(read_json(root .. "/db2/suite.json"))
+T.eq(by.relu.evaluations, 0, "database hit: no evaluations")
+near(by.relu.time_ms, 1.0, "database hit: the known best")
+near(by.relu.speedup_eager, 4.0, "database hit: its speedup")
+code, _, err = suite("--only relu --fresh --out '" .. root .. "/db3'", "KOPT_DB='" .. db .. "'")
+T.eq(code, 0, "--fresh (" .. err .. ")")
+T.eq(rows_by_name(read_json(root .. "/db3/suite.json")).relu.evaluations, sizes.relu, "--fresh measures again")
+
 -- Usage errors: one sentence, exit code 2.
 code, _, err = suite("--only nosuch --out '" .. root .. "/bad'")
 T.eq(code, 2, "--only unknown: exit code")

@@ -208,6 +208,17 @@ local function outcome(p, dir)
   return r
 end
 
+-- A problem the experience database answered: its known best, no run.
+local function from_memory(p, hit)
+  local r = { evaluations = 0, stop_reason = "known best (experience database; --fresh searches again)",
+              time_ms = type(hit.time_ms) == "number" and hit.time_ms or nil, config = hit.config }
+  if r.time_ms and type(hit.config) == "table" then
+    local ok, work = pcall(p.spec.work, p.spec, hit.config)
+    if ok then r.work = work end
+  end
+  return r
+end
+
 local function baseline_of(baselines, name)
   local b = baselines and baselines.problems[name]
   if not b then return nil end
@@ -220,7 +231,9 @@ local function baseline_of(baselines, name)
   return out
 end
 
--- One problem through kopt.run; returns nil, or the exit code / error text.
+-- One problem through kopt.run; returns the exit code, the error text (or
+-- nil) and, when the experience database answered it without a run (no
+-- folder written), what it knew (kopt.expdb's hit_summary).
 local function run_problem(o, strategy, p, dir, resume, device, base)
   local backend, why = backend_for(o, p)
   if why then return nil, why end
@@ -230,7 +243,7 @@ local function run_problem(o, strategy, p, dir, resume, device, base)
                   finalists = o.finalists, q = o.q, v = o.v, db = o.db, no_db = o.no_db, fresh = o.fresh,
                   stop_when = suite.stop_when(o.target, base, work_of, device, suite.precision(p.spec)) }
   local ok, rc = pcall(run.main, ropts, { strategy, p.path })
-  if ok then return rc end
+  if ok then return rc, nil, ropts.db_hit end
   if errors.is_user_error(rc) then return rc.code, rc.msg end
   if errors.is_interrupt(rc) then return errors.INTERRUPTED end
   return errors.RUNTIME, "internal error: " .. tostring(rc):match("^[^\n]*")
@@ -321,10 +334,10 @@ function M.main(argv)
     local base = baseline_of(baselines, p.name)
     local st = state_of(dir)
     local t0 = sys.now()
-    local rc, err
+    local rc, err, hit
     if st ~= "done" then
       if not o.q then io.stdout:write(string.format("== [%d/%d] %s\n", i, #problems, p.name)) end
-      rc, err = run_problem(o, strategy, p, dir, st == "partial", facts, base)
+      rc, err, hit = run_problem(o, strategy, p, dir, st == "partial", facts, base)
       if rc == errors.INTERRUPTED then
         finish_doc("interrupted")
         io.stderr:write(string.format("kopt: suite interrupted in %s; continue with --resume (same command)\n", p.name))
@@ -333,7 +346,7 @@ function M.main(argv)
     elseif prev_rows[p.name] and prev_rows[p.name].wall_s then
       prior_wall = prior_wall + prev_rows[p.name].wall_s
     end
-    local res = outcome(p, dir)
+    local res = hit and from_memory(p, hit) or outcome(p, dir)
     if err then res.error = err:match("^[^\n]*") end
     if res.error and rc_total == 0 then rc_total = errors.RUNTIME end
     res.name, res.run_dir, res.precision = p.name, p.name, suite.precision(p.spec)
