@@ -236,6 +236,41 @@ START_TEST(test_tolerances)
 }
 END_TEST
 
+/* A region of an output (verify.outputs.X.region): the box's elements in
+ * row-major order, the innermost run copied whole. */
+START_TEST(test_gather_box)
+{
+	float a[4 * 5], box[12];
+	for (int i = 0; i < 20; i++)
+		a[i] = (float)i;
+	size_t dims[2] = {4, 5}, lo[2] = {1, 1}, hi[2] = {3, 4};
+	ck_assert_uint_eq(kopt_check_gather(sizeof(float), a, box, 2, dims, lo, hi), 6);
+	float want[6] = {6, 7, 8, 11, 12, 13};
+	for (int i = 0; i < 6; i++)
+		ck_assert_float_eq(box[i], want[i]);
+	size_t d1[1] = {20}, l1[1] = {0}, h1[1] = {3};
+	ck_assert_uint_eq(kopt_check_gather(sizeof(float), a, box, 1, d1, l1, h1), 3);
+	ck_assert_float_eq(box[2], 2.0f);
+	size_t bad[2] = {3, 3};
+	ck_assert_uint_eq(kopt_check_gather(sizeof(float), a, box, 2, dims, bad, hi), 0);
+}
+END_TEST
+
+/* An in/out buffer ("init": "copy:X"): an element the reference changed that
+ * the candidate left bit for bit as it started is counted; one neither
+ * changed, or the candidate wrote, is not. */
+START_TEST(test_stale_elements)
+{
+	float init[5] = {1, 2, 3, 4, 5}, ref[5] = {1, 9, 9, 4, 9}, out[5] = {1, 9, 3, 4, 5};
+	size_t first = 0;
+	ck_assert_uint_eq(kopt_check_stale(KOPT_F32, out, ref, init, 5, &first), 2);
+	ck_assert_uint_eq(first, 2);
+	float good[5] = {1, 9, 9, 4, 9.5f};
+	ck_assert_uint_eq(kopt_check_stale(KOPT_F32, good, ref, init, 5, &first), 0);
+	ck_assert_uint_eq(first, 5);
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
 	Suite *s = suite_create("check");
@@ -251,6 +286,8 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_compare_f16_and_zero_reference);
 	tcase_add_test(tc, test_compare_large_threaded);
 	tcase_add_test(tc, test_tolerances);
+	tcase_add_test(tc, test_gather_box);
+	tcase_add_test(tc, test_stale_elements);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -112,6 +112,7 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 	    (r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
 					l->block[1], l->block[2], l->smem, w->stream, params,
 					NULL)) != CUDA_SUCCESS ||
+	    (r = kopt_worker_launch_rest(w)) != CUDA_SUCCESS ||
 	    (r = kopt_cu.cuEventRecord(ev[1], w->stream)) != CUDA_SUCCESS) {
 		status = fail(w, r, "warm-up launch");
 		goto out;
@@ -167,7 +168,8 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 			}
 			if ((r = kopt_cu.cuLaunchKernel(
 				 f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-				 l->block[2], l->smem, w->stream, params, NULL)) != CUDA_SUCCESS) {
+				 l->block[2], l->smem, w->stream, params, NULL)) != CUDA_SUCCESS ||
+			    (r = kopt_worker_launch_rest(w)) != CUDA_SUCCESS) {
 				*w->flag = 1;
 				status = fail(w, r, "launch");
 				goto out;

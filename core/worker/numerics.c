@@ -585,3 +585,48 @@ int kopt_check_verdict(const struct kopt_check_result *res, double rel_l2_tol, d
 		msg[0] = '\0';
 	return 0;
 }
+
+size_t kopt_check_gather(size_t elem, const void *src, void *dst, int nd, const size_t *dims,
+			 const size_t *lo, const size_t *hi)
+{
+	if (nd <= 0)
+		return 0;
+	for (int d = 0; d < nd; d++)
+		if (lo[d] >= hi[d] || hi[d] > dims[d])
+			return 0;
+	/* the innermost run is contiguous: copy it whole, walk the outer indices */
+	size_t idx[8] = {0}, run = (hi[nd - 1] - lo[nd - 1]) * elem, n = 0;
+	for (int d = 0; d < nd - 1; d++)
+		idx[d] = lo[d];
+	for (;;) {
+		size_t off = 0;
+		for (int d = 0; d < nd - 1; d++)
+			off = off * dims[d] + idx[d];
+		off = off * dims[nd - 1] + lo[nd - 1];
+		memcpy((char *)dst + n * elem, (const char *)src + off * elem, run);
+		n += hi[nd - 1] - lo[nd - 1];
+		int d = nd - 2;
+		while (d >= 0 && ++idx[d] == hi[d]) {
+			idx[d] = lo[d];
+			d--;
+		}
+		if (d < 0)
+			break;
+	}
+	return n;
+}
+
+size_t kopt_check_stale(enum kopt_dtype t, const void *out, const void *ref, const void *init,
+			size_t n, size_t *first)
+{
+	size_t es = kopt_dtype_size(t), stale = 0;
+	const char *o = out, *r = ref, *in = init;
+	*first = n;
+	for (size_t i = 0; i < n; i++) {
+		if (memcmp(r + i * es, in + i * es, es) == 0 || memcmp(o + i * es, in + i * es, es) != 0)
+			continue;
+		if (stale++ == 0)
+			*first = i;
+	}
+	return stale;
+}

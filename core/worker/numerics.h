@@ -85,6 +85,20 @@ struct kopt_check_result {
 void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, size_t n,
 			uint32_t poison, int has_poison, struct kopt_check_result *res);
 
+/* Copies the box [lo, hi) of an nd-dimensional array (dims outermost
+ * first, elements of elem bytes, row-major) into dst, contiguous; returns
+ * the number of elements copied. The box must lie inside dims. */
+size_t kopt_check_gather(size_t elem, const void *src, void *dst, int nd, const size_t *dims,
+			 const size_t *lo, const size_t *hi);
+
+/* For an output that starts as a copy of an input (init): the elements the
+ * reference changed and the candidate left bit for bit as they started.
+ * Such an element was not written (or was written with its old value where
+ * the reference computed another): either way the candidate is wrong there.
+ * *first gets the index of the first one (n when none). */
+size_t kopt_check_stale(enum kopt_dtype t, const void *out, const void *ref, const void *init,
+			size_t n, size_t *first);
+
 /* Default tolerances by output type, used when the spec gives none:
  * rel_l2 f32 1e-5, f16 2e-3, bf16 1e-2, f64 1e-12, integers exact (0).
  * "tf32" is recognised by kopt_check_tolerance_named (5e-4). */

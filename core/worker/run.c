@@ -109,11 +109,13 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 
 /* Launches f once and waits. Returns NULL on success or a status. */
 static const char *launch_and_wait(struct worker *w, CUfunction f, const struct launch *l,
-				   void **params, const char *who)
+				   void **params, const char *who, int rest)
 {
 	CUresult r =
 	    kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
 				   l->block[2], l->smem, w->stream, params, NULL);
+	if (r == CUDA_SUCCESS && rest)
+		r = kopt_worker_launch_rest(w); /* a pipeline's later kernels */
 	char buf[256];
 	if (r != CUDA_SUCCESS) {
 		snprintf(w->log, sizeof w->log, "%s launch: %s", who,
@@ -146,7 +148,7 @@ static const char *run_once(struct worker *w, CUfunction f, const struct launch 
 			 kopt_cuda_strerror(r, buf, sizeof buf));
 		return "crash";
 	}
-	return launch_and_wait(w, f, l, params, who);
+	return launch_and_wait(w, f, l, params, who, 1);
 }
 
 /* Compares the inputs on the device with their pristine copy (by hash, on
@@ -178,6 +180,78 @@ struct trial_out {
 	double rel_l2, max_abs;
 	size_t unwritten, nonfinite;
 };
+
+/* Compares output i (data: the candidate's or the reference's own host
+ * copy) with the set's reference output: only its region when it has one,
+ * without the poison check when it starts as a copy of an input, whose
+ * elements the reference changed and data left as they started are counted
+ * into *stale (when stale is not NULL). -1 when out of host memory. */
+static int compare_one(struct worker *w, const struct inputset *s, int i, const void *data,
+		       uint32_t poison, struct kopt_check_result *cr, size_t *stale)
+{
+	const struct warg *a = &w->args[i];
+	const void *ref = s->ref_out[i], *init = a->copy_from >= 0 ? s->host[a->copy_from] : NULL;
+	size_t n = a->count, es = kopt_dtype_size(a->type);
+	void *box[3] = {NULL, NULL, NULL};
+	if (a->nd > 0) {
+		for (int k = 0; k < 3; k++)
+			if ((box[k] = malloc(a->count * es + 4)) == NULL) {
+				free(box[0]);
+				free(box[1]);
+				snprintf(w->log, sizeof w->log, "out of host memory");
+				return -1;
+			}
+		n = kopt_check_gather(es, data, box[0], a->nd, a->dims, a->lo, a->hi);
+		kopt_check_gather(es, ref, box[1], a->nd, a->dims, a->lo, a->hi);
+		if (init != NULL)
+			kopt_check_gather(es, init, box[2], a->nd, a->dims, a->lo, a->hi);
+		data = box[0];
+		ref = box[1];
+		init = init != NULL ? box[2] : NULL;
+	}
+	kopt_check_compare(a->type, data, ref, n, poison, init == NULL, cr);
+	if (stale != NULL && init != NULL) {
+		size_t first;
+		*stale = kopt_check_stale(a->type, data, ref, init, n, &first);
+		if (*stale > 0)
+			cr->first_bad = first;
+	}
+	for (int k = 0; k < 3; k++)
+		free(box[k]);
+	return 0;
+}
+
+/* Host copies of the set's inputs, the candidate's outputs and the
+ * reference's, one raw file each (<dir>/<tag>.<name>.in|.out|.ref), for the
+ * spec's own check, which the main process runs on them. */
+static int dump_data(struct worker *w, const struct inputset *s, const char *dir, const char *tag)
+{
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (a->kind == ARG_SCALAR)
+			continue;
+		size_t bytes = a->count * kopt_dtype_size(a->type);
+		const void *what[2] = {a->output ? w->out_host[i] : s->host[i],
+				       a->output ? s->ref_out[i] : NULL};
+		const char *ext[2] = {a->output ? "out" : "in", "ref"};
+		for (int k = 0; k < 2; k++) {
+			if (what[k] == NULL)
+				continue;
+			char path[1400];
+			snprintf(path, sizeof path, "%s/%s.%s.%s", dir, tag, a->name, ext[k]);
+			FILE *f = fopen(path, "wb");
+			int ok = f != NULL && fwrite(what[k], 1, bytes, f) == bytes;
+			if (f != NULL && fclose(f) != 0)
+				ok = 0;
+			if (!ok) {
+				snprintf(w->log, sizeof w->log, "cannot write '%s' for the spec's check",
+					 path);
+				return -1;
+			}
+		}
+	}
+	return 0;
+}
 
 /* Reads the outputs and compares them with the set's reference outputs,
  * running the reference first when the set has none yet. Returns NULL when
@@ -211,7 +285,7 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 		/* the reference runs after the candidate, in buffers of its own that
 		 * are wiped once read, so no candidate ever finds its results */
 		struct wparams p;
-		if (kopt_worker_build_params(w, s, &p, 1) != 0 ||
+		if (kopt_worker_build_params_sel(w, s, &p, 1, j->ref_args) != 0 ||
 		    kopt_worker_fill_constants(w, w->ref_mod, s) != 0) {
 			kopt_worker_free_params(&p);
 			return "error";
@@ -222,6 +296,12 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			const struct warg *a = &w->args[i];
 			if (!kopt_worker_is_output(a))
 				continue;
+			if (a->copy_from >= 0) {
+				r = kopt_cu.cuMemcpyDtoDAsync(w->ref_dev[i], s->dev[a->copy_from],
+							      a->count * kopt_dtype_size(a->type),
+							      w->stream);
+				continue;
+			}
 			ref_poison[i] = kopt_check_poison_word(a->type, w->nonce++);
 			r = kopt_cu.cuMemsetD32Async(w->ref_dev[i], ref_poison[i],
 						     kopt_worker_arg_bytes(a) / 4, w->stream);
@@ -229,7 +309,7 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 		const char *st =
 		    r != CUDA_SUCCESS
 			? "crash"
-			: launch_and_wait(w, w->ref_fn, &j->ref_launch, p.ptrs, "reference");
+			: launch_and_wait(w, w->ref_fn, &j->ref_launch, p.ptrs, "reference", 0);
 		kopt_worker_free_params(&p);
 		if (st != NULL) {
 			char tmp[sizeof w->log];
@@ -253,9 +333,11 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 						 "wiping the reference's outputs", w->log,
 						 sizeof w->log))
 				return "error";
+			if (!a->compare)
+				continue; /* the spec's own check reads it */
 			struct kopt_check_result cr;
-			kopt_check_compare(a->type, s->ref_out[i], s->ref_out[i], a->count,
-					   ref_poison[i], 1, &cr);
+			if (compare_one(w, s, i, s->ref_out[i], ref_poison[i], &cr, NULL) != 0)
+				return "error";
 			if (cr.unwritten > 0 || cr.nonfinite > 0) {
 				snprintf(
 				    w->log, sizeof w->log,
@@ -278,25 +360,39 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 		const struct warg *a = &w->args[i];
 		if (!kopt_worker_is_output(a))
 			continue;
+		if (!a->compare)
+			continue;
 		struct kopt_check_result cr;
-		kopt_check_compare(a->type, w->out_host[i], s->ref_out[i], a->count, w->poison[i],
-				   1, &cr);
+		size_t stale = 0;
+		if (compare_one(w, s, i, w->out_host[i], w->poison[i], &cr, &stale) != 0)
+			return "error";
 		if (cr.rel_l2 > to->rel_l2)
 			to->rel_l2 = cr.rel_l2;
 		if (cr.max_abs > to->max_abs)
 			to->max_abs = cr.max_abs;
 		to->unwritten += cr.unwritten;
 		to->nonfinite += cr.nonfinite;
-		double tol =
-		    j->tol_rel_l2 >= 0.0 ? j->tol_rel_l2 : kopt_check_default_rel_l2(a->type);
+		double tol = a->tol_rel_l2 >= 0.0   ? a->tol_rel_l2
+			     : j->tol_rel_l2 >= 0.0 ? j->tol_rel_l2
+						    : kopt_check_default_rel_l2(a->type);
+		double tol_abs = a->tol_max_abs >= 0.0 ? a->tol_max_abs : j->tol_max_abs;
 		char label[200], msg[512];
 		snprintf(label, sizeof label, "%s, output '%s'", what, a->name);
+		if (status == NULL && stale > 0) {
+			snprintf(w->log, sizeof w->log,
+				 "%s: %zu of %zu elements the reference wrote still hold their initial "
+				 "value (first at %zu of the compared elements)",
+				 label, stale, cr.count, cr.first_bad);
+			status = "wrong";
+		}
 		if (status == NULL &&
-		    kopt_check_verdict(&cr, tol, j->tol_max_abs, label, msg, sizeof msg)) {
+		    kopt_check_verdict(&cr, tol, tol_abs, label, msg, sizeof msg)) {
 			snprintf(w->log, sizeof w->log, "%s", msg);
 			status = "wrong";
 		}
 	}
+	if (j->dump[0] != '\0' && dump_data(w, s, j->dump, strncmp(what, "check 2", 7) == 0 ? "c2" : "c1") != 0)
+		return "error";
 	return status;
 }
 
@@ -309,6 +405,7 @@ static const char *check_run(struct worker *w, struct prepared *pr, struct input
 {
 	memset(to, 0, sizeof *to);
 	char buf[256];
+	w->cur_set = s;
 	CUresult r = kopt_worker_guard_arm(w, s);
 	if (r != CUDA_SUCCESS) {
 		snprintf(w->log, sizeof w->log, "arming the guard bands: %s",
@@ -408,6 +505,12 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 	memcpy(j.entry, rq->entry, sizeof j.entry);
 	memcpy(j.state, rq->state, sizeof j.state);
 	j.nudge = (int)rq->nudge;
+	_Static_assert(sizeof j.dump == sizeof rq->dump, "dump");
+	memcpy(j.dump, rq->dump, sizeof j.dump);
+	_Static_assert(sizeof j.stages == sizeof rq->stages, "stages");
+	memcpy(j.args1, rq->args1, sizeof j.args1);
+	memcpy(j.ref_args, rq->ref_args, sizeof j.ref_args);
+	memcpy(j.stages, rq->stages, sizeof j.stages);
 	set_launch(&j.launch, rq->grid_x, rq->grid_y, rq->grid_z, rq->block_x, rq->block_y,
 		   rq->block_z, rq->smem);
 	set_launch(&j.ref_launch, rq->ref_grid_x, rq->ref_grid_y, rq->ref_grid_z, rq->ref_block_x,
@@ -478,7 +581,8 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			st = "crash";
 		if (st == NULL) {
 			set_nudges(w, &ta, j.nudge);
-			w->entry = j.entry;
+			/* CUPTI times one kernel by its name: a pipeline is timed by events */
+			w->entry = j.stages[0] == '\0' ? j.entry : NULL;
 			st = kopt_bench_time(w, pr.m.fn, &j.launch, pr.p.ptrs, &o, &t);
 			w->entry = NULL;
 			w->nudges = 0;

@@ -197,8 +197,12 @@ function Engine:check_candidate(i, cand)
 end
 
 function Engine:improves(result)
-  return result.status == "ok" and type(result.time_ms) == "number"
-    and (not self.ctx.best or result.time_ms < self.ctx.best.result.time_ms)
+  if result.status ~= "ok" or type(result.time_ms) ~= "number" then return false end
+  local best, spec = self.ctx.best, self.ctx.spec
+  if not best then return true end
+  -- the spec's objective (a metric to maximise or minimise), else time
+  if spec and spec.better then return spec:better(result, best.result) end
+  return result.time_ms < best.result.time_ms
 end
 
 function Engine:ensure_rundir()

@@ -22,7 +22,12 @@ function M.top(engine, k)
   for _, r in ipairs(engine.records) do
     if r.result.status == "ok" and type(r.result.time_ms) == "number" then ranked[#ranked + 1] = r end
   end
-  table.sort(ranked, function(a, b) return a.result.time_ms < b.result.time_ms end)
+  local spec = engine.ctx and engine.ctx.spec
+  table.sort(ranked, function(a, b)
+    -- the spec's objective (a metric) when it declares one, else time
+    if spec and spec.better then return spec:better(a.result, b.result) end
+    return a.result.time_ms < b.result.time_ms
+  end)
   local out = {}
   for i = 1, math.min(k, #ranked) do out[i] = ranked[i] end
   return out
@@ -60,9 +65,18 @@ function M.run(engine, k, rounds)
     end
   end
   local winner
+  local spec = engine.ctx and engine.ctx.spec
   for _, row in ipairs(rows) do
     row.median_ms = median(row.times)
-    if not row.failed and row.median_ms and (not winner or row.median_ms < winner.median_ms) then winner = row end
+    if row.median_ms and spec and spec.objective and spec.metrics then
+      row.user_metrics = spec:metrics(row.config, row.median_ms)
+      row.objective = row.user_metrics and row.user_metrics[spec.objective.metric]
+    end
+    local better = winner and (spec and spec.better
+      and spec:better({ time_ms = row.median_ms or math.huge, objective = row.objective },
+                      { time_ms = winner.median_ms, objective = winner.objective })
+      or (row.median_ms or math.huge) < winner.median_ms)
+    if not row.failed and row.median_ms and (not winner or better) then winner = row end
   end
   if not winner then return nil end
   return { rows = rows, winner = winner, rounds = rounds, changed = winner.key ~= top[1].key }
@@ -87,6 +101,7 @@ function M.apply(engine, verdict)
   local result = {}
   for k, v in pairs(w.rec.result) do result[k] = v end
   result.first_ms, result.time_ms, result.finalist_times = w.first_ms, w.median_ms, w.times
+  if w.user_metrics then result.user_metrics, result.objective = w.user_metrics, w.objective end
   local job = engine:job_for(w.rec.candidate or { config = w.config })
   engine.ctx.best = { key = w.key, config = w.config, result = result, candidate = w.rec.candidate,
                       source = job.source, n = w.rec.n }

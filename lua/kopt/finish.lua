@@ -67,13 +67,27 @@ function M.summary(engine, meta)
   local speed = base and base.time_ms / best.result.time_ms
   lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,
     speed and string.format(", %.2fx faster than %s (%.5g ms)", speed, base_label, base.time_ms) or "")
+  local um = best.result.user_metrics
+  if type(um) == "table" and next(um) then
+    local names, parts = {}, {}
+    for k in pairs(um) do names[#names + 1] = k end
+    table.sort(names)
+    for _, k in ipairs(names) do parts[#parts + 1] = string.format("%s %.5g", k, um[k]) end
+    local obj = engine.ctx.spec and engine.ctx.spec.objective
+    lines[#lines + 1] = "  metrics: " .. table.concat(parts, ", ") ..
+      (obj and string.format(" (objective: %s, %s)", obj.metric, obj.goal) or "")
+  end
   -- the faster-than-light check (kopt.lightspeed) could not judge the best
   if best.result.sol_check then lines[#lines + 1] = "  speed-of-light check " .. best.result.sol_check end
   for _, l in ipairs(meta.finalists or {}) do lines[#lines + 1] = l end
   for _, l in ipairs(engine.ctx.summary_lines or {}) do lines[#lines + 1] = l end  -- a strategy's own (LLM tokens)
   local ranked = {}
   for _, r in ipairs(engine.records) do if r.result.status == "ok" then ranked[#ranked + 1] = r end end
-  table.sort(ranked, function(a, b) return a.result.time_ms < b.result.time_ms end)
+  local spec = engine.ctx.spec
+  table.sort(ranked, function(a, b)
+    if spec and spec.better then return spec:better(a.result, b.result) end
+    return a.result.time_ms < b.result.time_ms
+  end)
   lines[#lines + 1] = string.format("  %-4s %-12s %-8s %s", "rank", "time (ms)", "speedup", "config")
   for i = 1, math.min(5, #ranked) do
     local r = ranked[i]

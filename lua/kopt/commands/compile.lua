@@ -117,15 +117,24 @@ function M.main(argv)
   local pool = compile.pool(math.min(o.workers or sys.cpu_count(), #configs + 1),
                             { cache = not o.no_cache })
   local jobs, order = {}, {}
-  local ref = compile.reference_job(spec, o.arch)
-  if ref then
-    local id = pool:submit(ref)
-    jobs[id] = { what = "reference " .. spec.reference.entry }
-    order[#order + 1] = id
+  -- the reference once per value of the knobs it declares (reference.knobs)
+  local ref_seen = {}
+  for _, c in ipairs(configs) do
+    local key = spec:reference_key(c)
+    local ref = not ref_seen[key] and compile.reference_job(spec, o.arch, c)
+    if ref then
+      ref_seen[key] = true
+      local id = pool:submit(ref)
+      local defs = table.concat(spec:reference_defines(c), " ")
+      jobs[id] = { what = "reference " .. ref.entry .. (defs ~= "" and (" " .. defs) or "") }
+      order[#order + 1] = id
+    end
   end
   for n, c in ipairs(configs) do
     local id = pool:submit(compile.job_for(spec, c, o.arch))
-    jobs[id] = { what = space:describe(c), config = c, n = n }
+    local entry = spec:entry(c)
+    jobs[id] = { what = space:describe(c) .. (entry ~= spec.kernel.entry and (" (" .. entry .. ")") or ""),
+                 config = c, n = n }
     order[#order + 1] = id
   end
   local results = {}
