@@ -79,9 +79,10 @@ mpirun --version | head -1
 ldd "$K" | grep -E "mpi|not found"
 "$K" devices
 
+# each sweep with its own empty NVRTC cache, so both compile everything
 echo "== 1. one process, two GPUs"
 t0=$(now)
-"$K" exhaustive "$SPEC" --gpus 0,1 --out "$RUNS/single" -q >"$OUT/mpi_single.txt" 2>&1
+KOPT_CACHE_DIR="$RUNS/cache_single" "$K" exhaustive "$SPEC" --gpus 0,1 --out "$RUNS/single" -q >"$OUT/mpi_single.txt" 2>&1
 echo "rc=$?"
 t1=$(now)
 single=$(rate "$RUNS/single/events.jsonl" "$(awk "BEGIN{print $t1 - $t0}")")
@@ -89,7 +90,7 @@ echo "single: evaluations configs/s = $single"
 
 echo "== 2. mpirun -np 2, one GPU per rank"
 t0=$(now)
-mpirun -np 2 --bind-to none "$K" exhaustive "$SPEC" --out "$RUNS/mpi" -q >"$OUT/mpi_two_ranks.txt" 2>&1
+mpirun -np 2 --bind-to none -x KOPT_CACHE_DIR="$RUNS/cache_mpi" "$K" exhaustive "$SPEC" --out "$RUNS/mpi" -q >"$OUT/mpi_two_ranks.txt" 2>&1
 echo "rc=$?"
 t1=$(now)
 two=$(rate "$RUNS/mpi/events.jsonl" "$(awk "BEGIN{print $t1 - $t0}")")
@@ -97,7 +98,7 @@ echo "mpi: evaluations configs/s = $two"
 tail -2 "$OUT/mpi_two_ranks.txt"
 
 echo "== 3. mpirun --enable-recovery -np 2, rank 1 killed at its third chunk"
-KOPT_TEST_MPI_FAULT=1:3:kill mpirun --enable-recovery -np 2 --bind-to none "$K" exhaustive "$SPEC" \
+KOPT_TEST_MPI_FAULT=1:3:kill mpirun --enable-recovery -np 2 --bind-to none -x KOPT_CACHE_DIR="$RUNS/cache_kill" "$K" exhaustive "$SPEC" \
 	--out "$RUNS/mpi_kill" -q >"$OUT/mpi_kill.txt" 2>&1
 echo "rc=$?"
 grep -E "lost|re-queued" "$OUT/mpi_kill.txt"
