@@ -162,8 +162,12 @@ START_TEST(test_compare_exact_and_errors)
 	ck_assert_double_eq_tol(r.max_abs, 0.5, 1e-12);
 	ck_assert_int_eq(kopt_check_verdict(&r, 1e-5, -1, "t", msg, sizeof msg), 1);
 	ck_assert(strstr(msg, "relative L2") != NULL);
+	/* the message says where the largest error is, and the values there */
+	ck_assert_uint_eq(r.worst_at, 10);
+	ck_assert(strstr(msg, "at index 10: got 0.5, want 0") != NULL);
 	ck_assert_int_eq(kopt_check_verdict(&r, 1.0, 0.25, "t", msg, sizeof msg), 1);
 	ck_assert(strstr(msg, "max abs") != NULL);
+	ck_assert(strstr(msg, "at index 10") != NULL);
 
 	/* poison left and NaN are named before any norm */
 	memcpy(&out[20], &pw, 4);

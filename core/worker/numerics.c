@@ -409,6 +409,8 @@ struct compare_part {
 	int has_poison;
 	size_t nonfinite, unwritten, first_bad;
 	double max_abs, err2, ref2;
+	size_t worst;		 /* where max_abs was seen */
+	double worst_o, worst_r; /* the values there */
 };
 
 static pthread_once_t f16_once = PTHREAD_ONCE_INIT;
@@ -441,8 +443,12 @@ static void f16_table_init(void)
 			double e_ = fabs((o) - (r));                                               \
 			if (!isfinite(e_))                                                         \
 				e_ = INFINITY;                                                     \
-			if (e_ > p->max_abs)                                                       \
+			if (e_ > p->max_abs) {                                                     \
 				p->max_abs = e_;                                                   \
+				p->worst = i;                                                      \
+				p->worst_o = (o);                                                  \
+				p->worst_r = (r);                                                  \
+			}                                                                          \
 			p->err2 += e_ * e_;                                                        \
 		}                                                                                  \
 	} while (0)
@@ -507,6 +513,9 @@ void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, siz
 						(size_t)-1,
 						0.0,
 						0.0,
+						0.0,
+						0,
+						0.0,
 						0.0};
 		if (k > 0)
 			started[k] = pthread_create(&tid[k], NULL, compare_range, &part[k]) == 0;
@@ -524,8 +533,12 @@ void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, siz
 		res->unwritten += part[k].unwritten;
 		if (part[k].first_bad != (size_t)-1 && res->first_bad == n)
 			res->first_bad = part[k].first_bad;
-		if (part[k].max_abs > res->max_abs)
+		if (part[k].max_abs > res->max_abs) {
 			res->max_abs = part[k].max_abs;
+			res->worst_at = part[k].worst;
+			res->worst_got = part[k].worst_o;
+			res->worst_want = part[k].worst_r;
+		}
 		err2 += part[k].err2;
 		ref2 += part[k].ref2;
 	}
@@ -571,14 +584,20 @@ int kopt_check_verdict(const struct kopt_check_result *res, double rel_l2_tol, d
 		return 1;
 	}
 	if (!(res->rel_l2 <= rel_l2_tol)) {
-		snprintf(msg, msglen,
-			 "%s: relative L2 error %.3g above tolerance %.3g (max abs %.3g)", what,
-			 res->rel_l2, rel_l2_tol, res->max_abs);
+		snprintf(
+		    msg, msglen,
+		    "%s: relative L2 error %.3g above tolerance %.3g (max abs %.3g at index %zu: "
+		    "got %.6g, want %.6g)",
+		    what, res->rel_l2, rel_l2_tol, res->max_abs, res->worst_at, res->worst_got,
+		    res->worst_want);
 		return 1;
 	}
 	if (max_abs_tol >= 0.0 && !(res->max_abs <= max_abs_tol)) {
-		snprintf(msg, msglen, "%s: max abs error %.3g above tolerance %.3g", what,
-			 res->max_abs, max_abs_tol);
+		snprintf(msg, msglen,
+			 "%s: max abs error %.3g above tolerance %.3g (at index %zu: got %.6g, "
+			 "want %.6g)",
+			 what, res->max_abs, max_abs_tol, res->worst_at, res->worst_got,
+			 res->worst_want);
 		return 1;
 	}
 	if (msglen > 0)

@@ -78,6 +78,9 @@ struct kopt_check_result {
 	double max_abs;	  /* max |out - ref| over finite elements */
 	double rel_l2;	  /* ||out - ref|| / ||ref|| (plain ||out - ref|| if ref is 0) */
 	double ref_norm;
+	size_t worst_at;   /* index of the largest |out - ref| (the first one, on ties) */
+	double worst_got;  /* out there */
+	double worst_want; /* ref there */
 };
 
 /* Compares n elements. `poison` is the word the output was poisoned with
