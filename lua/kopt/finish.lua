@@ -65,15 +65,25 @@ function M.summary(engine, meta)
   end
   local base, base_label = baseline(engine)
   local speed = base and base.time_ms / best.result.time_ms
-  lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,
-    speed and string.format(", %.2fx faster than %s (%.5g ms)", speed, base_label, base.time_ms) or "")
+  -- with a metric objective the best is quoted in it: a faster time may do
+  -- less work (a knob that changes the problem)
+  local obj = engine.ctx.spec and engine.ctx.spec.objective
+  local by_obj = obj and type(best.result.objective) == "number"
+  if by_obj then
+    local bo = base and base.objective
+    lines[#lines + 1] = string.format("  best: %s %.5g (%.5g ms) at evaluation %d%s", obj.metric, best.result.objective,
+      best.result.time_ms, best.n, type(bo) == "number" and bo ~= 0 and string.format(
+        ", %.2fx that of %s (%.5g)", best.result.objective / bo, base_label, bo) or "")
+  else
+    lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,
+      speed and string.format(", %.2fx faster than %s (%.5g ms)", speed, base_label, base.time_ms) or "")
+  end
   local um = best.result.user_metrics
   if type(um) == "table" and next(um) then
     local names, parts = {}, {}
     for k in pairs(um) do names[#names + 1] = k end
     table.sort(names)
     for _, k in ipairs(names) do parts[#parts + 1] = string.format("%s %.5g", k, um[k]) end
-    local obj = engine.ctx.spec and engine.ctx.spec.objective
     lines[#lines + 1] = "  metrics: " .. table.concat(parts, ", ") ..
       (obj and string.format(" (objective: %s, %s)", obj.metric, obj.goal) or "")
   end
@@ -88,12 +98,13 @@ function M.summary(engine, meta)
     if spec and spec.better then return spec:better(a.result, b.result) end
     return a.result.time_ms < b.result.time_ms
   end)
-  lines[#lines + 1] = string.format("  %-4s %-12s %-8s %s", "rank", "time (ms)", "speedup", "config")
+  lines[#lines + 1] = string.format("  %-4s %-12s %-8s %s", "rank", "time (ms)", by_obj and obj.metric or "speedup",
+                                    "config")
   for i = 1, math.min(5, #ranked) do
     local r = ranked[i]
-    lines[#lines + 1] = string.format("  %-4d %-12.5g %-8s %s", i, r.result.time_ms,
-      base and string.format("%.2fx", base.time_ms / r.result.time_ms) or "-",
-      engine.space:describe(r.config))
+    local col = by_obj and (type(r.result.objective) == "number" and string.format("%.5g", r.result.objective) or "-")
+      or base and string.format("%.2fx", base.time_ms / r.result.time_ms) or "-"
+    lines[#lines + 1] = string.format("  %-4d %-12.5g %-8s %s", i, r.result.time_ms, col, engine.space:describe(r.config))
   end
   return table.concat(lines, "\n") .. "\n"
 end

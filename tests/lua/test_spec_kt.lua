@@ -163,5 +163,33 @@ code, out = T.run("compile examples/kt/filter/conv1d.json --config FILTER=15")
 T.eq(code, 0, "kopt compile of the filter example")
 T.check(out:find("reference conv1d_ref -DFILTER=15", 1, true) ~= nil, "the reference with the filter:\n%s", out)
 
+-- a metric objective decides the best and the ranking: on the recorded
+-- vector_add space, "block_size_x / time_ms" (max) picks another config
+-- than the fastest
+local vdir = tmp .. "/obj"
+sys.mkdir_p(vdir)
+local vroot = sys.realpath("tests/data")
+local vtext = T.slurp("tests/data/specs/vector_add.json")
+  :gsub('"vector_add.cu"', '"' .. vroot .. '/specs/vector_add.cu"')
+  :gsub('"recording": "[^"]*"', '"metrics": {"per_thread": "block_size_x / time_ms", "GB/s": "bytes / time_s / 1e9"},\n' ..
+        '  "objective": {"metric": "per_thread", "goal": "max"}')
+T.write(vdir .. "/v.json", vtext)
+local rec = require("cjson").decode(T.slurp("tests/data/vector_add_A4000.json")).cache
+local want, want_v, fastest, fastest_t = nil, -1, nil, math.huge
+for _, e in pairs(rec) do
+  if e.block_size_x % 128 == 0 and type(e.time) == "number" then
+    if e.block_size_x / e.time > want_v then want, want_v = e.block_size_x, e.block_size_x / e.time end
+    if e.time < fastest_t then fastest, fastest_t = e.block_size_x, e.time end
+  end
+end
+T.check(want ~= fastest, "the test needs an objective that differs from time (%s, %s)", tostring(want), tostring(fastest))
+local code2, out2, err2 = T.run("exhaustive " .. vdir .. "/v.json --backend replay:tests/data/vector_add_A4000.json " ..
+                                "--no-db -q --out " .. vdir .. "/run")
+T.eq(code2, 0, "exhaustive with an objective on replay (" .. err2 .. ")")
+local bestcfg = require("cjson").decode(T.slurp(vdir .. "/run/best/config.json"))
+T.eq(bestcfg.block_size_x, want, "the best by the objective, not by time")
+T.check(out2:find("(objective: per_thread, max)", 1, true) ~= nil, "the summary names the objective:\n%s", out2)
+T.check(out2:find("GB/s", 1, true) ~= nil, "the summary shows the metrics:\n%s", out2)
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -23,7 +23,7 @@ function M.open(spec, opts)
   -- KOPT_REPLAY_SLOTS: candidates per round, so a one-process replay can be
   -- compared with an MPI run of as many ranks (docs/MPI.md)
   local slots = opts.slots or math.tointeger(tonumber(os.getenv("KOPT_REPLAY_SLOTS") or "")) or 1
-  local self = setmetatable({ name = "replay", slots = math.max(1, slots), rec = rec, clock = 0 }, Replay)
+  local self = setmetatable({ name = "replay", slots = math.max(1, slots), rec = rec, clock = 0, spec = spec }, Replay)
   local configs = {}
   for i, e in ipairs(rec.entries) do configs[i] = e.config end
   self.space = space_mod.listed({ knobs = rec.knobs, configs = configs })
@@ -67,6 +67,13 @@ function Replay:evaluate(jobs)
                  median_ms = e.median_ms, metrics = copy(e.metrics), resources = copy(e.resources),
                  launch = copy(e.launch),
                  log = e.log, cost_s = e.cost_s }
+      -- the spec's metrics and objective from the recorded time, as the
+      -- cuda backend reports them
+      local spec, r = self.spec, out[i]
+      if spec and spec.metrics and r.status == "ok" and type(r.time_ms) == "number" and r.time_ms > 0 then
+        r.user_metrics = spec:metrics(job.config, r.time_ms)
+        if r.user_metrics and spec.objective then r.objective = r.user_metrics[spec.objective.metric] end
+      end
     end
   end
   return out
