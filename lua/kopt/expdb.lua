@@ -296,10 +296,14 @@ end
 
 -- LLM attempts carried by a candidate's origin (origin.llm, one table, or
 -- origin.attempts, a list: {attempt=, expert=, model=, hint= or hints=,
--- outcome=}), one row each; the outcome defaults to the evaluation's status.
+-- outcome=}; or the origin itself when it has a numeric `attempt`, as
+-- strategies/synthesize.lua's candidates do, with the hint the attempt was
+-- written from in origin.hint), one row each; the outcome defaults to the
+-- evaluation's status.
 local function attempts_of(origin, status)
   if type(origin) ~= "table" then return {} end
-  local list = type(origin.attempts) == "table" and origin.attempts or (type(origin.llm) == "table" and { origin.llm }) or {}
+  local list = type(origin.attempts) == "table" and origin.attempts or (type(origin.llm) == "table" and { origin.llm })
+    or (math.type(origin.attempt) == "integer" and { origin }) or {}
   local out = {}
   for _, a in ipairs(list) do
     if type(a) == "table" then
@@ -430,6 +434,15 @@ end
 
 function Session:close()
   if self.db then self.db:close() self.db = nil end
+end
+
+-- A hit as data: { path=, run=, time_ms=, config=, result=, n=, key= } (the
+-- best: nil fields when the run found no valid configuration).
+function Session:hit_summary()
+  local h, best = self.hit, self.hit.top[1]
+  return { path = h.path, run = h.run.id, key = h.problem.key, stop_reason = h.run.stop_reason,
+           time_ms = best and best.time_ms, n = best and best.n, config = best and json.decode(best.config or ""),
+           result = best and json.decode(best.result or "") }
 end
 
 -- The known best of a hit, with its evidence, as the lines a run prints.

@@ -149,6 +149,7 @@ function M.main(opts, pos)
     strategy = strategy.name, options = options, seed = opts.seed or 1, budget = budget, time_limit = opts.time_limit,
     out_dir = dir, backend_label = backend_label, fresh = opts.fresh, resume = opts.resume })
   if memory and memory.hit then
+    opts.db_hit = memory:hit_summary()  -- for a caller such as kopt suite: no run folder is written
     io.stdout:write(memory:hit_text(space))
     memory:close()
     return 0

@@ -47,10 +47,14 @@ local ref = T.keys(tmp .. "/a")
 T.eq(#ref, 40, "first run: evaluations")
 T.check(T.exists(DB), "the database %s was created", DB)
 
-local t0 = sys.now()
-code, out, err = T.run(cmd("random", REC, 40, tmp .. "/b"), env())
-local hit_s = sys.now() - t0
-io.stdout:write(string.format("known-best hit: %.3f s\n", hit_s))
+-- the best of three, so a busy machine's scheduling is not counted as the hit's cost
+local hit_s = math.huge
+for _ = 1, 3 do
+  local t0 = sys.now()
+  code, out, err = T.run(cmd("random", REC, 40, tmp .. "/b"), env())
+  hit_s = math.min(hit_s, sys.now() - t0)
+end
+io.stdout:write(string.format("known-best hit: %.3f s (best of three)\n", hit_s))
 T.eq(code, 0, "second identical run: exit code\n" .. err)
 T.check(out:find("answered from the experience database " .. DB .. ": 0 evaluations", 1, true) ~= nil,
         "second identical run: says it answered from the database:\n%s", out)
@@ -145,6 +149,34 @@ T.check(out:find("evaluations written to", 1, true) ~= nil, "kopt db export says
 code, _, err = T.run("random --backend replay:" .. tmp .. "/exp.t4.json --budget 5 --no-db -q --out " .. tmp .. "/exp_run")
 T.eq(code, 0, "replay of an export\n" .. err)
 T.strict_json(tmp .. "/exp.t4.json", "the export")
+
+-- 6b. LLM attempts carried by origins, and the hit as data for callers
+local strat = tmp .. "/attempts.lua"
+T.write(strat, [[
+local S = { name = "attempts", options = {} }
+function S.init(ctx) ctx.i = 0 end
+function S.ask(ctx, n)
+  ctx.i = ctx.i + 1
+  if ctx.i > 3 then return {} end
+  local c = ctx.space:sample(ctx.rng)
+  if ctx.i == 3 then
+    return { { config = c, origin = { expert = "llm", method = "edit", llm = { attempt = 3, model = "m", hints = { "a", "b" } } } } }
+  end
+  return { { config = c, origin = { expert = "llm", method = "synthesis", attempt = ctx.i, hint = "hint " .. ctx.i } } }
+end
+return S
+]])
+local ADB = tmp .. "/attempts.db"
+code, _, err = T.run(string.format("%s --backend replay:%s --out %s/att -q", strat, VA, tmp), env(ADB))
+T.eq(code, 0, "a strategy with LLM attempts\n" .. err)
+rows = query(ADB, "SELECT a.attempt, a.expert, a.model, a.hint, a.outcome FROM llm_attempts a ORDER BY a.attempt")
+T.eq(#rows, 3, "LLM attempts on record")
+T.check(rows[1] and rows[1].hint == "hint 1" and rows[1].expert == "llm" and rows[1].outcome == "ok",
+        "attempt 1 on record: %s", rows[1] and require("cjson").encode(rows[1]) or "none")
+T.check(rows[3] and rows[3].model == "m" and rows[3].hint == '["a","b"]', "attempt 3 on record: %s",
+        rows[3] and require("cjson").encode(rows[3]) or "none")
+code, out = T.run("db show vector_add_A4000", env(ADB))
+T.check(code == 0 and out:find("3 LLM attempts on record", 1, true) ~= nil, "kopt db show counts the attempts:\n%s", out)
 
 -- 7. Files it will not use: one sentence naming the file, left as it was.
 local function refused(path, want, what)
