@@ -15,7 +15,11 @@
 //    hands the buffer back to the producer.
 // Registers move from the producer to the consumers with setmaxnreg, so the
 // accumulators (WG_M * BN / 2 floats per thread) stay in registers.
-// Tiles are visited in groups of GROUP_M rows of tiles (L2 reuse of B).
+// Tiles are visited in groups of GROUP_M rows of tiles (L2 reuse of B). A
+// CTA loops over tiles t = blockIdx.x, + gridDim.x, ...: launched with one
+// CTA per tile it is the classic grid, with fewer (PERSISTENT=1 in the spec:
+// one per SM) the producer loads the next tile while the consumers store
+// this one.
 //
 // Kernel parameters: A, B, C, M, N, K, then tmA and tmB, tensor maps
 // (CUtensorMap, 128 bytes, by value) that the worker builds over A with box
@@ -222,6 +226,17 @@ __device__ __forceinline__ void wgmma_tile(float *d, u64 da, u64 db, int scale_d
 #endif
 }
 
+// Tile t in launch order: GROUP_M rows of tiles at a time, column by column
+// within a group, so CTAs running together share B's columns in L2.
+__device__ __forceinline__ void tile_coords(int t, int tiles_m, int tiles_n, int *tm, int *tn)
+{
+	const int per_group = GROUP_M * tiles_n;
+	const int first_m = (t / per_group) * GROUP_M;
+	const int rows = min(tiles_m - first_m, GROUP_M);
+	*tm = first_m + (t % per_group) % rows;
+	*tn = (t % per_group) / rows;
+}
+
 extern "C" __global__ void __launch_bounds__(THREADS, 1)
     matmul_sm90(const elem_t *A, const elem_t *B,
 #if C_F32
@@ -242,16 +257,7 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 
 	const int wg = threadIdx.x / 128;
 	const int tid = threadIdx.x % 128;
-
-	// tile order: GROUP_M rows of tiles at a time, column by column
-	const int tiles_m = M / BM, tiles_n = N / BN;
-	const int pid = blockIdx.x;
-	const int per_group = GROUP_M * tiles_n;
-	const int group = pid / per_group;
-	const int first_m = group * GROUP_M;
-	const int group_rows = min(tiles_m - first_m, GROUP_M);
-	const int tile_m = first_m + (pid % per_group) % group_rows;
-	const int tile_n = (pid % per_group) / group_rows;
+	const int tiles_m = M / BM, tiles_n = N / BN, tiles = tiles_m * tiles_n;
 	const int k_tiles = K / BK;
 
 	if (threadIdx.x == 0) {
@@ -266,68 +272,84 @@ extern "C" __global__ void __launch_bounds__(THREADS, 1)
 	if (wg == 0) {
 		asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\n");
 		if (tid == 0) {
-			for (int kt = 0; kt < k_tiles; kt++) {
-				int s = kt % STAGES;
-				if (kt >= STAGES)
-					mbar_wait(&empty[s], ((kt / STAGES) - 1) & 1);
-				unsigned char *a = smem + s * STAGE_BYTES;
-				unsigned char *b = a + A_STAGE_BYTES;
-				mbar_expect_tx(&full[s], STAGE_BYTES);
-				for (int c = 0; c < CONSUMERS; c++)
-					tma_load_2d(a + c * A_TILE_BYTES, &tmA, &full[s], kt * BK,
-						    tile_m * BM + c * 64 * WG_M);
-				tma_load_2d(b, &tmB, &full[s], kt * BK, tile_n * BN);
+			// `it` counts k-tiles over all of this CTA's tiles: it picks
+			// the stage and the phase of its barriers
+			int it = 0;
+			for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+				int tile_m, tile_n;
+				tile_coords(t, tiles_m, tiles_n, &tile_m, &tile_n);
+				for (int kt = 0; kt < k_tiles; kt++, it++) {
+					int s = it % STAGES;
+					if (it >= STAGES)
+						mbar_wait(&empty[s], ((it / STAGES) - 1) & 1);
+					unsigned char *a = smem + s * STAGE_BYTES;
+					unsigned char *b = a + A_STAGE_BYTES;
+					mbar_expect_tx(&full[s], STAGE_BYTES);
+					for (int c = 0; c < CONSUMERS; c++)
+						tma_load_2d(a + c * A_TILE_BYTES, &tmA, &full[s], kt * BK,
+							    tile_m * BM + c * 64 * WG_M);
+					tma_load_2d(b, &tmB, &full[s], kt * BK, tile_n * BN);
+				}
 			}
 		}
 	} else {
 		asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\n");
 		const int c = wg - 1;
 		float acc[WG_M][BN / 2];
+		int it = 0;
+		for (int t = blockIdx.x; t < tiles; t += gridDim.x) {
+			int tile_m, tile_n;
+			tile_coords(t, tiles_m, tiles_n, &tile_m, &tile_n);
 #pragma unroll
-		for (int m = 0; m < WG_M; m++)
+			for (int m = 0; m < WG_M; m++)
 #pragma unroll
-			for (int i = 0; i < BN / 2; i++)
-				acc[m][i] = 0.0f;
-		for (int kt = 0; kt < k_tiles; kt++) {
-			int s = kt % STAGES;
-			mbar_wait(&full[s], (kt / STAGES) & 1);
-			unsigned char *a = smem + s * STAGE_BYTES + c * A_TILE_BYTES;
-			unsigned char *b = smem + s * STAGE_BYTES + A_STAGE_BYTES;
-			wgmma_fence();
+				for (int i = 0; i < BN / 2; i++)
+					acc[m][i] = 0.0f;
+			for (int kt = 0; kt < k_tiles; kt++, it++) {
+				int s = it % STAGES;
+				mbar_wait(&full[s], (it / STAGES) & 1);
+				unsigned char *a = smem + s * STAGE_BYTES + c * A_TILE_BYTES;
+				unsigned char *b = smem + s * STAGE_BYTES + A_STAGE_BYTES;
+				wgmma_fence();
 #pragma unroll
-			for (int k = 0; k < BK / 16; k++) {
-				u64 db = smem_desc(b + k * 32);
+				for (int k = 0; k < BK / 16; k++) {
+					u64 db = smem_desc(b + k * 32);
 #pragma unroll
-				for (int m = 0; m < WG_M; m++)
-					wgmma_tile(acc[m], smem_desc(a + m * 64 * BK * 2 + k * 32), db,
-						   1);
+					for (int m = 0; m < WG_M; m++)
+						wgmma_tile(acc[m], smem_desc(a + m * 64 * BK * 2 + k * 32), db,
+							   1);
+				}
+				wgmma_commit();
+				// one group stays in flight: once the previous k-tile's MMAs
+				// are done, its stage goes back to the producer
+				wgmma_wait<1>();
+				if (kt > 0 && tid == 0)
+					mbar_arrive(&empty[(it - 1) % STAGES]);
 			}
-			wgmma_commit();
-			// one group stays in flight: once the previous k-tile's MMAs
-			// are done, its stage goes back to the producer
-			wgmma_wait<1>();
-			if (kt > 0 && tid == 0)
-				mbar_arrive(&empty[(kt - 1) % STAGES]);
-		}
-		wgmma_wait<0>();
-		// epilogue: fragment i of an m64nBN tile sits at row
-		// 16*warp + lane/4 (+8 for i%4 >= 2), column 8*(i/4) + 2*(lane%4) + i%2
-		const int warp = tid / 32, lane = tid % 32;
+			wgmma_wait<0>();
+			if (tid == 0)
+				mbar_arrive(&empty[(it - 1) % STAGES]);
+			// the producer is already loading the next tile while this one is
+			// stored
+			// epilogue: fragment i of an m64nBN tile sits at row
+			// 16*warp + lane/4 (+8 for i%4 >= 2), column 8*(i/4) + 2*(lane%4) + i%2
+			const int warp = tid / 32, lane = tid % 32;
 #pragma unroll
-		for (int m = 0; m < WG_M; m++) {
-			const int row0 = tile_m * BM + c * 64 * WG_M + m * 64 + warp * 16 + lane / 4;
+			for (int m = 0; m < WG_M; m++) {
+				const int row0 = tile_m * BM + c * 64 * WG_M + m * 64 + warp * 16 + lane / 4;
 #pragma unroll
-			for (int j = 0; j < BN / 8; j++) {
-				const int col = tile_n * BN + j * 8 + 2 * (lane % 4);
+				for (int j = 0; j < BN / 8; j++) {
+					const int col = tile_n * BN + j * 8 + 2 * (lane % 4);
 #pragma unroll
-				for (int h = 0; h < 2; h++) {
-					size_t at = (size_t)(row0 + 8 * h) * N + col;
-					float x = acc[m][4 * j + 2 * h], y = acc[m][4 * j + 2 * h + 1];
+					for (int h = 0; h < 2; h++) {
+						size_t at = (size_t)(row0 + 8 * h) * N + col;
+						float x = acc[m][4 * j + 2 * h], y = acc[m][4 * j + 2 * h + 1];
 #if C_F32
-					*(float2 *)&C[at] = make_float2(x, y);
+						*(float2 *)&C[at] = make_float2(x, y);
 #else
-					*(__half2 *)&C[at] = __floats2half2_rn(x, y);
+						*(__half2 *)&C[at] = __floats2half2_rn(x, y);
 #endif
+					}
 				}
 			}
 		}
