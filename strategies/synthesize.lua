@@ -161,14 +161,23 @@ local function tell_writer(st, hint)
   st.last_content = nil
 end
 
+local attempts_left
+
 local function record_attempt(ctx, st, a, hint)
   st.attempts[#st.attempts + 1] = a
   ctx:log("attempt %d (%s%s): %s%s", a.n, a.source, a.method and ("/" .. a.method) or "", a.status,
           a.time_ms and (" " .. ms(a.time_ms)) or "")
-  if hint then ctx:log("hint for attempt %d: %s", a.n + 1, (tostring(hint):gsub("\n", "\n    "))) end
+  if not hint then return end
+  hint = tostring(hint):gsub("\n", "\n    ")
+  local follows = attempts_left(ctx, st) and (st.client or (st.templates and st.templates[st.next_template]))
+  if follows then
+    ctx:log("hint for attempt %d: %s", a.n + 1, hint)
+  else
+    ctx:log("what attempt %d hears (no attempt follows): %s", a.n, hint)
+  end
 end
 
-local function attempts_left(ctx, st)
+function attempts_left(ctx, st)
   local o = ctx.options
   if st.n >= o.attempts then return false end
   if st.base and st.improved_tries >= o.improve then return false end
@@ -191,7 +200,7 @@ local function next_attempt(ctx, st)
       if ok then
         local src, launch = synth.materialize(K, K.default, ctx.spec)
         if src then
-          cand = { config = {}, source = src, entry = K.entry, launch = launch,
+          cand = { config = {}, source = src, entry = K.entry, name = K.entry .. ".cu", launch = launch,
                    origin = { expert = source, method = K.origin.method, attempt = st.n,
                               knobs = synth.describe(K, K.default) } }
         else
@@ -224,16 +233,26 @@ local function took_attempt(ctx, st, r)
   if r.cached then
     hint = "This is the same kernel as an earlier attempt (" .. tostring(status) .. "). " .. hint
   end
+  if status == "ok" and p.source == "template" and st.templates then
+    -- the template's other ops compute other functions: not worth an
+    -- attempt (all of them come after this one)
+    local keep = {}
+    for i, K in ipairs(st.templates) do
+      if i < st.next_template or K.origin.template ~= p.K.origin.template then keep[#keep + 1] = K end
+    end
+    st.templates = keep
+  end
+  local faster = status == "ok" and type(r.time_ms) == "number" and (not st.base or r.time_ms < st.base.result.time_ms)
+  if faster then
+    st.base = { K = p.K, n = p.n, method = p.source .. "/" .. p.K.origin.method, config = p.config, result = r }
+  end
   record_attempt(ctx, st, { n = p.n, source = p.source, status = status, time_ms = r.time_ms,
                             method = p.K.origin.method }, hint)
   tell_writer(st, hint)
-  if status == "ok" and type(r.time_ms) == "number" then
-    if not st.base or r.time_ms < st.base.result.time_ms then
-      st.base = { K = p.K, n = p.n, method = p.source .. "/" .. p.K.origin.method, config = p.config, result = r }
-      ctx:log("attempt %d is the fastest correct kernel so far: %s%s", p.n, ms(r.time_ms),
-              st.reference and st.reference.time_ms and
-                string.format(" (%.2fx the reference)", st.reference.time_ms / r.time_ms) or "")
-    end
+  if faster then
+    ctx:log("attempt %d is the fastest correct kernel so far: %s%s", p.n, ms(r.time_ms),
+            st.reference and st.reference.time_ms and
+              string.format(" (%.2fx the reference)", st.reference.time_ms / r.time_ms) or "")
   end
 end
 
@@ -314,6 +333,13 @@ local function start_tuning(ctx, st)
   return true
 end
 
+-- "exhaustive", "anneal:neighbour": the tuner and its own label of the move.
+local function tune_method(st, c)
+  local m = c.origin and c.origin.method
+  if m == nil or m == st.tune_name then return st.tune_name end
+  return st.tune_name .. ":" .. tostring(m)
+end
+
 -- The tuning strategy's next candidates, as this run's candidates; configs
 -- that cannot launch are answered here (free, invalid), so the engine sees
 -- only what can run. Returns the list (empty: tuning is over).
@@ -337,8 +363,8 @@ local function tuning_ask(ctx, st, n)
         results[i].cached, results[i].key = true, key
       else
         all_answered = false
-        out[#out + 1] = { config = {}, source = src, entry = K.entry, launch = launch,
-                          origin = { expert = "tune", method = st.tune_name .. ":" .. tostring(c.origin and c.origin.method or "config"),
+        out[#out + 1] = { config = {}, source = src, entry = K.entry, name = K.entry .. ".cu", launch = launch,
+                          origin = { expert = "tune", method = tune_method(st, c),
                                      attempt = st.base.n, knobs = synth.describe(K, c.config) } }
         st.tpending[#st.tpending + 1] = { i = i, key = key, config = c.config }
       end

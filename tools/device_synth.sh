@@ -10,7 +10,7 @@
 #  3. s_never: every attempt fails to compile; the reference stands
 #  4. offline (no LLM): the templates chosen by the problem's shape, on the
 #     row softmax and on examples/synth/gelu.json (the coarsened reference)
-# Per run: OUT/<label>.txt (kopt's summary) and .err (-v progress), and
+# Per run: OUT/<label>.log (kopt's summary and its -v progress), and
 # OUT/synth_summary.txt: the attempts with their statuses, the hints of
 # trace.md, the winner (its origin and knobs) and its time against the
 # reference's.
@@ -34,8 +34,8 @@ summary() { # label
 	d=$R/$1
 	{
 		echo "== $1"
-		grep -m1 -E '^  best' "$OUT/$1.txt"
-		grep -E '^  (synthesis|winner|tuning|no attempt|LLM)' "$OUT/$1.txt"
+		grep -m1 -E '^  best' "$OUT/$1.log"
+		grep -E '^  (synthesis|winner|tuning|no attempt|LLM)' "$OUT/$1.log"
 		python3 - "$d/events.jsonl" <<'EOF'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
@@ -60,7 +60,9 @@ if ok:
     print("  winner: %s/%s [%s] %.4g ms%s" % (o.get("expert"), o.get("method"), o.get("knobs"), t,
           ", %.2fx the reference" % (ref_ms / t) if ref_ms else ""))
 EOF
-		grep -E 'hint for attempt|no attempt was correct' "$d/trace.md" | cut -c1-300
+		# each hint with its first lines (NVRTC's log, the verifier's message)
+		awk '/^- \[/ { p = /hint for attempt|hears \(no attempt follows\)|no attempt was correct/ ? 5 : 0 }
+			p > 0 { print substr($0, 1, 300); p-- }' "$d/trace.md"
 	} >>"$OUT/synth_summary.txt"
 }
 : >"$OUT/synth_summary.txt"
@@ -68,16 +70,16 @@ SPEC=examples/synth/row_softmax.json
 for sc in s_flow s_never; do
 	KOPT_LLM_BASE_URL=$(base "$sc") KOPT_LLM_MODEL=scripted \
 		"$KOPT" synthesize "$SPEC" --out "$R/$sc" --budget 40 -v \
-		--opt attempts=4 --opt improve=1 --opt tune=exhaustive >"$OUT/$sc.txt" 2>"$OUT/$sc.err"
+		--opt attempts=4 --opt improve=1 --opt tune=exhaustive >"$OUT/$sc.log" 2>&1
 	echo "$sc rc=$?"
 	summary "$sc"
 done
 "$KOPT" synthesize "$SPEC" --out "$R/templates_softmax" --budget 20 -v --opt llm=off \
-	>"$OUT/templates_softmax.txt" 2>"$OUT/templates_softmax.err"
+	>"$OUT/templates_softmax.log" 2>&1
 echo "templates_softmax rc=$?"
 summary templates_softmax
 "$KOPT" synthesize examples/synth/gelu.json --out "$R/templates_gelu" --budget 40 -v --opt llm=off \
-	>"$OUT/templates_gelu.txt" 2>"$OUT/templates_gelu.err"
+	>"$OUT/templates_gelu.log" 2>&1
 echo "templates_gelu rc=$?"
 summary templates_gelu
 cp "$R/s_flow/trace.md" "$OUT/s_flow.trace.md" 2>/dev/null

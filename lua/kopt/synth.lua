@@ -387,9 +387,10 @@ function M.describe(K, config)
 end
 
 -- The source of K at config: each knob's #define line set to its value (a
--- knob the source does not define gets one at the top), under a header
+-- knob the source does not define gets one at the top), and a last line
 -- that says what the source is and how it is launched, so the source alone
--- identifies the state. Returns source, launch or nil, why.
+-- identifies the state (at the end: the compiler's line numbers stay those
+-- of the writer's source). Returns source, launch or nil, why.
 function M.materialize(K, config, spec)
   local launch, err = M.launch(K, config, spec)
   if not launch then return nil, err end
@@ -403,10 +404,10 @@ function M.materialize(K, config, spec)
     if n == 0 then top[#top + 1] = "#define " .. k.name .. " " .. v end
   end
   local g, b = launch.grid, launch.block
-  local head = string.format("// kopt: synthesized kernel %s; %s; grid (%d, %d, %d), block (%d, %d, %d), smem %d\n",
+  local tail = string.format("// kopt: synthesized kernel %s; %s; grid (%d, %d, %d), block (%d, %d, %d), smem %d\n",
                              K.entry, M.describe(K, config), g[1], g[2], g[3], b[1], b[2], b[3], launch.smem)
-  if #top > 0 then head = head .. table.concat(top, "\n") .. "\n" end
-  return head .. src, launch
+  local head = #top > 0 and (table.concat(top, "\n") .. "\n") or ""
+  return head .. src .. (src:sub(-1) == "\n" and "" or "\n") .. tail, launch
 end
 
 ---------------------------------------------------------------------------
@@ -470,7 +471,7 @@ function M.hint(r, ctx)
     L[#L + 1] = "The speed of light is unknown here (no declared work or no device clocks)."
   end
   if a.limiter then
-    L[#L + 1] = string.format("Limiter: %s%s.", a.limiter, a.limiter_detail and (" (" .. a.limiter_detail .. ")") or "")
+    L[#L + 1] = string.format("Limiter: %s%s.", a.limiter, a.limiter_detail and (", " .. a.limiter_detail) or "")
   end
   local res = r.resources or {}
   if res.regs or res.occupancy then

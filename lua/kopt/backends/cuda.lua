@@ -429,13 +429,14 @@ function Cuda:restart(s)
 end
 
 -- The compile job of a candidate, noting what request `id` will need: a
--- candidate that carries its own kernel (a synthesized one: `entry`, and
--- `launch` = { grid = {x, y, z}, block = {x, y, z}, smem = n }) is compiled
--- for its entry and launched with its own geometry, not the spec's.
+-- candidate that carries its own kernel (a synthesized one: `entry`, `name`
+-- for the compiler's messages, and `launch` = { grid = {x, y, z}, block =
+-- {x, y, z}, smem = n }) is compiled for its entry and launched with its own
+-- geometry, not the spec's.
 function Cuda:prepare(job, id)
   local cjob = compile.job_for(self.spec, job.config, self.arch, job.source)
   local cand = job.candidate or {}
-  if cand.entry then cjob.entry = cand.entry end
+  if cand.entry then cjob.entry, cjob.name = cand.entry, cand.name or cjob.name end
   self.launches = self.launches or {}
   self.launches[id] = cand.launch
   return cjob
