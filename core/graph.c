@@ -30,7 +30,9 @@ struct edge {
 	str action;
 	double w, max, prior;
 	uint32_t parent, child, next;
-	uint32_t n, fails, vloss, flags, pad;
+	uint32_t n, fails, vloss, flags;
+	uint32_t ahash; /* low bits of the action's hash: a parent's edges are told apart by it
+			   before their strings are compared (recomputed on load) */
 };
 
 /* A slot of the key table: the node id and the low 32 bits of its key hash,
@@ -354,15 +356,22 @@ double kopt_graph_reward(const struct kopt_graph *g, uint32_t id)
 	return g->nodes[id].reward;
 }
 
-uint32_t kopt_graph_find_edge(const struct kopt_graph *g, uint32_t parent, const char *action,
-			      size_t len)
+static uint32_t find_edge_hashed(const struct kopt_graph *g, uint32_t parent, const char *action,
+				 size_t len, uint32_t ahash)
 {
 	for (uint32_t e = g->nodes[parent].first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next) {
 		const struct edge *ed = &g->edges[e];
-		if (STR_LEN(ed->action) == len && memcmp(str_at(g, ed->action), action, len) == 0)
+		if (ed->ahash == ahash && STR_LEN(ed->action) == len &&
+		    memcmp(str_at(g, ed->action), action, len) == 0)
 			return e;
 	}
 	return KOPT_GRAPH_NONE;
+}
+
+uint32_t kopt_graph_find_edge(const struct kopt_graph *g, uint32_t parent, const char *action,
+			      size_t len)
+{
+	return find_edge_hashed(g, parent, action, len, (uint32_t)key_hash(action, len));
 }
 
 int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, size_t len,
@@ -371,7 +380,8 @@ int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, s
 {
 	*eid = KOPT_GRAPH_NONE;
 	*created = 0;
-	uint32_t found = kopt_graph_find_edge(g, parent, action, len);
+	uint32_t ahash = (uint32_t)key_hash(action, len);
+	uint32_t found = find_edge_hashed(g, parent, action, len, ahash);
 	if (found != KOPT_GRAPH_NONE) {
 		*eid = found;
 		return 0;
@@ -390,6 +400,7 @@ int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, s
 		set_err(err, errlen, "out of memory growing the graph arena");
 		return -1;
 	}
+	ed->ahash = ahash;
 	ed->parent = parent;
 	ed->child = child;
 	ed->prior = prior;
@@ -523,6 +534,14 @@ uint32_t kopt_graph_greedy(const struct kopt_graph *g, uint32_t id, double lambd
 	if (eligible)
 		*eligible = count;
 	return best;
+}
+
+uint32_t kopt_graph_first_eligible(const struct kopt_graph *g, uint32_t id, uint32_t skip_mask)
+{
+	for (uint32_t e = g->nodes[id].first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next)
+		if (!(g->nodes[g->edges[e].child].flags & skip_mask))
+			return e;
+	return KOPT_GRAPH_NONE;
 }
 
 static uint64_t digest_str(uint64_t h, const struct kopt_graph *g, str s)
@@ -704,6 +723,10 @@ int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t
 	if (rehash(g, g->n_slots, 1) != 0) {
 		set_err(err, errlen, "%s: out of memory", path);
 		goto out;
+	}
+	for (size_t i = 0; i < g->n_edges; i++) {
+		struct edge *ed = &g->edges[i];
+		ed->ahash = (uint32_t)key_hash(str_at(g, ed->action), STR_LEN(ed->action));
 	}
 	*out = g;
 	g = NULL;

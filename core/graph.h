@@ -126,6 +126,10 @@ uint32_t kopt_graph_select(const struct kopt_graph *g, uint32_t id, const struct
 uint32_t kopt_graph_greedy(const struct kopt_graph *g, uint32_t id, double lambda, double fpu,
 			   double beta_max, uint32_t skip_mask, uint32_t *eligible);
 
+/* The first edge of node id, in insertion order, whose child has no flag in
+ * skip_mask; KOPT_GRAPH_NONE when there is none. */
+uint32_t kopt_graph_first_eligible(const struct kopt_graph *g, uint32_t id, uint32_t skip_mask);
+
 /* A 64-bit FNV-1a digest of everything a snapshot restores except virtual
  * losses (which only live during a batch), as 16 hex digits + NUL. Two graphs
  * with the same digest hold the same nodes, edges and statistics. */

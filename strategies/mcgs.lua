@@ -155,7 +155,9 @@ function S.init(ctx)
   local st = {
     g = graph_mod.new(1024),
     gens = {}, cheap = {}, expensive = {},
-    cfg = {},          -- node id -> config table
+    cfg = nil,         -- node id -> config table (below)
+    cfg_base = {},     -- node id -> its first parent's config, until cfg is read
+    cfg_changes = {},  -- node id -> the changes of the move that first reached it
     patch = {},        -- node id -> patch (states with a source change)
     method_in = {},    -- node id -> method of the move that first reached it
     edge_method = {},  -- edge id -> method
@@ -169,10 +171,21 @@ function S.init(ctx)
     edge_gen = {},     -- edge id -> name of the generator that proposed it
     path_to = {},      -- node id -> the path by which it was first measured
     repairs = {},      -- failed LLM edits waiting for their repair turn
+    fixes = {},        -- failed patch -> the moves its repair turn gave
     baseline = nil,    -- time of the first valid measurement
     restarts = 0,
     iterations = 0,    -- selections that produced a candidate
   }
+  -- A node added by an expansion keeps its parent's config and the move's
+  -- changes until its own config is first read: most are never measured.
+  st.cfg = setmetatable({}, { __index = function(t, id)
+    local base = st.cfg_base[id]
+    if base == nil then return nil end
+    local c = moves_mod.changed_config(ctx.space, base, st.cfg_changes[id])
+    st.cfg_base[id], st.cfg_changes[id] = nil, nil
+    rawset(t, id, c)
+    return c
+  end })
   st.gens = moves_mod.resolve(o.moves)
   st.gen_by_name = {}
   for _, gen in ipairs(st.gens) do
@@ -218,9 +231,16 @@ end
 
 -- JSON of a config with the knobs in space order (Lua's table order varies
 -- between processes; the snapshot must not).
+local names_of = setmetatable({}, { __mode = "k" })  -- space -> encoded knob names with ':'
 function S.encode_config(space, config)
+  local names = names_of[space]
+  if not names then
+    names = {}
+    for i, k in ipairs(space.knobs) do names[i] = json.encode(k.name) .. ":" end
+    names_of[space] = names
+  end
   local parts = {}
-  for i, k in ipairs(space.knobs) do parts[i] = json.encode(k.name) .. ":" .. json.encode(config[k.name]) end
+  for i, k in ipairs(space.knobs) do parts[i] = names[i] .. json.encode(config[k.name]) end
   -- (called once per measured state only)
   return "{" .. table.concat(parts, ",") .. "}"
 end
@@ -308,8 +328,9 @@ local function model_weigh(ctx, st, id, props)
   local base = st.time[id]
   local lbase = base and math.log(base) or (model_predict(ctx, m, st.cfg[id]))
   local weak = math.log(1 + o.min_pred_gain)
+  local state = { config = st.cfg[id] }
   for _, p in ipairs(props) do
-    local lt, p_ok = model_predict(ctx, m, p.config)
+    local lt, p_ok = model_predict(ctx, m, moves_mod.config_of(ctx.space, state, p))
     local gain = lbase - lt
     local f = math.exp(math.max(-20, math.min(20, gain / o.model_tau))) * p_ok
     if gain < weak then
@@ -345,7 +366,7 @@ end
 -- prior (ties in seeded random order), so widening admits the best first.
 local function add_moves(ctx, st, id, gens, noise, always)
   local state = { config = st.cfg[id], key = st.g:key(id), patch = st.patch[id] }
-  local props = moves_mod.propose(ctx, state, gens)
+  local props = moves_mod.collect(ctx, state, gens)
   if #props == 0 then return 0 end
   local from = st.method_in[id]
   local tie = {}
@@ -377,31 +398,24 @@ local function add_moves(ctx, st, id, gens, noise, always)
   end
   -- order: prior descending, ties by the shuffled rank (priors are far
   -- apart compared with the 1e-9 offsets)
-  local sks, by_sk = {}, {}
-  for i, m in ipairs(props) do
-    local sk = -(m.prior - m.tie * 1e-9)
-    sks[i], by_sk[sk] = sk, m
-  end
-  table.sort(sks)
-  local added = 0
-  for _, sk in ipairs(sks) do
-    local m = by_sk[sk]
-    local child = S.node_for(ctx, st, m.config, m.patch, m.key)
-    if child ~= id then
-      local e, created = st.g:link(id, m.action, child, m.prior)
-      if created then
-        added = added + 1
-        st.edge_method[e] = m.method
-        st.edge_expert[e] = m.expert
-        st.edge_chain[e], st.edge_gen[e] = m.chain, m.generator
-        st.method_in[child] = st.method_in[child] or m.method
+  for _, m in ipairs(props) do m.rank = -(m.prior - m.tie * 1e-9) end
+  local added = st.g:add_children(id, props, always)
+  for _, m in ipairs(props) do
+    local child = m.child
+    if m.fresh then
+      if m.config then
+        st.cfg[child] = m.config
+      else
+        st.cfg_base[child], st.cfg_changes[child] = state.config, m.changes
       end
-      if always then
-        -- a later generator's moves sit at the end of the edge list: keep
-        -- them selectable whatever the widening limit
-        st.g:set_edge_flags(e, graph_mod.edge_always)
-        if not created and m.prior > st.g:edge(e).prior then st.g:set_prior(e, m.prior) end
-      end
+      st.patch[child] = m.patch
+    end
+    if m.linked then
+      local e = m.edge
+      st.edge_method[e] = m.method
+      st.edge_expert[e] = m.expert
+      st.edge_chain[e], st.edge_gen[e] = m.chain, m.generator
+      st.method_in[child] = st.method_in[child] or m.method
     end
   end
   return added
@@ -434,9 +448,10 @@ local function restart_config(ctx, st, perturb)
     if perturb and st.best_id then
       c, method = st.cfg[st.best_id], "perturb"
       for _ = 1, o.perturb do
-        local props = moves_mod.propose(ctx, { config = c, key = ctx:key(c) }, st.cheap)
+        local state = { config = c, key = ctx:key(c) }
+        local props = moves_mod.collect(ctx, state, st.cheap)
         if #props == 0 then break end
-        c = ctx.rng:choice(props).config
+        c = moves_mod.config_of(ctx.space, state, ctx.rng:choice(props))
       end
     else
       c, method = nil, "restart"
@@ -488,16 +503,8 @@ end
 fresh_root_edge = function(ctx, st, have, perturb)
   local g = st.g
   for _ = 1, 2 do
-    local edges = g:edges(st.root)
-    for j = #edges, 1, -1 do
-      local x = edges[j]
-      if g:flags((g:ends(x))) & (BLOCK | MEASURED) == 0 then
-        -- the oldest such edge: scan back to the first idle one
-        for i = 1, j do
-          if g:flags((g:ends(edges[i]))) & (BLOCK | MEASURED) == 0 then return edges[i] end
-        end
-      end
-    end
+    local e = g:first_eligible(st.root, BLOCK | MEASURED)
+    if e then return e end
     grow(ctx, st, st.root, have + 1, have, perturb)
     have = have + 1
   end
@@ -596,7 +603,16 @@ local function repair_rec(ctx, st, p)
   local gen = st.gen_by_name[p.gen]
   if not (gen and gen.repair) then return nil end
   local ch = p.chain
-  local moves, note = gen.repair(ctx, ch, p.feedback, p.failed_patch)
+  -- the same broken source, failed in another state, is fixed once: the
+  -- fix is reused there without asking again
+  local moves, note
+  local cached = p.failed_patch and st.fixes[p.failed_patch]
+  if cached then
+    moves, note = cached, "the fix of the same broken source, reused"
+  else
+    moves, note = gen.repair(ctx, ch, p.feedback, p.failed_patch)
+    if p.failed_patch and #moves > 0 then st.fixes[p.failed_patch] = moves end
+  end
   local _, parent = st.g:ends(p.path[#p.path])
   local props = #moves > 0 and moves_mod.propose(ctx, { config = st.cfg[parent], key = st.g:key(parent) },
                                                   { { name = p.gen, propose = function() return moves end } }) or {}
@@ -605,9 +621,10 @@ local function repair_rec(ctx, st, p)
   if m and (evaluated(st, child) or st.g:flags(child) & PENDING ~= 0) then
     note, m = "the fix is a state already measured or in flight", nil
   end
-  ctx:log("repair %d of %s/%s: %s", ch.attempt, ch.expert, tostring(ch.method), note)
+  local attempt = cached and cached[1].repair or ch.attempt
+  ctx:log("repair %d of %s/%s: %s", attempt, ch.expert, tostring(ch.method), note)
   if not m then
-    if ch.attempt < ctx.options.repairs then
+    if not cached and ch.attempt < ctx.options.repairs then
       st.repairs[#st.repairs + 1] = { chain = ch, gen = p.gen, path = p.path, failed_patch = p.failed_patch,
                                       feedback = "It was not tried: " .. note .. "." }
     end
@@ -615,9 +632,10 @@ local function repair_rec(ctx, st, p)
   end
   local e = st.g:link(parent, m.action, child, st.g:edge(p.path[#p.path]).prior)
   st.g:set_edge_flags(e, graph_mod.edge_always)
-  st.edge_method[e], st.edge_expert[e], st.edge_chain[e], st.edge_gen[e] = ch.method, ch.expert, ch, p.gen
+  local chain = cached and cached[1].chain or ch
+  st.edge_method[e], st.edge_expert[e], st.edge_chain[e], st.edge_gen[e] = ch.method, ch.expert, chain, p.gen
   st.method_in[child] = st.method_in[child] or ch.method
-  return { path = extend(p.path, e), leaf = child, repair = ch.attempt }
+  return { path = extend(p.path, e), leaf = child, repair = attempt }
 end
 
 -- When no descent finds a new state (a small space, every state measured),
@@ -734,8 +752,8 @@ local function time_of(r)
   end
 end
 
-local function reward_of(ctx, st, r)
-  local t = time_of(r)
+-- (t: time_of(r))
+local function reward_of(ctx, st, r, t)
   if t then
     if not st.baseline then st.baseline = t end
     local x = math.log(st.baseline / t)
@@ -801,14 +819,15 @@ function S.tell(ctx, results)
     local rec = batch[i]
     if rec then
       local leaf = rec.leaf
-      local v, failed = reward_of(ctx, st, r)
-      g:set(leaf, { status = tostring(r.status), time_ms = time_of(r), reward = v,
+      local t = time_of(r)
+      local v, failed = reward_of(ctx, st, r, t)
+      g:set(leaf, { status = tostring(r.status), time_ms = t, reward = v,
                     config = S.encode_config(ctx.space, st.cfg[leaf]) })
       g:set_flags(leaf, (g:flags(leaf) & ~PENDING) | MEASURED)
       st.measured[leaf] = true
-      st.time[leaf] = time_of(r)
+      st.time[leaf] = t
       st.path_to[leaf] = st.path_to[leaf] or rec.path
-      model_record(st, st.cfg[leaf], time_of(r))
+      model_record(st, st.cfg[leaf], t)
       if failed then set_flag(g, leaf, DEAD) end
       for _, e in ipairs(rec.path) do
         g:vloss(e, -1)
@@ -835,7 +854,7 @@ function S.tell(ctx, results)
         m.n, m.gain = m.n + 1, m.gain + math.max(-1, math.min(1, gain))
         st.mstats[method] = m
       end
-      local speedup = (pnode and pnode.time_ms and time_of(r)) and pnode.time_ms / time_of(r) or nil
+      local speedup = (pnode and pnode.time_ms and t) and pnode.time_ms / t or nil
       st.exp:add({ from = st.method_in[parent] or "root", to = method, status = r.status, speedup = speedup,
                    reward = v, n = ctx.evaluations }, r)
       if not failed and (not st.best_v or v > st.best_v) then

@@ -153,6 +153,16 @@ START_TEST(test_edges_and_backup)
 	ck_assert_uint_eq(edge_to(g, r, "tile_m_up", b, 0.1), ea); /* same action: same edge */
 	ck_assert_uint_eq(kopt_graph_find_edge(g, r, "warps_down", 10), eb);
 	ck_assert_uint_eq(kopt_graph_find_edge(g, r, "nope", 4), KOPT_GRAPH_NONE);
+	ck_assert_uint_eq(kopt_graph_find_edge(g, r, "tile_m_u", 8), KOPT_GRAPH_NONE);
+	/* the first edge whose child carries no masked flag */
+	ck_assert_uint_eq(kopt_graph_first_eligible(g, r, 4), ea);
+	kopt_graph_set_flags(g, a, 4);
+	ck_assert_uint_eq(kopt_graph_first_eligible(g, r, 4), eb);
+	ck_assert_uint_eq(kopt_graph_first_eligible(g, r, 2), ea);
+	kopt_graph_set_flags(g, b, 6);
+	ck_assert_uint_eq(kopt_graph_first_eligible(g, r, 4), KOPT_GRAPH_NONE);
+	kopt_graph_set_flags(g, a, 0);
+	kopt_graph_set_flags(g, b, 0);
 	ck_assert_uint_eq(kopt_graph_first_edge(g, r), ea);
 	ck_assert_uint_eq(kopt_graph_next_edge(g, ea), eb);
 	ck_assert_uint_eq(kopt_graph_next_edge(g, eb), KOPT_GRAPH_NONE);
@@ -312,6 +322,18 @@ START_TEST(test_snapshot_round_trip)
 	ck_assert_int_eq(created, 0);
 	ck_assert_uint_eq(add(h, "node-new", &created), 3000);
 	ck_assert_int_eq(created, 1);
+	/* the restored edges are found by action (their hashes are rebuilt on
+	 * load), so linking an existing move again adds nothing */
+	uint32_t e0 = kopt_graph_first_edge(h, 0);
+	ck_assert_uint_ne(e0, KOPT_GRAPH_NONE);
+	struct kopt_graph_edge_view ev;
+	kopt_graph_edge(h, e0, &ev);
+	ck_assert_uint_eq(kopt_graph_find_edge(h, 0, ev.action, ev.action_len), e0);
+	size_t n_edges = kopt_graph_edge_count(h);
+	char action[64];
+	snprintf(action, sizeof action, "%s", ev.action);
+	ck_assert_uint_eq(edge_to(h, 0, action, ev.child, 0.5), e0);
+	ck_assert_uint_eq(kopt_graph_edge_count(h), n_edges);
 	/* a changed statistic changes the digest */
 	kopt_graph_digest(h, d1);
 	kopt_graph_backup(h, 0, 0.5, 0);

@@ -1,20 +1,27 @@
 -- Overhead of the search machinery, without any kernel:
---   kopt script tools/bench_search.lua [NODES]
+--   kopt script tools/bench_search.lua [NODES] [profile] [KEY=VALUE ...]
 -- 1. kopt.graph from Lua: NODES (default 10^6) g:add then g:find of 64-hex keys.
 -- 2. MCGS on a synthetic space (6 knobs x 10 values, a smooth bowl with
 --    noise), driven through its ask/tell callbacks with a minimal ctx until the
 --    graph holds 10^5 nodes; then the mean time of one iteration (ask + tell:
---    selection, expansion, backup, rollout bookkeeping) over the next 2000.
---    With a second argument "profile", a sampling hook then attributes the
---    time of 2000 more iterations to the functions of strategies/mcgs.lua
---    (expansion, i.e. add_moves with the generator, against the rest).
---    Further arguments KEY=VALUE are MCGS options (model=false: without the
---    value model); the value model's fits and predictions are timed apart.
+--    selection, expansion, backup, rollout bookkeeping) over the next 2000,
+--    split into the move generator (the rules' proposals), the checking and
+--    merging of proposals (kopt.moves), the value model's fits and
+--    predictions, and the rest (MCGS itself: selection, graph updates,
+--    backup, rollout choice).
+--    KEY=VALUE arguments are MCGS options (model=false: without the value
+--    model). "profile" adds a sampling profile of 2000 more iterations by
+--    function (VM instructions, so C time is under-counted).
+-- Times are CPU seconds of this process (os.clock), which a busy shared
+-- machine disturbs less than wall time; the wall time is printed beside.
+-- The last line is a digest of every candidate asked, in order: a change
+-- that must not alter the search's decisions must leave it unchanged.
 local graph = require("kopt.graph")
 local sys = require("kopt.sys")
 local space_mod = require("kopt.space")
 local rng_mod = require("kopt.rng")
 local strategy_mod = require("kopt.strategy")
+local moves = require("kopt.moves")
 
 local n = tonumber(arg[1]) or 1000000
 local keys = {}
@@ -44,16 +51,25 @@ local function time_of(c)
   for i = 1, 6 do s = s + ((c["K" .. i] / 16 - (i + 2)) ^ 2) * 0.05 end
   return s * (1 + 0.05 * noise:uniform())
 end
--- time spent in the move generator (kopt.moves.propose), to tell the
--- search machinery's own overhead from the generator's
-local moves = require("kopt.moves")
-local propose, t_gen = moves.propose, 0
-moves.propose = function(...)
-  local t = sys.now()
-  local out = propose(...)
-  t_gen = t_gen + sys.now() - t
-  return out
+
+-- CPU time in the move generators and in kopt.moves' checking and merging
+-- of their proposals (whichever entry point the strategy calls)
+local clock = os.clock
+local t_gen, t_moves = 0, 0
+local function timed(f, add)
+  return function(...)
+    local t = clock()
+    local a, b = f(...)
+    add(clock() - t)
+    return a, b
+  end
 end
+local rules = moves.get("rules")
+rules.propose = timed(rules.propose, function(dt) t_gen = t_gen + dt end)
+for _, name in ipairs({ "propose", "collect" }) do
+  if moves[name] then moves[name] = timed(moves[name], function(dt) t_moves = t_moves + dt end) end
+end
+
 local S = strategy_mod.load("mcgs")
 local opts, profile = {}, false
 for i = 2, #arg do
@@ -65,77 +81,79 @@ local ctx = { space = space, rng = rng_mod.new(1), options = strategy_mod.option
 function ctx:log() end
 function ctx:key(c) return space:key(c) end
 S.init(ctx)
+local asked = {}
 local function iterate()
   local cands = S.ask(ctx, 1)
   local res = {}
   for i, c in ipairs(cands) do
     ctx.evaluations = ctx.evaluations + 1
-    res[i] = { status = "ok", time_ms = time_of(c.config), key = space:key(c.config) }
+    local key = space:key(c.config)
+    asked[#asked + 1] = key
+    res[i] = { status = "ok", time_ms = time_of(c.config), key = key }
   end
   S.tell(ctx, res)
   return #cands
 end
 local target = 100000
 local it = 0
-local tb = sys.now()
+local c0, w0 = clock(), sys.now()
 while (ctx.mcgs.g:size()) < target do
   if iterate() == 0 then break end
   it = it + 1
 end
-local tgrow = sys.now() - tb
+local cgrow, wgrow = clock() - c0, sys.now() - w0
 local nodes, edges = ctx.mcgs.g:size()
-local m = 2000
-t_gen = 0
-local t3 = sys.now()
-for _ = 1, m do iterate() end
-local t4 = sys.now()
-local nodes2 = ctx.mcgs.g:size()
-print(string.format("mcgs: %d iterations to reach %d nodes / %d edges (%.2f s, %.3f ms each)", it, nodes, edges,
-                    tgrow, tgrow * 1e3 / it))
-print(string.format("mcgs at %d-%d nodes: %.3f ms per iteration (ask + tell, mean of %d), of which %.3f ms in the"
-                    .. " move generator and %.3f ms in MCGS itself (selection, graph updates, backup, rollout choice)",
-                    nodes, nodes2, (t4 - t3) * 1e3 / m, m, t_gen * 1e3 / m, (t4 - t3 - t_gen) * 1e3 / m))
-
 local model = ctx.mcgs.model
+local fit0, fits0, pred0, preds0 = 0, 0, 0, 0
+if model then fit0, fits0, pred0, preds0 = model.fit_s, model.fits, model.predict_s, model.predicts end
+local m = 2000
+t_gen, t_moves = 0, 0
+local c3, w3 = clock(), sys.now()
+for _ = 1, m do iterate() end
+local c4, w4 = clock(), sys.now()
+local nodes2, edges2 = ctx.mcgs.g:size()
+print(string.format("mcgs: %d iterations to reach %d nodes / %d edges (%.2f s CPU, %.3f ms each; wall %.2f s)", it,
+                    nodes, edges, cgrow, cgrow * 1e3 / it, wgrow))
+local per = (c4 - c3) * 1e3 / m
+local fit, pred = 0, 0
+if model then fit, pred = (model.fit_s - fit0) * 1e3 / m, (model.predict_s - pred0) * 1e3 / m end
+local gen, mv = t_gen * 1e3 / m, (t_moves - t_gen) * 1e3 / m
+print(string.format("mcgs at %d-%d nodes (%d-%d edges): %.3f ms CPU per iteration (ask + tell, mean of %d; wall %.3f"
+                    .. " ms)", nodes, nodes2, edges, edges2, per, m, (w4 - w3) * 1e3 / m))
+print(string.format("  move generator %.3f ms, checking and merging its proposals %.3f ms, value model fits %.3f ms,"
+                    .. " predictions %.3f ms, MCGS itself (selection, expansion into the graph, backup, rollout"
+                    .. " choice) %.3f ms", gen, mv, fit, pred, per - gen - mv - fit - pred))
 if model then
-  print(string.format("value model over the whole run (%d measured states): %d fits, %.2f ms each (%.3f ms per"
-                      .. " iteration); %d predictions, %.1f us each (%.3f ms per iteration); %d weak moves pruned",
-                      #model.X, model.fits, model.fit_s * 1e3 / math.max(1, model.fits),
-                      model.fit_s * 1e3 / (it + m), model.predicts,
-                      model.predict_s * 1e6 / math.max(1, model.predicts), model.predict_s * 1e3 / (it + m),
-                      model.pruned))
+  print(string.format("  value model in these %d iterations: %d fits (%.1f ms each), %d predictions (%.1f us each);"
+                      .. " whole run (%d measured states): %d fits, %.1f ms each; %d predictions, %.1f us each;"
+                      .. " %d weak moves pruned", m, model.fits - fits0,
+                      (model.fit_s - fit0) * 1e3 / math.max(1, model.fits - fits0), model.predicts - preds0,
+                      (model.predict_s - pred0) * 1e6 / math.max(1, model.predicts - preds0), #model.X, model.fits,
+                      model.fit_s * 1e3 / math.max(1, model.fits), model.predicts,
+                      model.predict_s * 1e6 / math.max(1, model.predicts), model.pruned))
 end
 
 if profile then
-  local names = {}
-  local lineno = 0
-  for line in io.lines("strategies/mcgs.lua") do
-    lineno = lineno + 1
-    local name = line:match("^local function ([%w_]+)") or line:match("^function ([%w_.]+)")
-    if name then names[lineno] = name end
-  end
   local counts, total = {}, 0
   debug.sethook(function()
     total = total + 1
-    for lvl = 2, 40 do
-      local info = debug.getinfo(lvl, "S")
-      if not info then break end
-      if info.short_src:find("mcgs.lua", 1, true) then
-        local k = names[info.linedefined] or ("line " .. info.linedefined)
-        counts[k] = (counts[k] or 0) + 1
-        return
-      end
+    local info = debug.getinfo(2, "S")
+    if info then
+      local k = info.short_src:match("[^/]*$") .. ":" .. info.linedefined
+      counts[k] = (counts[k] or 0) + 1
     end
-    counts["(outside mcgs.lua)"] = (counts["(outside mcgs.lua)"] or 0) + 1
-  end, "", 1000)
-  local t5 = sys.now()
+  end, "", 100)
+  local c5 = clock()
   for _ = 1, m do iterate() end
-  local t6 = sys.now()
+  local c6 = clock()
   debug.sethook()
   local list = {}
   for k, v in pairs(counts) do list[#list + 1] = { k, v } end
   table.sort(list, function(a, b) return a[2] > b[2] end)
-  print(string.format("profile of %d iterations (%.3f ms each with the hook), innermost mcgs.lua function:", m,
-                      (t6 - t5) * 1e3 / m))
-  for _, e in ipairs(list) do print(string.format("  %5.1f%%  %s", 100 * e[2] / total, e[1])) end
+  print(string.format("profile of %d iterations (%.3f ms each with the hook), by function (file:first line):", m,
+                      (c6 - c5) * 1e3 / m))
+  for i = 1, math.min(25, #list) do
+    print(string.format("  %5.1f%%  %s", 100 * list[i][2] / total, list[i][1]))
+  end
 end
+print(string.format("decisions: %d candidates, digest %s", #asked, sys.sha256(table.concat(asked, "\n")):sub(1, 16)))

@@ -9,6 +9,8 @@
  *   g:reward(id), g:flags(id), g:set_flags(id, f), g:key(id), g:visit(id[, k])
  *   g:counts(id) -> visits, number of edges ; g:ends(eid) -> child, parent
  *   local eid, created = g:link(parent, action, child[, prior])
+ *   g:add_children(parent, moves[, always]) -> edges created  (g:add and g:link for a list of
+ *     moves {key=, action=, prior=, rank=}, in ascending rank: see l_add_children)
  *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
  *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=, flags=}
  *   g:backup(eid, value[, failed]) ; g:vloss(eid, delta) ; g:set_prior(eid, p)
@@ -16,10 +18,12 @@
  *   g:select(id, {c_puct=, fpu=, beta_max=, vl_value=, limit=, skip_mask=, max_fails=}) -> eid|nil
  *     (or the same as positional numbers: g:select(id, c_puct, fpu, beta_max, vl_value, limit, ...))
  *   g:greedy(id, lambda, fpu, beta_max, skip_mask) -> eid|nil, eligible ; g:eligible(id, mask) -> {eid}
+ *   g:first_eligible(id, mask) -> the first eid of g:eligible(id, mask), or nil
  *   g:size() -> nodes, edges ; g:digest() -> hex ; g:save(path) -> true | nil, msg
  *   g:close()   (also __gc and __close)
  */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <lauxlib.h>
@@ -302,6 +306,112 @@ static int l_link(lua_State *L)
 	return 2;
 }
 
+struct ranked {
+	double rank;
+	lua_Integer i;
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+static const char *move_string(lua_State *L, int t, lua_Integer i, const char *name, size_t *len)
+{
+	lua_getfield(L, t, name);
+	const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, len) : NULL;
+	if (s == NULL)
+		luaL_error(L, "graph:add_children: move %I: field '%s' must be a string", i, name);
+	return s; /* stays on the stack, so the string lives until the caller pops it */
+}
+
+/* g:add_children(parent, moves[, always]) -> number of edges created
+ *
+ * The children of a node in one call: `moves` is a list of tables
+ * {key=, action=, prior=, rank=}. In ascending rank (equal ranks in list
+ * order), the node of each key is found or added and, unless it is the
+ * parent itself, linked from the parent by the action with the prior (an
+ * existing edge keeps its prior and statistics). With `always`, each edge is
+ * flagged edge_always and an existing edge's prior is raised to the move's
+ * when that is larger. Each move table gets child = node id, edge = edge id
+ * (nil for the parent itself), fresh = true when its node is new and
+ * linked = true when its edge is. */
+static int l_add_children(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t parent = check_node(L, g, 2);
+	luaL_checktype(L, 3, LUA_TTABLE);
+	int always = lua_toboolean(L, 4);
+	lua_settop(L, 3);
+	lua_Integer n = (lua_Integer)lua_rawlen(L, 3);
+	luaL_argcheck(L, n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)), 3, "too many moves");
+	/* scratch owned by the Lua state, so an error below leaks nothing */
+	struct ranked *order = lua_newuserdatauv(L, (size_t)n * sizeof *order + 1, 0);
+	for (lua_Integer i = 1; i <= n; i++) {
+		if (lua_rawgeti(L, 3, i) != LUA_TTABLE)
+			return luaL_error(L, "graph:add_children: move %I is not a table", i);
+		if (lua_getfield(L, -1, "rank") != LUA_TNUMBER)
+			return luaL_error(
+			    L, "graph:add_children: move %I: field 'rank' must be a number", i);
+		order[i - 1].rank = lua_tonumber(L, -1);
+		order[i - 1].i = i;
+		lua_pop(L, 2);
+	}
+	qsort(order, (size_t)n, sizeof *order, cmp_ranked);
+	lua_Integer made = 0;
+	char err[256];
+	for (lua_Integer k = 0; k < n; k++) {
+		lua_Integer i = order[k].i;
+		lua_rawgeti(L, 3, i);
+		int t = lua_gettop(L);
+		size_t klen;
+		const char *key = move_string(L, t, i, "key", &klen);
+		uint32_t child, eid;
+		int fresh, created;
+		if (kopt_graph_add(g, key, klen, &child, &fresh, err, sizeof err) != 0)
+			return luaL_error(L, "%s", err);
+		lua_pushinteger(L, (lua_Integer)child + 1);
+		lua_setfield(L, t, "child");
+		if (fresh) {
+			lua_pushboolean(L, 1);
+			lua_setfield(L, t, "fresh");
+		}
+		if (child != parent) {
+			size_t alen;
+			const char *action = move_string(L, t, i, "action", &alen);
+			if (lua_getfield(L, t, "prior") != LUA_TNUMBER)
+				return luaL_error(
+				    L,
+				    "graph:add_children: move %I: field 'prior' must be a number",
+				    i);
+			double prior = lua_tonumber(L, -1);
+			if (kopt_graph_link(g, parent, action, alen, child, prior, &eid, &created,
+					    err, sizeof err) != 0)
+				return luaL_error(L, "%s", err);
+			if (always) {
+				struct kopt_graph_edge_view v;
+				kopt_graph_set_edge_flags(g, eid, KOPT_GRAPH_EDGE_ALWAYS);
+				kopt_graph_edge(g, eid, &v);
+				if (!created && prior > v.prior)
+					kopt_graph_set_prior(g, eid, prior);
+			}
+			lua_pushinteger(L, (lua_Integer)eid + 1);
+			lua_setfield(L, t, "edge");
+			if (created) {
+				lua_pushboolean(L, 1);
+				lua_setfield(L, t, "linked");
+				made++;
+			}
+		}
+		lua_settop(L, t - 1);
+	}
+	lua_pushinteger(L, made);
+	return 1;
+}
+
 static int l_find_edge(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
@@ -486,6 +596,14 @@ static int l_eligible(lua_State *L)
 	return 1;
 }
 
+static int l_first_eligible(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	uint32_t id = check_node(L, g, 2);
+	push_id(L, kopt_graph_first_eligible(g, id, opt_u32_arg(L, 3, 0)));
+	return 1;
+}
+
 static int l_size(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
@@ -526,6 +644,7 @@ static const luaL_Reg graph_methods[] = {
 	{"key", l_key},
 	{"visit", l_visit},
 	{"link", l_link},
+	{"add_children", l_add_children},
 	{"find_edge", l_find_edge},
 	{"edges", l_edges},
 	{"edge", l_edge},
@@ -536,6 +655,7 @@ static const luaL_Reg graph_methods[] = {
 	{"select", l_select},
 	{"greedy", l_greedy},
 	{"eligible", l_eligible},
+	{"first_eligible", l_first_eligible},
 	{"size", l_size},
 	{"digest", l_digest},
 	{"save", l_save},

@@ -143,19 +143,93 @@ function M.action_id(space, move)
   return id
 end
 
+-- Per-space tables that make checking a proposal cheap: the formatted value
+-- and the action id of every allowed (knob, value), a copier that builds a
+-- config table in one allocation, and whether validity needs more than
+-- allowed values (constraints). Built on first use; a space's knobs never
+-- change.
+local fast_of = setmetatable({}, { __mode = "k" })
+local function fast(space)
+  local f = fast_of[space]
+  if f then return f end
+  f = { fmt = {}, act = {}, n = #space.knobs }
+  local fields = {}
+  for i, k in ipairs(space.knobs) do
+    local fm, ac = {}, {}
+    for _, v in ipairs(k.values) do
+      fm[v] = space_mod.format_value(v)
+      ac[v] = k.name .. "=" .. fm[v]
+    end
+    f.fmt[i], f.act[i] = fm, ac
+    fields[i] = string.format("[%q] = c[%q]", k.name, k.name)
+  end
+  -- a table constructor sizes the table once; copying key by key into {}
+  -- rehashes it at 1, 2, 4 and 8 entries
+  f.shape = assert(load("local c = ...; return {" .. table.concat(fields, ", ") .. "}", "=config copy", "t", {}))
+  f.unconstrained = not space.members and #(space.constraints or {}) == 0
+  fast_of[space] = f
+  return f
+end
+
+-- Whether a config holds nothing but knobs (the usual case: its copy is
+-- then the copier's alone), remembered for the last config asked about, as
+-- the moves of one state are materialised one after another.
+local plain_config, plain = nil, false
+local function only_knobs(space, config)
+  if config ~= plain_config then
+    plain_config, plain = config, true
+    for k in pairs(config) do
+      if not space.index[k] then plain = false break end
+    end
+  end
+  return plain
+end
+
+-- A copy of config with changes applied (no checks): a new table.
+local function changed_config(space, config, changes)
+  local c = fast(space).shape(config)
+  if not only_knobs(space, config) then
+    for k, v in pairs(config) do
+      if c[k] == nil then c[k] = v end
+    end
+  end
+  for k, v in pairs(changes or {}) do c[k] = v end
+  return c
+end
+
+M.changed_config = changed_config
+
+-- The config a move of `collect` leads to (a new table each call).
+function M.config_of(space, state, m)
+  return m.config or changed_config(space, state.config, m.changes)
+end
+
 -- Calls every generator on a state, drops moves that are invalid or lead
 -- back to the state, and merges moves that lead to the same state (keeping
 -- the method with the larger prior, summing priors). Returns a list of
---   { config=, key=, action=, method=, expert=, patch=, prior=, generator=,
---     chain=, repair= }
+--   { key=, changes=, action=, method=, expert=, patch=, prior=, generator=,
+--     chain=, repair=, config= }
 -- (chain: an LLM edit's conversation, for its repair turn) in a
 -- deterministic order (generator order, then proposal order), with priors
--- normalised to sum to 1.
-function M.propose(ctx, state, generators)
+-- normalised to sum to 1. `config` is set only where checking the move
+-- needed it; M.config_of gives it for any move. For searches that register
+-- many moves and measure few (MCGS).
+function M.collect(ctx, state, generators)
   local space = ctx.space
   local out, by_key = {}, {}
+  local f = fast(space)
+  local n = f.n
   local parts = {}
   for i, k in ipairs(space.knobs) do parts[i] = space_mod.format_value(state.config[k.name]) end
+  -- the key of a state one knob away is left[i] .. value .. right[i]
+  local left, right = { "" }, {}
+  for i = 2, n do left[i] = left[i - 1] .. parts[i - 1] .. "," end
+  right[n] = ""
+  for i = n - 1, 1, -1 do right[i] = "," .. parts[i + 1] .. right[i + 1] end
+  -- one-knob changes of a valid state are valid when the value is allowed
+  -- (and, with constraints, when they hold: checked on the copy)
+  local base_ok = not space.members and space:is_valid(state.config)
+  local fmt, act, index, members = f.fmt, f.act, space.index, space.members
   for _, gen in ipairs(generators) do
     local ok, moves = pcall(gen.propose, ctx, state)
     if not ok then
@@ -163,9 +237,29 @@ function M.propose(ctx, state, generators)
       moves = {}
     end
     for _, mv in ipairs(moves or {}) do
-      local cfg, key = M.apply(space, state.config, mv, parts)
-      if cfg then
-        if mv.patch then key = key .. "#" .. sys.sha256(mv.patch):sub(1, 16) end
+      local changes = mv.changes or {}
+      local k1, v1 = next(changes)
+      local key, cfg, action
+      if k1 ~= nil and next(changes, k1) == nil then
+        local ix = index[k1]
+        if ix and ix.pos[v1] ~= nil then
+          local i = ix.i
+          key, action = left[i] .. fmt[i][v1] .. right[i], act[i][v1]
+          if members then
+            if not members[key] then key = nil end
+          elseif not (base_ok and f.unconstrained) then
+            cfg = changed_config(space, state.config, changes)
+            if not space:is_valid(cfg) then key, cfg = nil, nil end
+          end
+        end
+      else
+        cfg, key = M.apply(space, state.config, mv, parts)
+      end
+      if key then
+        if mv.patch then
+          key = key .. "#" .. sys.sha256(mv.patch):sub(1, 16)
+          action = nil
+        end
         local prior = tonumber(mv.prior) or 1
         if prior <= 0 then prior = 1e-3 end
         if key ~= state.key then
@@ -176,9 +270,9 @@ function M.propose(ctx, state, generators)
             end
             prev.prior = prev.prior + prior
           else
-            local m = { config = cfg, key = key, action = M.action_id(space, mv), method = mv.method or "move",
-                        expert = mv.expert, patch = mv.patch, prior = prior, best_prior = prior,
-                        generator = gen.name, chain = mv.chain, repair = mv.repair }
+            local m = { config = cfg, key = key, changes = changes, action = action or M.action_id(space, mv),
+                        method = mv.method or "move", expert = mv.expert, patch = mv.patch, prior = prior,
+                        best_prior = prior, generator = gen.name, chain = mv.chain, repair = mv.repair }
             by_key[key] = m
             out[#out + 1] = m
           end
@@ -192,6 +286,15 @@ function M.propose(ctx, state, generators)
     m.prior = m.prior / sum
     m.best_prior = nil
   end
+  return out
+end
+
+-- As collect, with the config of every move filled in:
+--   { config=, key=, action=, method=, expert=, patch=, prior=, generator=,
+--     chain=, repair= }
+function M.propose(ctx, state, generators)
+  local out = M.collect(ctx, state, generators)
+  for _, m in ipairs(out) do m.config = M.config_of(ctx.space, state, m) end
   return out
 end
 

@@ -61,12 +61,31 @@ function M:choice(list)
   return list[self:random(1, #list)]
 end
 
--- Shuffles in place (Fisher-Yates) and returns the list.
+-- Shuffles in place (Fisher-Yates) and returns the list: the draws of
+-- random(1, i) for i = #list down to 2, with next64 inlined (MCGS shuffles
+-- every state's moves).
 function M:shuffle(list)
+  local s = self.s
+  local s1, s2, s3, s4 = s[1], s[2], s[3], s[4]
   for i = #list, 2, -1 do
-    local j = self:random(1, i)
+    local limit = (-1 >> 1) // i * i
+    local j
+    repeat
+      local r = s2 * 5
+      r = ((r << 7) | (r >> 57)) * 9
+      local t = s2 << 17
+      s3 = s3 ~ s1
+      s4 = s4 ~ s2
+      s2 = s2 ~ s3
+      s1 = s1 ~ s4
+      s3 = s3 ~ t
+      s4 = (s4 << 45) | (s4 >> 19)
+      local x = r >> 1
+      if x < limit then j = 1 + x % i end
+    until j
     list[i], list[j] = list[j], list[i]
   end
+  s[1], s[2], s[3], s[4] = s1, s2, s3, s4
   return list
 end
 

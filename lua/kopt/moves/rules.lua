@@ -104,93 +104,113 @@ local function all_numbers(values)
   return true
 end
 
--- Per-space classification, cached on the space table.
+-- Per-space classification, cached on the space table, with each knob's
+-- moves by value position (filled as positions are met): the weights above
+-- are read when a space is first used.
 local function knob_info(space)
   if space._rule_info then return space._rule_info end
   local info = {}
   for i, k in ipairs(space.knobs) do
     local fam, stem = R.classify(k)
     info[i] = { knob = k, fam = fam, stem = stem, numeric = all_numbers(k.values),
-                weight = R.weights[fam] or R.weights.knob }
+                weight = R.weights[fam] or R.weights.knob, moves = {} }
   end
   space._rule_info = info
   return info
 end
 R.knob_info = knob_info
 
-function R.propose(ctx, state)
-  local space = ctx.space
-  local moves = {}
-  local function add(k, v, method, w)
-    moves[#moves + 1] = { changes = { [k.name] = v }, method = method, prior = w }
+-- The moves of knob inf.knob at value position pos, as { value, method,
+-- prior } in proposal order. A pure function of the knob, its position and
+-- the weights, so it is computed once per (knob, position) and space.
+local function knob_moves(inf, pos)
+  local k = inf.knob
+  local n = #k.values
+  local list = {}
+  local function add(v, method, w) list[#list + 1] = { v, method, w } end
+  if n == 2 then
+    add(k.values[3 - pos], "toggle_" .. inf.stem, inf.weight * R.step_weight.toggle)
+    return list
   end
-  for _, inf in ipairs(knob_info(space)) do
-    local k = inf.knob
-    local n = #k.values
-    local pos = space.index[k.name].pos[state.config[k.name]]
-    if pos and n > 1 then
-      if n == 2 then
-        add(k, k.values[3 - pos], "toggle_" .. inf.stem, inf.weight * R.step_weight.toggle)
-      else
-        local up, down = inf.stem .. "_up", inf.stem .. "_down"
-        if not inf.numeric then up, down = inf.stem .. "_next", inf.stem .. "_prev" end
-        -- value lists are declared in order; for numbers "up" means larger
-        local dir = 1
-        if inf.numeric and k.values[n] < k.values[1] then dir = -1 end
-        local steps = { { 1, R.step_weight[1] }, { 2, R.step_weight[2] } }
-        if n >= 8 then steps[#steps + 1] = { math.max(3, n // 4), R.step_weight.jump } end
-        local covered = { [pos] = true }
-        for _, s in ipairs(steps) do
-          local d, w = s[1], s[2]
-          if pos + d <= n then
-            add(k, k.values[pos + d], dir > 0 and up or down, inf.weight * w)
-            covered[pos + d] = true
-          end
-          if pos - d >= 1 then
-            add(k, k.values[pos - d], dir > 0 and down or up, inf.weight * w)
-            covered[pos - d] = true
-          end
-        end
-        -- doubling and halving (to the nearest allowed value): the natural
-        -- jump for tile and block sizes whose lists step linearly
-        local cur = state.config[k.name]
-        if inf.numeric and type(cur) == "number" and cur > 0 then
-          for _, f in ipairs({ 2, 0.5 }) do
-            local want, best, bd = cur * f, nil, math.huge
-            for j, v in ipairs(k.values) do
-              local dist = math.abs(v - want)
-              if dist < bd then best, bd = j, dist end
-            end
-            if best and not covered[best] and bd <= 0.25 * want then
-              add(k, k.values[best], (f > 1) == (dir > 0) and up or down, inf.weight * R.step_weight.double)
-              covered[best] = true
-            end
-          end
-        end
-        -- any other value, with a small prior: reachable once a node is
-        -- visited often enough for widening to admit it
-        -- (short lists are often choices of method rather than sizes, so
-        -- every value of them is a plausible move)
-        local w_set = n <= R.short_list and R.step_weight.set_short or R.step_weight.set
-        for j = 1, n do
-          if not covered[j] then
-            add(k, k.values[j], inf.stem .. "_set", inf.weight * w_set)
-          end
-        end
+  local up, down = inf.stem .. "_up", inf.stem .. "_down"
+  if not inf.numeric then up, down = inf.stem .. "_next", inf.stem .. "_prev" end
+  -- value lists are declared in order; for numbers "up" means larger
+  local dir = 1
+  if inf.numeric and k.values[n] < k.values[1] then dir = -1 end
+  local steps = { { 1, R.step_weight[1] }, { 2, R.step_weight[2] } }
+  if n >= 8 then steps[#steps + 1] = { math.max(3, n // 4), R.step_weight.jump } end
+  local covered = { [pos] = true }
+  for _, s in ipairs(steps) do
+    local d, w = s[1], s[2]
+    if pos + d <= n then
+      add(k.values[pos + d], dir > 0 and up or down, inf.weight * w)
+      covered[pos + d] = true
+    end
+    if pos - d >= 1 then
+      add(k.values[pos - d], dir > 0 and down or up, inf.weight * w)
+      covered[pos - d] = true
+    end
+  end
+  -- doubling and halving (to the nearest allowed value): the natural
+  -- jump for tile and block sizes whose lists step linearly
+  local cur = k.values[pos]
+  if inf.numeric and type(cur) == "number" and cur > 0 then
+    for _, f in ipairs({ 2, 0.5 }) do
+      local want, best, bd = cur * f, nil, math.huge
+      for j, v in ipairs(k.values) do
+        local dist = math.abs(v - want)
+        if dist < bd then best, bd = j, dist end
+      end
+      if best and not covered[best] and bd <= 0.25 * want then
+        add(k.values[best], (f > 1) == (dir > 0) and up or down, inf.weight * R.step_weight.double)
+        covered[best] = true
       end
     end
   end
+  -- any other value, with a small prior: reachable once a node is
+  -- visited often enough for widening to admit it
+  -- (short lists are often choices of method rather than sizes, so
+  -- every value of them is a plausible move)
+  local w_set = n <= R.short_list and R.step_weight.set_short or R.step_weight.set
+  for j = 1, n do
+    if not covered[j] then add(k.values[j], inf.stem .. "_set", inf.weight * w_set) end
+  end
+  return list
+end
+
+-- The moves are shared between calls (cached per knob and value position):
+-- read them, copy one to change it.
+function R.propose(ctx, state)
+  local space = ctx.space
   -- Profile-guided priors: with counters on the state, a move that addresses
   -- its bottleneck weighs more (kopt.symptoms.move_bias); neutral without.
   -- The state's result is the one given, else the engine's measurement of it.
   local res = state.result
   if res == nil and R.use_symptoms and ctx.lookup then res = ctx:lookup(state.config) end
   local syms = R.use_symptoms and res and res.symptoms
-  if syms and #syms > 0 then
-    for _, m in ipairs(moves) do
-      local knob, v = next(m.changes)
-      m.prior = m.prior * symptoms.move_bias(syms, { method = m.method, knob = knob,
-                                                     from = state.config[knob], to = v })
+  if syms and #syms == 0 then syms = nil end
+  local moves = {}
+  for _, inf in ipairs(knob_info(space)) do
+    local k = inf.knob
+    local pos = #k.values > 1 and space.index[k.name].pos[state.config[k.name]]
+    if pos then
+      local list = inf.moves[pos]
+      if not list then
+        list = {}
+        for i, x in ipairs(knob_moves(inf, pos)) do
+          list[i] = { changes = { [k.name] = x[1] }, method = x[2], prior = x[3] }
+        end
+        inf.moves[pos] = list
+      end
+      for _, m in ipairs(list) do
+        if syms then
+          local v = m.changes[k.name]
+          m = { changes = m.changes, method = m.method,
+                prior = m.prior * symptoms.move_bias(syms, { method = m.method, knob = k.name,
+                                                             from = state.config[k.name], to = v }) }
+        end
+        moves[#moves + 1] = m
+      end
     end
   end
   return moves
