@@ -290,7 +290,7 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			kopt_worker_free_params(&p);
 			return "error";
 		}
-		uint32_t ref_poison[256];
+		uint32_t ref_poison[256] = {0};
 		CUresult r = CUDA_SUCCESS;
 		for (int i = 0; i < w->nargs && r == CUDA_SUCCESS; i++) {
 			const struct warg *a = &w->args[i];

@@ -49,13 +49,20 @@ local function write_spec(dir, files, json_text)
   T.write(dir .. "/s.json", json_text)
   return spec_mod.load(dir .. "/s.json")
 end
-local function evaluate(spec, configs)
+-- The results, or nil and the error (a spec error raised by the backend).
+local function try_evaluate(spec, configs)
   local be = cuda.open(spec, { seed = 5, timing = { max_time_s = 0.05 } })
   local jobs = {}
   for i, c in ipairs(configs) do jobs[i] = { key = tostring(i), config = c } end
-  local res = be:evaluate(jobs)
+  local done, res = pcall(be.evaluate, be, jobs)
   be:close()
+  if not done then return nil, tostring(res) end
   return res
+end
+local function evaluate(spec, configs)
+  local res, err = try_evaluate(spec, configs)
+  T.check(res ~= nil, "%s: %s", spec.path, tostring(err))
+  return res or { {}, {} }
 end
 
 -- a stencil that skips the last interior row when SKIP=1
@@ -73,6 +80,38 @@ T.eq(r[1].status, "ok", "stencil writing the whole interior")
 T.eq(r[2].status, "wrong", "stencil leaving its last interior row as it started")
 T.check((r[2].log or ""):find("still hold their initial value", 1, true) ~= nil,
         "the log names the elements left as they started: %s", tostring(r[2].log))
+
+-- without the copy, the border is never written, not even by the
+-- reference, which makes the spec wrong; the interior as a region passes,
+-- and a region that takes in an unwritten row fails
+local nocopy = sj:gsub(', "init": "copy:in"', "")
+T.write(sd .. "/nocopy.json", nocopy)
+T.write(sd .. "/region.json", (nocopy:gsub('"work":', '"verify": { "outputs": { "out": { "region": [[1, "ny - 1"], [1, "nx - 1"]] } } },\n  "work":')))
+local res, err = try_evaluate(spec_mod.load(sd .. "/nocopy.json"),
+                               { { SKIP = 0, block_size_x = 32, block_size_y = 4, tile_size_y = 1 } })
+T.check(res == nil and err:find("the reference kernel left", 1, true) ~= nil,
+        "without copy or region, the reference's unwritten border is a spec error: %s", tostring(err))
+r = evaluate(spec_mod.load(sd .. "/region.json"), { { SKIP = 0, block_size_x = 32, block_size_y = 4, tile_size_y = 1 },
+                                                     { SKIP = 1, block_size_x = 32, block_size_y = 4, tile_size_y = 1 } })
+T.eq(r[1].status, "ok", "the interior as a region")
+T.eq(r[2].status, "wrong", "a region whose last row is not written")
+
+-- the .npy data reaches the kernel as written: the spec's check reads it back
+local sp_dir = tmp .. "/spmv"
+os.execute("mkdir -p '" .. sp_dir .. "' && cp examples/kt/spmv/* '" .. sp_dir .. "/'")
+T.write(sp_dir .. "/rows.lua", [[
+return function(out, ref, inp, sizes)
+  local rp = inp.row_ptr
+  if #rp ~= sizes.rows + 1 or rp[1] ~= 0 or rp[#rp] ~= sizes.nnz then
+    return false, string.format("row_ptr: %d values, first %s, last %s", #rp, tostring(rp[1]), tostring(rp[#rp]))
+  end
+  for i = 2, #rp do if rp[i] < rp[i - 1] then return false, "row_ptr decreases at " .. i end end
+  return #inp.vals == sizes.nnz
+end]])
+local spj = T.slurp(sp_dir .. "/spmv.json"):gsub('"work":', '"verify": { "check": "rows.lua" },\n  "work":')
+T.write(sp_dir .. "/spmv.json", spj)
+r = evaluate(spec_mod.load(sp_dir .. "/spmv.json"), { { block_size_x = 128, threads_per_row = 4 } })
+T.eq(r[1].status, "ok", "spmv: the row pointers the kernel read are the file's (" .. tostring(r[1].log) .. ")")
 
 -- a pipeline whose second kernel adds only the first half of the partial sums
 local red = io.open("examples/kt/reduce/reduce2.cu"):read("a")
