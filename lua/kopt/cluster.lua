@@ -83,7 +83,7 @@ function M.main(opts, pos)
     if self.backend and not opts.q then io.stderr:write("kopt: ", self.backend:summary(), "\n") end
     if #self.lost > 0 then
       local names = {}
-      for i, l in ipairs(self.lost) do names[i] = string.format("rank %d (%s)", l.rank, tostring(l.host)) end
+      for i, l in ipairs(self.lost) do names[i] = string.format("rank %d (%s)", l.rank, l.host or "?") end
       io.stdout:flush()
       if not ok then io.stderr:write("kopt: ", describe(rc), "\n") end
       io.stderr:write(string.format("kopt: %s lost during the run; the run is written, and the job ends with "

@@ -52,6 +52,7 @@ local used = M.ranks_used(dir)
 T.eq(used[0], nil, "engine-kill: rank 0 evaluated")
 T.eq(used[1], 1, "engine-kill: evaluations from rank 1")
 T.eq(used[2], 59, "engine-kill: evaluations from rank 2")
+T.check(err:find("rank 1 1 (lost), rank 2 59; 1 re-queued from lost ranks", 1, true) ~= nil, "engine-kill: the per-rank line:\n%s", err)
 
 -- every rank lost and rank 0 not evaluating: rank 0 evaluates the rest itself
 dir, err = lost_run("alone", 2, "1:2:kill", " --mpi-root engine", "--enable-recovery")

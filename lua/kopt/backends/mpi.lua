@@ -112,12 +112,15 @@ local function job_message(job, spec)
   local m = { key = job.key, config = job.config }
   if job.source and not (spec and job.source == spec.kernel.source) then m.source = job.source end
   if job.candidate and job.candidate.origin then m.origin = job.candidate.origin end
+  -- a synthesized kernel's own entry, name and launch (backends/cuda.lua's prepare)
+  local c = job.candidate or {}
+  m.entry, m.name, m.launch = c.entry, c.name, c.launch
   return m
 end
 
 local function job_from_message(m, spec)
   return { key = m.key, config = m.config, source = m.source or (spec and spec.kernel.source),
-           candidate = { config = m.config, origin = m.origin } }
+           candidate = { config = m.config, origin = m.origin, entry = m.entry, name = m.name, launch = m.launch } }
 end
 
 -- --- serving ranks ---------------------------------------------------------------
@@ -258,7 +261,7 @@ function Mpi:lose(r, why)
     for k = #back, 1, -1 do table.insert(self.queue, 1, back[k]) end
   end
   self.requeued = self.requeued + #back
-  self:note("rank %d (%s) is lost: %s; %d candidate%s in flight evaluated elsewhere", r.rank, tostring(r.host), why,
+  self:note("rank %d (%s) is lost: %s; %d candidate%s in flight evaluated elsewhere", r.rank, r.host or "?", why,
             #back, #back == 1 and "" or "s")
 end
 
