@@ -45,8 +45,8 @@ summary() { # label
 	} >>"$OUT/edits_summary.txt"
 }
 : >"$OUT/edits_summary.txt"
-# 2. every format, and every flow with the diff format
-for sc in g_diff_ok g_nohdr_ok g_fenced_ok g_crlf_ok g_sr_ok g_source_ok \
+# 2. every format, and every flow with the diff format (ONLY=mcgs: step 4 alone)
+[ "${ONLY:-}" = mcgs ] || for sc in g_diff_ok g_nohdr_ok g_fenced_ok g_crlf_ok g_sr_ok g_source_ok \
 	g_diff_compile g_diff_wrong g_sr_compile g_source_wrong g_diff_never; do
 	KOPT_LLM_BASE_URL=$(base "$sc") KOPT_LLM_MODEL=scripted \
 		"$KOPT" experts "$SPEC" --out "$R/$sc" --artifacts all -v \
@@ -55,22 +55,33 @@ for sc in g_diff_ok g_nohdr_ok g_fenced_ok g_crlf_ok g_sr_ok g_source_ok \
 	summary "$sc"
 done
 # 3. knobs only
-"$KOPT" exhaustive "$SPEC" --out "$R/knobs_only" -q >"$OUT/knobs_only.txt" 2>&1
-echo "knobs_only rc=$?"
-summary knobs_only
-# 4. MCGS with expert moves: edits are nodes, their children may edit again
-KOPT_LLM_BASE_URL=$(base g_diff_ok) KOPT_LLM_MODEL=scripted KOPT_EXPERTS=throughput \
-	"$KOPT" mcgs "$SPEC" --out "$R/mcgs_experts" --budget 30 --opt moves=rules,experts --artifacts all -v \
-	>"$OUT/mcgs_experts.txt" 2>"$OUT/mcgs_experts.err"
-echo "mcgs_experts rc=$?"
-summary mcgs_experts
-python3 - "$R/mcgs_experts/events.jsonl" >>"$OUT/edits_summary.txt" <<'EOF'
+if [ "${ONLY:-}" != mcgs ]; then
+	"$KOPT" exhaustive "$SPEC" --out "$R/knobs_only" -q >"$OUT/knobs_only.txt" 2>&1
+	echo "knobs_only rc=$?"
+	summary knobs_only
+fi
+# 4. MCGS with expert moves: edits are nodes, their children may edit again;
+# a broken edit (g_diff_compile) gets its repair turn
+for sc in g_diff_ok g_diff_compile; do
+	label=mcgs_experts
+	[ "$sc" = g_diff_ok ] || label=mcgs_$sc
+	KOPT_LLM_BASE_URL=$(base "$sc") KOPT_LLM_MODEL=scripted KOPT_EXPERTS=throughput \
+		"$KOPT" mcgs "$SPEC" --out "$R/$label" --budget 30 --opt moves=rules,experts --artifacts all -v \
+		>"$OUT/$label.txt" 2>"$OUT/$label.err"
+	echo "$label rc=$?"
+	summary "$label"
+	python3 - "$R/$label/events.jsonl" >>"$OUT/edits_summary.txt" <<'EOF'
 import json, sys
 ev = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 ev = [e for e in ev if e.get("event") == "eval"]
 patched = [e for e in ev if e.get("patch")]
-print("  mcgs: %d evaluations, %d with an edited source, %d distinct sources" % (
-    len(ev), len(patched), len({e["key"].split("#")[1] for e in patched})))
+st = {}
+for e in patched:
+    s = (e.get("result") or {}).get("status")
+    st[s] = st.get(s, 0) + 1
+print("  mcgs: %d evaluations, %d with an edited source (%s), %d distinct sources" % (
+    len(ev), len(patched), st, len({e["key"].split("#")[1] for e in patched})))
 EOF
+done
 kill "$SERVER" 2>/dev/null
 cat "$OUT/edits_summary.txt"
