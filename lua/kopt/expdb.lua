@@ -88,7 +88,8 @@ local function refuse(path, kind, msg)
     errors.usage("the experience database %s is damaged or not a database (%s); %s", path,
                  (msg or ""):gsub("^.-: ", ""), ADVICE)
   end
-  errors.usage("the experience database %s cannot be used: %s", path, (msg or kind or "?"):gsub("^" .. path:gsub("%p", "%%%0") .. ": ", ""))
+  local why = (msg or kind or "?"):gsub("^" .. path:gsub("%p", "%%%0") .. ": ", "")
+  errors.usage("the experience database %s cannot be used: %s", path, why)
 end
 
 function DB:rows(sql, ...)
