@@ -331,6 +331,12 @@ do
   T.check(e.ctx.best and e:source_of(e.ctx.best.candidate):find("__fadd_rn", 1, true),
           "mcgs r_compile: the best is not the fast edit")
   T.check(e.evaluations > 15, "mcgs r_compile: the run stopped after %d evaluations (the 15 knob states)", e.evaluations)
+  -- one repair turn per broken source: the same broken edit failing in
+  -- other states reuses the fix
+  local asked = select(2, log:gsub("a fixed edit", ""))
+  local reused = select(2, log:gsub("the fix of the same broken source, reused", ""))
+  T.eq(asked, 1, "mcgs r_compile: repair turns asked for one broken source")
+  T.check(broken == asked + reused, "mcgs r_compile: %d broken states, %d repairs asked, %d reused", broken, asked, reused)
 
   local e2, log2 = mcgs_run("r_never", 40, { { "repairs", "2" } })
   local most = 0
