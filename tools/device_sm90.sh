@@ -13,6 +13,8 @@ BUDGET=${BUDGET:-50}
 SHAPES=${SHAPES:-"4096,4096,4096 8192,8192,8192 4096,4096,1024 8192,1024,8192"}
 R=${R:-/tmp/kopt-sm90}
 set -u
+# Measurements, not memories: no run here is answered by the experience database.
+export KOPT_DB=${KOPT_DB:-off}
 rm -rf "$R"; mkdir -p "$R" "$OUT"
 "$KOPT" devices || exit 1
 summary() { # run-folder label cublas-ms
