@@ -80,17 +80,20 @@ engine_mod.Engine.strategy_event = function(self, msg)
   return real_log(self, msg)
 end
 
-local function run(opts, budget)
+-- One run; `resume_dir`: continue the run recorded there (as --resume does).
+local function run(opts, budget, resume_dir)
   local options = strategy_mod.options(S, opts)
   local backend = stub_backend()
-  local dir = T.tmpdir("synth")
+  local dir = resume_dir or T.tmpdir("synth")
+  local rundir_mod = require("kopt.rundir")
+  local events = resume_dir and rundir_mod.read_events(dir .. "/events.jsonl") or nil
   local rd
   captured = {}
   local engine = engine_mod.run({
     strategy = S, strategy_name = "synthesize", options = options, space = new_space(), spec = spec,
-    backend = backend, budget = budget or 40, seed = 1, quiet = true, out_dir = dir,
+    backend = backend, budget = budget or 40, seed = 1, quiet = true, out_dir = dir, resume_events = events,
     run_dir_opener = function()
-      rd = require("kopt.rundir").open(dir, false)
+      rd = rundir_mod.open(dir, resume_dir ~= nil)
       return rd
     end,
   })
@@ -174,6 +177,29 @@ if server then
             "s_flow: trace.md shows the hints and the tuning")
     T.check(table.concat(e.ctx.summary_lines, "\n"):find("synthesis: 3 attempts: 1 compile_error, 2 wrong, 3 ok", 1, true),
             "s_flow: the summary lists the attempts: %s", table.concat(e.ctx.summary_lines, "\n"))
+  end
+
+  -- 1a. killed after 7 evaluations and resumed: the writer is answered from
+  -- the run's transcript, nothing recorded is measured again, and the run
+  -- ends where an uninterrupted one does
+  do
+    local base = server:base("s_flow")
+    local opts = { { "llm_base_url", base }, { "attempts", "4" }, { "improve", "0" } }
+    local whole = run(opts, 40)
+    local e1, _, dir = run(opts, 7)
+    T.eq(e1.evaluations, 7, "resume: the first part")
+    local e2, b2 = run(opts, 40, dir)
+    local measured = 0
+    for _ in pairs(b2.measured) do measured = measured + 1 end
+    T.eq(measured, #whole.records - 7, "resume: only what was not recorded is measured")
+    T.eq(e2.evaluations, #whole.records, "resume: as many evaluations as the uninterrupted run")
+    T.eq(e2.ctx.best and e2.ctx.best.key, whole.ctx.best and whole.ctx.best.key, "resume: the same winner")
+    local tr = T.slurp(dir .. "/llm_transcript.jsonl")
+    local requests = 0
+    for line in tr:gmatch("[^\n]+") do
+      if json.decode(line).kind == "request" then requests = requests + 1 end
+    end
+    T.eq(requests, 3, "resume: the writer was not asked again")
   end
 
   -- 1b. improve: a fourth attempt is told the performance and its kernel is measured
