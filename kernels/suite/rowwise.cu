@@ -7,7 +7,9 @@
 // rescaled to it (online softmax), so the row is read once for both; the
 // group combines its partials through warp shuffles and shared memory. Pass
 // 2 reads the row again (from the L2 while the block's rows are resident)
-// and writes the result.
+// and writes the result. With CACHE=1 each thread keeps its part of the row
+// in registers (NCOLS, the compile-time cols, from the spec's options) and
+// the row is read from memory once.
 // Requires cols % VEC == 0. Launch: grid cdiv(rows, ROWS), block BLOCK_SIZE.
 #ifndef BLOCK_SIZE
 #define BLOCK_SIZE 256
@@ -18,6 +20,9 @@
 #ifndef VEC
 #define VEC 4
 #endif
+#ifndef CACHE
+#define CACHE 0
+#endif
 
 #define NEG_INF __int_as_float(0xff800000u)
 #define GROUP (BLOCK_SIZE / ROWS)
@@ -26,6 +31,13 @@
 static_assert(BLOCK_SIZE % ROWS == 0 && GROUP >= 32 && (GROUP & (GROUP - 1)) == 0,
 	      "threads per row must be a power of two >= 32");
 static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC must be 1, 2 or 4");
+#if CACHE
+#ifndef NCOLS
+#error "CACHE=1 needs NCOLS (the row length) as a define"
+#endif
+#define PER_THREAD (NCOLS / (GROUP * VEC))
+static_assert(NCOLS % (GROUP * VEC) == 0 && PER_THREAD >= 1, "the row must split evenly over the group's vectors");
+#endif
 
 struct __align__(sizeof(float) * VEC) vec_t {
 	float v[VEC];
@@ -53,6 +65,28 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 	vec_t *yr = reinterpret_cast<vec_t *>(y + (long)(active ? row : 0) * cols);
 
 	float m = NEG_INF, s = 0.0f;
+#if CACHE
+	vec_t cached[PER_THREAD];
+	if (active) {
+#pragma unroll
+		for (int j = 0; j < PER_THREAD; j++)
+			cached[j] = xr[t + j * GROUP];
+		float vm = NEG_INF;
+#pragma unroll
+		for (int j = 0; j < PER_THREAD; j++)
+#pragma unroll
+			for (int k = 0; k < VEC; k++)
+				vm = fmaxf(vm, cached[j].v[k]);
+		float vs = 0.0f;
+#pragma unroll
+		for (int j = 0; j < PER_THREAD; j++)
+#pragma unroll
+			for (int k = 0; k < VEC; k++)
+				vs += expf(cached[j].v[k] - vm);
+		m = vm;
+		s = vs;
+	}
+#else
 	if (active) {
 		for (int i = t; i < nvec; i += GROUP) {
 			vec_t v = xr[i];
@@ -67,6 +101,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 			combine(m, s, vm, vs);
 		}
 	}
+#endif
 #pragma unroll
 	for (int off = 16; off > 0; off /= 2)
 		combine(m, s, __shfl_xor_sync(0xffffffffu, m, off), __shfl_xor_sync(0xffffffffu, s, off));
@@ -88,8 +123,16 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 #else
 	const float inv = 1.0f / s;
 #endif
+#if CACHE
+	(void)nvec;
+#pragma unroll
+	for (int j = 0; j < PER_THREAD; j++) {
+		const int i = t + j * GROUP;
+		vec_t v = cached[j], o;
+#else
 	for (int i = t; i < nvec; i += GROUP) {
 		vec_t v = xr[i], o;
+#endif
 #pragma unroll
 		for (int k = 0; k < VEC; k++)
 #if defined(OP_LOG)
