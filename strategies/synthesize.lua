@@ -70,14 +70,14 @@ local function summarize(ctx, st)
     local b = st.best_tuned or st.base
     lines[#lines + 1] = string.format("  winner: attempt %d (%s), %s, %s%s", st.base.n, st.base.method,
                                       synth.describe(st.base.K, b.config), ms(b.result.time_ms),
-                                      ref and ref.time_ms and string.format(", %.2fx the reference (%s)",
+                                      ref and ref.time_ms and string.format(", %.2fx " .. st.baseline .. " (%s)",
                                                                             ref.time_ms / b.result.time_ms, ms(ref.time_ms)) or "")
     if st.tuned then
       lines[#lines + 1] = string.format("  tuning: %s over %d knob%s, %d evaluations", st.tune_name, #st.base.K.knobs,
                                         #st.base.K.knobs == 1 and "" or "s", st.tuned)
     end
   else
-    lines[#lines + 1] = string.format("  no attempt was correct: the reference stands (%s)", ms(ref and ref.time_ms))
+    lines[#lines + 1] = string.format("  no attempt was correct: %s stands (%s)", st.baseline, ms(ref and ref.time_ms))
   end
   local c = st.client
   if c then
@@ -97,6 +97,11 @@ function S.init(ctx)
     require("kopt.errors").usage("synthesize needs a SPEC with a reference kernel")
   end
   local st = { phase = "reference", attempts = {}, n = 0, templates = nil, next_template = 1 }
+  -- A spec with a kernel of its own: that kernel (at its default config) is
+  -- the baseline and the fallback, and every written kernel is compiled at
+  -- that config too (its knobs arrive as -D defines the new source ignores).
+  st.config = ctx.space:first() or {}
+  st.baseline = ctx.spec.synthesis and "the reference" or "the spec's kernel"
   if o.templates ~= "only" then st.client, st.why = llm.for_run(ctx, o, S.name) end
   if o.templates ~= "off" then st.templates = templates.candidates(ctx.spec) end
   st.entry = synth.entry_for(ctx.spec)
@@ -200,7 +205,7 @@ local function next_attempt(ctx, st)
       if ok then
         local src, launch = synth.materialize(K, K.default, ctx.spec)
         if src then
-          cand = { config = {}, source = src, entry = K.entry, name = K.entry .. ".cu", launch = launch,
+          cand = { config = st.config, source = src, entry = K.entry, name = K.entry .. ".cu", launch = launch,
                    origin = { expert = source, method = K.origin.method, attempt = st.n,
                               knobs = synth.describe(K, K.default) } }
         else
@@ -229,7 +234,7 @@ local function took_attempt(ctx, st, r)
   local p = st.pending
   st.pending = nil
   local status = r.status
-  local hint = synth.hint(r, { spec = ctx.spec, reference = st.reference, launch = p.launch })
+  local hint = synth.hint(r, { spec = ctx.spec, reference = st.reference, baseline = st.baseline, launch = p.launch })
   if r.cached then
     hint = "This is the same kernel as an earlier attempt (" .. tostring(status) .. "). " .. hint
   end
@@ -252,7 +257,7 @@ local function took_attempt(ctx, st, r)
   if faster then
     ctx:log("attempt %d is the fastest correct kernel so far: %s%s", p.n, ms(r.time_ms),
             st.reference and st.reference.time_ms and
-              string.format(" (%.2fx the reference)", st.reference.time_ms / r.time_ms) or "")
+              string.format(" (%.2fx %s)", st.reference.time_ms / r.time_ms, st.baseline) or "")
   end
 end
 
@@ -363,7 +368,7 @@ local function tuning_ask(ctx, st, n)
         results[i].cached, results[i].key = true, key
       else
         all_answered = false
-        out[#out + 1] = { config = {}, source = src, entry = K.entry, name = K.entry .. ".cu", launch = launch,
+        out[#out + 1] = { config = st.config, source = src, entry = K.entry, name = K.entry .. ".cu", launch = launch,
                           origin = { expert = "tune", method = tune_method(st, c),
                                      attempt = st.base.n, knobs = synth.describe(K, c.config) } }
         st.tpending[#st.tpending + 1] = { i = i, key = key, config = c.config }
@@ -409,13 +414,14 @@ end
 function S.ask(ctx, n)
   local st = ctx.synth_state
   if st.phase == "reference" then
-    return { { config = {}, origin = { expert = "reference", method = "reference" } } }
+    return { { config = st.config, origin = { expert = "reference",
+                                              method = ctx.spec.synthesis and "reference" or "spec_kernel" } } }
   end
   if st.phase == "attempts" then
     local cand = next_attempt(ctx, st)
     if cand then return { cand } end
     if not st.base then
-      ctx:log("no attempt was correct after %d: the reference stands (%s)", #st.attempts,
+      ctx:log("no attempt was correct after %d: %s stands (%s)", #st.attempts, st.baseline,
               ms(st.reference and st.reference.time_ms))
       st.phase = "done"
     elseif not start_tuning(ctx, st) then
@@ -437,7 +443,7 @@ function S.tell(ctx, results)
   local st = ctx.synth_state
   if st.phase == "reference" then
     st.reference = results[1]
-    ctx:log("the reference: %s%s", tostring(results[1].status), results[1].time_ms and (" " .. ms(results[1].time_ms)) or "")
+    ctx:log("%s: %s%s", st.baseline, tostring(results[1].status), results[1].time_ms and (" " .. ms(results[1].time_ms)) or "")
     st.phase, st.improved_tries = "attempts", 0
   elseif st.phase == "attempts" then
     took_attempt(ctx, st, results[1])

@@ -126,6 +126,11 @@ function M.messages(spec, opts)
   L[#L + 1] = "```cuda\n" .. spec.reference.source:sub(1, X.SOURCE_CAP) .. "\n```"
   L[#L + 1] = string.format("Write a faster kernel computing the same outputs. Its signature:\n" ..
                             "extern \"C\" __global__ void %s(%s)", opts.entry or M.entry_for(spec), M.params(spec))
+  if #spec.knobs > 0 then
+    local taken = {}
+    for i, k in ipairs(spec.knobs) do taken[i] = k.name end
+    L[#L + 1] = "Knob names taken (do not use them): " .. table.concat(taken, ", ")
+  end
   L[#L + 1] = M.FORMAT
   return { { role = "system", content = M.SYSTEM }, { role = "user", content = table.concat(L, "\n") } }
 end
@@ -277,13 +282,17 @@ function M.check(K, spec)
   local names = { device = true }
   for k in pairs(spec.problem) do names[k] = true end
   for k in pairs(K.scope or {}) do names[k] = true end
+  -- a spec with a kernel of its own passes its knobs as -D defines
+  local taken = {}
+  for _, k in ipairs(spec.knobs) do taken[k.name] = true end
   local seen, raw = {}, 1
   for i, k in ipairs(K.knobs) do
     if type(k.name) ~= "string" or not k.name:match(IDENT) then
       return nil, string.format("knob %d: '%s' is not an identifier", i, tostring(k.name))
     end
-    if seen[k.name] or names[k.name] or expr.helpers[k.name] then
-      return nil, string.format("knob %s: the name is taken (another knob, a problem size or a helper)", k.name)
+    if seen[k.name] or names[k.name] or expr.helpers[k.name] or taken[k.name] then
+      return nil, string.format("knob %s: the name is taken (another knob, a problem size, a helper or a knob of " ..
+                                "the spec's own kernel)", k.name)
     end
     seen[k.name] = true
     if #k.values == 0 then return nil, string.format("knob %s: no allowed values", k.name) end
@@ -459,8 +468,9 @@ function M.hint(r, ctx)
   local L = { string.format("It is correct: %s.", fmt_ms(r.time_ms)) }
   local ref = ctx.reference
   if ref and type(ref.time_ms) == "number" and type(r.time_ms) == "number" and r.time_ms > 0 then
-    L[#L + 1] = string.format("The reference takes %s: %.2fx %s.", fmt_ms(ref.time_ms), ref.time_ms / r.time_ms,
-                              ref.time_ms >= r.time_ms and "faster" or "(slower than the reference)")
+    local what = ctx.baseline or "reference"
+    L[#L + 1] = string.format("The %s takes %s: %.2fx %s.", what:gsub("^the ", ""), fmt_ms(ref.time_ms),
+                              ref.time_ms / r.time_ms, ref.time_ms >= r.time_ms and "faster" or "(slower)")
   end
   local spec = ctx.spec
   local a = report.analyse({ result = r }, { device = spec.device, work = spec:work({}), launch = ctx.launch })

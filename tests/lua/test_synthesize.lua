@@ -30,13 +30,15 @@ local templates = require("kopt.synth_templates")
 local SPEC = "examples/synth/row_softmax.json"
 local spec = spec_mod.load(SPEC)
 
-local function new_space()
-  local scope = { device = spec.device }
-  for k, v in pairs(spec.problem) do scope[k] = v end
-  return space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
+local function new_space(sp)
+  sp = sp or spec
+  local scope = { device = sp.device }
+  for k, v in pairs(sp.problem) do scope[k] = v end
+  return space_mod.new({ knobs = sp.knobs, constraints = sp.constraints, scope = scope })
 end
 
-local function stub_backend()
+local function stub_backend(sp)
+  local spec = sp or spec  -- luacheck: ignore 431 (the spec it compiles for)
   local b = { name = "stub", slots = 4, clock = 0, compiles = 0, measured = {}, launches = {} }
   function b:evaluate(jobs)
     local out = {}
@@ -80,17 +82,18 @@ engine_mod.Engine.strategy_event = function(self, msg)
   return real_log(self, msg)
 end
 
--- One run; `resume_dir`: continue the run recorded there (as --resume does).
-local function run(opts, budget, resume_dir)
+-- One run; `resume_dir`: continue the run recorded there (as --resume does);
+-- `sp`: another spec.
+local function run(opts, budget, resume_dir, sp)
   local options = strategy_mod.options(S, opts)
-  local backend = stub_backend()
+  local backend = stub_backend(sp)
   local dir = resume_dir or T.tmpdir("synth")
   local rundir_mod = require("kopt.rundir")
   local events = resume_dir and rundir_mod.read_events(dir .. "/events.jsonl") or nil
   local rd
   captured = {}
   local engine = engine_mod.run({
-    strategy = S, strategy_name = "synthesize", options = options, space = new_space(), spec = spec,
+    strategy = S, strategy_name = "synthesize", options = options, space = new_space(sp), spec = sp or spec,
     backend = backend, budget = budget or 40, seed = 1, quiet = true, out_dir = dir, resume_events = events,
     run_dir_opener = function()
       rd = rundir_mod.open(dir, resume_dir ~= nil)
@@ -245,6 +248,18 @@ do
   T.check(log:find("templates (llm=off)", 1, true), "templates: the writer is said")
   T.check(log:find("attempt 1 (template/row_softmax:softmax)", 1, true), "templates: row_softmax first:\n%s", log)
   T.check(e.ctx.best and e.ctx.best.candidate.origin.expert == "tune", "templates: a tuned template config wins")
+end
+
+-- 4b. a spec with a kernel of its own: that kernel, at its first config, is
+-- the baseline, and the written kernels compile at that config too (its
+-- knobs arrive as -D defines they ignore)
+do
+  local own = spec_mod.load("specs/softmax.json")
+  local e, _, _, log = run({ { "llm", "off" }, { "attempts", "1" }, { "tune", "none" } }, 10, nil, own)
+  T.eq(e.records[1].origin.method, "spec_kernel", "own kernel: measured first")
+  T.check(log:find("the spec's kernel: ok 10 ms", 1, true), "own kernel: the baseline is named:\n%s", log)
+  T.eq(statuses(e), "ok", "own kernel: the template compiles and runs beside the spec's knobs")
+  T.check(log:find("The spec's kernel takes 10 ms", 1, true), "own kernel: the hint compares with it")
 end
 
 -- 5. parsing and checks
