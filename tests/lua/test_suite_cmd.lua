@@ -184,6 +184,8 @@ T.check(T.slurp(root .. "/err/suite.md"):find("- cumsum: --backend replay: the s
 code, out = T.run("suite --help")
 T.eq(code, 0, "suite --help")
 T.check(out:find("--target T", 1, true) and out:find("--baselines FILE", 1, true), "suite --help lists the options")
+code, out = T.run("--help")
+T.check(code == 0 and out:find("  suite                run a strategy over a suite of specs", 1, true), "kopt --help names suite: %s", out)
 
 -- With the experience database on, a second suite over the same problems
 -- is answered from it: no evaluations, the same best; --fresh measures again.

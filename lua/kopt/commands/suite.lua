@@ -357,12 +357,12 @@ function M.main(argv)
     finish_doc(i == #problems and "done" or "running")
   end
   if #problems == 0 then finish_doc("done") end
-  io.stdout:write(M.summary(doc, out))
+  io.stdout:write(M.summary_text(doc, out))
   return rc_total
 end
 
 -- The lines printed at the end.
-function M.summary(doc, out)
+function M.summary_text(doc, out)
   local correct = 0
   for _, r in ipairs(doc.rows) do if r.correct then correct = correct + 1 end end
   local L = { string.format("kopt suite: %s on %d problems, %d correct, %.0f s", doc.strategy, #doc.rows, correct,
