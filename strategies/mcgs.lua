@@ -192,6 +192,9 @@ function S.init(ctx)
     table.insert(gen.expensive and st.expensive or st.cheap, gen)
     st.gen_by_name[gen.name] = gen
   end
+  -- for stats(): calls of the expensive generators, the edges they
+  -- proposed (new, or a cheap move they seconded) and evaluations of those
+  st.expensive_calls, st.expensive_evals, st.expert_edge = 0, 0, {}
   if o.priors ~= "" then
     local f, err = experience.load_priors(o.priors)
     if not f then require("kopt.errors").usage("--opt priors: %s", err) end
@@ -410,6 +413,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
       end
       st.patch[child] = m.patch
     end
+    if always and m.edge then st.expert_edge[m.edge] = true end
     if m.linked then
       local e = m.edge
       st.edge_method[e] = m.method
@@ -487,6 +491,7 @@ local function ask_expensive(ctx, st, id)
   local done = st.expert_calls[id] or 0
   if done < allowed and done < ctx.options.expert_max then
     st.expert_calls[id] = done + 1
+    st.expensive_calls = st.expensive_calls + 1
     add_moves(ctx, st, id, st.expensive, false, true)
   end
 end
@@ -632,6 +637,7 @@ local function repair_rec(ctx, st, p)
   end
   local e = st.g:link(parent, m.action, child, st.g:edge(p.path[#p.path]).prior)
   st.g:set_edge_flags(e, graph_mod.edge_always)
+  st.expert_edge[e] = true
   local chain = cached and cached[1].chain or ch
   st.edge_method[e], st.edge_expert[e], st.edge_chain[e], st.edge_gen[e] = ch.method, ch.expert, chain, p.gen
   st.method_in[child] = st.method_in[child] or ch.method
@@ -661,6 +667,7 @@ local function frontier(ctx, st, n)
     local done = st.expert_calls[id] or 0
     if #idle == 0 and #st.expensive > 0 and done < ctx.options.expert_max then
       st.expert_calls[id] = done + 1
+      st.expensive_calls = st.expensive_calls + 1
       add_moves(ctx, st, id, st.expensive, false, true)
       idle = g:eligible(id, BLOCK | MEASURED)
     end
@@ -843,6 +850,7 @@ function S.tell(ctx, results)
                   tostring(r.status))
         end
       end
+      if st.expert_edge[rec.path[#rec.path]] then st.expensive_evals = st.expensive_evals + 1 end
       local last = g:edge(rec.path[#rec.path])
       local parent = last.parent
       local method = st.edge_method[rec.path[#rec.path]]
@@ -886,6 +894,16 @@ function S.tell(ctx, results)
   if (every > 0 and ctx.evaluations % every == 0) or ctx.evaluations >= (ctx.budget or math.huge) then
     save_snapshot(ctx, st)
   end
+end
+
+-- Counters for benchmarks (kopt compare sums them over seeds): calls of the
+-- expensive generators (an LLM expert: one request each) and evaluations
+-- through an edge they proposed (their own moves and repairs, and cheap
+-- moves they proposed too, whose priors they raised).
+function S.stats(ctx)
+  local st = ctx.mcgs
+  if not st then return {} end
+  return { expert_calls = st.expensive_calls, expert_evals = st.expensive_evals }
 end
 
 return S

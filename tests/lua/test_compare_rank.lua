@@ -1,5 +1,5 @@
--- `kopt compare`: strategy variants (NAME@K=V+K=V), the per-space rank table
--- and the leave-one-space-out selection, on hand-made reports whose answers
+-- `kopt compare`: strategy variants (NAME@K=V+K=V), the per-space rank table,
+-- the leave-one-space-out selection and the cost table, on hand-made reports whose answers
 -- are worked out below, then once through the CLI on the 15-configuration
 -- vector_add space.
 local T = require("testlib")
@@ -59,6 +59,18 @@ T.check(md:find("### Rank per space", 1, true) ~= nil, "markdown has the rank ta
 
 -- Through the CLI: a variant runs with its options and is reported under
 -- its label; benchmark.json carries the ranks and the leave-one-out picks.
+-- The cost table: CPU time per evaluation and the strategies' counters per
+-- 100 evaluations, summed over spaces.
+local cost = compare.cost_markdown({ spaces = {
+  { results = { { name = "a", cpu_s = 1, evals = 1000, stats = {} },
+                { name = "b", cpu_s = 3, evals = 1000, stats = { expert_calls = 10 } } } },
+  { results = { { name = "a", cpu_s = 1, evals = 1000, stats = {} },
+                { name = "b", cpu_s = 1, evals = 1000, stats = { expert_calls = 30 } } } },
+} })
+T.check(cost:find("| a | 1.000 | |", 1, true) ~= nil, "a: 2 s over 2000 evaluations, no counter: %s", cost)
+T.check(cost:find("| b | 2.000 | 2.00 |", 1, true) ~= nil, "b: 4 s and 40 calls over 2000: %s", cost)
+T.check(cost:find("expert calls", 1, true) ~= nil, "the counter is a column: %s", cost)
+
 local tmp = T.tmpdir("compare_rank")
 local code, _, stderr = T.run(string.format(
   "compare --strategies random,random@tries=50 --spaces tests/data/vector_add_A4000.json,"
@@ -68,6 +80,8 @@ local out = cjson.decode(T.slurp(tmp .. "/o/benchmark.json"))
 T.eq(out.spaces[1].strategies[3].name, "random@tries=50", "variant reported under its label")
 T.eq(#out.mean_rank, 2, "mean rank per strategy")
 T.eq(#out.loo, 1, "variants of one strategy form one leave-one-out group")
+T.check(out.spaces[1].strategies[2].evaluations == 20 and out.spaces[1].strategies[2].cpu_s >= 0,
+        "benchmark.json has each run's evaluations and CPU time")
 code, _, stderr = T.run(string.format("compare --strategies random@nosuch=1 --spaces tests/data/vector_add_A4000.json "
   .. "--seeds 1 --out %s/bad -q", tmp))
 T.eq(code, 2, "unknown variant option: usage error")

@@ -135,7 +135,8 @@ local function run_one(name, label, options, backend, seed, length)
     errors.raise(errors.RUNTIME, "compare: %s (seed %d): %s", name, seed, tostring(e.error))
   end
   for n = #curve + 1, length do curve[n] = best end
-  return curve
+  -- a strategy's own counters (MCGS: expert calls), summed over seeds
+  return curve, strategy.stats and strategy.stats(e.ctx) or {}, #curve
 end
 
 local function fmt_evals(n, limit)
@@ -184,13 +185,16 @@ function M.main(argv)
     for _, tol in ipairs({ 0.05, 0.01 }) do exact.within[tol] = (benchstats.random_evals_within(facts, tol)) end
     sp.exact = exact
     for _, st in ipairs(loaded) do
-      local t0 = sys.now()
-      local curves = {}
+      local t0, c0 = sys.now(), os.clock()
+      local curves, stats, evals = {}, {}, 0
       for seed = 1, o.seeds do
-        curves[seed] = run_one(st.base, st.label, st.options, backend, seed, length)
+        local c, counters, n = run_one(st.base, st.label, st.options, backend, seed, length)
+        curves[seed], evals = c, evals + n
+        for k, v in pairs(counters) do stats[k] = (stats[k] or 0) + v end
       end
       local sum = benchstats.summarise(facts, curves, budgets, cutoff, rtimes)
       sum.name, sum.base, sum.seconds = st.name, st.base, sys.now() - t0
+      sum.cpu_s, sum.evals, sum.stats = os.clock() - c0, evals, stats
       sum.curve = {}
       for n = 1, maxb do
         local acc = 0
@@ -276,6 +280,46 @@ function M.markdown(report)
     out[#out + 1] = M.rank_markdown(report)
     out[#out + 1] = M.loo_markdown(report)
   end
+  if #report.spaces > 0 then out[#out + 1] = M.cost_markdown(report) end
+  return table.concat(out)
+end
+
+-- The cost of each strategy itself (replay answers an evaluation at once, so
+-- this is the search and the engine): CPU time per evaluation over all
+-- spaces and seeds, and the strategy's own counters (stats(ctx): MCGS's
+-- expert calls and the evaluations of their moves) per 100 evaluations.
+function M.cost_markdown(report)
+  local rows, names = {}, {}
+  for _, sp in ipairs(report.spaces) do
+    for ri, r in ipairs(sp.results) do
+      local c = rows[ri] or { name = r.name, cpu_s = 0, evals = 0, stats = {} }
+      c.cpu_s, c.evals = c.cpu_s + (r.cpu_s or 0), c.evals + (r.evals or 0)
+      for k, v in pairs(r.stats or {}) do
+        if not c.stats[k] then names[#names + 1] = k end
+        c.stats[k] = (c.stats[k] or 0) + v
+      end
+      rows[ri] = c
+    end
+  end
+  local seen, cols = {}, {}
+  for _, k in ipairs(names) do if not seen[k] then seen[k], cols[#cols + 1] = true, k end end
+  table.sort(cols)
+  local out = { "### Cost of the search\n\nCPU time of the strategy and the engine per evaluation (replay: "
+    .. "no kernel is run), over every space and seed", #cols > 0 and "; the strategies' own counters per 100 "
+    .. "evaluations" or "", ".\n\n| strategy | ms per evaluation |" }
+  for _, k in ipairs(cols) do out[#out + 1] = " " .. k:gsub("_", " ") .. " |" end
+  out[#out + 1] = "\n|---|---:|"
+  for _ = 1, #cols do out[#out + 1] = "---:|" end
+  out[#out + 1] = "\n"
+  for _, c in ipairs(rows) do
+    out[#out + 1] = string.format("| %s | %.3f |", c.name, c.evals > 0 and c.cpu_s * 1e3 / c.evals or 0)
+    for _, k in ipairs(cols) do
+      local v = c.stats[k]
+      out[#out + 1] = v and string.format(" %.2f |", 100 * v / math.max(1, c.evals)) or " |"
+    end
+    out[#out + 1] = "\n"
+  end
+  out[#out + 1] = "\n"
   return table.concat(out)
 end
 
@@ -432,7 +476,7 @@ function M.plain(report)
       local w5, w1 = r.within[0.05], r.within[0.01]
       s.strategies[#s.strategies + 1] = { name = r.name, fraction = r.fraction, score = r.score,
         evals_to_5pct = w5 < math.huge and w5 or json.null, evals_to_1pct = w1 < math.huge and w1 or json.null,
-        seconds = r.seconds }
+        seconds = r.seconds, cpu_s = r.cpu_s, evaluations = r.evals, stats = r.stats }
     end
     out.spaces[#out.spaces + 1] = s
   end
