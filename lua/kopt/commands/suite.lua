@@ -265,6 +265,14 @@ function M.main(argv)
   local problems = load_problems(paths, o.only)
   local out = o.out or ("runs/suite-" .. (strategy:match("([^/]+)$"):gsub("%.lua$", "")))
   local device = live_device(o)
+  if not device and not o.backend then
+    local any = false
+    for _, p in ipairs(problems) do any = any or p.spec.recording ~= nil end
+    if not any then
+      errors.usage("suite: no GPU can be used here and no spec has a 'recording' to replay: run it on a GPU, "
+                   .. "or give --backend replay:DIR with recordings named after the problems")
+    end
+  end
 
   -- Baselines: given, or the file beside the specs that matches the GPU.
   local baselines, baselines_note
