@@ -445,6 +445,11 @@ function S.tell(ctx, results)
     st.reference = results[1]
     ctx:log("%s: %s%s", st.baseline, tostring(results[1].status), results[1].time_ms and (" " .. ms(results[1].time_ms)) or "")
     st.phase, st.improved_tries = "attempts", 0
+    if ctx.backend_name == "replay" then
+      -- a recording answers for the spec's own kernel, whatever the source
+      ctx:log("no attempts: the replay backend answers from recorded measurements and cannot measure a written kernel")
+      st.phase = "done"
+    end
   elseif st.phase == "attempts" then
     took_attempt(ctx, st, results[1])
   elseif st.phase == "tune" then

@@ -356,6 +356,14 @@ do
   T.check(err:find("kernel: missing (expected an object; a spec without a kernel needs a 'reference'", 1, true),
           "no kernel, no reference: %s", err)
   T.one_sentence(err, "no kernel, no reference")
+  -- under replay (no GPU here: the spec's recording) nothing written can be
+  -- measured: the spec's kernel is measured, and the run says why no more
+  code, out, err = T.run("synthesize specs/softmax.json --backend replay:tests/data/softmax_h200.t4.json --out " ..
+                         dir .. "/replay --opt llm=off")
+  T.eq(code, 0, "replay: exit code " .. tostring(err))
+  local evals = T.events(dir .. "/replay")
+  T.eq(#evals, 1, "replay: only the spec's kernel is measured")
+  T.check(T.slurp(dir .. "/replay/trace.md"):find("no attempts: the replay backend", 1, true), "replay: the trace says why")
   code, out = T.run("synthesize --help")
   T.eq(code, 0, "synthesize --help")
   T.check(out:find("attempts", 1, true) and out:find("tune", 1, true), "synthesize --help lists its options")
