@@ -48,6 +48,9 @@ local S = {
     edit_format = { default = "diff", choices = { "diff", "search_replace", "source" },
                     help = "the edit format the prompt asks for (any of the three is accepted); an expert's own " ..
                       "edit_format wins" },
+    tool_rounds = { default = 4, help = "rounds of tool calls (overview, region, metrics, ...) an LLM expert may " ..
+                      "make before it answers (0: none; servers without tools get the overview in the prompt)" },
+    tools = { default = "", help = "a .lua file registering more tools for the LLM experts (kopt.tools.register)" },
     repairs = { default = 2, help = "follow-up turns in which an expert may fix its edit after it failed to apply, " ..
                   "compile or verify (0: none)" },
   },
@@ -102,6 +105,7 @@ function S.init(ctx)
   -- every evaluation is a transition from the method that made its base
   -- state to its own (kopt.experience; `kopt regraph` reads them)
   st.exp = experience.open(ctx, S.name)
+  if o.tools ~= "" then X.tool_options(ctx, { config = {} }) end  -- a bad tools file fails now
   ctx.experts_state = st
 end
 
@@ -338,14 +342,15 @@ local function start_iteration(ctx, st)
   end
   st.iter = st.iter + 1
   st.improved = false
-  local state = { config = st.best.config, key = st.best.key, result = st.best.result }
+  local state = { config = st.best.config, key = st.best.key, result = st.best.result, patch = st.best.patch }
   local view = X.view(ctx, state, { history = st.history, n = o.per_expert, edits = st.edits, source = st.best.source,
                                     edit_format = o.edit_format })
   st.view = view
   st.schema = X.schema(view)
   local client = live_client(ctx, st)
   local answers, dt = ask_llm(ctx, st, "experts", client and #st.experts or 0, function(deadline)
-    return X.ask_all(st.experts, view, ctx.rng, client, { deadline_s = deadline, relabel = o.relabel })
+    local tl = client and X.tool_options(ctx, state, { source = st.best.source, history = st.history })
+    return X.ask_all(st.experts, view, ctx.rng, client, { deadline_s = deadline, relabel = o.relabel, tools = tl })
   end)
   local got, summary = 0, {}
   local max_repairs = tonumber(o.repairs) or 0

@@ -74,6 +74,21 @@ turn is recognised by the assistant messages in the conversation):
   s_prose  the JSON in prose and a fence, knobs as an object, the source
            fenced inside its string, no entry; later turns: float4 loads
 
+Tool calls (function calling: the request's "tools"; kopt.tools):
+
+  t_tools     calls overview() and metrics() first, then region(k) of the
+              first hot region the overview names, then proposes, citing in
+              "analysis" and "reason" the numbers the tools answered; without
+              "tools" in the request it proposes citing the overview inlined
+              in the prompt
+  t_notools   400 "tools are not supported" whenever the request has "tools";
+              otherwise as t_tools without tools
+  t_badcalls  calls an unknown tool, region with arguments that are not JSON
+              and region with a string id, then proposes quoting the errors
+  t_forever   calls overview() on every turn, tool_choice "none" or not
+  t_textcall  answers a request with "tools" by writing the call as text
+              ({"name": "overview", "arguments": {}}); otherwise as t_tools
+
 Proposals: the server reads "Allowed values (JSON): {...}" and "Current best
 (JSON): {...}" lines in the user message and answers with up to "Proposals
 wanted: N" proposals, each changing one or two knobs of the current best to
@@ -413,6 +428,80 @@ def synth_reply(req, scenario):
     return json.dumps(doc)
 
 
+def tool_answers(req):
+    """The tool messages of a conversation: {name: content}, by the calls' ids."""
+    names = {}
+    for m in req.get("messages", []):
+        for c in m.get("tool_calls") or []:
+            names[c.get("id")] = (c.get("function") or {}).get("name")
+    out = {}
+    for m in req.get("messages", []):
+        if m.get("role") == "tool":
+            out.setdefault(names.get(m.get("tool_call_id"), "?"), []).append(m.get("content") or "")
+    return out
+
+
+def first_line(text, prefix):
+    for line in (text or "").split("\n"):
+        if line.strip().startswith(prefix):
+            return line.strip()
+    return None
+
+
+def tool_reply(req, scenario):
+    """(calls, content): the next tool calls, or the final answer's JSON text."""
+    has_tools = bool(req.get("tools"))
+    answers = tool_answers(req)
+    turn = sum(1 for m in req.get("messages", []) if m.get("role") == "assistant")
+    if scenario == "t_forever" and has_tools:
+        return [("overview", "{}")], None
+    if scenario == "t_badcalls" and has_tools and not answers:
+        return [("no_such_tool", "{}"), ("region", "{id: 4"), ("region", '{"id": "four"}')], None
+    if scenario in ("t_tools", "t_notools", "t_textcall") and has_tools:
+        if not answers:
+            return [("overview", "{}"), ("metrics", "{}")], None
+        if "region" not in answers:
+            m = re.search(r"Hot regions[^:]*:\s*#(\d+)", (answers.get("overview") or [""])[0])
+            return [("region", json.dumps({"id": int(m.group(1)) if m else 1}))], None
+    doc = proposals_for(req, scenario)
+    cites = []
+    if answers:
+        reg = (answers.get("region") or [""])[0]
+        work = first_line(reg, "work per thread")
+        head = first_line(reg, "region #")
+        if head:
+            cites.append("region(): " + head)
+        if work:
+            cites.append("region(): " + work)
+        met = (answers.get("metrics") or [""])[0]
+        m = first_line(met, "measured:")
+        if m:
+            cites.append("metrics(): " + m)
+        sym = first_line(met, "- ")
+        if sym:
+            cites.append("metrics(): " + sym)
+        for name, texts in sorted(answers.items()):
+            for t in texts:
+                if t.startswith("error:"):
+                    cites.append(name + "(): " + t.split("\n")[0])
+    else:
+        user = "\n".join(m.get("content") or "" for m in req.get("messages", []) if m.get("role") == "user")
+        m = re.search(r"Hot regions[^:]*:\s*#(\d+)", user)
+        if m:
+            cites.append("inlined overview: hot region #" + m.group(1))
+            lines = user.split("\n")
+            for i, line in enumerate(lines):
+                if re.match(r"\s*#%s " % m.group(1), line) and i + 1 < len(lines):
+                    cites.append("inlined overview: " + line.strip() + " " + lines[i + 1].strip())
+                    break
+        else:
+            cites.append("no tool data")
+    doc["analysis"] = "; ".join(cites) + " (turn %d)" % turn
+    for p in doc["proposals"]:
+        p["reason"] = "from the tool data: " + (cites[-1] if cites else "none")
+    return None, json.dumps(doc)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
 
@@ -437,6 +526,16 @@ class Handler(BaseHTTPRequestHandler):
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": finish}],
             "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120}})
+
+    def completion_calls(self, req, calls):
+        n = hit("__calls__")
+        self.send(200, {
+            "id": "chatcmpl-test", "object": "chat.completion", "created": int(time.time()),
+            "model": req.get("model", "test"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": None, "tool_calls": [
+                {"id": "call_%d_%d" % (n, i), "type": "function", "function": {"name": name, "arguments": args}}
+                for i, (name, args) in enumerate(calls)]}, "finish_reason": "tool_calls"}],
+            "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110}})
 
     def do_POST(self):
         length = int(self.headers.get("Content-Length") or 0)
@@ -465,6 +564,15 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(429, {"error": {"code": "insufficient_quota", "message": "no money"}})
         if scenario == "noschema" and rf.get("type") == "json_schema":
             return self.send(400, {"error": {"message": "response_format json_schema is not supported"}})
+        if scenario == "t_notools" and req.get("tools"):
+            return self.send(400, {"error": {"message": "tools are not supported by this server", "type": "invalid_request_error"}})
+        if scenario == "t_textcall" and req.get("tools"):
+            return self.completion(req, json.dumps({"name": "overview", "arguments": {}}))
+        if scenario.startswith("t_"):
+            calls, content = tool_reply(req, scenario)
+            if calls:
+                return self.completion_calls(req, calls)
+            return self.completion(req, content)
         if scenario == "slow":
             time.sleep(3)
         if scenario == "delay":

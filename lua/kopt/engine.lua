@@ -52,6 +52,18 @@ end
 
 function Ctx:key(config) return self._engine.space:key(config) end
 
+-- The last n evaluations (default all), oldest first: {config=, key=,
+-- origin=, result=} (an LLM expert's history tool reads them).
+function Ctx:recent(n)
+  local recs = self._engine.records
+  local out = {}
+  for i = math.max(1, #recs - (n or #recs) + 1), #recs do
+    local r = recs[i]
+    out[#out + 1] = { config = r.config, key = r.key, origin = r.origin, result = r.result }
+  end
+  return out
+end
+
 -- Profiles a measured candidate when the backend can (CUPTI); nil and a
 -- reason otherwise.
 function Ctx:profile(candidate)

@@ -19,6 +19,8 @@ local patch_mod = require("kopt.patch")
 local relabel = require("kopt.relabel")
 local rules = require("kopt.moves.rules")
 local symptoms = require("kopt.symptoms")
+local tools = require("kopt.tools")
+local tool_env = require("kopt.tools.builtin")
 
 local M = {}
 
@@ -258,6 +260,19 @@ function M.user_prompt(view, focus, edit_format)
     -- Byte for byte: the fence closes right after the source's last line.
     L[#L + 1] = src:sub(-1) == "\n" and src:sub(1, -2) or src
     add("```")
+  end
+  if view.tool_overview then
+    add("")
+    add("Static analysis of the current best's compiled PTX (regions and their work):")
+    add("```")
+    L[#L + 1] = view.tool_overview
+    add("```")
+  elseif view.tools and #view.tools > 0 then
+    add("")
+    add("Tools: before you answer you may call %s. overview() shows the compiled kernel's stages and hot " ..
+        "regions with their static work, region(id) a region's PTX and source lines, metrics() the hardware " ..
+        "counters and symptoms of a measured configuration. Look before you propose, and cite in \"analysis\" " ..
+        "the numbers the tools showed.", table.concat(view.tools, ", "))
   end
   add("")
   add("Your focus: %s", focus or "")
@@ -615,7 +630,10 @@ function M.generator(list, opts)
     if not source then edits = false end
     local view = M.view(ctx, state, { n = opts.n or 3, history = opts.history, edits = edits, source = source })
     local moves = {}
-    local answers = M.ask_all(experts, view, ctx.rng, opts.client or ctx.llm)
+    local client = opts.client or ctx.llm
+    local answers = M.ask_all(experts, view, ctx.rng, client,
+                              { tools = client and M.tool_options(ctx, state, { source = source, history = opts.history,
+                                                                               rounds = opts.tool_rounds }) })
     for _, a in ipairs(answers) do
       for _, mv in ipairs(a.moves) do
         local is_edit = mv.edit or mv.patch
@@ -672,6 +690,38 @@ function M.generator(list, opts)
   return gen
 end
 
+-- The tool loop's settings for a question about `state` (kopt.tools):
+-- rounds from opts.rounds, else the strategy's `tool_rounds` option, else
+-- kopt.tools.DEFAULT_ROUNDS; the strategy's `tools` option (a .lua file of
+-- extra tools) is loaded once; tool calls go to the strategy's log (trace.md).
+-- opts: source (the state's kernel source), history, cache.
+local tool_files = {}
+function M.tool_options(ctx, state, opts)
+  opts = opts or {}
+  local o = ctx.options or {}
+  local file = o.tools
+  if type(file) == "string" and file ~= "" and not tool_files[file] then
+    local added, err = tools.load_file(file)
+    if not added then errors.usage("--opt tools: %s", err) end
+    tool_files[file] = true
+  end
+  ctx.tool_cache = ctx.tool_cache or {}
+  local rounds = tonumber(opts.rounds or o.tool_rounds) or tools.DEFAULT_ROUNDS
+  return {
+    rounds = rounds,
+    env = tool_env.env(ctx, state, { source = opts.source, history = opts.history, cache = ctx.tool_cache }),
+    on_tool = function(req, call, answer, ok)
+      if not ctx.log then return end
+      local args = call["function"].arguments
+      args = (args == "" or args == "{}") and "" or args:gsub("%s+", " "):sub(1, 80)
+      ctx:log("tool %s(%s) by %s: %s", call["function"].name, args, tostring(req.tag),
+              ok and (answer:match("^[^\n]*"):sub(1, 120) .. string.format(" [%d chars]", #answer))
+                 or answer:sub(1, 160))
+    end,
+    note = function(msg) if ctx.log then ctx:log("%s", msg) end end,
+  }
+end
+
 -- Asks every expert about one view: one parallel LLM batch when a client is
 -- given, the heuristics otherwise and for any expert whose reply failed.
 -- Returns { {expert=, moves=, source="llm"|"heuristic", err=, rejected=}, ... }.
@@ -683,10 +733,35 @@ function M.ask_all(experts, view, rng, client, opts)
   if client then
     local reqs = {}
     local schema = M.schema(view)
-    for i, e in ipairs(experts) do
-      reqs[i] = { tag = e.name, messages = e.prompt(view), schema = schema, temperature = e.temperature }
+    local tl = opts and opts.tools
+    local replies
+    if tl and tl.rounds > 0 then
+      -- tool calls (kopt.tools): each expert may look at the kernel first;
+      -- a server without tools gets the overview in the prompt instead
+      local offered = tool_env.offered(tl.env)
+      local tview = setmetatable({ tools = not client.tools_off and offered or nil }, { __index = view })
+      local inline_view
+      local function inline()
+        if not inline_view then
+          local text = tl.env.spec and tool_env.overview_text(tl.env)
+          inline_view = setmetatable({ tool_overview = text or nil }, { __index = view })
+        end
+        return inline_view
+      end
+      for i, e in ipairs(experts) do
+        reqs[i] = { tag = e.name, messages = e.prompt(client.tools_off and inline() or tview), schema = schema,
+                    temperature = e.temperature, env = tl.env,
+                    inline = function() return e.prompt(inline()) end }
+      end
+      replies = tools.converse(client, reqs, { rounds = tl.rounds, names = offered, on_tool = tl.on_tool,
+                                               note = tl.note, deadline_s = opts.deadline_s })
+      for i, r in ipairs(replies) do if r.messages then reqs[i].messages = r.messages end end
+    else
+      for i, e in ipairs(experts) do
+        reqs[i] = { tag = e.name, messages = e.prompt(view), schema = schema, temperature = e.temperature }
+      end
+      replies = client:chat_many(reqs, opts)
     end
-    local replies = client:chat_many(reqs, opts)
     if opts and opts.relabel == "llm" then
       local labels = {}
       for _, r in ipairs(replies) do
@@ -703,7 +778,8 @@ function M.ask_all(experts, view, rng, client, opts)
         local moves, rejected, notes = e.parse(r.value, view)
         out[i] = { expert = e.name, moves = M.finish(moves, e.name), source = "llm", rejected = rejected,
                    notes = notes, analysis = type(r.value) == "table" and r.value.analysis or nil,
-                   messages = reqs[i].messages, content = r.content, usage = r.usage }
+                   messages = reqs[i].messages, content = r.content, usage = r.usage,
+                   tool_calls = r.tool_calls_made }
       else
         out[i] = { expert = e.name, source = "heuristic",
                    err = string.format("%s: %s", tostring(r.kind), tostring(r.err)) }

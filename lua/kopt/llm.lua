@@ -404,6 +404,12 @@ function Client:body(req, mode)
   b[cfg.max_tokens_field] = req.max_tokens or cfg.max_tokens
   local temp = cfg.temperature or req.temperature
   if temp then b.temperature = temp end
+  if req.tools then
+    -- function calling (kopt.tools): the tool definitions, and "none" once
+    -- the tool rounds are spent
+    b.tools = req.tools
+    b.tool_choice = req.tool_choice
+  end
   if req.schema and mode == "json_schema" then
     b.response_format = { type = "json_schema",
                           json_schema = { name = req.schema.name, strict = true, schema = req.schema.schema } }
@@ -475,8 +481,38 @@ function Client:interpret(req, resp)
     return reply
   end
   reply.content = type(msg.content) == "string" and msg.content or nil
+  if req.tools and type(msg.tool_calls) == "table" and #msg.tool_calls > 0 then
+    reply.ok, reply.tool_calls = true, M.tool_calls_of(msg.tool_calls)
+    return reply
+  end
   return decode_content(req, reply, choice.finish_reason)
 end
+
+-- A reply's tool calls in one shape: { id=, type="function", ["function"] =
+-- {name=, arguments=<JSON text>} }; a call without an id gets one, arguments
+-- sent as an object are encoded, a call without a name keeps name "".
+function M.tool_calls_of(list)
+  local out = {}
+  for i, c in ipairs(list) do
+    local f = type(c) == "table" and type(c["function"]) == "table" and c["function"] or {}
+    local args = f.arguments
+    if type(args) == "table" then args = json.encode(args) end
+    out[i] = { id = type(c) == "table" and type(c.id) == "string" and c.id or ("call_" .. i), type = "function",
+               ["function"] = { name = type(f.name) == "string" and f.name or "",
+                                arguments = type(args) == "string" and args or "" } }
+  end
+  return out
+end
+
+-- A server that does not take `tools` says so with a 400 (or 422) whose
+-- body mentions tools (function calling); a 400 about anything else is the
+-- structured-output fallback's.
+local function rejects_tools(req, resp)
+  if not req.tools or resp.err or (resp.status ~= 400 and resp.status ~= 422) then return false end
+  local body = (resp.body or ""):lower()
+  return body:find("tool", 1, true) ~= nil or body:find("function[ _]call") ~= nil
+end
+M.rejects_tools = rejects_tools
 
 
 -- OpenAI-style durations: "12ms", "1s", "6m0s", "1h2m3.5s". Seconds or nil.
@@ -533,8 +569,13 @@ function Client:replay_one(req)
   local reply
   if not rec then
     reply = { kind = "replay", err = string.format("the transcript has no reply #%d for '%s'", n, tag) }
+  elseif type(rec.tool_calls) == "table" then
+    reply = { ok = true, tool_calls = M.tool_calls_of(rec.tool_calls), content = rec.content, status = rec.status,
+              attempts = 0, elapsed_s = 0, usage = rec.usage }
+    usage_add(self.usage, rec.usage)
   elseif rec.content == nil then
-    reply = { kind = rec.error_kind or "replay", err = rec.err or "recorded failure", status = rec.status }
+    reply = { kind = rec.error_kind or "replay", err = rec.err or "recorded failure", status = rec.status,
+              tools_rejected = rec.tools_rejected }
   else
     reply = decode_content(req, { content = rec.content, status = rec.status, attempts = 0,
                                        elapsed_s = 0 }, rec.finish_reason)
@@ -546,7 +587,8 @@ function Client:replay_one(req)
     self.seq = self.seq + 1
     self:log({ kind = "request", id = self.seq, tag = tag, replay = true, messages = req.messages })
     self:log({ kind = "reply", id = self.seq, tag = tag, replay = true, status = reply.status,
-               content = reply.content, ok = reply.ok or false, error_kind = reply.kind, err = reply.err })
+               content = reply.content, tool_calls = reply.tool_calls, ok = reply.ok or false,
+               error_kind = reply.kind, err = reply.err, tools_rejected = reply.tools_rejected })
   end
   return reply
 end
@@ -612,12 +654,15 @@ function Client:chat_many(reqs, opts)
     for j, i in ipairs(todo) do
       local resp = resps[j]
       self:note_limits(resp)
-      local downgrade = wants_downgrade(resp) and reqs[i].schema and mode ~= "none"
+      local no_tools = rejects_tools(reqs[i], resp)
+      local downgrade = not no_tools and wants_downgrade(resp) and reqs[i].schema and mode ~= "none"
       local reply = downgrade and { kind = "http", status = 400, err = "HTTP 400 (retrying without " .. mode .. ")" }
         or self:interpret(reqs[i], resp)
+      reply.tools_rejected = no_tools or nil
       self:log({ kind = "reply", id = ids[j], tag = reqs[i].tag, status = resp.status, attempts = resp.attempts,
                  elapsed_s = resp.elapsed_s, request_id = resp.headers and resp.headers["x-request-id"],
-                 content = reply.content, usage = reply.usage, ok = reply.ok or false,
+                 content = reply.content, tool_calls = reply.tool_calls, tools_rejected = reply.tools_rejected,
+                 usage = reply.usage, ok = reply.ok or false,
                  error_kind = reply.kind, err = reply.err,
                  body = (not reply.ok and resp.status ~= 200) and (resp.body or ""):sub(1, 2000) or nil,
                  superseded = downgrade or nil })
