@@ -360,7 +360,7 @@ do
   -- measured: the spec's kernel is measured, and the run says why no more
   code, out, err = T.run("synthesize specs/softmax.json --backend replay:tests/data/softmax_h200.t4.json --out " ..
                          dir .. "/replay --opt llm=off")
-  T.eq(code, 0, "replay: exit code " .. tostring(err))
+  T.eq(code, 0, "replay: exit code " .. tostring(err) .. tostring(out))
   local evals = T.events(dir .. "/replay")
   T.eq(#evals, 1, "replay: only the spec's kernel is measured")
   T.check(T.slurp(dir .. "/replay/trace.md"):find("no attempts: the replay backend", 1, true), "replay: the trace says why")
