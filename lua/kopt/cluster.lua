@@ -73,11 +73,20 @@ function M.main(opts, pos)
   if rank ~= 0 then
     opts.no_db = true  -- the experience database is rank 0's
   end
-  opts.gpus = opts.gpus or M.share_gpus()
-  local ok, rc = xpcall(run.main, handler, opts, pos)
+  local ok, rc = xpcall(function()
+    opts.gpus = opts.gpus or M.share_gpus()
+    return run.main(opts, pos)
+  end, handler)
+  if rank ~= 0 and not ok then
+    mpi.send(0, mpi_backend.encode({ op = "fail", host = sys.hostname(), msg = describe(rc) }))
+  end
   if rank ~= 0 then
-    if not ok then mpi.send(0, mpi_backend.encode({ op = "fail", host = sys.hostname(), msg = describe(rc) })) end
     mpi.finalize()
+    -- rank 0 says it once (the same sentence N times helps nobody), naming
+    -- this rank when only this rank failed
+    if not ok and type(rc) == "table" then return rc.code or errors.RUNTIME end
+    if not ok then io.stderr:write("kopt: internal error on rank ", rank, ": ", tostring(rc), "\n") end
+    return ok and rc or errors.RUNTIME
   else
     local code = ok and rc or (type(rc) == "table" and rc.code) or errors.RUNTIME
     if self.backend and not opts.q then io.stderr:write("kopt: ", self.backend:summary(), "\n") end

@@ -60,5 +60,19 @@ code, _, err = mpmd(" --allow-mixed")
 T.eq(code, 0, "--allow-mixed: exit code\n" .. err)
 T.eq(#(T.events(mixed)), 10, "--allow-mixed: evaluations")
 
+-- A rank that cannot start (its recording is missing) stops the run the
+-- same way, named by rank 0 alone.
+local broken = tmp .. "/broken"
+local missing = tmp .. "/no-such-recording.json"
+code, _, err = M.mpirun(1, string.format("random --backend replay:%s --budget 10 --no-db -q --out %s : -np 1 %s "
+                                         .. "random --backend replay:%s --budget 10 --no-db -q --out %s",
+                                         file, broken, T.kopt, missing, broken))
+T.eq(code, 2, "a rank that cannot start: exit code")
+local _, n = err:gsub("cannot read replay file", "")
+T.eq(n, 1, "a rank that cannot start: the sentence, once:\n" .. err)
+T.check(err:find("kopt: rank 1 (", 1, true) and err:find(") cannot serve this run: cannot read replay file " .. missing, 1, true),
+        "a rank that cannot start: the sentence:\n%s", err)
+T.check(not T.exists(broken), "a rank that cannot start: a run folder was written")
+
 os.execute("rm -rf '" .. tmp .. "'")
 os.exit(T.done())
