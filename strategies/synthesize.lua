@@ -20,6 +20,7 @@
 --      sources with the knob values written into their #defines.
 -- The best correct result wins (the engine's best); if no attempt is
 -- correct, the run says so and the reference stands.
+local errors = require("kopt.errors")
 local json = require("kopt.json")
 local llm = require("kopt.llm")
 local rng_mod = require("kopt.rng")
@@ -94,7 +95,7 @@ end
 function S.init(ctx)
   local o = ctx.options
   if not ctx.spec or not ctx.spec.reference then
-    require("kopt.errors").usage("synthesize needs a SPEC with a reference kernel")
+    errors.usage("synthesize needs a SPEC with a reference kernel")
   end
   local st = { phase = "reference", attempts = {}, n = 0, templates = nil, next_template = 1 }
   -- A spec with a kernel of its own: that kernel (at its default config) is
@@ -128,7 +129,6 @@ end
 -- template. Returns K, source ("llm" | "template"), or nil and why.
 local function write_kernel(ctx, st)
   if st.client then
-    st.status_line = true
     ctx:status("attempt %d: asking the LLM for a kernel", st.n)
     local r = st.client:chat_many({ { tag = TAG, messages = st.messages, schema = synth.schema(),
                                       temperature = ctx.options.temperature } },
