@@ -99,9 +99,9 @@ tail -2 "$OUT/mpi_two_ranks.txt"
 
 echo "== 3. mpirun --enable-recovery -np 2, rank 1 killed at its third chunk"
 KOPT_TEST_MPI_FAULT=1:3:kill mpirun --enable-recovery -np 2 --bind-to none -x KOPT_CACHE_DIR="$RUNS/cache_kill" "$K" exhaustive "$SPEC" \
-	--out "$RUNS/mpi_kill" -q >"$OUT/mpi_kill.txt" 2>&1
+	--out "$RUNS/mpi_kill" >"$OUT/mpi_kill.txt" 2>&1
 echo "rc=$?"
-grep -E "lost|re-queued" "$OUT/mpi_kill.txt"
+grep -E "lost|re-queued" "$OUT/mpi_kill.txt" | tr '\r' '\n' | grep -E "lost|re-queued"
 killed=$(rate "$RUNS/mpi_kill/events.jsonl" 1)
 echo "evaluations: single ${single%% *}, killed-rank run ${killed%% *} (equal: nothing lost)"
 
