@@ -62,6 +62,7 @@ if ok:
 EOF
 		# each hint with its first lines (NVRTC's log, the verifier's message)
 		awk '/^- \[/ { p = /hint for attempt|hears \(no attempt follows\)|no attempt was correct/ ? 5 : 0 }
+			!/^(- \[|    )/ { p = 0 }
 			p > 0 { print substr($0, 1, 300); p-- }' "$d/trace.md"
 	} >>"$OUT/synth_summary.txt"
 }
