@@ -204,6 +204,7 @@ function S.init(ctx)
   if o.model then
     local free = {}
     for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then free[#free + 1] = j end end
+    st.rollout_score, st.rollout_fit = {}, {}  -- node id -> the model's rollout score, and its fit
     st.model = { mem = classic.memory(ctx.space), free = free, rng = ctx.rng:fork(), X = {}, t = {}, ok = 0,
                  fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
   end
@@ -790,9 +791,18 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
     if m then
       local lbest
       local w = o.rollout_prior
+      local score, fit = st.rollout_score, st.rollout_fit
       for _, e in ipairs(g:eligible(anchor, BLOCK | MEASURED)) do
-        local lt, p_ok = model_predict(ctx, m, st.cfg[(g:ends(e))])
-        lt = lt - math.log(math.max(p_ok, 1e-3))
+        -- a child's score holds until the next fit: the anchor of a
+        -- rollout is asked about the same children at every step
+        local id = (g:ends(e))
+        local lt = score[id]
+        if fit[id] ~= m.fits then
+          local p_ok
+          lt, p_ok = model_predict(ctx, m, st.cfg[id])
+          lt = lt - math.log(math.max(p_ok, 1e-3))
+          score[id], fit[id] = lt, m.fits
+        end
         if w > 0 then lt = lt - w * math.log(math.max(g:edge(e).prior, 1e-9)) end
         if not lbest or lt < lbest then best, lbest = e, lt end
       end
