@@ -42,6 +42,7 @@
 	X(cuFuncGetAttribute, 2020, 1)                                         \
 	X(cuFuncSetAttribute, 9000, 1)                                         \
 	X(cuOccupancyMaxActiveBlocksPerMultiprocessor, 6050, 1)                \
+	X(cuOccupancyMaxActiveClusters, 11070, 1)                              \
 	X(cuMemGetInfo, 3020, 1)                                               \
 	X(cuMemAlloc, 3020, 1)                                                 \
 	X(cuMemFree, 3020, 1)                                                  \
@@ -65,6 +66,7 @@
 	X(cuEventSynchronize, 2000, 1)                                         \
 	X(cuEventElapsedTime, 12080, 1)                                        \
 	X(cuLaunchKernel, 4000, 1)                                              \
+	X(cuLaunchKernelEx, 11060, 1)                                          \
 	X(cuTensorMapEncodeTiled, 12000, 1)
 
 /* The resolved entry points: call as kopt_cu.cuLaunchKernel(...). Only valid

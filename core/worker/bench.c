@@ -109,9 +109,7 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 	 * size the batches. */
 	if ((r = kopt_worker_before_launch(w)) != CUDA_SUCCESS ||
 	    (r = kopt_cu.cuEventRecord(ev[0], w->stream)) != CUDA_SUCCESS ||
-	    (r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-					l->block[1], l->block[2], l->smem, w->stream, params,
-					NULL)) != CUDA_SUCCESS ||
+	    (r = kopt_worker_launch(w, f, l, params)) != CUDA_SUCCESS ||
 	    (r = kopt_worker_launch_rest(w)) != CUDA_SUCCESS ||
 	    (r = kopt_cu.cuEventRecord(ev[1], w->stream)) != CUDA_SUCCESS) {
 		status = fail(w, r, "warm-up launch");
@@ -166,9 +164,7 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 				status = fail(w, r, "sample set-up");
 				goto out;
 			}
-			if ((r = kopt_cu.cuLaunchKernel(
-				 f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-				 l->block[2], l->smem, w->stream, params, NULL)) != CUDA_SUCCESS ||
+			if ((r = kopt_worker_launch(w, f, l, params)) != CUDA_SUCCESS ||
 			    (r = kopt_worker_launch_rest(w)) != CUDA_SUCCESS) {
 				*w->flag = 1;
 				status = fail(w, r, "launch");

@@ -670,15 +670,36 @@ static const char *prepare_stages(struct worker *w, const struct job *j, const s
 	return NULL;
 }
 
+CUresult kopt_worker_launch(struct worker *w, CUfunction f, const struct launch *l, void **params)
+{
+	if (l->cluster[0] * l->cluster[1] * l->cluster[2] <= 1)
+		return kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
+					      l->block[1], l->block[2], l->smem, w->stream, params,
+					      NULL);
+	CUlaunchAttribute attr;
+	memset(&attr, 0, sizeof attr);
+	attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	attr.value.clusterDim.x = l->cluster[0];
+	attr.value.clusterDim.y = l->cluster[1];
+	attr.value.clusterDim.z = l->cluster[2];
+	CUlaunchConfig cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = l->grid[0], cfg.gridDimY = l->grid[1], cfg.gridDimZ = l->grid[2];
+	cfg.blockDimX = l->block[0], cfg.blockDimY = l->block[1], cfg.blockDimZ = l->block[2];
+	cfg.sharedMemBytes = l->smem;
+	cfg.hStream = w->stream;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	return kopt_cu.cuLaunchKernelEx(&cfg, f, params, NULL);
+}
+
 CUresult kopt_worker_launch_rest(struct worker *w)
 {
 	const struct prepared *pr = w->cur_pr;
 	CUresult r = CUDA_SUCCESS;
 	for (int k = 0; pr != NULL && r == CUDA_SUCCESS && k < pr->nstages; k++) {
 		const struct stage *sg = &pr->stages[k];
-		r = kopt_cu.cuLaunchKernel(sg->fn, sg->l.grid[0], sg->l.grid[1], sg->l.grid[2],
-					   sg->l.block[0], sg->l.block[1], sg->l.block[2],
-					   sg->l.smem, w->stream, sg->p.ptrs, NULL);
+		r = kopt_worker_launch(w, sg->fn, &sg->l, sg->p.ptrs);
 	}
 	return r;
 }

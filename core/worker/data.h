@@ -64,8 +64,10 @@ struct inputset {
 
 #define KOPT_SETS 3
 
+/* cluster: thread-block cluster dims (1,1,1: none; launched with
+ * cuLaunchKernelEx otherwise) */
 struct launch {
-	unsigned grid[3], block[3], smem;
+	unsigned grid[3], block[3], smem, cluster[3];
 };
 
 /* Guard bands: every device buffer a candidate can reach (its inputs, the
@@ -269,6 +271,10 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
  * NULL or empty: every parameter), for a pipeline's kernels. */
 int kopt_worker_build_params_sel(struct worker *w, const struct inputset *s, struct wparams *p,
 				 int for_reference, const char *sel);
+
+/* Launches f with l on w->stream: cuLaunchKernel, or cuLaunchKernelEx with a
+ * cluster dimension when l has one. */
+CUresult kopt_worker_launch(struct worker *w, CUfunction f, const struct launch *l, void **params);
 
 /* Launches the later kernels of w->cur_pr's pipeline on w->stream (nothing
  * for a single kernel); called right after every launch of the first. */

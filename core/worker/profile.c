@@ -153,8 +153,7 @@ const char *kopt_worker_profile(struct worker *w, CUfunction f, const struct lau
 			pass_failed = 1;
 			break;
 		}
-		r = kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
-					   l->block[1], l->block[2], l->smem, w->stream, params, NULL);
+		r = kopt_worker_launch(w, f, l, params);
 		if (r != CUDA_SUCCESS) {
 			snprintf(w->log, sizeof w->log, "kernel launch under the profiler: %s",
 				 kopt_cuda_strerror(r, buf, sizeof buf));

@@ -38,6 +38,9 @@
 	X(block_y, INT, REQ, 1, "candidate launch")                                             \
 	X(block_z, INT, REQ, 1, "candidate launch")                                             \
 	X(smem, INT, REQ, 0, "candidate launch: dynamic shared memory bytes")                   \
+	X(cluster_x, INT, OPT, 1, "candidate launch: thread-block cluster (1,1,1: none)")        \
+	X(cluster_y, INT, OPT, 1, "candidate launch: thread-block cluster")                      \
+	X(cluster_z, INT, OPT, 1, "candidate launch: thread-block cluster")                      \
 	X(ref_grid_x, INT, REQ, 1, "reference launch")                                          \
 	X(ref_grid_y, INT, REQ, 1, "reference launch")                                          \
 	X(ref_grid_z, INT, REQ, 1, "reference launch")                                          \

@@ -34,6 +34,63 @@
 
 #define SMEM_DEFAULT_LIMIT 49152
 
+/* A thread-block cluster the device can run: the grid a whole number of
+ * clusters, at most 8 blocks (16 where the kernel may ask for more than the
+ * portable size), and at least one cluster resident at a time. 0 when
+ * possible (or no cluster), else 1 with w->log set. */
+static int check_cluster(struct worker *w, CUfunction f, const struct launch *l)
+{
+	unsigned size = l->cluster[0] * l->cluster[1] * l->cluster[2];
+	if (size <= 1)
+		return 0;
+	if (w->dev.cc_major < 9) {
+		snprintf(w->log, sizeof w->log,
+			 "thread-block clusters need compute capability 9.0 or later, this GPU is %d.%d",
+			 w->dev.cc_major, w->dev.cc_minor);
+		return 1;
+	}
+	for (int i = 0; i < 3; i++)
+		if (l->cluster[i] == 0 || l->grid[i] % l->cluster[i] != 0) {
+			snprintf(w->log, sizeof w->log,
+				 "grid (%u,%u,%u) is not a whole number of clusters (%u,%u,%u)",
+				 l->grid[0], l->grid[1], l->grid[2], l->cluster[0], l->cluster[1],
+				 l->cluster[2]);
+			return 1;
+		}
+	if (size > 16) {
+		snprintf(w->log, sizeof w->log, "a cluster of %u blocks (at most 16)", size);
+		return 1;
+	}
+	if (size > 8)
+		kopt_cu.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+	CUlaunchAttribute attr;
+	memset(&attr, 0, sizeof attr);
+	attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+	attr.value.clusterDim.x = l->cluster[0];
+	attr.value.clusterDim.y = l->cluster[1];
+	attr.value.clusterDim.z = l->cluster[2];
+	CUlaunchConfig cfg;
+	memset(&cfg, 0, sizeof cfg);
+	cfg.gridDimX = l->grid[0], cfg.gridDimY = l->grid[1], cfg.gridDimZ = l->grid[2];
+	cfg.blockDimX = l->block[0], cfg.blockDimY = l->block[1], cfg.blockDimZ = l->block[2];
+	cfg.sharedMemBytes = l->smem;
+	cfg.attrs = &attr;
+	cfg.numAttrs = 1;
+	int clusters = 0;
+	CUresult r = kopt_cu.cuOccupancyMaxActiveClusters(&clusters, f, &cfg);
+	if (r != CUDA_SUCCESS || clusters == 0) {
+		char buf[256];
+		snprintf(w->log, sizeof w->log,
+			 "a cluster of %u blocks of %u threads and %u bytes of shared memory does not "
+			 "fit on the GPU%s%s",
+			 size, l->block[0] * l->block[1] * l->block[2], l->smem,
+			 r != CUDA_SUCCESS ? ": " : "",
+			 r != CUDA_SUCCESS ? kopt_cuda_strerror(r, buf, sizeof buf) : "");
+		return 1;
+	}
+	return 0;
+}
+
 /* Resource checks before any launch; fills the result's resources. Returns
  * 0 when the launch is possible, else 1 with w->log set (status invalid). */
 static int check_resources(struct worker *w, CUfunction f, const struct launch *l,
@@ -93,6 +150,8 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 			return 1;
 		}
 	}
+	if (check_cluster(w, f, l) != 0)
+		return 1;
 	int blocks = 0;
 	CUresult r =
 	    kopt_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, (int)threads, l->smem);
@@ -111,9 +170,7 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 static const char *launch_and_wait(struct worker *w, CUfunction f, const struct launch *l,
 				   void **params, const char *who, int rest)
 {
-	CUresult r =
-	    kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0], l->block[1],
-				   l->block[2], l->smem, w->stream, params, NULL);
+	CUresult r = kopt_worker_launch(w, f, l, params);
 	if (r == CUDA_SUCCESS && rest)
 		r = kopt_worker_launch_rest(w); /* a pipeline's later kernels */
 	char buf[256];
@@ -438,6 +495,7 @@ static const char *trial(struct worker *w, struct inputset *s, const struct job 
 static void set_launch(struct launch *l, int64_t gx, int64_t gy, int64_t gz, int64_t bx,
 		       int64_t by, int64_t bz, int64_t smem)
 {
+	l->cluster[0] = l->cluster[1] = l->cluster[2] = 1;
 	l->grid[0] = (unsigned)gx;
 	l->grid[1] = (unsigned)gy;
 	l->grid[2] = (unsigned)gz;
@@ -513,6 +571,9 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 	memcpy(j.stages, rq->stages, sizeof j.stages);
 	set_launch(&j.launch, rq->grid_x, rq->grid_y, rq->grid_z, rq->block_x, rq->block_y,
 		   rq->block_z, rq->smem);
+	j.launch.cluster[0] = (unsigned)rq->cluster_x;
+	j.launch.cluster[1] = (unsigned)rq->cluster_y;
+	j.launch.cluster[2] = (unsigned)rq->cluster_z;
 	set_launch(&j.ref_launch, rq->ref_grid_x, rq->ref_grid_y, rq->ref_grid_z, rq->ref_block_x,
 		   rq->ref_block_y, rq->ref_block_z, rq->ref_smem);
 	j.tol_rel_l2 = rq->tol_rel_l2;

@@ -16,7 +16,7 @@ local raw = json.decode(T.slurp(path))
 -- 1. The shipped spec: its maps, for one config.
 local spec = spec_mod.load(path)
 T.eq(spec.kernel.arch, "sm_90a", "kernel.arch")
-local cfg = { BN = 256, WG_M = 1, CONSUMERS = 2, STAGES = 3, GROUP_M = 8 }
+local cfg = { BN = 256, WG_M = 1, CONSUMERS = 2, STAGES = 3, GROUP_M = 8, PERSISTENT = 1 }
 local args = spec:args(cfg)
 local by = {}
 for i, a in ipairs(args) do by[a.name] = a; a.i = i end
@@ -72,5 +72,38 @@ do
   local msg = tostring(type(err) == "table" and (err.msg or err.message) or err)
   T.check(not ok and msg:find("args[8].tensor_map.box[1] is 512", 1, true), "box of 512: %s", msg)
 end
+-- 5. The worker request: each map's fields, and a cluster launch; every
+-- field is one the worker reads (core/worker/request_fields.h).
+do
+  local cuda = require("kopt.backends.cuda")
+  local r = json.decode(T.slurp(path))
+  r.launch.cluster = { 2, 1, 1 }
+  r.kernel.source = root .. "/kernels/matmul_f16_sm90.cu"
+  r.reference.source = root .. "/kernels/matmul_nt_ref.cu"
+  T.write(tmp .. "/cluster.json", json.encode(r))
+  local cs = spec_mod.load(tmp .. "/cluster.json")
+  local be = cuda._offline(cs)
+  local m = assert(be:request(1, cfg, "CUBIN", "matmul_sm90"))
+  T.eq(m["a7.kind"], "tensormap", "a7 kind")
+  T.eq(m["a7.of"], 1, "a7 maps argument 1")
+  T.eq(m["a7.tmap_dims"], "4096,4096", "a7 dims")
+  T.eq(m["a8.box"], "256,64", "a8 box")
+  T.eq(m["a8.swizzle"], 128, "a8 swizzle")
+  T.eq(m.cluster_x * 10 + m.cluster_y, 21, "cluster dims")
+  local rm = assert(be:request(0, cfg, "C", "matmul_nt_ref", true))
+  T.eq(rm.cluster_x, nil, "the reference runs without a cluster")
+  local run_fields, arg_fields = require("kopt.gpu").request_fields()
+  local listed = {}
+  for _, f in ipairs(run_fields) do listed[f.name] = true end
+  for _, f in ipairs(arg_fields) do listed["arg." .. f.name] = true end
+  for k in pairs(m) do
+    local name = k:match("^a%d+%.(.+)$")
+    T.check(k == "op" or listed[k] or (name and listed["arg." .. name]), "field %s is in the worker's list", k)
+  end
+  local plain = cuda._offline(spec):request(1, cfg, "CUBIN", "matmul_sm90")
+  T.eq(plain.cluster_x, nil, "no cluster field without launch.cluster")
+end
+bad(function(r) r.launch.cluster = { 2, 1, 1, 1 } end, "launch.cluster")
+
 local _ = raw
 return T.done()

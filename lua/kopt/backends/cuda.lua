@@ -155,6 +155,10 @@ local function launch_fields(msg, prefix, l)
   msg[prefix .. "block_x"], msg[prefix .. "block_y"], msg[prefix .. "block_z"] =
     math.tointeger(l.block[1]), math.tointeger(l.block[2]), math.tointeger(l.block[3])
   msg[prefix .. "smem"] = math.tointeger(l.smem or 0)
+  if l.cluster and prefix == "" then
+    msg.cluster_x, msg.cluster_y, msg.cluster_z =
+      math.tointeger(l.cluster[1]), math.tointeger(l.cluster[2]), math.tointeger(l.cluster[3])
+  end
   for _, k in ipairs({ "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "smem" }) do
     if msg[prefix .. k] == nil then return false, prefix .. k .. " is not an integer" end
   end
