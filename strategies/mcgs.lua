@@ -97,6 +97,14 @@ local S = {
     learn = { default = 1.0, help = "weight of this run's per-method gains in new priors (0 = off)" },
     learn_floor = { default = -0.1, help = "lowest mean gain a method's learned prior counts (a floor on the penalty: moves that rarely help alone, such as toggles, stay in play)" },
     priors = { default = "", help = "method statistics from `kopt regraph` (JSON) to weight move priors" },
+    regraph = { default = "auto", help = "ReGraph for expert moves: the transition graph of earlier runs as their " ..
+                "priors (auto: built at the start from $KOPT_EXPERIENCE; off; or a transitions file, run directory " ..
+                "or `kopt regraph` file)" },
+    regraph_filter = { default = "off", choices = { "off", "on" },
+                       help = "on: a state's moves are only those whose method has followed its own method with a " ..
+                         "speedup in the ReGraph (all of them when it knows none)" },
+    tool_rounds = { default = 4, help = "LLM expert moves: rounds of tool calls before an answer (0: none)" },
+    tools = { default = "", help = "LLM expert moves: a .lua file registering more tools (kopt.tools.register)" },
     start = { default = "default", choices = { "default", "random" },
               help = "start state: the spec's default config (when it has one) or a random sample" },
     model = { default = true, help = "learned value model: a random forest of log(time) (kopt.classic) and a failure classifier guide rollouts and pick the fresh samples (docs/SEARCH.md)" },
@@ -219,6 +227,14 @@ function S.init(ctx)
     st.edge_method[e] = "start"
   end
   st.exp = experience.open(ctx, S.name)
+  -- ReGraph online: expert moves get priors from the transitions of earlier
+  -- runs, and with regraph_filter every expansion keeps the methods that
+  -- have followed the state's own with a speedup
+  if o.regraph ~= "off" and (#st.expensive > 0 or o.regraph_filter == "on") then
+    local rg, line = experience.regraph_for_run(ctx, o.regraph)
+    st.regraph, st.regraph_filter = rg, rg and o.regraph_filter == "on"
+    ctx:log("%s", line)
+  end
   ctx.mcgs = st
 end
 
@@ -373,6 +389,13 @@ local function add_moves(ctx, st, id, gens, noise, always)
   local props = moves_mod.collect(ctx, state, gens)
   if #props == 0 then return 0 end
   local from = st.method_in[id]
+  if st.regraph_filter then
+    local set, keep = st.regraph.followers(from), {}
+    for _, m in ipairs(set and props or {}) do
+      if set[st.regraph.canonical(m.method)] then keep[#keep + 1] = m end
+    end
+    if #keep > 0 then props = keep end
+  end
   local tie = {}
   for i = 1, #props do tie[i] = i end
   ctx.rng:shuffle(tie)
@@ -383,6 +406,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
     if not f then
       f = learned(ctx, st, m.method)
       if st.prior_mult then f = f * st.prior_mult(from, m.method) end
+      if always and st.regraph then f = f * st.regraph.mult(from, m.method) end
       mult[m.method] = f
     end
     m.prior = m.prior * f

@@ -99,12 +99,17 @@ end
 -- or nil + message. Statistics with few samples are shrunk towards 1. A
 -- label the file has no statistics for gets those of its canonical method.
 function M.load_priors(path, opts)
-  opts = opts or {}
   local stats, err = json.read_file(path)
   if not stats then return nil, err end
   if type(stats) ~= "table" or type(stats.methods) ~= "table" then
     return nil, path .. ": not a kopt regraph statistics file (no 'methods')"
   end
+  return M.priors_from(stats, opts)
+end
+
+-- The prior multiplier of statistics already read (load_priors' function).
+function M.priors_from(stats, opts)
+  opts = opts or {}
   local kappa = opts.kappa or 2.0
   local shrink = opts.shrink or 5
   local function mult(s)
@@ -126,6 +131,186 @@ function M.load_priors(path, opts)
     local ctr = type(c.transitions) == "table" and from and c.transitions[relabel.canonical(from)]
     return (ctr and mult(ctr[cto])) or mult(c.methods[cto]) or 1
   end
+end
+
+---------------------------------------------------------------------------
+-- Aggregation (`kopt regraph`, and MCGS's ReGraph at the start of a run)
+
+local function new_stats() return { count = 0, ok = 0, reward_sum = 0, ls_sum = 0, ls_n = 0, up = 0, kernels = {} } end
+
+local function add(s, t)
+  s.count = s.count + 1
+  if t.status == "ok" then s.ok = s.ok + 1 end
+  if type(t.reward) == "number" then s.reward_sum = s.reward_sum + t.reward end
+  if t.status == "ok" and type(t.speedup) == "number" and t.speedup > 0 then
+    s.ls_sum = s.ls_sum + math.log(t.speedup)
+    s.ls_n = s.ls_n + 1
+    if t.speedup > 1 then s.up = s.up + 1 end
+  end
+  if t.kernel then s.kernels[t.kernel .. "#" .. tostring(t.source_hash or "")] = true end
+end
+
+local function finish(s)
+  local n = 0
+  for _ in pairs(s.kernels) do n = n + 1 end
+  return { count = s.count, ok = s.ok, success = s.count > 0 and s.ok / s.count or 0,
+           mean_reward = s.count > 0 and s.reward_sum / s.count or 0,
+           mean_log_speedup = s.ls_n > 0 and s.ls_sum / s.ls_n or 0,
+           improved = s.ls_n > 0 and s.up / s.ls_n or 0, kernels = n }
+end
+
+local function tally(methods, trans, from, to, t)
+  methods[to] = methods[to] or new_stats()
+  add(methods[to], t)
+  trans[from] = trans[from] or {}
+  trans[from][to] = trans[from][to] or new_stats()
+  add(trans[from][to], t)
+end
+
+local Agg = {}
+Agg.__index = Agg
+
+-- An aggregation in progress: add files with :read(path), then :result().
+function M.aggregator()
+  return setmetatable({ methods = {}, trans = {}, cmethods = {}, ctrans = {}, total = 0, sources = {} }, Agg)
+end
+
+-- Reads one transitions file (or a run directory's transitions.jsonl).
+-- Returns the number of transitions read, or nil and why when the file
+-- cannot be opened. A partial last line (a run killed mid-write) is skipped.
+function Agg:read(path)
+  if sys.stat(path) == "dir" then path = path .. "/transitions.jsonl" end
+  local f = io.open(path, "r")
+  if not f then return nil, path .. ": no transitions" end
+  local canon = {}
+  local function c(label)
+    local m = canon[label]
+    if not m then m = relabel.canonical(label) canon[label] = m end
+    return m
+  end
+  local n = 0
+  for line in f:lines() do
+    if line:match("%S") then
+      local t = json.decode(line)
+      if type(t) == "table" and type(t.to) == "string" then
+        local from = type(t.from) == "string" and t.from or "?"
+        tally(self.methods, self.trans, from, t.to, t)
+        local cfrom = type(t.from_method) == "string" and t.from_method or c(from)
+        local cto = type(t.to_method) == "string" and t.to_method or c(t.to)
+        tally(self.cmethods, self.ctrans, cfrom, cto, t)
+        n = n + 1
+      end
+    end
+  end
+  f:close()
+  self.total = self.total + n
+  self.sources[#self.sources + 1] = path
+  return n
+end
+
+-- The statistics `kopt regraph` writes (see commands/regraph.lua).
+function Agg:result()
+  local function finished(ms, tr)
+    local out_m, out_t = {}, {}
+    for m, s in pairs(ms) do out_m[m] = finish(s) end
+    for from, row in pairs(tr) do
+      out_t[from] = {}
+      for to, s in pairs(row) do out_t[from][to] = finish(s) end
+    end
+    return out_m, out_t
+  end
+  local res = { version = 1, sources = self.sources, transitions_read = self.total, canonical = {} }
+  res.methods, res.transitions = finished(self.methods, self.trans)
+  res.canonical.methods, res.canonical.transitions = finished(self.cmethods, self.ctrans)
+  return res
+end
+
+-- ReGraph online: the transition graph a search uses. `stats` is what
+-- aggregation gives (or a `kopt regraph` file). Returns
+--   mult(from, to)     the prior multiplier of a move (priors_from)
+--   followers(from)    the canonical methods that followed `from`'s
+--                      canonical method and gave a speedup at least once
+--                      (a set), or nil when the graph knows nothing of it
+--   canonical(label)   the label's canonical method (cached)
+function M.online(stats, opts)
+  local canon = {}
+  local function c(label)
+    local m = canon[label]
+    if not m then m = relabel.canonical(label) canon[label] = m end
+    return m
+  end
+  local rows = type(stats.canonical) == "table" and stats.canonical.transitions or {}
+  local follow = {}
+  local function followers(from)
+    local cf = c(from or "root")
+    local set = follow[cf]
+    if set == nil then
+      set = false
+      local row = rows[cf]
+      if type(row) == "table" then
+        for to, s in pairs(row) do
+          if type(s) == "table" and (s.ok or 0) > 0 and (s.improved or 0) > 0 then
+            set = set or {}
+            set[to] = true
+          end
+        end
+      end
+      follow[cf] = set
+    end
+    return set or nil
+  end
+  return { mult = M.priors_from(stats, opts), followers = followers, canonical = c,
+           transitions = stats.transitions_read or 0 }
+end
+
+-- The transitions a run learns from when nothing names them: the user's
+-- dataset ($KOPT_EXPERIENCE, which every run of mcgs, rules and experts
+-- appends to). A list of paths (empty when there is none).
+function M.default_sources()
+  local user = os.getenv("KOPT_EXPERIENCE")
+  if user and user ~= "" and sys.stat(user) == "file" then return { user } end
+  return {}
+end
+
+-- The ReGraph of a search run (MCGS's `regraph` option): "auto" learns from
+-- default_sources(), anything else names a transitions file, a run
+-- directory or a `kopt regraph` statistics file. The statistics are kept in
+-- <run dir>/regraph.json, and a resumed run reads them back from there, so
+-- it searches with the graph it started with (its own transitions have
+-- joined the dataset since). Returns M.online(...) and a line for the log,
+-- or nil and that line when there is nothing to learn from; raises a usage
+-- error for a named source that cannot be read.
+function M.regraph_for_run(ctx, spec_value)
+  local saved = ctx.run_dir and (ctx.run_dir .. "/regraph.json")
+  local stats, from
+  if saved and sys.stat(saved) == "file" then
+    stats = json.read_file(saved)
+    from = saved
+  end
+  if type(stats) ~= "table" then
+    if spec_value ~= "auto" and spec_value:match("%.json$") and sys.stat(spec_value) == "file" then
+      stats = json.read_file(spec_value)
+      if type(stats) ~= "table" or type(stats.methods) ~= "table" then
+        errors.usage("--opt regraph: %s: not a kopt regraph statistics file (no 'methods')", spec_value)
+      end
+    else
+      local agg = M.aggregator()
+      local sources = spec_value == "auto" and M.default_sources() or { spec_value }
+      for _, p in ipairs(sources) do
+        local n, err = agg:read(p)
+        if not n and spec_value ~= "auto" then errors.usage("--opt regraph: %s", err) end
+      end
+      stats = agg:result()
+    end
+    from = #(stats.sources or {}) > 0 and table.concat(stats.sources, ", ") or spec_value
+    if saved then
+      pcall(sys.mkdir_p, ctx.run_dir)
+      json.write_file(saved, json.encode(stats) .. "\n", true)
+    end
+  end
+  local n = tonumber(stats.transitions_read) or 0
+  if n == 0 then return nil, string.format("regraph: no transitions to learn from (%s)", from) end
+  return M.online(stats), string.format("regraph: %d transitions from %s", n, from)
 end
 
 return M
