@@ -120,8 +120,7 @@ void kopt_worker_free_problem(struct worker *w)
 	w->signature[0] = '\0';
 }
 
-/* "a,b,c" into up to max sizes; the count, or -1 when malformed. */
-static int parse_sizes_n(const char *text, size_t *out, int max)
+int kopt_worker_parse_sizes(const char *text, size_t *out, int max)
 {
 	int n = 0;
 	for (const char *p = text; *p != '\0' && n < max; n++) {
@@ -139,7 +138,7 @@ static int parse_sizes_n(const char *text, size_t *out, int max)
 
 static int parse_sizes(const char *text, size_t *out)
 {
-	return parse_sizes_n(text, out, 8);
+	return kopt_worker_parse_sizes(text, out, 8);
 }
 
 /* The verification fields of output a (compare, region, tolerances), read
@@ -527,17 +526,8 @@ CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const struct job 
 	return r;
 }
 
-/* A run of device words that should all hold one value. */
-struct scan {
-	CUdeviceptr ptr;
-	unsigned long long words;
-	unsigned word;
-};
-
-/* Scans n runs with kopt_guard_scan (harness.cu) and waits: found[2 i] is
- * the largest (words - k) and found[2 i + 1] the largest (k + 1) over the
- * words k of run i that differ, both 0 when it is intact. */
-static CUresult scan_runs(struct worker *w, struct scan *runs, int n, unsigned long long *found)
+CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,
+			       unsigned long long *found)
 {
 	CUresult r = kopt_cu.cuMemsetD8Async(w->guard_dev, 0, 16 * (size_t)n, w->stream);
 	for (int i = 0; r == CUDA_SUCCESS && i < n; i++) {
@@ -561,7 +551,7 @@ static long long changed_bytes(struct worker *w, const struct mglobal *g)
 	if (g->image == NULL) {
 		unsigned long long words = g->size / 4, found[2] = {0, 0};
 		struct scan run = {g->ptr, words, 0u};
-		CUresult r = scan_runs(w, &run, 1, found);
+		CUresult r = kopt_worker_scan_runs(w, &run, 1, found);
 		unsigned char tail[4] = {0, 0, 0, 0};
 		if (r == CUDA_SUCCESS && g->size % 4 != 0)
 			r = kopt_cu.cuMemcpyDtoH(tail, g->ptr + words * 4, g->size % 4);
@@ -747,318 +737,4 @@ void kopt_worker_release(struct worker *w, struct prepared *pr)
 	pr->nstages = 0;
 	kopt_worker_free_params(&pr->p);
 	kopt_worker_unload(w, &pr->m);
-}
-
-/* --- guard bands ------------------------------------------------------------ */
-
-static size_t guarded_size(size_t bytes)
-{
-	size_t data = (bytes + 3) & ~(size_t)3;
-	size_t total = KOPT_GUARD_FRONT + data + KOPT_GUARD_BACK_MIN;
-	return (total + KOPT_GUARD_GRANULE - 1) / KOPT_GUARD_GRANULE * KOPT_GUARD_GRANULE;
-}
-
-CUresult kopt_worker_alloc_guarded(CUdeviceptr *data, size_t bytes)
-{
-	CUdeviceptr base;
-	CUresult r = kopt_cu.cuMemAlloc(&base, guarded_size(bytes));
-	*data = r == CUDA_SUCCESS ? base + KOPT_GUARD_FRONT : 0;
-	return r;
-}
-
-void kopt_worker_free_guarded(CUdeviceptr data)
-{
-	if (data != 0)
-		kopt_cu.cuMemFree(data - KOPT_GUARD_FRONT);
-}
-
-/* The buffers a candidate reaches with set s: (pointer, bytes, name). */
-struct reach {
-	CUdeviceptr ptr;
-	size_t bytes;
-	const char *name;
-};
-
-static int reachable(const struct worker *w, const struct inputset *s, struct reach *out)
-{
-	int n = 0;
-	for (int i = 0; i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		if (a->kind != ARG_ARRAY)
-			continue;
-		CUdeviceptr p = a->output ? w->out_dev[i] : s->dev[i];
-		if (p == 0)
-			continue;
-		out[n].ptr = p;
-		out[n].bytes = kopt_worker_arg_bytes(a);
-		out[n].name = a->name;
-		n++;
-	}
-	return n;
-}
-
-CUresult kopt_worker_guard_arm(struct worker *w, const struct inputset *s)
-{
-	struct reach b[256];
-	int n = w->check_guards ? reachable(w, s, b) : 0;
-	w->guard_word = (uint32_t)(w->nonce++ * 0x9e3779b97f4a7c15ull >> 32) | 1u;
-	CUresult r = CUDA_SUCCESS;
-	for (int i = 0; r == CUDA_SUCCESS && i < n; i++) {
-		size_t back = guarded_size(b[i].bytes) - KOPT_GUARD_FRONT - b[i].bytes;
-		r = kopt_cu.cuMemsetD32Async(b[i].ptr - KOPT_GUARD_FRONT, w->guard_word,
-					     KOPT_GUARD_FRONT / 4, w->stream);
-		if (r == CUDA_SUCCESS)
-			r = kopt_cu.cuMemsetD32Async(b[i].ptr + b[i].bytes, w->guard_word, back / 4,
-						     w->stream);
-	}
-	return r;
-}
-
-const char *kopt_worker_guard_check(struct worker *w, const struct inputset *s, const char *what)
-{
-	struct reach b[256];
-	int n = reachable(w, s, b);
-	unsigned long long found[2 * 256 * 2];
-	struct scan runs[2 * 256];
-	if (!w->check_guards)
-		return NULL;
-	for (int i = 0; i < n; i++) { /* the front guard, then the back one */
-		size_t back = guarded_size(b[i].bytes) - KOPT_GUARD_FRONT - b[i].bytes;
-		runs[2 * i] = (struct scan){b[i].ptr - KOPT_GUARD_FRONT, KOPT_GUARD_FRONT / 4,
-					    w->guard_word};
-		runs[2 * i + 1] = (struct scan){b[i].ptr + b[i].bytes, back / 4, w->guard_word};
-	}
-	CUresult r = scan_runs(w, runs, 2 * n, found);
-	if (kopt_worker_cu_check(r, "checking the guard bands", w->log, sizeof w->log))
-		return "crash";
-	for (int i = 0; i < n; i++) {
-		/* front: found[0] = furthest distance before the start, in words;
-		 * back: found[3] = furthest word past the end, plus one */
-		unsigned long long before = found[4 * i], after = found[4 * i + 3];
-		if (before == 0 && after == 0)
-			continue;
-		if (after > 0)
-			snprintf(w->log, sizeof w->log,
-				 "%s: the kernel wrote outside its buffers: up to %llu bytes past "
-				 "the end of '%s'",
-				 what, after * 4, b[i].name);
-		else
-			snprintf(w->log, sizeof w->log,
-				 "%s: the kernel wrote outside its buffers: up to %llu bytes before "
-				 "the start of '%s'",
-				 what, before * 4, b[i].name);
-		return "wrong";
-	}
-	return NULL;
-}
-
-int kopt_worker_scratch_view(struct worker *w, const struct inputset *s, struct inputset *view)
-{
-	*view = *s;
-	view->dev = w->scratch_dev;
-	for (int i = 0; i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		if (a->kind != ARG_ARRAY || a->output)
-			continue;
-		if (kopt_worker_cu_check(kopt_cu.cuMemcpyDtoDAsync(w->scratch_dev[i], s->dev[i],
-								   kopt_worker_arg_bytes(a),
-								   w->stream),
-					 "copying the inputs for timing", w->log, sizeof w->log))
-			return -1;
-	}
-	return 0;
-}
-
-/* Copies the set's constant-memory arguments into the module's symbols. */
-int kopt_worker_fill_constants(struct worker *w, CUmodule mod, const struct inputset *s)
-{
-	for (int i = 0; i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		if (a->kind != ARG_CONSTANT)
-			continue;
-		CUdeviceptr p;
-		size_t size = 0, bytes = a->count * kopt_dtype_size(a->type);
-		CUresult r = kopt_cu.cuModuleGetGlobal(&p, &size, mod, a->name);
-		if (r != CUDA_SUCCESS) {
-			snprintf(w->log, sizeof w->log,
-				 "constant symbol '%s' not found in the module", a->name);
-			return -1;
-		}
-		if (size < bytes) {
-			snprintf(w->log, sizeof w->log,
-				 "constant symbol '%s' holds %zu bytes, the spec gives %zu",
-				 a->name, size, bytes);
-			return -1;
-		}
-		if (kopt_worker_cu_check(kopt_cu.cuMemcpyHtoD(p, s->host[i], bytes),
-					 "cuMemcpyHtoD (constant)", w->log, sizeof w->log))
-			return -1;
-	}
-	return 0;
-}
-
-static CUtensorMapDataType tmap_type(enum kopt_dtype t)
-{
-	switch (t) {
-	case KOPT_F16:
-		return CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
-	case KOPT_BF16:
-		return CU_TENSOR_MAP_DATA_TYPE_BFLOAT16;
-	case KOPT_F64:
-		return CU_TENSOR_MAP_DATA_TYPE_FLOAT64;
-	case KOPT_I32:
-		return CU_TENSOR_MAP_DATA_TYPE_INT32;
-	case KOPT_I64:
-		return CU_TENSOR_MAP_DATA_TYPE_INT64;
-	case KOPT_U32:
-		return CU_TENSOR_MAP_DATA_TYPE_UINT32;
-	case KOPT_I8:
-	case KOPT_U8:
-		return CU_TENSOR_MAP_DATA_TYPE_UINT8;
-	default:
-		return CU_TENSOR_MAP_DATA_TYPE_FLOAT32;
-	}
-}
-
-/* A tensor map over the buffer this launch gives tensor map a's array (the
- * set's input, the timing copy, or the candidate's or reference's output),
- * dense row-major, with a's box and swizzle; out-of-range boxes read zeros. */
-static int encode_tmap(struct worker *w, const struct inputset *s, const struct warg *a,
-		       int for_reference, unsigned char *out)
-{
-	const struct warg *arr = &w->args[a->tmap_of];
-	if (arr->kind != ARG_ARRAY || kopt_dtype_size(arr->type) == 0) {
-		snprintf(w->log, sizeof w->log, "tensor map '%s': argument %d is not an array", a->name,
-			 a->tmap_of + 1);
-		return -1;
-	}
-	CUdeviceptr base = !arr->output ? s->dev[a->tmap_of]
-			   : for_reference ? w->ref_dev[a->tmap_of]
-					   : w->out_dev[a->tmap_of];
-	size_t esz = kopt_dtype_size(arr->type), total = 1;
-	cuuint64_t strides[4];
-	cuuint32_t ones[5] = {1, 1, 1, 1, 1};
-	for (int k = 0; k < a->tmap_rank; k++) {
-		if (k > 0)
-			strides[k - 1] = (cuuint64_t)(total * esz);
-		total *= a->tmap_dims[k];
-	}
-	if (total != arr->count) {
-		snprintf(w->log, sizeof w->log,
-			 "tensor map '%s': its dims hold %zu elements, '%s' has %zu", a->name, total,
-			 arr->name, arr->count);
-		return -1;
-	}
-	CUtensorMapSwizzle sw = a->tmap_swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
-				: a->tmap_swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B
-				: a->tmap_swizzle == 32 ? CU_TENSOR_MAP_SWIZZLE_32B
-							: CU_TENSOR_MAP_SWIZZLE_NONE;
-	CUtensorMap map __attribute__((aligned(64)));
-	CUresult r = kopt_cu.cuTensorMapEncodeTiled(
-	    &map, tmap_type(arr->type), (cuuint32_t)a->tmap_rank, (void *)(uintptr_t)base,
-	    (const cuuint64_t *)a->tmap_dims, strides, a->tmap_box, ones,
-	    CU_TENSOR_MAP_INTERLEAVE_NONE, sw, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
-	    CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-	if (r != CUDA_SUCCESS) {
-		char buf[256];
-		snprintf(w->log, sizeof w->log,
-			 "tensor map '%s' (box %u x %u, swizzle %d): cuTensorMapEncodeTiled: %s",
-			 a->name, a->tmap_box[a->tmap_rank > 1 ? 1 : 0], a->tmap_box[0],
-			 a->tmap_swizzle, kopt_cuda_strerror(r, buf, sizeof buf));
-		return -1;
-	}
-	memcpy(out, &map, sizeof map);
-	return 0;
-}
-
-int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct wparams *p,
-			     int for_reference)
-{
-	p->slots = calloc((size_t)w->nargs, sizeof *p->slots);
-	p->ptrs = calloc((size_t)w->nargs + 1, sizeof *p->ptrs);
-	if (!p->slots || !p->ptrs)
-		return -1;
-	int k = 0;
-	for (int i = 0; i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		union wslot *sl = &p->slots[k];
-		if (a->kind == ARG_CONSTANT || !a->param)
-			continue;
-		if (a->kind == ARG_ARRAY) {
-			sl->p = !a->output     ? s->dev[i]
-				: for_reference ? w->ref_dev[i]
-						: w->out_dev[i];
-		} else if (a->kind == ARG_TMAP) {
-			if (encode_tmap(w, s, a, for_reference, sl->tmap) != 0)
-				return -1;
-		} else {
-			switch (a->type) {
-			case KOPT_F32:
-				sl->f = (float)a->value;
-				break;
-			case KOPT_F64:
-				sl->d = a->value;
-				break;
-			case KOPT_F16:
-				sl->h = kopt_f32_to_f16((float)a->value);
-				break;
-			case KOPT_BF16:
-				sl->h = kopt_f32_to_bf16((float)a->value);
-				break;
-			case KOPT_I64:
-				sl->i64 = a->ivalue;
-				break;
-			case KOPT_U32:
-				sl->u32 = (uint32_t)a->ivalue;
-				break;
-			case KOPT_I8:
-				sl->i8 = (int8_t)a->ivalue;
-				break;
-			case KOPT_U8:
-				sl->u8 = (uint8_t)a->ivalue;
-				break;
-			default:
-				sl->i32 = (int32_t)a->ivalue;
-				break;
-			}
-		}
-		p->ptrs[k] = sl;
-		k++;
-	}
-	return 0;
-}
-
-int kopt_worker_build_params_sel(struct worker *w, const struct inputset *s, struct wparams *p,
-				 int for_reference, const char *sel)
-{
-	if (kopt_worker_build_params(w, s, p, for_reference) != 0)
-		return -1;
-	if (sel == NULL || sel[0] == '\0')
-		return 0;
-	/* p's slots follow the parameters in the argument list's order */
-	int slot_of[256], k = 0;
-	for (int i = 0; i < w->nargs && i < 256; i++)
-		slot_of[i] = w->args[i].kind != ARG_CONSTANT && w->args[i].param ? k++ : -1;
-	size_t order[256];
-	int n = parse_sizes_n(sel, order, 256);
-	void **ptrs = n > 0 ? calloc((size_t)n + 1, sizeof *ptrs) : NULL;
-	if (ptrs == NULL)
-		return -1;
-	for (int o = 0; o < n; o++) {
-		size_t i = order[o];
-		if (i < 1 || i > (size_t)w->nargs || i > 256 || slot_of[i - 1] < 0) {
-			free(ptrs);
-			return -1;
-		}
-		ptrs[o] = &p->slots[slot_of[i - 1]];
-	}
-	free(p->ptrs);
-	p->ptrs = ptrs;
-	return 0;
-}
-
-void kopt_worker_free_params(struct wparams *p)
-{
-	free(p->slots);
-	free(p->ptrs);
 }

@@ -272,6 +272,23 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 int kopt_worker_build_params_sel(struct worker *w, const struct inputset *s, struct wparams *p,
 				 int for_reference, const char *sel);
 
+/* "a,b,c" into up to max sizes; the count, or -1 when malformed. */
+int kopt_worker_parse_sizes(const char *text, size_t *out, int max);
+
+/* A run of device words that should all hold one value. */
+struct scan {
+	CUdeviceptr ptr;
+	unsigned long long words;
+	unsigned word;
+};
+
+/* Scans n runs with kopt_guard_scan (harness.cu) and waits: found[2 i] is
+ * the largest (words - k) and found[2 i + 1] the largest (k + 1) over the
+ * words k of run i that differ, both 0 when it is intact. (Guard bands and
+ * zero-initialised module variables.) */
+CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,
+			       unsigned long long *found);
+
 /* Launches f with l on w->stream: cuLaunchKernel, or cuLaunchKernelEx with a
  * cluster dimension when l has one. */
 CUresult kopt_worker_launch(struct worker *w, CUfunction f, const struct launch *l, void **params);
