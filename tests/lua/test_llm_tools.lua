@@ -302,5 +302,36 @@ do
        "threads per block: 256", "the user's tool answers")
 end
 
+-- 12. MCGS with LLM expert moves offers the same tools (its tool_rounds).
+do
+  local X = require("kopt.experts")
+  local llm = require("kopt.llm")
+  local moves = require("kopt.moves")
+  local M = require("strategies.mcgs")
+  local dir = T.tmpdir("tools-mcgs")
+  local cfg = llm.config({ llm_base_url = server:base("t_tools") })
+  cfg.transcript = dir .. "/llm_transcript.jsonl"
+  local client = assert(llm.new(cfg))
+  moves.register("llm_tools", X.generator("throughput", { client = client }))
+  captured = {}
+  local e = engine_mod.run({
+    strategy = M, strategy_name = "mcgs", space = space_of(spec), spec = spec, backend = stub_backend(),
+    options = strategy_mod.options(M, { { "moves", "rules,llm_tools" }, { "tool_rounds", "3" } }),
+    budget = 20, seed = 1, quiet = true, out_dir = dir,
+  })
+  local log = table.concat(captured, "\n")
+  captured = nil
+  client:close()
+  local recs = {}
+  for line in io.lines(cfg.transcript) do recs[#recs + 1] = json.decode(line) end
+  local names = {}
+  for _, c in ipairs(of_kind(recs, "tool")) do names[c.name] = true end
+  T.check(names.overview and names.region and names.metrics, "mcgs: the expert moves' tool calls")
+  T.check(log:find("tool overview() by throughput", 1, true), "mcgs: the trace lacks the calls:\n%s", log)
+  -- (the eight states of the space are all measured before the experts'
+  -- knob proposals, which name measured states: nothing more to measure)
+  T.check(e.evaluations == 8, "mcgs: %d evaluations", e.evaluations)
+end
+
 server:stop()
 return T.done()
