@@ -33,6 +33,7 @@
 -- Every call and its answer go to the transcript (kind "tool").
 local json = require("kopt.json")
 local llm = require("kopt.llm")
+local sys = require("kopt.sys")
 
 local M = {}
 
@@ -154,7 +155,9 @@ end
 -- single-shot messages with the overview inlined; default: the messages).
 -- opts: rounds (tool rounds per request), names (the tools offered; default
 -- all), on_tool(req, call, answer, ok) (a trace line), note(msg), and
--- chat_many's own options. Returns replies in order, as chat_many does, each
+-- chat_many's own options (deadline_s bounds the whole loop: each round gets
+-- what is left of it, and once it is spent the next request is the last,
+-- with tool_choice "none"). Returns replies in order, as chat_many does, each
 -- with `messages` (the first turn as sent: for a repair turn) and `tool_calls_made`.
 function M.converse(client, reqs, opts)
   opts = opts or {}
@@ -188,7 +191,15 @@ function M.converse(client, reqs, opts)
     st[i] = { msgs = copy(r.messages), used = 0, calls = 0, tools = true, first = r.messages }
   end
   local first_batch = true
+  local t0, deadline = sys.now(), tonumber(opts.deadline_s)
+  local round_opts = {}
+  for k, v in pairs(opts) do round_opts[k] = v end
   while true do
+    local left = deadline and deadline - (sys.now() - t0)
+    if left then
+      round_opts.deadline_s = math.max(1, left)
+      if left <= 0 then for _, s in ipairs(st) do s.used = math.max(s.used, rounds) end end
+    end
     local active, batch = {}, {}
     for i = 1, #reqs do
       if out[i] == nil then
@@ -204,7 +215,7 @@ function M.converse(client, reqs, opts)
       end
     end
     if #batch == 0 then break end
-    local replies = client:chat_many(batch, opts)
+    local replies = client:chat_many(batch, round_opts)
     local called_now = false
     for j, i in ipairs(active) do
       local s, r, req = st[i], replies[j], reqs[i]
