@@ -400,8 +400,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
   for i = 1, #props do tie[i] = i end
   ctx.rng:shuffle(tie)
   local mult = {}
-  for i, m in ipairs(props) do
-    m.tie = tie[i]
+  for _, m in ipairs(props) do
     local f = mult[m.method]
     if not f then
       f = learned(ctx, st, m.method)
@@ -426,11 +425,14 @@ local function add_moves(ctx, st, id, gens, noise, always)
   end
   -- order: prior descending, ties by the shuffled rank (priors are far
   -- apart compared with the 1e-9 offsets)
-  for _, m in ipairs(props) do m.rank = -(m.prior - m.tie * 1e-9) end
-  local added = st.g:add_children(id, props, always)
-  for _, m in ipairs(props) do
-    local child = m.child
-    if m.fresh then
+  local rank = tie
+  for i, m in ipairs(props) do rank[i] = -(m.prior - tie[i] * 1e-9) end
+  -- child[i] < 0: a new node; edge[i] > 0: a new edge, < 0: one that was there
+  local added, child_of, edge_of = st.g:add_children(id, props, rank, always)
+  for i, m in ipairs(props) do
+    local child, e = child_of[i], edge_of[i]
+    if child < 0 then
+      child = -child
       if m.config then
         st.cfg[child] = m.config
       else
@@ -438,9 +440,8 @@ local function add_moves(ctx, st, id, gens, noise, always)
       end
       st.patch[child] = m.patch
     end
-    if always and m.edge then st.expert_edge[m.edge] = true end
-    if m.linked then
-      local e = m.edge
+    if always and e ~= 0 then st.expert_edge[e < 0 and -e or e] = true end
+    if e > 0 then
       st.edge_method[e] = m.method
       st.edge_expert[e] = m.expert
       st.edge_chain[e], st.edge_gen[e] = m.chain, m.generator

@@ -9,8 +9,8 @@
  *   g:reward(id), g:flags(id), g:set_flags(id, f), g:key(id), g:visit(id[, k])
  *   g:counts(id) -> visits, number of edges ; g:ends(eid) -> child, parent
  *   local eid, created = g:link(parent, action, child[, prior])
- *   g:add_children(parent, moves[, always]) -> edges created  (g:add and g:link for a list of
- *     moves {key=, action=, prior=, rank=}, in ascending rank: see l_add_children)
+ *   g:add_children(parent, moves, ranks[, always]) -> created, child, edge  (g:add and g:link
+ *     for a list of moves {key=, action=, prior=}, in ascending rank: see l_add_children)
  *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
  *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=, flags=}
  *   g:backup(eid, value[, failed]) ; g:vloss(eid, delta) ; g:set_prior(eid, p)
@@ -328,44 +328,47 @@ static const char *move_string(lua_State *L, int t, lua_Integer i, const char *n
 	return s; /* stays on the stack, so the string lives until the caller pops it */
 }
 
-/* g:add_children(parent, moves[, always]) -> number of edges created
+/* g:add_children(parent, moves, ranks[, always]) -> created, child, edge
  *
  * The children of a node in one call: `moves` is a list of tables
- * {key=, action=, prior=, rank=}. In ascending rank (equal ranks in list
- * order), the node of each key is found or added and, unless it is the
- * parent itself, linked from the parent by the action with the prior (an
- * existing edge keeps its prior and statistics). With `always`, each edge is
- * flagged edge_always and an existing edge's prior is raised to the move's
- * when that is larger. Each move table gets child = node id, edge = edge id
- * (nil for the parent itself), fresh = true when its node is new and
- * linked = true when its edge is. */
+ * {key=, action=, prior=} and ranks[i] the rank of moves[i]. In ascending
+ * rank (equal ranks in list order), the node of each key is found or added
+ * and, unless it is the parent itself, linked from the parent by the action
+ * with the prior (an existing edge keeps its prior and statistics). With
+ * `always`, each edge is flagged edge_always and an existing edge's prior is
+ * raised to the move's when that is larger. Returns the number of edges
+ * created and two lists by move: child[i], the node id, negated when the
+ * node is new; edge[i], the edge id, negated when the edge already existed,
+ * 0 for the parent itself. */
 static int l_add_children(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
 	uint32_t parent = check_node(L, g, 2);
 	luaL_checktype(L, 3, LUA_TTABLE);
-	int always = lua_toboolean(L, 4);
-	lua_settop(L, 3);
+	luaL_checktype(L, 4, LUA_TTABLE);
+	int always = lua_toboolean(L, 5);
+	lua_settop(L, 4);
 	lua_Integer n = (lua_Integer)lua_rawlen(L, 3);
-	luaL_argcheck(L, n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)), 3, "too many moves");
+	luaL_argcheck(L, n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)) && n < INT32_MAX, 3,
+		      "too many moves");
 	/* scratch owned by the Lua state, so an error below leaks nothing */
-	struct ranked *order = lua_newuserdatauv(L, (size_t)n * sizeof *order + 1, 0);
+	struct ranked *order = lua_newuserdatauv(L, (size_t)n * sizeof *order + 1, 0); /* 5 */
 	for (lua_Integer i = 1; i <= n; i++) {
-		if (lua_rawgeti(L, 3, i) != LUA_TTABLE)
-			return luaL_error(L, "graph:add_children: move %I is not a table", i);
-		if (lua_getfield(L, -1, "rank") != LUA_TNUMBER)
-			return luaL_error(
-			    L, "graph:add_children: move %I: field 'rank' must be a number", i);
+		if (lua_rawgeti(L, 4, i) != LUA_TNUMBER)
+			return luaL_error(L, "graph:add_children: ranks[%I] must be a number", i);
 		order[i - 1].rank = lua_tonumber(L, -1);
 		order[i - 1].i = i;
-		lua_pop(L, 2);
+		lua_pop(L, 1);
 	}
 	qsort(order, (size_t)n, sizeof *order, cmp_ranked);
+	lua_createtable(L, (int)n, 0); /* 6: child */
+	lua_createtable(L, (int)n, 0); /* 7: edge */
 	lua_Integer made = 0;
 	char err[256];
 	for (lua_Integer k = 0; k < n; k++) {
 		lua_Integer i = order[k].i;
-		lua_rawgeti(L, 3, i);
+		if (lua_rawgeti(L, 3, i) != LUA_TTABLE)
+			return luaL_error(L, "graph:add_children: move %I is not a table", i);
 		int t = lua_gettop(L);
 		size_t klen;
 		const char *key = move_string(L, t, i, "key", &klen);
@@ -373,12 +376,7 @@ static int l_add_children(lua_State *L)
 		int fresh, created;
 		if (kopt_graph_add(g, key, klen, &child, &fresh, err, sizeof err) != 0)
 			return luaL_error(L, "%s", err);
-		lua_pushinteger(L, (lua_Integer)child + 1);
-		lua_setfield(L, t, "child");
-		if (fresh) {
-			lua_pushboolean(L, 1);
-			lua_setfield(L, t, "fresh");
-		}
+		lua_Integer c = (lua_Integer)child + 1, e = 0;
 		if (child != parent) {
 			size_t alen;
 			const char *action = move_string(L, t, i, "action", &alen);
@@ -398,18 +396,18 @@ static int l_add_children(lua_State *L)
 				if (!created && prior > v.prior)
 					kopt_graph_set_prior(g, eid, prior);
 			}
-			lua_pushinteger(L, (lua_Integer)eid + 1);
-			lua_setfield(L, t, "edge");
-			if (created) {
-				lua_pushboolean(L, 1);
-				lua_setfield(L, t, "linked");
-				made++;
-			}
+			e = created ? (lua_Integer)eid + 1 : -((lua_Integer)eid + 1);
+			made += created;
 		}
 		lua_settop(L, t - 1);
+		lua_pushinteger(L, fresh ? -c : c);
+		lua_rawseti(L, 6, i);
+		lua_pushinteger(L, e);
+		lua_rawseti(L, 7, i);
 	}
 	lua_pushinteger(L, made);
-	return 1;
+	lua_insert(L, 6);
+	return 3;
 }
 
 static int l_find_edge(lua_State *L)

@@ -216,7 +216,7 @@ end
 -- many moves and measure few (MCGS).
 function M.collect(ctx, state, generators)
   local space = ctx.space
-  local out, by_key = {}, {}
+  local out, by_key, best = {}, {}, {}  -- best[j]: the largest single prior merged into out[j]
   local f = fast(space)
   local n = f.n
   local parts = {}
@@ -263,18 +263,25 @@ function M.collect(ctx, state, generators)
         local prior = tonumber(mv.prior) or 1
         if prior <= 0 then prior = 1e-3 end
         if key ~= state.key then
-          local prev = by_key[key]
-          if prev then
-            if prior > prev.best_prior then
-              prev.method, prev.expert, prev.best_prior = mv.method, mv.expert, prior
+          local j = by_key[key]
+          if j then
+            local prev = out[j]
+            if prior > best[j] then
+              prev.method, prev.expert, best[j] = mv.method, mv.expert, prior
             end
             prev.prior = prev.prior + prior
           else
-            local m = { config = cfg, key = key, changes = changes, action = action or M.action_id(space, mv),
-                        method = mv.method or "move", expert = mv.expert, patch = mv.patch, prior = prior,
-                        best_prior = prior, generator = gen.name, chain = mv.chain, repair = mv.repair }
-            by_key[key] = m
+            -- the fields every move has in the constructor, the rare ones
+            -- only when set (a smaller table: MCGS builds 50 per state)
+            local m = { key = key, changes = changes, action = action or M.action_id(space, mv),
+                        method = mv.method or "move", prior = prior, generator = gen.name }
+            if cfg then m.config = cfg end
+            if mv.expert ~= nil then m.expert = mv.expert end
+            if mv.patch ~= nil then m.patch = mv.patch end
+            if mv.chain ~= nil then m.chain = mv.chain end
+            if mv.repair ~= nil then m.repair = mv.repair end
             out[#out + 1] = m
+            by_key[key], best[#out] = #out, prior
           end
         end
       end
@@ -282,10 +289,7 @@ function M.collect(ctx, state, generators)
   end
   local sum = 0
   for _, m in ipairs(out) do sum = sum + m.prior end
-  for _, m in ipairs(out) do
-    m.prior = m.prior / sum
-    m.best_prior = nil
-  end
+  for _, m in ipairs(out) do m.prior = m.prior / sum end
   return out
 end
 

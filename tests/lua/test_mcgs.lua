@@ -11,7 +11,7 @@
 --  5. a user move generator from examples/ is used, and a bad option is a usage error;
 --  6. an expensive generator is called sparingly and its moves are measured;
 --  7. g:add_children (expansion in one call) links in rank order, reports new
---     nodes and edges, keeps existing edges, and raises on a malformed move;
+--     nodes and edges, keeps existing edges, and raises on a missing rank;
 --     g:first_eligible.
 local T = require("testlib")
 local cjson = require("cjson")
@@ -180,28 +180,29 @@ do
   local known = g:add("b")
   local e0 = g:link(p, "K=9", g:add("z"), 0.1)
   local moves = {
-    { key = "a", action = "K=1", prior = 0.2, rank = 2 },
-    { key = "b", action = "K=2", prior = 0.5, rank = 1 },
-    { key = "c", action = "K=3", prior = 0.3, rank = 2 },   -- equal rank: list order
-    { key = "p", action = "K=4", prior = 0.1, rank = 0 },   -- the parent itself: no edge
-    { key = "z", action = "K=9", prior = 0.9, rank = 3 },   -- an existing edge
+    { key = "a", action = "K=1", prior = 0.2 },
+    { key = "b", action = "K=2", prior = 0.5 },
+    { key = "c", action = "K=3", prior = 0.3 },
+    { key = "p", action = "K=4", prior = 0.1 },   -- the parent itself: no edge
+    { key = "z", action = "K=9", prior = 0.9 },   -- an existing edge
   }
-  T.check(g:add_children(p, moves) == 3, "three new edges")
+  local made, child, edge = g:add_children(p, moves, { 2, 1, 2, 0, 3 })  -- equal ranks: list order
+  T.check(made == 3, "three new edges (%s)", tostring(made))
   local actions = {}
   for _, e in ipairs(g:edges(p)) do actions[#actions + 1] = g:edge(e).action end
   T.check(table.concat(actions, " ") == "K=9 K=2 K=1 K=3", "edges in rank order: %s", table.concat(actions, " "))
-  T.check(moves[2].child == known and not moves[2].fresh and moves[2].linked, "known node, new edge")
-  T.check(moves[1].fresh and moves[1].linked and g:key(moves[1].child) == "a", "new node a")
-  T.check(moves[4].child == p and moves[4].edge == nil, "the parent gets no edge to itself")
-  T.check(moves[5].edge == e0 and not moves[5].linked and g:edge(e0).prior == 0.1, "existing edge kept")
-  T.check(g:add_children(p, { { key = "z", action = "K=9", prior = 0.9, rank = 0 } }, true) == 0
-          and g:edge(e0).prior == 0.9 and g:edge(e0).flags == graph.edge_always,
+  T.check(child[2] == known and edge[2] > 0, "known node, new edge")
+  T.check(child[1] < 0 and edge[1] > 0 and g:key(-child[1]) == "a", "new node a, new edge")
+  T.check(child[4] == p and edge[4] == 0, "the parent gets no edge to itself")
+  T.check(edge[5] == -e0 and g:edge(e0).prior == 0.1, "existing edge kept")
+  made = g:add_children(p, { { key = "z", action = "K=9", prior = 0.9 } }, { 0 }, true)
+  T.check(made == 0 and g:edge(e0).prior == 0.9 and g:edge(e0).flags == graph.edge_always,
           "always: flagged, prior raised")
   T.check(g:first_eligible(p, 4) == e0, "first eligible edge")
   g:set_flags(g:edge(e0).child, 4)
-  T.check(g:first_eligible(p, 4) == moves[2].edge, "next eligible edge")
-  local ok, err = pcall(g.add_children, g, p, { { key = "x", action = "K=5", prior = 1 } })
-  T.check(not ok and tostring(err):find("rank", 1, true), "a move without rank raises: %s", tostring(err))
+  T.check(g:first_eligible(p, 4) == edge[2], "next eligible edge")
+  local ok, err = pcall(g.add_children, g, p, { { key = "x", action = "K=5", prior = 1 } }, {})
+  T.check(not ok and tostring(err):find("ranks", 1, true), "a move without a rank raises: %s", tostring(err))
   g:close()
 end
 
