@@ -53,7 +53,8 @@ local graph_mod = require("kopt.graph")
 local moves_mod = require("kopt.moves")
 local experience = require("kopt.experience")
 local json = require("kopt.json")
-local classic = require("kopt.classic")
+local model_mod = require("kopt.mcgs_model")
+local edits = require("kopt.mcgs_edits")
 local X = require("kopt.experts")
 
 local S = {
@@ -210,11 +211,8 @@ function S.init(ctx)
   end
   st.noise_rng = ctx.rng:fork()
   if o.model then
-    local free = {}
-    for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then free[#free + 1] = j end end
     st.rollout_score, st.rollout_fit = {}, {}  -- node id -> the model's rollout score, and its fit
-    st.model = { mem = classic.memory(ctx.space), free = free, rng = ctx.rng:fork(), X = {}, t = {}, ok = 0,
-                 fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
+    st.model = model_mod.new(ctx)
   end
   st.root = st.g:add("^root")
   st.g:set(st.root, { status = "root", reward = 0, flags = EXPANDED })
@@ -282,104 +280,12 @@ local function learned(ctx, st, method)
   return math.exp(w * math.max(ctx.options.learn_floor, math.min(1, mean)) * m.n / (m.n + 3))
 end
 
--- The value model. Every told state's ordinal vector and outcome are kept;
--- a forest of log(time) over the successes is refitted when the data grew
--- by model_refit, and, when failures were seen, a second forest on the
--- failure indicator gives the chance that a state fails. Nil until model_min
--- successes are in (the first states are priced by the rules alone).
-local function model_record(st, config, t)
-  local m = st.model
-  if not m then return end
-  m.X[#m.X + 1] = m.mem:vector(config)
-  m.t[#m.t + 1] = t
-  if t then m.ok = m.ok + 1 else m.fails = m.fails + 1 end
-end
+local model_record, model_get, model_predict, model_weigh = model_mod.record, model_mod.get, model_mod.predict,
+  model_mod.weigh
 
-local function model_get(ctx, st)
-  local m, o = st.model, ctx.options
-  if not m or m.ok < o.model_min then return nil end
-  local n = #m.X
-  if m.forest and n - m.fitted_at < math.max(1, math.floor(m.fitted_at * o.model_refit)) then return m end
-  local t0 = os.clock()
-  -- the regression sees successes only (a failure has no time; standing in
-  -- a penalty for it would make the trees' spread, and so the expected
-  -- improvement, largest right at the border of the failing region); the
-  -- classifier sees everything
-  local Xok, y, fy = {}, {}, {}
-  for i = 1, n do
-    if m.t[i] then
-      Xok[#Xok + 1] = m.X[i]
-      y[#y + 1] = math.log(m.t[i])
-    end
-    fy[i] = m.t[i] and 0 or 1
-  end
-  local fo = { trees = o.model_trees, features = 0.5, min_leaf = 2, max_depth = 12, free = m.free, knobs = m.mem.knobs }
-  m.forest = classic.forest(m.rng, Xok, y, fo)
-  if o.fail_model and m.fails > 0 then
-    fo.trees = math.max(4, o.model_trees // 2)
-    m.classifier = classic.forest(m.rng, m.X, fy, fo)
-  else
-    m.classifier = nil
-  end
-  m.fitted_at, m.fits = n, m.fits + 1
-  m.fit_s = m.fit_s + (os.clock() - t0)
-  return m
-end
-
--- Optimistic predicted log-time of a config, and its chance of success.
-local function model_predict(ctx, m, config)
-  local t0 = os.clock()
-  local x = m.mem:vector(config)
-  local mu, sd = classic.predict(m.forest, x)
-  local p_ok = 1
-  if m.classifier then p_ok = 1 - classic.predict(m.classifier, x) end
-  m.predicts = m.predicts + 1
-  m.predict_s = m.predict_s + (os.clock() - t0)
-  return mu - ctx.options.model_kappa * sd, p_ok, mu, sd
-end
-
--- Reweights fresh proposals from state `id` by the model: exp(gain / tau)
--- times the chance of success, and weak moves (predicted gain under
--- min_pred_gain) down to prune_factor.
-local function model_weigh(ctx, st, id, props)
-  local m = model_get(ctx, st)
-  if not m then return end
-  local o = ctx.options
-  local base = st.time[id]
-  local lbase = base and math.log(base) or (model_predict(ctx, m, st.cfg[id]))
-  local weak = math.log(1 + o.min_pred_gain)
-  local state = { config = st.cfg[id] }
-  for _, p in ipairs(props) do
-    local lt, p_ok = model_predict(ctx, m, moves_mod.config_of(ctx.space, state, p))
-    local gain = lbase - lt
-    local f = math.exp(math.max(-20, math.min(20, gain / o.model_tau))) * p_ok
-    if gain < weak then
-      f = f * o.prune_factor
-      m.pruned = m.pruned + 1
-    end
-    p.prior = p.prior * f
-  end
-end
-
--- A fresh sample chosen by the model: the best of model_pool random
--- unmeasured configurations by expected improvement over the best time
--- (times the chance of success). Nil when there is no model yet.
+-- A model sample: a state neither measured nor in flight.
 local function model_sample(ctx, st)
-  local m = model_get(ctx, st)
-  if not m or not st.best_id then return nil end
-  local best_lt = math.log(st.time[st.best_id])
-  local pick, pick_ei
-  for _ = 1, ctx.options.model_pool do
-    local c = ctx.space:sample(ctx.rng)
-    if not c then break end
-    local id = st.g:find(ctx:key(c))
-    if not id or (not evaluated(st, id) and st.g:flags(id) & PENDING == 0) then
-      local _, p_ok, mu, sd = model_predict(ctx, m, c)
-      local ei = classic.expected_improvement(best_lt, mu, sd) * p_ok
-      if not pick or ei > pick_ei then pick, pick_ei = c, ei end
-    end
-  end
-  return pick
+  return model_mod.sample(ctx, st, function(id) return not evaluated(st, id) and st.g:flags(id) & PENDING == 0 end)
 end
 
 -- Registers the proposals of some generators as edges of node id, in order of
@@ -620,97 +526,13 @@ local function candidate_of(st, rec)
                       rollout = rec.rollout and true or nil, repair = rec.repair } }
 end
 
-local function extend(path, e)
-  local p = {}
-  for i, x in ipairs(path) do p[i] = x end
-  p[#p + 1] = e
-  return p
-end
-
--- A repair turn for a failed LLM edit (p from S.tell): the fixed edit, as a
--- new always-selectable move of the failed state's parent, measured next.
--- Nil when the expert gave no usable fix or the fix is a state already seen.
-local function repair_rec(ctx, st, p)
-  local gen = st.gen_by_name[p.gen]
-  if not (gen and gen.repair) then return nil end
-  local ch = p.chain
-  -- the same broken source, failed in another state, is fixed once: the
-  -- fix is reused there without asking again
-  local moves, note
-  local cached = p.failed_patch and st.fixes[p.failed_patch]
-  if cached then
-    moves, note = cached, "the fix of the same broken source, reused"
-  else
-    moves, note = gen.repair(ctx, ch, p.feedback, p.failed_patch)
-    if p.failed_patch and #moves > 0 then st.fixes[p.failed_patch] = moves end
-  end
-  local _, parent = st.g:ends(p.path[#p.path])
-  local props = #moves > 0 and moves_mod.propose(ctx, { config = st.cfg[parent], key = st.g:key(parent) },
-                                                  { { name = p.gen, propose = function() return moves end } }) or {}
-  local m = props[1]
-  local child = m and S.node_for(ctx, st, m.config, m.patch, m.key)
-  if m and (evaluated(st, child) or st.g:flags(child) & PENDING ~= 0) then
-    note, m = "the fix is a state already measured or in flight", nil
-  end
-  local attempt = cached and cached[1].repair or ch.attempt
-  ctx:log("repair %d of %s/%s: %s", attempt, ch.expert, tostring(ch.method), note)
-  if not m then
-    if not cached and ch.attempt < ctx.options.repairs then
-      st.repairs[#st.repairs + 1] = { chain = ch, gen = p.gen, path = p.path, failed_patch = p.failed_patch,
-                                      feedback = "It was not tried: " .. note .. "." }
-    end
-    return nil
-  end
-  local e = st.g:link(parent, m.action, child, st.g:edge(p.path[#p.path]).prior)
-  st.g:set_edge_flags(e, graph_mod.edge_always)
-  st.expert_edge[e] = true
-  local chain = cached and cached[1].chain or ch
-  st.edge_method[e], st.edge_expert[e], st.edge_chain[e], st.edge_gen[e] = ch.method, ch.expert, chain, p.gen
-  st.method_in[child] = st.method_in[child] or ch.method
-  return { path = extend(p.path, e), leaf = child, repair = attempt }
-end
-
--- When no descent finds a new state (a small space, every state measured),
--- the search is not over while a good state can still be moved from: the
--- fastest measured states get their cheap moves and, up to expert_max, a
--- call of the expensive generators (an LLM's edits), and their idle moves
--- are measured, best prior first.
-local FRONTIER_STATES = 4
-local function frontier(ctx, st, n)
-  local ids = {}
-  for id in pairs(st.time) do
-    if st.path_to[id] then ids[#ids + 1] = id end
-  end
-  table.sort(ids, function(a, b)
-    if st.time[a] ~= st.time[b] then return st.time[a] < st.time[b] end
-    return a < b
-  end)
-  local recs, g = {}, st.g
-  for i = 1, math.min(#ids, FRONTIER_STATES) do
-    local id, path = ids[i], st.path_to[ids[i]]
-    expand(ctx, st, id, #path)
-    local idle = g:eligible(id, BLOCK | MEASURED)
-    local done = st.expert_calls[id] or 0
-    if #idle == 0 and #st.expensive > 0 and done < ctx.options.expert_max then
-      st.expert_calls[id] = done + 1
-      st.expensive_calls = st.expensive_calls + 1
-      add_moves(ctx, st, id, st.expensive, false, true)
-      idle = g:eligible(id, BLOCK | MEASURED)
-    end
-    table.sort(idle, function(a, b)
-      local pa, pb = g:edge(a).prior, g:edge(b).prior
-      if pa ~= pb then return pa > pb end
-      return a < b
-    end)
-    for _, e in ipairs(idle) do
-      if #recs >= n then return recs end
-      local rec = { path = extend(path, e), leaf = (g:ends(e)) }
-      start_pending(st, rec)
-      recs[#recs + 1] = rec
-    end
-  end
-  return recs
-end
+-- The search's own steps, for the code moves (kopt.mcgs_edits).
+local edit_ops = {
+  node_for = function(...) return S.node_for(...) end,
+  expand = expand, add_moves = add_moves, start_pending = start_pending,
+  idle = function(st, id) return not evaluated(st, id) and st.g:flags(id) & PENDING == 0 end,
+  skip = BLOCK | MEASURED,
+}
 
 function S.ask(ctx, n)
   local st = ctx.mcgs
@@ -727,7 +549,7 @@ function S.ask(ctx, n)
     recs[#recs + 1] = rec
   end
   while #out < n and #st.repairs > 0 and ctx.evaluations + #out < (ctx.budget or math.huge) do
-    local rec = repair_rec(ctx, st, table.remove(st.repairs, 1))
+    local rec = edits.repair_rec(ctx, st, table.remove(st.repairs, 1), edit_ops)
     if rec then
       start_pending(st, rec)
       out[#out + 1] = candidate_of(st, rec)
@@ -766,7 +588,7 @@ function S.ask(ctx, n)
     end
   end
   if #out == 0 then
-    for _, rec in ipairs(frontier(ctx, st, n)) do
+    for _, rec in ipairs(edits.frontier(ctx, st, n, edit_ops)) do
       out[#out + 1] = candidate_of(st, rec)
       recs[#recs + 1] = rec
     end

@@ -1,0 +1,120 @@
+-- MCGS's value model (strategies/mcgs.lua, --opt model): a forest of
+-- log(time) over the measured states and, when some failed, a forest on the
+-- failure indicator; it prices new moves, rollout steps and model samples.
+-- The state it keeps lives in st.model (M.new); the search's own state (st)
+-- is read, never changed, apart from st.model.
+local classic = require("kopt.classic")
+local moves_mod = require("kopt.moves")
+
+local M = {}
+
+-- The model's state for a space, or nil when model=false.
+function M.new(ctx)
+  local free = {}
+  for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then free[#free + 1] = j end end
+  return { mem = classic.memory(ctx.space), free = free, rng = ctx.rng:fork(), X = {}, t = {}, ok = 0,
+           fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
+end
+
+-- The value model. Every told state's ordinal vector and outcome are kept;
+-- a forest of log(time) over the successes is refitted when the data grew
+-- by model_refit, and, when failures were seen, a second forest on the
+-- failure indicator gives the chance that a state fails. Nil until model_min
+-- successes are in (the first states are priced by the rules alone).
+function M.record(st, config, t)
+  local m = st.model
+  if not m then return end
+  m.X[#m.X + 1] = m.mem:vector(config)
+  m.t[#m.t + 1] = t
+  if t then m.ok = m.ok + 1 else m.fails = m.fails + 1 end
+end
+
+function M.get(ctx, st)
+  local m, o = st.model, ctx.options
+  if not m or m.ok < o.model_min then return nil end
+  local n = #m.X
+  if m.forest and n - m.fitted_at < math.max(1, math.floor(m.fitted_at * o.model_refit)) then return m end
+  local t0 = os.clock()
+  -- the regression sees successes only (a failure has no time; standing in
+  -- a penalty for it would make the trees' spread, and so the expected
+  -- improvement, largest right at the border of the failing region); the
+  -- classifier sees everything
+  local Xok, y, fy = {}, {}, {}
+  for i = 1, n do
+    if m.t[i] then
+      Xok[#Xok + 1] = m.X[i]
+      y[#y + 1] = math.log(m.t[i])
+    end
+    fy[i] = m.t[i] and 0 or 1
+  end
+  local fo = { trees = o.model_trees, features = 0.5, min_leaf = 2, max_depth = 12, free = m.free, knobs = m.mem.knobs }
+  m.forest = classic.forest(m.rng, Xok, y, fo)
+  if o.fail_model and m.fails > 0 then
+    fo.trees = math.max(4, o.model_trees // 2)
+    m.classifier = classic.forest(m.rng, m.X, fy, fo)
+  else
+    m.classifier = nil
+  end
+  m.fitted_at, m.fits = n, m.fits + 1
+  m.fit_s = m.fit_s + (os.clock() - t0)
+  return m
+end
+
+-- Optimistic predicted log-time of a config, and its chance of success.
+function M.predict(ctx, m, config)
+  local t0 = os.clock()
+  local x = m.mem:vector(config)
+  local mu, sd = classic.predict(m.forest, x)
+  local p_ok = 1
+  if m.classifier then p_ok = 1 - classic.predict(m.classifier, x) end
+  m.predicts = m.predicts + 1
+  m.predict_s = m.predict_s + (os.clock() - t0)
+  return mu - ctx.options.model_kappa * sd, p_ok, mu, sd
+end
+
+-- Reweights fresh proposals from state `id` by the model: exp(gain / tau)
+-- times the chance of success, and weak moves (predicted gain under
+-- min_pred_gain) down to prune_factor.
+function M.weigh(ctx, st, id, props)
+  local m = M.get(ctx, st)
+  if not m then return end
+  local o = ctx.options
+  local base = st.time[id]
+  local lbase = base and math.log(base) or (M.predict(ctx, m, st.cfg[id]))
+  local weak = math.log(1 + o.min_pred_gain)
+  local state = { config = st.cfg[id] }
+  for _, p in ipairs(props) do
+    local lt, p_ok = M.predict(ctx, m, moves_mod.config_of(ctx.space, state, p))
+    local gain = lbase - lt
+    local f = math.exp(math.max(-20, math.min(20, gain / o.model_tau))) * p_ok
+    if gain < weak then
+      f = f * o.prune_factor
+      m.pruned = m.pruned + 1
+    end
+    p.prior = p.prior * f
+  end
+end
+
+-- A fresh sample chosen by the model: the best of model_pool random
+-- unmeasured configurations by expected improvement over the best time
+-- (times the chance of success); idle(id) says whether a known state is
+-- neither measured nor in flight. Nil when there is no model yet.
+function M.sample(ctx, st, idle)
+  local m = M.get(ctx, st)
+  if not m or not st.best_id then return nil end
+  local best_lt = math.log(st.time[st.best_id])
+  local pick, pick_ei
+  for _ = 1, ctx.options.model_pool do
+    local c = ctx.space:sample(ctx.rng)
+    if not c then break end
+    local id = st.g:find(ctx:key(c))
+    if not id or idle(id) then
+      local _, p_ok, mu, sd = M.predict(ctx, m, c)
+      local ei = classic.expected_improvement(best_lt, mu, sd) * p_ok
+      if not pick or ei > pick_ei then pick, pick_ei = c, ei end
+    end
+  end
+  return pick
+end
+
+return M
