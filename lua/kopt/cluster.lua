@@ -79,6 +79,15 @@ function M.main(opts, pos)
   end, handler)
   if rank ~= 0 and not ok then
     mpi.send(0, mpi_backend.encode({ op = "fail", host = sys.hostname(), msg = describe(rc) }))
+    -- a rank that exits with an error ends the whole job at once (mpirun):
+    -- wait until rank 0 has said why and lets the ranks go
+    local deadline = sys.now() + 60
+    while true do
+      local src, flat = mpi.recv(math.max(0, deadline - sys.now()))
+      if not src then break end
+      local okd, msg = pcall(mpi_backend.decode, flat)
+      if src == 0 and okd and msg.op == "quit" then break end
+    end
   end
   if rank ~= 0 then
     mpi.finalize()
@@ -100,8 +109,16 @@ function M.main(opts, pos)
                                     table.concat(names, ", "), code))
       mpi.abort(code)
     end
+    -- a user error is said before the other ranks are let go: one of them
+    -- exiting with an error ends the job, maybe before this rank could speak
+    local said = not ok and type(rc) == "table" and rc.msg ~= nil
+    if said then
+      io.stdout:flush()
+      io.stderr:write("kopt: ", rc.msg, "\n")
+    end
     for r = 1, size - 1 do mpi.send(r, mpi_backend.encode({ op = "quit" })) end
     mpi.finalize()
+    if said then return code end
   end
   if not ok then error(rc, 0) end
   return rc
