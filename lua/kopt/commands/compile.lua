@@ -19,7 +19,7 @@ usage: kopt compile SPEC [--config K=V,...] [--sample N | --all] [--seed N]
   --config        one config; knobs not named keep their default (repeatable)
   --sample N      N random valid configs (seeded by --seed, default 1)
   --all           every valid config
-  --arch          target architecture (default sm_90)
+  --arch          target architecture (default sm_90; a spec's kernel.arch, e.g. sm_90a, wins)
   --workers       compile processes (default: one per CPU)
   --no-cache      compile even what the CUBIN cache holds
   --log           print the compiler log of every config, not only of failures
@@ -145,7 +145,8 @@ function M.main(argv)
   end
   pool:close()
 
-  print(string.format("%s: %s for %s, NVRTC %s, %d config%s", spec.path, spec.kernel.entry, o.arch,
+  -- a spec's own architecture-specific target (kernel.arch) wins over --arch
+  print(string.format("%s: %s for %s, NVRTC %s, %d config%s", spec.path, spec.kernel.entry, spec.kernel.arch or o.arch,
                       compile.version(), #configs, #configs == 1 and "" or "s"))
   local failed = 0
   for _, id in ipairs(order) do
