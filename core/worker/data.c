@@ -214,8 +214,12 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		snprintf(err, errlen, "out of host memory");
 		return -1;
 	}
+	/* The shape of the list: equal signatures keep the buffers. One that
+	 * does not fit is never equal to another, so a list that differs only
+	 * past the cut cannot inherit buffers of another shape. */
 	char sig[sizeof w->signature];
 	size_t sl = 0;
+	int sig_whole = 1;
 	sig[0] = '\0';
 	for (int i = 0; i < n; i++) {
 		struct warg *a = &args[i];
@@ -265,6 +269,8 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 				  a->copy_from, a->param, a->file, (long long)a->file_offset);
 		if (wr > 0 && (size_t)wr < sizeof sig - sl)
 			sl += (size_t)wr;
+		else
+			sig_whole = 0;
 	}
 	for (int i = 0; i < n; i++) {
 		const struct warg *a = &args[i];
@@ -280,7 +286,7 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 			return -1;
 		}
 	}
-	if (w->args != NULL && strcmp(sig, w->signature) == 0) {
+	if (w->args != NULL && sig_whole && w->nargs == n && strcmp(sig, w->signature) == 0) {
 		for (int i = 0; i < n; i++) {
 			w->args[i].value = args[i].value;
 			w->args[i].ivalue = args[i].ivalue;
@@ -303,7 +309,7 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 	kopt_worker_free_problem(w);
 	w->args = args;
 	w->nargs = n;
-	snprintf(w->signature, sizeof w->signature, "%s", sig);
+	snprintf(w->signature, sizeof w->signature, "%s", sig_whole ? sig : "");
 	w->out_dev = calloc((size_t)n, sizeof *w->out_dev);
 	w->ref_dev = calloc((size_t)n, sizeof *w->ref_dev);
 	w->scratch_dev = calloc((size_t)n, sizeof *w->scratch_dev);

@@ -1,0 +1,92 @@
+/* Check suite for core/worker/data.c: reading a run request's argument list
+ * (kopt_worker_setup_args). Only scalar arguments here, which need no GPU.
+ *
+ * Regression: the list's signature, which decides whether the buffers of the
+ * previous request are kept, was cut at 4096 bytes without notice. Two lists
+ * that differed only past the cut (one more argument, say) compared equal,
+ * so the second kept the first's argument array and wrote past its end. */
+#include <check.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "wire.h"
+#include "worker/data.h"
+
+/* A request of n scalar arguments whose names are long enough that the
+ * signature of 40 of them does not fit. */
+static void scalars(struct kopt_msg *m, int n)
+{
+	char key[64], name[128];
+	memset(name, 'x', 119);
+	for (int i = 0; i < n; i++) {
+		snprintf(name + 119, sizeof name - 119, "%03d", i);
+		snprintf(key, sizeof key, "a%d.name", i + 1);
+		kopt_msg_put_cstr(m, key, name);
+		snprintf(key, sizeof key, "a%d.kind", i + 1);
+		kopt_msg_put_cstr(m, key, "scalar");
+		snprintf(key, sizeof key, "a%d.type", i + 1);
+		kopt_msg_put_cstr(m, key, "i32");
+		snprintf(key, sizeof key, "a%d.value", i + 1);
+		kopt_msg_put_int(m, key, i);
+	}
+}
+
+static int setup(struct worker *w, int n, char *err, size_t errlen)
+{
+	struct kopt_msg m = {0};
+	struct kopt_msgview v;
+	scalars(&m, n);
+	ck_assert_int_eq(m.failed, 0);
+	ck_assert_int_eq(kopt_msgview_parse(&v, m.buf, m.len, err, errlen), 0);
+	int rc = kopt_worker_setup_args(w, n, &v, err, errlen);
+	kopt_msgview_release(&v);
+	kopt_msg_release(&m);
+	return rc;
+}
+
+START_TEST(test_long_list_changes_shape)
+{
+	struct worker *w = calloc(1, sizeof *w);
+	char err[256] = "";
+	ck_assert_ptr_nonnull(w);
+	ck_assert_msg(setup(w, 40, err, sizeof err) == 0, "%s", err);
+	ck_assert_int_eq(w->nargs, 40);
+	ck_assert_msg(setup(w, 41, err, sizeof err) == 0, "%s", err);
+	ck_assert_int_eq(w->nargs, 41);
+	ck_assert_int_eq((int)w->args[40].ivalue, 40);
+	/* the same list again keeps working, its values refreshed */
+	ck_assert_msg(setup(w, 41, err, sizeof err) == 0, "%s", err);
+	ck_assert_int_eq(w->nargs, 41);
+	kopt_worker_free_problem(w);
+	free(w);
+}
+END_TEST
+
+START_TEST(test_short_list_is_kept)
+{
+	struct worker *w = calloc(1, sizeof *w);
+	char err[256] = "";
+	ck_assert_ptr_nonnull(w);
+	ck_assert_msg(setup(w, 3, err, sizeof err) == 0, "%s", err);
+	struct warg *first = w->args;
+	ck_assert_msg(setup(w, 3, err, sizeof err) == 0, "%s", err);
+	ck_assert_ptr_eq(w->args, first);
+	kopt_worker_free_problem(w);
+	free(w);
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("data");
+	TCase *tc = tcase_create("args");
+	tcase_add_test(tc, test_long_list_changes_shape);
+	tcase_add_test(tc, test_short_list_is_kept);
+	suite_add_tcase(s, tc);
+	SRunner *sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	int failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? EXIT_SUCCESS : EXIT_FAILURE;
+}
