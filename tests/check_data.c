@@ -1,5 +1,6 @@
 /* Check suite for core/worker/data.c: reading a run request's argument list
- * (kopt_worker_setup_args). Only scalar arguments here, which need no GPU.
+ * (kopt_worker_setup_args) and building a launch's parameters from it. Only
+ * scalar arguments here, which need no GPU.
  *
  * Regression: the list's signature, which decides whether the buffers of the
  * previous request are kept, was cut at 4096 bytes without notice. Two lists
@@ -77,12 +78,40 @@ START_TEST(test_short_list_is_kept)
 }
 END_TEST
 
+/* Regression: a pipeline kernel's argument selection that names no kernel
+ * parameter failed with w->log untouched, so the reference's run ended in
+ * "error" with no message at all. */
+START_TEST(test_bad_selection_says_why)
+{
+	struct worker *w = calloc(1, sizeof *w);
+	char err[256] = "";
+	ck_assert_ptr_nonnull(w);
+	ck_assert_msg(setup(w, 3, err, sizeof err) == 0, "%s", err);
+	struct inputset set = {0};
+	struct wparams p;
+	ck_assert_int_eq(kopt_worker_build_params_sel(w, &set, &p, 1, "3,1"), 0);
+	kopt_worker_free_params(&p);
+	w->log[0] = '\0';
+	ck_assert_int_eq(kopt_worker_build_params_sel(w, &set, &p, 1, "2,5"), -1);
+	kopt_worker_free_params(&p);
+	ck_assert_msg(strstr(w->log, "'2,5'") && strstr(w->log, "5 is not a kernel parameter"),
+		      "log: '%s'", w->log);
+	w->log[0] = '\0';
+	ck_assert_int_eq(kopt_worker_build_params_sel(w, &set, &p, 1, "2;1"), -1);
+	kopt_worker_free_params(&p);
+	ck_assert_msg(strstr(w->log, "'2;1'") != NULL, "log: '%s'", w->log);
+	kopt_worker_free_problem(w);
+	free(w);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("data");
 	TCase *tc = tcase_create("args");
 	tcase_add_test(tc, test_long_list_changes_shape);
 	tcase_add_test(tc, test_short_list_is_kept);
+	tcase_add_test(tc, test_bad_selection_says_why);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -657,10 +657,12 @@ static const char *prepare_stages(struct worker *w, const struct job *j, const s
 		if (smem > 49152)
 			kopt_cu.cuFuncSetAttribute(
 			    sg->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
-		if (kopt_worker_build_params_sel(w, s, &sg->p, 0, args) != 0) {
-			snprintf(w->log, sizeof w->log, "pipeline kernel '%s': bad arguments '%s'",
-				 entry, args);
-			return "error";
+		int prc = kopt_worker_build_params_sel(w, s, &sg->p, 0, args);
+		if (prc != 0) {
+			char why[1024];
+			snprintf(why, sizeof why, "%.1000s", w->log);
+			snprintf(w->log, sizeof w->log, "pipeline kernel '%.200s': %.1000s", entry, why);
+			return prc > 0 ? "invalid" : "error";
 		}
 	}
 	return NULL;
@@ -715,14 +717,9 @@ const char *kopt_worker_prepare(struct worker *w, const struct job *j, const str
 	if (j->launch.smem > 49152)
 		kopt_cu.cuFuncSetAttribute(pr->m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					   (int)j->launch.smem);
-	w->log[0] = '\0';
-	if (kopt_worker_build_params_sel(w, s, &pr->p, 0, j->args1) != 0) {
-		/* a tensor map the driver refuses is the config's fault */
-		if (w->log[0] != '\0')
-			return "invalid";
-		snprintf(w->log, sizeof w->log, "out of host memory, or bad pipeline arguments");
-		return "error";
-	}
+	int prc = kopt_worker_build_params_sel(w, s, &pr->p, 0, j->args1);
+	if (prc != 0) /* a tensor map the driver refuses is the config's fault */
+		return prc > 0 ? "invalid" : "error";
 	const char *stage_status = prepare_stages(w, j, s, pr);
 	if (stage_status != NULL)
 		return stage_status;

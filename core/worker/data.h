@@ -263,8 +263,10 @@ const char *kopt_worker_check_globals(struct worker *w, const struct wmodule *m,
 int kopt_worker_fill_constants(struct worker *w, CUmodule mod, const struct inputset *s);
 
 /* Parameters for set s, outputs in the candidate's buffers or, with
- * for_reference, in the reference's own. Free with kopt_worker_free_params,
- * also on failure. */
+ * for_reference, in the reference's own. Returns 0; 1 when the driver
+ * refuses a tensor map (the config's fault); -1 out of host memory or, for
+ * _sel, a bad selection; w->log says which. Free with
+ * kopt_worker_free_params, also on failure. */
 int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct wparams *p,
 			     int for_reference);
 /* The same for the arguments of `sel` only ("2,1,4": 1-based, in that order;

@@ -114,8 +114,10 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 {
 	p->slots = calloc((size_t)w->nargs, sizeof *p->slots);
 	p->ptrs = calloc((size_t)w->nargs + 1, sizeof *p->ptrs);
-	if (!p->slots || !p->ptrs)
+	if (!p->slots || !p->ptrs) {
+		snprintf(w->log, sizeof w->log, "out of host memory for the kernel parameters");
 		return -1;
+	}
 	int k = 0;
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
@@ -128,7 +130,7 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 						: w->out_dev[i];
 		} else if (a->kind == ARG_TMAP) {
 			if (encode_tmap(w, s, a, for_reference, sl->tmap) != 0)
-				return -1;
+				return 1;
 		} else {
 			switch (a->type) {
 			case KOPT_F32:
@@ -169,22 +171,32 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 int kopt_worker_build_params_sel(struct worker *w, const struct inputset *s, struct wparams *p,
 				 int for_reference, const char *sel)
 {
-	if (kopt_worker_build_params(w, s, p, for_reference) != 0)
-		return -1;
-	if (sel == NULL || sel[0] == '\0')
-		return 0;
+	int rc = kopt_worker_build_params(w, s, p, for_reference);
+	if (rc != 0 || sel == NULL || sel[0] == '\0')
+		return rc;
 	/* p's slots follow the parameters in the argument list's order */
 	int slot_of[256], k = 0;
 	for (int i = 0; i < w->nargs && i < 256; i++)
 		slot_of[i] = w->args[i].kind != ARG_CONSTANT && w->args[i].param ? k++ : -1;
 	size_t order[256];
 	int n = kopt_worker_parse_sizes(sel, order, 256);
-	void **ptrs = n > 0 ? calloc((size_t)n + 1, sizeof *ptrs) : NULL;
-	if (ptrs == NULL)
+	if (n <= 0) {
+		snprintf(w->log, sizeof w->log,
+			 "arguments '%.200s': not a list of argument numbers (\"2,1,4\")", sel);
 		return -1;
+	}
+	void **ptrs = calloc((size_t)n + 1, sizeof *ptrs);
+	if (ptrs == NULL) {
+		snprintf(w->log, sizeof w->log, "out of host memory for the kernel parameters");
+		return -1;
+	}
 	for (int o = 0; o < n; o++) {
 		size_t i = order[o];
 		if (i < 1 || i > (size_t)w->nargs || i > 256 || slot_of[i - 1] < 0) {
+			snprintf(w->log, sizeof w->log,
+				 "arguments '%.200s': %zu is not a kernel parameter (1 to %d, not "
+				 "constants nor param = false)",
+				 sel, i, w->nargs);
 			free(ptrs);
 			return -1;
 		}
