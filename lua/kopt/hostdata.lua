@@ -223,15 +223,15 @@ function M.generate(init, arg, sizes, inputs)
   return bytes, nil, type(out) == "table" and out or nil
 end
 
--- Writes bytes to a content-addressed file in dir (once); returns its path.
+-- Writes bytes to a content-addressed file in dir (once); returns its path,
+-- or nil and why. The name says the content, so a file there is trusted as
+-- is: it is only ever written whole (sys.write_atomic), never cut short by a
+-- full disk.
 function M.store(dir, bytes)
   local path = dir .. "/" .. sys.sha256(bytes) .. ".bin"
   if not sys.stat(path) then
-    local tmp = path .. ".tmp" .. sys.getpid()
-    local f = assert(io.open(tmp, "wb"))
-    f:write(bytes)
-    f:close()
-    os.rename(tmp, path)
+    local ok, err = sys.write_atomic(path, bytes)
+    if not ok then return nil, "cannot write the generated data to '" .. path .. "': " .. tostring(err) end
   end
   return path
 end

@@ -191,5 +191,22 @@ T.eq(bestcfg.block_size_x, want, "the best by the objective, not by time")
 T.check(out2:find("(objective: per_thread, max)", 1, true) ~= nil, "the summary names the objective:\n%s", out2)
 T.check(out2:find("GB/s", 1, true) ~= nil, "the summary shows the metrics:\n%s", out2)
 
+-- Regression: generated data was stored with unchecked writes (assert on
+-- open, then write, close and rename unchecked), so a folder that cannot be
+-- written raised an internal error, and a full disk left a cut file under
+-- the name of the whole content, trusted by every later run.
+do
+  local bytes = string.rep("\1\2\3\4", 8)
+  local p1 = hostdata.store(tmp, bytes)
+  local f = p1 and io.open(p1, "rb")
+  T.check(f and f:read("a") == bytes, "store writes the bytes: %s", tostring(p1))
+  if f then f:close() end
+  T.eq(hostdata.store(tmp, bytes), p1, "store names a file by its content")
+  local ok, p2, why = pcall(hostdata.store, tmp .. "/no/such/folder", bytes)
+  T.check(ok, "store does not raise on a folder it cannot write: %s", tostring(p2))
+  T.eq(p2, nil, "store fails on a folder it cannot write")
+  T.check(tostring(why):find(tmp .. "/no/such/folder/", 1, true) ~= nil, "the reason names the file: %s", tostring(why))
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

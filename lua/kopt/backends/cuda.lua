@@ -282,7 +282,12 @@ function Cuda:request(id, config, cubin, entry, is_reference)
         local path = init.path
         if a.data then
           self.data_paths = self.data_paths or {}
-          path = self.data_paths[a.data] or hostdata.store(self.data_dir or hostdata.data_dir(nil), a.data)
+          local why
+          path = self.data_paths[a.data]
+          if not path then
+            path, why = hostdata.store(self.data_dir or hostdata.data_dir(nil), a.data)
+            if not path then return nil, "argument " .. a.name .. ": " .. why end
+          end
           self.data_paths[a.data] = path
         end
         msg[p .. "init"], msg[p .. "file"] = "zeros", sys.realpath(path) or path
