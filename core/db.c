@@ -142,12 +142,27 @@ int kopt_db_prepare(struct kopt_db *db, const char *sql, struct kopt_db_stmt **o
 		snprintf(err, errlen, "%s: out of memory", db->path);
 		return KOPT_DB_ERROR;
 	}
-	int rc = sqlite3_prepare_v2(db->h, sql, -1, &s->st, NULL);
+	const char *tail = NULL;
+	int rc = sqlite3_prepare_v2(db->h, sql, -1, &s->st, &tail);
 	if (rc != SQLITE_OK) {
 		int status = fail(db->path, db->h, rc, err, errlen);
 		sqlite3_finalize(s->st);
 		free(s);
 		return status;
+	}
+	/* A second statement would be dropped without a word, and an empty one
+	 * would fail only when stepped: both are the caller's mistake. */
+	while (tail != NULL && (*tail == ';' || *tail == ' ' || *tail == '\t' || *tail == '\n' ||
+				*tail == '\r'))
+		tail++;
+	if (s->st == NULL || (tail != NULL && *tail != '\0')) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: %s in \"%.80s\" (one statement per call)",
+				 db->path, s->st == NULL ? "no statement" : "more than one statement",
+				 sql);
+		sqlite3_finalize(s->st);
+		free(s);
+		return KOPT_DB_ERROR;
 	}
 	s->db = db;
 	*out = s;

@@ -57,7 +57,8 @@ void kopt_db_free(struct kopt_db *db);
 /* Runs one or more statements that return no rows (BEGIN, COMMIT, CREATE). */
 int kopt_db_exec(struct kopt_db *db, const char *sql, char *err, size_t errlen);
 
-/* Prepares one statement; the caller finalizes it with kopt_db_finalize. */
+/* Prepares one statement (sql holding none, or more than one, is an error);
+ * the caller finalizes it with kopt_db_finalize. */
 int kopt_db_prepare(struct kopt_db *db, const char *sql, struct kopt_db_stmt **out, char *err, size_t errlen);
 
 /* Binds parameter idx (from 1). */

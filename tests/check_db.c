@@ -95,6 +95,34 @@ START_TEST(test_round_trip)
 }
 END_TEST
 
+/* Regression: a second statement in one prepare was dropped without a
+ * word (d:run("INSERT ...; DELETE ...") ran only the INSERT), and an empty
+ * one was accepted and failed only when stepped. */
+START_TEST(test_one_statement)
+{
+	make_dir();
+	char path[128], err[256] = "";
+	snprintf(path, sizeof path, "%s/e.db", dir);
+	struct kopt_db *db;
+	struct kopt_db_stmt *st = NULL;
+	ck_assert_int_eq(kopt_db_open(path, 0, 1000, &db, err, sizeof err), 0);
+	ck_assert_int_eq(kopt_db_exec(db, "CREATE TABLE t (a INTEGER)", err, sizeof err), 0);
+	ck_assert_int_eq(kopt_db_prepare(db, "INSERT INTO t VALUES (1); \n", &st, err, sizeof err), 0);
+	ck_assert_int_eq(kopt_db_step(st, err, sizeof err), KOPT_DB_DONE);
+	kopt_db_finalize(st);
+	ck_assert_int_ne(kopt_db_prepare(db, "INSERT INTO t VALUES (2); DELETE FROM t", &st, err,
+					 sizeof err),
+			 0);
+	ck_assert_ptr_null(st);
+	ck_assert_msg(strstr(err, path) && strstr(err, "more than one statement"), "%s", err);
+	ck_assert_int_ne(kopt_db_prepare(db, "  ; ", &st, err, sizeof err), 0);
+	ck_assert_ptr_null(st);
+	ck_assert_msg(strstr(err, "no statement") != NULL, "%s", err);
+	kopt_db_free(db);
+	remove_dir();
+}
+END_TEST
+
 START_TEST(test_not_a_database)
 {
 	make_dir();
@@ -155,6 +183,7 @@ static Suite *db_suite(void)
 	Suite *s = suite_create("db");
 	TCase *tc = tcase_create("core");
 	tcase_add_test(tc, test_round_trip);
+	tcase_add_test(tc, test_one_statement);
 	tcase_add_test(tc, test_not_a_database);
 	tcase_add_test(tc, test_busy);
 	suite_add_tcase(s, tc);

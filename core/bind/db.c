@@ -5,8 +5,8 @@
  *   local d = db.open(path[, { readonly = false, busy_ms = 10000 }])
  *             -> Database | nil, kind, msg   (kind: busy, corrupt, full, readonly, cantopen, error)
  *   d:exec(sql) -> true | nil, kind, msg            (statements without rows)
- *   d:rows(sql, ...) -> { {col = value, ...}, ... } | nil, kind, msg
- *   d:run(sql, ...) -> changes, last_insert_id | nil, kind, msg
+ *   d:rows(sql, ...) -> { {col = value, ...}, ... } | nil, kind, msg  (one statement)
+ *   d:run(sql, ...) -> changes, last_insert_id | nil, kind, msg     (one statement)
  *   d:close()   (also __gc and __close)
  *   db.sqlite_version -> "3.40.1"
  *
