@@ -276,8 +276,11 @@ local function learned(ctx, st, method)
   local w = ctx.options.learn
   local m = st.mstats[method]
   if w <= 0 or not m or m.n == 0 then return 1 end
+  -- kept until the method's statistics change (every expansion asks again)
+  if m.mult then return m.mult end
   local mean = m.gain / m.n
-  return math.exp(w * math.max(ctx.options.learn_floor, math.min(1, mean)) * m.n / (m.n + 3))
+  m.mult = math.exp(w * math.max(ctx.options.learn_floor, math.min(1, mean)) * m.n / (m.n + 3))
+  return m.mult
 end
 
 local model_record, model_get, model_predict, model_weigh = model_mod.record, model_mod.get, model_mod.predict,
@@ -305,53 +308,78 @@ local function add_moves(ctx, st, id, gens, noise, always)
   local tie = {}
   for i = 1, #props do tie[i] = i end
   ctx.rng:shuffle(tie)
-  local mult = {}
-  for _, m in ipairs(props) do
-    local f = mult[m.method]
+  local mult, sum = {}, 0
+  local weigh = not always and ctx.options.model_prior
+  local prior_mult, regraph_mult = st.prior_mult, always and st.regraph and st.regraph.mult
+  for i = 1, #props do
+    local m = props[i]
+    local method = m.method
+    local f = mult[method]
     if not f then
-      f = learned(ctx, st, m.method)
-      if st.prior_mult then f = f * st.prior_mult(from, m.method) end
-      if always and st.regraph then f = f * st.regraph.mult(from, m.method) end
-      mult[m.method] = f
+      f = learned(ctx, st, method)
+      if prior_mult then f = f * prior_mult(from, method) end
+      if regraph_mult then f = f * regraph_mult(from, method) end
+      mult[method] = f
     end
-    m.prior = m.prior * f
+    local p = m.prior * f
+    m.prior, sum = p, sum + p
   end
-  if not always and ctx.options.model_prior then model_weigh(ctx, st, id, props) end
-  local sum = 0
-  for _, m in ipairs(props) do sum = sum + m.prior end
-  for _, m in ipairs(props) do m.prior = m.prior / sum end
+  if weigh then
+    model_weigh(ctx, st, id, props)
+    sum = 0
+    for i = 1, #props do sum = sum + props[i].prior end
+  end
+  -- order: prior descending, ties by the shuffled rank (priors are far
+  -- apart compared with the 1e-9 offsets)
+  local rank = tie
   if noise and ctx.options.dirichlet_eps > 0 then
+    for i = 1, #props do props[i].prior = props[i].prior / sum end
     local eta, total = {}, 0
     for i = 1, #props do
       eta[i] = gamma(st.noise_rng, ctx.options.dirichlet_alpha)
       total = total + eta[i]
     end
     local eps = ctx.options.dirichlet_eps
-    for i, m in ipairs(props) do m.prior = (1 - eps) * m.prior + eps * eta[i] / total end
+    for i = 1, #props do
+      local m = props[i]
+      m.prior = (1 - eps) * m.prior + eps * eta[i] / total
+      rank[i] = -(m.prior - tie[i] * 1e-9)
+    end
+  else
+    for i = 1, #props do
+      local m = props[i]
+      local p = m.prior / sum
+      m.prior, rank[i] = p, -(p - tie[i] * 1e-9)
+    end
   end
-  -- order: prior descending, ties by the shuffled rank (priors are far
-  -- apart compared with the 1e-9 offsets)
-  local rank = tie
-  for i, m in ipairs(props) do rank[i] = -(m.prior - tie[i] * 1e-9) end
   -- child[i] < 0: a new node; edge[i] > 0: a new edge, < 0: one that was there
   local added, child_of, edge_of = st.g:add_children(id, props, rank, always)
-  for i, m in ipairs(props) do
+  -- a new node or edge has nothing in these tables yet, so fields a move
+  -- lacks (nil) need no write
+  local cfg, cfg_base, cfg_changes, patch = st.cfg, st.cfg_base, st.cfg_changes, st.patch
+  local edge_method, edge_expert, edge_chain, edge_gen, method_in = st.edge_method, st.edge_expert, st.edge_chain,
+    st.edge_gen, st.method_in
+  local base = state.config
+  for i = 1, #props do
+    local m = props[i]
     local child, e = child_of[i], edge_of[i]
     if child < 0 then
       child = -child
-      if m.config then
-        st.cfg[child] = m.config
+      local c = m.config
+      if c then
+        cfg[child] = c
       else
-        st.cfg_base[child], st.cfg_changes[child] = state.config, m.changes
+        cfg_base[child], cfg_changes[child] = base, m.changes
       end
-      st.patch[child] = m.patch
+      if m.patch ~= nil then patch[child] = m.patch end
     end
     if always and e ~= 0 then st.expert_edge[e < 0 and -e or e] = true end
     if e > 0 then
-      st.edge_method[e] = m.method
-      st.edge_expert[e] = m.expert
-      st.edge_chain[e], st.edge_gen[e] = m.chain, m.generator
-      st.method_in[child] = st.method_in[child] or m.method
+      local method = m.method
+      edge_method[e], edge_gen[e] = method, m.generator
+      if m.expert ~= nil then edge_expert[e] = m.expert end
+      if m.chain ~= nil then edge_chain[e] = m.chain end
+      if method_in[child] == nil then method_in[child] = method end
     end
   end
   return added
@@ -716,7 +744,7 @@ function S.tell(ctx, results)
       local gain = pv and (v - pv) or nil
       if gain and method then
         local m = st.mstats[method] or { n = 0, gain = 0 }
-        m.n, m.gain = m.n + 1, m.gain + math.max(-1, math.min(1, gain))
+        m.n, m.gain, m.mult = m.n + 1, m.gain + math.max(-1, math.min(1, gain)), nil
         st.mstats[method] = m
       end
       local speedup = (pnode and pnode.time_ms and t) and pnode.time_ms / t or nil

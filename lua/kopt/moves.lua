@@ -22,6 +22,8 @@ local errors = require("kopt.errors")
 local space_mod = require("kopt.space")
 local sys = require("kopt.sys")
 
+local next, tonumber = next, tonumber
+
 local M = {}
 
 local registry = {}
@@ -236,7 +238,10 @@ function M.collect(ctx, state, generators)
       ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
       moves = {}
     end
-    for _, mv in ipairs(moves or {}) do
+    moves = moves or {}
+    for mi = 1, #moves do
+      local mv = moves[mi]
+      if mv == nil then break end  -- where ipairs would stop
       local changes = mv.changes or {}
       local k1, v1 = next(changes)
       local key, cfg, action
@@ -288,8 +293,11 @@ function M.collect(ctx, state, generators)
     end
   end
   local sum = 0
-  for _, m in ipairs(out) do sum = sum + m.prior end
-  for _, m in ipairs(out) do m.prior = m.prior / sum end
+  for j = 1, #out do sum = sum + out[j].prior end
+  for j = 1, #out do
+    local m = out[j]
+    m.prior = m.prior / sum
+  end
   return out
 end
 
