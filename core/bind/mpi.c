@@ -72,6 +72,7 @@ static int l_recv(lua_State *L)
 	int ms = -1;
 	if (!lua_isnoneornil(L, 1)) {
 		double s = luaL_checknumber(L, 1);
+		luaL_argcheck(L, s == s, 1, "timeout is NaN"); /* (int)NaN is undefined */
 		ms = s < 0 ? -1 : s > 2e6 ? 2000000000 : (int)(s * 1000.0);
 	}
 	int src = -1;

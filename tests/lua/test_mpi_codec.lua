@@ -45,5 +45,9 @@ local ok, err = mpi.send(1, codec.encode({ op = "quit" }))
 T.eq(ok, nil, "send before init")
 T.check(type(err) == "string" and err:find("MPI") ~= nil, "send before init: the sentence: %s", tostring(err))
 T.eq(mpi.pending(), 0, "pending before init")
+-- Regression: a NaN timeout was converted to int (undefined behaviour)
+-- rather than refused as a bad argument.
+local rok, rerr = pcall(mpi.recv, 0 / 0)
+T.check(not rok and tostring(rerr):find("NaN", 1, true) ~= nil, "recv(NaN) is a bad argument: %s", tostring(rerr))
 
 os.exit(T.done())
