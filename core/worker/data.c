@@ -145,7 +145,7 @@ static int parse_sizes(const char *text, size_t *out)
  * every request: they change no buffer. -1 on a malformed region. */
 static int read_verify(struct warg *a, const struct kopt_msgview *v, int i, int64_t count)
 {
-	/* kopt_msg_cstr leaves the buffer alone when the field is absent */
+	/* kopt_msg_cstr fills each buffer, with the default "" when absent */
 	char key[64], dims[256] = "", region[256] = "";
 #define KEY(field) (snprintf(key, sizeof key, "a%d.%s", i + 1, field), key)
 	a->compare = (int)kopt_msg_int(v, KEY("compare"), 1);
