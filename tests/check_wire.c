@@ -40,6 +40,13 @@ START_TEST(test_round_trip)
 	ck_assert_uint_eq(v.count, 5);
 	char s[16];
 	ck_assert_str_eq(kopt_msg_cstr(&v, "op", s, sizeof s, "?"), "run");
+	/* an absent field: the default goes into the buffer too (the request's
+	 * decoder reads the buffer), cut to fit; no default, NULL */
+	ck_assert_ptr_eq(kopt_msg_cstr(&v, "absent", s, sizeof s, "dflt"), s);
+	ck_assert_str_eq(s, "dflt");
+	kopt_msg_cstr(&v, "absent", s, 4, "longer");
+	ck_assert_str_eq(s, "lon");
+	ck_assert_ptr_null(kopt_msg_cstr(&v, "absent", s, sizeof s, NULL));
 	ck_assert(kopt_msg_int(&v, "a1.count", 0) == 1LL << 40);
 	ck_assert(kopt_msg_num(&v, "tol", 0) == 2.5e-3);
 	ck_assert(kopt_msg_num(&v, "neg", 0) == -7.0); /* int read as number */

@@ -1,6 +1,5 @@
 /* Decoding a "run" request into struct kopt_request, once, by the field list
  * of request_fields.h. */
-#include <stdio.h>
 #include <string.h>
 
 #include "worker/request.h"
@@ -11,9 +10,7 @@
 #define DECODE_BYTES(n, d)                                                                     \
 	r->n##_len = 0;                                                                        \
 	r->n = kopt_msg_bytes(v, #n, &r->n##_len);
-#define DECODE_STR(n, d)                                                                       \
-	if (kopt_msg_cstr(v, #n, r->n, sizeof r->n, NULL) == NULL)                            \
-		snprintf(r->n, sizeof r->n, "%s", d);
+#define DECODE_STR(n, d) kopt_msg_cstr(v, #n, r->n, sizeof r->n, d);
 #define DECODE_STR_64 DECODE_STR
 #define DECODE_STR_128 DECODE_STR
 #define DECODE_STR_256 DECODE_STR
