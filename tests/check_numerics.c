@@ -241,7 +241,8 @@ START_TEST(test_tolerances)
 END_TEST
 
 /* A region of an output (verify.outputs.X.region): the box's elements in
- * row-major order, the innermost run copied whole. */
+ * row-major order, the innermost run copied whole; a box element's index in
+ * the whole array, for messages. */
 START_TEST(test_gather_box)
 {
 	float a[4 * 5], box[12];
@@ -257,6 +258,10 @@ START_TEST(test_gather_box)
 	ck_assert_float_eq(box[2], 2.0f);
 	size_t bad[2] = {3, 3};
 	ck_assert_uint_eq(kopt_check_gather(sizeof(float), a, box, 2, dims, bad, hi), 0);
+	/* an element of the box named by its index in the whole array: a[i] == i */
+	for (size_t k = 0; k < 6; k++)
+		ck_assert_uint_eq(kopt_check_region_index(2, dims, lo, hi, k), (size_t)want[k]);
+	ck_assert_uint_eq(kopt_check_region_index(2, dims, lo, hi, 6), 20);
 }
 END_TEST
 

@@ -635,6 +635,26 @@ size_t kopt_check_gather(size_t elem, const void *src, void *dst, int nd, const 
 	return n;
 }
 
+size_t kopt_check_region_index(int nd, const size_t *dims, const size_t *lo, const size_t *hi,
+			       size_t k)
+{
+	size_t box = 1, whole = 1;
+	for (int d = 0; d < nd; d++) {
+		box *= hi[d] - lo[d];
+		whole *= dims[d];
+	}
+	if (nd <= 0 || k >= box)
+		return whole;
+	size_t off = 0, stride = 1;
+	for (int d = nd - 1; d >= 0; d--) {
+		size_t ext = hi[d] - lo[d];
+		off += (lo[d] + k % ext) * stride;
+		k /= ext;
+		stride *= dims[d];
+	}
+	return off;
+}
+
 size_t kopt_check_stale(enum kopt_dtype t, const void *out, const void *ref, const void *init,
 			size_t n, size_t *first)
 {

@@ -94,6 +94,12 @@ void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, siz
 size_t kopt_check_gather(size_t elem, const void *src, void *dst, int nd, const size_t *dims,
 			 const size_t *lo, const size_t *hi);
 
+/* The index in the whole array of the k-th element kopt_check_gather copies
+ * from the box [lo, hi) (k past the box's end: the whole array's count), so
+ * a message about a region names the element as the spec's indices do. */
+size_t kopt_check_region_index(int nd, const size_t *dims, const size_t *lo, const size_t *hi,
+			       size_t k);
+
 /* For an output that starts as a copy of an input (init): the elements the
  * reference changed and the candidate left bit for bit as they started.
  * Such an element was not written (or was written with its old value where

@@ -273,6 +273,10 @@ static int compare_one(struct worker *w, const struct inputset *s, int i, const 
 		if (*stale > 0)
 			cr->first_bad = first;
 	}
+	if (a->nd > 0) { /* the messages name elements of the whole output */
+		cr->first_bad = kopt_check_region_index(a->nd, a->dims, a->lo, a->hi, cr->first_bad);
+		cr->worst_at = kopt_check_region_index(a->nd, a->dims, a->lo, a->hi, cr->worst_at);
+	}
 	for (int k = 0; k < 3; k++)
 		free(box[k]);
 	return 0;
@@ -438,7 +442,7 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 		if (status == NULL && stale > 0) {
 			snprintf(w->log, sizeof w->log,
 				 "%s: %zu of %zu elements the reference wrote still hold their initial "
-				 "value (first at %zu of the compared elements)",
+				 "value (first at index %zu)",
 				 label, stale, cr.count, cr.first_bad);
 			status = "wrong";
 		}
