@@ -155,7 +155,12 @@ int kopt_mpi_recv(int *src, unsigned char **buf, size_t *len, int timeout_ms, ch
 		}
 		if (flag) {
 			int count = 0;
-			MPI_Get_count(&st, MPI_BYTE, &count);
+			rc = MPI_Get_count(&st, MPI_BYTE, &count);
+			if (rc != MPI_SUCCESS || count < 0) { /* MPI_UNDEFINED is negative */
+				snprintf(err, errlen, "MPI_Get_count: a message of no byte count from "
+						      "rank %d", st.MPI_SOURCE);
+				return -1;
+			}
 			unsigned char *b = malloc(count > 0 ? (size_t)count : 1);
 			if (b == NULL) {
 				snprintf(err, errlen, "out of memory for a message of %d bytes", count);
