@@ -293,27 +293,46 @@ end
 
 -- Registers the proposals of some generators as edges of node id, in order of
 -- prior (ties in seeded random order), so widening admits the best first.
+-- The moves i of lists (kopt.moves.collect_lists) for which keep(i), as lists.
+local function select_moves(lists, keep)
+  local out = { n = 0 }
+  for name, l in pairs(lists) do
+    if type(l) == "table" then out[name] = {} end
+  end
+  for i = 1, lists.n do
+    if keep(i) then
+      out.n = out.n + 1
+      for name, o in pairs(out) do
+        if name ~= "n" then o[out.n] = lists[name][i] end
+      end
+    end
+  end
+  return out
+end
+
 local function add_moves(ctx, st, id, gens, noise, always)
   local state = { config = st.cfg[id], key = st.g:key(id), patch = st.patch[id] }
-  local props = moves_mod.collect(ctx, state, gens)
-  if #props == 0 then return 0 end
+  local props = moves_mod.collect_lists(ctx, state, gens)
+  if props.n == 0 then return 0 end
   local from = st.method_in[id]
   if st.regraph_filter then
-    local set, keep = st.regraph.followers(from), {}
-    for _, m in ipairs(set and props or {}) do
-      if set[st.regraph.canonical(m.method)] then keep[#keep + 1] = m end
+    local set = st.regraph.followers(from)
+    if set then
+      local canonical = st.regraph.canonical
+      local keep = select_moves(props, function(i) return set[canonical(props.method[i])] end)
+      if keep.n > 0 then props = keep end
     end
-    if #keep > 0 then props = keep end
   end
+  local n = props.n
+  local methods, priors = props.method, props.prior
   local tie = {}
-  for i = 1, #props do tie[i] = i end
+  for i = 1, n do tie[i] = i end
   ctx.rng:shuffle(tie)
   local mult, sum = {}, 0
   local weigh = not always and ctx.options.model_prior
   local prior_mult, regraph_mult = st.prior_mult, always and st.regraph and st.regraph.mult
-  for i = 1, #props do
-    local m = props[i]
-    local method = m.method
+  for i = 1, n do
+    local method = methods[i]
     local f = mult[method]
     if not f then
       f = learned(ctx, st, method)
@@ -321,35 +340,33 @@ local function add_moves(ctx, st, id, gens, noise, always)
       if regraph_mult then f = f * regraph_mult(from, method) end
       mult[method] = f
     end
-    local p = m.prior * f
-    m.prior, sum = p, sum + p
+    local p = priors[i] * f
+    priors[i], sum = p, sum + p
   end
   if weigh then
     model_weigh(ctx, st, id, props)
     sum = 0
-    for i = 1, #props do sum = sum + props[i].prior end
+    for i = 1, n do sum = sum + priors[i] end
   end
   -- order: prior descending, ties by the shuffled rank (priors are far
   -- apart compared with the 1e-9 offsets)
   local rank = tie
   if noise and ctx.options.dirichlet_eps > 0 then
-    for i = 1, #props do props[i].prior = props[i].prior / sum end
+    for i = 1, n do priors[i] = priors[i] / sum end
     local eta, total = {}, 0
-    for i = 1, #props do
+    for i = 1, n do
       eta[i] = gamma(st.noise_rng, ctx.options.dirichlet_alpha)
       total = total + eta[i]
     end
     local eps = ctx.options.dirichlet_eps
-    for i = 1, #props do
-      local m = props[i]
-      m.prior = (1 - eps) * m.prior + eps * eta[i] / total
-      rank[i] = -(m.prior - tie[i] * 1e-9)
+    for i = 1, n do
+      local p = (1 - eps) * priors[i] + eps * eta[i] / total
+      priors[i], rank[i] = p, -(p - tie[i] * 1e-9)
     end
   else
-    for i = 1, #props do
-      local m = props[i]
-      local p = m.prior / sum
-      m.prior, rank[i] = p, -(p - tie[i] * 1e-9)
+    for i = 1, n do
+      local p = priors[i] / sum
+      priors[i], rank[i] = p, -(p - tie[i] * 1e-9)
     end
   end
   -- child[i] < 0: a new node; edge[i] > 0: a new edge, < 0: one that was there
@@ -359,26 +376,27 @@ local function add_moves(ctx, st, id, gens, noise, always)
   local cfg, cfg_base, cfg_changes, patch = st.cfg, st.cfg_base, st.cfg_changes, st.patch
   local edge_method, edge_expert, edge_chain, edge_gen, method_in = st.edge_method, st.edge_expert, st.edge_chain,
     st.edge_gen, st.method_in
+  local configs, changes, patches, gens_of, experts, chains = props.config, props.changes, props.patch,
+    props.generator, props.expert, props.chain
   local base = state.config
-  for i = 1, #props do
-    local m = props[i]
+  for i = 1, n do
     local child, e = child_of[i], edge_of[i]
     if child < 0 then
       child = -child
-      local c = m.config
+      local c = configs[i]
       if c then
         cfg[child] = c
       else
-        cfg_base[child], cfg_changes[child] = base, m.changes
+        cfg_base[child], cfg_changes[child] = base, changes[i]
       end
-      if m.patch ~= nil then patch[child] = m.patch end
+      if patches[i] ~= nil then patch[child] = patches[i] end
     end
     if always and e ~= 0 then st.expert_edge[e < 0 and -e or e] = true end
     if e > 0 then
-      local method = m.method
-      edge_method[e], edge_gen[e] = method, m.generator
-      if m.expert ~= nil then edge_expert[e] = m.expert end
-      if m.chain ~= nil then edge_chain[e] = m.chain end
+      local method = methods[i]
+      edge_method[e], edge_gen[e] = method, gens_of[i]
+      if experts[i] ~= nil then edge_expert[e] = experts[i] end
+      if chains[i] ~= nil then edge_chain[e] = chains[i] end
       if method_in[child] == nil then method_in[child] = method end
     end
   end

@@ -6,7 +6,7 @@
 --    graph holds 10^5 nodes; then the mean time of one iteration (ask + tell:
 --    selection, expansion, backup, rollout bookkeeping) over the next 2000,
 --    split into the move generator (the rules' proposals), the checking and
---    merging of proposals (kopt.moves), the value model's fits and
+--    merging of proposals (kopt.moves.collect_lists), the value model's fits and
 --    predictions, and the rest (MCGS itself: selection, graph updates,
 --    backup, rollout choice).
 --    KEY=VALUE arguments are MCGS options (model=false: without the value
@@ -66,7 +66,7 @@ local function timed(f, add)
 end
 local rules = moves.get("rules")
 rules.propose = timed(rules.propose, function(dt) t_gen = t_gen + dt end)
-for _, name in ipairs({ "propose", "collect" }) do
+for _, name in ipairs({ "collect_lists" }) do  -- collect and propose go through it
   if moves[name] then moves[name] = timed(moves[name], function(dt) t_moves = t_moves + dt end) end
 end
 

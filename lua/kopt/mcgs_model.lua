@@ -74,7 +74,8 @@ end
 
 -- Reweights fresh proposals from state `id` by the model: exp(gain / tau)
 -- times the chance of success, and weak moves (predicted gain under
--- min_pred_gain) down to prune_factor.
+-- min_pred_gain) down to prune_factor. props: the moves as lists
+-- (kopt.moves.collect_lists), their priors reweighted in place.
 function M.weigh(ctx, st, id, props)
   local m = M.get(ctx, st)
   if not m then return end
@@ -82,16 +83,17 @@ function M.weigh(ctx, st, id, props)
   local base = st.time[id]
   local lbase = base and math.log(base) or (M.predict(ctx, m, st.cfg[id]))
   local weak = math.log(1 + o.min_pred_gain)
-  local state = { config = st.cfg[id] }
-  for _, p in ipairs(props) do
-    local lt, p_ok = M.predict(ctx, m, moves_mod.config_of(ctx.space, state, p))
+  local config, priors = st.cfg[id], props.prior
+  for i = 1, props.n do
+    local c = props.config[i] or moves_mod.changed_config(ctx.space, config, props.changes[i])
+    local lt, p_ok = M.predict(ctx, m, c)
     local gain = lbase - lt
     local f = math.exp(math.max(-20, math.min(20, gain / o.model_tau))) * p_ok
     if gain < weak then
       f = f * o.prune_factor
       m.pruned = m.pruned + 1
     end
-    p.prior = p.prior * f
+    priors[i] = priors[i] * f
   end
 end
 

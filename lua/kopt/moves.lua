@@ -208,17 +208,26 @@ end
 
 -- Calls every generator on a state, drops moves that are invalid or lead
 -- back to the state, and merges moves that lead to the same state (keeping
--- the method with the larger prior, summing priors). Returns a list of
---   { key=, changes=, action=, method=, expert=, patch=, prior=, generator=,
---     chain=, repair=, config= }
+-- the method with the larger prior, summing priors). Returns the moves as
+-- parallel lists, one entry per move:
+--   { n = <number of moves>, key = {}, action = {}, method = {}, prior = {},
+--     changes = {}, generator = {},                  -- every move has these
+--     config = {}, expert = {}, patch = {}, chain = {}, repair = {} }  -- with holes
 -- (chain: an LLM edit's conversation, for its repair turn) in a
 -- deterministic order (generator order, then proposal order), with priors
--- normalised to sum to 1. `config` is set only where checking the move
--- needed it; M.config_of gives it for any move. For searches that register
--- many moves and measure few (MCGS).
-function M.collect(ctx, state, generators)
+-- normalised to sum to 1. `config[j]` is set only where checking the move
+-- needed it. Lists instead of a table per move: MCGS registers 50 moves per
+-- state and measures few, and a table per move costs more in allocation and
+-- in the collector's passes over a large heap than the rest of the check.
+function M.collect_lists(ctx, state, generators)
   local space = ctx.space
-  local out, by_key, best = {}, {}, {}  -- best[j]: the largest single prior merged into out[j]
+  local keys, actions, methods, priors, changes_of, gens = {}, {}, {}, {}, {}, {}
+  local configs, experts, patches, chains, repairs = {}, {}, {}, {}, {}
+  local out = { n = 0, key = keys, action = actions, method = methods, prior = priors, changes = changes_of,
+                generator = gens, config = configs, expert = experts, patch = patches, chain = chains,
+                repair = repairs }
+  local by_key, best = {}, {}  -- best[j]: the largest single prior merged into move j
+  local n_out = 0
   local f = fast(space)
   local n = f.n
   local parts = {}
@@ -232,6 +241,7 @@ function M.collect(ctx, state, generators)
   -- (and, with constraints, when they hold: checked on the copy)
   local base_ok = not space.members and space:is_valid(state.config)
   local fmt, act, index, members = f.fmt, f.act, space.index, space.members
+  local state_key = state.key
   for _, gen in ipairs(generators) do
     local ok, moves = pcall(gen.propose, ctx, state)
     if not ok then
@@ -261,42 +271,54 @@ function M.collect(ctx, state, generators)
         cfg, key = M.apply(space, state.config, mv, parts)
       end
       if key then
-        if mv.patch then
-          key = key .. "#" .. sys.sha256(mv.patch):sub(1, 16)
+        local patch = mv.patch
+        if patch then
+          key = key .. "#" .. sys.sha256(patch):sub(1, 16)
           action = nil
         end
         local prior = tonumber(mv.prior) or 1
         if prior <= 0 then prior = 1e-3 end
-        if key ~= state.key then
+        if key ~= state_key then
           local j = by_key[key]
           if j then
-            local prev = out[j]
             if prior > best[j] then
-              prev.method, prev.expert, best[j] = mv.method, mv.expert, prior
+              methods[j], experts[j], best[j] = mv.method, mv.expert, prior
             end
-            prev.prior = prev.prior + prior
+            priors[j] = priors[j] + prior
           else
-            -- the fields every move has in the constructor, the rare ones
-            -- only when set (a smaller table: MCGS builds 50 per state)
-            local m = { key = key, changes = changes, action = action or M.action_id(space, mv),
-                        method = mv.method or "move", prior = prior, generator = gen.name }
-            if cfg then m.config = cfg end
-            if mv.expert ~= nil then m.expert = mv.expert end
-            if mv.patch ~= nil then m.patch = mv.patch end
-            if mv.chain ~= nil then m.chain = mv.chain end
-            if mv.repair ~= nil then m.repair = mv.repair end
-            out[#out + 1] = m
-            by_key[key], best[#out] = #out, prior
+            j = n_out + 1
+            n_out = j
+            keys[j], actions[j], methods[j] = key, action or M.action_id(space, mv), mv.method or "move"
+            priors[j], changes_of[j], gens[j] = prior, changes, gen.name
+            if cfg then configs[j] = cfg end
+            if mv.expert ~= nil then experts[j] = mv.expert end
+            if patch ~= nil then patches[j] = patch end
+            if mv.chain ~= nil then chains[j] = mv.chain end
+            if mv.repair ~= nil then repairs[j] = mv.repair end
+            by_key[key], best[j] = j, prior
           end
         end
       end
     end
   end
   local sum = 0
-  for j = 1, #out do sum = sum + out[j].prior end
-  for j = 1, #out do
-    local m = out[j]
-    m.prior = m.prior / sum
+  for j = 1, n_out do sum = sum + priors[j] end
+  for j = 1, n_out do priors[j] = priors[j] / sum end
+  out.n = n_out
+  return out
+end
+
+-- As collect_lists, as a list of tables, one per move:
+--   { key=, changes=, action=, method=, expert=, patch=, prior=, generator=,
+--     chain=, repair=, config= }
+-- M.config_of gives the config of any of them.
+function M.collect(ctx, state, generators)
+  local l = M.collect_lists(ctx, state, generators)
+  local out = {}
+  for j = 1, l.n do
+    out[j] = { key = l.key[j], changes = l.changes[j], action = l.action[j], method = l.method[j],
+               prior = l.prior[j], generator = l.generator[j], config = l.config[j], expert = l.expert[j],
+               patch = l.patch[j], chain = l.chain[j], repair = l.repair[j] }
   end
   return out
 end

@@ -10,7 +10,7 @@
 --  4. a space smaller than the budget is exhausted cleanly;
 --  5. a user move generator from examples/ is used, and a bad option is a usage error;
 --  6. an expensive generator is called sparingly and its moves are measured;
---  7. g:add_children (expansion in one call) links in rank order, reports new
+--  7. g:add_children (expansion in one call, moves as lists) links in rank order, reports new
 --     nodes and edges, keeps existing edges, and raises on a missing rank;
 --     g:first_eligible.
 local T = require("testlib")
@@ -179,13 +179,9 @@ do
   local p = g:add("p")
   local known = g:add("b")
   local e0 = g:link(p, "K=9", g:add("z"), 0.1)
-  local moves = {
-    { key = "a", action = "K=1", prior = 0.2 },
-    { key = "b", action = "K=2", prior = 0.5 },
-    { key = "c", action = "K=3", prior = 0.3 },
-    { key = "p", action = "K=4", prior = 0.1 },   -- the parent itself: no edge
-    { key = "z", action = "K=9", prior = 0.9 },   -- an existing edge
-  }
+  -- "p": the parent itself (no edge); "z": an existing edge
+  local moves = { key = { "a", "b", "c", "p", "z" }, action = { "K=1", "K=2", "K=3", "K=4", "K=9" },
+                  prior = { 0.2, 0.5, 0.3, 0.1, 0.9 } }
   local made, child, edge = g:add_children(p, moves, { 2, 1, 2, 0, 3 })  -- equal ranks: list order
   T.check(made == 3, "three new edges (%s)", tostring(made))
   local actions = {}
@@ -195,14 +191,16 @@ do
   T.check(child[1] < 0 and edge[1] > 0 and g:key(-child[1]) == "a", "new node a, new edge")
   T.check(child[4] == p and edge[4] == 0, "the parent gets no edge to itself")
   T.check(edge[5] == -e0 and g:edge(e0).prior == 0.1, "existing edge kept")
-  made = g:add_children(p, { { key = "z", action = "K=9", prior = 0.9 } }, { 0 }, true)
+  made = g:add_children(p, { key = { "z" }, action = { "K=9" }, prior = { 0.9 } }, { 0 }, true)
   T.check(made == 0 and g:edge(e0).prior == 0.9 and g:edge(e0).flags == graph.edge_always,
           "always: flagged, prior raised")
   T.check(g:first_eligible(p, 4) == e0, "first eligible edge")
   g:set_flags(g:edge(e0).child, 4)
   T.check(g:first_eligible(p, 4) == edge[2], "next eligible edge")
-  local ok, err = pcall(g.add_children, g, p, { { key = "x", action = "K=5", prior = 1 } }, {})
+  local ok, err = pcall(g.add_children, g, p, { key = { "x" }, action = { "K=5" }, prior = { 1 } }, {})
   T.check(not ok and tostring(err):find("ranks", 1, true), "a move without a rank raises: %s", tostring(err))
+  ok, err = pcall(g.add_children, g, p, { key = { "x" }, action = { "K=5" } }, { 0 })
+  T.check(not ok and tostring(err):find("lists.prior", 1, true), "lists without priors raise: %s", tostring(err))
   g:close()
 end
 

@@ -153,6 +153,30 @@ do
   for _, m in ipairs(props) do sum = sum + m.prior end
   T.check(math.abs(sum - 1) < 1e-9, "priors normalised (%g)", sum)
   T.eq(#props, 9 + 1 + 3, "one move per other value of every knob")
+  -- collect_lists: the same moves as lists; a move proposed twice is merged
+  -- (priors summed, the larger single prior's method kept)
+  local twice = { name = "twice", propose = function()
+    return { { changes = { use_shmem = 1 }, method = "a", prior = 1 },
+             { changes = { use_shmem = 1 }, method = "b", prior = 3 },
+             { changes = { use_shmem = 0 }, method = "c", prior = 1 } }  -- the state itself: dropped
+  end }
+  local moves = require("kopt.moves")
+  local state = { config = { block_size_x = 48, use_shmem = 0, between_method = 3 }, key = "48,0,3" }
+  local l = moves.collect_lists(ctx, state, { R })
+  T.eq(l.n, #props, "collect_lists: the same number of moves")
+  local same = true
+  for j = 1, l.n do
+    local m = props[j]
+    same = same and l.key[j] == m.key and l.action[j] == m.action and l.method[j] == m.method
+      and math.abs(l.prior[j] - m.prior) < 1e-12 and l.generator[j] == "rules"
+  end
+  T.check(same, "collect_lists: the same moves in the same order")
+  l = moves.collect_lists(ctx, state, { R, twice })
+  T.eq(l.n, #props, "collect_lists: the moves of both generators merged")
+  local j = 0
+  for i = 1, l.n do if l.key[i] == "48,1,3" then j = i end end
+  local mv = moves.collect(ctx, state, { R, twice })[j]
+  T.check(mv and mv.key == "48,1,3" and mv.method == "b" and l.method[j] == "b", "merged: the larger prior's method")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
