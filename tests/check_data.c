@@ -21,7 +21,7 @@ static void scalars(struct kopt_msg *m, int n)
 	char key[64], name[128];
 	memset(name, 'x', 119);
 	for (int i = 0; i < n; i++) {
-		snprintf(name + 119, sizeof name - 119, "%03d", i);
+		snprintf(name + 119, sizeof name - 119, "%03d", i % 1000);
 		snprintf(key, sizeof key, "a%d.name", i + 1);
 		kopt_msg_put_cstr(m, key, name);
 		snprintf(key, sizeof key, "a%d.kind", i + 1);
