@@ -291,6 +291,11 @@ struct scan {
 CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,
 			       unsigned long long *found);
 
+/* l's launch with its cluster dimension as one attribute (attr must outlive
+ * cfg's use), for cuLaunchKernelEx and cuOccupancyMaxActiveClusters. */
+void kopt_worker_cluster_config(const struct launch *l, CUstream stream, CUlaunchConfig *cfg,
+				CUlaunchAttribute *attr);
+
 /* Launches f with l on w->stream: cuLaunchKernel, or cuLaunchKernelEx with a
  * cluster dimension when l has one. */
 CUresult kopt_worker_launch(struct worker *w, CUfunction f, const struct launch *l, void **params);

@@ -64,18 +64,8 @@ static int check_cluster(struct worker *w, CUfunction f, const struct launch *l)
 	if (size > 8)
 		kopt_cu.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
 	CUlaunchAttribute attr;
-	memset(&attr, 0, sizeof attr);
-	attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-	attr.value.clusterDim.x = l->cluster[0];
-	attr.value.clusterDim.y = l->cluster[1];
-	attr.value.clusterDim.z = l->cluster[2];
 	CUlaunchConfig cfg;
-	memset(&cfg, 0, sizeof cfg);
-	cfg.gridDimX = l->grid[0], cfg.gridDimY = l->grid[1], cfg.gridDimZ = l->grid[2];
-	cfg.blockDimX = l->block[0], cfg.blockDimY = l->block[1], cfg.blockDimZ = l->block[2];
-	cfg.sharedMemBytes = l->smem;
-	cfg.attrs = &attr;
-	cfg.numAttrs = 1;
+	kopt_worker_cluster_config(l, NULL, &cfg, &attr);
 	int clusters = 0;
 	CUresult r = kopt_cu.cuOccupancyMaxActiveClusters(&clusters, f, &cfg);
 	if (r != CUDA_SUCCESS || clusters == 0) {
