@@ -22,15 +22,8 @@ set -u
 export KOPT_DB=${KOPT_DB:-off}
 rm -rf "$R"; mkdir -p "$R" "$OUT"
 "$KOPT" devices || exit 1
-python3 tests/llm_server.py --max-life 3000 >"$R/server.out" &
-SERVER=$!
-i=0
-while ! grep -q '^PORT' "$R/server.out" 2>/dev/null; do
-	i=$((i + 1)); [ $i -gt 50 ] && { echo "the scripted server did not start"; exit 1; }
-	sleep 0.1
-done
-PORT=$(sed -n 's/^PORT //p' "$R/server.out")
-base() { echo "http://127.0.0.1:$PORT/s/$1/v1"; }
+. tools/scripted_server.sh
+start_scripted_server "$R" 3000 || exit 1
 summary() { # label
 	d=$R/$1
 	{

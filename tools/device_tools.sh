@@ -29,14 +29,8 @@ T0=$(date +%s)
 if [ -z "$DRY" ]; then
 	"$KOPT" devices > "$OUT/devices.txt" 2>&1 || { cat "$OUT/devices.txt"; exit 1; }
 fi
-python3 tests/llm_server.py --max-life 600 > "$R/server.out" &
-SERVER=$!
-i=0
-while ! grep -q '^PORT' "$R/server.out" 2>/dev/null; do
-	i=$((i + 1)); [ $i -gt 50 ] && { echo "the scripted server did not start"; kill $SERVER; exit 1; }
-	sleep 0.1
-done
-PORT=$(sed -n 's/^PORT //p' "$R/server.out")
+. tools/scripted_server.sh
+start_scripted_server "$R" 600 || exit 1
 
 run() { # spec scenario
 	name=$(basename "$1" .json)-$2
