@@ -668,32 +668,41 @@ static const char *prepare_stages(struct worker *w, const struct job *j, const s
 	return NULL;
 }
 
-void kopt_worker_cluster_config(const struct launch *l, CUstream stream, CUlaunchConfig *cfg,
-				CUlaunchAttribute *attr)
+void kopt_worker_launch_config(const struct launch *l, CUstream stream, CUlaunchConfig *cfg,
+			       CUlaunchAttribute attr[2])
 {
-	memset(attr, 0, sizeof *attr);
-	attr->id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-	attr->value.clusterDim.x = l->cluster[0];
-	attr->value.clusterDim.y = l->cluster[1];
-	attr->value.clusterDim.z = l->cluster[2];
+	memset(attr, 0, 2 * sizeof *attr);
+	unsigned n = 0;
+	if (l->cluster[0] * l->cluster[1] * l->cluster[2] > 1) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+		attr[n].value.clusterDim.x = l->cluster[0];
+		attr[n].value.clusterDim.y = l->cluster[1];
+		attr[n].value.clusterDim.z = l->cluster[2];
+		n++;
+	}
+	if (l->cooperative) {
+		attr[n].id = CU_LAUNCH_ATTRIBUTE_COOPERATIVE;
+		attr[n].value.cooperative = 1;
+		n++;
+	}
 	memset(cfg, 0, sizeof *cfg);
 	cfg->gridDimX = l->grid[0], cfg->gridDimY = l->grid[1], cfg->gridDimZ = l->grid[2];
 	cfg->blockDimX = l->block[0], cfg->blockDimY = l->block[1], cfg->blockDimZ = l->block[2];
 	cfg->sharedMemBytes = l->smem;
 	cfg->hStream = stream;
 	cfg->attrs = attr;
-	cfg->numAttrs = 1;
+	cfg->numAttrs = n;
 }
 
 CUresult kopt_worker_launch(struct worker *w, CUfunction f, const struct launch *l, void **params)
 {
-	if (l->cluster[0] * l->cluster[1] * l->cluster[2] <= 1)
+	if (l->cluster[0] * l->cluster[1] * l->cluster[2] <= 1 && !l->cooperative)
 		return kopt_cu.cuLaunchKernel(f, l->grid[0], l->grid[1], l->grid[2], l->block[0],
 					      l->block[1], l->block[2], l->smem, w->stream, params,
 					      NULL);
-	CUlaunchAttribute attr;
+	CUlaunchAttribute attr[2];
 	CUlaunchConfig cfg;
-	kopt_worker_cluster_config(l, w->stream, &cfg, &attr);
+	kopt_worker_launch_config(l, w->stream, &cfg, attr);
 	return kopt_cu.cuLaunchKernelEx(&cfg, f, params, NULL);
 }
 

@@ -64,10 +64,11 @@ struct inputset {
 
 #define KOPT_SETS 3
 
-/* cluster: thread-block cluster dims (1,1,1: none; launched with
- * cuLaunchKernelEx otherwise) */
+/* cluster: thread-block cluster dims (1,1,1: none); cooperative: every
+ * block resident at once, so blocks may wait for each other (a grid-wide
+ * barrier). Either one launches with cuLaunchKernelEx. */
 struct launch {
-	unsigned grid[3], block[3], smem, cluster[3];
+	unsigned grid[3], block[3], smem, cluster[3], cooperative;
 };
 
 /* Guard bands: every device buffer a candidate can reach (its inputs, the
@@ -291,13 +292,14 @@ struct scan {
 CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,
 			       unsigned long long *found);
 
-/* l's launch with its cluster dimension as one attribute (attr must outlive
- * cfg's use), for cuLaunchKernelEx and cuOccupancyMaxActiveClusters. */
-void kopt_worker_cluster_config(const struct launch *l, CUstream stream, CUlaunchConfig *cfg,
-				CUlaunchAttribute *attr);
+/* l's launch with its cluster dimension and cooperative flag as attributes
+ * (attr, two of them, must outlive cfg's use), for cuLaunchKernelEx and
+ * cuOccupancyMaxActiveClusters. */
+void kopt_worker_launch_config(const struct launch *l, CUstream stream, CUlaunchConfig *cfg,
+			       CUlaunchAttribute attr[2]);
 
-/* Launches f with l on w->stream: cuLaunchKernel, or cuLaunchKernelEx with a
- * cluster dimension when l has one. */
+/* Launches f with l on w->stream: cuLaunchKernel, or cuLaunchKernelEx when l
+ * has a cluster dimension or is cooperative. */
 CUresult kopt_worker_launch(struct worker *w, CUfunction f, const struct launch *l, void **params);
 
 /* Launches the later kernels of w->cur_pr's pipeline on w->stream (nothing

@@ -41,6 +41,7 @@
 	X(cluster_x, INT, OPT, 1, "candidate launch: thread-block cluster (1,1,1: none)")        \
 	X(cluster_y, INT, OPT, 1, "candidate launch: thread-block cluster")                      \
 	X(cluster_z, INT, OPT, 1, "candidate launch: thread-block cluster")                      \
+	X(cooperative, INT, OPT, 0, "candidate launch: 1 = cooperative (all blocks resident)")   \
 	X(ref_grid_x, INT, REQ, 1, "reference launch")                                          \
 	X(ref_grid_y, INT, REQ, 1, "reference launch")                                          \
 	X(ref_grid_z, INT, REQ, 1, "reference launch")                                          \

@@ -63,9 +63,9 @@ static int check_cluster(struct worker *w, CUfunction f, const struct launch *l)
 	}
 	if (size > 8)
 		kopt_cu.cuFuncSetAttribute(f, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
-	CUlaunchAttribute attr;
+	CUlaunchAttribute attr[2];
 	CUlaunchConfig cfg;
-	kopt_worker_cluster_config(l, NULL, &cfg, &attr);
+	kopt_worker_launch_config(l, NULL, &cfg, attr);
 	int clusters = 0;
 	CUresult r = kopt_cu.cuOccupancyMaxActiveClusters(&clusters, f, &cfg);
 	if (r != CUDA_SUCCESS || clusters == 0) {
@@ -151,6 +151,17 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 					     : 0.0);
 	if (r != CUDA_SUCCESS || blocks == 0) {
 		snprintf(w->log, sizeof w->log, "no block fits on a multiprocessor (occupancy 0)");
+		return 1;
+	}
+	/* The driver refuses a cooperative grid that cannot be resident at once;
+	 * saying so here names the numbers instead of a launch error. */
+	uint64_t grid = (uint64_t)l->grid[0] * l->grid[1] * l->grid[2];
+	if (l->cooperative && grid > (uint64_t)blocks * (uint64_t)d->sm_count) {
+		snprintf(w->log, sizeof w->log,
+			 "a cooperative launch of %llu blocks needs them all resident, and at most "
+			 "%d blocks per multiprocessor x %d multiprocessors = %llu fit",
+			 (unsigned long long)grid, blocks, d->sm_count,
+			 (unsigned long long)blocks * (unsigned long long)d->sm_count);
 		return 1;
 	}
 	return 0;
@@ -490,6 +501,7 @@ static void set_launch(struct launch *l, int64_t gx, int64_t gy, int64_t gz, int
 		       int64_t by, int64_t bz, int64_t smem)
 {
 	l->cluster[0] = l->cluster[1] = l->cluster[2] = 1;
+	l->cooperative = 0;
 	l->grid[0] = (unsigned)gx;
 	l->grid[1] = (unsigned)gy;
 	l->grid[2] = (unsigned)gz;
@@ -568,6 +580,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 	j.launch.cluster[0] = (unsigned)rq->cluster_x;
 	j.launch.cluster[1] = (unsigned)rq->cluster_y;
 	j.launch.cluster[2] = (unsigned)rq->cluster_z;
+	j.launch.cooperative = rq->cooperative != 0;
 	set_launch(&j.ref_launch, rq->ref_grid_x, rq->ref_grid_y, rq->ref_grid_z, rq->ref_block_x,
 		   rq->ref_block_y, rq->ref_block_z, rq->ref_smem);
 	j.tol_rel_l2 = rq->tol_rel_l2;

@@ -9,6 +9,24 @@
 // other's totals through distributed shared memory, and each normalises its
 // own chunk. CLUSTER = 1 is the one-block-per-row kernel.
 // Requires L % (CLUSTER * VEC) == 0. Launch: grid (CLUSTER, rows), block BLOCK_SIZE.
+//
+// That design reads each row twice (statistics, then normalising), and all
+// its rows, 16 MB each, are in flight at once, so the second read misses L2.
+// ROW_SYNC = 1 is the other design: the whole GPU works on one row at a time.
+// A cooperative grid (launch.cooperative: every block resident) gives each
+// block a fixed slice of the columns; per row, a block loads its slice into
+// shared memory once, adds its partial sums into the row's totals, and waits
+// at the row's grid barrier (an arrival counter) before normalising from
+// shared memory. x is read once and y written once, both streaming
+// (evict-first); w and b, whose slices every row reuses, are loaded with an
+// L2 evict-last hint when EVICT = 1 so they stay in L2 across rows. The
+// totals and the counters are module variables declared in the spec's
+// kernel.state, which kopt resets before every launch. Each thread keeps
+// UNROLL loads in flight, and with PREFETCH = 1 the next row's first loads
+// are issued before the barrier wait, so the wait overlaps memory traffic.
+// Requires L % 4 == 0
+// and rows <= ROWS_MAX. Launch: grid (G), block BLOCK_SIZE, cooperative,
+// dynamic shared memory 16 * cdiv(L / 4, G) bytes.
 #ifndef BLOCK_SIZE
 #define BLOCK_SIZE 512
 #endif
@@ -17,6 +35,15 @@
 #endif
 #ifndef VEC
 #define VEC 4
+#endif
+#ifndef ROW_SYNC
+#define ROW_SYNC 0
+#endif
+#ifndef EVICT
+#define EVICT 1
+#endif
+#ifndef ROWS_MAX
+#define ROWS_MAX 1024
 #endif
 
 static_assert(VEC == 1 || VEC == 2 || VEC == 4, "VEC must be 1, 2 or 4");
@@ -53,6 +80,7 @@ __device__ __forceinline__ double peer_load(const double *p, unsigned rank)
 	return v;
 }
 
+#if !ROW_SYNC
 extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(BLOCK_SIZE)
 	layernorm(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
 		  float *__restrict__ y, int rows, int L, float eps)
@@ -130,3 +158,161 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(BLOCK_SIZE)
 		yv[i] = o;
 	}
 }
+#else /* ROW_SYNC */
+
+#ifndef UNROLL
+#define UNROLL 8
+#endif
+#ifndef PREFETCH
+#define PREFETCH 1
+#endif
+
+// Per row: the sum and the sum of squares of all blocks, and how many blocks
+// have added theirs. Declared in kernel.state: reset before every launch.
+__device__ double kopt_ln_totals[ROWS_MAX][2];
+__device__ unsigned kopt_ln_arrived[ROWS_MAX];
+
+__device__ __forceinline__ float4 load_last(const float4 *p, unsigned long long policy)
+{
+	float4 v;
+#if EVICT
+	asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+		     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+		     : "l"(p), "l"(policy));
+#else
+	(void)policy;
+	v = __ldg(p);
+#endif
+	return v;
+}
+
+// UNROLL float4 of x per thread, strided by the block: loads issued back to
+// back, so each thread keeps UNROLL of them in flight (one at a time does
+// not cover the memory latency with one block per multiprocessor).
+__device__ __forceinline__ void load_chunk(float4 (&v)[UNROLL], const float4 *xv, int first, int nvec)
+{
+#pragma unroll
+	for (int u = 0; u < UNROLL; u++) {
+		const int i = first + u * BLOCK_SIZE;
+		if (i < nvec)
+			v[u] = __ldcs(xv + i);
+	}
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
+	layernorm(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
+		  float *__restrict__ y, int rows, int L, float eps)
+{
+	extern __shared__ float4 slice[]; /* this block's columns of the current row */
+	__shared__ double warp_part[BLOCK_SIZE / 32][2];
+	__shared__ float stats[2];
+	const int nvec_row = L / 4;
+	const int per_block = (nvec_row + gridDim.x - 1) / gridDim.x;
+	const int lo = blockIdx.x * per_block;
+	const int nvec = max(0, min(nvec_row, lo + per_block) - lo);
+	const float4 *wv = reinterpret_cast<const float4 *>(w) + lo;
+	const float4 *bv = reinterpret_cast<const float4 *>(b) + lo;
+	const int step = BLOCK_SIZE * UNROLL;
+	unsigned long long policy = 0;
+#if EVICT
+	asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#endif
+	float4 next[UNROLL]; /* the first chunk of the next row, loaded while waiting */
+	bool have_next = false;
+
+	for (int row = 0; row < rows; row++) {
+		const float4 *xv = reinterpret_cast<const float4 *>(x + (long)row * L) + lo;
+		float s = 0.0f, ss = 0.0f;
+		/* each thread reads back only what it stored: no barrier on slice */
+		for (int first = threadIdx.x; first < nvec; first += step) {
+			float4 v[UNROLL];
+			if (have_next && first == (int)threadIdx.x) {
+#pragma unroll
+				for (int u = 0; u < UNROLL; u++)
+					v[u] = next[u];
+			} else {
+				load_chunk(v, xv, first, nvec);
+			}
+#pragma unroll
+			for (int u = 0; u < UNROLL; u++) {
+				const int i = first + u * BLOCK_SIZE;
+				if (i < nvec) {
+					slice[i] = v[u];
+					s += (v[u].x + v[u].y) + (v[u].z + v[u].w);
+					ss += (v[u].x * v[u].x + v[u].y * v[u].y) + (v[u].z * v[u].z + v[u].w * v[u].w);
+				}
+			}
+		}
+		double ds = s, dss = ss;
+#pragma unroll
+		for (int off = 16; off > 0; off /= 2) {
+			ds += __shfl_xor_sync(0xffffffffu, ds, off);
+			dss += __shfl_xor_sync(0xffffffffu, dss, off);
+		}
+		if (threadIdx.x % 32 == 0) {
+			warp_part[threadIdx.x / 32][0] = ds;
+			warp_part[threadIdx.x / 32][1] = dss;
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			double a = 0.0, q = 0.0;
+			for (int k = 0; k < BLOCK_SIZE / 32; k++) {
+				a += warp_part[k][0];
+				q += warp_part[k][1];
+			}
+			atomicAdd(&kopt_ln_totals[row][0], a);
+			atomicAdd(&kopt_ln_totals[row][1], q);
+			/* release: the totals above are visible before the arrival */
+			asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&kopt_ln_arrived[row])
+				     : "memory");
+		}
+		/* the wait for the other blocks overlaps the next row's first loads */
+		have_next = PREFETCH && row + 1 < rows;
+		if (have_next)
+			load_chunk(next, xv + nvec_row, threadIdx.x, nvec);
+		if (threadIdx.x == 0) {
+			unsigned n;
+			do {
+				asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+					     : "=r"(n)
+					     : "l"(&kopt_ln_arrived[row])
+					     : "memory");
+			} while (n < gridDim.x);
+			const double sum = __ldcg(&kopt_ln_totals[row][0]);
+			const double sumsq = __ldcg(&kopt_ln_totals[row][1]);
+			const double mean = sum / L, var = sumsq / L - mean * mean;
+			stats[0] = (float)mean;
+			stats[1] = (float)(1.0 / sqrt(var + (double)eps));
+		}
+		__syncthreads();
+		const float mean = stats[0], rstd = stats[1];
+		float4 *yv = reinterpret_cast<float4 *>(y + (long)row * L) + lo;
+		for (int first = threadIdx.x; first < nvec; first += step) {
+			float4 ww[UNROLL], bb[UNROLL];
+#pragma unroll
+			for (int u = 0; u < UNROLL; u++) {
+				const int i = first + u * BLOCK_SIZE;
+				if (i < nvec) {
+					ww[u] = load_last(wv + i, policy);
+					bb[u] = load_last(bv + i, policy);
+				}
+			}
+#pragma unroll
+			for (int u = 0; u < UNROLL; u++) {
+				const int i = first + u * BLOCK_SIZE;
+				if (i < nvec) {
+					const float4 v = slice[i];
+					float4 o;
+					o.x = (v.x - mean) * rstd * ww[u].x + bb[u].x;
+					o.y = (v.y - mean) * rstd * ww[u].y + bb[u].y;
+					o.z = (v.z - mean) * rstd * ww[u].z + bb[u].z;
+					o.w = (v.w - mean) * rstd * ww[u].w + bb[u].w;
+					__stcs(yv + i, o);
+				}
+			}
+		}
+		/* stats and warp_part are rewritten for the next row */
+		__syncthreads();
+	}
+}
+#endif /* ROW_SYNC */

@@ -185,8 +185,22 @@ end
 
 function M.check_launch(c, l, path, names)
   c:object(l, path)
-  c:unknown_fields(l, { "grid", "block", "smem", "cluster" }, path)
+  c:unknown_fields(l, { "grid", "block", "smem", "cluster", "cooperative" }, path)
   local out = {}
+  if l.cooperative ~= nil then
+    -- Only the candidate's own launch: a reference or a later pipeline kernel
+    -- that waits on the whole grid would hang where kopt launches it plainly.
+    if path ~= "launch" then
+      c:fail(path .. ".cooperative", "only the kernel's top-level 'launch' can be cooperative")
+    end
+    if type(l.cooperative) == "boolean" then
+      out.cooperative = l.cooperative
+    elseif type(l.cooperative) == "string" then
+      out.cooperative = c:expression(l.cooperative, path .. ".cooperative", names)
+    else
+      c:fail(path .. ".cooperative", "expected true, false or an expression of the knobs")
+    end
+  end
   for _, f in ipairs({ "grid", "block", "cluster" }) do
     local a = c:array(l[f], path .. "." .. f, "an array of 1 to 3 expressions", f == "cluster") or {}
     if #a > 3 then c:fail(path .. "." .. f, "expected an array of 1 to 3 expressions, got %d", #a) end
@@ -538,7 +552,15 @@ function Spec:launch_for(launch, config)
   if not launch then errors.usage("%s: launch: missing (needed to run on a GPU)", self.path) end
   return { grid = dims(self, launch.grid, config), block = dims(self, launch.block, config),
            smem = launch.smem and self:count(launch.smem, config, 0) or 0,
-           cluster = #(launch.cluster or {}) > 0 and dims(self, launch.cluster, config) or nil }
+           cluster = #(launch.cluster or {}) > 0 and dims(self, launch.cluster, config) or nil,
+           cooperative = self:is_cooperative(launch, config) or nil }
+end
+
+-- launch.cooperative: true, false or an expression (nonzero: cooperative).
+function Spec:is_cooperative(launch, config)
+  local c = launch.cooperative
+  if type(c) == "boolean" or c == nil then return c == true end
+  return self:value(c, config) ~= 0
 end
 
 function Spec:launch(config) return self:launch_for(self.launch_exprs, config) end

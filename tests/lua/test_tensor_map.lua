@@ -78,6 +78,7 @@ do
   local cuda = require("kopt.backends.cuda")
   local r = json.decode(T.slurp(path))
   r.launch.cluster = { 2, 1, 1 }
+  r.launch.cooperative = true
   r.kernel.source = root .. "/kernels/matmul_f16_sm90.cu"
   r.reference.source = root .. "/kernels/matmul_nt_ref.cu"
   T.write(tmp .. "/cluster.json", json.encode(r))
@@ -90,8 +91,10 @@ do
   T.eq(m["a8.box"], "256,64", "a8 box")
   T.eq(m["a8.swizzle"], 128, "a8 swizzle")
   T.eq(m.cluster_x * 10 + m.cluster_y, 21, "cluster dims")
+  T.eq(m.cooperative, 1, "a cooperative launch")
   local rm = assert(be:request(0, cfg, "C", "matmul_nt_ref", true))
   T.eq(rm.cluster_x, nil, "the reference runs without a cluster")
+  T.eq(rm.cooperative, nil, "the reference is not launched cooperatively")
   local run_fields, arg_fields = require("kopt.gpu").request_fields()
   local listed = {}
   for _, f in ipairs(run_fields) do listed[f.name] = true end
@@ -102,8 +105,12 @@ do
   end
   local plain = cuda._offline(spec):request(1, cfg, "CUBIN", "matmul_sm90")
   T.eq(plain.cluster_x, nil, "no cluster field without launch.cluster")
+  T.eq(plain.cooperative, nil, "no cooperative field without launch.cooperative")
 end
 bad(function(r) r.launch.cluster = { 2, 1, 1, 1 } end, "launch.cluster")
+bad(function(r) r.launch.cooperative = 1 end, "launch.cooperative: expected true, false or an expression")
+bad(function(r) r.reference.launch = { grid = { 1 }, block = { 32 }, cooperative = true } end,
+  "reference.launch.cooperative: only the kernel's top-level 'launch' can be cooperative")
 
 local _ = raw
 return T.done()

@@ -159,6 +159,7 @@ local function launch_fields(msg, prefix, l)
     msg.cluster_x, msg.cluster_y, msg.cluster_z =
       math.tointeger(l.cluster[1]), math.tointeger(l.cluster[2]), math.tointeger(l.cluster[3])
   end
+  if l.cooperative and prefix == "" then msg.cooperative = 1 end
   for _, k in ipairs({ "grid_x", "grid_y", "grid_z", "block_x", "block_y", "block_z", "smem" }) do
     if msg[prefix .. k] == nil then return false, prefix .. k .. " is not an integer" end
   end

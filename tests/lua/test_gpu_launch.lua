@@ -1,0 +1,120 @@
+-- Launch attributes on a GPU: thread-block clusters (launch.cluster) and
+-- cooperative grids (launch.cooperative), each through the cuda backend and
+-- the verifier. A kernel that writes its cluster rank and cluster id is
+-- correct only when the launch really formed clusters of the spec's size; a
+-- kernel whose blocks pass a grid-wide barrier (a counter in kernel.state)
+-- and then read a value another block wrote before it is correct only when
+-- every block ran at once. A grid that is not a whole number of clusters and
+-- a cooperative grid larger than can be resident are `invalid`, with the
+-- numbers. Needs a GPU of compute capability 9.0: exits 77 with the reason
+-- otherwise.
+local T = require("testlib")
+local cuda = require("kopt.backends.cuda")
+local ok, why = cuda.available()
+if not ok then
+  print("skipped: " .. why)
+  return 77
+end
+local spec_mod = require("kopt.spec")
+local tmp = T.tmpdir("gpu_launch")
+
+local function write_spec(name, files, json_text)
+  local dir = tmp .. "/" .. name
+  os.execute("mkdir -p '" .. dir .. "'")
+  for n, text in pairs(files) do T.write(dir .. "/" .. n, text) end
+  T.write(dir .. "/s.json", json_text)
+  return spec_mod.load(dir .. "/s.json")
+end
+local function evaluate(spec, configs)
+  local be = cuda.open(spec, { seed = 5, timing = { max_time_s = 0.02 } })
+  local jobs = {}
+  for i, c in ipairs(configs) do jobs[i] = { key = tostring(i), config = c } end
+  local done, res = pcall(be.evaluate, be, jobs)
+  be:close()
+  T.check(done, "%s: %s", spec.path, tostring(res))
+  return done and res or {}
+end
+local function log_of(r) return tostring(r and (r.log or r.error) or "") end
+
+-- 1. Clusters: out[block] = rank in cluster + 100 * cluster id (x only).
+local cluster_cu = [[
+extern "C" __global__ void who(int *out, int n)
+{
+	unsigned rank, id;
+	asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+	asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(id));
+	if (threadIdx.x == 0 && blockIdx.x < n)
+		out[blockIdx.x] = (int)(rank + 100 * id);
+}
+]]
+local cluster_ref = [[
+extern "C" __global__ void who_ref(int *out, int n)
+{
+	int b = blockIdx.x * blockDim.x + threadIdx.x;
+	if (b < n)
+		out[b] = b % CL + 100 * (b / CL);
+}
+]]
+local cluster = write_spec("cluster", { ["who.cu"] = cluster_cu, ["who_ref.cu"] = cluster_ref }, [[
+{ "name": "cluster_ranks",
+  "kernel": { "source": "who.cu", "entry": "who" },
+  "problem": { "n": 48 },
+  "knobs": [ { "name": "CL", "values": [1, 2, 3, 4, 5, 8] } ],
+  "launch": { "grid": ["n", 1, 1], "block": [32, 1, 1], "cluster": ["CL", 1, 1] },
+  "args": [ { "name": "out", "type": "i32", "shape": ["n"], "output": true },
+            { "name": "n", "type": "i32", "value": "n" } ],
+  "reference": { "source": "who_ref.cu", "entry": "who_ref", "options": ["-DCL=2"],
+                 "launch": { "grid": [1, 1, 1], "block": [64, 1, 1] } },
+  "tolerance": { "max_abs": 0.5 } }
+]])
+local r = evaluate(cluster, { { CL = 2 }, { CL = 4 } })
+T.eq(r[1] and r[1].status, "ok", "clusters of 2: ranks and ids as the reference (" .. log_of(r[1]) .. ")")
+T.eq(r[2] and r[2].status, "wrong", "clusters of 4 against a reference of 2: the launch did form clusters of 4")
+r = evaluate(cluster, { { CL = 5 }, { CL = 3 } })
+T.eq(r[1] and r[1].status, "invalid", "a grid of 48 is not a whole number of clusters of 5")
+T.check(log_of(r[1]):find("whole number of clusters", 1, true), "names why: %s", log_of(r[1]))
+T.eq(r[2] and r[2].status, "wrong", "clusters of 3 (16 of them) run, and differ from the reference's pairs")
+
+-- 2. Cooperative: every block writes its value, arrives at the barrier,
+-- waits for all, then copies the value of the block half a grid away.
+local coop_cu = [[
+__device__ unsigned kopt_arrived;
+extern "C" __global__ void swap_halves(int *mid, int *out, int n)
+{
+	if (threadIdx.x == 0) {
+		mid[blockIdx.x] = 7 * (int)blockIdx.x + 1;
+		asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&kopt_arrived) : "memory");
+		unsigned seen;
+		do {
+			asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(seen) : "l"(&kopt_arrived) : "memory");
+		} while (seen < gridDim.x);
+		out[blockIdx.x] = __ldcg(&mid[(blockIdx.x + n / 2) % n]);
+	}
+}
+]]
+local coop_ref = [[
+extern "C" __global__ void swap_ref(int *mid, int *out, int n)
+{
+	int b = blockIdx.x * blockDim.x + threadIdx.x;
+	if (b < n)
+		out[b] = 7 * ((b + n / 2) % n) + 1;
+}
+]]
+local coop = write_spec("coop", { ["swap.cu"] = coop_cu, ["swap_ref.cu"] = coop_ref }, [[
+{ "name": "cooperative_swap",
+  "kernel": { "source": "swap.cu", "entry": "swap_halves", "state": ["kopt_arrived"] },
+  "knobs": [ { "name": "PER_SM", "values": [2, 1024] } ],
+  "launch": { "grid": ["PER_SM * device.sm_count", 1, 1], "block": [1024, 1, 1], "cooperative": true },
+  "args": [ { "name": "mid", "type": "i32", "shape": ["PER_SM * device.sm_count"], "scratch": true },
+            { "name": "out", "type": "i32", "shape": ["PER_SM * device.sm_count"], "output": true },
+            { "name": "n", "type": "i32", "value": "PER_SM * device.sm_count" } ],
+  "reference": { "source": "swap_ref.cu", "entry": "swap_ref",
+                 "launch": { "grid": ["cdiv(PER_SM * device.sm_count, 128)", 1, 1], "block": [128, 1, 1] } },
+  "tolerance": { "max_abs": 0.5 } }
+]])
+r = evaluate(coop, { { PER_SM = 2 }, { PER_SM = 1024 } })
+T.eq(r[1] and r[1].status, "ok", "2 blocks of 1024 threads per multiprocessor, cooperative: the barrier holds (" ..
+  log_of(r[1]) .. ")")
+T.eq(r[2] and r[2].status, "invalid", "a cooperative grid of 1024 blocks per multiprocessor")
+T.check(log_of(r[2]):find("needs them all resident", 1, true), "names why: %s", log_of(r[2]))
+return T.done()
