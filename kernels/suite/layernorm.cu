@@ -24,6 +24,8 @@
 // kernel.state, which kopt resets before every launch. Each thread keeps
 // UNROLL loads in flight, and with PREFETCH = 1 the next row's first loads
 // are issued before the barrier wait, so the wait overlaps memory traffic.
+// ROW_SYNC = 2 keeps the row's slice in registers instead and w's slice in
+// shared memory, loaded once, so per row only x, y and b move.
 // Requires L % 4 == 0
 // and rows <= ROWS_MAX. Launch: grid (G), block BLOCK_SIZE, cooperative,
 // dynamic shared memory 16 * cdiv(L / 4, G) bytes.
@@ -199,6 +201,7 @@ __device__ __forceinline__ void load_chunk(float4 (&v)[UNROLL], const float4 *xv
 	}
 }
 
+#if ROW_SYNC == 1
 extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 	layernorm(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
 		  float *__restrict__ y, int rows, int L, float eps)
@@ -315,4 +318,115 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 		__syncthreads();
 	}
 }
+#else /* ROW_SYNC == 2 */
+
+// The row's slice in registers (ITEMS float4 per thread, up to 8192 float4 =
+// 128 KB a block); w's slice and as much of b's as the rest of the dynamic
+// shared memory holds (the launch's size, read from %dynamic_smem_size), both
+// loaded once for every row; the rest of b is read per row from L2
+// (evict-last). Per row, x and y are the only DRAM traffic when that rest
+// stays in L2.
+#define ITEMS (8192 / BLOCK_SIZE)
+
+extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, 1)
+	layernorm(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
+		  float *__restrict__ y, int rows, int L, float eps)
+{
+	extern __shared__ float4 w_slice[]; /* per_block of w, then nb of b */
+	__shared__ double warp_part[BLOCK_SIZE / 32][2];
+	__shared__ float stats[2];
+	const int nvec_row = L / 4;
+	const int per_block = (nvec_row + gridDim.x - 1) / gridDim.x;
+	const int lo = blockIdx.x * per_block;
+	const int nvec = max(0, min(nvec_row, lo + per_block) - lo);
+	const float4 *wv = reinterpret_cast<const float4 *>(w) + lo;
+	const float4 *bv = reinterpret_cast<const float4 *>(b) + lo;
+	unsigned dyn_bytes;
+	asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn_bytes));
+	const int nb = min(nvec, max(0, (int)(dyn_bytes / 16) - per_block));
+	float4 *b_head = w_slice + per_block;
+	unsigned long long policy = 0;
+#if EVICT
+	asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#endif
+	/* each thread reads back only what it stored: no barrier on the slices */
+#pragma unroll
+	for (int u = 0; u < ITEMS; u++) {
+		const int i = threadIdx.x + u * BLOCK_SIZE;
+		if (i < nvec)
+			w_slice[i] = __ldg(wv + i);
+		if (i < nb)
+			b_head[i] = __ldg(bv + i);
+	}
+
+	for (int row = 0; row < rows; row++) {
+		const float4 *xv = reinterpret_cast<const float4 *>(x + (long)row * L) + lo;
+		float4 v[ITEMS];
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++) {
+			const int i = threadIdx.x + u * BLOCK_SIZE;
+			v[u] = i < nvec ? __ldcs(xv + i) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+		}
+		float s = 0.0f, ss = 0.0f;
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++) {
+			s += (v[u].x + v[u].y) + (v[u].z + v[u].w);
+			ss += (v[u].x * v[u].x + v[u].y * v[u].y) + (v[u].z * v[u].z + v[u].w * v[u].w);
+		}
+		double ds = s, dss = ss;
+#pragma unroll
+		for (int off = 16; off > 0; off /= 2) {
+			ds += __shfl_xor_sync(0xffffffffu, ds, off);
+			dss += __shfl_xor_sync(0xffffffffu, dss, off);
+		}
+		if (threadIdx.x % 32 == 0) {
+			warp_part[threadIdx.x / 32][0] = ds;
+			warp_part[threadIdx.x / 32][1] = dss;
+		}
+		__syncthreads();
+		if (threadIdx.x == 0) {
+			double a = 0.0, q = 0.0;
+			for (int k = 0; k < BLOCK_SIZE / 32; k++) {
+				a += warp_part[k][0];
+				q += warp_part[k][1];
+			}
+			atomicAdd(&kopt_ln_totals[row][0], a);
+			atomicAdd(&kopt_ln_totals[row][1], q);
+			/* release: the totals above are visible before the arrival */
+			asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&kopt_ln_arrived[row])
+				     : "memory");
+			unsigned n;
+			do {
+				asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+					     : "=r"(n)
+					     : "l"(&kopt_ln_arrived[row])
+					     : "memory");
+			} while (n < gridDim.x);
+			const double sum = __ldcg(&kopt_ln_totals[row][0]);
+			const double sumsq = __ldcg(&kopt_ln_totals[row][1]);
+			const double mean = sum / L, var = sumsq / L - mean * mean;
+			stats[0] = (float)mean;
+			stats[1] = (float)(1.0 / sqrt(var + (double)eps));
+		}
+		__syncthreads();
+		const float mean = stats[0], rstd = stats[1];
+		float4 *yv = reinterpret_cast<float4 *>(y + (long)row * L) + lo;
+#pragma unroll
+		for (int u = 0; u < ITEMS; u++) {
+			const int i = threadIdx.x + u * BLOCK_SIZE;
+			if (i < nvec) {
+				const float4 ww = w_slice[i], bb = i < nb ? b_head[i] : load_last(bv + i, policy);
+				float4 o;
+				o.x = (v[u].x - mean) * rstd * ww.x + bb.x;
+				o.y = (v[u].y - mean) * rstd * ww.y + bb.y;
+				o.z = (v[u].z - mean) * rstd * ww.z + bb.z;
+				o.w = (v[u].w - mean) * rstd * ww.w + bb.w;
+				__stcs(yv + i, o);
+			}
+		}
+		/* stats and warp_part are rewritten for the next row */
+		__syncthreads();
+	}
+}
+#endif /* ROW_SYNC == 1 or 2 */
 #endif /* ROW_SYNC */
