@@ -73,8 +73,12 @@ int kopt_db_open(const char *path, int flags, int busy_ms, struct kopt_db **out,
 {
 	struct kopt_db *db = NULL;
 	int rc, status = KOPT_DB_OK;
-	char mode[32];
+	char mode[32], ignored[1];
 
+	if (err == NULL || errlen == 0) { /* a caller that does not want the reason */
+		err = ignored;
+		errlen = sizeof ignored;
+	}
 	*out = NULL;
 	db = calloc(1, sizeof *db);
 	if (db == NULL || (db->path = strdup(path)) == NULL) {

@@ -105,6 +105,24 @@ START_TEST(test_bad_selection_says_why)
 }
 END_TEST
 
+/* Size lists from the wire ("4096,64"): digits and single commas only, so
+ * "-1" cannot wrap to SIZE_MAX and "2,1," is not read as "2,1". */
+START_TEST(test_size_lists_are_strict)
+{
+	size_t v[4];
+	ck_assert_int_eq(kopt_worker_parse_sizes("4096,64", v, 4), 2);
+	ck_assert_uint_eq(v[0], 4096);
+	ck_assert_uint_eq(v[1], 64);
+	ck_assert_int_eq(kopt_worker_parse_sizes("", v, 4), 0);
+	ck_assert_int_eq(kopt_worker_parse_sizes("7", v, 4), 1);
+	ck_assert_int_eq(kopt_worker_parse_sizes("1,2,3,4", v, 4), 4);
+	const char *bad[] = {"-1", "2,1,", ",2", "2,,1", " 2", "2 ,1", "+3", "1,2,3,4,5", "2x",
+			     "99999999999999999999999"};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+		ck_assert_msg(kopt_worker_parse_sizes(bad[i], v, 4) == -1, "accepted '%s'", bad[i]);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("data");
@@ -112,6 +130,7 @@ int main(void)
 	tcase_add_test(tc, test_long_list_changes_shape);
 	tcase_add_test(tc, test_short_list_is_kept);
 	tcase_add_test(tc, test_bad_selection_says_why);
+	tcase_add_test(tc, test_size_lists_are_strict);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

@@ -1,5 +1,6 @@
 /* Helpers shared by the bindings: result shapes and class setup (common.h). */
 #include <stdarg.h>
+#include <stdlib.h>
 
 #include "bind/common.h"
 
@@ -83,11 +84,25 @@ void kopt_bind_table_to_msg(lua_State *L, int idx, struct kopt_msg *m, const cha
 	}
 }
 
-int kopt_bind_push_msg(lua_State *L, const void *buf, size_t len, char *err, size_t errlen)
+int kopt_bind_send_table(lua_State *L, int idx, const char *what,
+			 int (*send)(void *ctx, const void *buf, size_t len, char *err, size_t errlen),
+			 void *ctx)
 {
-	struct kopt_msgview v;
-	if (kopt_msgview_parse(&v, buf, len, err, errlen) != 0)
-		return -1;
+	luaL_checktype(L, idx, LUA_TTABLE);
+	struct kopt_msg m = {0};
+	kopt_bind_table_to_msg(L, idx, &m, what);
+	char err[512] = "message too large or out of memory";
+	int rc = m.failed ? -1 : send(ctx, m.buf, m.len, err, sizeof err);
+	kopt_msg_release(&m);
+	return rc != 0 ? kopt_bind_fail(L, err) : kopt_bind_ok(L);
+}
+
+/* The table of a parsed view (argument 1, a light userdata); run protected,
+ * so a memory error cannot skip the view's and the payload's release. */
+static int build_msg_table(lua_State *L)
+{
+	const struct kopt_msgview *vp = lua_touserdata(L, 1);
+	const struct kopt_msgview v = *vp;
 	lua_createtable(L, 0, (int)v.count);
 	for (size_t i = 0; i < v.count; i++) {
 		const struct kopt_field *f = &v.fields[i];
@@ -100,6 +115,23 @@ int kopt_bind_push_msg(lua_State *L, const void *buf, size_t len, char *err, siz
 			lua_pushlstring(L, f->s, f->slen);
 		lua_rawset(L, -3);
 	}
+	return 1;
+}
+
+int kopt_bind_push_msg(lua_State *L, void *buf, size_t len, char *err, size_t errlen)
+{
+	struct kopt_msgview v;
+	if (kopt_msgview_parse(&v, buf, len, err, errlen) != 0) {
+		free(buf);
+		return -1;
+	}
+	/* neither push allocates, so nothing can raise before the pcall */
+	lua_pushcfunction(L, build_msg_table);
+	lua_pushlightuserdata(L, &v);
+	int rc = lua_pcall(L, 1, 1, 0);
 	kopt_msgview_release(&v);
+	free(buf);
+	if (rc != LUA_OK)
+		return lua_error(L);
 	return 0;
 }

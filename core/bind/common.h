@@ -36,8 +36,18 @@ void kopt_bind_class(lua_State *L, const char *name, const luaL_Reg *meta,
  * releasing m; `what` names the message in that error ("worker message"). */
 void kopt_bind_table_to_msg(lua_State *L, int idx, struct kopt_msg *m, const char *what);
 
+/* Sends the flat table at idx (see kopt_bind_table_to_msg; `what` names it
+ * in errors) through send(ctx, payload, len, err, errlen), which returns 0 or
+ * -1 with err set. Returns what a Lua binding returns: true, or nil and the
+ * reason (a message too large for memory included). */
+int kopt_bind_send_table(lua_State *L, int idx, const char *what,
+			 int (*send)(void *ctx, const void *buf, size_t len, char *err, size_t errlen),
+			 void *ctx);
+
 /* Pushes the fields of a wire payload as a flat table (returns 0), or
- * pushes nothing and returns -1 with the reason in err. */
-int kopt_bind_push_msg(lua_State *L, const void *buf, size_t len, char *err, size_t errlen);
+ * pushes nothing and returns -1 with the reason in err. Takes buf (a
+ * malloc'd payload) and frees it on every path, a Lua memory error while
+ * building the table included (raised again once buf is freed). */
+int kopt_bind_push_msg(lua_State *L, void *buf, size_t len, char *err, size_t errlen);
 
 #endif

@@ -123,21 +123,15 @@ static int l_spawn(lua_State *L)
 	return 1;
 }
 
+static int write_to_worker(void *ctx, const void *buf, size_t len, char *err, size_t errlen)
+{
+	return kopt_wire_write(*(const int *)ctx, buf, len, err, errlen);
+}
+
 static int w_send(lua_State *L)
 {
 	struct lworker *w = check_worker(L, 1);
-	luaL_checktype(L, 2, LUA_TTABLE);
-	struct kopt_msg m = {0};
-	kopt_bind_table_to_msg(L, 2, &m, "worker message");
-	char err[256];
-	int rc = m.failed ? -1 : kopt_wire_write(w->p.to_fd, m.buf, m.len, err, sizeof err);
-	if (m.failed)
-		snprintf(err, sizeof err, "message too large or out of memory");
-	kopt_msg_release(&m);
-	if (rc != 0) {
-		return kopt_bind_fail(L, err);
-	}
-	return kopt_bind_ok(L);
+	return kopt_bind_send_table(L, 2, "worker message", write_to_worker, &w->p.to_fd);
 }
 
 static int timeout_ms(lua_State *L, int i)
@@ -161,11 +155,8 @@ static int w_recv(lua_State *L)
 	if (rc != 0) {
 		return kopt_bind_fail_kind(L, rc > 0 ? "timeout" : "exited", err);
 	}
-	if (kopt_bind_push_msg(L, buf, len, err, sizeof err) != 0) {
-		free(buf);
+	if (kopt_bind_push_msg(L, buf, len, err, sizeof err) != 0)
 		return kopt_bind_fail_kind(L, "exited", err);
-	}
-	free(buf);
 	return 1;
 }
 

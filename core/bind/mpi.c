@@ -51,20 +51,17 @@ static int l_init(lua_State *L)
 	return 2;
 }
 
+static int send_to_rank(void *ctx, const void *buf, size_t len, char *err, size_t errlen)
+{
+	return kopt_mpi_send(*(const int *)ctx, buf, len, err, errlen);
+}
+
 static int l_send(lua_State *L)
 {
 	lua_Integer dest = luaL_checkinteger(L, 1);
-	luaL_checktype(L, 2, LUA_TTABLE);
 	luaL_argcheck(L, dest >= 0 && dest <= 0x7fffffff, 1, "not a rank");
-	struct kopt_msg m = {0};
-	kopt_bind_table_to_msg(L, 2, &m, "MPI message");
-	char err[512] = "message too large or out of memory";
-	int rc = m.failed ? -1 : kopt_mpi_send((int)dest, m.buf, m.len, err, sizeof err);
-	kopt_msg_release(&m);
-	if (rc != 0) {
-		return kopt_bind_fail(L, err);
-	}
-	return kopt_bind_ok(L);
+	int rank = (int)dest;
+	return kopt_bind_send_table(L, 2, "MPI message", send_to_rank, &rank);
 }
 
 static int l_recv(lua_State *L)
@@ -89,11 +86,8 @@ static int l_recv(lua_State *L)
 		return kopt_bind_fail_kind(L, "error", err);
 	}
 	lua_pushinteger(L, src);
-	if (kopt_bind_push_msg(L, buf, len, err, sizeof err) != 0) {
-		free(buf);
+	if (kopt_bind_push_msg(L, buf, len, err, sizeof err) != 0)
 		return kopt_bind_fail_kind(L, "error", err);
-	}
-	free(buf);
 	return 2;
 }
 

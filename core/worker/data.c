@@ -2,6 +2,8 @@
  * the cached input sets (pristine host copy, device copy, device hash, the
  * reference's outputs), modules, constant symbols and kernel parameters.
  * See run.c for how a request uses them. */
+#include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -123,17 +125,24 @@ void kopt_worker_free_problem(struct worker *w)
 int kopt_worker_parse_sizes(const char *text, size_t *out, int max)
 {
 	int n = 0;
-	for (const char *p = text; *p != '\0' && n < max; n++) {
-		char *end;
-		unsigned long long v = strtoull(p, &end, 10);
-		if (end == p)
+	if (*text == '\0')
+		return 0;
+	for (const char *p = text;; p++) {
+		/* strtoull would take a sign or leading spaces ("-1" wraps) */
+		if (*p < '0' || *p > '9' || n == max)
 			return -1;
-		out[n] = (size_t)v;
-		p = *end == ',' ? end + 1 : end;
-		if (*end != ',' && *end != '\0')
+		char *end;
+		errno = 0;
+		unsigned long long v = strtoull(p, &end, 10);
+		if (errno != 0 || v > SIZE_MAX)
+			return -1;
+		out[n++] = (size_t)v;
+		p = end;
+		if (*p == '\0')
+			return n;
+		if (*p != ',') /* also refuses a trailing comma: a digit must follow */
 			return -1;
 	}
-	return n;
 }
 
 static int parse_sizes(const char *text, size_t *out)
@@ -368,14 +377,23 @@ static int read_data_file(const struct warg *a, void *dst, char *err, size_t err
 {
 	size_t bytes = a->count * kopt_dtype_size(a->type);
 	FILE *f = fopen(a->file, "rb");
-	int ok = f != NULL && fseek(f, (long)a->file_offset, SEEK_SET) == 0 &&
-		 fread(dst, 1, bytes, f) == bytes;
-	if (f != NULL)
-		fclose(f);
-	if (!ok)
-		snprintf(err, errlen, "argument '%s': cannot read %zu bytes at offset %lld of '%s'",
-			 a->name, bytes, (long long)a->file_offset, a->file);
-	return ok ? 0 : -1;
+	if (f == NULL) {
+		snprintf(err, errlen, "argument '%s': cannot open '%s': %s", a->name, a->file,
+			 strerror(errno));
+		return -1;
+	}
+	size_t got = 0;
+	int sought = fseek(f, (long)a->file_offset, SEEK_SET) == 0;
+	if (sought)
+		got = fread(dst, 1, bytes, f);
+	/* say whether the file is short or unreadable, not only that it failed */
+	const char *why = !sought ? strerror(errno) : ferror(f) ? strerror(errno) : "the file ends first";
+	fclose(f);
+	if (sought && got == bytes)
+		return 0;
+	snprintf(err, errlen, "argument '%s': cannot read %zu bytes at offset %lld of '%s' (read %zu): %s",
+		 a->name, bytes, (long long)a->file_offset, a->file, got, why);
+	return -1;
 }
 
 /* The input set for (seed, variant): generated and uploaded on first use,
@@ -654,9 +672,16 @@ static const char *prepare_stages(struct worker *w, const struct job *j, const s
 				 kopt_cuda_strerror(r, err, sizeof err));
 			return "launch_error";
 		}
-		if (smem > 49152)
-			kopt_cu.cuFuncSetAttribute(
-			    sg->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem);
+		/* the same limits as the first kernel's: a later kernel the device
+		 * cannot run makes the config invalid, named, not a launch error */
+		sg->l.cluster[0] = sg->l.cluster[1] = sg->l.cluster[2] = 1;
+		sg->l.cooperative = 0;
+		if (kopt_worker_launch_fits(w, sg->fn, &sg->l, NULL) != 0) {
+			char why[1024];
+			snprintf(why, sizeof why, "%.1000s", w->log);
+			snprintf(w->log, sizeof w->log, "pipeline kernel '%.200s': %.1000s", entry, why);
+			return "invalid";
+		}
 		int prc = kopt_worker_build_params_sel(w, s, &sg->p, 0, args);
 		if (prc != 0) {
 			char why[1024];

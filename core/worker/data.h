@@ -275,7 +275,9 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 int kopt_worker_build_params_sel(struct worker *w, const struct inputset *s, struct wparams *p,
 				 int for_reference, const char *sel);
 
-/* "a,b,c" into up to max sizes; the count, or -1 when malformed. */
+/* "a,b,c" (decimal digits only) into up to max sizes; the count (0 for
+ * ""), or -1 when malformed: a sign, a space, an empty item, a trailing
+ * comma, more than max items or a value past SIZE_MAX. */
 int kopt_worker_parse_sizes(const char *text, size_t *out, int max);
 
 /* A run of device words that should all hold one value. */
@@ -297,6 +299,14 @@ CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,
  * cuOccupancyMaxActiveClusters. */
 void kopt_worker_launch_config(const struct launch *l, CUstream stream, CUlaunchConfig *cfg,
 			       CUlaunchAttribute attr[2]);
+
+/* Whether f can be launched with l on this device: grid and block limits,
+ * threads, registers, shared memory (allowing more than 48 KB when asked),
+ * the cluster, at least one block per multiprocessor, a cooperative grid
+ * resident at once. 0 when it can, else 1 with w->log saying why. When
+ * blocks_out is not NULL: the blocks per multiprocessor, or -1 when a limit
+ * checked before the occupancy refused the launch. */
+int kopt_worker_launch_fits(struct worker *w, CUfunction f, const struct launch *l, int *blocks_out);
 
 /* Launches f with l on w->stream: cuLaunchKernel, or cuLaunchKernelEx when l
  * has a cluster dimension or is cooperative. */

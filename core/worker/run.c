@@ -81,23 +81,14 @@ static int check_cluster(struct worker *w, CUfunction f, const struct launch *l)
 	return 0;
 }
 
-/* Resource checks before any launch; fills the result's resources. Returns
- * 0 when the launch is possible, else 1 with w->log set (status invalid). */
-static int check_resources(struct worker *w, CUfunction f, const struct launch *l,
-			   struct kopt_msg *res)
+int kopt_worker_launch_fits(struct worker *w, CUfunction f, const struct launch *l, int *blocks_out)
 {
-	int regs = 0, smem_static = 0, local = 0, max_threads = 0, cbytes = 0;
+	int regs = 0, smem_static = 0, max_threads = 0, blocks = 0;
 	kopt_cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
 	kopt_cu.cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
-	kopt_cu.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
 	kopt_cu.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
-	kopt_cu.cuFuncGetAttribute(&cbytes, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, f);
-	KOPT_REPLY_INT(res, regs, regs);
-	KOPT_REPLY_INT(res, smem_static, smem_static);
-	KOPT_REPLY_INT(res, smem_dynamic, l->smem);
-	KOPT_REPLY_INT(res, local_bytes, local);
-	KOPT_REPLY_INT(res, const_bytes, cbytes);
-	KOPT_REPLY_INT(res, max_threads, max_threads);
+	if (blocks_out != NULL)
+		*blocks_out = -1; /* not asked yet: an earlier limit refused the launch */
 	const struct kopt_cuda_device *d = &w->dev;
 	uint64_t threads = (uint64_t)l->block[0] * l->block[1] * l->block[2];
 	for (int i = 0; i < 3; i++) {
@@ -142,13 +133,10 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 	}
 	if (check_cluster(w, f, l) != 0)
 		return 1;
-	int blocks = 0;
 	CUresult r =
 	    kopt_cu.cuOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, f, (int)threads, l->smem);
-	KOPT_REPLY_INT(res, blocks_per_sm, blocks);
-	KOPT_REPLY_NUM(res, occupancy,
-		       d->max_threads_sm > 0 ? (double)blocks * (double)threads / d->max_threads_sm
-					     : 0.0);
+	if (blocks_out != NULL)
+		*blocks_out = r == CUDA_SUCCESS ? blocks : 0;
 	if (r != CUDA_SUCCESS || blocks == 0) {
 		snprintf(w->log, sizeof w->log, "no block fits on a multiprocessor (occupancy 0)");
 		return 1;
@@ -165,6 +153,35 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 		return 1;
 	}
 	return 0;
+}
+
+/* Resource checks before any launch; fills the result's resources. Returns
+ * 0 when the launch is possible, else 1 with w->log set (status invalid). */
+static int check_resources(struct worker *w, CUfunction f, const struct launch *l,
+			   struct kopt_msg *res)
+{
+	int regs = 0, smem_static = 0, local = 0, max_threads = 0, cbytes = 0;
+	kopt_cu.cuFuncGetAttribute(&regs, CU_FUNC_ATTRIBUTE_NUM_REGS, f);
+	kopt_cu.cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, f);
+	kopt_cu.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f);
+	kopt_cu.cuFuncGetAttribute(&max_threads, CU_FUNC_ATTRIBUTE_MAX_THREADS_PER_BLOCK, f);
+	kopt_cu.cuFuncGetAttribute(&cbytes, CU_FUNC_ATTRIBUTE_CONST_SIZE_BYTES, f);
+	KOPT_REPLY_INT(res, regs, regs);
+	KOPT_REPLY_INT(res, smem_static, smem_static);
+	KOPT_REPLY_INT(res, smem_dynamic, l->smem);
+	KOPT_REPLY_INT(res, local_bytes, local);
+	KOPT_REPLY_INT(res, const_bytes, cbytes);
+	KOPT_REPLY_INT(res, max_threads, max_threads);
+	int blocks = -1;
+	int impossible = kopt_worker_launch_fits(w, f, l, &blocks);
+	if (blocks >= 0) { /* known once the earlier limits passed */
+		const struct kopt_cuda_device *d = &w->dev;
+		double threads = (double)l->block[0] * l->block[1] * l->block[2];
+		KOPT_REPLY_INT(res, blocks_per_sm, blocks);
+		KOPT_REPLY_NUM(res, occupancy,
+			       d->max_threads_sm > 0 ? blocks * threads / d->max_threads_sm : 0.0);
+	}
+	return impossible;
 }
 
 /* Launches f once and waits. Returns NULL on success or a status. */
