@@ -4,10 +4,10 @@
 -- correct only when the launch really formed clusters of the spec's size; a
 -- kernel whose blocks pass a grid-wide barrier (a counter in kernel.state)
 -- and then read a value another block wrote before it is correct only when
--- every block ran at once. A grid that is not a whole number of clusters and
--- a cooperative grid larger than can be resident are `invalid`, with the
--- numbers. Needs a GPU of compute capability 9.0: exits 77 with the reason
--- otherwise.
+-- every block ran at once. A grid that is not a whole number of clusters, a
+-- cooperative grid larger than can be resident and a pipeline's later kernel
+-- the device cannot run are `invalid`, with the numbers. Needs a GPU of
+-- compute capability 9.0: exits 77 with the reason otherwise.
 local T = require("testlib")
 local cuda = require("kopt.backends.cuda")
 local ok, why = cuda.available()
@@ -117,4 +117,18 @@ T.eq(r[1] and r[1].status, "ok", "2 blocks of 1024 threads per multiprocessor, c
   log_of(r[1]) .. ")")
 T.eq(r[2] and r[2].status, "invalid", "a cooperative grid of 1024 blocks per multiprocessor")
 T.check(log_of(r[2]):find("needs them all resident", 1, true), "names why: %s", log_of(r[2]))
+-- 3. A pipeline's later kernel is held to the device's limits too: a final
+-- block of 2048 threads makes the config invalid, naming that kernel.
+local pipe_json = io.open("examples/kt/reduce/reduce2.json"):read("a")
+  :gsub('"values": %[32, 128, 512, 1024%]', '"values": [32, 128, 512, 1024, 2048]')
+local pipe = write_spec("pipeline", {
+  ["reduce2.cu"] = io.open("examples/kt/reduce/reduce2.cu"):read("a"),
+  ["reduce2_ref.cu"] = io.open("examples/kt/reduce/reduce2_ref.cu"):read("a"),
+}, pipe_json)
+r = evaluate(pipe, { { block_size_x = 256, items = 4, final_block = 128 },
+                     { block_size_x = 256, items = 4, final_block = 2048 } })
+T.eq(r[1] and r[1].status, "ok", "the pipeline within the limits (" .. log_of(r[1]) .. ")")
+T.eq(r[2] and r[2].status, "invalid", "a later kernel of 2048 threads")
+T.check(log_of(r[2]):find("pipeline kernel 'reduce_final'", 1, true) and log_of(r[2]):find("2048", 1, true),
+  "names the kernel and the block: %s", log_of(r[2]))
 return T.done()
