@@ -188,6 +188,54 @@ __device__ __forceinline__ float4 load_last(const float4 *p, unsigned long long 
 	return v;
 }
 
+// The block's partial sums (s, ss of each thread) added into the row's
+// totals, then thread 0 arrives at the row's barrier. Ends with the block
+// synchronised once (warp_part: BLOCK_SIZE / 32 pairs in shared memory).
+__device__ __forceinline__ void row_arrive(int row, float s, float ss, double (*warp_part)[2])
+{
+	double ds = s, dss = ss;
+#pragma unroll
+	for (int off = 16; off > 0; off /= 2) {
+		ds += __shfl_xor_sync(0xffffffffu, ds, off);
+		dss += __shfl_xor_sync(0xffffffffu, dss, off);
+	}
+	if (threadIdx.x % 32 == 0) {
+		warp_part[threadIdx.x / 32][0] = ds;
+		warp_part[threadIdx.x / 32][1] = dss;
+	}
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		double a = 0.0, q = 0.0;
+		for (int k = 0; k < BLOCK_SIZE / 32; k++) {
+			a += warp_part[k][0];
+			q += warp_part[k][1];
+		}
+		atomicAdd(&kopt_ln_totals[row][0], a);
+		atomicAdd(&kopt_ln_totals[row][1], q);
+		/* release: the totals above are visible before the arrival */
+		asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&kopt_ln_arrived[row])
+			     : "memory");
+	}
+}
+
+// Thread 0: waits until every block of the grid has arrived for the row,
+// then writes the row's mean and 1/std into stats (shared memory).
+__device__ __forceinline__ void row_wait(int row, int L, float eps, float *stats)
+{
+	unsigned n;
+	do {
+		asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
+			     : "=r"(n)
+			     : "l"(&kopt_ln_arrived[row])
+			     : "memory");
+	} while (n < gridDim.x);
+	const double sum = __ldcg(&kopt_ln_totals[row][0]);
+	const double sumsq = __ldcg(&kopt_ln_totals[row][1]);
+	const double mean = sum / L, var = sumsq / L - mean * mean;
+	stats[0] = (float)mean;
+	stats[1] = (float)(1.0 / sqrt(var + (double)eps));
+}
+
 // UNROLL float4 of x per thread, strided by the block: loads issued back to
 // back, so each thread keeps UNROLL of them in flight (one at a time does
 // not cover the memory latency with one block per multiprocessor).
@@ -246,47 +294,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 				}
 			}
 		}
-		double ds = s, dss = ss;
-#pragma unroll
-		for (int off = 16; off > 0; off /= 2) {
-			ds += __shfl_xor_sync(0xffffffffu, ds, off);
-			dss += __shfl_xor_sync(0xffffffffu, dss, off);
-		}
-		if (threadIdx.x % 32 == 0) {
-			warp_part[threadIdx.x / 32][0] = ds;
-			warp_part[threadIdx.x / 32][1] = dss;
-		}
-		__syncthreads();
-		if (threadIdx.x == 0) {
-			double a = 0.0, q = 0.0;
-			for (int k = 0; k < BLOCK_SIZE / 32; k++) {
-				a += warp_part[k][0];
-				q += warp_part[k][1];
-			}
-			atomicAdd(&kopt_ln_totals[row][0], a);
-			atomicAdd(&kopt_ln_totals[row][1], q);
-			/* release: the totals above are visible before the arrival */
-			asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&kopt_ln_arrived[row])
-				     : "memory");
-		}
+		row_arrive(row, s, ss, warp_part);
 		/* the wait for the other blocks overlaps the next row's first loads */
 		have_next = PREFETCH && row + 1 < rows;
 		if (have_next)
 			load_chunk(next, xv + nvec_row, threadIdx.x, nvec);
-		if (threadIdx.x == 0) {
-			unsigned n;
-			do {
-				asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-					     : "=r"(n)
-					     : "l"(&kopt_ln_arrived[row])
-					     : "memory");
-			} while (n < gridDim.x);
-			const double sum = __ldcg(&kopt_ln_totals[row][0]);
-			const double sumsq = __ldcg(&kopt_ln_totals[row][1]);
-			const double mean = sum / L, var = sumsq / L - mean * mean;
-			stats[0] = (float)mean;
-			stats[1] = (float)(1.0 / sqrt(var + (double)eps));
-		}
+		if (threadIdx.x == 0)
+			row_wait(row, L, eps, stats);
 		__syncthreads();
 		const float mean = stats[0], rstd = stats[1];
 		float4 *yv = reinterpret_cast<float4 *>(y + (long)row * L) + lo;
@@ -373,41 +387,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, 1)
 			s += (v[u].x + v[u].y) + (v[u].z + v[u].w);
 			ss += (v[u].x * v[u].x + v[u].y * v[u].y) + (v[u].z * v[u].z + v[u].w * v[u].w);
 		}
-		double ds = s, dss = ss;
-#pragma unroll
-		for (int off = 16; off > 0; off /= 2) {
-			ds += __shfl_xor_sync(0xffffffffu, ds, off);
-			dss += __shfl_xor_sync(0xffffffffu, dss, off);
-		}
-		if (threadIdx.x % 32 == 0) {
-			warp_part[threadIdx.x / 32][0] = ds;
-			warp_part[threadIdx.x / 32][1] = dss;
-		}
-		__syncthreads();
-		if (threadIdx.x == 0) {
-			double a = 0.0, q = 0.0;
-			for (int k = 0; k < BLOCK_SIZE / 32; k++) {
-				a += warp_part[k][0];
-				q += warp_part[k][1];
-			}
-			atomicAdd(&kopt_ln_totals[row][0], a);
-			atomicAdd(&kopt_ln_totals[row][1], q);
-			/* release: the totals above are visible before the arrival */
-			asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&kopt_ln_arrived[row])
-				     : "memory");
-			unsigned n;
-			do {
-				asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-					     : "=r"(n)
-					     : "l"(&kopt_ln_arrived[row])
-					     : "memory");
-			} while (n < gridDim.x);
-			const double sum = __ldcg(&kopt_ln_totals[row][0]);
-			const double sumsq = __ldcg(&kopt_ln_totals[row][1]);
-			const double mean = sum / L, var = sumsq / L - mean * mean;
-			stats[0] = (float)mean;
-			stats[1] = (float)(1.0 / sqrt(var + (double)eps));
-		}
+		row_arrive(row, s, ss, warp_part);
+		if (threadIdx.x == 0)
+			row_wait(row, L, eps, stats);
 		__syncthreads();
 		const float mean = stats[0], rstd = stats[1];
 		float4 *yv = reinterpret_cast<float4 *>(y + (long)row * L) + lo;
