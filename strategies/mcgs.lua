@@ -234,7 +234,7 @@ end
 local function select_moves(lists, keep)
   local out = { n = 0 }
   for name, l in pairs(lists) do
-    if type(l) == "table" then out[name] = {} end
+    if type(l) == "table" and name ~= "parts" then out[name] = {} end
   end
   for i = 1, lists.n do
     if keep(i) then
@@ -244,6 +244,7 @@ local function select_moves(lists, keep)
       end
     end
   end
+  out.parts = lists.parts  -- the state's, for the keys of one-knob moves
   return out
 end
 
@@ -262,9 +263,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
   end
   local n = props.n
   local methods, priors = props.method, props.prior
-  local tie = {}
-  for i = 1, n do tie[i] = i end
-  ctx.rng:shuffle(tie)
+  local tie = ctx.rng:permutation(n)
   local mult, sum = {}, 0
   local weigh = not always and ctx.options.model_prior
   local prior_mult, regraph_mult = st.prior_mult, always and st.regraph and st.regraph.mult

@@ -10,7 +10,8 @@
  *   g:counts(id) -> visits, number of edges ; g:ends(eid) -> child, parent
  *   local eid, created = g:link(parent, action, child[, prior])
  *   g:add_children(parent, lists, ranks[, always]) -> created, child, edge  (g:add and g:link
- *     for moves as lists {key={}, action={}, prior={}}, in ascending rank: see l_add_children)
+ *     for moves as lists {key={}, action={}, prior={}}, in ascending rank: see graph_lists.c)
+ *   graph.permutation(s, n) -> 1..n shuffled as kopt.rng:shuffle would (graph_lists.c)
  *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
  *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=, flags=}
  *   g:backup(eid, value[, failed]) ; g:vloss(eid, delta) ; g:set_prior(eid, p)
@@ -30,6 +31,7 @@
 #include <lua.h>
 
 #include "bind/common.h"
+#include "bind/graph_lists.h"
 #include "bind/modules.h"
 #include "graph.h"
 
@@ -53,6 +55,16 @@ static uint32_t check_node(lua_State *L, struct kopt_graph *g, int idx)
 	lua_Integer id = luaL_checkinteger(L, idx);
 	luaL_argcheck(L, id >= 1 && (size_t)id <= kopt_graph_node_count(g), idx, "no such node");
 	return (uint32_t)(id - 1);
+}
+
+struct kopt_graph *kopt_bind_check_graph(lua_State *L, int idx)
+{
+	return check_graph(L, idx);
+}
+
+uint32_t kopt_bind_check_node(lua_State *L, struct kopt_graph *g, int idx)
+{
+	return check_node(L, g, idx);
 }
 
 static uint32_t check_edge(lua_State *L, struct kopt_graph *g, int idx)
@@ -306,113 +318,6 @@ static int l_link(lua_State *L)
 	return 2;
 }
 
-struct ranked {
-	double rank;
-	lua_Integer i;
-};
-
-static int cmp_ranked(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* lists.<name>[i] as a string; `list` is the index of lists.<name> */
-static const char *move_string(lua_State *L, int list, lua_Integer i, const char *name, size_t *len)
-{
-	lua_rawgeti(L, list, i);
-	const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, len) : NULL;
-	if (s == NULL)
-		luaL_error(L, "graph:add_children: %s[%I] must be a string", name, i);
-	return s; /* stays on the stack, so the string lives until the caller pops it */
-}
-
-/* g:add_children(parent, lists, ranks[, always]) -> created, child, edge
- *
- * The children of a node in one call: `lists` holds the moves as parallel
- * lists {key = {...}, action = {...}, prior = {...}} (kopt.moves.collect_lists
- * gives them), one entry per move, and ranks[i] is the rank of move i; the
- * moves are those of `key`. In ascending rank (equal ranks in list order), the
- * node of each key is found or added and, unless it is the parent itself,
- * linked from the parent by the action with the prior (an existing edge keeps
- * its prior and statistics). With `always`, each edge is flagged edge_always
- * and an existing edge's prior is raised to the move's when that is larger.
- * Returns the number of edges created and two lists by move: child[i], the
- * node id, negated when the node is new; edge[i], the edge id, negated when
- * the edge already existed, 0 for the parent itself. */
-static int l_add_children(lua_State *L)
-{
-	struct kopt_graph *g = check_graph(L, 1);
-	uint32_t parent = check_node(L, g, 2);
-	luaL_checktype(L, 3, LUA_TTABLE);
-	luaL_checktype(L, 4, LUA_TTABLE);
-	int always = lua_toboolean(L, 5);
-	lua_settop(L, 4);
-	static const char *const names[] = {"key", "action", "prior"};
-	for (int f = 0; f < 3; f++) /* 5: keys, 6: actions, 7: priors */
-		if (lua_getfield(L, 3, names[f]) != LUA_TTABLE)
-			return luaL_error(L, "graph:add_children: lists.%s must be a table",
-					  names[f]);
-	lua_Integer n = (lua_Integer)lua_rawlen(L, 5);
-	luaL_argcheck(L, n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)) && n < INT32_MAX, 3,
-		      "too many moves");
-	/* scratch owned by the Lua state, so an error below leaks nothing */
-	struct ranked *order = lua_newuserdatauv(L, (size_t)n * sizeof *order + 1, 0); /* 8 */
-	for (lua_Integer i = 1; i <= n; i++) {
-		if (lua_rawgeti(L, 4, i) != LUA_TNUMBER)
-			return luaL_error(L, "graph:add_children: ranks[%I] must be a number", i);
-		order[i - 1].rank = lua_tonumber(L, -1);
-		order[i - 1].i = i;
-		lua_pop(L, 1);
-	}
-	qsort(order, (size_t)n, sizeof *order, cmp_ranked);
-	lua_createtable(L, (int)n, 0); /* 9: child */
-	lua_createtable(L, (int)n, 0); /* 10: edge */
-	lua_Integer made = 0;
-	char err[256];
-	for (lua_Integer k = 0; k < n; k++) {
-		lua_Integer i = order[k].i;
-		int t = lua_gettop(L);
-		size_t klen;
-		const char *key = move_string(L, 5, i, "key", &klen);
-		uint32_t child, eid;
-		int fresh, created;
-		if (kopt_graph_add(g, key, klen, &child, &fresh, err, sizeof err) != 0)
-			return luaL_error(L, "%s", err);
-		lua_Integer c = (lua_Integer)child + 1, e = 0;
-		if (child != parent) {
-			size_t alen;
-			const char *action = move_string(L, 6, i, "action", &alen);
-			if (lua_rawgeti(L, 7, i) != LUA_TNUMBER)
-				return luaL_error(
-				    L, "graph:add_children: prior[%I] must be a number", i);
-			double prior = lua_tonumber(L, -1);
-			if (kopt_graph_link(g, parent, action, alen, child, prior, &eid, &created,
-					    err, sizeof err) != 0)
-				return luaL_error(L, "%s", err);
-			if (always) {
-				struct kopt_graph_edge_view v;
-				kopt_graph_set_edge_flags(g, eid, KOPT_GRAPH_EDGE_ALWAYS);
-				kopt_graph_edge(g, eid, &v);
-				if (!created && prior > v.prior)
-					kopt_graph_set_prior(g, eid, prior);
-			}
-			e = created ? (lua_Integer)eid + 1 : -((lua_Integer)eid + 1);
-			made += created;
-		}
-		lua_settop(L, t);
-		lua_pushinteger(L, fresh ? -c : c);
-		lua_rawseti(L, 9, i);
-		lua_pushinteger(L, e);
-		lua_rawseti(L, 10, i);
-	}
-	lua_pushinteger(L, made);
-	lua_insert(L, 9);
-	return 3;
-}
-
 static int l_find_edge(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
@@ -645,7 +550,7 @@ static const luaL_Reg graph_methods[] = {
 	{"key", l_key},
 	{"visit", l_visit},
 	{"link", l_link},
-	{"add_children", l_add_children},
+	{"add_children", kopt_bind_graph_add_children},
 	{"find_edge", l_find_edge},
 	{"edges", l_edges},
 	{"edge", l_edge},
@@ -674,6 +579,7 @@ static const luaL_Reg graph_meta[] = {
 static const luaL_Reg graph_funcs[] = {
 	{"new", l_new},
 	{"load", l_load},
+	{"permutation", kopt_bind_graph_permutation},
 	{NULL, NULL},
 };
 

@@ -1,6 +1,8 @@
 -- Seeded random numbers for strategies: xoshiro256** on Lua's 64-bit
 -- integers, one independent generator per run, so a run is reproducible from
 -- its logged seed whatever else calls math.random.
+local permutation = require("kopt.graph").permutation
+
 local M = {}
 M.__index = M
 
@@ -87,6 +89,13 @@ function M:shuffle(list)
   end
   s[1], s[2], s[3], s[4] = s1, s2, s3, s4
   return list
+end
+
+-- The list {1, ..., n} shuffled: the same draws and the same list as
+-- self:shuffle of it, in C (kopt.graph.permutation), as MCGS draws one per
+-- expansion.
+function M:permutation(n)
+  return permutation(self.s, n)
 end
 
 -- An independent generator derived from this one, e.g. for Dirichlet noise.

@@ -12,7 +12,8 @@
 --  6. an expensive generator is called sparingly and its moves are measured;
 --  7. g:add_children (expansion in one call, moves as lists) links in rank order, reports new
 --     nodes and edges, keeps existing edges, and raises on a missing rank;
---     g:first_eligible.
+--     g:first_eligible; a move given as knob and value gets its key from the state's parts;
+--     graph.permutation is rng:shuffle of 1..n (the same list and draws).
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -201,7 +202,34 @@ do
   T.check(not ok and tostring(err):find("ranks", 1, true), "a move without a rank raises: %s", tostring(err))
   ok, err = pcall(g.add_children, g, p, { key = { "x" }, action = { "K=5" } }, { 0 })
   T.check(not ok and tostring(err):find("lists.prior", 1, true), "lists without priors raise: %s", tostring(err))
+  -- keys from the state's parts: "1,x,3" with part 2 replaced, or the last
+  local q = g:add("1,x,3")
+  made, child = g:add_children(q, { n = 3, key = { [2] = "k" }, action = { "A", "B", "C" }, prior = { 1, 1, 1 },
+                                    knob = { 2, nil, 3 }, value = { "y", nil, "long value" },
+                                    parts = { "1", "x", "3" } }, { 1, 2, 3 })
+  T.check(made == 3 and g:key(-child[1]) == "1,y,3" and g:key(-child[2]) == "k"
+          and g:key(-child[3]) == "1,x,long value", "keys from parts")
+  T.check(g:add_children(q, { n = 1, key = {}, action = { "D" }, prior = { 1 }, knob = { 1 }, value = { "1" },
+                              parts = { "1", "x", "3" } }, { 0 }) == 0, "the parent's own key: no edge")
+  ok, err = pcall(g.add_children, g, q, { n = 1, key = {}, action = { "E" }, prior = { 1 } }, { 0 })
+  T.check(not ok and tostring(err):find("key[1] is missing", 1, true), "no key and no knob raises: %s", tostring(err))
+  ok, err = pcall(g.add_children, g, q, { n = 1, key = {}, action = { "E" }, prior = { 1 }, knob = { 4 },
+                                          value = { "v" }, parts = { "1", "x", "3" } }, { 0 })
+  T.check(not ok and tostring(err):find("knob[1]", 1, true), "a knob beyond the parts raises: %s", tostring(err))
   g:close()
+  local rng = require("kopt.rng")
+  for _, len in ipairs({ 0, 1, 2, 54, 1000 }) do
+    local r1, r2 = rng.new(len), rng.new(len)
+    local l = {}
+    for i = 1, len do l[i] = i end
+    r1:shuffle(l)
+    local p2 = r2:permutation(len)
+    local same = #p2 == len
+    for i = 1, len do same = same and p2[i] == l[i] end
+    T.check(same and r1:next64() == r2:next64(), "permutation(%d) is shuffle of 1..n", len)
+  end
+  ok, err = pcall(graph.permutation, { 1, 2, 3 }, 4)
+  T.check(not ok and tostring(err):find("generator state", 1, true), "a bad state raises: %s", tostring(err))
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

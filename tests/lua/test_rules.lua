@@ -167,16 +167,41 @@ do
   local same = true
   for j = 1, l.n do
     local m = props[j]
-    same = same and l.key[j] == m.key and l.action[j] == m.action and l.method[j] == m.method
+    same = same and moves.key_of(l, j) == m.key and l.action[j] == m.action and l.method[j] == m.method
       and math.abs(l.prior[j] - m.prior) < 1e-12 and l.generator[j] == "rules"
   end
   T.check(same, "collect_lists: the same moves in the same order")
   l = moves.collect_lists(ctx, state, { R, twice })
   T.eq(l.n, #props, "collect_lists: the moves of both generators merged")
   local j = 0
-  for i = 1, l.n do if l.key[i] == "48,1,3" then j = i end end
+  for i = 1, l.n do if moves.key_of(l, i) == "48,1,3" then j = i end end
   local mv = moves.collect(ctx, state, { R, twice })[j]
   T.check(mv and mv.key == "48,1,3" and mv.method == "b" and l.method[j] == "b", "merged: the larger prior's method")
+  -- one-knob moves of a valid state in an unconstrained space carry no key
+  -- string (knob, value and the state's parts instead); a move of another
+  -- kind turns the keys into strings, and moves are merged across the switch
+  T.check(l.key[j] == nil and l.knob[j] == 2 and l.value[j] == "1" and table.concat(l.parts, ",") == "48,0,3",
+          "a one-knob move as knob and value")
+  local other = { name = "other", propose = function()
+    return { { changes = { block_size_x = 64 }, method = "d", prior = 1 },
+             { changes = { block_size_x = 64, use_shmem = 0 }, method = "e", prior = 5 },  -- the same state
+             { changes = { use_shmem = 1 }, method = "f", prior = 1 } }
+  end }
+  l = moves.collect_lists(ctx, state, { other })
+  T.eq(l.n, 2, "merged across the switch to string keys")
+  T.check(l.key[1] == "64,0,3" and l.method[1] == "e" and math.abs(l.prior[1] - 6 / 7) < 1e-12
+          and l.key[2] == "48,1,3", "string keys after a move of another kind: %s %s %s", tostring(l.key[1]),
+          tostring(l.method[1]), tostring(l.key[2]))
+  local g = require("kopt.graph").new()
+  local p = g:add("48,0,3")
+  l = moves.collect_lists(ctx, state, { R })
+  local rank = {}
+  for i = 1, l.n do rank[i] = i end
+  local _, child = g:add_children(p, l, rank)
+  local ok = true
+  for i = 1, l.n do ok = ok and g:key(-child[i]) == moves.key_of(l, i) end
+  T.check(ok, "g:add_children builds the keys moves.key_of gives")
+  g:close()
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

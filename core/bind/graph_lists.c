@@ -1,0 +1,281 @@
+/* kopt.graph, the moves of an expansion as Lua lists (kopt.moves.collect_lists
+ * gives them): g:add_children registers them in one call, and
+ * graph.permutation draws the seeded tie-break order MCGS ranks them by. Both
+ * run once per expansion over every proposed move (about 50 for the rule
+ * moves), which made them the search's hottest loops in Lua. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <lauxlib.h>
+#include <lua.h>
+
+#include "bind/graph_lists.h"
+#include "graph.h"
+
+struct ranked {
+	double rank;
+	lua_Integer i;
+};
+
+static int cmp_ranked(const void *a, const void *b)
+{
+	const struct ranked *x = a, *y = b;
+	if (x->rank != y->rank)
+		return x->rank < y->rank ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/* lists.<name>[i] as a string; `list` is the index of lists.<name> */
+static const char *move_string(lua_State *L, int list, lua_Integer i, const char *name, size_t *len)
+{
+	lua_rawgeti(L, list, i);
+	const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, len) : NULL;
+	if (s == NULL)
+		luaL_error(L, "graph:add_children: %s[%I] must be a string", name, i);
+	return s; /* stays on the stack, so the string lives until the caller pops it */
+}
+
+/* The key of a move given as knob[i] and value[i] instead of key[i]: the
+ * state's key parts (lists.parts, joined by ',' into `joined` with part k at
+ * [start[k], start[k + 1] - 1)) with part knob[i] replaced by value[i], the
+ * key kopt.moves would have built, without a Lua string per move. Written to
+ * the scratch userdata at stack index `scratch`, grown as needed. */
+struct key_parts {
+	const char *joined;
+	size_t *start; /* n + 1 offsets; start[n] = joined length + 1 */
+	lua_Integer n;
+	int knob, value, scratch;
+};
+
+static const char *built_key(lua_State *L, const struct key_parts *kp, lua_Integer i, size_t *len)
+{
+	if (kp->n == 0 || !lua_istable(L, kp->knob) || !lua_istable(L, kp->value))
+		luaL_error(L, "graph:add_children: key[%I] is missing (and lists.knob, "
+			      "lists.value or lists.parts with it)",
+			   i);
+	if (lua_rawgeti(L, kp->knob, i) != LUA_TNUMBER)
+		luaL_error(L, "graph:add_children: key[%I] or knob[%I] must be given", i, i);
+	lua_Integer k = lua_tointeger(L, -1);
+	lua_pop(L, 1);
+	if (k < 1 || k > kp->n)
+		luaL_error(L, "graph:add_children: knob[%I] is not a part of the key", i);
+	size_t vlen;
+	const char *v = move_string(L, kp->value, i, "value", &vlen);
+	size_t head = kp->start[k - 1], tail = kp->start[kp->n] - 1 - (kp->start[k] - 1);
+	size_t need = head + vlen + tail;
+	char *buf = lua_touserdata(L, kp->scratch);
+	if (need > lua_rawlen(L, kp->scratch)) {
+		buf = lua_newuserdatauv(L, need, 0);
+		lua_replace(L, kp->scratch);
+	}
+	memcpy(buf, kp->joined, head);
+	memcpy(buf + head, v, vlen);
+	memcpy(buf + head + vlen, kp->joined + kp->start[k] - 1, tail);
+	lua_pop(L, 1); /* the value (a string of lists.value, which keeps it) */
+	*len = need;
+	return buf;
+}
+
+/* Reads lists.parts (stack index `parts`, a table or nil) into kp: the
+ * joined key in a userdata pushed on the stack (so an error leaks nothing). */
+static void read_parts(lua_State *L, int parts, struct key_parts *kp)
+{
+	kp->n = 0;
+	kp->start = NULL;
+	kp->joined = "";
+	if (!lua_istable(L, parts)) {
+		lua_pushnil(L);
+		return;
+	}
+	kp->n = (lua_Integer)lua_rawlen(L, parts);
+	luaL_argcheck(L, kp->n < 100000, 3, "too many key parts");
+	size_t total = 0;
+	for (lua_Integer k = 1; k <= kp->n; k++) {
+		size_t len;
+		move_string(L, parts, k, "parts", &len);
+		lua_pop(L, 1);
+		total += len + 1;
+	}
+	char *mem = lua_newuserdatauv(L, (size_t)(kp->n + 1) * sizeof(size_t) + total + 1, 0);
+	kp->start = (size_t *)(void *)mem;
+	char *joined = mem + (size_t)(kp->n + 1) * sizeof(size_t);
+	size_t at = 0;
+	for (lua_Integer k = 1; k <= kp->n; k++) {
+		size_t len;
+		const char *s = move_string(L, parts, k, "parts", &len);
+		kp->start[k - 1] = at;
+		memcpy(joined + at, s, len);
+		joined[at + len] = ',';
+		at += len + 1;
+		lua_pop(L, 1);
+	}
+	kp->start[kp->n] = at;
+	kp->joined = joined;
+}
+
+/* g:add_children(parent, lists, ranks[, always]) -> created, child, edge
+ *
+ * The children of a node in one call: `lists` holds the moves as parallel
+ * lists {key = {...}, action = {...}, prior = {...}} (kopt.moves.collect_lists
+ * gives them), one entry per move (lists.n of them, else #lists.key), and
+ * ranks[i] is the rank of move i. A move without key[i] is a one-knob change
+ * given as knob[i] and value[i] (a formatted value): its key is lists.parts,
+ * the state's formatted values, joined by ',' with part knob[i] replaced by
+ * value[i]. In ascending rank (equal ranks in list order), the node of each
+ * key is found or added and, unless it is the parent itself, linked from the
+ * parent by the action with the prior (an existing edge keeps its prior and
+ * statistics). With `always`, each edge is flagged edge_always and an
+ * existing edge's prior is raised to the move's when that is larger.
+ * Returns the number of edges created and two lists by move: child[i], the
+ * node id, negated when the node is new; edge[i], the edge id, negated when
+ * the edge already existed, 0 for the parent itself. */
+int kopt_bind_graph_add_children(lua_State *L)
+{
+	struct kopt_graph *g = kopt_bind_check_graph(L, 1);
+	uint32_t parent = kopt_bind_check_node(L, g, 2);
+	luaL_checktype(L, 3, LUA_TTABLE);
+	luaL_checktype(L, 4, LUA_TTABLE);
+	int always = lua_toboolean(L, 5);
+	lua_settop(L, 4);
+	static const char *const names[] = {"key", "action", "prior"};
+	for (int f = 0; f < 3; f++) /* 5: keys, 6: actions, 7: priors */
+		if (lua_getfield(L, 3, names[f]) != LUA_TTABLE)
+			return luaL_error(L, "graph:add_children: lists.%s must be a table",
+					  names[f]);
+	int has_n;
+	lua_getfield(L, 3, "n");
+	lua_Integer n = lua_tointegerx(L, -1, &has_n);
+	if (!has_n && !lua_isnil(L, -1))
+		return luaL_error(L, "graph:add_children: lists.n must be an integer");
+	if (!has_n)
+		n = (lua_Integer)lua_rawlen(L, 5);
+	lua_pop(L, 1);
+	luaL_argcheck(L, n >= 0 && n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)) &&
+			     n < INT32_MAX,
+		      3, "too many moves");
+	struct key_parts kp;
+	lua_getfield(L, 3, "knob");  /* 8 */
+	lua_getfield(L, 3, "value"); /* 9 */
+	lua_getfield(L, 3, "parts"); /* 10 */
+	read_parts(L, 10, &kp);	     /* 11: the joined parts (or nil) */
+	kp.knob = 8;
+	kp.value = 9;
+	kp.scratch = 12;
+	lua_newuserdatauv(L, 64, 0); /* 12: a key built from the parts */
+	/* scratch owned by the Lua state, so an error below leaks nothing */
+	struct ranked *order = lua_newuserdatauv(L, (size_t)n * sizeof *order + 1, 0); /* 13 */
+	for (lua_Integer i = 1; i <= n; i++) {
+		if (lua_rawgeti(L, 4, i) != LUA_TNUMBER)
+			return luaL_error(L, "graph:add_children: ranks[%I] must be a number", i);
+		order[i - 1].rank = lua_tonumber(L, -1);
+		order[i - 1].i = i;
+		lua_pop(L, 1);
+	}
+	qsort(order, (size_t)n, sizeof *order, cmp_ranked);
+	lua_createtable(L, (int)n, 0); /* 14: child */
+	lua_createtable(L, (int)n, 0); /* 15: edge */
+	lua_Integer made = 0;
+	char err[256];
+	for (lua_Integer k = 0; k < n; k++) {
+		lua_Integer i = order[k].i;
+		int t = lua_gettop(L);
+		size_t klen;
+		const char *key;
+		if (lua_rawgeti(L, 5, i) == LUA_TNIL) {
+			lua_pop(L, 1);
+			key = built_key(L, &kp, i, &klen);
+		} else {
+			lua_pop(L, 1);
+			key = move_string(L, 5, i, "key", &klen);
+		}
+		uint32_t child, eid;
+		int fresh, created;
+		if (kopt_graph_add(g, key, klen, &child, &fresh, err, sizeof err) != 0)
+			return luaL_error(L, "%s", err);
+		lua_Integer c = (lua_Integer)child + 1, e = 0;
+		if (child != parent) {
+			size_t alen;
+			const char *action = move_string(L, 6, i, "action", &alen);
+			if (lua_rawgeti(L, 7, i) != LUA_TNUMBER)
+				return luaL_error(
+				    L, "graph:add_children: prior[%I] must be a number", i);
+			double prior = lua_tonumber(L, -1);
+			if (kopt_graph_link(g, parent, action, alen, child, prior, &eid, &created,
+					    err, sizeof err) != 0)
+				return luaL_error(L, "%s", err);
+			if (always) {
+				struct kopt_graph_edge_view v;
+				kopt_graph_set_edge_flags(g, eid, KOPT_GRAPH_EDGE_ALWAYS);
+				kopt_graph_edge(g, eid, &v);
+				if (!created && prior > v.prior)
+					kopt_graph_set_prior(g, eid, prior);
+			}
+			e = created ? (lua_Integer)eid + 1 : -((lua_Integer)eid + 1);
+			made += created;
+		}
+		lua_settop(L, t);
+		lua_pushinteger(L, fresh ? -c : c);
+		lua_rawseti(L, 14, i);
+		lua_pushinteger(L, e);
+		lua_rawseti(L, 15, i);
+	}
+	lua_pushinteger(L, made);
+	lua_insert(L, 14);
+	return 3;
+}
+
+/* graph.permutation(s, n) -> list
+ *
+ * The list 1..n shuffled (Fisher-Yates: for i = n down to 2, j uniform in
+ * [1, i] by rejection, swap) with the xoshiro256** state s = {s1, s2, s3, s4}
+ * of a kopt.rng generator, which it advances in place: the same draws and the
+ * same list as rng:shuffle({1, ..., n}) (lua/kopt/rng.lua), which it must
+ * stay in step with. kopt.rng:permutation calls it. */
+int kopt_bind_graph_permutation(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_Integer n = luaL_checkinteger(L, 2);
+	luaL_argcheck(L, n >= 0 && n < INT32_MAX, 2, "expected a count >= 0");
+	uint64_t s[4];
+	for (int k = 0; k < 4; k++) {
+		if (lua_rawgeti(L, 1, k + 1) != LUA_TNUMBER || !lua_isinteger(L, -1))
+			return luaL_argerror(L, 1, "expected a generator state of 4 integers");
+		s[k] = (uint64_t)lua_tointeger(L, -1);
+		lua_pop(L, 1);
+	}
+	lua_Integer *list = lua_newuserdatauv(L, (size_t)n * sizeof *list + 1, 0);
+	for (lua_Integer i = 0; i < n; i++)
+		list[i] = i + 1;
+	for (lua_Integer i = n; i >= 2; i--) {
+		/* Lua: (-1 >> 1) // i * i, the largest multiple of i below 2^63 */
+		uint64_t limit = (uint64_t)INT64_MAX / (uint64_t)i * (uint64_t)i;
+		uint64_t x;
+		do {
+			uint64_t r = s[1] * 5;
+			r = ((r << 7) | (r >> 57)) * 9;
+			uint64_t t = s[1] << 17;
+			s[2] ^= s[0];
+			s[3] ^= s[1];
+			s[1] ^= s[2];
+			s[0] ^= s[3];
+			s[2] ^= t;
+			s[3] = (s[3] << 45) | (s[3] >> 19);
+			x = r >> 1;
+		} while (x >= limit);
+		lua_Integer j = 1 + (lua_Integer)(x % (uint64_t)i);
+		lua_Integer tmp = list[i - 1];
+		list[i - 1] = list[j - 1];
+		list[j - 1] = tmp;
+	}
+	for (int k = 0; k < 4; k++) {
+		lua_pushinteger(L, (lua_Integer)s[k]);
+		lua_rawseti(L, 1, k + 1);
+	}
+	lua_createtable(L, (int)n, 0);
+	for (lua_Integer i = 0; i < n; i++) {
+		lua_pushinteger(L, list[i]);
+		lua_rawseti(L, -2, i + 1);
+	}
+	return 1;
+}

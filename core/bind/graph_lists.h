@@ -1,0 +1,22 @@
+#ifndef KOPT_BIND_GRAPH_LISTS_H
+#define KOPT_BIND_GRAPH_LISTS_H
+/* The part of the kopt.graph binding (graph.c) that takes an expansion's
+ * moves as Lua lists: g:add_children and graph.permutation (graph_lists.c). */
+#include <stdint.h>
+
+#include <lua.h>
+
+struct kopt_graph;
+
+/* graph.c's argument checks: the open graph at idx (raises when closed), and
+ * a 1-based node id at idx as the 0-based id (raises when out of range). */
+struct kopt_graph *kopt_bind_check_graph(lua_State *L, int idx);
+uint32_t kopt_bind_check_node(lua_State *L, struct kopt_graph *g, int idx);
+
+/* g:add_children(parent, lists, ranks[, always]) -> created, child, edge */
+int kopt_bind_graph_add_children(lua_State *L);
+
+/* graph.permutation(s, n) -> {1..n shuffled}, s advanced in place */
+int kopt_bind_graph_permutation(lua_State *L);
+
+#endif
