@@ -185,18 +185,27 @@ function S.node_for(ctx, st, config, patch, key)
 end
 
 -- JSON of a config with the knobs in space order (Lua's table order varies
--- between processes; the snapshot must not).
+-- between processes; the snapshot must not). Each knob's '"NAME":value' is
+-- encoded once per value and space (every measured state is encoded).
 local names_of = setmetatable({}, { __mode = "k" })  -- space -> encoded knob names with ':'
+local fragments_of = setmetatable({}, { __mode = "k" })  -- space -> knob position -> value -> fragment
 function S.encode_config(space, config)
-  local names = names_of[space]
+  local names, frags = names_of[space], fragments_of[space]
   if not names then
-    names = {}
-    for i, k in ipairs(space.knobs) do names[i] = json.encode(k.name) .. ":" end
-    names_of[space] = names
+    names, frags = {}, {}
+    for i, k in ipairs(space.knobs) do names[i], frags[i] = json.encode(k.name) .. ":", {} end
+    names_of[space], fragments_of[space] = names, frags
   end
   local parts = {}
-  for i, k in ipairs(space.knobs) do parts[i] = names[i] .. json.encode(config[k.name]) end
-  -- (called once per measured state only)
+  for i, k in ipairs(space.knobs) do
+    local v = config[k.name]
+    local f = frags[i][v]
+    if not f then
+      f = names[i] .. json.encode(v)
+      if v ~= nil and v == v then frags[i][v] = f end  -- (nil and NaN cannot be keys)
+    end
+    parts[i] = f
+  end
   return "{" .. table.concat(parts, ",") .. "}"
 end
 
@@ -330,9 +339,10 @@ local function add_moves(ctx, st, id, gens, noise, always)
     if always and e ~= 0 then st.expert_edge[e < 0 and -e or e] = true end
     if e > 0 then
       local method = methods[i]
-      edge_method[e], edge_gen[e] = method, gens_of[i]
+      edge_method[e] = method
       if experts[i] ~= nil then edge_expert[e] = experts[i] end
-      if chains[i] ~= nil then edge_chain[e] = chains[i] end
+      -- the generator is asked again only for a repair, which needs a chain
+      if chains[i] ~= nil then edge_chain[e], edge_gen[e] = chains[i], gens_of[i] end
       if method_in[child] == nil then method_in[child] = method end
     end
   end
@@ -690,18 +700,19 @@ function S.tell(ctx, results)
         end
       end
       if st.expert_edge[rec.path[#rec.path]] then st.expensive_evals = st.expensive_evals + 1 end
-      local last = g:edge(rec.path[#rec.path])
-      local parent = last.parent
+      local _, parent = g:ends(rec.path[#rec.path])
       local method = st.edge_method[rec.path[#rec.path]]
       local pv = parent ~= st.root and g:reward(parent) or nil
-      local pnode = parent ~= st.root and g:node(parent) or nil
+      -- the parent's time as its node holds it (st.time: each state is
+      -- measured once)
+      local ptime = parent ~= st.root and st.time[parent] or nil
       local gain = pv and (v - pv) or nil
       if gain and method then
         local m = st.mstats[method] or { n = 0, gain = 0 }
         m.n, m.gain, m.mult = m.n + 1, m.gain + math.max(-1, math.min(1, gain)), nil
         st.mstats[method] = m
       end
-      local speedup = (pnode and pnode.time_ms and t) and pnode.time_ms / t or nil
+      local speedup = (ptime and t) and ptime / t or nil
       st.exp:add({ from = st.method_in[parent] or "root", to = method, status = r.status, speedup = speedup,
                    reward = v, n = ctx.evaluations }, r)
       if not failed and (not st.best_v or v > st.best_v) then
