@@ -1,8 +1,9 @@
 /* kopt.graph, the moves of an expansion as Lua lists (kopt.moves.collect_lists
- * gives them): g:add_children registers them in one call, and
- * graph.permutation draws the seeded tie-break order MCGS ranks them by. Both
- * run once per expansion over every proposed move (about 50 for the rule
- * moves), which made them the search's hottest loops in Lua. */
+ * gives them): graph.one_knob_moves checks and merges one-knob proposals into
+ * the lists, graph.permutation draws the seeded tie-break order MCGS ranks
+ * them by, and g:add_children registers them in one call. Each runs once per
+ * expansion over every proposed move (about 50 for the rule moves), which
+ * made them the search's hottest loops in Lua. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -278,4 +279,201 @@ int kopt_bind_graph_permutation(lua_State *L)
 		lua_rawseti(L, -2, i + 1);
 	}
 	return 1;
+}
+
+/* The lists of kopt.moves.collect_lists that one_knob_moves appends to, by
+ * stack index. */
+enum { OUT_ACTION, OUT_METHOD, OUT_PRIOR, OUT_CHANGES, OUT_GENERATOR, OUT_EXPERT, OUT_CHAIN,
+       OUT_REPAIR, OUT_KNOB, OUT_VALUE, OUT_PARTS, OUT_COUNT };
+static const char *const out_names[OUT_COUNT] = {"action", "method", "prior", "changes",
+						 "generator", "expert", "chain", "repair",
+						 "knob", "value", "parts"};
+
+/* t[name] without metamethods, pushed; its type */
+static int raw_field(lua_State *L, int t, const char *name)
+{
+	lua_pushstring(L, name);
+	return lua_rawget(L, t);
+}
+
+/* A plain table (no metatable, so raw access reads what Lua code would). */
+static int plain_table(lua_State *L, int idx)
+{
+	if (!lua_istable(L, idx))
+		return 0;
+	if (lua_getmetatable(L, idx)) {
+		lua_pop(L, 1);
+		return 0;
+	}
+	return 1;
+}
+
+/* graph.one_knob_moves(out, moves, count, generator, n, fast, index, plain_state, by_code, best)
+ *   -> n, next
+ *
+ * The loop of kopt.moves.collect_lists over one generator's proposals
+ * moves[1..count], for as long as they are one-knob changes without a patch
+ * of a state whose keys need no string (see collect_lists): each is checked
+ * (an unknown knob or value, or the state's own value when plain_state, is
+ * dropped), merged by its (knob, value) code into by_code (priors summed,
+ * method and expert of the larger single prior, best[j]) or appended to the
+ * lists of `out` as move n + 1, with its key as knob and value. `fast` is
+ * collect_lists' per-space table (fmt, act, code by knob position and value)
+ * and `index` the space's knob index. Stops at the first proposal it leaves
+ * to the Lua loop (not a plain table, not one change, a patch, a missing
+ * entry): returns the number of moves now in the lists and the position of
+ * that proposal (count + 1 when all were taken). The same decisions, in the
+ * same order, as the Lua loop, which handles the rest. */
+int kopt_bind_graph_one_knob_moves(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	luaL_checktype(L, 2, LUA_TTABLE);
+	lua_Integer count = luaL_checkinteger(L, 3);
+	luaL_checkany(L, 4);
+	lua_Integer n = luaL_checkinteger(L, 5);
+	luaL_checktype(L, 6, LUA_TTABLE);
+	luaL_checktype(L, 7, LUA_TTABLE);
+	int plain_state = lua_toboolean(L, 8);
+	luaL_checktype(L, 9, LUA_TTABLE);
+	luaL_checktype(L, 10, LUA_TTABLE);
+	lua_settop(L, 10);
+	const int by_code = 9, best = 10, gen = 4, index = 7;
+	int out = lua_gettop(L) + 1; /* 11.. : the lists of out */
+	for (int k = 0; k < OUT_COUNT; k++)
+		if (raw_field(L, 1, out_names[k]) != LUA_TTABLE)
+			return luaL_error(L, "graph.one_knob_moves: out.%s must be a table",
+					  out_names[k]);
+	int fmt = lua_gettop(L) + 1, act = fmt + 1, code = fmt + 2; /* per-space tables */
+	if (raw_field(L, 6, "fmt") != LUA_TTABLE || raw_field(L, 6, "act") != LUA_TTABLE ||
+	    raw_field(L, 6, "code") != LUA_TTABLE)
+		return luaL_error(L, "graph.one_knob_moves: fast.fmt, .act and .code must be tables");
+	if (!plain_table(L, 2))
+		goto done_at_first;
+	int base = lua_gettop(L);
+	lua_Integer mi;
+	for (mi = 1; mi <= count; mi++) {
+		lua_settop(L, base);
+		if (lua_rawgeti(L, 2, mi) != LUA_TTABLE || !plain_table(L, -1))
+			break; /* nil (the Lua loop stops), or not a table: Lua's */
+		int mv = base + 1;
+		if (raw_field(L, mv, "patch") != LUA_TNIL)
+			break;
+		if (raw_field(L, mv, "changes") != LUA_TTABLE || !plain_table(L, -1))
+			break;
+		int changes = base + 3;
+		lua_pushnil(L);
+		if (lua_next(L, changes) == 0)
+			break;
+		int k1 = base + 4, v1 = base + 5;
+		lua_pushvalue(L, k1);
+		if (lua_next(L, changes) != 0)
+			break; /* more than one change */
+		/* index[k1].pos[v1] ~= nil, else the move is dropped */
+		lua_pushvalue(L, k1);
+		if (lua_rawget(L, index) != LUA_TTABLE) /* base + 6 */
+			continue;
+		if (raw_field(L, base + 6, "pos") != LUA_TTABLE)
+			continue;
+		lua_pushvalue(L, v1);
+		if (lua_rawget(L, base + 7) == LUA_TNIL)
+			continue;
+		raw_field(L, base + 6, "i"); /* base + 9 */
+		lua_Integer i = lua_tointeger(L, -1);
+		/* the formatted value, the action, the code: base + 10 .. 12 */
+		int per[3] = {fmt, act, code};
+		for (int t = 0; t < 3; t++) {
+			if (lua_rawgeti(L, per[t], i) != LUA_TTABLE)
+				return luaL_error(L, "graph.one_knob_moves: no fast tables of knob %I", i);
+			lua_pushvalue(L, v1);
+			lua_rawget(L, -2);
+			lua_replace(L, -2);
+		}
+		int fv = base + 10, action = base + 11, cd = base + 12;
+		if (plain_state) {
+			lua_rawgeti(L, out + OUT_PARTS, i);
+			int same = lua_rawequal(L, fv, -1);
+			lua_pop(L, 1);
+			if (same)
+				continue;
+		}
+		/* prior = tonumber(mv.prior) or 1, at least 1e-3: base + 13 */
+		int pt = raw_field(L, mv, "prior");
+		if (pt == LUA_TSTRING) {
+			const char *s = lua_tostring(L, -1);
+			if (lua_stringtonumber(L, s) == 0)
+				lua_pushinteger(L, 1);
+			lua_replace(L, -2);
+		} else if (pt != LUA_TNUMBER) {
+			lua_pop(L, 1);
+			lua_pushinteger(L, 1);
+		}
+		int prior = base + 13;
+		lua_pushinteger(L, 0);
+		if (lua_compare(L, prior, -1, LUA_OPLE)) {
+			lua_pushnumber(L, 1e-3);
+			lua_replace(L, prior);
+		}
+		lua_pop(L, 1);
+		raw_field(L, mv, "method"); /* base + 14 */
+		raw_field(L, mv, "expert"); /* base + 15 */
+		int method = base + 14, expert = base + 15;
+		lua_pushvalue(L, cd);
+		if (lua_rawget(L, by_code) != LUA_TNIL) {
+			lua_Integer j = lua_tointeger(L, -1);
+			lua_rawgeti(L, best, j);
+			if (lua_compare(L, -1, prior, LUA_OPLT)) {
+				lua_pushvalue(L, method);
+				lua_rawseti(L, out + OUT_METHOD, j);
+				lua_pushvalue(L, expert);
+				lua_rawseti(L, out + OUT_EXPERT, j);
+				lua_pushvalue(L, prior);
+				lua_rawseti(L, best, j);
+			}
+			lua_rawgeti(L, out + OUT_PRIOR, j);
+			lua_pushvalue(L, prior);
+			lua_arith(L, LUA_OPADD);
+			lua_rawseti(L, out + OUT_PRIOR, j);
+			continue;
+		}
+		lua_Integer j = ++n;
+		lua_pushvalue(L, action);
+		lua_rawseti(L, out + OUT_ACTION, j);
+		if (lua_toboolean(L, method))
+			lua_pushvalue(L, method);
+		else
+			lua_pushliteral(L, "move");
+		lua_rawseti(L, out + OUT_METHOD, j);
+		lua_pushvalue(L, prior);
+		lua_rawseti(L, out + OUT_PRIOR, j);
+		lua_pushvalue(L, changes);
+		lua_rawseti(L, out + OUT_CHANGES, j);
+		lua_pushvalue(L, gen);
+		lua_rawseti(L, out + OUT_GENERATOR, j);
+		lua_pushinteger(L, i);
+		lua_rawseti(L, out + OUT_KNOB, j);
+		lua_pushvalue(L, fv);
+		lua_rawseti(L, out + OUT_VALUE, j);
+		lua_pushinteger(L, j);
+		lua_pushvalue(L, cd);
+		lua_insert(L, -2);
+		lua_rawset(L, by_code);
+		lua_pushvalue(L, prior);
+		lua_rawseti(L, best, j);
+		/* the lists with holes get only what the move has */
+		if (!lua_isnil(L, expert)) {
+			lua_pushvalue(L, expert);
+			lua_rawseti(L, out + OUT_EXPERT, j);
+		}
+		if (raw_field(L, mv, "chain") != LUA_TNIL)
+			lua_rawseti(L, out + OUT_CHAIN, j);
+		if (raw_field(L, mv, "repair") != LUA_TNIL)
+			lua_rawseti(L, out + OUT_REPAIR, j);
+	}
+	lua_pushinteger(L, n);
+	lua_pushinteger(L, mi);
+	return 2;
+done_at_first:
+	lua_pushinteger(L, n);
+	lua_pushinteger(L, 1);
+	return 2;
 }

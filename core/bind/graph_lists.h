@@ -1,7 +1,8 @@
 #ifndef KOPT_BIND_GRAPH_LISTS_H
 #define KOPT_BIND_GRAPH_LISTS_H
 /* The part of the kopt.graph binding (graph.c) that takes an expansion's
- * moves as Lua lists: g:add_children and graph.permutation (graph_lists.c). */
+ * moves as Lua lists: g:add_children, graph.permutation and
+ * graph.one_knob_moves (graph_lists.c). */
 #include <stdint.h>
 
 #include <lua.h>
@@ -18,5 +19,9 @@ int kopt_bind_graph_add_children(lua_State *L);
 
 /* graph.permutation(s, n) -> {1..n shuffled}, s advanced in place */
 int kopt_bind_graph_permutation(lua_State *L);
+
+/* graph.one_knob_moves(out, moves, count, generator, n, fast, index, plain_state, by_code,
+ * best) -> n, next: kopt.moves.collect_lists' loop over one-knob moves */
+int kopt_bind_graph_one_knob_moves(lua_State *L);
 
 #endif

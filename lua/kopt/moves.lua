@@ -23,6 +23,7 @@ local space_mod = require("kopt.space")
 local sys = require("kopt.sys")
 
 local next, tonumber = next, tonumber
+local one_knob_moves = require("kopt.graph").one_knob_moves
 
 local M = {}
 
@@ -289,7 +290,12 @@ function M.collect_lists(ctx, state, generators)
       moves = {}
     end
     moves = moves or {}
-    for mi = 1, #moves do
+    local first = 1
+    if lazy and type(moves) == "table" then
+      -- the same loop in C for as long as the moves are one-knob changes
+      n_out, first = one_knob_moves(out, moves, #moves, gen.name, n_out, f, index, plain_state, by_code, best)
+    end
+    for mi = first, #moves do
       local mv = moves[mi]
       if mv == nil then break end  -- where ipairs would stop
       local changes = mv.changes or {}
