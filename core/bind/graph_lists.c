@@ -52,8 +52,9 @@ struct key_parts {
 static const char *built_key(lua_State *L, const struct key_parts *kp, lua_Integer i, size_t *len)
 {
 	if (kp->n == 0 || !lua_istable(L, kp->knob) || !lua_istable(L, kp->value))
-		luaL_error(L, "graph:add_children: key[%I] is missing (and lists.knob, "
-			      "lists.value or lists.parts with it)",
+		luaL_error(L,
+			   "graph:add_children: key[%I] is missing (and lists.knob, "
+			   "lists.value or lists.parts with it)",
 			   i);
 	if (lua_rawgeti(L, kp->knob, i) != LUA_TNUMBER)
 		luaL_error(L, "graph:add_children: key[%I] or knob[%I] must be given", i, i);
@@ -152,9 +153,9 @@ int kopt_bind_graph_add_children(lua_State *L)
 	if (!has_n)
 		n = (lua_Integer)lua_rawlen(L, 5);
 	lua_pop(L, 1);
-	luaL_argcheck(L, n >= 0 && n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)) &&
-			     n < INT32_MAX,
-		      3, "too many moves");
+	luaL_argcheck(
+	    L, n >= 0 && n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)) && n < INT32_MAX, 3,
+	    "too many moves");
 	struct key_parts kp;
 	lua_getfield(L, 3, "knob");  /* 8 */
 	lua_getfield(L, 3, "value"); /* 9 */
@@ -178,6 +179,8 @@ int kopt_bind_graph_add_children(lua_State *L)
 	lua_createtable(L, (int)n, 0); /* 15: edge */
 	lua_Integer made = 0;
 	char err[256];
+	struct kopt_graph_linker lk;
+	kopt_graph_linker_init(g, &lk, parent);
 	for (lua_Integer k = 0; k < n; k++) {
 		lua_Integer i = order[k].i;
 		int t = lua_gettop(L);
@@ -202,8 +205,8 @@ int kopt_bind_graph_add_children(lua_State *L)
 				return luaL_error(
 				    L, "graph:add_children: prior[%I] must be a number", i);
 			double prior = lua_tonumber(L, -1);
-			if (kopt_graph_link(g, parent, action, alen, child, prior, &eid, &created,
-					    err, sizeof err) != 0)
+			if (kopt_graph_linker_link(g, &lk, action, alen, child, prior, &eid,
+						   &created, err, sizeof err) != 0)
 				return luaL_error(L, "%s", err);
 			if (always) {
 				struct kopt_graph_edge_view v;
@@ -283,11 +286,23 @@ int kopt_bind_graph_permutation(lua_State *L)
 
 /* The lists of kopt.moves.collect_lists that one_knob_moves appends to, by
  * stack index. */
-enum { OUT_ACTION, OUT_METHOD, OUT_PRIOR, OUT_CHANGES, OUT_GENERATOR, OUT_EXPERT, OUT_CHAIN,
-       OUT_REPAIR, OUT_KNOB, OUT_VALUE, OUT_PARTS, OUT_COUNT };
-static const char *const out_names[OUT_COUNT] = {"action", "method", "prior", "changes",
+enum {
+	OUT_ACTION,
+	OUT_METHOD,
+	OUT_PRIOR,
+	OUT_CHANGES,
+	OUT_GENERATOR,
+	OUT_EXPERT,
+	OUT_CHAIN,
+	OUT_REPAIR,
+	OUT_KNOB,
+	OUT_VALUE,
+	OUT_PARTS,
+	OUT_COUNT
+};
+static const char *const out_names[OUT_COUNT] = {"action",    "method", "prior", "changes",
 						 "generator", "expert", "chain", "repair",
-						 "knob", "value", "parts"};
+						 "knob",      "value",	"parts"};
 
 /* t[name] without metamethods, pushed; its type */
 static int raw_field(lua_State *L, int t, const char *name)
@@ -346,7 +361,8 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 	int fmt = lua_gettop(L) + 1, act = fmt + 1, code = fmt + 2; /* per-space tables */
 	if (raw_field(L, 6, "fmt") != LUA_TTABLE || raw_field(L, 6, "act") != LUA_TTABLE ||
 	    raw_field(L, 6, "code") != LUA_TTABLE)
-		return luaL_error(L, "graph.one_knob_moves: fast.fmt, .act and .code must be tables");
+		return luaL_error(L,
+				  "graph.one_knob_moves: fast.fmt, .act and .code must be tables");
 	if (!plain_table(L, 2))
 		goto done_at_first;
 	int base = lua_gettop(L);
@@ -383,7 +399,8 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 		int per[3] = {fmt, act, code};
 		for (int t = 0; t < 3; t++) {
 			if (lua_rawgeti(L, per[t], i) != LUA_TTABLE)
-				return luaL_error(L, "graph.one_knob_moves: no fast tables of knob %I", i);
+				return luaL_error(
+				    L, "graph.one_knob_moves: no fast tables of knob %I", i);
 			lua_pushvalue(L, v1);
 			lua_rawget(L, -2);
 			lua_replace(L, -2);
