@@ -502,11 +502,7 @@ end
 
 local function start_pending(st, rec)
   set_flag(st.g, rec.leaf, PENDING)
-  for _, e in ipairs(rec.path) do
-    st.g:vloss(e, 1)
-    local _, parent = st.g:ends(e)
-    st.g:visit(parent)
-  end
+  st.g:descend(rec.path)  -- a virtual loss per edge, a visit per parent
 end
 
 local function candidate_of(st, rec)
@@ -647,8 +643,7 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
       end
     end
   end
-  local path = {}
-  for i, e in ipairs(apath) do path[i] = e end
+  local path = table.move(apath, 1, #apath, 1, {})
   path[#path + 1] = best
   return { path = path, leaf = (g:ends(best)), rollout = steps, anchor = anchor, anchor_path = apath,
            misses = misses }
@@ -685,10 +680,7 @@ function S.tell(ctx, results)
       st.path_to[leaf] = st.path_to[leaf] or rec.path
       model_record(st, st.cfg[leaf], t)
       if failed then set_flag(g, leaf, DEAD) end
-      for _, e in ipairs(rec.path) do
-        g:vloss(e, -1)
-        g:backup(e, v, failed)
-      end
+      g:backup_path(rec.path, v, failed)  -- and the virtual losses taken back
       local ch = st.edge_chain[rec.path[#rec.path]]
       if failed and ch and X.REPAIRABLE[r.status] then
         if ch.attempt < o.repairs then

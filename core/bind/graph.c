@@ -16,6 +16,7 @@
  *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
  *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=, flags=}
  *   g:backup(eid, value[, failed]) ; g:vloss(eid, delta) ; g:set_prior(eid, p)
+ *   g:descend(path) (vloss +1 per edge, a visit per parent) ; g:backup_path(path, value[, failed])
  *   g:set_edge_flags(eid, f)   (graph.edge_always: selectable whatever the widening limit)
  *   g:select(id, {c_puct=, fpu=, beta_max=, vl_value=, limit=, skip_mask=, max_fails=}) -> eid|nil
  *     (or the same as positional numbers: g:select(id, c_puct, fpu, beta_max, vl_value, limit, ...))
@@ -395,6 +396,61 @@ static int l_vloss(lua_State *L)
 	return 0;
 }
 
+/* The edge ids of a path (a list at stack index idx) as 0-based ids, in a
+ * userdata pushed on the stack; *n gets the count. Raises on a bad id. */
+static uint32_t *check_path(lua_State *L, struct kopt_graph *g, int idx, lua_Integer *n)
+{
+	luaL_checktype(L, idx, LUA_TTABLE);
+	*n = (lua_Integer)lua_rawlen(L, idx);
+	luaL_argcheck(L, *n < INT32_MAX, idx, "path too long");
+	uint32_t *ids = lua_newuserdatauv(L, (size_t)*n * sizeof *ids + 1, 0);
+	for (lua_Integer i = 1; i <= *n; i++) {
+		int isnum;
+		lua_rawgeti(L, idx, i);
+		lua_Integer id = lua_tointegerx(L, -1, &isnum);
+		if (!isnum || id < 1 || (size_t)id > kopt_graph_edge_count(g))
+			luaL_error(L, "graph: path[%I] is not an edge id", i);
+		ids[i - 1] = (uint32_t)(id - 1);
+		lua_pop(L, 1);
+	}
+	return ids;
+}
+
+/* g:descend(path): a selection's path taken, as MCGS marks it while its leaf
+ * is measured: one virtual loss on every edge and a visit of its parent
+ * (g:vloss(e, 1) and g:visit(parent) per edge, in one call: paths are a
+ * dozen edges and every candidate has one). All ids are checked first. */
+static int l_descend(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	lua_Integer n;
+	uint32_t *ids = check_path(L, g, 2, &n);
+	for (lua_Integer i = 0; i < n; i++) {
+		struct kopt_graph_edge_view v;
+		kopt_graph_vloss(g, ids[i], 1);
+		kopt_graph_edge(g, ids[i], &v);
+		kopt_graph_visit(g, v.parent, 1);
+	}
+	return 0;
+}
+
+/* g:backup_path(path, value[, failed]): the leaf's value backed up along the
+ * path it was selected by: the virtual loss of g:descend taken back and
+ * g:backup(e, value, failed) on every edge, in order. */
+static int l_backup_path(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	double value = luaL_checknumber(L, 3);
+	int failed = lua_toboolean(L, 4);
+	lua_Integer n;
+	uint32_t *ids = check_path(L, g, 2, &n);
+	for (lua_Integer i = 0; i < n; i++) {
+		kopt_graph_vloss(g, ids[i], -1);
+		kopt_graph_backup(g, ids[i], value, failed);
+	}
+	return 0;
+}
+
 static int l_set_edge_flags(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
@@ -556,6 +612,8 @@ static const luaL_Reg graph_methods[] = {
 	{"edges", l_edges},
 	{"edge", l_edge},
 	{"backup", l_backup},
+	{"descend", l_descend},
+	{"backup_path", l_backup_path},
 	{"vloss", l_vloss},
 	{"set_prior", l_set_prior},
 	{"set_edge_flags", l_set_edge_flags},

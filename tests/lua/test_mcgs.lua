@@ -13,7 +13,8 @@
 --  7. g:add_children (expansion in one call, moves as lists) links in rank order, reports new
 --     nodes and edges, keeps existing edges, and raises on a missing rank;
 --     g:first_eligible; a move given as knob and value gets its key from the state's parts;
---     graph.permutation is rng:shuffle of 1..n (the same list and draws).
+--     graph.permutation is rng:shuffle of 1..n (the same list and draws); g:descend and
+--     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge.
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -230,6 +231,22 @@ do
   end
   ok, err = pcall(graph.permutation, { 1, 2, 3 }, 4)
   T.check(not ok and tostring(err):find("generator state", 1, true), "a bad state raises: %s", tostring(err))
+  -- g:descend and g:backup_path: per edge of a path, g:vloss(e, 1) and
+  -- g:visit(parent), then g:vloss(e, -1) and g:backup(e, value, failed)
+  local h = graph.new()
+  local ha, hb, hc = h:add("a"), h:add("b"), h:add("c")
+  local e1, e2 = h:link(ha, "x", hb), h:link(hb, "y", hc)
+  h:descend({ e1, e2 })
+  T.check(h:edge(e1).vloss == 1 and h:edge(e2).vloss == 1 and h:node(ha).visits == 1 and h:node(hb).visits == 1
+          and h:node(hc).visits == 0, "descend: virtual losses and visits")
+  h:backup_path({ e1, e2 }, 0.5, true)
+  local x1, x2 = h:edge(e1), h:edge(e2)
+  T.check(x1.vloss == 0 and x1.n == 1 and x1.w == 0.5 and x1.fails == 1 and x2.max == 0.5 and x2.vloss == 0
+          and h:node(ha).edge_visits == 1, "backup_path: values backed up, virtual losses taken back")
+  ok, err = pcall(h.descend, h, { e1, 99 })
+  T.check(not ok and tostring(err):find("path[2]", 1, true) and h:edge(e1).vloss == 0,
+          "a bad id raises before any change: %s", tostring(err))
+  h:close()
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
