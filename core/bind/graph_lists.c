@@ -1,7 +1,8 @@
 /* kopt.graph, the moves of an expansion as Lua lists (kopt.moves.collect_lists
- * gives them): graph.one_knob_moves checks and merges one-knob proposals into
- * the lists, graph.permutation draws the seeded tie-break order MCGS ranks
- * them by, and g:add_children registers them in one call. Each runs once per
+ * gives them): graph.new_lists makes the lists with room for every proposal,
+ * graph.one_knob_moves checks and merges one-knob proposals into them,
+ * graph.permutation draws the seeded tie-break order MCGS ranks them by, and
+ * g:add_children registers them in one call. Each runs once per
  * expansion over every proposed move (about 50 for the rule moves), which
  * made them the search's hottest loops in Lua. */
 #include <stdint.h>
@@ -140,6 +141,7 @@ int kopt_bind_graph_add_children(lua_State *L)
 	luaL_checktype(L, 4, LUA_TTABLE);
 	int always = lua_toboolean(L, 5);
 	lua_settop(L, 4);
+	luaL_checkstack(L, 32, "graph:add_children"); /* 15 slots below, a few per move */
 	static const char *const names[] = {"key", "action", "prior"};
 	for (int f = 0; f < 3; f++) /* 5: keys, 6: actions, 7: priors */
 		if (lua_getfield(L, 3, names[f]) != LUA_TTABLE)
@@ -352,6 +354,8 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 	luaL_checktype(L, 9, LUA_TTABLE);
 	luaL_checktype(L, 10, LUA_TTABLE);
 	lua_settop(L, 10);
+	/* 24 slots below, up to 18 more per move: more than Lua grants a C function */
+	luaL_checkstack(L, 48, "graph.one_knob_moves");
 	const int by_code = 9, best = 10, gen = 4, index = 7;
 	int out = lua_gettop(L) + 1; /* 11.. : the lists of out */
 	for (int k = 0; k < OUT_COUNT; k++)
@@ -493,4 +497,30 @@ done_at_first:
 	lua_pushinteger(L, n);
 	lua_pushinteger(L, 1);
 	return 2;
+}
+
+/* graph.new_lists(size, names[, t]) -> t
+ *
+ * t (a new table when not given) with t[name] a new empty list with room for
+ * `size` entries for every name in the list `names`: kopt.moves.collect_lists
+ * fills a handful of lists per expansion, and a list grown entry by entry is
+ * reallocated at 1, 2, 4, ... 64 entries. */
+int kopt_bind_graph_new_lists(lua_State *L)
+{
+	lua_Integer size = luaL_checkinteger(L, 1);
+	luaL_argcheck(L, size >= 0 && size < INT32_MAX, 1, "expected a size >= 0");
+	luaL_checktype(L, 2, LUA_TTABLE);
+	if (lua_isnoneornil(L, 3))
+		lua_newtable(L);
+	else
+		luaL_checktype(L, 3, LUA_TTABLE);
+	lua_settop(L, 3);
+	lua_Integer n = (lua_Integer)lua_rawlen(L, 2);
+	for (lua_Integer k = 1; k <= n; k++) {
+		if (lua_rawgeti(L, 2, k) != LUA_TSTRING)
+			return luaL_error(L, "graph.new_lists: names[%I] must be a string", k);
+		lua_createtable(L, (int)size, 0);
+		lua_rawset(L, 3);
+	}
+	return 1;
 }

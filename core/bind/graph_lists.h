@@ -24,4 +24,7 @@ int kopt_bind_graph_permutation(lua_State *L);
  * best) -> n, next: kopt.moves.collect_lists' loop over one-knob moves */
 int kopt_bind_graph_one_knob_moves(lua_State *L);
 
+/* graph.new_lists(size, names[, t]) -> t: lists with room for size entries */
+int kopt_bind_graph_new_lists(lua_State *L);
+
 #endif

@@ -23,7 +23,7 @@ local space_mod = require("kopt.space")
 local sys = require("kopt.sys")
 
 local next, tonumber = next, tonumber
-local one_knob_moves = require("kopt.graph").one_knob_moves
+local one_knob_moves, new_lists = require("kopt.graph").one_knob_moves, require("kopt.graph").new_lists
 
 local M = {}
 
@@ -258,20 +258,17 @@ end
 -- string per move, which was the largest cost left in an expansion. Such
 -- moves are merged by knob and value; the first move of another kind turns
 -- every key into a string, so all are merged by key from then on.
+-- The lists every move has a value in (with, by how its key is kept, key
+-- or knob and value), made with room for every proposal; and collect's own.
+local LISTS_LAZY = { "action", "method", "prior", "changes", "generator", "knob", "value" }
+local LISTS_KEYED = { "key", "action", "method", "prior", "changes", "generator" }
+local SCRATCH = { "best" }
+
 function M.collect_lists(ctx, state, generators)
   local space = ctx.space
-  local keys, actions, methods, priors, changes_of, gens = {}, {}, {}, {}, {}, {}
-  local configs, experts, patches, chains, repairs = {}, {}, {}, {}, {}
-  local knob_of, value_of = {}, {}
-  local out = { n = 0, key = keys, action = actions, method = methods, prior = priors, changes = changes_of,
-                generator = gens, config = configs, expert = experts, patch = patches, chain = chains,
-                repair = repairs, knob = knob_of, value = value_of }
-  local by_key, by_code, best = {}, {}, {}  -- best[j]: the largest single prior merged into move j
-  local n_out = 0
   local f = fast(space)
   local parts = {}
   for i, k in ipairs(space.knobs) do parts[i] = space_mod.format_value(state.config[k.name]) end
-  out.parts = parts
   -- one-knob changes of a valid state are valid when the value is allowed
   -- (and, with constraints, when they hold: checked on the copy)
   local base_ok = not space.members and space:is_valid(state.config)
@@ -283,13 +280,30 @@ function M.collect_lists(ctx, state, generators)
   local plain_state = lazy and state_key == table.concat(parts, ",")
   local left, right
   if not lazy then left, right = sides(parts) end
-  for _, gen in ipairs(generators) do
+  -- the proposals first, so that the lists are made with room for them all
+  local proposals, total = {}, 0
+  for gi, gen in ipairs(generators) do
     local ok, moves = pcall(gen.propose, ctx, state)
     if not ok then
       ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
       moves = {}
     end
     moves = moves or {}
+    proposals[gi] = moves
+    if type(moves) == "table" then total = total + #moves end
+  end
+  local out = new_lists(total, lazy and LISTS_LAZY or LISTS_KEYED,
+                        { n = 0, parts = parts, config = {}, expert = {}, patch = {}, chain = {}, repair = {} })
+  out.key, out.knob, out.value = out.key or {}, out.knob or {}, out.value or {}
+  local keys, actions, methods, priors, changes_of, gens = out.key, out.action, out.method, out.prior, out.changes,
+    out.generator
+  local configs, experts, patches, chains, repairs = out.config, out.expert, out.patch, out.chain, out.repair
+  local knob_of, value_of = out.knob, out.value
+  local by_key, by_code = {}, {}
+  local best = new_lists(total, SCRATCH).best  -- best[j]: the largest single prior merged into move j
+  local n_out = 0
+  for gi, gen in ipairs(generators) do
+    local moves = proposals[gi]
     local first = 1
     if lazy and type(moves) == "table" then
       -- the same loop in C for as long as the moves are one-knob changes

@@ -14,7 +14,7 @@
 --     nodes and edges, keeps existing edges, and raises on a missing rank;
 --     g:first_eligible; a move given as knob and value gets its key from the state's parts;
 --     graph.permutation is rng:shuffle of 1..n (the same list and draws); g:descend and
---     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge.
+--     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge; graph.new_lists.
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -231,6 +231,12 @@ do
   end
   ok, err = pcall(graph.permutation, { 1, 2, 3 }, 4)
   T.check(not ok and tostring(err):find("generator state", 1, true), "a bad state raises: %s", tostring(err))
+  -- graph.new_lists: empty lists, distinct, in a given table or a new one
+  local nl = graph.new_lists(64, { "a", "b" }, { n = 0 })
+  nl.a[1] = 1
+  T.check(#nl.a == 1 and #nl.b == 0 and nl.n == 0 and next(graph.new_lists(0, {})) == nil, "new_lists")
+  ok, err = pcall(graph.new_lists, 5, { 1 })
+  T.check(not ok and tostring(err):find("names[1]", 1, true), "a name that is no string raises: %s", tostring(err))
   -- g:descend and g:backup_path: per edge of a path, g:vloss(e, 1) and
   -- g:visit(parent), then g:vloss(e, -1) and g:backup(e, value, failed)
   local h = graph.new()
