@@ -294,8 +294,9 @@ local function add_moves(ctx, st, id, gens, noise, always)
     for i = 1, n do sum = sum + priors[i] end
   end
   -- order: prior descending, ties by the shuffled rank (priors are far
-  -- apart compared with the 1e-9 offsets)
-  local rank = tie
+  -- apart compared with the 1e-9 offsets): g:add_children ranks by
+  -- -(prior / scale - tie * 1e-9)
+  props.tie = tie
   if noise and ctx.options.dirichlet_eps > 0 then
     for i = 1, n do priors[i] = priors[i] / sum end
     local eta, total = {}, 0
@@ -304,18 +305,12 @@ local function add_moves(ctx, st, id, gens, noise, always)
       total = total + eta[i]
     end
     local eps = ctx.options.dirichlet_eps
-    for i = 1, n do
-      local p = (1 - eps) * priors[i] + eps * eta[i] / total
-      priors[i], rank[i] = p, -(p - tie[i] * 1e-9)
-    end
+    for i = 1, n do priors[i] = (1 - eps) * priors[i] + eps * eta[i] / total end
   else
-    for i = 1, n do
-      local p = priors[i] / sum
-      priors[i], rank[i] = p, -(p - tie[i] * 1e-9)
-    end
+    props.scale = sum  -- the priors normalised there
   end
   -- child[i] < 0: a new node; edge[i] > 0: a new edge, < 0: one that was there
-  local added, child_of, edge_of = st.g:add_children(id, props, rank, always)
+  local added, child_of, edge_of = st.g:add_children(id, props, nil, always)
   -- a new node or edge has nothing in these tables yet, so fields a move
   -- lacks (nil) need no write
   local cfg, cfg_base, cfg_changes, patch = st.cfg, st.cfg_base, st.cfg_changes, st.patch

@@ -9,8 +9,9 @@
  *   g:reward(id), g:flags(id), g:set_flags(id, f), g:key(id), g:visit(id[, k])
  *   g:counts(id) -> visits, number of edges ; g:ends(eid) -> child, parent
  *   local eid, created = g:link(parent, action, child[, prior])
- *   g:add_children(parent, lists, ranks[, always]) -> created, child, edge  (g:add and g:link
- *     for moves as lists {key={}, action={}, prior={}}, in ascending rank: see graph_lists.c)
+ *   g:add_children(parent, lists, ranks|nil[, always]) -> created, child, edge  (g:add and
+ *     g:link for moves as lists {key={}, action={}, prior={}}, in ascending rank, or by prior
+ *     and lists.tie: see graph_lists.c)
  *   graph.permutation(s, n) -> 1..n shuffled as kopt.rng:shuffle would (graph_lists.c)
  *   graph.one_knob_moves(...) -> kopt.moves.collect_lists' loop over one-knob moves (graph_lists.c)
  *   graph.new_lists(size, names[, t]) -> t with t[name] an empty list with room for size (graph_lists.c)

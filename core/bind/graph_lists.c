@@ -17,6 +17,7 @@
 
 struct ranked {
 	double rank;
+	double prior; /* with lists.tie: prior[i] / lists.scale; else read when linked */
 	lua_Integer i;
 };
 
@@ -117,12 +118,15 @@ static void read_parts(lua_State *L, int parts, struct key_parts *kp)
 	kp->joined = joined;
 }
 
-/* g:add_children(parent, lists, ranks[, always]) -> created, child, edge
+/* g:add_children(parent, lists, ranks|nil[, always]) -> created, child, edge
  *
  * The children of a node in one call: `lists` holds the moves as parallel
  * lists {key = {...}, action = {...}, prior = {...}} (kopt.moves.collect_lists
  * gives them), one entry per move (lists.n of them, else #lists.key), and
- * ranks[i] is the rank of move i. A move without key[i] is a one-knob change
+ * ranks[i] is the rank of move i. Without ranks (nil), move i has the prior
+ * prior[i] / lists.scale (default 1) and the rank -(that - tie[i] * 1e-9),
+ * with lists.tie a permutation of 1..n: prior descending, ties in the order
+ * of tie (MCGS's ranking, without a Lua loop over the moves). A move without key[i] is a one-knob change
  * given as knob[i] and value[i] (a formatted value): its key is lists.parts,
  * the state's formatted values, joined by ',' with part knob[i] replaced by
  * value[i]. In ascending rank (equal ranks in list order), the node of each
@@ -138,7 +142,18 @@ int kopt_bind_graph_add_children(lua_State *L)
 	struct kopt_graph *g = kopt_bind_check_graph(L, 1);
 	uint32_t parent = kopt_bind_check_node(L, g, 2);
 	luaL_checktype(L, 3, LUA_TTABLE);
+	lua_settop(L, 5);
+	int by_tie = lua_isnil(L, 4);
+	if (by_tie) {
+		lua_getfield(L, 3, "tie");
+		lua_replace(L, 4);
+		if (!lua_istable(L, 4))
+			return luaL_error(L, "graph:add_children: without ranks, lists.tie must be a table");
+	}
 	luaL_checktype(L, 4, LUA_TTABLE);
+	double scale = 1.0;
+	if (by_tie && lua_getfield(L, 3, "scale") != LUA_TNIL)
+		scale = luaL_checknumber(L, -1);
 	int always = lua_toboolean(L, 5);
 	lua_settop(L, 4);
 	luaL_checkstack(L, 32, "graph:add_children"); /* 15 slots below, a few per move */
@@ -171,10 +186,21 @@ int kopt_bind_graph_add_children(lua_State *L)
 	struct ranked *order = lua_newuserdatauv(L, (size_t)n * sizeof *order + 1, 0); /* 13 */
 	for (lua_Integer i = 1; i <= n; i++) {
 		if (lua_rawgeti(L, 4, i) != LUA_TNUMBER)
-			return luaL_error(L, "graph:add_children: ranks[%I] must be a number", i);
+			return luaL_error(L, "graph:add_children: %s[%I] must be a number",
+					  by_tie ? "tie" : "ranks", i);
 		order[i - 1].rank = lua_tonumber(L, -1);
 		order[i - 1].i = i;
 		lua_pop(L, 1);
+		if (by_tie) {
+			/* as MCGS ranked them in Lua: -(p - tie * 1e-9), p = prior / scale */
+			if (lua_rawgeti(L, 7, i) != LUA_TNUMBER)
+				return luaL_error(L, "graph:add_children: prior[%I] must be a number",
+						  i);
+			double p = lua_tonumber(L, -1) / scale;
+			lua_pop(L, 1);
+			order[i - 1].prior = p;
+			order[i - 1].rank = -(p - order[i - 1].rank * 1e-9);
+		}
 	}
 	qsort(order, (size_t)n, sizeof *order, cmp_ranked);
 	lua_createtable(L, (int)n, 0); /* 14: child */
@@ -203,10 +229,13 @@ int kopt_bind_graph_add_children(lua_State *L)
 		if (child != parent) {
 			size_t alen;
 			const char *action = move_string(L, 6, i, "action", &alen);
-			if (lua_rawgeti(L, 7, i) != LUA_TNUMBER)
-				return luaL_error(
-				    L, "graph:add_children: prior[%I] must be a number", i);
-			double prior = lua_tonumber(L, -1);
+			double prior = order[k].prior;
+			if (!by_tie) {
+				if (lua_rawgeti(L, 7, i) != LUA_TNUMBER)
+					return luaL_error(
+					    L, "graph:add_children: prior[%I] must be a number", i);
+				prior = lua_tonumber(L, -1);
+			}
 			if (kopt_graph_linker_link(g, &lk, action, alen, child, prior, &eid,
 						   &created, err, sizeof err) != 0)
 				return luaL_error(L, "%s", err);

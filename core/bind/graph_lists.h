@@ -14,7 +14,7 @@ struct kopt_graph;
 struct kopt_graph *kopt_bind_check_graph(lua_State *L, int idx);
 uint32_t kopt_bind_check_node(lua_State *L, struct kopt_graph *g, int idx);
 
-/* g:add_children(parent, lists, ranks[, always]) -> created, child, edge */
+/* g:add_children(parent, lists, ranks|nil[, always]) -> created, child, edge */
 int kopt_bind_graph_add_children(lua_State *L);
 
 /* graph.permutation(s, n) -> {1..n shuffled}, s advanced in place */

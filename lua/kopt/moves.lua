@@ -155,7 +155,7 @@ local fast_of = setmetatable({}, { __mode = "k" })
 local function fast(space)
   local f = fast_of[space]
   if f then return f end
-  f = { fmt = {}, act = {}, code = {}, n = #space.knobs, plain_keys = true }
+  f = { fmt = {}, act = {}, code = {}, codes = 0, n = #space.knobs, plain_keys = true }
   local fields = {}
   local stride = 1
   for _, k in ipairs(space.knobs) do stride = math.max(stride, #k.values) end
@@ -172,6 +172,7 @@ local function fast(space)
       if fm[v]:find(",", 1, true) then f.plain_keys = false end
     end
     f.fmt[i], f.act[i], f.code[i] = fm, ac, co
+    f.codes = i * stride
     fields[i] = string.format("[%q] = c[%q]", k.name, k.name)
   end
   -- a table constructor sizes the table once; copying key by key into {}
@@ -262,7 +263,7 @@ end
 -- or knob and value), made with room for every proposal; and collect's own.
 local LISTS_LAZY = { "action", "method", "prior", "changes", "generator", "knob", "value" }
 local LISTS_KEYED = { "key", "action", "method", "prior", "changes", "generator" }
-local SCRATCH = { "best" }
+local SCRATCH, BY_CODE = { "best" }, { "by_code" }
 
 function M.collect_lists(ctx, state, generators)
   local space = ctx.space
@@ -299,8 +300,9 @@ function M.collect_lists(ctx, state, generators)
     out.generator
   local configs, experts, patches, chains, repairs = out.config, out.expert, out.patch, out.chain, out.repair
   local knob_of, value_of = out.knob, out.value
-  local by_key, by_code = {}, {}
   local best = new_lists(total, SCRATCH).best  -- best[j]: the largest single prior merged into move j
+  -- (codes are 1..f.codes: room for them all unless the space is large)
+  local by_key, by_code = {}, new_lists(f.codes <= 1024 and f.codes or 0, BY_CODE).by_code
   local n_out = 0
   for gi, gen in ipairs(generators) do
     local moves = proposals[gi]

@@ -14,7 +14,8 @@
 --     nodes and edges, keeps existing edges, and raises on a missing rank;
 --     g:first_eligible; a move given as knob and value gets its key from the state's parts;
 --     graph.permutation is rng:shuffle of 1..n (the same list and draws); g:descend and
---     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge; graph.new_lists.
+--     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge; graph.new_lists;
+--     g:add_children without ranks ranks by prior and lists.tie.
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -231,6 +232,17 @@ do
   end
   ok, err = pcall(graph.permutation, { 1, 2, 3 }, 4)
   T.check(not ok and tostring(err):find("generator state", 1, true), "a bad state raises: %s", tostring(err))
+  -- without ranks: priors prior / scale, ranked by -(prior / scale - tie * 1e-9)
+  local g3 = graph.new()
+  local r3 = g3:add("r")
+  g3:add_children(r3, { key = { "a", "b", "c" }, action = { "A", "B", "C" }, prior = { 2, 4, 2 }, tie = { 2, 3, 1 },
+                        scale = 8 })
+  local got = {}
+  for _, e in ipairs(g3:edges(r3)) do got[#got + 1] = g3:edge(e).action .. "=" .. g3:edge(e).prior end
+  T.check(table.concat(got, " ") == "B=0.5 C=0.25 A=0.25", "ranked by prior and tie: %s", table.concat(got, " "))
+  ok, err = pcall(g3.add_children, g3, r3, { key = { "d" }, action = { "D" }, prior = { 1 } })
+  T.check(not ok and tostring(err):find("lists.tie", 1, true), "neither ranks nor tie raises: %s", tostring(err))
+  g3:close()
   -- graph.new_lists: empty lists, distinct, in a given table or a new one
   local nl = graph.new_lists(64, { "a", "b" }, { n = 0 })
   nl.a[1] = 1
