@@ -76,23 +76,6 @@ local function fail_reward(o, status)
   return o.fail_crash
 end
 
--- Gamma(a) variate (Marsaglia-Tsang; boosted for a < 1), for Dirichlet noise.
-local function gamma(rng, a)
-  if a < 1 then return gamma(rng, a + 1) * rng:uniform() ^ (1 / a) end
-  local d = a - 1 / 3
-  local c = 1 / math.sqrt(9 * d)
-  while true do
-    local x, v
-    repeat
-      x = rng:normal()
-      v = 1 + c * x
-    until v > 0
-    v = v * v * v
-    local u = rng:uniform()
-    if u < 1 - 0.0331 * x ^ 4 or math.log(u) < 0.5 * x * x + d * (1 - v + math.log(v)) then return d * v end
-  end
-end
-
 local function set_flag(g, id, bit) g:set_flags(id, g:flags(id) | bit) end
 local function clear_flag(g, id, bit) g:set_flags(id, g:flags(id) & ~bit) end
 
@@ -299,11 +282,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
   props.tie = tie
   if noise and ctx.options.dirichlet_eps > 0 then
     for i = 1, n do priors[i] = priors[i] / sum end
-    local eta, total = {}, 0
-    for i = 1, n do
-      eta[i] = gamma(st.noise_rng, ctx.options.dirichlet_alpha)
-      total = total + eta[i]
-    end
+    local eta, total = st.noise_rng:gammas(n, ctx.options.dirichlet_alpha)
     local eps = ctx.options.dirichlet_eps
     for i = 1, n do priors[i] = (1 - eps) * priors[i] + eps * eta[i] / total end
   else

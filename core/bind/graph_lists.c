@@ -5,6 +5,7 @@
  * g:add_children registers them in one call. Each runs once per
  * expansion over every proposed move (about 50 for the rule moves), which
  * made them the search's hottest loops in Lua. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -260,6 +261,41 @@ int kopt_bind_graph_add_children(lua_State *L)
 	return 3;
 }
 
+/* One step of kopt.rng's xoshiro256** (rng:next64), on its state s1..s4. */
+static uint64_t next64(uint64_t s[4])
+{
+	uint64_t r = s[1] * 5;
+	r = ((r << 7) | (r >> 57)) * 9;
+	uint64_t t = s[1] << 17;
+	s[2] ^= s[0];
+	s[3] ^= s[1];
+	s[1] ^= s[2];
+	s[0] ^= s[3];
+	s[2] ^= t;
+	s[3] = (s[3] << 45) | (s[3] >> 19);
+	return r;
+}
+
+/* The generator state s = {s1, s2, s3, s4} of a kopt.rng at stack index idx. */
+static void read_state(lua_State *L, int idx, uint64_t s[4])
+{
+	luaL_checktype(L, idx, LUA_TTABLE);
+	for (int k = 0; k < 4; k++) {
+		if (lua_rawgeti(L, idx, k + 1) != LUA_TNUMBER || !lua_isinteger(L, -1))
+			luaL_argerror(L, idx, "expected a generator state of 4 integers");
+		s[k] = (uint64_t)lua_tointeger(L, -1);
+		lua_pop(L, 1);
+	}
+}
+
+static void write_state(lua_State *L, int idx, const uint64_t s[4])
+{
+	for (int k = 0; k < 4; k++) {
+		lua_pushinteger(L, (lua_Integer)s[k]);
+		lua_rawseti(L, idx, k + 1);
+	}
+}
+
 /* graph.permutation(s, n) -> list
  *
  * The list 1..n shuffled (Fisher-Yates: for i = n down to 2, j uniform in
@@ -269,16 +305,10 @@ int kopt_bind_graph_add_children(lua_State *L)
  * stay in step with. kopt.rng:permutation calls it. */
 int kopt_bind_graph_permutation(lua_State *L)
 {
-	luaL_checktype(L, 1, LUA_TTABLE);
 	lua_Integer n = luaL_checkinteger(L, 2);
 	luaL_argcheck(L, n >= 0 && n < INT32_MAX, 2, "expected a count >= 0");
 	uint64_t s[4];
-	for (int k = 0; k < 4; k++) {
-		if (lua_rawgeti(L, 1, k + 1) != LUA_TNUMBER || !lua_isinteger(L, -1))
-			return luaL_argerror(L, 1, "expected a generator state of 4 integers");
-		s[k] = (uint64_t)lua_tointeger(L, -1);
-		lua_pop(L, 1);
-	}
+	read_state(L, 1, s);
 	lua_Integer *list = lua_newuserdatauv(L, (size_t)n * sizeof *list + 1, 0);
 	for (lua_Integer i = 0; i < n; i++)
 		list[i] = i + 1;
@@ -286,27 +316,15 @@ int kopt_bind_graph_permutation(lua_State *L)
 		/* Lua: (-1 >> 1) // i * i, the largest multiple of i below 2^63 */
 		uint64_t limit = (uint64_t)INT64_MAX / (uint64_t)i * (uint64_t)i;
 		uint64_t x;
-		do {
-			uint64_t r = s[1] * 5;
-			r = ((r << 7) | (r >> 57)) * 9;
-			uint64_t t = s[1] << 17;
-			s[2] ^= s[0];
-			s[3] ^= s[1];
-			s[1] ^= s[2];
-			s[0] ^= s[3];
-			s[2] ^= t;
-			s[3] = (s[3] << 45) | (s[3] >> 19);
-			x = r >> 1;
-		} while (x >= limit);
+		do
+			x = next64(s) >> 1;
+		while (x >= limit);
 		lua_Integer j = 1 + (lua_Integer)(x % (uint64_t)i);
 		lua_Integer tmp = list[i - 1];
 		list[i - 1] = list[j - 1];
 		list[j - 1] = tmp;
 	}
-	for (int k = 0; k < 4; k++) {
-		lua_pushinteger(L, (lua_Integer)s[k]);
-		lua_rawseti(L, 1, k + 1);
-	}
+	write_state(L, 1, s);
 	lua_createtable(L, (int)n, 0);
 	for (lua_Integer i = 0; i < n; i++) {
 		lua_pushinteger(L, list[i]);
@@ -552,4 +570,70 @@ int kopt_bind_graph_new_lists(lua_State *L)
 		lua_rawset(L, 3);
 	}
 	return 1;
+}
+
+/* rng:uniform() */
+static double uniform(uint64_t s[4])
+{
+	return (double)(next64(s) >> 11) * (1.0 / 9007199254740992.0);
+}
+
+/* rng:normal() */
+static double normal(uint64_t s[4])
+{
+	double u1 = uniform(s), u2 = uniform(s);
+	if (u1 < 1e-300)
+		u1 = 1e-300;
+	return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
+}
+
+/* A Gamma(a) variate (Marsaglia-Tsang; boosted for a < 1), drawn as the
+ * gamma() MCGS had in Lua: the same draws in the same order and the same
+ * floating-point operations (libm's pow, log, sqrt, cos, as Lua's ^ and math
+ * functions), so its Dirichlet noise is unchanged. */
+static double gamma_variate(uint64_t s[4], double a)
+{
+	if (a < 1) {
+		double g = gamma_variate(s, a + 1);
+		return g * pow(uniform(s), 1 / a);
+	}
+	double d = a - 1.0 / 3.0;
+	double c = 1 / sqrt(9 * d);
+	for (;;) {
+		double x, v;
+		do {
+			x = normal(s);
+			v = 1 + c * x;
+		} while (!(v > 0));
+		v = v * v * v;
+		double u = uniform(s);
+		if (u < 1 - 0.0331 * pow(x, 4) || log(u) < 0.5 * x * x + d * (1 - v + log(v)))
+			return d * v;
+	}
+}
+
+/* graph.gammas(s, n, a) -> list, sum
+ *
+ * n Gamma(a) variates (a > 0) from the kopt.rng state s (advanced in place)
+ * and their sum in list order: MCGS's Dirichlet noise on the priors of an
+ * expansion below the root, one variate per move. kopt.rng:gammas calls it. */
+int kopt_bind_graph_gammas(lua_State *L)
+{
+	lua_Integer n = luaL_checkinteger(L, 2);
+	luaL_argcheck(L, n >= 0 && n < INT32_MAX, 2, "expected a count >= 0");
+	double a = luaL_checknumber(L, 3);
+	luaL_argcheck(L, a > 0, 3, "expected a shape > 0");
+	uint64_t s[4];
+	read_state(L, 1, s);
+	lua_createtable(L, (int)n, 0);
+	double sum = 0;
+	for (lua_Integer i = 1; i <= n; i++) {
+		double g = gamma_variate(s, a);
+		sum = sum + g;
+		lua_pushnumber(L, g);
+		lua_rawseti(L, -2, i);
+	}
+	write_state(L, 1, s);
+	lua_pushnumber(L, sum);
+	return 2;
 }

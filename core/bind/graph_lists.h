@@ -27,4 +27,7 @@ int kopt_bind_graph_one_knob_moves(lua_State *L);
 /* graph.new_lists(size, names[, t]) -> t: lists with room for size entries */
 int kopt_bind_graph_new_lists(lua_State *L);
 
+/* graph.gammas(s, n, a) -> list, sum: n Gamma(a) variates as kopt.rng draws them */
+int kopt_bind_graph_gammas(lua_State *L);
+
 #endif

@@ -1,7 +1,7 @@
 -- Seeded random numbers for strategies: xoshiro256** on Lua's 64-bit
 -- integers, one independent generator per run, so a run is reproducible from
 -- its logged seed whatever else calls math.random.
-local permutation = require("kopt.graph").permutation
+local permutation, gammas = require("kopt.graph").permutation, require("kopt.graph").gammas
 
 local M = {}
 M.__index = M
@@ -97,6 +97,13 @@ end
 -- expansion.
 function M:permutation(n)
   return permutation(self.s, n)
+end
+
+-- n Gamma(a) variates (a > 0; Marsaglia-Tsang, boosted for a < 1, from
+-- self:normal and self:uniform) and their sum, in C (kopt.graph.gammas):
+-- MCGS draws one per move for its Dirichlet noise.
+function M:gammas(n, a)
+  return gammas(self.s, n, a)
 end
 
 -- An independent generator derived from this one, e.g. for Dirichlet noise.

@@ -15,7 +15,7 @@
 --     g:first_eligible; a move given as knob and value gets its key from the state's parts;
 --     graph.permutation is rng:shuffle of 1..n (the same list and draws); g:descend and
 --     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge; graph.new_lists;
---     g:add_children without ranks ranks by prior and lists.tie.
+--     g:add_children without ranks ranks by prior and lists.tie; rng:gammas is the Lua gamma.
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -230,6 +230,36 @@ do
     for i = 1, len do same = same and p2[i] == l[i] end
     T.check(same and r1:next64() == r2:next64(), "permutation(%d) is shuffle of 1..n", len)
   end
+  -- rng:gammas (graph.gammas) draws what MCGS's Lua gamma() drew: the same
+  -- variates, bit for bit, and the same generator state after
+  local function gamma(r, shape)
+    if shape < 1 then return gamma(r, shape + 1) * r:uniform() ^ (1 / shape) end
+    local d = shape - 1 / 3
+    local c = 1 / math.sqrt(9 * d)
+    while true do
+      local x, v
+      repeat
+        x = r:normal()
+        v = 1 + c * x
+      until v > 0
+      v = v * v * v
+      local u = r:uniform()
+      if u < 1 - 0.0331 * x ^ 4 or math.log(u) < 0.5 * x * x + d * (1 - v + math.log(v)) then return d * v end
+    end
+  end
+  local same_g = true
+  for _, shape in ipairs({ 0.3, 0.05, 1, 2.5 }) do
+    local r1, r2 = rng.new(7), rng.new(7)
+    local total = 0
+    local gs, sum = r2:gammas(200, shape)
+    for i = 1, 200 do
+      local x = gamma(r1, shape)
+      total = total + x
+      same_g = same_g and gs[i] == x
+    end
+    same_g = same_g and sum == total and r1:next64() == r2:next64()
+  end
+  T.check(same_g, "gammas: the Lua gamma's variates")
   ok, err = pcall(graph.permutation, { 1, 2, 3 }, 4)
   T.check(not ok and tostring(err):find("generator state", 1, true), "a bad state raises: %s", tostring(err))
   -- without ranks: priors prior / scale, ranked by -(prior / scale - tie * 1e-9)
