@@ -15,6 +15,7 @@
  *   graph.permutation(s, n) -> 1..n shuffled as kopt.rng:shuffle would (graph_lists.c)
  *   graph.one_knob_moves(...) -> kopt.moves.collect_lists' loop over one-knob moves (graph_lists.c)
  *   graph.gammas(s, n, a) -> n Gamma(a) variates as kopt.rng would draw them, sum (graph_lists.c)
+ *   graph.normalise(list, n): list[1..n] divided by their sum in place (graph_lists.c)
  *   graph.new_lists(size, names[, t]) -> t with t[name] an empty list with room for size (graph_lists.c)
  *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
  *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=, flags=}
@@ -645,6 +646,7 @@ static const luaL_Reg graph_funcs[] = {
 	{"one_knob_moves", kopt_bind_graph_one_knob_moves},
 	{"new_lists", kopt_bind_graph_new_lists},
 	{"gammas", kopt_bind_graph_gammas},
+	{"normalise", kopt_bind_graph_normalise},
 	{NULL, NULL},
 };
 

@@ -637,3 +637,28 @@ int kopt_bind_graph_gammas(lua_State *L)
 	lua_pushnumber(L, sum);
 	return 2;
 }
+
+/* graph.normalise(list, n): list[i] / (list[1] + ... + list[n]) for i = 1..n,
+ * in place, the sum taken in order as Lua's loop took it (numbers only: an
+ * integer sum of integers is exact in a double below 2^53, so the quotients
+ * are the same). kopt.moves.collect_lists normalises its priors with it. */
+int kopt_bind_graph_normalise(lua_State *L)
+{
+	luaL_checktype(L, 1, LUA_TTABLE);
+	lua_Integer n = luaL_checkinteger(L, 2);
+	double sum = 0;
+	for (lua_Integer i = 1; i <= n; i++) {
+		if (lua_rawgeti(L, 1, i) != LUA_TNUMBER)
+			return luaL_error(L, "graph.normalise: list[%I] must be a number", i);
+		sum = sum + lua_tonumber(L, -1);
+		lua_pop(L, 1);
+	}
+	for (lua_Integer i = 1; i <= n; i++) {
+		lua_rawgeti(L, 1, i);
+		double x = lua_tonumber(L, -1);
+		lua_pop(L, 1);
+		lua_pushnumber(L, x / sum);
+		lua_rawseti(L, 1, i);
+	}
+	return 0;
+}

@@ -30,4 +30,7 @@ int kopt_bind_graph_new_lists(lua_State *L);
 /* graph.gammas(s, n, a) -> list, sum: n Gamma(a) variates as kopt.rng draws them */
 int kopt_bind_graph_gammas(lua_State *L);
 
+/* graph.normalise(list, n): list[1..n] divided by their sum, in place */
+int kopt_bind_graph_normalise(lua_State *L);
+
 #endif

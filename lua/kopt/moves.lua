@@ -23,7 +23,8 @@ local space_mod = require("kopt.space")
 local sys = require("kopt.sys")
 
 local next, tonumber = next, tonumber
-local one_knob_moves, new_lists = require("kopt.graph").one_knob_moves, require("kopt.graph").new_lists
+local graph_mod = require("kopt.graph")
+local one_knob_moves, new_lists, normalise = graph_mod.one_knob_moves, graph_mod.new_lists, graph_mod.normalise
 
 local M = {}
 
@@ -388,9 +389,7 @@ function M.collect_lists(ctx, state, generators)
       end
     end
   end
-  local sum = 0
-  for j = 1, n_out do sum = sum + priors[j] end
-  for j = 1, n_out do priors[j] = priors[j] / sum end
+  normalise(priors, n_out)  -- priors[j] / the sum of priors[1..n_out], summed in order
   out.n = n_out
   return out
 end
@@ -402,8 +401,14 @@ end
 function M.collect(ctx, state, generators)
   local l = M.collect_lists(ctx, state, generators)
   local out = {}
+  local left, right  -- (the keys of one-knob moves, built once per move as collect_lists did)
   for j = 1, l.n do
-    out[j] = { key = M.key_of(l, j), changes = l.changes[j], action = l.action[j], method = l.method[j],
+    local key = l.key[j]
+    if not key then
+      if not left then left, right = sides(l.parts) end
+      key = left[l.knob[j]] .. l.value[j] .. right[l.knob[j]]
+    end
+    out[j] = { key = key, changes = l.changes[j], action = l.action[j], method = l.method[j],
                prior = l.prior[j], generator = l.generator[j], config = l.config[j], expert = l.expert[j],
                patch = l.patch[j], chain = l.chain[j], repair = l.repair[j] }
   end

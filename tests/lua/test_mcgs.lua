@@ -15,7 +15,8 @@
 --     g:first_eligible; a move given as knob and value gets its key from the state's parts;
 --     graph.permutation is rng:shuffle of 1..n (the same list and draws); g:descend and
 --     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge; graph.new_lists;
---     g:add_children without ranks ranks by prior and lists.tie; rng:gammas is the Lua gamma.
+--     g:add_children without ranks ranks by prior and lists.tie; rng:gammas is the Lua gamma;
+--     graph.normalise.
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -273,6 +274,14 @@ do
   ok, err = pcall(g3.add_children, g3, r3, { key = { "d" }, action = { "D" }, prior = { 1 } })
   T.check(not ok and tostring(err):find("lists.tie", 1, true), "neither ranks nor tie raises: %s", tostring(err))
   g3:close()
+  -- graph.normalise: divided by the sum taken in order, as a Lua loop does
+  local xs, ys = { 1, 0.1, 3, 0.2, 7 }, { 1, 0.1, 3, 0.2, 7 }
+  graph.normalise(xs, 4)
+  local sy = 0
+  for i = 1, 4 do sy = sy + ys[i] end
+  T.check(xs[1] == 1 / sy and xs[2] == 0.1 / sy and xs[4] == 0.2 / sy and xs[5] == 7, "normalise")
+  ok, err = pcall(graph.normalise, { 1, "x" }, 2)
+  T.check(not ok and tostring(err):find("list[2]", 1, true), "normalise: a non-number raises: %s", tostring(err))
   -- graph.new_lists: empty lists, distinct, in a given table or a new one
   local nl = graph.new_lists(64, { "a", "b" }, { n = 0 })
   nl.a[1] = 1
