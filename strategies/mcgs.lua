@@ -350,10 +350,12 @@ local function restart_config(ctx, st, perturb)
     if perturb and st.best_id then
       c, method = st.cfg[st.best_id], "perturb"
       for _ = 1, o.perturb do
+        -- a random move (rng:choice's draw); its lists, not a table per move
         local state = { config = c, key = ctx:key(c) }
-        local props = moves_mod.collect(ctx, state, st.cheap)
-        if #props == 0 then break end
-        c = moves_mod.config_of(ctx.space, state, ctx.rng:choice(props))
+        local l = moves_mod.collect_lists(ctx, state, st.cheap)
+        if l.n == 0 then break end
+        local j = ctx.rng:random(1, l.n)
+        c = l.config[j] or moves_mod.changed_config(ctx.space, c, l.changes[j])
       end
     else
       c, method = nil, "restart"
