@@ -47,7 +47,7 @@ static const char *move_string(lua_State *L, int list, lua_Integer i, const char
  * the scratch userdata at stack index `scratch`, grown as needed. */
 struct key_parts {
 	const char *joined;
-	size_t *start; /* n + 1 offsets; start[n] = joined length + 1 */
+	size_t *start; /* n + 1 offsets; start[n]: the length of joined, which ends in ',' */
 	lua_Integer n;
 	int knob, value, scratch;
 };
@@ -127,10 +127,10 @@ static void read_parts(lua_State *L, int parts, struct key_parts *kp)
  * ranks[i] is the rank of move i. Without ranks (nil), move i has the prior
  * prior[i] / lists.scale (default 1) and the rank -(that - tie[i] * 1e-9),
  * with lists.tie a permutation of 1..n: prior descending, ties in the order
- * of tie (MCGS's ranking, without a Lua loop over the moves). A move without key[i] is a one-knob change
- * given as knob[i] and value[i] (a formatted value): its key is lists.parts,
- * the state's formatted values, joined by ',' with part knob[i] replaced by
- * value[i]. In ascending rank (equal ranks in list order), the node of each
+ * of tie (MCGS's ranking, without a Lua loop over the moves). A move without
+ * key[i] is a one-knob change given as knob[i] and value[i] (a formatted
+ * value): its key is lists.parts, the state's formatted values, joined by
+ * ',' with part knob[i] replaced by value[i]. In ascending rank (equal ranks in list order), the node of each
  * key is found or added and, unless it is the parent itself, linked from the
  * parent by the action with the prior (an existing edge keeps its prior and
  * statistics). With `always`, each edge is flagged edge_always and an
