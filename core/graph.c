@@ -374,18 +374,11 @@ uint32_t kopt_graph_find_edge(const struct kopt_graph *g, uint32_t parent, const
 	return find_edge_hashed(g, parent, action, len, (uint32_t)key_hash(action, len));
 }
 
-int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, size_t len,
-		    uint32_t child, double prior, uint32_t *eid, int *created, char *err,
+/* Appends the edge parent --action--> child (known to be absent). */
+static int new_edge(struct kopt_graph *g, uint32_t parent, const char *action, size_t len,
+		    uint32_t ahash, uint32_t child, double prior, uint32_t *eid, char *err,
 		    size_t errlen)
 {
-	*eid = KOPT_GRAPH_NONE;
-	*created = 0;
-	uint32_t ahash = (uint32_t)key_hash(action, len);
-	uint32_t found = find_edge_hashed(g, parent, action, len, ahash);
-	if (found != KOPT_GRAPH_NONE) {
-		*eid = found;
-		return 0;
-	}
 	if (g->n_edges >= (size_t)UINT32_MAX - 1) {
 		set_err(err, errlen, "graph is full (%zu edges)", g->n_edges);
 		return -1;
@@ -415,6 +408,61 @@ int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, s
 	p->n_edges++;
 	g->nodes[child].n_in++;
 	*eid = e;
+	return 0;
+}
+
+int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, size_t len,
+		    uint32_t child, double prior, uint32_t *eid, int *created, char *err,
+		    size_t errlen)
+{
+	*eid = KOPT_GRAPH_NONE;
+	*created = 0;
+	uint32_t ahash = (uint32_t)key_hash(action, len);
+	uint32_t found = find_edge_hashed(g, parent, action, len, ahash);
+	if (found != KOPT_GRAPH_NONE) {
+		*eid = found;
+		return 0;
+	}
+	if (new_edge(g, parent, action, len, ahash, child, prior, eid, err, errlen) != 0)
+		return -1;
+	*created = 1;
+	return 0;
+}
+
+/* The filter's bit of an action hash: its top bits (the low ones pick slots). */
+static void linker_mark(struct kopt_graph_linker *lk, uint32_t ahash)
+{
+	uint32_t bit = ahash >> 22;
+	lk->seen[bit >> 6] |= (uint64_t)1 << (bit & 63);
+}
+
+void kopt_graph_linker_init(const struct kopt_graph *g, struct kopt_graph_linker *lk,
+			    uint32_t parent)
+{
+	memset(lk, 0, sizeof *lk);
+	lk->parent = parent;
+	for (uint32_t e = g->nodes[parent].first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next)
+		linker_mark(lk, g->edges[e].ahash);
+}
+
+int kopt_graph_linker_link(struct kopt_graph *g, struct kopt_graph_linker *lk, const char *action,
+			   size_t len, uint32_t child, double prior, uint32_t *eid, int *created,
+			   char *err, size_t errlen)
+{
+	*eid = KOPT_GRAPH_NONE;
+	*created = 0;
+	uint32_t ahash = (uint32_t)key_hash(action, len);
+	uint32_t bit = ahash >> 22;
+	if (lk->seen[bit >> 6] & ((uint64_t)1 << (bit & 63))) {
+		uint32_t found = find_edge_hashed(g, lk->parent, action, len, ahash);
+		if (found != KOPT_GRAPH_NONE) {
+			*eid = found;
+			return 0;
+		}
+	}
+	if (new_edge(g, lk->parent, action, len, ahash, child, prior, eid, err, errlen) != 0)
+		return -1;
+	linker_mark(lk, ahash);
 	*created = 1;
 	return 0;
 }

@@ -76,23 +76,6 @@ local function fail_reward(o, status)
   return o.fail_crash
 end
 
--- Gamma(a) variate (Marsaglia-Tsang; boosted for a < 1), for Dirichlet noise.
-local function gamma(rng, a)
-  if a < 1 then return gamma(rng, a + 1) * rng:uniform() ^ (1 / a) end
-  local d = a - 1 / 3
-  local c = 1 / math.sqrt(9 * d)
-  while true do
-    local x, v
-    repeat
-      x = rng:normal()
-      v = 1 + c * x
-    until v > 0
-    v = v * v * v
-    local u = rng:uniform()
-    if u < 1 - 0.0331 * x ^ 4 or math.log(u) < 0.5 * x * x + d * (1 - v + math.log(v)) then return d * v end
-  end
-end
-
 local function set_flag(g, id, bit) g:set_flags(id, g:flags(id) | bit) end
 local function clear_flag(g, id, bit) g:set_flags(id, g:flags(id) & ~bit) end
 
@@ -185,18 +168,27 @@ function S.node_for(ctx, st, config, patch, key)
 end
 
 -- JSON of a config with the knobs in space order (Lua's table order varies
--- between processes; the snapshot must not).
+-- between processes; the snapshot must not). Each knob's '"NAME":value' is
+-- encoded once per value and space (every measured state is encoded).
 local names_of = setmetatable({}, { __mode = "k" })  -- space -> encoded knob names with ':'
+local fragments_of = setmetatable({}, { __mode = "k" })  -- space -> knob position -> value -> fragment
 function S.encode_config(space, config)
-  local names = names_of[space]
+  local names, frags = names_of[space], fragments_of[space]
   if not names then
-    names = {}
-    for i, k in ipairs(space.knobs) do names[i] = json.encode(k.name) .. ":" end
-    names_of[space] = names
+    names, frags = {}, {}
+    for i, k in ipairs(space.knobs) do names[i], frags[i] = json.encode(k.name) .. ":", {} end
+    names_of[space], fragments_of[space] = names, frags
   end
   local parts = {}
-  for i, k in ipairs(space.knobs) do parts[i] = names[i] .. json.encode(config[k.name]) end
-  -- (called once per measured state only)
+  for i, k in ipairs(space.knobs) do
+    local v = config[k.name]
+    local f = frags[i][v]
+    if not f then
+      f = names[i] .. json.encode(v)
+      if v ~= nil and v == v then frags[i][v] = f end  -- (nil and NaN cannot be keys)
+    end
+    parts[i] = f
+  end
   return "{" .. table.concat(parts, ",") .. "}"
 end
 
@@ -234,7 +226,7 @@ end
 local function select_moves(lists, keep)
   local out = { n = 0 }
   for name, l in pairs(lists) do
-    if type(l) == "table" then out[name] = {} end
+    if type(l) == "table" and name ~= "parts" then out[name] = {} end
   end
   for i = 1, lists.n do
     if keep(i) then
@@ -244,6 +236,7 @@ local function select_moves(lists, keep)
       end
     end
   end
+  out.parts = lists.parts  -- the state's, for the keys of one-knob moves
   return out
 end
 
@@ -262,9 +255,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
   end
   local n = props.n
   local methods, priors = props.method, props.prior
-  local tie = {}
-  for i = 1, n do tie[i] = i end
-  ctx.rng:shuffle(tie)
+  local tie = ctx.rng:permutation(n)
   local mult, sum = {}, 0
   local weigh = not always and ctx.options.model_prior
   local prior_mult, regraph_mult = st.prior_mult, always and st.regraph and st.regraph.mult
@@ -286,28 +277,19 @@ local function add_moves(ctx, st, id, gens, noise, always)
     for i = 1, n do sum = sum + priors[i] end
   end
   -- order: prior descending, ties by the shuffled rank (priors are far
-  -- apart compared with the 1e-9 offsets)
-  local rank = tie
+  -- apart compared with the 1e-9 offsets): g:add_children ranks by
+  -- -(prior / scale - tie * 1e-9)
+  props.tie = tie
   if noise and ctx.options.dirichlet_eps > 0 then
     for i = 1, n do priors[i] = priors[i] / sum end
-    local eta, total = {}, 0
-    for i = 1, n do
-      eta[i] = gamma(st.noise_rng, ctx.options.dirichlet_alpha)
-      total = total + eta[i]
-    end
+    local eta, total = st.noise_rng:gammas(n, ctx.options.dirichlet_alpha)
     local eps = ctx.options.dirichlet_eps
-    for i = 1, n do
-      local p = (1 - eps) * priors[i] + eps * eta[i] / total
-      priors[i], rank[i] = p, -(p - tie[i] * 1e-9)
-    end
+    for i = 1, n do priors[i] = (1 - eps) * priors[i] + eps * eta[i] / total end
   else
-    for i = 1, n do
-      local p = priors[i] / sum
-      priors[i], rank[i] = p, -(p - tie[i] * 1e-9)
-    end
+    props.scale = sum  -- the priors normalised there
   end
   -- child[i] < 0: a new node; edge[i] > 0: a new edge, < 0: one that was there
-  local added, child_of, edge_of = st.g:add_children(id, props, rank, always)
+  local added, child_of, edge_of = st.g:add_children(id, props, nil, always)
   -- a new node or edge has nothing in these tables yet, so fields a move
   -- lacks (nil) need no write
   local cfg, cfg_base, cfg_changes, patch = st.cfg, st.cfg_base, st.cfg_changes, st.patch
@@ -331,9 +313,10 @@ local function add_moves(ctx, st, id, gens, noise, always)
     if always and e ~= 0 then st.expert_edge[e < 0 and -e or e] = true end
     if e > 0 then
       local method = methods[i]
-      edge_method[e], edge_gen[e] = method, gens_of[i]
+      edge_method[e] = method
       if experts[i] ~= nil then edge_expert[e] = experts[i] end
-      if chains[i] ~= nil then edge_chain[e] = chains[i] end
+      -- the generator is asked again only for a repair, which needs a chain
+      if chains[i] ~= nil then edge_chain[e], edge_gen[e] = chains[i], gens_of[i] end
       if method_in[child] == nil then method_in[child] = method end
     end
   end
@@ -367,10 +350,12 @@ local function restart_config(ctx, st, perturb)
     if perturb and st.best_id then
       c, method = st.cfg[st.best_id], "perturb"
       for _ = 1, o.perturb do
+        -- a random move (rng:choice's draw); its lists, not a table per move
         local state = { config = c, key = ctx:key(c) }
-        local props = moves_mod.collect(ctx, state, st.cheap)
-        if #props == 0 then break end
-        c = moves_mod.config_of(ctx.space, state, ctx.rng:choice(props))
+        local l = moves_mod.collect_lists(ctx, state, st.cheap)
+        if l.n == 0 then break end
+        local j = ctx.rng:random(1, l.n)
+        c = l.config[j] or moves_mod.changed_config(ctx.space, c, l.changes[j])
       end
     else
       c, method = nil, "restart"
@@ -493,11 +478,7 @@ end
 
 local function start_pending(st, rec)
   set_flag(st.g, rec.leaf, PENDING)
-  for _, e in ipairs(rec.path) do
-    st.g:vloss(e, 1)
-    local _, parent = st.g:ends(e)
-    st.g:visit(parent)
-  end
+  st.g:descend(rec.path)  -- a virtual loss per edge, a visit per parent
 end
 
 local function candidate_of(st, rec)
@@ -638,8 +619,7 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
       end
     end
   end
-  local path = {}
-  for i, e in ipairs(apath) do path[i] = e end
+  local path = table.move(apath, 1, #apath, 1, {})
   path[#path + 1] = best
   return { path = path, leaf = (g:ends(best)), rollout = steps, anchor = anchor, anchor_path = apath,
            misses = misses }
@@ -676,10 +656,7 @@ function S.tell(ctx, results)
       st.path_to[leaf] = st.path_to[leaf] or rec.path
       model_record(st, st.cfg[leaf], t)
       if failed then set_flag(g, leaf, DEAD) end
-      for _, e in ipairs(rec.path) do
-        g:vloss(e, -1)
-        g:backup(e, v, failed)
-      end
+      g:backup_path(rec.path, v, failed)  -- and the virtual losses taken back
       local ch = st.edge_chain[rec.path[#rec.path]]
       if failed and ch and X.REPAIRABLE[r.status] then
         if ch.attempt < o.repairs then
@@ -691,18 +668,19 @@ function S.tell(ctx, results)
         end
       end
       if st.expert_edge[rec.path[#rec.path]] then st.expensive_evals = st.expensive_evals + 1 end
-      local last = g:edge(rec.path[#rec.path])
-      local parent = last.parent
+      local _, parent = g:ends(rec.path[#rec.path])
       local method = st.edge_method[rec.path[#rec.path]]
       local pv = parent ~= st.root and g:reward(parent) or nil
-      local pnode = parent ~= st.root and g:node(parent) or nil
+      -- the parent's time as its node holds it (st.time: each state is
+      -- measured once)
+      local ptime = parent ~= st.root and st.time[parent] or nil
       local gain = pv and (v - pv) or nil
       if gain and method then
         local m = st.mstats[method] or { n = 0, gain = 0 }
         m.n, m.gain, m.mult = m.n + 1, m.gain + math.max(-1, math.min(1, gain)), nil
         st.mstats[method] = m
       end
-      local speedup = (pnode and pnode.time_ms and t) and pnode.time_ms / t or nil
+      local speedup = (ptime and t) and ptime / t or nil
       st.exp:add({ from = st.method_in[parent] or "root", to = method, status = r.status, speedup = speedup,
                    reward = v, n = ctx.evaluations }, r)
       if not failed and (not st.best_v or v > st.best_v) then

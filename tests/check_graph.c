@@ -203,6 +203,64 @@ START_TEST(test_edges_and_backup)
 }
 END_TEST
 
+/* kopt_graph_linker_link makes the edges kopt_graph_link makes: the same ids
+ * for new actions, the existing edge (statistics and prior kept) for an
+ * action the parent has, before the linker or from it; the digests of two
+ * graphs built both ways agree. */
+START_TEST(test_linker_like_link)
+{
+	struct kopt_graph *g1 = kopt_graph_new(0), *g2 = kopt_graph_new(0);
+	uint32_t eids[300];
+	int made_by_link[300];
+	char action[32], key[32], err[128];
+	for (int k = 0; k < 2; k++) {
+		struct kopt_graph *g = k ? g2 : g1;
+		uint32_t p = add(g, "p", NULL);
+		edge_to(g, p, "old", add(g, "o", NULL), 0.5);
+		struct kopt_graph_linker lk;
+		kopt_graph_linker_init(g, &lk, p);
+		/* 300 links of 200 actions: more than the filter's bits, and repeats */
+		for (int i = 0; i < 300; i++) {
+			snprintf(action, sizeof action, "K%d=%d", (i % 200) % 7, i % 200);
+			snprintf(key, sizeof key, "c%d", i);
+			uint32_t c = add(g, key, NULL), e;
+			int made;
+			if (k == 0) {
+				ck_assert_int_eq(kopt_graph_link(g, p, action, strlen(action), c, 0.1 * i,
+								 &e, &made, err, sizeof err),
+						 0);
+				eids[i] = e;
+				made_by_link[i] = made;
+			} else {
+				ck_assert_int_eq(kopt_graph_linker_link(g, &lk, action, strlen(action), c,
+									0.1 * i, &e, &made, err,
+									sizeof err),
+						 0);
+				ck_assert_uint_eq(e, eids[i]);
+				ck_assert_int_eq(made, made_by_link[i]);
+			}
+		}
+		uint32_t e;
+		int made;
+		kopt_graph_linker_init(g, &lk, p); /* (g1's edges came from kopt_graph_link) */
+		ck_assert_int_eq(kopt_graph_linker_link(g, &lk, "old", 3, p, 9.0, &e, &made, NULL, 0), 0);
+		ck_assert_int_eq(made, 0);
+		struct kopt_graph_edge_view v;
+		kopt_graph_edge(g, e, &v);
+		ck_assert(v.prior == 0.5);
+	}
+	for (int i = 200; i < 300; i++) /* the repeats found the first edges */
+		ck_assert(!made_by_link[i] && eids[i] == eids[i - 200] && made_by_link[i - 200]);
+	char d1[17], d2[17];
+	kopt_graph_digest(g1, d1);
+	kopt_graph_digest(g2, d2);
+	ck_assert_str_eq(d1, d2);
+	ck_assert_uint_eq(kopt_graph_edge_count(g1), 201);
+	kopt_graph_free(g1);
+	kopt_graph_free(g2);
+}
+END_TEST
+
 START_TEST(test_select_puct)
 {
 	struct kopt_graph *g = kopt_graph_new(0);
@@ -469,6 +527,7 @@ static Suite *graph_suite(void)
 	tcase_add_test(tc, test_growth_many_keys);
 	tcase_add_test(tc, test_payload);
 	tcase_add_test(tc, test_edges_and_backup);
+	tcase_add_test(tc, test_linker_like_link);
 	tcase_add_test(tc, test_select_puct);
 	tcase_add_test(tc, test_snapshot_round_trip);
 	tcase_add_test(tc, test_snapshot_empty);

@@ -9,11 +9,18 @@
  *   g:reward(id), g:flags(id), g:set_flags(id, f), g:key(id), g:visit(id[, k])
  *   g:counts(id) -> visits, number of edges ; g:ends(eid) -> child, parent
  *   local eid, created = g:link(parent, action, child[, prior])
- *   g:add_children(parent, lists, ranks[, always]) -> created, child, edge  (g:add and g:link
- *     for moves as lists {key={}, action={}, prior={}}, in ascending rank: see l_add_children)
+ *   g:add_children(parent, lists, ranks|nil[, always]) -> created, child, edge  (g:add and
+ *     g:link for moves as lists {key={}, action={}, prior={}}, in ascending rank, or by prior
+ *     and lists.tie: see graph_lists.c)
+ *   graph.permutation(s, n) -> 1..n shuffled as kopt.rng:shuffle would (graph_lists.c)
+ *   graph.one_knob_moves(...) -> kopt.moves.collect_lists' loop over one-knob moves (graph_lists.c)
+ *   graph.gammas(s, n, a) -> n Gamma(a) variates as kopt.rng would draw them, sum (graph_lists.c)
+ *   graph.normalise(list, n): list[1..n] divided by their sum in place (graph_lists.c)
+ *   graph.new_lists(size, names[, t]) -> t with t[name] an empty list with room for size (graph_lists.c)
  *   g:find_edge(parent, action) -> eid|nil ; g:edges(id) -> {eid, ...}
  *   g:edge(eid) -> {action=, parent=, child=, n=, w=, q=, max=, prior=, fails=, vloss=, flags=}
  *   g:backup(eid, value[, failed]) ; g:vloss(eid, delta) ; g:set_prior(eid, p)
+ *   g:descend(path) (vloss +1 per edge, a visit per parent) ; g:backup_path(path, value[, failed])
  *   g:set_edge_flags(eid, f)   (graph.edge_always: selectable whatever the widening limit)
  *   g:select(id, {c_puct=, fpu=, beta_max=, vl_value=, limit=, skip_mask=, max_fails=}) -> eid|nil
  *     (or the same as positional numbers: g:select(id, c_puct, fpu, beta_max, vl_value, limit, ...))
@@ -30,6 +37,7 @@
 #include <lua.h>
 
 #include "bind/common.h"
+#include "bind/graph_lists.h"
 #include "bind/modules.h"
 #include "graph.h"
 
@@ -53,6 +61,16 @@ static uint32_t check_node(lua_State *L, struct kopt_graph *g, int idx)
 	lua_Integer id = luaL_checkinteger(L, idx);
 	luaL_argcheck(L, id >= 1 && (size_t)id <= kopt_graph_node_count(g), idx, "no such node");
 	return (uint32_t)(id - 1);
+}
+
+struct kopt_graph *kopt_bind_check_graph(lua_State *L, int idx)
+{
+	return check_graph(L, idx);
+}
+
+uint32_t kopt_bind_check_node(lua_State *L, struct kopt_graph *g, int idx)
+{
+	return check_node(L, g, idx);
 }
 
 static uint32_t check_edge(lua_State *L, struct kopt_graph *g, int idx)
@@ -306,113 +324,6 @@ static int l_link(lua_State *L)
 	return 2;
 }
 
-struct ranked {
-	double rank;
-	lua_Integer i;
-};
-
-static int cmp_ranked(const void *a, const void *b)
-{
-	const struct ranked *x = a, *y = b;
-	if (x->rank != y->rank)
-		return x->rank < y->rank ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* lists.<name>[i] as a string; `list` is the index of lists.<name> */
-static const char *move_string(lua_State *L, int list, lua_Integer i, const char *name, size_t *len)
-{
-	lua_rawgeti(L, list, i);
-	const char *s = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, len) : NULL;
-	if (s == NULL)
-		luaL_error(L, "graph:add_children: %s[%I] must be a string", name, i);
-	return s; /* stays on the stack, so the string lives until the caller pops it */
-}
-
-/* g:add_children(parent, lists, ranks[, always]) -> created, child, edge
- *
- * The children of a node in one call: `lists` holds the moves as parallel
- * lists {key = {...}, action = {...}, prior = {...}} (kopt.moves.collect_lists
- * gives them), one entry per move, and ranks[i] is the rank of move i; the
- * moves are those of `key`. In ascending rank (equal ranks in list order), the
- * node of each key is found or added and, unless it is the parent itself,
- * linked from the parent by the action with the prior (an existing edge keeps
- * its prior and statistics). With `always`, each edge is flagged edge_always
- * and an existing edge's prior is raised to the move's when that is larger.
- * Returns the number of edges created and two lists by move: child[i], the
- * node id, negated when the node is new; edge[i], the edge id, negated when
- * the edge already existed, 0 for the parent itself. */
-static int l_add_children(lua_State *L)
-{
-	struct kopt_graph *g = check_graph(L, 1);
-	uint32_t parent = check_node(L, g, 2);
-	luaL_checktype(L, 3, LUA_TTABLE);
-	luaL_checktype(L, 4, LUA_TTABLE);
-	int always = lua_toboolean(L, 5);
-	lua_settop(L, 4);
-	static const char *const names[] = {"key", "action", "prior"};
-	for (int f = 0; f < 3; f++) /* 5: keys, 6: actions, 7: priors */
-		if (lua_getfield(L, 3, names[f]) != LUA_TTABLE)
-			return luaL_error(L, "graph:add_children: lists.%s must be a table",
-					  names[f]);
-	lua_Integer n = (lua_Integer)lua_rawlen(L, 5);
-	luaL_argcheck(L, n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)) && n < INT32_MAX, 3,
-		      "too many moves");
-	/* scratch owned by the Lua state, so an error below leaks nothing */
-	struct ranked *order = lua_newuserdatauv(L, (size_t)n * sizeof *order + 1, 0); /* 8 */
-	for (lua_Integer i = 1; i <= n; i++) {
-		if (lua_rawgeti(L, 4, i) != LUA_TNUMBER)
-			return luaL_error(L, "graph:add_children: ranks[%I] must be a number", i);
-		order[i - 1].rank = lua_tonumber(L, -1);
-		order[i - 1].i = i;
-		lua_pop(L, 1);
-	}
-	qsort(order, (size_t)n, sizeof *order, cmp_ranked);
-	lua_createtable(L, (int)n, 0); /* 9: child */
-	lua_createtable(L, (int)n, 0); /* 10: edge */
-	lua_Integer made = 0;
-	char err[256];
-	for (lua_Integer k = 0; k < n; k++) {
-		lua_Integer i = order[k].i;
-		int t = lua_gettop(L);
-		size_t klen;
-		const char *key = move_string(L, 5, i, "key", &klen);
-		uint32_t child, eid;
-		int fresh, created;
-		if (kopt_graph_add(g, key, klen, &child, &fresh, err, sizeof err) != 0)
-			return luaL_error(L, "%s", err);
-		lua_Integer c = (lua_Integer)child + 1, e = 0;
-		if (child != parent) {
-			size_t alen;
-			const char *action = move_string(L, 6, i, "action", &alen);
-			if (lua_rawgeti(L, 7, i) != LUA_TNUMBER)
-				return luaL_error(
-				    L, "graph:add_children: prior[%I] must be a number", i);
-			double prior = lua_tonumber(L, -1);
-			if (kopt_graph_link(g, parent, action, alen, child, prior, &eid, &created,
-					    err, sizeof err) != 0)
-				return luaL_error(L, "%s", err);
-			if (always) {
-				struct kopt_graph_edge_view v;
-				kopt_graph_set_edge_flags(g, eid, KOPT_GRAPH_EDGE_ALWAYS);
-				kopt_graph_edge(g, eid, &v);
-				if (!created && prior > v.prior)
-					kopt_graph_set_prior(g, eid, prior);
-			}
-			e = created ? (lua_Integer)eid + 1 : -((lua_Integer)eid + 1);
-			made += created;
-		}
-		lua_settop(L, t);
-		lua_pushinteger(L, fresh ? -c : c);
-		lua_rawseti(L, 9, i);
-		lua_pushinteger(L, e);
-		lua_rawseti(L, 10, i);
-	}
-	lua_pushinteger(L, made);
-	lua_insert(L, 9);
-	return 3;
-}
-
 static int l_find_edge(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
@@ -486,6 +397,61 @@ static int l_vloss(lua_State *L)
 	lua_Integer d = luaL_checkinteger(L, 3);
 	luaL_argcheck(L, d >= -1000000 && d <= 1000000, 3, "expected a small count");
 	kopt_graph_vloss(g, eid, (int)d);
+	return 0;
+}
+
+/* The edge ids of a path (a list at stack index idx) as 0-based ids, in a
+ * userdata pushed on the stack; *n gets the count. Raises on a bad id. */
+static uint32_t *check_path(lua_State *L, struct kopt_graph *g, int idx, lua_Integer *n)
+{
+	luaL_checktype(L, idx, LUA_TTABLE);
+	*n = (lua_Integer)lua_rawlen(L, idx);
+	luaL_argcheck(L, *n < INT32_MAX, idx, "path too long");
+	uint32_t *ids = lua_newuserdatauv(L, (size_t)*n * sizeof *ids + 1, 0);
+	for (lua_Integer i = 1; i <= *n; i++) {
+		int isnum;
+		lua_rawgeti(L, idx, i);
+		lua_Integer id = lua_tointegerx(L, -1, &isnum);
+		if (!isnum || id < 1 || (size_t)id > kopt_graph_edge_count(g))
+			luaL_error(L, "graph: path[%I] is not an edge id", i);
+		ids[i - 1] = (uint32_t)(id - 1);
+		lua_pop(L, 1);
+	}
+	return ids;
+}
+
+/* g:descend(path): a selection's path taken, as MCGS marks it while its leaf
+ * is measured: one virtual loss on every edge and a visit of its parent
+ * (g:vloss(e, 1) and g:visit(parent) per edge, in one call: paths are a
+ * dozen edges and every candidate has one). All ids are checked first. */
+static int l_descend(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	lua_Integer n;
+	uint32_t *ids = check_path(L, g, 2, &n);
+	for (lua_Integer i = 0; i < n; i++) {
+		struct kopt_graph_edge_view v;
+		kopt_graph_vloss(g, ids[i], 1);
+		kopt_graph_edge(g, ids[i], &v);
+		kopt_graph_visit(g, v.parent, 1);
+	}
+	return 0;
+}
+
+/* g:backup_path(path, value[, failed]): the leaf's value backed up along the
+ * path it was selected by: the virtual loss of g:descend taken back and
+ * g:backup(e, value, failed) on every edge, in order. */
+static int l_backup_path(lua_State *L)
+{
+	struct kopt_graph *g = check_graph(L, 1);
+	double value = luaL_checknumber(L, 3);
+	int failed = lua_toboolean(L, 4);
+	lua_Integer n;
+	uint32_t *ids = check_path(L, g, 2, &n);
+	for (lua_Integer i = 0; i < n; i++) {
+		kopt_graph_vloss(g, ids[i], -1);
+		kopt_graph_backup(g, ids[i], value, failed);
+	}
 	return 0;
 }
 
@@ -645,11 +611,13 @@ static const luaL_Reg graph_methods[] = {
 	{"key", l_key},
 	{"visit", l_visit},
 	{"link", l_link},
-	{"add_children", l_add_children},
+	{"add_children", kopt_bind_graph_add_children},
 	{"find_edge", l_find_edge},
 	{"edges", l_edges},
 	{"edge", l_edge},
 	{"backup", l_backup},
+	{"descend", l_descend},
+	{"backup_path", l_backup_path},
 	{"vloss", l_vloss},
 	{"set_prior", l_set_prior},
 	{"set_edge_flags", l_set_edge_flags},
@@ -674,6 +642,11 @@ static const luaL_Reg graph_meta[] = {
 static const luaL_Reg graph_funcs[] = {
 	{"new", l_new},
 	{"load", l_load},
+	{"permutation", kopt_bind_graph_permutation},
+	{"one_knob_moves", kopt_bind_graph_one_knob_moves},
+	{"new_lists", kopt_bind_graph_new_lists},
+	{"gammas", kopt_bind_graph_gammas},
+	{"normalise", kopt_bind_graph_normalise},
 	{NULL, NULL},
 };
 

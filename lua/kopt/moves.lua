@@ -23,6 +23,8 @@ local space_mod = require("kopt.space")
 local sys = require("kopt.sys")
 
 local next, tonumber = next, tonumber
+local graph_mod = require("kopt.graph")
+local one_knob_moves, new_lists, normalise = graph_mod.one_knob_moves, graph_mod.new_lists, graph_mod.normalise
 
 local M = {}
 
@@ -154,15 +156,24 @@ local fast_of = setmetatable({}, { __mode = "k" })
 local function fast(space)
   local f = fast_of[space]
   if f then return f end
-  f = { fmt = {}, act = {}, n = #space.knobs }
+  f = { fmt = {}, act = {}, code = {}, codes = 0, n = #space.knobs, plain_keys = true }
   local fields = {}
+  local stride = 1
+  for _, k in ipairs(space.knobs) do stride = math.max(stride, #k.values) end
   for i, k in ipairs(space.knobs) do
-    local fm, ac = {}, {}
-    for _, v in ipairs(k.values) do
+    local fm, ac, co, first = {}, {}, {}, {}
+    for j, v in ipairs(k.values) do
       fm[v] = space_mod.format_value(v)
       ac[v] = k.name .. "=" .. fm[v]
+      -- one code per (knob, formatted value): values that format alike
+      -- lead to the same key
+      first[fm[v]] = first[fm[v]] or j
+      co[v] = (i - 1) * stride + first[fm[v]]
+      -- a ',' inside a value would let two one-knob changes share a key
+      if fm[v]:find(",", 1, true) then f.plain_keys = false end
     end
-    f.fmt[i], f.act[i] = fm, ac
+    f.fmt[i], f.act[i], f.code[i] = fm, ac, co
+    f.codes = i * stride
     fields[i] = string.format("[%q] = c[%q]", k.name, k.name)
   end
   -- a table constructor sizes the table once; copying key by key into {}
@@ -206,104 +217,179 @@ function M.config_of(space, state, m)
   return m.config or changed_config(space, state.config, m.changes)
 end
 
+-- The key of a state one knob away is left[i] .. value .. right[i].
+local function sides(parts)
+  local n = #parts
+  local left, right = { "" }, {}
+  for i = 2, n do left[i] = left[i - 1] .. parts[i - 1] .. "," end
+  right[n] = ""
+  for i = n - 1, 1, -1 do right[i] = "," .. parts[i + 1] .. right[i + 1] end
+  return left, right
+end
+
+-- The key of move j of collect_lists' lists (a string whether or not the
+-- lists hold it).
+function M.key_of(lists, j)
+  local key = lists.key[j]
+  if key then return key end
+  local parts, i = lists.parts, lists.knob[j]
+  local p = {}
+  for k = 1, #parts do p[k] = k == i and lists.value[j] or parts[k] end
+  return table.concat(p, ",")
+end
+
 -- Calls every generator on a state, drops moves that are invalid or lead
 -- back to the state, and merges moves that lead to the same state (keeping
 -- the method with the larger prior, summing priors). Returns the moves as
 -- parallel lists, one entry per move:
 --   { n = <number of moves>, key = {}, action = {}, method = {}, prior = {},
 --     changes = {}, generator = {},                  -- every move has these
---     config = {}, expert = {}, patch = {}, chain = {}, repair = {} }  -- with holes
+--     config = {}, expert = {}, patch = {}, chain = {}, repair = {},  -- with holes
+--     knob = {}, value = {}, parts = {...} }
 -- (chain: an LLM edit's conversation, for its repair turn) in a
 -- deterministic order (generator order, then proposal order), with priors
 -- normalised to sum to 1. `config[j]` is set only where checking the move
 -- needed it. Lists instead of a table per move: MCGS registers 50 moves per
 -- state and measures few, and a table per move costs more in allocation and
 -- in the collector's passes over a large heap than the rest of the check.
+-- A one-knob change of a valid state in an unconstrained space has no
+-- key[j] while no other kind of move came before it: knob[j] is the knob's
+-- position and value[j] the formatted value, and the key is `parts` (the
+-- state's formatted values) joined by ',' with part knob[j] replaced by
+-- value[j] (M.key_of builds it; g:add_children builds it in C): no Lua
+-- string per move, which was the largest cost left in an expansion. Such
+-- moves are merged by knob and value; the first move of another kind turns
+-- every key into a string, so all are merged by key from then on.
+-- The lists every move has a value in (with, by how its key is kept, key
+-- or knob and value), made with room for every proposal; and collect's own.
+local LISTS_LAZY = { "action", "method", "prior", "changes", "generator", "knob", "value" }
+local LISTS_KEYED = { "key", "action", "method", "prior", "changes", "generator" }
+local SCRATCH, BY_CODE = { "best" }, { "by_code" }
+
 function M.collect_lists(ctx, state, generators)
   local space = ctx.space
-  local keys, actions, methods, priors, changes_of, gens = {}, {}, {}, {}, {}, {}
-  local configs, experts, patches, chains, repairs = {}, {}, {}, {}, {}
-  local out = { n = 0, key = keys, action = actions, method = methods, prior = priors, changes = changes_of,
-                generator = gens, config = configs, expert = experts, patch = patches, chain = chains,
-                repair = repairs }
-  local by_key, best = {}, {}  -- best[j]: the largest single prior merged into move j
-  local n_out = 0
   local f = fast(space)
-  local n = f.n
   local parts = {}
   for i, k in ipairs(space.knobs) do parts[i] = space_mod.format_value(state.config[k.name]) end
-  -- the key of a state one knob away is left[i] .. value .. right[i]
-  local left, right = { "" }, {}
-  for i = 2, n do left[i] = left[i - 1] .. parts[i - 1] .. "," end
-  right[n] = ""
-  for i = n - 1, 1, -1 do right[i] = "," .. parts[i + 1] .. right[i + 1] end
   -- one-knob changes of a valid state are valid when the value is allowed
   -- (and, with constraints, when they hold: checked on the copy)
   local base_ok = not space.members and space:is_valid(state.config)
-  local fmt, act, index, members = f.fmt, f.act, space.index, space.members
+  local fmt, act, code_of, index, members = f.fmt, f.act, f.code, space.index, space.members
   local state_key = state.key
-  for _, gen in ipairs(generators) do
+  local lazy = base_ok and f.unconstrained and f.plain_keys
+  -- whether the state's key is its parts' (not a state with a patch): a
+  -- one-knob change to the same value leads back to it
+  local plain_state = lazy and state_key == table.concat(parts, ",")
+  local left, right
+  if not lazy then left, right = sides(parts) end
+  -- the proposals first, so that the lists are made with room for them all
+  local proposals, total = {}, 0
+  for gi, gen in ipairs(generators) do
     local ok, moves = pcall(gen.propose, ctx, state)
     if not ok then
       ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
       moves = {}
     end
     moves = moves or {}
-    for mi = 1, #moves do
+    proposals[gi] = moves
+    if type(moves) == "table" then total = total + #moves end
+  end
+  local out = new_lists(total, lazy and LISTS_LAZY or LISTS_KEYED,
+                        { n = 0, parts = parts, config = {}, expert = {}, patch = {}, chain = {}, repair = {} })
+  out.key, out.knob, out.value = out.key or {}, out.knob or {}, out.value or {}
+  local keys, actions, methods, priors, changes_of, gens = out.key, out.action, out.method, out.prior, out.changes,
+    out.generator
+  local configs, experts, patches, chains, repairs = out.config, out.expert, out.patch, out.chain, out.repair
+  local knob_of, value_of = out.knob, out.value
+  local best = new_lists(total, SCRATCH).best  -- best[j]: the largest single prior merged into move j
+  -- (codes are 1..f.codes: room for them all unless the space is large)
+  local by_key, by_code = {}, new_lists(f.codes <= 1024 and f.codes or 0, BY_CODE).by_code
+  local n_out = 0
+  for gi, gen in ipairs(generators) do
+    local moves = proposals[gi]
+    local first = 1
+    if lazy and type(moves) == "table" then
+      -- the same loop in C for as long as the moves are one-knob changes
+      n_out, first = one_knob_moves(out, moves, #moves, gen.name, n_out, f, index, plain_state, by_code, best)
+    end
+    for mi = first, #moves do
       local mv = moves[mi]
       if mv == nil then break end  -- where ipairs would stop
       local changes = mv.changes or {}
       local k1, v1 = next(changes)
-      local key, cfg, action
+      local key, cfg, action, code, i
       if k1 ~= nil and next(changes, k1) == nil then
         local ix = index[k1]
         if ix and ix.pos[v1] ~= nil then
-          local i = ix.i
-          key, action = left[i] .. fmt[i][v1] .. right[i], act[i][v1]
-          if members then
-            if not members[key] then key = nil end
-          elseif not (base_ok and f.unconstrained) then
-            cfg = changed_config(space, state.config, changes)
-            if not space:is_valid(cfg) then key, cfg = nil, nil end
+          i = ix.i
+          action = act[i][v1]
+          if lazy and mv.patch == nil then
+            -- a key without a string: kept unless it is the state's own
+            if not (plain_state and fmt[i][v1] == parts[i]) then code = code_of[i][v1] end
+          else
+            if lazy then
+              -- from here on every key is a string
+              lazy, left, right = false, sides(parts)
+              for j = 1, n_out do
+                local kj = left[knob_of[j]] .. value_of[j] .. right[knob_of[j]]
+                keys[j], by_key[kj], knob_of[j], value_of[j] = kj, j, nil, nil
+              end
+            end
+            key = left[i] .. fmt[i][v1] .. right[i]
+            if members then
+              if not members[key] then key = nil end
+            elseif not (base_ok and f.unconstrained) then
+              cfg = changed_config(space, state.config, changes)
+              if not space:is_valid(cfg) then key, cfg = nil, nil end
+            end
           end
         end
       else
+        if lazy then
+          lazy, left, right = false, sides(parts)
+          for j = 1, n_out do
+            local kj = left[knob_of[j]] .. value_of[j] .. right[knob_of[j]]
+            keys[j], by_key[kj], knob_of[j], value_of[j] = kj, j, nil, nil
+          end
+        end
         cfg, key = M.apply(space, state.config, mv, parts)
       end
-      if key then
-        local patch = mv.patch
-        if patch then
-          key = key .. "#" .. sys.sha256(patch):sub(1, 16)
-          action = nil
-        end
+      local patch = mv.patch
+      if key and patch then
+        key = key .. "#" .. sys.sha256(patch):sub(1, 16)
+        action = nil
+      end
+      if (key and key ~= state_key) or code then
         local prior = tonumber(mv.prior) or 1
         if prior <= 0 then prior = 1e-3 end
-        if key ~= state_key then
-          local j = by_key[key]
-          if j then
-            if prior > best[j] then
-              methods[j], experts[j], best[j] = mv.method, mv.expert, prior
-            end
-            priors[j] = priors[j] + prior
-          else
-            j = n_out + 1
-            n_out = j
-            keys[j], actions[j], methods[j] = key, action or M.action_id(space, mv), mv.method or "move"
-            priors[j], changes_of[j], gens[j] = prior, changes, gen.name
-            if cfg then configs[j] = cfg end
-            if mv.expert ~= nil then experts[j] = mv.expert end
-            if patch ~= nil then patches[j] = patch end
-            if mv.chain ~= nil then chains[j] = mv.chain end
-            if mv.repair ~= nil then repairs[j] = mv.repair end
-            by_key[key], best[j] = j, prior
+        local j
+        if code then j = by_code[code] else j = by_key[key] end
+        if j then
+          if prior > best[j] then
+            methods[j], experts[j], best[j] = mv.method, mv.expert, prior
           end
+          priors[j] = priors[j] + prior
+        else
+          j = n_out + 1
+          n_out = j
+          actions[j], methods[j] = action or M.action_id(space, mv), mv.method or "move"
+          priors[j], changes_of[j], gens[j] = prior, changes, gen.name
+          if code then
+            knob_of[j], value_of[j], by_code[code] = i, fmt[i][v1], j
+          else
+            keys[j], by_key[key] = key, j
+          end
+          if cfg then configs[j] = cfg end
+          if mv.expert ~= nil then experts[j] = mv.expert end
+          if patch ~= nil then patches[j] = patch end
+          if mv.chain ~= nil then chains[j] = mv.chain end
+          if mv.repair ~= nil then repairs[j] = mv.repair end
+          best[j] = prior
         end
       end
     end
   end
-  local sum = 0
-  for j = 1, n_out do sum = sum + priors[j] end
-  for j = 1, n_out do priors[j] = priors[j] / sum end
+  normalise(priors, n_out)  -- priors[j] / the sum of priors[1..n_out], summed in order
   out.n = n_out
   return out
 end
@@ -315,8 +401,14 @@ end
 function M.collect(ctx, state, generators)
   local l = M.collect_lists(ctx, state, generators)
   local out = {}
+  local left, right  -- (the keys of one-knob moves, built once per move as collect_lists did)
   for j = 1, l.n do
-    out[j] = { key = l.key[j], changes = l.changes[j], action = l.action[j], method = l.method[j],
+    local key = l.key[j]
+    if not key then
+      if not left then left, right = sides(l.parts) end
+      key = left[l.knob[j]] .. l.value[j] .. right[l.knob[j]]
+    end
+    out[j] = { key = key, changes = l.changes[j], action = l.action[j], method = l.method[j],
                prior = l.prior[j], generator = l.generator[j], config = l.config[j], expert = l.expert[j],
                patch = l.patch[j], chain = l.chain[j], repair = l.repair[j] }
   end

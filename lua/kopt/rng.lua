@@ -1,10 +1,10 @@
 -- Seeded random numbers for strategies: xoshiro256** on Lua's 64-bit
 -- integers, one independent generator per run, so a run is reproducible from
 -- its logged seed whatever else calls math.random.
+local permutation, gammas = require("kopt.graph").permutation, require("kopt.graph").gammas
+
 local M = {}
 M.__index = M
-
-local function rotl(x, k) return (x << k) | (x >> (64 - k)) end
 
 local function splitmix(state)
   state = state + 0x9e3779b97f4a7c15
@@ -20,16 +20,19 @@ function M.new(seed)
   return setmetatable({ s = s, seed = seed }, M)
 end
 
+-- (rotl inlined: MCGS's Dirichlet noise draws several per proposed move)
 function M:next64()
   local s = self.s
-  local result = rotl(s[2] * 5, 7) * 9
-  local t = s[2] << 17
-  s[3] = s[3] ~ s[1]
-  s[4] = s[4] ~ s[2]
-  s[2] = s[2] ~ s[3]
-  s[1] = s[1] ~ s[4]
-  s[3] = s[3] ~ t
-  s[4] = rotl(s[4], 45)
+  local s1, s2, s3, s4 = s[1], s[2], s[3], s[4]
+  local r = s2 * 5
+  local result = ((r << 7) | (r >> 57)) * 9
+  local t = s2 << 17
+  s3 = s3 ~ s1
+  s4 = s4 ~ s2
+  s2 = s2 ~ s3
+  s1 = s1 ~ s4
+  s3 = s3 ~ t
+  s[1], s[2], s[3], s[4] = s1, s2, s3, (s4 << 45) | (s4 >> 19)
   return result
 end
 
@@ -87,6 +90,20 @@ function M:shuffle(list)
   end
   s[1], s[2], s[3], s[4] = s1, s2, s3, s4
   return list
+end
+
+-- The list {1, ..., n} shuffled: the same draws and the same list as
+-- self:shuffle of it, in C (kopt.graph.permutation), as MCGS draws one per
+-- expansion.
+function M:permutation(n)
+  return permutation(self.s, n)
+end
+
+-- n Gamma(a) variates (a > 0; Marsaglia-Tsang, boosted for a < 1, from
+-- self:normal and self:uniform) and their sum, in C (kopt.graph.gammas):
+-- MCGS draws one per move for its Dirichlet noise.
+function M:gammas(n, a)
+  return gammas(self.s, n, a)
 end
 
 -- An independent generator derived from this one, e.g. for Dirichlet noise.

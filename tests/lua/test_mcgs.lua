@@ -12,7 +12,11 @@
 --  6. an expensive generator is called sparingly and its moves are measured;
 --  7. g:add_children (expansion in one call, moves as lists) links in rank order, reports new
 --     nodes and edges, keeps existing edges, and raises on a missing rank;
---     g:first_eligible.
+--     g:first_eligible; a move given as knob and value gets its key from the state's parts;
+--     graph.permutation is rng:shuffle of 1..n (the same list and draws); g:descend and
+--     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge; graph.new_lists;
+--     g:add_children without ranks ranks by prior and lists.tie; rng:gammas is the Lua gamma;
+--     graph.normalise.
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -201,7 +205,105 @@ do
   T.check(not ok and tostring(err):find("ranks", 1, true), "a move without a rank raises: %s", tostring(err))
   ok, err = pcall(g.add_children, g, p, { key = { "x" }, action = { "K=5" } }, { 0 })
   T.check(not ok and tostring(err):find("lists.prior", 1, true), "lists without priors raise: %s", tostring(err))
+  -- keys from the state's parts: "1,x,3" with part 2 replaced, or the last
+  local q = g:add("1,x,3")
+  made, child = g:add_children(q, { n = 3, key = { [2] = "k" }, action = { "A", "B", "C" }, prior = { 1, 1, 1 },
+                                    knob = { 2, nil, 3 }, value = { "y", nil, "long value" },
+                                    parts = { "1", "x", "3" } }, { 1, 2, 3 })
+  T.check(made == 3 and g:key(-child[1]) == "1,y,3" and g:key(-child[2]) == "k"
+          and g:key(-child[3]) == "1,x,long value", "keys from parts")
+  T.check(g:add_children(q, { n = 1, key = {}, action = { "D" }, prior = { 1 }, knob = { 1 }, value = { "1" },
+                              parts = { "1", "x", "3" } }, { 0 }) == 0, "the parent's own key: no edge")
+  ok, err = pcall(g.add_children, g, q, { n = 1, key = {}, action = { "E" }, prior = { 1 } }, { 0 })
+  T.check(not ok and tostring(err):find("key[1] is missing", 1, true), "no key and no knob raises: %s", tostring(err))
+  ok, err = pcall(g.add_children, g, q, { n = 1, key = {}, action = { "E" }, prior = { 1 }, knob = { 4 },
+                                          value = { "v" }, parts = { "1", "x", "3" } }, { 0 })
+  T.check(not ok and tostring(err):find("knob[1]", 1, true), "a knob beyond the parts raises: %s", tostring(err))
   g:close()
+  local rng = require("kopt.rng")
+  for _, len in ipairs({ 0, 1, 2, 54, 1000 }) do
+    local r1, r2 = rng.new(len), rng.new(len)
+    local l = {}
+    for i = 1, len do l[i] = i end
+    r1:shuffle(l)
+    local p2 = r2:permutation(len)
+    local same = #p2 == len
+    for i = 1, len do same = same and p2[i] == l[i] end
+    T.check(same and r1:next64() == r2:next64(), "permutation(%d) is shuffle of 1..n", len)
+  end
+  -- rng:gammas (graph.gammas) draws what MCGS's Lua gamma() drew: the same
+  -- variates, bit for bit, and the same generator state after
+  local function gamma(r, shape)
+    if shape < 1 then return gamma(r, shape + 1) * r:uniform() ^ (1 / shape) end
+    local d = shape - 1 / 3
+    local c = 1 / math.sqrt(9 * d)
+    while true do
+      local x, v
+      repeat
+        x = r:normal()
+        v = 1 + c * x
+      until v > 0
+      v = v * v * v
+      local u = r:uniform()
+      if u < 1 - 0.0331 * x ^ 4 or math.log(u) < 0.5 * x * x + d * (1 - v + math.log(v)) then return d * v end
+    end
+  end
+  local same_g = true
+  for _, shape in ipairs({ 0.3, 0.05, 1, 2.5 }) do
+    local r1, r2 = rng.new(7), rng.new(7)
+    local total = 0
+    local gs, sum = r2:gammas(200, shape)
+    for i = 1, 200 do
+      local x = gamma(r1, shape)
+      total = total + x
+      same_g = same_g and gs[i] == x
+    end
+    same_g = same_g and sum == total and r1:next64() == r2:next64()
+  end
+  T.check(same_g, "gammas: the Lua gamma's variates")
+  ok, err = pcall(graph.permutation, { 1, 2, 3 }, 4)
+  T.check(not ok and tostring(err):find("generator state", 1, true), "a bad state raises: %s", tostring(err))
+  -- without ranks: priors prior / scale, ranked by -(prior / scale - tie * 1e-9)
+  local g3 = graph.new()
+  local r3 = g3:add("r")
+  g3:add_children(r3, { key = { "a", "b", "c" }, action = { "A", "B", "C" }, prior = { 2, 4, 2 }, tie = { 2, 3, 1 },
+                        scale = 8 })
+  local got = {}
+  for _, e in ipairs(g3:edges(r3)) do got[#got + 1] = g3:edge(e).action .. "=" .. g3:edge(e).prior end
+  T.check(table.concat(got, " ") == "B=0.5 C=0.25 A=0.25", "ranked by prior and tie: %s", table.concat(got, " "))
+  ok, err = pcall(g3.add_children, g3, r3, { key = { "d" }, action = { "D" }, prior = { 1 } })
+  T.check(not ok and tostring(err):find("lists.tie", 1, true), "neither ranks nor tie raises: %s", tostring(err))
+  g3:close()
+  -- graph.normalise: divided by the sum taken in order, as a Lua loop does
+  local xs, ys = { 1, 0.1, 3, 0.2, 7 }, { 1, 0.1, 3, 0.2, 7 }
+  graph.normalise(xs, 4)
+  local sy = 0
+  for i = 1, 4 do sy = sy + ys[i] end
+  T.check(xs[1] == 1 / sy and xs[2] == 0.1 / sy and xs[4] == 0.2 / sy and xs[5] == 7, "normalise")
+  ok, err = pcall(graph.normalise, { 1, "x" }, 2)
+  T.check(not ok and tostring(err):find("list[2]", 1, true), "normalise: a non-number raises: %s", tostring(err))
+  -- graph.new_lists: empty lists, distinct, in a given table or a new one
+  local nl = graph.new_lists(64, { "a", "b" }, { n = 0 })
+  nl.a[1] = 1
+  T.check(#nl.a == 1 and #nl.b == 0 and nl.n == 0 and next(graph.new_lists(0, {})) == nil, "new_lists")
+  ok, err = pcall(graph.new_lists, 5, { 1 })
+  T.check(not ok and tostring(err):find("names[1]", 1, true), "a name that is no string raises: %s", tostring(err))
+  -- g:descend and g:backup_path: per edge of a path, g:vloss(e, 1) and
+  -- g:visit(parent), then g:vloss(e, -1) and g:backup(e, value, failed)
+  local h = graph.new()
+  local ha, hb, hc = h:add("a"), h:add("b"), h:add("c")
+  local e1, e2 = h:link(ha, "x", hb), h:link(hb, "y", hc)
+  h:descend({ e1, e2 })
+  T.check(h:edge(e1).vloss == 1 and h:edge(e2).vloss == 1 and h:node(ha).visits == 1 and h:node(hb).visits == 1
+          and h:node(hc).visits == 0, "descend: virtual losses and visits")
+  h:backup_path({ e1, e2 }, 0.5, true)
+  local x1, x2 = h:edge(e1), h:edge(e2)
+  T.check(x1.vloss == 0 and x1.n == 1 and x1.w == 0.5 and x1.fails == 1 and x2.max == 0.5 and x2.vloss == 0
+          and h:node(ha).edge_visits == 1, "backup_path: values backed up, virtual losses taken back")
+  ok, err = pcall(h.descend, h, { e1, 99 })
+  T.check(not ok and tostring(err):find("path[2]", 1, true) and h:edge(e1).vloss == 0,
+          "a bad id raises before any change: %s", tostring(err))
+  h:close()
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

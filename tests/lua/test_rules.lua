@@ -167,16 +167,90 @@ do
   local same = true
   for j = 1, l.n do
     local m = props[j]
-    same = same and l.key[j] == m.key and l.action[j] == m.action and l.method[j] == m.method
+    same = same and moves.key_of(l, j) == m.key and l.action[j] == m.action and l.method[j] == m.method
       and math.abs(l.prior[j] - m.prior) < 1e-12 and l.generator[j] == "rules"
   end
   T.check(same, "collect_lists: the same moves in the same order")
   l = moves.collect_lists(ctx, state, { R, twice })
   T.eq(l.n, #props, "collect_lists: the moves of both generators merged")
   local j = 0
-  for i = 1, l.n do if l.key[i] == "48,1,3" then j = i end end
+  for i = 1, l.n do if moves.key_of(l, i) == "48,1,3" then j = i end end
   local mv = moves.collect(ctx, state, { R, twice })[j]
   T.check(mv and mv.key == "48,1,3" and mv.method == "b" and l.method[j] == "b", "merged: the larger prior's method")
+  -- one-knob moves of a valid state in an unconstrained space carry no key
+  -- string (knob, value and the state's parts instead); a move of another
+  -- kind turns the keys into strings, and moves are merged across the switch
+  T.check(l.key[j] == nil and l.knob[j] == 2 and l.value[j] == "1" and table.concat(l.parts, ",") == "48,0,3",
+          "a one-knob move as knob and value")
+  local other = { name = "other", propose = function()
+    return { { changes = { block_size_x = 64 }, method = "d", prior = 1 },
+             { changes = { block_size_x = 64, use_shmem = 0 }, method = "e", prior = 5 },  -- the same state
+             { changes = { use_shmem = 1 }, method = "f", prior = 1 } }
+  end }
+  l = moves.collect_lists(ctx, state, { other })
+  T.eq(l.n, 2, "merged across the switch to string keys")
+  T.check(l.key[1] == "64,0,3" and l.method[1] == "e" and math.abs(l.prior[1] - 6 / 7) < 1e-12
+          and l.key[2] == "48,1,3", "string keys after a move of another kind: %s %s %s", tostring(l.key[1]),
+          tostring(l.method[1]), tostring(l.key[2]))
+  -- the loop over one-knob moves runs in C (kopt.graph.one_knob_moves) and
+  -- decides as the Lua loop does: the same lists as for the same moves
+  -- behind a metatable, which the C loop leaves to Lua; it stops at a patch
+  local function mixed_moves()
+    return { { changes = { use_shmem = 1 }, method = "a", prior = "2", expert = "x" },
+             { changes = { use_shmem = 1 }, method = "b", prior = 3 },         -- merged, larger prior
+             { changes = { use_shmem = 0 }, method = "own", prior = 1 },       -- the state: dropped
+             { changes = { block_size_x = 50 }, method = "bad", prior = 1 },   -- not allowed: dropped
+             { changes = { nope = 1 }, method = "bad", prior = 1 },            -- unknown: dropped
+             { changes = { between_method = 0 }, prior = -1, chain = "c", repair = 2 },
+             { changes = { block_size_x = 64 }, method = "p", patch = "diff" },
+             { changes = { between_method = 1 }, method = "after" } }
+  end
+  local mixed = { name = "mixed", propose = mixed_moves }
+  local behind = { name = "mixed", propose = function() return setmetatable(mixed_moves(), {}) end }
+  local r_behind = { name = "rules", propose = function(...) return setmetatable(R.propose(...), {}) end }
+  local lc, ll = moves.collect_lists(ctx, state, { R, mixed }), moves.collect_lists(ctx, state, { r_behind, behind })
+  local fields = { "action", "method", "prior", "generator", "expert", "chain", "repair", "knob", "value", "config",
+                   "patch" }
+  local same_c = lc.n == ll.n and lc.n == #props + 1  -- the patch's state is new
+  for i = 1, lc.n do
+    same_c = same_c and moves.key_of(lc, i) == moves.key_of(ll, i)
+    for _, f in ipairs(fields) do same_c = same_c and lc[f][i] == ll[f][i] end
+    for k, v in pairs(lc.changes[i]) do same_c = same_c and ll.changes[i][k] == v end
+  end
+  T.check(same_c, "the C loop's lists are the Lua loop's (%d and %d moves)", lc.n, ll.n)
+  local j1 = 0
+  for i = 1, lc.n do if moves.key_of(lc, i) == "48,1,3" then j1 = i end end
+  T.check(lc.method[j1] == "b" and lc.expert[j1] == nil and lc.key[lc.n]:find("#", 1, true)
+          and lc.method[lc.n] == "p", "merged in the C loop: the larger prior's method and expert; then a patch")
+  local out = { action = {}, method = {}, prior = {}, changes = {}, generator = {}, expert = {}, chain = {},
+                repair = {}, knob = {}, value = {}, parts = { "48", "0", "3" } }
+  local fast_tables = { fmt = {}, act = {}, code = {} }
+  for i, k in ipairs(space.knobs) do
+    fast_tables.fmt[i], fast_tables.act[i], fast_tables.code[i] = {}, {}, {}
+    for v, pos in pairs(space.index[k.name].pos) do
+      fast_tables.fmt[i][v], fast_tables.act[i][v], fast_tables.code[i][v] = tostring(v), k.name .. "=" .. v,
+        i * 100 + pos
+    end
+  end
+  local graph_mod = require("kopt.graph")
+  local mm = mixed_moves()
+  local n, nxt = graph_mod.one_knob_moves(out, mm, #mm, "mixed", 0, fast_tables, space.index, true, {}, {})
+  T.check(n == 2 and nxt == 7 and out.method[1] == "b" and out.prior[1] == 5 and out.prior[2] == 1e-3
+          and out.knob[2] == 3 and out.value[2] == "0" and out.chain[2] == "c" and out.repair[2] == 2
+          and out.generator[2] == "mixed", "one_knob_moves: 2 moves, stops at the patch (%s, %s)", n, nxt)
+  local ok1, err = pcall(graph_mod.one_knob_moves, { action = {} }, mm, #mm, "mixed", 0, fast_tables, space.index,
+                         true, {}, {})
+  T.check(not ok1 and tostring(err):find("out.method", 1, true), "lists missing: %s", tostring(err))
+  local g = require("kopt.graph").new()
+  local p = g:add("48,0,3")
+  l = moves.collect_lists(ctx, state, { R })
+  local rank = {}
+  for i = 1, l.n do rank[i] = i end
+  local _, child = g:add_children(p, l, rank)
+  local ok = true
+  for i = 1, l.n do ok = ok and g:key(-child[i]) == moves.key_of(l, i) end
+  T.check(ok, "g:add_children builds the keys moves.key_of gives")
+  g:close()
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

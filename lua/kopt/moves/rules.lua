@@ -202,14 +202,15 @@ function R.propose(ctx, state)
         end
         inf.moves[pos] = list
       end
-      for _, m in ipairs(list) do
-        if syms then
+      if syms then
+        for _, m in ipairs(list) do
           local v = m.changes[k.name]
-          m = { changes = m.changes, method = m.method,
-                prior = m.prior * symptoms.move_bias(syms, { method = m.method, knob = k.name,
-                                                             from = state.config[k.name], to = v }) }
+          moves[#moves + 1] = { changes = m.changes, method = m.method,
+                                prior = m.prior * symptoms.move_bias(syms, { method = m.method, knob = k.name,
+                                                                             from = state.config[k.name], to = v }) }
         end
-        moves[#moves + 1] = m
+      else
+        table.move(list, 1, #list, #moves + 1, moves)
       end
     end
   end
