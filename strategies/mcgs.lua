@@ -55,6 +55,7 @@ local experience = require("kopt.experience")
 local json = require("kopt.json")
 local model_mod = require("kopt.mcgs_model")
 local edits = require("kopt.mcgs_edits")
+local portfolio = require("kopt.mcgs_portfolio")
 local X = require("kopt.experts")
 
 local S = {
@@ -151,6 +152,8 @@ function S.init(ctx)
     st.rollout_score, st.rollout_fit = {}, {}  -- node id -> the model's rollout score, and its fit
     st.model = model_mod.new(ctx)
   end
+  local arms = portfolio.parse(o.portfolio)
+  if arms then st.portfolio = portfolio.new(ctx, arms) end
   st.root = st.g:add("^root")
   st.g:set(st.root, { status = "root", reward = 0, flags = EXPANDED })
   local c = o.start == "default" and ctx.space:default() or nil
@@ -517,6 +520,27 @@ local edit_ops = {
   skip = BLOCK | MEASURED,
 }
 
+-- A free iteration given to a portfolio arm other than the tree
+-- (kopt.mcgs_portfolio): its proposal joins the root like a fresh sample.
+-- Returns the record, or nil and the arm (the tree's turn, or the arm had
+-- nothing new).
+local function arm_rec(ctx, st)
+  local p = st.portfolio
+  if not p or st.iterations < ctx.options.init_samples or st.force_restart then return nil end
+  local arm = portfolio.choose(ctx, p)
+  local c = portfolio.propose(ctx, st, p, arm, function(config, key)
+    local id = st.g:find(key or ctx:key(config))
+    return not id or (not evaluated(st, id) and st.g:flags(id) & PENDING == 0)
+  end)
+  if not c then return nil, arm end
+  local id = S.node_for(ctx, st, c, nil)
+  st.restarts = st.restarts + 1
+  local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
+  st.edge_method[e] = arm
+  st.method_in[id] = st.method_in[id] or arm
+  return { path = { e }, leaf = id, sample = true, arm = arm }
+end
+
 function S.ask(ctx, n)
   local st = ctx.mcgs
   local out, recs = {}, {}
@@ -543,7 +567,11 @@ function S.ask(ctx, n)
   local tries = 0
   while #out < n and tries < 8 * n + 8 do
     tries = tries + 1
-    local rec = select_one(ctx, st, temp)
+    local rec, arm = arm_rec(ctx, st)
+    if not rec then
+      rec = select_one(ctx, st, temp)
+      if rec and st.portfolio then rec.arm = arm and "tree" end
+    end
     if rec then
       -- the initial samples only measure; descents start once PUCT chooses
       rec.init = st.iterations < o.init_samples or nil
@@ -675,6 +703,7 @@ function S.tell(ctx, results)
       st.time[leaf] = t
       st.path_to[leaf] = st.path_to[leaf] or rec.path
       model_record(st, st.cfg[leaf], t)
+      if st.portfolio then portfolio.record(ctx, st.portfolio, rec.arm, leaf, t) end
       if failed then set_flag(g, leaf, DEAD) end
       for _, e in ipairs(rec.path) do
         g:vloss(e, -1)
@@ -724,6 +753,7 @@ function S.tell(ctx, results)
       if anchor and steps < o.rollout_depth and misses < o.rollout_misses then
         local nxt = rollout_step(ctx, st, anchor, apath, steps + 1, misses)
         if nxt then
+          nxt.arm = rec.arm
           start_pending(st, nxt)
           st.queue[#st.queue + 1] = nxt
         end
@@ -743,7 +773,9 @@ end
 function S.stats(ctx)
   local st = ctx.mcgs
   if not st then return {} end
-  return { expert_calls = st.expensive_calls, expert_evals = st.expensive_evals }
+  local out = st.portfolio and portfolio.stats(st.portfolio) or {}
+  out.expert_calls, out.expert_evals = st.expensive_calls, st.expensive_evals
+  return out
 end
 
 return S

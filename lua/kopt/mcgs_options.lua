@@ -62,6 +62,16 @@ return {
   min_pred_gain = { default = 0.02, help = "weak-move pruning: a move predicted to gain less than this fraction over its parent keeps only prune_factor of its prior (so it waits behind better ones)" },
   prune_factor = { default = 0.05, help = "weak-move pruning: prior factor of a weak move (1 = no pruning)" },
   fail_model = { default = true, help = "model: a classifier (forest on failed / ok) weighs the model's choices by their chance of success" },
+  portfolio = { default = "tree", help = "arms that share the free iterations, chosen by a bandit (kopt.mcgs_portfolio): " ..
+                "tree (MCGS's descent), ei (the model's expected improvement over random configs and one-knob " ..
+                "neighbours of the best), cross (crossover of the best states), jump (one knob of the best far away); " ..
+                "space- or comma-separated; tree alone: plain MCGS" },
+  arm_c = { default = 0.3, help = "portfolio: exploration weight of the bandit's UCB term" },
+  arm_power = { default = 4, help = "portfolio: an evaluation pays its rank quantile among the successes to this power" },
+  arm_discount = { default = 0.99, help = "portfolio: the bandit's statistics decay by this factor per evaluation" },
+  arm_top = { default = 5, help = "portfolio ei: the one-knob neighbours of this many best states join the pool" },
+  arm_population = { default = 20, help = "portfolio cross: parents are drawn from this many best states" },
+  arm_xi = { default = 0.05, help = "portfolio ei: expected-improvement margin in log-time units" },
   max_depth = { default = 500, help = "longest selection path" },
   snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },
 }

@@ -1,0 +1,236 @@
+-- MCGS's portfolio of move generators (strategies/mcgs.lua, --opt portfolio).
+--
+-- Each free iteration (not a rollout step, not an initial sample, not a
+-- forced restart) is given to one of several arms:
+--
+--   tree   MCGS's own descent (PUCT over the graph, samples, restarts);
+--   ei     the surrogate strategy's proposal: the unmeasured configuration
+--          with the largest expected improvement under MCGS's value model,
+--          among `model_pool` random ones and every one-knob (Hamming)
+--          neighbour of the `arm_top` best states;
+--   cross  the genetic strategy's child: uniform crossover of two
+--          tournament-chosen states among the `arm_population` best,
+--          then adjacent or jump mutation;
+--   jump   one knob of the best state set to a value at least two steps
+--          away (a far move along one axis).
+--
+-- The arm is chosen by a discounted UCB bandit on the reward of the
+-- evaluations it caused (its own candidate, and the rollout steps that
+-- candidate started): the rank quantile of the measured time among the
+-- successes so far, raised to `arm_power` (1 for a new best, 0 for a
+-- failure), so an arm is paid for proposals near the top and most for new
+-- bests. A proposal of a non-tree arm joins the graph as a root edge and is
+-- treated like a fresh sample: a rollout refines it when it comes within
+-- sample_margin of the best. So the graph, its transpositions and rollouts
+-- serve every arm, and MCGS spends its evaluations where they paid lately.
+--
+-- The search's state (st) is read; this module keeps its own in st.portfolio.
+local classic = require("kopt.classic")
+local model_mod = require("kopt.mcgs_model")
+
+local M = {}
+
+local KNOWN = { tree = true, ei = true, cross = true, jump = true }
+
+-- "tree ei cross" (spaces or commas) -> list of arm names; nil when the
+-- portfolio is only the tree (the plain MCGS).
+function M.parse(spec)
+  local arms, seen = {}, {}
+  for name in tostring(spec):gmatch("[^%s,]+") do
+    if not KNOWN[name] then
+      require("kopt.errors").usage("--opt portfolio: unknown arm '%s' (tree, ei, cross, jump)", name)
+    end
+    if not seen[name] then arms[#arms + 1], seen[name] = name, true end
+  end
+  if #arms == 0 or (#arms == 1 and arms[1] == "tree") then return nil end
+  return arms
+end
+
+function M.new(ctx, arms)
+  local p = { arms = arms, n = {}, s = {}, pulls = {}, evals = {}, total = 0, times = {}, top = {},
+              mem = classic.memory(ctx.space), rng = ctx.rng:fork(), ranked = nil, ranked_for = nil }
+  p.free = {}
+  for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then p.free[#p.free + 1] = j end end
+  for _, a in ipairs(arms) do p.n[a], p.s[a], p.pulls[a], p.evals[a] = 0, 0, 0, 0 end
+  return p
+end
+
+-- The arm for the next free iteration: an arm not yet paid is tried first
+-- (in the listed order), then the largest discounted mean plus
+-- arm_c * sqrt(log(total) / n).
+function M.choose(ctx, p)
+  local c = ctx.options.arm_c
+  local best, best_score
+  for _, a in ipairs(p.arms) do
+    local n = p.n[a]
+    local score
+    if n < 1e-9 then
+      score = math.huge
+    else
+      score = p.s[a] / n + c * math.sqrt(math.log(math.max(p.total, 1) + 1) / n)
+    end
+    if not best or score > best_score then best, best_score = a, score end
+  end
+  p.pulls[best] = p.pulls[best] + 1
+  return best
+end
+
+-- Successful states, fastest first: { id, t } (kept sorted on insert).
+local function insert_sorted(list, item, less)
+  local lo, hi = 1, #list
+  while lo <= hi do
+    local mid = (lo + hi) // 2
+    if less(item, list[mid]) then hi = mid - 1 else lo = mid + 1 end
+  end
+  table.insert(list, lo, item)
+  return lo
+end
+
+local function by_time(a, b) return a.t < b.t end
+
+-- Pays arm `arm` for one evaluation: t the measured time (nil: failed),
+-- id its node. Every state's time is recorded, whoever proposed it.
+function M.record(ctx, p, arm, id, t)
+  local reward = 0
+  if t then
+    local n_before = #p.top
+    local pos = insert_sorted(p.top, { id = id, t = t }, by_time)
+    -- quantile among the successes before it: 1 for a new best
+    local q = n_before == 0 and 1 or (n_before - (pos - 1)) / n_before
+    reward = q ^ ctx.options.arm_power
+  end
+  if not arm or p.n[arm] == nil then return end
+  local g = ctx.options.arm_discount
+  for _, a in ipairs(p.arms) do p.n[a], p.s[a] = p.n[a] * g, p.s[a] * g end
+  p.n[arm], p.s[arm] = p.n[arm] + 1, p.s[arm] + reward
+  p.evals[arm] = p.evals[arm] + 1
+  p.total = p.total + 1
+end
+
+-- Proposals. idle(c) says whether config c is neither measured nor in flight
+-- (and valid); each returns a config or nil.
+
+local function propose_ei(ctx, st, p, idle)
+  local m = model_mod.get(ctx, st)
+  if not m or #p.top == 0 then return nil end
+  local best = p.top[1]
+  local stamp = m.fits .. ":" .. best.id
+  if p.ranked_for ~= stamp then
+    local o = ctx.options
+    local pool, inpool = {}, {}
+    local function add(c)
+      local k = ctx:key(c)
+      if not inpool[k] and idle(c, k) then inpool[k], pool[#pool + 1] = true, c end
+    end
+    for i = 1, math.min(o.arm_top, #p.top) do
+      for _, c in ipairs(p.mem:neighbours(st.cfg[p.top[i].id], "hamming")) do add(c) end
+    end
+    for _ = 1, o.model_pool do
+      local c = ctx.space:sample(p.rng)
+      if not c then break end
+      add(c)
+    end
+    local target = math.log(best.t) - o.arm_xi
+    local scored = {}
+    for i, c in ipairs(pool) do
+      local _, p_ok, mu, sd = model_mod.predict(ctx, m, c)
+      scored[i] = { c = c, ei = classic.expected_improvement(target, mu, sd) * p_ok, mu = mu, i = i }
+    end
+    table.sort(scored, function(a, b)
+      if a.ei ~= b.ei then return a.ei > b.ei end
+      if a.mu ~= b.mu then return a.mu < b.mu end
+      return a.i < b.i
+    end)
+    p.ranked, p.next, p.ranked_for = scored, 1, stamp
+  end
+  while p.next <= #p.ranked do
+    local c = p.ranked[p.next].c
+    p.next = p.next + 1
+    if idle(c) then return c end
+  end
+  return nil
+end
+
+local function tournament(p, rng, size)
+  local best
+  for _ = 1, 3 do
+    local i = rng:random(1, size)
+    if not best or i < best then best = i end
+  end
+  return p.top[best]
+end
+
+local function propose_cross(ctx, st, p, idle)
+  local size = math.min(ctx.options.arm_population, #p.top)
+  if size < 2 then return nil end
+  local rng, mem, knobs = p.rng, p.mem, p.mem.knobs
+  for _ = 1, 40 do
+    local a = mem:vector(st.cfg[tournament(p, rng, size).id])
+    if rng:uniform() < 0.8 then
+      local b = mem:vector(st.cfg[tournament(p, rng, size).id])
+      for j = 1, #a do if rng:uniform() < 0.5 then a[j] = b[j] end end
+    end
+    local changed = false
+    for _, j in ipairs(p.free) do
+      if rng:uniform() < 0.15 then
+        local nv = #knobs[j].values
+        if rng:uniform() < 0.25 then
+          local v = rng:random(1, nv - 1)
+          a[j] = v >= a[j] and v + 1 or v
+        else
+          a[j] = (a[j] == 1 or (a[j] < nv and rng:uniform() < 0.5)) and a[j] + 1 or a[j] - 1
+        end
+        changed = true
+      end
+    end
+    if not changed and #p.free > 0 then
+      local j = p.free[rng:random(1, #p.free)]
+      local v = rng:random(1, #knobs[j].values - 1)
+      a[j] = v >= a[j] and v + 1 or v
+    end
+    local c = mem:config(a)
+    if ctx.space:is_valid(c) and idle(c) then return c end
+  end
+  return nil
+end
+
+local function propose_jump(ctx, st, p, idle)
+  if #p.top == 0 or #p.free == 0 then return nil end
+  local rng, mem, knobs = p.rng, p.mem, p.mem.knobs
+  local base = mem:vector(st.cfg[p.top[1].id])
+  for _ = 1, 20 do
+    local j = p.free[rng:random(1, #p.free)]
+    local nv, pos = #knobs[j].values, base[j]
+    local far = {}
+    for v = 1, nv do if math.abs(v - pos) >= 2 then far[#far + 1] = v end end
+    if #far > 0 then
+      local a = {}
+      for i, v in ipairs(base) do a[i] = v end
+      a[j] = far[rng:random(1, #far)]
+      local c = mem:config(a)
+      if ctx.space:is_valid(c) and idle(c) then return c end
+    end
+  end
+  return nil
+end
+
+local PROPOSE = { ei = propose_ei, cross = propose_cross, jump = propose_jump }
+
+-- A config from arm `arm`, or nil (the tree arm, or nothing new to give).
+function M.propose(ctx, st, p, arm, idle)
+  local f = PROPOSE[arm]
+  if not f then return nil end
+  return f(ctx, st, p, idle)
+end
+
+-- Counters for stats(): pulls and paid evaluations per arm.
+function M.stats(p)
+  local out = {}
+  for _, a in ipairs(p.arms) do
+    out["arm_" .. a .. "_pulls"] = p.pulls[a]
+    out["arm_" .. a .. "_evals"] = p.evals[a]
+  end
+  return out
+end
+
+return M
