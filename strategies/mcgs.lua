@@ -153,7 +153,9 @@ function S.init(ctx)
     st.model = model_mod.new(ctx)
   end
   local arms = portfolio.parse(o.portfolio)
-  if arms then st.portfolio = portfolio.new(ctx, arms) end
+  if arms or o.rollout_bandit then
+    st.portfolio = portfolio.new(ctx, arms or { "tree" }, o.model and o.model_rollout and o.rollout_bandit)
+  end
   st.root = st.g:add("^root")
   st.g:set(st.root, { status = "root", reward = 0, flags = EXPANDED })
   local c = o.start == "default" and ctx.space:default() or nil
@@ -640,9 +642,18 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
   local best, eligible = g:greedy(anchor, o.rollout_lambda, value_of(st, anchor) - o.fpu_reduction,
                                   o.beta_max, BLOCK | MEASURED)
   if eligible == 0 then return nil end
+  -- rarm: how this step chose, when a bandit decided it (kopt.mcgs_portfolio)
+  local p, how, rarm = st.portfolio, nil, nil
   if ctx.rng:uniform() < o.rollout_eps then
     best = ctx.rng:choice(g:eligible(anchor, BLOCK | MEASURED))
   elseif o.model_rollout then
+    how = "model"
+    if p and p.roll and model_get(ctx, st) then
+      rarm = portfolio.rollout_choice(ctx, p)
+      how = rarm
+    end
+  end
+  if how == "model" then
     -- the unmeasured child the model expects fastest (optimistically, and
     -- weighted by its chance of success); ties keep the greedy choice
     local m = model_get(ctx, st)
@@ -670,7 +681,7 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
   for i, e in ipairs(apath) do path[i] = e end
   path[#path + 1] = best
   return { path = path, leaf = (g:ends(best)), rollout = steps, anchor = anchor, anchor_path = apath,
-           misses = misses }
+           misses = misses, rarm = rarm }
 end
 
 local function save_snapshot(ctx, st)
@@ -703,7 +714,7 @@ function S.tell(ctx, results)
       st.time[leaf] = t
       st.path_to[leaf] = st.path_to[leaf] or rec.path
       model_record(st, st.cfg[leaf], t)
-      if st.portfolio then portfolio.record(ctx, st.portfolio, rec.arm, leaf, t) end
+      if st.portfolio then portfolio.record(ctx, st.portfolio, rec.arm, leaf, t, rec.rarm) end
       if failed then set_flag(g, leaf, DEAD) end
       for _, e in ipairs(rec.path) do
         g:vloss(e, -1)

@@ -64,8 +64,9 @@ return {
   fail_model = { default = true, help = "model: a classifier (forest on failed / ok) weighs the model's choices by their chance of success" },
   portfolio = { default = "tree", help = "arms that share the free iterations, chosen by a bandit (kopt.mcgs_portfolio): " ..
                 "tree (MCGS's descent), ei (the model's expected improvement over random configs and one-knob " ..
-                "neighbours of the best), cross (crossover of the best states), jump (one knob of the best far away); " ..
+                "neighbours of the best), cross (crossover of the best states), jump (one knob of the best far away), sample (a uniform random config); " ..
                 "space- or comma-separated; tree alone: plain MCGS" },
+  rollout_bandit = { default = false, help = "portfolio: a bandit chooses, per rollout step, between the model's child and the highest prior's (model_rollout)" },
   arm_c = { default = 0.3, help = "portfolio: exploration weight of the bandit's UCB term" },
   arm_power = { default = 4, help = "portfolio: an evaluation pays its rank quantile among the successes to this power" },
   arm_discount = { default = 0.99, help = "portfolio: the bandit's statistics decay by this factor per evaluation" },

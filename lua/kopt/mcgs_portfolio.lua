@@ -12,7 +12,8 @@
 --          tournament-chosen states among the `arm_population` best,
 --          then adjacent or jump mutation;
 --   jump   one knob of the best state set to a value at least two steps
---          away (a far move along one axis).
+--          away (a far move along one axis);
+--   sample a uniform random configuration (what the initial samples do).
 --
 -- The arm is chosen by a discounted UCB bandit on the reward of the
 -- evaluations it caused (its own candidate, and the rollout steps that
@@ -30,7 +31,7 @@ local model_mod = require("kopt.mcgs_model")
 
 local M = {}
 
-local KNOWN = { tree = true, ei = true, cross = true, jump = true }
+local KNOWN = { tree = true, ei = true, cross = true, jump = true, sample = true }
 
 -- "tree ei cross" (spaces or commas) -> list of arm names; nil when the
 -- portfolio is only the tree (the plain MCGS).
@@ -38,7 +39,7 @@ function M.parse(spec)
   local arms, seen = {}, {}
   for name in tostring(spec):gmatch("[^%s,]+") do
     if not KNOWN[name] then
-      require("kopt.errors").usage("--opt portfolio: unknown arm '%s' (tree, ei, cross, jump)", name)
+      require("kopt.errors").usage("--opt portfolio: unknown arm '%s' (tree, ei, cross, jump, sample)", name)
     end
     if not seen[name] then arms[#arms + 1], seen[name] = name, true end
   end
@@ -46,33 +47,56 @@ function M.parse(spec)
   return arms
 end
 
-function M.new(ctx, arms)
-  local p = { arms = arms, n = {}, s = {}, pulls = {}, evals = {}, total = 0, times = {}, top = {},
-              mem = classic.memory(ctx.space), rng = ctx.rng:fork(), ranked = nil, ranked_for = nil }
+local function bandit(arms)
+  local b = { arms = arms, n = {}, s = {}, pulls = {}, evals = {}, total = 0 }
+  for _, a in ipairs(arms) do b.n[a], b.s[a], b.pulls[a], b.evals[a] = 0, 0, 0, 0 end
+  return b
+end
+
+-- rollout: true when the rollout steps' choice (the model's or the
+-- prior's child) is a bandit of its own
+function M.new(ctx, arms, rollout)
+  local p = bandit(arms)
+  p.times, p.top, p.mem, p.rng = {}, {}, classic.memory(ctx.space), ctx.rng:fork()
   p.free = {}
   for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then p.free[#p.free + 1] = j end end
-  for _, a in ipairs(arms) do p.n[a], p.s[a], p.pulls[a], p.evals[a] = 0, 0, 0, 0 end
+  if rollout then p.roll = bandit({ "model", "prior" }) end
   return p
 end
 
--- The arm for the next free iteration: an arm not yet paid is tried first
+-- The arm of bandit b for the next pull: an arm not yet paid is tried first
 -- (in the listed order), then the largest discounted mean plus
 -- arm_c * sqrt(log(total) / n).
-function M.choose(ctx, p)
+local function choose(ctx, b)
   local c = ctx.options.arm_c
   local best, best_score
-  for _, a in ipairs(p.arms) do
-    local n = p.n[a]
+  for _, a in ipairs(b.arms) do
+    local n = b.n[a]
     local score
     if n < 1e-9 then
       score = math.huge
     else
-      score = p.s[a] / n + c * math.sqrt(math.log(math.max(p.total, 1) + 1) / n)
+      score = b.s[a] / n + c * math.sqrt(math.log(math.max(b.total, 1) + 1) / n)
     end
     if not best or score > best_score then best, best_score = a, score end
   end
-  p.pulls[best] = p.pulls[best] + 1
+  b.pulls[best] = b.pulls[best] + 1
   return best
+end
+
+-- The arm for the next free iteration.
+function M.choose(ctx, p) return choose(ctx, p) end
+
+-- How the next rollout step chooses its child: "model" or "prior".
+function M.rollout_choice(ctx, p) return choose(ctx, p.roll) end
+
+local function pay(ctx, b, arm, reward)
+  if not arm or b.n[arm] == nil then return end
+  local g = ctx.options.arm_discount
+  for _, a in ipairs(b.arms) do b.n[a], b.s[a] = b.n[a] * g, b.s[a] * g end
+  b.n[arm], b.s[arm] = b.n[arm] + 1, b.s[arm] + reward
+  b.evals[arm] = b.evals[arm] + 1
+  b.total = b.total + 1
 end
 
 -- Successful states, fastest first: { id, t } (kept sorted on insert).
@@ -88,9 +112,10 @@ end
 
 local function by_time(a, b) return a.t < b.t end
 
--- Pays arm `arm` for one evaluation: t the measured time (nil: failed),
--- id its node. Every state's time is recorded, whoever proposed it.
-function M.record(ctx, p, arm, id, t)
+-- Pays arm `arm` (and the rollout choice `rarm`, when the evaluation was a
+-- rollout step) for one evaluation: t the measured time (nil: failed), id
+-- its node. Every state's time is recorded, whoever proposed it.
+function M.record(ctx, p, arm, id, t, rarm)
   local reward = 0
   if t then
     local n_before = #p.top
@@ -99,12 +124,8 @@ function M.record(ctx, p, arm, id, t)
     local q = n_before == 0 and 1 or (n_before - (pos - 1)) / n_before
     reward = q ^ ctx.options.arm_power
   end
-  if not arm or p.n[arm] == nil then return end
-  local g = ctx.options.arm_discount
-  for _, a in ipairs(p.arms) do p.n[a], p.s[a] = p.n[a] * g, p.s[a] * g end
-  p.n[arm], p.s[arm] = p.n[arm] + 1, p.s[arm] + reward
-  p.evals[arm] = p.evals[arm] + 1
-  p.total = p.total + 1
+  pay(ctx, p, arm, reward)
+  if p.roll and rarm then pay(ctx, p.roll, rarm, reward) end
 end
 
 -- Proposals. idle(c) says whether config c is neither measured nor in flight
@@ -214,7 +235,16 @@ local function propose_jump(ctx, st, p, idle)
   return nil
 end
 
-local PROPOSE = { ei = propose_ei, cross = propose_cross, jump = propose_jump }
+local function propose_sample(ctx, _, p, idle)
+  for _ = 1, 20 do
+    local c = ctx.space:sample(p.rng)
+    if not c then return nil end
+    if idle(c) then return c end
+  end
+  return nil
+end
+
+local PROPOSE = { ei = propose_ei, cross = propose_cross, jump = propose_jump, sample = propose_sample }
 
 -- A config from arm `arm`, or nil (the tree arm, or nothing new to give).
 function M.propose(ctx, st, p, arm, idle)
@@ -223,12 +253,12 @@ function M.propose(ctx, st, p, arm, idle)
   return f(ctx, st, p, idle)
 end
 
--- Counters for stats(): pulls and paid evaluations per arm.
+-- Counters for stats(): evaluations paid per arm and per rollout choice.
 function M.stats(p)
   local out = {}
-  for _, a in ipairs(p.arms) do
-    out["arm_" .. a .. "_pulls"] = p.pulls[a]
-    out["arm_" .. a .. "_evals"] = p.evals[a]
+  for _, a in ipairs(p.arms) do out["arm_" .. a .. "_evals"] = p.evals[a] end
+  if p.roll then
+    for _, a in ipairs(p.roll.arms) do out["rollout_" .. a] = p.roll.evals[a] end
   end
   return out
 end
