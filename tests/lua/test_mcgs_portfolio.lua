@@ -6,9 +6,11 @@
 --     behind; a new best pays 1, the slowest success and a failure 0;
 --  3. the proposals: the jump arm changes one knob of the best state by at
 --     least two steps, the cross arm's children are valid and unmeasured;
+--     the rollout bandit pays the choice of each rollout step;
 --  4. a portfolio run on the 300-config matmul space is deterministic given
 --     the seed, measures no config twice, measures candidates of the ei and
---     cross arms (origin method), and differs from plain MCGS.
+--     cross arms (origin method), and differs from plain MCGS, as does a run
+--     with the rollout bandit alone.
 local T = require("testlib")
 local P = require("kopt.mcgs_portfolio")
 local rng_mod = require("kopt.rng")
@@ -63,6 +65,13 @@ T.check(math.abs(q.s.ei - 1) < 1e-12, "a new best pays 1: %s", q.s.ei)
 P.record(ctx, q, "ei", 4, nil)
 T.check(q.n.ei > 2.9 and math.abs(q.s.ei - 0.99) < 1e-12, "a failure pays 0 and counts: %s %s", q.n.ei, q.s.ei)
 
+-- the rollout bandit: model first, then the prior, each paid by its steps
+local rb = P.new(ctx, { "tree" }, true)
+T.eq(P.rollout_choice(ctx, rb), "model", "the rollout bandit tries the model's child first")
+P.record(ctx, rb, "tree", 1, 5, "model")
+T.eq(rb.roll.s.model, 1, "a rollout step pays its choice")
+T.eq(P.rollout_choice(ctx, rb), "prior", "then the highest prior's child")
+
 -- 3. proposals, on a stand-in search state: node 1 is the best
 local st = { cfg = { { A = 3, B = 2 }, { A = 5, B = 1 }, { A = 1, B = 3 } } }
 local r = P.new(ctx, { "tree", "jump", "cross" })
@@ -93,6 +102,7 @@ end
 local a = run("a", "--opt portfolio=tree,ei,cross,jump")
 local b = run("b", "--opt portfolio=tree,ei,cross,jump")
 local c = run("c", "--opt portfolio=tree")
+local d = run("d", "--opt rollout_bandit=true")
 T.eq(#a, 150, "portfolio run: evaluations")
 local same, differ, seen, twice, by = true, false, {}, 0, {}
 for i = 1, #a do
@@ -106,6 +116,9 @@ end
 T.check(same, "two portfolio runs with one seed measure the same configs in the same order")
 T.check(differ, "the portfolio changes what is measured")
 T.eq(twice, 0, "no config measured twice")
+local rdiffer = false
+for i = 1, #c do if c[i].key ~= (d[i] and d[i].key) then rdiffer = true end end
+T.check(rdiffer, "the rollout bandit changes what is measured")
 T.check((by.ei or 0) > 0 and (by.cross or 0) > 0, "ei and cross candidates measured: %s %s", by.ei, by.cross)
 
 return T.done()
