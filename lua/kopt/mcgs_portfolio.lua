@@ -27,6 +27,7 @@
 --
 -- The search's state (st) is read; this module keeps its own in st.portfolio.
 local classic = require("kopt.classic")
+local errors = require("kopt.errors")
 local model_mod = require("kopt.mcgs_model")
 
 local M = {}
@@ -39,7 +40,7 @@ function M.parse(spec)
   local arms, seen = {}, {}
   for name in tostring(spec):gmatch("[^%s,]+") do
     if not KNOWN[name] then
-      require("kopt.errors").usage("--opt portfolio: unknown arm '%s' (tree, ei, cross, jump, sample)", name)
+      errors.usage("--opt portfolio: unknown arm '%s' (tree, ei, cross, jump, sample)", name)
     end
     if not seen[name] then arms[#arms + 1], seen[name] = name, true end
   end
