@@ -58,7 +58,7 @@ end
 -- prior's child) is a bandit of its own
 function M.new(ctx, arms, rollout)
   local p = bandit(arms)
-  p.times, p.top, p.mem, p.rng = {}, {}, classic.memory(ctx.space), ctx.rng:fork()
+  p.top, p.mem, p.rng = {}, classic.memory(ctx.space), ctx.rng:fork()
   p.free = {}
   for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then p.free[#p.free + 1] = j end end
   if rollout then p.roll = bandit({ "model", "prior" }) end
@@ -100,18 +100,23 @@ local function pay(ctx, b, arm, reward)
   b.total = b.total + 1
 end
 
--- Successful states, fastest first: { id, t } (kept sorted on insert).
-local function insert_sorted(list, item, less)
+-- Successful states, slowest first: { id, t }, kept sorted on insert. A
+-- search measures mostly states near its best, which go near the end, so
+-- an insert moves few entries. nth(p, i) is the i-th fastest (ties: the
+-- earlier measurement first).
+local function insert_desc(list, item)
+  -- the first entry not strictly slower than item
   local lo, hi = 1, #list
   while lo <= hi do
     local mid = (lo + hi) // 2
-    if less(item, list[mid]) then hi = mid - 1 else lo = mid + 1 end
+    if list[mid].t > item.t then lo = mid + 1 else hi = mid - 1 end
   end
   table.insert(list, lo, item)
-  return lo
+  return lo - 1 -- entries strictly slower
 end
 
-local function by_time(a, b) return a.t < b.t end
+local function nth(p, i) return p.top[#p.top - i + 1] end
+M.nth = nth
 
 -- Pays arm `arm` (and the rollout choice `rarm`, when the evaluation was a
 -- rollout step) for one evaluation: t the measured time (nil: failed), id
@@ -120,9 +125,9 @@ function M.record(ctx, p, arm, id, t, rarm)
   local reward = 0
   if t then
     local n_before = #p.top
-    local pos = insert_sorted(p.top, { id = id, t = t }, by_time)
+    local slower = insert_desc(p.top, { id = id, t = t })
     -- quantile among the successes before it: 1 for a new best
-    local q = n_before == 0 and 1 or (n_before - (pos - 1)) / n_before
+    local q = n_before == 0 and 1 or slower / n_before
     reward = q ^ ctx.options.arm_power
   end
   pay(ctx, p, arm, reward)
@@ -135,7 +140,7 @@ end
 local function propose_ei(ctx, st, p, idle)
   local m = model_mod.get(ctx, st)
   if not m or #p.top == 0 then return nil end
-  local best = p.top[1]
+  local best = nth(p, 1)
   local stamp = m.fits .. ":" .. best.id
   if p.ranked_for ~= stamp then
     local o = ctx.options
@@ -145,7 +150,7 @@ local function propose_ei(ctx, st, p, idle)
       if not inpool[k] and idle(c, k) then inpool[k], pool[#pool + 1] = true, c end
     end
     for i = 1, math.min(o.arm_top, #p.top) do
-      for _, c in ipairs(p.mem:neighbours(st.cfg[p.top[i].id], "hamming")) do add(c) end
+      for _, c in ipairs(p.mem:neighbours(st.cfg[nth(p, i).id], "hamming")) do add(c) end
     end
     for _ = 1, o.model_pool do
       local c = ctx.space:sample(p.rng)
@@ -179,7 +184,7 @@ local function tournament(p, rng, size)
     local i = rng:random(1, size)
     if not best or i < best then best = i end
   end
-  return p.top[best]
+  return nth(p, best)
 end
 
 local function propose_cross(ctx, st, p, idle)
@@ -219,7 +224,7 @@ end
 local function propose_jump(ctx, st, p, idle)
   if #p.top == 0 or #p.free == 0 then return nil end
   local rng, mem, knobs = p.rng, p.mem, p.mem.knobs
-  local base = mem:vector(st.cfg[p.top[1].id])
+  local base = mem:vector(st.cfg[nth(p, 1).id])
   for _ = 1, 20 do
     local j = p.free[rng:random(1, #p.free)]
     local nv, pos = #knobs[j].values, base[j]

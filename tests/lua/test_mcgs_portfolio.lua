@@ -36,7 +36,7 @@ for i = 1, 3 do
   P.record(ctx, p, first[i], 100 + i, 10 + i) -- each slower than the one before
 end
 T.eq(table.concat(first, "|"), "tree|ei|cross", "every arm is tried once, in order")
-T.eq(p.top[1].t, 11, "the fastest success first")
+T.eq(P.nth(p, 1).t, 11, "the fastest success first")
 -- from now on the ei arm finds new bests, the cross arm fails, the tree
 -- finds states in the middle
 local t, counts = 10, { tree = 0, ei = 0, cross = 0 }
