@@ -380,7 +380,13 @@ local function restart_config(ctx, st, perturb)
     else
       c, method = nil, "restart"
       if st.iterations >= o.init_samples then c = model_sample(ctx, st) end
-      if c then method = "model" else c = ctx.space:sample(ctx.rng) end
+      if c then
+        method = "model"
+      elseif o.init_design == "maximin" and st.iterations < o.init_samples then
+        c = portfolio.spread_sample(ctx, st)
+      else
+        c = ctx.space:sample(ctx.rng)
+      end
     end
     if not c then return nil end
     local child = S.node_for(ctx, st, c, nil)

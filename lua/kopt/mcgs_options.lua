@@ -67,6 +67,9 @@ return {
                 "neighbours of the best), cross (crossover of the best states), jump (one knob of the best far away), sample (a uniform random config); " ..
                 "space- or comma-separated; tree alone: plain MCGS" },
   rollout_bandit = { default = true, help = "portfolio: a bandit chooses, per rollout step, between the model's child and the highest prior's (model_rollout)" },
+  init_design = { default = "uniform", choices = { "uniform", "maximin" },
+                  help = "initial samples: uniform, or each the farthest of design_pool uniform samples from those drawn before" },
+  design_pool = { default = 16, help = "init_design=maximin: uniform candidates per initial sample" },
   arm_c = { default = 0.3, help = "portfolio: exploration weight of the bandit's UCB term" },
   arm_power = { default = 4, help = "portfolio: an evaluation pays its rank quantile among the successes to this power" },
   arm_discount = { default = 0.99, help = "portfolio: the bandit's statistics decay by this factor per evaluation" },

@@ -259,6 +259,40 @@ function M.propose(ctx, st, p, arm, idle)
   return f(ctx, st, p, idle)
 end
 
+-- An initial sample spread over the space (init_design=maximin): of
+-- `design_pool` uniform samples, the one farthest from the initial samples
+-- drawn so far (the least, over them, of the L1 distance of knob-value
+-- positions, each knob scaled to [0, 1]), so a few samples still cover
+-- every knob's range. st.design keeps the samples drawn; works for listed
+-- and constrained spaces alike (the candidates are the space's own samples).
+function M.spread_sample(ctx, st)
+  local d = st.design
+  if not d then
+    d = { mem = classic.memory(ctx.space), picked = {} }
+    st.design = d
+  end
+  local knobs = d.mem.knobs
+  local best, best_dist
+  for _ = 1, ctx.options.design_pool do
+    local c = ctx.space:sample(ctx.rng)
+    if not c then break end
+    local x = d.mem:vector(c)
+    local dist = math.huge
+    for _, y in ipairs(d.picked) do
+      local s = 0
+      for j, k in ipairs(knobs) do
+        local nv = #k.values
+        if nv > 1 then s = s + math.abs(x[j] - y[j]) / (nv - 1) end
+      end
+      if s < dist then dist = s end
+    end
+    if not best or dist > best_dist then best, best_dist = { c = c, x = x }, dist end
+  end
+  if not best then return nil end
+  d.picked[#d.picked + 1] = best.x
+  return best.c
+end
+
 -- Counters for stats(): evaluations paid per arm and per rollout choice.
 function M.stats(p)
   local out = {}

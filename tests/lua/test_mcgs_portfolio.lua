@@ -7,6 +7,7 @@
 --  3. the proposals: the jump arm changes one knob of the best state by at
 --     least two steps, the cross arm's children are valid and unmeasured;
 --     the rollout bandit pays the choice of each rollout step;
+--     the maximin initial design spreads its samples over a knob's values;
 --  4. a portfolio run on the 300-config matmul space is deterministic given
 --     the seed, measures no config twice, measures candidates of the ei and
 --     cross arms (origin method), and differs from plain MCGS, as does a run
@@ -89,6 +90,19 @@ for _ = 1, 20 do
   T.check(x and space:is_valid(x) and idle(x), "a child is valid and unmeasured")
 end
 T.eq(P.propose(ctx, st, r, "tree", idle), nil, "the tree arm proposes nothing itself")
+
+-- the maximin initial design: five samples of a five-valued knob are the
+-- five values (each the farthest of 64 candidates from those drawn)
+local one = space_mod.new({ knobs = { { name = "A", values = { 1, 2, 3, 4, 5 } }, { name = "B", values = { 7 } } } })
+local dctx = { space = one, rng = rng_mod.new(11), options = { design_pool = 64 } }
+local dst, got = {}, {}
+for _ = 1, 5 do
+  local c = P.spread_sample(dctx, dst)
+  got[c.A] = (got[c.A] or 0) + 1
+end
+local distinct = 0
+for _ in pairs(got) do distinct = distinct + 1 end
+T.eq(distinct, 5, "maximin samples cover the knob's values")
 
 -- 4. runs
 local tmp = T.tmpdir("mcgs_portfolio")
