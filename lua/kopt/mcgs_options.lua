@@ -73,7 +73,7 @@ return {
   arm_c = { default = 0.3, help = "portfolio: exploration weight of the bandit's UCB term" },
   arm_power = { default = 4, help = "portfolio: an evaluation pays its rank quantile among the successes to this power" },
   arm_discount = { default = 0.99, help = "portfolio: the bandit's statistics decay by this factor per evaluation" },
-  arm_top = { default = 5, help = "portfolio ei: the one-knob neighbours of this many best states join the pool" },
+  arm_top = { default = 10, help = "portfolio ei: the one-knob neighbours of this many best states join the pool" },
   arm_population = { default = 20, help = "portfolio cross: parents are drawn from this many best states" },
   arm_xi = { default = 0.05, help = "portfolio ei: expected-improvement margin in log-time units" },
   max_depth = { default = 500, help = "longest selection path" },
