@@ -45,6 +45,15 @@
 -- pushes moves predicted to gain less than `min_pred_gain` to the back
 -- (`prune_factor`); the leave-one-space-out benchmark left that off.
 --
+-- The portfolio (`portfolio`, kopt.mcgs_portfolio; on by default): after
+-- the initial samples a bandit gives each free iteration to the tree (this
+-- descent), to the value model's expected-improvement proposal over random
+-- configs and the one-knob neighbours of the best states (the surrogate
+-- strategy's move), or to a crossover of the best states (the genetic
+-- strategy's); their proposals join the root like fresh samples. With
+-- `rollout_bandit` a second bandit decides per rollout step between the
+-- model's child and the highest prior's.
+--
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to
 -- <run dir>/graph.kgr (kopt.graph format) and summarised in graph.json; every
@@ -520,34 +529,14 @@ local function candidate_of(st, rec)
                       rollout = rec.rollout and true or nil, repair = rec.repair } }
 end
 
--- The search's own steps, for the code moves (kopt.mcgs_edits).
+-- The search's own steps, for the code moves (kopt.mcgs_edits) and the
+-- portfolio's arms (kopt.mcgs_portfolio).
 local edit_ops = {
   node_for = function(...) return S.node_for(...) end,
   expand = expand, add_moves = add_moves, start_pending = start_pending,
   idle = function(st, id) return not evaluated(st, id) and st.g:flags(id) & PENDING == 0 end,
   skip = BLOCK | MEASURED,
 }
-
--- A free iteration given to a portfolio arm other than the tree
--- (kopt.mcgs_portfolio): its proposal joins the root like a fresh sample.
--- Returns the record, or nil and the arm (the tree's turn, or the arm had
--- nothing new).
-local function arm_rec(ctx, st)
-  local p = st.portfolio
-  if not p or st.iterations < ctx.options.init_samples or st.force_restart then return nil end
-  local arm = portfolio.choose(ctx, p)
-  local c = portfolio.propose(ctx, st, p, arm, function(config, key)
-    local id = st.g:find(key or ctx:key(config))
-    return not id or (not evaluated(st, id) and st.g:flags(id) & PENDING == 0)
-  end)
-  if not c then return nil, arm end
-  local id = S.node_for(ctx, st, c, nil)
-  st.restarts = st.restarts + 1
-  local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
-  st.edge_method[e] = arm
-  st.method_in[id] = st.method_in[id] or arm
-  return { path = { e }, leaf = id, sample = true, arm = arm }
-end
 
 function S.ask(ctx, n)
   local st = ctx.mcgs
@@ -575,7 +564,7 @@ function S.ask(ctx, n)
   local tries = 0
   while #out < n and tries < 8 * n + 8 do
     tries = tries + 1
-    local rec, arm = arm_rec(ctx, st)
+    local rec, arm = portfolio.arm_rec(ctx, st, edit_ops)
     if not rec then
       rec = select_one(ctx, st, temp)
       if rec and st.portfolio then rec.arm = arm and "tree" end

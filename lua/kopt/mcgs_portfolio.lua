@@ -25,7 +25,8 @@
 -- sample_margin of the best. So the graph, its transpositions and rollouts
 -- serve every arm, and MCGS spends its evaluations where they paid lately.
 --
--- The search's state (st) is read; this module keeps its own in st.portfolio.
+-- The search's state (st) is read, apart from the root edges that arm_rec
+-- links; this module keeps its own in st.portfolio.
 local classic = require("kopt.classic")
 local errors = require("kopt.errors")
 local model_mod = require("kopt.mcgs_model")
@@ -291,6 +292,27 @@ function M.spread_sample(ctx, st)
   if not best then return nil end
   d.picked[#d.picked + 1] = best.x
   return best.c
+end
+
+-- A free iteration given to an arm other than the tree: its proposal joins
+-- the root like a fresh sample. ops: the search's steps (node_for, idle;
+-- strategies/mcgs.lua). Returns the pending record, or nil and the arm
+-- (the tree's turn, or the arm had nothing new).
+function M.arm_rec(ctx, st, ops)
+  local p = st.portfolio
+  if not p or st.iterations < ctx.options.init_samples or st.force_restart then return nil end
+  local arm = M.choose(ctx, p)
+  local c = M.propose(ctx, st, p, arm, function(config, key)
+    local id = st.g:find(key or ctx:key(config))
+    return not id or ops.idle(st, id)
+  end)
+  if not c then return nil, arm end
+  local id = ops.node_for(ctx, st, c, nil)
+  st.restarts = st.restarts + 1
+  local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
+  st.edge_method[e] = arm
+  st.method_in[id] = st.method_in[id] or arm
+  return { path = { e }, leaf = id, sample = true, arm = arm }
 end
 
 -- Counters for stats(): evaluations paid per arm and per rollout choice.
