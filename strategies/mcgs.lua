@@ -45,6 +45,15 @@
 -- pushes moves predicted to gain less than `min_pred_gain` to the back
 -- (`prune_factor`); the leave-one-space-out benchmark left that off.
 --
+-- The portfolio (`portfolio`, kopt.mcgs_portfolio; on by default): after
+-- the initial samples a bandit gives each free iteration to the tree (this
+-- descent), to the value model's expected-improvement proposal over random
+-- configs and the one-knob neighbours of the best states (the surrogate
+-- strategy's move), or to a crossover of the best states (the genetic
+-- strategy's); their proposals join the root like fresh samples. With
+-- `rollout_bandit` a second bandit decides per rollout step between the
+-- model's child and the highest prior's.
+--
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to
 -- <run dir>/graph.kgr (kopt.graph format) and summarised in graph.json; every
@@ -55,6 +64,7 @@ local experience = require("kopt.experience")
 local json = require("kopt.json")
 local model_mod = require("kopt.mcgs_model")
 local edits = require("kopt.mcgs_edits")
+local portfolio = require("kopt.mcgs_portfolio")
 local X = require("kopt.experts")
 
 local S = {
@@ -133,6 +143,10 @@ function S.init(ctx)
   if o.model then
     st.rollout_score, st.rollout_fit = {}, {}  -- node id -> the model's rollout score, and its fit
     st.model = model_mod.new(ctx)
+  end
+  local arms = portfolio.parse(o.portfolio)
+  if arms or o.rollout_bandit then
+    st.portfolio = portfolio.new(ctx, arms or { "tree" }, o.model and o.model_rollout and o.rollout_bandit)
   end
   st.root = st.g:add("^root")
   st.g:set(st.root, { status = "root", reward = 0, flags = EXPANDED })
@@ -360,7 +374,13 @@ local function restart_config(ctx, st, perturb)
     else
       c, method = nil, "restart"
       if st.iterations >= o.init_samples then c = model_sample(ctx, st) end
-      if c then method = "model" else c = ctx.space:sample(ctx.rng) end
+      if c then
+        method = "model"
+      elseif o.init_design == "maximin" and st.iterations < o.init_samples then
+        c = portfolio.spread_sample(ctx, st)
+      else
+        c = ctx.space:sample(ctx.rng)
+      end
     end
     if not c then return nil end
     local child = S.node_for(ctx, st, c, nil)
@@ -490,7 +510,8 @@ local function candidate_of(st, rec)
                       rollout = rec.rollout and true or nil, repair = rec.repair } }
 end
 
--- The search's own steps, for the code moves (kopt.mcgs_edits).
+-- The search's own steps, for the code moves (kopt.mcgs_edits) and the
+-- portfolio's arms (kopt.mcgs_portfolio).
 local edit_ops = {
   node_for = function(...) return S.node_for(...) end,
   expand = expand, add_moves = add_moves, start_pending = start_pending,
@@ -524,7 +545,11 @@ function S.ask(ctx, n)
   local tries = 0
   while #out < n and tries < 8 * n + 8 do
     tries = tries + 1
-    local rec = select_one(ctx, st, temp)
+    local rec, arm = portfolio.arm_rec(ctx, st, edit_ops)
+    if not rec then
+      rec = select_one(ctx, st, temp)
+      if rec and st.portfolio then rec.arm = arm and "tree" end
+    end
     if rec then
       -- the initial samples only measure; descents start once PUCT chooses
       rec.init = st.iterations < o.init_samples or nil
@@ -593,9 +618,18 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
   local best, eligible = g:greedy(anchor, o.rollout_lambda, value_of(st, anchor) - o.fpu_reduction,
                                   o.beta_max, BLOCK | MEASURED)
   if eligible == 0 then return nil end
+  -- rarm: how this step chose, when a bandit decided it (kopt.mcgs_portfolio)
+  local p, how, rarm = st.portfolio, nil, nil
   if ctx.rng:uniform() < o.rollout_eps then
     best = ctx.rng:choice(g:eligible(anchor, BLOCK | MEASURED))
   elseif o.model_rollout then
+    how = "model"
+    if p and p.roll and model_get(ctx, st) then
+      rarm = portfolio.rollout_choice(ctx, p)
+      how = rarm
+    end
+  end
+  if how == "model" then
     -- the unmeasured child the model expects fastest (optimistically, and
     -- weighted by its chance of success); ties keep the greedy choice
     local m = model_get(ctx, st)
@@ -622,7 +656,7 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
   local path = table.move(apath, 1, #apath, 1, {})
   path[#path + 1] = best
   return { path = path, leaf = (g:ends(best)), rollout = steps, anchor = anchor, anchor_path = apath,
-           misses = misses }
+           misses = misses, rarm = rarm }
 end
 
 local function save_snapshot(ctx, st)
@@ -655,6 +689,7 @@ function S.tell(ctx, results)
       st.time[leaf] = t
       st.path_to[leaf] = st.path_to[leaf] or rec.path
       model_record(st, st.cfg[leaf], t)
+      if st.portfolio then portfolio.record(ctx, st.portfolio, rec.arm, leaf, t, rec.rarm) end
       if failed then set_flag(g, leaf, DEAD) end
       g:backup_path(rec.path, v, failed)  -- and the virtual losses taken back
       local ch = st.edge_chain[rec.path[#rec.path]]
@@ -702,6 +737,7 @@ function S.tell(ctx, results)
       if anchor and steps < o.rollout_depth and misses < o.rollout_misses then
         local nxt = rollout_step(ctx, st, anchor, apath, steps + 1, misses)
         if nxt then
+          nxt.arm = rec.arm
           start_pending(st, nxt)
           st.queue[#st.queue + 1] = nxt
         end
@@ -721,7 +757,9 @@ end
 function S.stats(ctx)
   local st = ctx.mcgs
   if not st then return {} end
-  return { expert_calls = st.expensive_calls, expert_evals = st.expensive_evals }
+  local out = st.portfolio and portfolio.stats(st.portfolio) or {}
+  out.expert_calls, out.expert_evals = st.expensive_calls, st.expensive_evals
+  return out
 end
 
 return S

@@ -25,7 +25,7 @@ return {
   restart_prior = { default = 0.25, help = "prior of a random restart move at the virtual root (start = 1)" },
   p_sample = { default = 0.15, help = "probability that an iteration measures a fresh random sample (descending from it only when it comes within sample_margin of the best)" },
   sample_margin = { default = 0.1, help = "log-speedup margin to the best within which a random sample starts a descent" },
-  init_samples = { default = 20, help = "the first N states are the start state and random samples (then PUCT)" },
+  init_samples = { default = 10, help = "the first N states are the start state and random samples (then PUCT)" },
   restart_c = { default = 1.0, help = "root widening: ceil(restart_c * (N+1)^pw_alpha) start/restart moves" },
   clip_lo = { default = -2.0, help = "lower clip of the log-speedup reward" },
   clip_hi = { default = 2.3, help = "upper clip of the log-speedup reward (log 10)" },
@@ -62,6 +62,20 @@ return {
   min_pred_gain = { default = 0.02, help = "weak-move pruning: a move predicted to gain less than this fraction over its parent keeps only prune_factor of its prior (so it waits behind better ones)" },
   prune_factor = { default = 0.05, help = "weak-move pruning: prior factor of a weak move (1 = no pruning)" },
   fail_model = { default = true, help = "model: a classifier (forest on failed / ok) weighs the model's choices by their chance of success" },
+  portfolio = { default = "tree ei cross", help = "arms that share the free iterations, chosen by a bandit (kopt.mcgs_portfolio): " ..
+                "tree (MCGS's descent), ei (the model's expected improvement over random configs and one-knob " ..
+                "neighbours of the best), cross (crossover of the best states), jump (one knob of the best far away), sample (a uniform random config); " ..
+                "space- or comma-separated; tree alone: plain MCGS" },
+  rollout_bandit = { default = true, help = "portfolio: a bandit chooses, per rollout step, between the model's child and the highest prior's (model_rollout)" },
+  init_design = { default = "uniform", choices = { "uniform", "maximin" },
+                  help = "initial samples: uniform, or each the farthest of design_pool uniform samples from those drawn before" },
+  design_pool = { default = 16, help = "init_design=maximin: uniform candidates per initial sample" },
+  arm_c = { default = 0.3, help = "portfolio: exploration weight of the bandit's UCB term" },
+  arm_power = { default = 4, help = "portfolio: an evaluation pays its rank quantile among the successes to this power" },
+  arm_discount = { default = 0.99, help = "portfolio: the bandit's statistics decay by this factor per evaluation" },
+  arm_top = { default = 10, help = "portfolio ei: the one-knob neighbours of this many best states join the pool" },
+  arm_population = { default = 20, help = "portfolio cross: parents are drawn from this many best states" },
+  arm_xi = { default = 0.05, help = "portfolio ei: expected-improvement margin in log-time units" },
   max_depth = { default = 500, help = "longest selection path" },
   snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },
 }

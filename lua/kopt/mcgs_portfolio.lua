@@ -1,0 +1,328 @@
+-- MCGS's portfolio of move generators (strategies/mcgs.lua, --opt portfolio).
+--
+-- Each free iteration (not a rollout step, not an initial sample, not a
+-- forced restart) is given to one of several arms:
+--
+--   tree   MCGS's own descent (PUCT over the graph, samples, restarts);
+--   ei     the surrogate strategy's proposal: the unmeasured configuration
+--          with the largest expected improvement under MCGS's value model,
+--          among `model_pool` random ones and every one-knob (Hamming)
+--          neighbour of the `arm_top` best states;
+--   cross  the genetic strategy's child: uniform crossover of two
+--          tournament-chosen states among the `arm_population` best,
+--          then adjacent or jump mutation;
+--   jump   one knob of the best state set to a value at least two steps
+--          away (a far move along one axis);
+--   sample a uniform random configuration (what the initial samples do).
+--
+-- The arm is chosen by a discounted UCB bandit on the reward of the
+-- evaluations it caused (its own candidate, and the rollout steps that
+-- candidate started): the rank quantile of the measured time among the
+-- successes so far, raised to `arm_power` (1 for a new best, 0 for a
+-- failure), so an arm is paid for proposals near the top and most for new
+-- bests. A proposal of a non-tree arm joins the graph as a root edge and is
+-- treated like a fresh sample: a rollout refines it when it comes within
+-- sample_margin of the best. So the graph, its transpositions and rollouts
+-- serve every arm, and MCGS spends its evaluations where they paid lately.
+--
+-- The search's state (st) is read, apart from the root edges that arm_rec
+-- links; this module keeps its own in st.portfolio.
+local classic = require("kopt.classic")
+local errors = require("kopt.errors")
+local model_mod = require("kopt.mcgs_model")
+
+local M = {}
+
+local KNOWN = { tree = true, ei = true, cross = true, jump = true, sample = true }
+
+-- "tree ei cross" (spaces or commas) -> list of arm names; nil when the
+-- portfolio is only the tree (the plain MCGS).
+function M.parse(spec)
+  local arms, seen = {}, {}
+  for name in tostring(spec):gmatch("[^%s,]+") do
+    if not KNOWN[name] then
+      errors.usage("--opt portfolio: unknown arm '%s' (tree, ei, cross, jump, sample)", name)
+    end
+    if not seen[name] then arms[#arms + 1], seen[name] = name, true end
+  end
+  if #arms == 0 or (#arms == 1 and arms[1] == "tree") then return nil end
+  return arms
+end
+
+local function bandit(arms)
+  local b = { arms = arms, n = {}, s = {}, pulls = {}, evals = {}, total = 0 }
+  for _, a in ipairs(arms) do b.n[a], b.s[a], b.pulls[a], b.evals[a] = 0, 0, 0, 0 end
+  return b
+end
+
+-- rollout: true when the rollout steps' choice (the model's or the
+-- prior's child) is a bandit of its own
+function M.new(ctx, arms, rollout)
+  local p = bandit(arms)
+  p.top, p.mem, p.rng = {}, classic.memory(ctx.space), ctx.rng:fork()
+  p.free = {}
+  for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then p.free[#p.free + 1] = j end end
+  if rollout then p.roll = bandit({ "model", "prior" }) end
+  return p
+end
+
+-- The arm of bandit b for the next pull: an arm not yet paid is tried first
+-- (in the listed order), then the largest discounted mean plus
+-- arm_c * sqrt(log(total) / n).
+local function choose(ctx, b)
+  local c = ctx.options.arm_c
+  local best, best_score
+  for _, a in ipairs(b.arms) do
+    local n = b.n[a]
+    local score
+    if n < 1e-9 then
+      score = math.huge
+    else
+      score = b.s[a] / n + c * math.sqrt(math.log(math.max(b.total, 1) + 1) / n)
+    end
+    if not best or score > best_score then best, best_score = a, score end
+  end
+  b.pulls[best] = b.pulls[best] + 1
+  return best
+end
+
+-- The arm for the next free iteration.
+function M.choose(ctx, p) return choose(ctx, p) end
+
+-- How the next rollout step chooses its child: "model" or "prior".
+function M.rollout_choice(ctx, p) return choose(ctx, p.roll) end
+
+local function pay(ctx, b, arm, reward)
+  if not arm or b.n[arm] == nil then return end
+  local g = ctx.options.arm_discount
+  for _, a in ipairs(b.arms) do b.n[a], b.s[a] = b.n[a] * g, b.s[a] * g end
+  b.n[arm], b.s[arm] = b.n[arm] + 1, b.s[arm] + reward
+  b.evals[arm] = b.evals[arm] + 1
+  b.total = b.total + 1
+end
+
+-- Successful states, slowest first: { id, t }, kept sorted on insert. A
+-- search measures mostly states near its best, which go near the end, so
+-- an insert moves few entries. nth(p, i) is the i-th fastest (ties: the
+-- earlier measurement first).
+local function insert_desc(list, item)
+  -- the first entry not strictly slower than item
+  local lo, hi = 1, #list
+  while lo <= hi do
+    local mid = (lo + hi) // 2
+    if list[mid].t > item.t then lo = mid + 1 else hi = mid - 1 end
+  end
+  table.insert(list, lo, item)
+  return lo - 1 -- entries strictly slower
+end
+
+local function nth(p, i) return p.top[#p.top - i + 1] end
+M.nth = nth
+
+-- Pays arm `arm` (and the rollout choice `rarm`, when the evaluation was a
+-- rollout step) for one evaluation: t the measured time (nil: failed), id
+-- its node. Every state's time is recorded, whoever proposed it.
+function M.record(ctx, p, arm, id, t, rarm)
+  local reward = 0
+  if t then
+    local n_before = #p.top
+    local slower = insert_desc(p.top, { id = id, t = t })
+    -- quantile among the successes before it: 1 for a new best
+    local q = n_before == 0 and 1 or slower / n_before
+    reward = q ^ ctx.options.arm_power
+  end
+  pay(ctx, p, arm, reward)
+  if p.roll and rarm then pay(ctx, p.roll, rarm, reward) end
+end
+
+-- Proposals. idle(c) says whether config c is neither measured nor in flight
+-- (and valid); each returns a config or nil.
+
+local function propose_ei(ctx, st, p, idle)
+  local m = model_mod.get(ctx, st)
+  if not m or #p.top == 0 then return nil end
+  local best = nth(p, 1)
+  local stamp = m.fits .. ":" .. best.id
+  if p.ranked_for ~= stamp then
+    local o = ctx.options
+    local pool, inpool = {}, {}
+    local function add(c)
+      local k = ctx:key(c)
+      if not inpool[k] and idle(c, k) then inpool[k], pool[#pool + 1] = true, c end
+    end
+    for i = 1, math.min(o.arm_top, #p.top) do
+      for _, c in ipairs(p.mem:neighbours(st.cfg[nth(p, i).id], "hamming")) do add(c) end
+    end
+    for _ = 1, o.model_pool do
+      local c = ctx.space:sample(p.rng)
+      if not c then break end
+      add(c)
+    end
+    local target = math.log(best.t) - o.arm_xi
+    local scored = {}
+    for i, c in ipairs(pool) do
+      local _, p_ok, mu, sd = model_mod.predict(ctx, m, c)
+      scored[i] = { c = c, ei = classic.expected_improvement(target, mu, sd) * p_ok, mu = mu, i = i }
+    end
+    table.sort(scored, function(a, b)
+      if a.ei ~= b.ei then return a.ei > b.ei end
+      if a.mu ~= b.mu then return a.mu < b.mu end
+      return a.i < b.i
+    end)
+    p.ranked, p.next, p.ranked_for = scored, 1, stamp
+  end
+  while p.next <= #p.ranked do
+    local c = p.ranked[p.next].c
+    p.next = p.next + 1
+    if idle(c) then return c end
+  end
+  return nil
+end
+
+local function tournament(p, rng, size)
+  local best
+  for _ = 1, 3 do
+    local i = rng:random(1, size)
+    if not best or i < best then best = i end
+  end
+  return nth(p, best)
+end
+
+local function propose_cross(ctx, st, p, idle)
+  local size = math.min(ctx.options.arm_population, #p.top)
+  if size < 2 then return nil end
+  local rng, mem, knobs = p.rng, p.mem, p.mem.knobs
+  for _ = 1, 40 do
+    local a = mem:vector(st.cfg[tournament(p, rng, size).id])
+    if rng:uniform() < 0.8 then
+      local b = mem:vector(st.cfg[tournament(p, rng, size).id])
+      for j = 1, #a do if rng:uniform() < 0.5 then a[j] = b[j] end end
+    end
+    local changed = false
+    for _, j in ipairs(p.free) do
+      if rng:uniform() < 0.15 then
+        local nv = #knobs[j].values
+        if rng:uniform() < 0.25 then
+          local v = rng:random(1, nv - 1)
+          a[j] = v >= a[j] and v + 1 or v
+        else
+          a[j] = (a[j] == 1 or (a[j] < nv and rng:uniform() < 0.5)) and a[j] + 1 or a[j] - 1
+        end
+        changed = true
+      end
+    end
+    if not changed and #p.free > 0 then
+      local j = p.free[rng:random(1, #p.free)]
+      local v = rng:random(1, #knobs[j].values - 1)
+      a[j] = v >= a[j] and v + 1 or v
+    end
+    local c = mem:config(a)
+    if ctx.space:is_valid(c) and idle(c) then return c end
+  end
+  return nil
+end
+
+local function propose_jump(ctx, st, p, idle)
+  if #p.top == 0 or #p.free == 0 then return nil end
+  local rng, mem, knobs = p.rng, p.mem, p.mem.knobs
+  local base = mem:vector(st.cfg[nth(p, 1).id])
+  for _ = 1, 20 do
+    local j = p.free[rng:random(1, #p.free)]
+    local nv, pos = #knobs[j].values, base[j]
+    local far = {}
+    for v = 1, nv do if math.abs(v - pos) >= 2 then far[#far + 1] = v end end
+    if #far > 0 then
+      local a = {}
+      for i, v in ipairs(base) do a[i] = v end
+      a[j] = far[rng:random(1, #far)]
+      local c = mem:config(a)
+      if ctx.space:is_valid(c) and idle(c) then return c end
+    end
+  end
+  return nil
+end
+
+local function propose_sample(ctx, _, p, idle)
+  for _ = 1, 20 do
+    local c = ctx.space:sample(p.rng)
+    if not c then return nil end
+    if idle(c) then return c end
+  end
+  return nil
+end
+
+local PROPOSE = { ei = propose_ei, cross = propose_cross, jump = propose_jump, sample = propose_sample }
+
+-- A config from arm `arm`, or nil (the tree arm, or nothing new to give).
+function M.propose(ctx, st, p, arm, idle)
+  local f = PROPOSE[arm]
+  if not f then return nil end
+  return f(ctx, st, p, idle)
+end
+
+-- An initial sample spread over the space (init_design=maximin): of
+-- `design_pool` uniform samples, the one farthest from the initial samples
+-- drawn so far (the least, over them, of the L1 distance of knob-value
+-- positions, each knob scaled to [0, 1]), so a few samples still cover
+-- every knob's range. st.design keeps the samples drawn; works for listed
+-- and constrained spaces alike (the candidates are the space's own samples).
+function M.spread_sample(ctx, st)
+  local d = st.design
+  if not d then
+    d = { mem = classic.memory(ctx.space), picked = {} }
+    st.design = d
+  end
+  local knobs = d.mem.knobs
+  local best, best_dist
+  for _ = 1, ctx.options.design_pool do
+    local c = ctx.space:sample(ctx.rng)
+    if not c then break end
+    local x = d.mem:vector(c)
+    local dist = math.huge
+    for _, y in ipairs(d.picked) do
+      local s = 0
+      for j, k in ipairs(knobs) do
+        local nv = #k.values
+        if nv > 1 then s = s + math.abs(x[j] - y[j]) / (nv - 1) end
+      end
+      if s < dist then dist = s end
+    end
+    if not best or dist > best_dist then best, best_dist = { c = c, x = x }, dist end
+  end
+  if not best then return nil end
+  d.picked[#d.picked + 1] = best.x
+  return best.c
+end
+
+-- A free iteration given to an arm other than the tree: its proposal joins
+-- the root like a fresh sample. ops: the search's steps (node_for, idle;
+-- strategies/mcgs.lua). Returns the pending record, or nil and the arm
+-- (the tree's turn, or the arm had nothing new).
+function M.arm_rec(ctx, st, ops)
+  local p = st.portfolio
+  if not p or st.iterations < ctx.options.init_samples or st.force_restart then return nil end
+  local arm = M.choose(ctx, p)
+  local c = M.propose(ctx, st, p, arm, function(config, key)
+    local id = st.g:find(key or ctx:key(config))
+    return not id or ops.idle(st, id)
+  end)
+  if not c then return nil, arm end
+  local id = ops.node_for(ctx, st, c, nil)
+  st.restarts = st.restarts + 1
+  local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
+  st.edge_method[e] = arm
+  st.method_in[id] = st.method_in[id] or arm
+  return { path = { e }, leaf = id, sample = true, arm = arm }
+end
+
+-- Counters for stats(): evaluations paid per arm and per rollout choice.
+function M.stats(p)
+  local out = {}
+  for _, a in ipairs(p.arms) do out["arm_" .. a .. "_evals"] = p.evals[a] end
+  if p.roll then
+    for _, a in ipairs(p.roll.arms) do out["rollout_" .. a] = p.roll.evals[a] end
+  end
+  return out
+end
+
+return M
