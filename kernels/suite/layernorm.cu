@@ -82,6 +82,32 @@ __device__ __forceinline__ double peer_load(const double *p, unsigned rank)
 	return v;
 }
 
+// The block's totals of s and ss (one pair per thread), in double, in *a and
+// *q of thread 0: warp shuffles, then one pair per warp through warp_part
+// (BLOCK_SIZE / 32 pairs of shared memory). Ends with the block synchronised
+// once.
+__device__ __forceinline__ void block_sums(float s, float ss, double (*warp_part)[2], double *a,
+					   double *q)
+{
+	double ds = s, dss = ss;
+#pragma unroll
+	for (int off = 16; off > 0; off /= 2) {
+		ds += __shfl_xor_sync(0xffffffffu, ds, off);
+		dss += __shfl_xor_sync(0xffffffffu, dss, off);
+	}
+	if (threadIdx.x % 32 == 0) {
+		warp_part[threadIdx.x / 32][0] = ds;
+		warp_part[threadIdx.x / 32][1] = dss;
+	}
+	__syncthreads();
+	*a = *q = 0.0;
+	if (threadIdx.x == 0)
+		for (int k = 0; k < BLOCK_SIZE / 32; k++) {
+			*a += warp_part[k][0];
+			*q += warp_part[k][1];
+		}
+}
+
 #if !ROW_SYNC
 extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(BLOCK_SIZE)
 	layernorm(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
@@ -106,23 +132,9 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(BLOCK_SIZE)
 			ss += v.v[k] * v.v[k];
 		}
 	}
-	double ds = s, dss = ss;
-#pragma unroll
-	for (int off = 16; off > 0; off /= 2) {
-		ds += __shfl_xor_sync(0xffffffffu, ds, off);
-		dss += __shfl_xor_sync(0xffffffffu, dss, off);
-	}
-	if (threadIdx.x % 32 == 0) {
-		warp_part[threadIdx.x / 32][0] = ds;
-		warp_part[threadIdx.x / 32][1] = dss;
-	}
-	__syncthreads();
+	double a, q;
+	block_sums(s, ss, warp_part, &a, &q);
 	if (threadIdx.x == 0) {
-		double a = 0.0, q = 0.0;
-		for (int k = 0; k < BLOCK_SIZE / 32; k++) {
-			a += warp_part[k][0];
-			q += warp_part[k][1];
-		}
 		total[0] = a;
 		total[1] = q;
 	}
@@ -189,27 +201,12 @@ __device__ __forceinline__ float4 load_last(const float4 *p, unsigned long long 
 }
 
 // The block's partial sums (s, ss of each thread) added into the row's
-// totals, then thread 0 arrives at the row's barrier. Ends with the block
-// synchronised once (warp_part: BLOCK_SIZE / 32 pairs in shared memory).
+// totals, then thread 0 arrives at the row's barrier.
 __device__ __forceinline__ void row_arrive(int row, float s, float ss, double (*warp_part)[2])
 {
-	double ds = s, dss = ss;
-#pragma unroll
-	for (int off = 16; off > 0; off /= 2) {
-		ds += __shfl_xor_sync(0xffffffffu, ds, off);
-		dss += __shfl_xor_sync(0xffffffffu, dss, off);
-	}
-	if (threadIdx.x % 32 == 0) {
-		warp_part[threadIdx.x / 32][0] = ds;
-		warp_part[threadIdx.x / 32][1] = dss;
-	}
-	__syncthreads();
+	double a, q;
+	block_sums(s, ss, warp_part, &a, &q);
 	if (threadIdx.x == 0) {
-		double a = 0.0, q = 0.0;
-		for (int k = 0; k < BLOCK_SIZE / 32; k++) {
-			a += warp_part[k][0];
-			q += warp_part[k][1];
-		}
 		atomicAdd(&kopt_ln_totals[row][0], a);
 		atomicAdd(&kopt_ln_totals[row][1], q);
 		/* release: the totals above are visible before the arrival */
