@@ -36,14 +36,23 @@ function Cluster:attach(backend, spec)
   return self.backend
 end
 
+-- This rank's place among the ranks of its host, as mpirun or srun tell it:
+-- local rank, local size; nil when they do not say. getenv: os.getenv
+-- (tests pass their own).
+function M.local_ranks(getenv)
+  getenv = getenv or os.getenv
+  local lr = math.tointeger(tonumber(getenv("OMPI_COMM_WORLD_LOCAL_RANK") or getenv("SLURM_LOCALID") or ""))
+  local ln = math.tointeger(tonumber(getenv("OMPI_COMM_WORLD_LOCAL_SIZE") or getenv("SLURM_NTASKS_PER_NODE") or ""))
+  if not lr or not ln or ln < 1 or lr < 0 or lr >= ln then return nil end
+  return lr, ln
+end
+
 -- Several ranks on one host share its GPUs: local rank i of n takes GPUs
 -- i, i+n, i+2n, ... (mpirun and srun say which local rank this is). nil when
 -- the rank is alone on its host, or --gpus says which to use, or no driver.
 function M.share_gpus()
-  local lr = math.tointeger(tonumber(os.getenv("OMPI_COMM_WORLD_LOCAL_RANK") or os.getenv("SLURM_LOCALID") or ""))
-  local ln = math.tointeger(tonumber(os.getenv("OMPI_COMM_WORLD_LOCAL_SIZE") or os.getenv("SLURM_NTASKS_PER_NODE")
-                                     or ""))
-  if not lr or not ln or ln < 2 then return nil end
+  local lr, ln = M.local_ranks()
+  if not lr or ln < 2 then return nil end
   local devices = gpu.devices()
   if not devices or #devices == 0 then return nil end
   local mine = {}
