@@ -49,7 +49,9 @@ end
 
 -- Several ranks on one host share its GPUs: local rank i of n takes GPUs
 -- i, i+n, i+2n, ... (mpirun and srun say which local rank this is). nil when
--- the rank is alone on its host, or --gpus says which to use, or no driver.
+-- the rank is alone on its host or no driver. kopt.run asks only for a run
+-- on GPUs without --gpus: a replay run needs none, so any number of ranks
+-- may share a host then.
 function M.share_gpus()
   local lr, ln = M.local_ranks()
   if not lr or ln < 2 then return nil end
@@ -82,10 +84,7 @@ function M.main(opts, pos)
   if rank ~= 0 then
     opts.no_db = true  -- the experience database is rank 0's
   end
-  local ok, rc = xpcall(function()
-    opts.gpus = opts.gpus or M.share_gpus()
-    return run.main(opts, pos)
-  end, handler)
+  local ok, rc = xpcall(function() return run.main(opts, pos) end, handler)
   if rank ~= 0 and not ok then
     mpi.send(0, mpi_backend.encode({ op = "fail", host = sys.hostname(), msg = describe(rc) }))
     -- a rank that exits with an error ends the whole job at once (mpirun):

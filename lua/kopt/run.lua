@@ -136,6 +136,9 @@ function M.main(opts, pos)
   -- The spec's constraints are checked before any backend starts.
   local space = spec and build_space(spec) or nil
   local choice = choose_backend(opts, spec)
+  if choice.kind == "cuda" and opts.cluster and not opts.gpus then
+    opts.gpus = require("kopt.cluster").share_gpus()  -- ranks of one host share its GPUs
+  end
   local problem = spec and spec.name or (choice.file:match("([^/]+)$"):gsub("%.json$", ""))
   local dir = opts.out or ("runs/" .. problem)
   local budget = opts.budget or strategy.default_budget or 200
