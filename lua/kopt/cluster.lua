@@ -66,6 +66,10 @@ function M.share_gpus()
   return mine
 end
 
+-- The same, for kopt.run, which holds this run's cluster but does not
+-- require this module (it requires kopt.run).
+function Cluster:share_gpus() return M.share_gpus() end
+
 local function handler(e)
   if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
   return debug.traceback(errors.describe(e), 2)

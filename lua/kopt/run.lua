@@ -137,7 +137,7 @@ function M.main(opts, pos)
   local space = spec and build_space(spec) or nil
   local choice = choose_backend(opts, spec)
   if choice.kind == "cuda" and opts.cluster and not opts.gpus then
-    opts.gpus = require("kopt.cluster").share_gpus()  -- ranks of one host share its GPUs
+    opts.gpus = opts.cluster:share_gpus()  -- ranks of one host share its GPUs
   end
   local problem = spec and spec.name or (choice.file:match("([^/]+)$"):gsub("%.json$", ""))
   local dir = opts.out or ("runs/" .. problem)
