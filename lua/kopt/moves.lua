@@ -227,6 +227,19 @@ local function sides(parts)
   return left, right
 end
 
+-- At the first move that is not a one-knob change without a patch, every
+-- key becomes a string, the keyless ones collected so far included: their
+-- keys from the state's sides around each value. Returns the sides.
+local function keys_to_strings(parts, out, by_key, n_out)
+  local left, right = sides(parts)
+  local keys, knob_of, value_of = out.key, out.knob, out.value
+  for j = 1, n_out do
+    local kj = left[knob_of[j]] .. value_of[j] .. right[knob_of[j]]
+    keys[j], by_key[kj], knob_of[j], value_of[j] = kj, j, nil, nil
+  end
+  return left, right
+end
+
 -- The key of move j of collect_lists' lists (a string whether or not the
 -- lists hold it).
 function M.key_of(lists, j)
@@ -327,14 +340,7 @@ function M.collect_lists(ctx, state, generators)
             -- a key without a string: kept unless it is the state's own
             if not (plain_state and fmt[i][v1] == parts[i]) then code = code_of[i][v1] end
           else
-            if lazy then
-              -- from here on every key is a string
-              lazy, left, right = false, sides(parts)
-              for j = 1, n_out do
-                local kj = left[knob_of[j]] .. value_of[j] .. right[knob_of[j]]
-                keys[j], by_key[kj], knob_of[j], value_of[j] = kj, j, nil, nil
-              end
-            end
+            if lazy then lazy, left, right = false, keys_to_strings(parts, out, by_key, n_out) end
             key = left[i] .. fmt[i][v1] .. right[i]
             if members then
               if not members[key] then key = nil end
@@ -345,13 +351,7 @@ function M.collect_lists(ctx, state, generators)
           end
         end
       else
-        if lazy then
-          lazy, left, right = false, sides(parts)
-          for j = 1, n_out do
-            local kj = left[knob_of[j]] .. value_of[j] .. right[knob_of[j]]
-            keys[j], by_key[kj], knob_of[j], value_of[j] = kj, j, nil, nil
-          end
-        end
+        if lazy then lazy, left, right = false, keys_to_strings(parts, out, by_key, n_out) end
         cfg, key = M.apply(space, state.config, mv, parts)
       end
       local patch = mv.patch
