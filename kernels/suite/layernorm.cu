@@ -186,6 +186,33 @@ extern "C" __global__ void CLUSTER_ATTR __launch_bounds__(BLOCK_SIZE)
 __device__ double kopt_ln_totals[ROWS_MAX][2];
 __device__ unsigned kopt_ln_arrived[ROWS_MAX];
 
+// This block's columns of every row, in float4: the row's nvec_row split
+// into gridDim.x slices of per_block, this block's from lo, nvec of them
+// (the last blocks' may be shorter or empty).
+struct slice_t {
+	int nvec_row, per_block, lo, nvec;
+};
+
+__device__ __forceinline__ slice_t block_slice(int L)
+{
+	slice_t s;
+	s.nvec_row = L / 4;
+	s.per_block = (s.nvec_row + gridDim.x - 1) / gridDim.x;
+	s.lo = blockIdx.x * s.per_block;
+	s.nvec = max(0, min(s.nvec_row, s.lo + s.per_block) - s.lo);
+	return s;
+}
+
+// The L2 policy for w and b (kept, evict-last) when EVICT = 1; unused else.
+__device__ __forceinline__ unsigned long long evict_last_policy()
+{
+	unsigned long long policy = 0;
+#if EVICT
+	asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+#endif
+	return policy;
+}
+
 __device__ __forceinline__ float4 load_last(const float4 *p, unsigned long long policy)
 {
 	float4 v;
@@ -254,22 +281,17 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 	extern __shared__ float4 slice[]; /* this block's columns of the current row */
 	__shared__ double warp_part[BLOCK_SIZE / 32][2];
 	__shared__ float stats[2];
-	const int nvec_row = L / 4;
-	const int per_block = (nvec_row + gridDim.x - 1) / gridDim.x;
-	const int lo = blockIdx.x * per_block;
-	const int nvec = max(0, min(nvec_row, lo + per_block) - lo);
-	const float4 *wv = reinterpret_cast<const float4 *>(w) + lo;
-	const float4 *bv = reinterpret_cast<const float4 *>(b) + lo;
+	const slice_t sl = block_slice(L);
+	const int nvec_row = sl.nvec_row, nvec = sl.nvec;
+	const float4 *wv = reinterpret_cast<const float4 *>(w) + sl.lo;
+	const float4 *bv = reinterpret_cast<const float4 *>(b) + sl.lo;
 	const int step = BLOCK_SIZE * UNROLL;
-	unsigned long long policy = 0;
-#if EVICT
-	asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-#endif
+	const unsigned long long policy = evict_last_policy();
 	float4 next[UNROLL]; /* the first chunk of the next row, loaded while waiting */
 	bool have_next = false;
 
 	for (int row = 0; row < rows; row++) {
-		const float4 *xv = reinterpret_cast<const float4 *>(x + (long)row * L) + lo;
+		const float4 *xv = reinterpret_cast<const float4 *>(x + (long)row * L) + sl.lo;
 		float s = 0.0f, ss = 0.0f;
 		/* each thread reads back only what it stored: no barrier on slice */
 		for (int first = threadIdx.x; first < nvec; first += step) {
@@ -300,7 +322,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 			row_wait(row, L, eps, stats);
 		__syncthreads();
 		const float mean = stats[0], rstd = stats[1];
-		float4 *yv = reinterpret_cast<float4 *>(y + (long)row * L) + lo;
+		float4 *yv = reinterpret_cast<float4 *>(y + (long)row * L) + sl.lo;
 		for (int first = threadIdx.x; first < nvec; first += step) {
 			float4 ww[UNROLL], bb[UNROLL];
 #pragma unroll
@@ -346,20 +368,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, 1)
 	extern __shared__ float4 w_slice[]; /* per_block of w, then nb of b */
 	__shared__ double warp_part[BLOCK_SIZE / 32][2];
 	__shared__ float stats[2];
-	const int nvec_row = L / 4;
-	const int per_block = (nvec_row + gridDim.x - 1) / gridDim.x;
-	const int lo = blockIdx.x * per_block;
-	const int nvec = max(0, min(nvec_row, lo + per_block) - lo);
-	const float4 *wv = reinterpret_cast<const float4 *>(w) + lo;
-	const float4 *bv = reinterpret_cast<const float4 *>(b) + lo;
+	const slice_t sl = block_slice(L);
+	const int per_block = sl.per_block, nvec = sl.nvec;
+	const float4 *wv = reinterpret_cast<const float4 *>(w) + sl.lo;
+	const float4 *bv = reinterpret_cast<const float4 *>(b) + sl.lo;
 	unsigned dyn_bytes;
 	asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn_bytes));
 	const int nb = min(nvec, max(0, (int)(dyn_bytes / 16) - per_block));
 	float4 *b_head = w_slice + per_block;
-	unsigned long long policy = 0;
-#if EVICT
-	asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
-#endif
+	const unsigned long long policy = evict_last_policy();
 	/* each thread reads back only what it stored: no barrier on the slices */
 #pragma unroll
 	for (int u = 0; u < ITEMS; u++) {
@@ -371,7 +388,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, 1)
 	}
 
 	for (int row = 0; row < rows; row++) {
-		const float4 *xv = reinterpret_cast<const float4 *>(x + (long)row * L) + lo;
+		const float4 *xv = reinterpret_cast<const float4 *>(x + (long)row * L) + sl.lo;
 		float4 v[ITEMS];
 #pragma unroll
 		for (int u = 0; u < ITEMS; u++) {
@@ -389,7 +406,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, 1)
 			row_wait(row, L, eps, stats);
 		__syncthreads();
 		const float mean = stats[0], rstd = stats[1];
-		float4 *yv = reinterpret_cast<float4 *>(y + (long)row * L) + lo;
+		float4 *yv = reinterpret_cast<float4 *>(y + (long)row * L) + sl.lo;
 #pragma unroll
 		for (int u = 0; u < ITEMS; u++) {
 			const int i = threadIdx.x + u * BLOCK_SIZE;
