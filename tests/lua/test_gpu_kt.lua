@@ -43,27 +43,8 @@ for _, e in ipairs(examples) do
 end
 
 -- planted faults, evaluated by the cuda backend
-local function write_spec(dir, files, json_text)
-  os.execute("mkdir -p '" .. dir .. "'")
-  for n, text in pairs(files) do T.write(dir .. "/" .. n, text) end
-  T.write(dir .. "/s.json", json_text)
-  return spec_mod.load(dir .. "/s.json")
-end
--- The results, or nil and the error (a spec error raised by the backend).
-local function try_evaluate(spec, configs)
-  local be = cuda.open(spec, { seed = 5, timing = { max_time_s = 0.05 } })
-  local jobs = {}
-  for i, c in ipairs(configs) do jobs[i] = { key = tostring(i), config = c } end
-  local done, res = pcall(be.evaluate, be, jobs)
-  be:close()
-  if not done then return nil, tostring(res) end
-  return res
-end
-local function evaluate(spec, configs)
-  local res, err = try_evaluate(spec, configs)
-  T.check(res ~= nil, "%s: %s", spec.path, tostring(err))
-  return res or { {}, {} }
-end
+local G = require("gpu_testlib")
+local write_spec, try_evaluate, evaluate = G.write_spec, G.try_evaluate, G.evaluate
 
 -- a stencil that skips the last interior row when SKIP=1
 local stencil = io.open("examples/kt/stencil/stencil.cu"):read("a")

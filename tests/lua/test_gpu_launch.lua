@@ -15,26 +15,12 @@ if not ok then
   print("skipped: " .. why)
   return 77
 end
-local spec_mod = require("kopt.spec")
 local tmp = T.tmpdir("gpu_launch")
 
-local function write_spec(name, files, json_text)
-  local dir = tmp .. "/" .. name
-  os.execute("mkdir -p '" .. dir .. "'")
-  for n, text in pairs(files) do T.write(dir .. "/" .. n, text) end
-  T.write(dir .. "/s.json", json_text)
-  return spec_mod.load(dir .. "/s.json")
-end
-local function evaluate(spec, configs)
-  local be = cuda.open(spec, { seed = 5, timing = { max_time_s = 0.02 } })
-  local jobs = {}
-  for i, c in ipairs(configs) do jobs[i] = { key = tostring(i), config = c } end
-  local done, res = pcall(be.evaluate, be, jobs)
-  be:close()
-  T.check(done, "%s: %s", spec.path, tostring(res))
-  return done and res or {}
-end
-local function log_of(r) return tostring(r and (r.log or r.error) or "") end
+local G = require("gpu_testlib")
+local function write_spec(name, files, json_text) return G.write_spec(tmp .. "/" .. name, files, json_text) end
+local function evaluate(spec, configs) return G.evaluate(spec, configs, 0.02) end
+local log_of = G.log_of
 
 -- 1. Clusters: out[block] = rank in cluster + 100 * cluster id (x only).
 local cluster_cu = [[
