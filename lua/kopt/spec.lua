@@ -16,8 +16,9 @@ Spec.__index = Spec
 -- replay): an H100 SXM, the smallest Hopper part kopt targets.
 M.default_device = {
   name = "NVIDIA H100 (assumed: no GPU attached)", arch = "sm_90", cc_major = 9, cc_minor = 0,
-  sm_count = 132, max_smem_optin = 232448, max_smem_block = 49152, smem_per_sm = 233472,
-  max_regs_block = 65536, regs_per_sm = 65536, max_threads_block = 1024, max_threads_sm = 2048,
+  sm_count = 132, max_smem_optin = 232448, max_smem_block = 49152, max_smem_sm = 233472,
+  max_regs_block = 65536, max_regs_sm = 65536, max_threads_block = 1024, max_threads_sm = 2048,
+  max_blocks_sm = 32,
   warp_size = 32, l2_bytes = 52428800, mem_bytes = 85520809984, assumed = true,
 }
 

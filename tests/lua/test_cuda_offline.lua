@@ -128,4 +128,27 @@ if not ok then
           "kopt devices says why: %s", err)
   T.eq(select(2, err:gsub("\n", "")), 1, "one line")
 end
+
+-- Expressions see the same device fields with or without a GPU: every
+-- integer the binding sets from the driver (core/bind/gpu.c) is in the
+-- offline default too, except the ordinal, clocks and the driver version, which no
+-- expression should depend on (regression: the default once said
+-- smem_per_sm where a GPU says max_smem_sm, so a spec using it failed only
+-- offline).
+do
+  local f = assert(io.open(T.source_dir .. "/core/bind/gpu.c"))
+  local src = f:read("a")
+  f:close()
+  local default = require("kopt.spec").default_device
+  local runtime_only = { index = true, clock_khz = true, mem_clock_khz = true, mem_bus_width = true, driver_version = true }
+  local n = 0
+  for field in src:gmatch('SETI%("([%w_]+)"') do
+    if not runtime_only[field] then
+      n = n + 1
+      T.check(default[field] ~= nil, "offline default device has " .. field)
+    end
+  end
+  T.check(n >= 15, "found the binding's fields (" .. n .. ")")
+end
+
 return T.done()
