@@ -148,7 +148,7 @@ do
       T.check(default[field] ~= nil, "offline default device has " .. field)
     end
   end
-  T.check(n >= 15, "found the binding's fields (" .. n .. ")")
+  T.check(n >= 12, "found the binding's fields (" .. n .. ")")
 end
 
 return T.done()
