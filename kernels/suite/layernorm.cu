@@ -273,6 +273,28 @@ __device__ __forceinline__ void load_chunk(float4 (&v)[UNROLL], const float4 *xv
 	}
 }
 
+#if ROW_SYNC >= 2
+// w's slice and as much of b's as the rest of the dynamic shared memory holds
+// (the launch's size, read from %dynamic_smem_size), copied in once for every
+// row: w_slice gets the block's nvec float4 of w, b_head the first of b's;
+// returns how many of b's (the rest is read per row from L2). Each thread
+// reads back only what it stored itself, so no barrier is needed.
+__device__ __forceinline__ int stage_w_b(float4 *w_slice, float4 *b_head, const float4 *wv,
+					 const float4 *bv, slice_t sl)
+{
+	unsigned dyn_bytes;
+	asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn_bytes));
+	const int nb = min(sl.nvec, max(0, (int)(dyn_bytes / 16) - sl.per_block));
+#pragma unroll 4
+	for (int i = threadIdx.x; i < sl.nvec; i += BLOCK_SIZE) {
+		w_slice[i] = __ldg(wv + i);
+		if (i < nb)
+			b_head[i] = __ldg(bv + i);
+	}
+	return nb;
+}
+#endif
+
 #if ROW_SYNC == 1
 extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 	layernorm(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
@@ -351,7 +373,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE)
 		__syncthreads();
 	}
 }
-#else /* ROW_SYNC == 2 */
+#elif ROW_SYNC == 2
 
 // The row's slice in registers (ITEMS float4 per thread, up to 8192 float4 =
 // 128 KB a block); w's slice and as much of b's as the rest of the dynamic
@@ -372,20 +394,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, 1)
 	const int per_block = sl.per_block, nvec = sl.nvec;
 	const float4 *wv = reinterpret_cast<const float4 *>(w) + sl.lo;
 	const float4 *bv = reinterpret_cast<const float4 *>(b) + sl.lo;
-	unsigned dyn_bytes;
-	asm("mov.u32 %0, %%dynamic_smem_size;" : "=r"(dyn_bytes));
-	const int nb = min(nvec, max(0, (int)(dyn_bytes / 16) - per_block));
 	float4 *b_head = w_slice + per_block;
+	const int nb = stage_w_b(w_slice, b_head, wv, bv, sl);
 	const unsigned long long policy = evict_last_policy();
-	/* each thread reads back only what it stored: no barrier on the slices */
-#pragma unroll
-	for (int u = 0; u < ITEMS; u++) {
-		const int i = threadIdx.x + u * BLOCK_SIZE;
-		if (i < nvec)
-			w_slice[i] = __ldg(wv + i);
-		if (i < nb)
-			b_head[i] = __ldg(bv + i);
-	}
 
 	for (int row = 0; row < rows; row++) {
 		const float4 *xv = reinterpret_cast<const float4 *>(x + (long)row * L) + sl.lo;
@@ -424,5 +435,115 @@ extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, 1)
 		__syncthreads();
 	}
 }
-#endif /* ROW_SYNC == 1 or 2 */
+#else /* ROW_SYNC == 3 */
+
+#ifndef KEEP_X
+#define KEEP_X 0
+#endif
+
+// One float4 of x through the non-coherent path with an L2 cache policy.
+__device__ __forceinline__ float4 load_with_policy(const float4 *p, unsigned long long policy)
+{
+	float4 v;
+	asm volatile("ld.global.nc.L2::cache_hint.v4.f32 {%0,%1,%2,%3}, [%4], %5;"
+		     : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+		     : "l"(p), "l"(policy));
+	return v;
+}
+
+// Statistics one row ahead, the second read from L2. ROW_SYNC = 2 waits at
+// every row's barrier with nothing else to do (a bubble of several
+// microseconds a row, while the slowest block arrives and the barrier's
+// counter travels). Here a block first reads its slice of row r and adds its
+// partial sums (phase A), then waits for row r-1's barrier, which every
+// block passed one phase ago, and normalises row r-1 (phase B), reading x
+// again. Row r-1's 4*L bytes were read from DRAM one phase earlier and are
+// still in L2 when rows are no larger than about a third of it (two rows are
+// in flight): DRAM sees x once and y once, as in a copy. With KEEP_X = 1 the
+// first read marks x's lines evict-last so the stream of y does not push
+// them out; the second read marks them evict-first (ld.cs), as they are done.
+// w's slice and the head of b's are in shared memory (stage_w_b). BPS
+// blocks share a multiprocessor, so registers are bounded for that many.
+#ifndef BPS
+#define BPS 1
+#endif
+extern "C" __global__ void __launch_bounds__(BLOCK_SIZE, BPS)
+	layernorm(const float *__restrict__ x, const float *__restrict__ w, const float *__restrict__ b,
+		  float *__restrict__ y, int rows, int L, float eps)
+{
+	extern __shared__ float4 w_slice[]; /* per_block of w, then nb of b */
+	__shared__ double warp_part[BLOCK_SIZE / 32][2];
+	__shared__ float stats[2];
+	const slice_t sl = block_slice(L);
+	const int nvec = sl.nvec, step = BLOCK_SIZE * UNROLL;
+	const float4 *wv = reinterpret_cast<const float4 *>(w) + sl.lo;
+	const float4 *bv = reinterpret_cast<const float4 *>(b) + sl.lo;
+	float4 *b_head = w_slice + sl.per_block;
+	const int nb = stage_w_b(w_slice, b_head, wv, bv, sl);
+	const unsigned long long keep_b = evict_last_policy();
+	unsigned long long keep_x = 0;
+#if KEEP_X
+	asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(keep_x));
+#endif
+
+	for (int row = 0; row <= rows; row++) {
+		if (row < rows) { /* phase A: row's partial sums */
+			const float4 *xv = reinterpret_cast<const float4 *>(x + (long)row * L) + sl.lo;
+			float s = 0.0f, ss = 0.0f;
+			for (int first = threadIdx.x; first < nvec; first += step) {
+				float4 v[UNROLL];
+#pragma unroll
+				for (int u = 0; u < UNROLL; u++) {
+					const int i = first + u * BLOCK_SIZE;
+					if (i < nvec)
+						v[u] = KEEP_X ? load_with_policy(xv + i, keep_x) : __ldg(xv + i);
+				}
+#pragma unroll
+				for (int u = 0; u < UNROLL; u++) {
+					if (first + u * BLOCK_SIZE < nvec) {
+						s += (v[u].x + v[u].y) + (v[u].z + v[u].w);
+						ss += (v[u].x * v[u].x + v[u].y * v[u].y) +
+						      (v[u].z * v[u].z + v[u].w * v[u].w);
+					}
+				}
+			}
+			row_arrive(row, s, ss, warp_part);
+		}
+		if (row > 0) { /* phase B: normalise the previous row */
+			const int r = row - 1;
+			if (threadIdx.x == 0)
+				row_wait(r, L, eps, stats);
+			__syncthreads();
+			const float mean = stats[0], rstd = stats[1];
+			const float4 *xv = reinterpret_cast<const float4 *>(x + (long)r * L) + sl.lo;
+			float4 *yv = reinterpret_cast<float4 *>(y + (long)r * L) + sl.lo;
+			for (int first = threadIdx.x; first < nvec; first += step) {
+				float4 v[UNROLL];
+#pragma unroll
+				for (int u = 0; u < UNROLL; u++) {
+					const int i = first + u * BLOCK_SIZE;
+					if (i < nvec)
+						v[u] = __ldcs(xv + i);
+				}
+#pragma unroll
+				for (int u = 0; u < UNROLL; u++) {
+					const int i = first + u * BLOCK_SIZE;
+					if (i < nvec) {
+						const float4 ww = w_slice[i],
+							     bb = i < nb ? b_head[i] : load_last(bv + i, keep_b);
+						float4 o;
+						o.x = (v[u].x - mean) * rstd * ww.x + bb.x;
+						o.y = (v[u].y - mean) * rstd * ww.y + bb.y;
+						o.z = (v[u].z - mean) * rstd * ww.z + bb.z;
+						o.w = (v[u].w - mean) * rstd * ww.w + bb.w;
+						__stcs(yv + i, o);
+					}
+				}
+			}
+		}
+		/* stats and warp_part are rewritten by the next row */
+		__syncthreads();
+	}
+}
+#endif /* ROW_SYNC == 1, 2 or 3 */
 #endif /* ROW_SYNC */
