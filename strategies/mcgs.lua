@@ -52,7 +52,9 @@
 -- strategy's move), or to a crossover of the best states (the genetic
 -- strategy's); their proposals join the root like fresh samples. With
 -- `rollout_bandit` a second bandit decides per rollout step between the
--- model's child and the highest prior's.
+-- model's child and the highest prior's. With `stall` (off by default), a
+-- search without progress for that many evaluations gives its free
+-- iterations to two-knob moves of the best state instead.
 --
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to
@@ -720,6 +722,10 @@ function S.tell(ctx, results)
                    reward = v, n = ctx.evaluations }, r)
       if not failed and (not st.best_v or v > st.best_v) then
         st.best_v, st.best_id, st.last_improve = v, leaf, ctx.evaluations
+        -- progress, for the portfolio's stall: a new best by stall_gain
+        if not st.progress_v or v > st.progress_v + o.stall_gain then
+          st.progress_v, st.progress_at = v, ctx.evaluations
+        end
       end
       -- rollout: start from a fresh leaf, or go on from the anchor
       local anchor, apath, misses, steps
@@ -731,7 +737,8 @@ function S.tell(ctx, results)
           misses = misses + 1
         end
       elseif not failed and not rec.init and (not o.rollout_improving or not pv or v > pv)
-             and (not rec.sample or v >= (st.best_v or 0) - o.sample_margin) then
+             and (not rec.sample or v >= (st.best_v or 0) - (rec.strict and 0 or o.sample_margin)) then
+        -- (a strict proposal descends only as a new best: v is best_v then)
         anchor, apath, misses, steps = leaf, rec.path, 0, 0
       end
       if anchor and steps < o.rollout_depth and misses < o.rollout_misses then

@@ -24,8 +24,9 @@ end
 function M.record(st, config, t)
   local m = st.model
   if not m then return end
-  m.X[#m.X + 1] = m.mem:vector(config)
-  m.t[#m.t + 1] = t
+  -- a failure is kept as false, not nil, so m.t stays aligned with m.X
+  local n = #m.X + 1
+  m.X[n], m.t[n] = m.mem:vector(config), t or false
   if t then m.ok = m.ok + 1 else m.fails = m.fails + 1 end
 end
 

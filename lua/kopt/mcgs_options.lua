@@ -76,6 +76,9 @@ return {
   arm_top = { default = 10, help = "portfolio ei: the one-knob neighbours of this many best states join the pool" },
   arm_population = { default = 20, help = "portfolio cross: parents are drawn from this many best states" },
   arm_xi = { default = 0.05, help = "portfolio ei: expected-improvement margin in log-time units" },
+  stall = { default = 0, help = "portfolio: evaluations without progress after which the free iterations go to two-knob " ..
+            "moves of the best state, a pair of knobs at a time (0 = never)" },
+  stall_gain = { default = 0.01, help = "stall: a new best is progress when it gains this much log-speedup" },
   max_depth = { default = 500, help = "longest selection path" },
   snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },
 }

@@ -15,6 +15,10 @@
 --          away (a far move along one axis);
 --   sample a uniform random configuration (what the initial samples do).
 --
+-- Outside the bandit, a stalled search (`stall` evaluations without a new
+-- best by `stall_gain`) gives every free iteration to two-knob moves of the
+-- best state (propose_pair below) until it makes progress again.
+--
 -- The arm is chosen by a discounted UCB bandit on the reward of the
 -- evaluations it caused (its own candidate, and the rollout steps that
 -- candidate started): the rank quantile of the measured time among the
@@ -60,7 +64,7 @@ end
 function M.new(ctx, arms, rollout)
   local p = bandit(arms)
   p.top, p.mem, p.rng = {}, classic.memory(ctx.space), ctx.rng:fork()
-  p.free = {}
+  p.free, p.vec = {}, {}
   for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then p.free[#p.free + 1] = j end end
   if rollout then p.roll = bandit({ "model", "prior" }) end
   return p
@@ -251,7 +255,76 @@ local function propose_sample(ctx, _, p, idle)
   return nil
 end
 
-local PROPOSE = { ei = propose_ei, cross = propose_cross, jump = propose_jump, sample = propose_sample }
+-- Two-knob moves of the best state, for a stalled search (`stall`): a state
+-- that no one-knob move improves can still be beaten by changing two knobs
+-- together (a method knob whose other setting pays only with a larger tile,
+-- say), and the value model, which has not seen the pair, ranks such a move
+-- low. So the pairs of knobs are taken in turn (a seeded order, drawn again
+-- whenever the best state changes), and from each the move is drawn
+-- uniformly among the unmeasured configs that change both knobs and whose
+-- pair of values the successes so far hold least often.
+local function vector_of(st, p, id)
+  local x = p.vec[id]
+  if not x then
+    x = p.mem:vector(st.cfg[id])
+    p.vec[id] = x
+  end
+  return x
+end
+
+local function propose_pair(ctx, st, p, idle)
+  if #p.top == 0 or #p.free < 2 then return nil end
+  local mem, knobs, free = p.mem, p.mem.knobs, p.free
+  local best = nth(p, 1)
+  local sw = p.sweep
+  if not sw or sw.id ~= best.id then
+    local all = {}
+    for a = 1, #free do for b = a + 1, #free do all[#all + 1] = { free[a], free[b] } end end
+    local list = {}
+    for i, k in ipairs(p.rng:permutation(#all)) do list[i] = all[k] end
+    sw = { id = best.id, pairs = list, next = 1, base = vector_of(st, p, best.id) }
+    p.sweep = sw
+  end
+  local base = sw.base
+  for _ = 1, #sw.pairs do
+    local pr = sw.pairs[sw.next]
+    sw.next = sw.next % #sw.pairs + 1
+    local i, j = pr[1], pr[2]
+    local ni = #knobs[i].values
+    local count = {}
+    for _, e in ipairs(p.top) do
+      local x = vector_of(st, p, e.id)
+      local k = x[i] + ni * x[j]
+      count[k] = (count[k] or 0) + 1
+    end
+    local pick, least, ties = nil, nil, 0
+    local x = {}
+    for q, v in ipairs(base) do x[q] = v end
+    for a = 1, ni do
+      if a ~= base[i] then
+        for b = 1, #knobs[j].values do
+          if b ~= base[j] then
+            x[i], x[j] = a, b
+            local n = count[a + ni * b] or 0
+            if not least or n <= least then
+              local c = mem:config(x)
+              if ctx.space:is_valid(c) and idle(c) then
+                -- uniform among the least held (reservoir sampling)
+                if not least or n < least then least, ties = n, 0 end
+                ties = ties + 1
+                if p.rng:random(1, ties) == 1 then pick = c end
+              end
+            end
+          end
+        end
+      end
+    end
+    if pick then return pick end
+  end
+  return nil
+end
+
+local PROPOSE = { pair = propose_pair, ei = propose_ei, cross = propose_cross, jump = propose_jump, sample = propose_sample }
 
 -- A config from arm `arm`, or nil (the tree arm, or nothing new to give).
 function M.propose(ctx, st, p, arm, idle)
@@ -301,7 +374,10 @@ end
 function M.arm_rec(ctx, st, ops)
   local p = st.portfolio
   if not p or st.iterations < ctx.options.init_samples or st.force_restart then return nil end
-  local arm = M.choose(ctx, p)
+  -- stalled: no progress (a new best by stall_gain) for `stall` evaluations
+  local o = ctx.options
+  local stalled = o.stall > 0 and st.progress_at and ctx.evaluations - st.progress_at >= o.stall
+  local arm = stalled and "pair" or M.choose(ctx, p)
   local c = M.propose(ctx, st, p, arm, function(config, key)
     local id = st.g:find(key or ctx:key(config))
     return not id or ops.idle(st, id)
@@ -312,7 +388,9 @@ function M.arm_rec(ctx, st, ops)
   local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
   st.edge_method[e] = arm
   st.method_in[id] = st.method_in[id] or arm
-  return { path = { e }, leaf = id, sample = true, arm = arm }
+  -- a two-knob move starts a descent only as a new best (strict): else the
+  -- rollouts around the best state it missed would take the budget back
+  return { path = { e }, leaf = id, sample = true, arm = arm, strict = stalled or nil }
 end
 
 -- Counters for stats(): evaluations paid per arm and per rollout choice.

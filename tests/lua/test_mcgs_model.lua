@@ -9,7 +9,13 @@
 --  3. with the model, a space smaller than the budget is still exhausted
 --     cleanly (every config once, "strategy finished");
 --  4. the failure classifier (a forest on the failure indicator) learns a
---     failing corner of a hand-made space.
+--     failing corner of a hand-made space;
+--  5. regression: a failed state keeps its place in the model's data. The
+--     times were appended as `t[#t + 1] = t`, which stores nothing for a
+--     failure (nil), so after the first failure every later time sat beside
+--     the config measured before it: the forest learnt times of the wrong
+--     configs and the classifier the wrong failures (on spaces with failures
+--     only: pnpoly, the convolutions).
 local T = require("testlib")
 local classic = require("kopt.classic")
 local rng_mod = require("kopt.rng")
@@ -73,5 +79,30 @@ local cls = classic.forest(rng_mod.new(5), X, fy, { trees = 6, features = 1, min
                                                     free = { 1, 2 }, knobs = knobs })
 local p_bad, p_good = classic.predict(cls, { 4, 2 }), classic.predict(cls, { 2, 1 })
 T.check(p_bad > 0.8 and p_good < 0.2, "failure chance: failing corner %s, elsewhere %s", p_bad, p_good)
+
+-- 5. failures keep the model's data aligned: A = 1 fails, A = 2 and 3 are
+-- fast, A = 4 slow; the forest must say so (with the shift it put the slow
+-- time on A = 3 and none on A = 4)
+local model_mod = require("kopt.mcgs_model")
+local space_mod = require("kopt.space")
+local mspace = space_mod.new({ knobs = knobs })
+local mctx = { space = mspace, rng = rng_mod.new(9),
+               options = { model_min = 4, model_refit = 0.1, model_trees = 8, fail_model = true, model_kappa = 0 } }
+local mst = { model = model_mod.new(mctx) }
+for _ = 1, 3 do
+  for bv = 1, 2 do
+    model_mod.record(mst, { A = 1, B = bv }, nil)
+    model_mod.record(mst, { A = 2, B = bv }, 1.0)
+    model_mod.record(mst, { A = 3, B = bv }, 1.0)
+    model_mod.record(mst, { A = 4, B = bv }, 10.0)
+  end
+end
+local mm_ = model_mod.get(mctx, mst)
+T.eq(#mm_.t, #mm_.X, "one outcome per measured config")
+local lt3, ok3 = model_mod.predict(mctx, mm_, { A = 3, B = 1 })
+local lt4 = model_mod.predict(mctx, mm_, { A = 4, B = 1 })
+local _, ok1 = model_mod.predict(mctx, mm_, { A = 1, B = 2 })
+T.check(math.abs(lt3) < 0.3 and lt4 > lt3 + 1, "log-times beside their configs: A=3 %s, A=4 %s", lt3, lt4)
+T.check(ok1 < 0.2 and ok3 > 0.8, "the failing value fails, the others do not: %s %s", ok1, ok3)
 
 return T.done()

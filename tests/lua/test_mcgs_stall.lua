@@ -1,0 +1,55 @@
+-- MCGS's stall (--opt stall=N, kopt.mcgs_portfolio): two-knob moves of the
+-- best state once the search makes no progress.
+-- A hand-made trap of 864 configs: knob B = 2 is best everywhere except at
+-- A = 8, B = 1 (any C, D), where the time drops to 0.6 of the trap's best.
+-- From the trap's optimum (A = 3, B = 2) every one-knob move is slower, so a
+-- local descent cannot leave it, and the value model, which has seen B = 1
+-- only where it is slow, ranks the pair low. For seeds where MCGS without
+-- stall stays in the trap for 100 evaluations, MCGS with stall = 15 must find
+-- the needle within the same budget; both runs are deterministic.
+local T = require("testlib")
+local json = require("kopt.json")
+
+local tmp = T.tmpdir("mcgs_stall")
+local base = { 1.8, 1.0, 1.4 }
+local cache, vals = {}, function(n) local v = {} for i = 1, n do v[i] = i end return v end
+for a = 1, 8 do
+  for b = 1, 3 do
+    for c = 1, 6 do
+      for d = 1, 6 do
+        local t = base[b] * (1 + 0.05 * (a - 3) ^ 2) * (1 + 0.01 * c) * (1 + 0.01 * d)
+        if a == 8 and b == 1 then t = 0.6 * (1 + 0.01 * c) * (1 + 0.01 * d) end
+        cache[string.format("%d,%d,%d,%d", a, b, c, d)] = { A = a, B = b, C = c, D = d, time = t }
+      end
+    end
+  end
+end
+local space = tmp .. "/trap.json"
+T.write(space, json.encode({ tune_params_keys = { "A", "B", "C", "D" },
+                             tune_params = { A = vals(8), B = vals(3), C = vals(6), D = vals(6) },
+                             objective = "time", cache = cache }))
+
+-- the evaluation at which the needle (B = 1, A = 8) was first measured, or nil
+local function needle_at(seed, opts)
+  local dir = string.format("%s/s%d-%s", tmp, seed, opts:gsub("[^%w]", "_"))
+  local code, _, err = T.run(string.format("mcgs --backend replay:%s --budget 100 --seed %d -q %s --out %s",
+                                           space, seed, opts, dir))
+  T.eq(code, 0, "exit code (" .. err .. ")")
+  for i, e in ipairs(T.events(dir)) do
+    if e.config and e.config.A == 8 and e.config.B == 1 then return i end
+  end
+  return nil
+end
+
+local trapped, escaped = 0, 0
+for seed = 1, 6 do
+  if not needle_at(seed, "--opt stall=0") then
+    trapped = trapped + 1
+    local n = needle_at(seed, "--opt stall=15")
+    if n then escaped = escaped + 1 end
+  end
+end
+T.check(trapped >= 2, "without stall some seeds stay in the trap for 100 evaluations: %d of 6", trapped)
+T.eq(escaped, trapped, "with stall = 15 each of them finds the needle")
+
+return T.done()
