@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "sys.h"
 
 /* A string in the arena, packed as offset << 24 | length (strings are capped
  * at 16 MiB; the arena keeps a NUL after each). Offset 0 is the empty string
@@ -44,11 +45,11 @@ struct slot {
 
 struct kopt_graph {
 	struct node *nodes;
-	size_t n_nodes, cap_nodes;
+	size_t n_nodes, cap_nodes, nodes_ready;
 	struct edge *edges;
-	size_t n_edges, cap_edges;
+	size_t n_edges, cap_edges, edges_ready;
 	char *arena;
-	size_t arena_len, arena_cap;
+	size_t arena_len, arena_cap, arena_ready; /* *_ready: see grow */
 	struct slot *slots; /* size is a power of two */
 	size_t n_slots;
 };
@@ -118,20 +119,23 @@ static uint64_t key_hash(const char *key, size_t len)
 
 /* Grows an array of `size`-byte records to hold at least `need`. New memory is
  * left untouched (the kernel zeroes pages on first use, so spare capacity
- * costs nothing); callers clear each record they add, which also keeps
- * padding out of snapshots. */
-static int grow(void **arr, size_t *cap, size_t need, size_t size)
+ * costs nothing) but for the pages just ahead of the records in use, which
+ * are populated in one call instead of faulting one by one (*ready: see
+ * kopt_sys_populate_ahead); callers clear each record they add, which also
+ * keeps padding out of snapshots. */
+static int grow(void **arr, size_t *cap, size_t need, size_t size, size_t *ready)
 {
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * size);
-	if (p == NULL)
-		return -1;
-	*arr = p;
-	*cap = n;
+	if (need > *cap) {
+		size_t n = *cap ? *cap : 16;
+		while (n < need)
+			n *= 2;
+		void *p = realloc(*arr, n * size);
+		if (p == NULL)
+			return -1;
+		*arr = p;
+		*cap = n;
+	}
+	kopt_sys_populate_ahead(*arr, need * size, *cap * size, ready);
 	return 0;
 }
 
@@ -139,7 +143,8 @@ static int arena_put(struct kopt_graph *g, const char *s, size_t len, str *out)
 {
 	if (len > STR_MAX_LEN)
 		return -1;
-	if (grow((void **)&g->arena, &g->arena_cap, g->arena_len + len + 1, 1) != 0)
+	if (grow((void **)&g->arena, &g->arena_cap, g->arena_len + len + 1, 1, &g->arena_ready) !=
+	    0)
 		return -1;
 	if (len)
 		memcpy(g->arena + g->arena_len, s, len);
@@ -161,6 +166,7 @@ static int rehash(struct kopt_graph *g, size_t n_slots, int from_nodes)
 	struct slot *slots = malloc(n_slots * sizeof *slots);
 	if (slots == NULL)
 		return -1;
+	kopt_sys_populate(slots, n_slots * sizeof *slots);
 	memset(slots, 0xff, n_slots * sizeof *slots);
 	size_t mask = n_slots - 1;
 	size_t n = from_nodes ? g->n_nodes : g->n_slots;
@@ -197,7 +203,7 @@ struct kopt_graph *kopt_graph_new(size_t expected_nodes)
 	str empty;
 	if (rehash(g, n, 1) != 0 ||
 	    grow((void **)&g->nodes, &g->cap_nodes, expected_nodes ? expected_nodes : 16,
-		 sizeof *g->nodes) != 0 ||
+		 sizeof *g->nodes, &g->nodes_ready) != 0 ||
 	    arena_put(g, "", 0, &empty) != 0) {
 		kopt_graph_free(g);
 		return NULL;
@@ -275,7 +281,8 @@ int kopt_graph_add(struct kopt_graph *g, const char *key, size_t len, uint32_t *
 			goto oom;
 		find_hashed(g, key, len, h, &slot);
 	}
-	if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes) != 0)
+	if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes,
+		 &g->nodes_ready) != 0)
 		goto oom;
 	struct node *nd = &g->nodes[g->n_nodes];
 	memset(nd, 0, sizeof *nd);
@@ -383,7 +390,8 @@ static int new_edge(struct kopt_graph *g, uint32_t parent, const char *action, s
 		set_err(err, errlen, "graph is full (%zu edges)", g->n_edges);
 		return -1;
 	}
-	if (grow((void **)&g->edges, &g->cap_edges, g->n_edges + 1, sizeof *g->edges) != 0) {
+	if (grow((void **)&g->edges, &g->cap_edges, g->n_edges + 1, sizeof *g->edges,
+		 &g->edges_ready) != 0) {
 		set_err(err, errlen, "out of memory growing the graph (%zu edges)", g->n_edges);
 		return -1;
 	}
@@ -750,8 +758,9 @@ int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t
 	}
 	g = kopt_graph_new((size_t)h.n_nodes);
 	if (g == NULL || grow((void **)&g->edges, &g->cap_edges, (size_t)h.n_edges + 1,
-			      sizeof *g->edges) != 0 ||
-	    grow((void **)&g->arena, &g->arena_cap, (size_t)h.arena_len + 1, 1) != 0) {
+			      sizeof *g->edges, &g->edges_ready) != 0 ||
+	    grow((void **)&g->arena, &g->arena_cap, (size_t)h.arena_len + 1, 1,
+		 &g->arena_ready) != 0) {
 		set_err(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
