@@ -360,6 +360,15 @@ static int raw_field(lua_State *L, int t, const char *name)
 	return lua_rawget(L, t);
 }
 
+/* t[stack[name]] without metamethods, pushed; its type. A field name pushed
+ * once and copied costs less than lua_pushstring's lookup of the string
+ * every time (9 fields of 50 moves per expansion). */
+static int raw_field_at(lua_State *L, int t, int name)
+{
+	lua_pushvalue(L, name);
+	return lua_rawget(L, t);
+}
+
 /* A plain table (no metatable, so raw access reads what Lua code would). */
 static int plain_table(lua_State *L, int idx)
 {
@@ -401,8 +410,8 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 	luaL_checktype(L, 9, LUA_TTABLE);
 	luaL_checktype(L, 10, LUA_TTABLE);
 	lua_settop(L, 10);
-	/* 24 slots below, up to 18 more per move: more than Lua grants a C function */
-	luaL_checkstack(L, 48, "graph.one_knob_moves");
+	/* 33 slots below, up to 18 more per move: more than Lua grants a C function */
+	luaL_checkstack(L, 56, "graph.one_knob_moves");
 	const int by_code = 9, best = 10, gen = 4, index = 7;
 	int out = lua_gettop(L) + 1; /* 11.. : the lists of out */
 	for (int k = 0; k < OUT_COUNT; k++)
@@ -416,6 +425,13 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 				  "graph.one_knob_moves: fast.fmt, .act and .code must be tables");
 	if (!plain_table(L, 2))
 		goto done_at_first;
+	/* the fields read per move: names + MV_* */
+	enum { MV_PATCH, MV_CHANGES, MV_POS, MV_I, MV_PRIOR, MV_METHOD, MV_EXPERT, MV_CHAIN, MV_REPAIR };
+	static const char *const mv_names[] = {"patch",  "changes", "pos",   "i",	 "prior",
+					       "method", "expert",  "chain", "repair"};
+	int names = lua_gettop(L) + 1;
+	for (size_t k = 0; k < sizeof mv_names / sizeof mv_names[0]; k++)
+		lua_pushstring(L, mv_names[k]);
 	int base = lua_gettop(L);
 	lua_Integer mi;
 	for (mi = 1; mi <= count; mi++) {
@@ -423,9 +439,9 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 		if (lua_rawgeti(L, 2, mi) != LUA_TTABLE || !plain_table(L, -1))
 			break; /* nil (the Lua loop stops), or not a table: Lua's */
 		int mv = base + 1;
-		if (raw_field(L, mv, "patch") != LUA_TNIL)
+		if (raw_field_at(L, mv, names + MV_PATCH) != LUA_TNIL)
 			break;
-		if (raw_field(L, mv, "changes") != LUA_TTABLE || !plain_table(L, -1))
+		if (raw_field_at(L, mv, names + MV_CHANGES) != LUA_TTABLE || !plain_table(L, -1))
 			break;
 		int changes = base + 3;
 		lua_pushnil(L);
@@ -439,12 +455,12 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 		lua_pushvalue(L, k1);
 		if (lua_rawget(L, index) != LUA_TTABLE) /* base + 6 */
 			continue;
-		if (raw_field(L, base + 6, "pos") != LUA_TTABLE)
+		if (raw_field_at(L, base + 6, names + MV_POS) != LUA_TTABLE)
 			continue;
 		lua_pushvalue(L, v1);
 		if (lua_rawget(L, base + 7) == LUA_TNIL)
 			continue;
-		raw_field(L, base + 6, "i"); /* base + 9 */
+		raw_field_at(L, base + 6, names + MV_I); /* base + 9 */
 		lua_Integer i = lua_tointeger(L, -1);
 		/* the formatted value, the action, the code: base + 10 .. 12 */
 		int per[3] = {fmt, act, code};
@@ -465,7 +481,7 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 				continue;
 		}
 		/* prior = tonumber(mv.prior) or 1, at least 1e-3: base + 13 */
-		int pt = raw_field(L, mv, "prior");
+		int pt = raw_field_at(L, mv, names + MV_PRIOR);
 		if (pt == LUA_TSTRING) {
 			const char *s = lua_tostring(L, -1);
 			if (lua_stringtonumber(L, s) == 0)
@@ -482,8 +498,8 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 			lua_replace(L, prior);
 		}
 		lua_pop(L, 1);
-		raw_field(L, mv, "method"); /* base + 14 */
-		raw_field(L, mv, "expert"); /* base + 15 */
+		raw_field_at(L, mv, names + MV_METHOD); /* base + 14 */
+		raw_field_at(L, mv, names + MV_EXPERT); /* base + 15 */
 		int method = base + 14, expert = base + 15;
 		lua_pushvalue(L, cd);
 		if (lua_rawget(L, by_code) != LUA_TNIL) {
@@ -532,9 +548,9 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 			lua_pushvalue(L, expert);
 			lua_rawseti(L, out + OUT_EXPERT, j);
 		}
-		if (raw_field(L, mv, "chain") != LUA_TNIL)
+		if (raw_field_at(L, mv, names + MV_CHAIN) != LUA_TNIL)
 			lua_rawseti(L, out + OUT_CHAIN, j);
-		if (raw_field(L, mv, "repair") != LUA_TNIL)
+		if (raw_field_at(L, mv, names + MV_REPAIR) != LUA_TNIL)
 			lua_rawseti(L, out + OUT_REPAIR, j);
 	}
 	lua_pushinteger(L, n);
