@@ -59,50 +59,57 @@ end
 -- best.)
 local BLOCK = 64
 
-local function new_ranking() return { n = 0, blocks = {} } end
+local function new_ranking() return { n = 0, blocks = {}, sizes = {} } end
 
 -- Inserts item before the first entry not strictly slower; returns the
 -- number of entries strictly slower.
 local function rank_insert(r, item)
-  local blocks, t = r.blocks, item.t
+  local blocks, sizes, t = r.blocks, r.sizes, item.t
   local nb = #blocks
   -- the first block whose fastest (last) entry is not strictly slower
   local lo, hi = 1, nb
   while lo <= hi do
     local mid = (lo + hi) // 2
-    local b = blocks[mid]
-    if b[#b].t > t then lo = mid + 1 else hi = mid - 1 end
+    if blocks[mid][sizes[mid]].t > t then lo = mid + 1 else hi = mid - 1 end
   end
   local bi = lo
   if bi > nb then  -- slower than everything: the end of the last block
     bi = nb
-    if nb == 0 then bi, blocks[1] = 1, {} end
+    if nb == 0 then bi, nb, blocks[1], sizes[1] = 1, 1, {}, 0 end
   end
-  local b = blocks[bi]
-  lo, hi = 1, #b
+  local b, size = blocks[bi], sizes[bi]
+  lo, hi = 1, size
   while lo <= hi do
     local mid = (lo + hi) // 2
     if b[mid].t > t then lo = mid + 1 else hi = mid - 1 end
   end
+  -- the entries of the blocks before bi, counted from the nearer end
   local slower = lo - 1
-  for i = 1, bi - 1 do slower = slower + #blocks[i] end
+  if bi <= nb // 2 then
+    for i = 1, bi - 1 do slower = slower + sizes[i] end
+  else
+    slower = slower + r.n
+    for i = bi, nb do slower = slower - sizes[i] end
+  end
   table.insert(b, lo, item)
+  size = size + 1
   r.n = r.n + 1
-  local size = #b
   if size > 2 * BLOCK then
     table.insert(blocks, bi + 1, table.move(b, BLOCK + 1, size, 1, {}))
+    table.insert(sizes, bi + 1, size - BLOCK)
     for i = size, BLOCK + 1, -1 do b[i] = nil end
+    size = BLOCK
   end
+  sizes[bi] = size
   return slower
 end
 
 -- The i-th fastest entry (1: the fastest), or nil.
 local function rank_nth(r, i)
-  local blocks = r.blocks
+  local blocks, sizes = r.blocks, r.sizes
   for bi = #blocks, 1, -1 do
-    local b = blocks[bi]
-    local size = #b
-    if i <= size then return b[size - i + 1] end
+    local size = sizes[bi]
+    if i <= size then return blocks[bi][size - i + 1] end
     i = i - size
   end
   return nil
