@@ -282,12 +282,16 @@ local SCRATCH, BY_CODE = { "best" }, { "by_code" }
 function M.collect_lists(ctx, state, generators)
   local space = ctx.space
   local f = fast(space)
-  local parts = {}
-  for i, k in ipairs(space.knobs) do parts[i] = space_mod.format_value(state.config[k.name]) end
+  -- the state's formatted values (an allowed value's from the per-space table)
+  local parts, fmt = {}, f.fmt
+  for i, k in ipairs(space.knobs) do
+    local v = state.config[k.name]
+    parts[i] = fmt[i][v] or space_mod.format_value(v)
+  end
   -- one-knob changes of a valid state are valid when the value is allowed
   -- (and, with constraints, when they hold: checked on the copy)
   local base_ok = not space.members and space:is_valid(state.config)
-  local fmt, act, code_of, index, members = f.fmt, f.act, f.code, space.index, space.members
+  local act, code_of, index, members = f.act, f.code, space.index, space.members
   local state_key = state.key
   local lazy = base_ok and f.unconstrained and f.plain_keys
   -- whether the state's key is its parts' (not a state with a patch): a
