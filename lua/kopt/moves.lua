@@ -13,6 +13,9 @@
 --     { name = "...", propose = function(ctx, state) -> moves, expensive = false }
 -- `expensive` generators (an LLM expert, say) are called by MCGS only when
 -- progressive widening lets a node grow, instead of once per expansion.
+-- propose may return a second value, true when the move tables it returned
+-- are shared between calls and never change (the rule moves): what
+-- checking a one-knob move derives from its table is then kept with it.
 --
 -- The registry holds generators by name; `rules` (lua/kopt/moves/rules.lua)
 -- is built in. Users add their own with moves.register(name, gen) or by
@@ -156,7 +159,10 @@ local fast_of = setmetatable({}, { __mode = "k" })
 local function fast(space)
   local f = fast_of[space]
   if f then return f end
-  f = { fmt = {}, act = {}, code = {}, codes = 0, n = #space.knobs, plain_keys = true }
+  -- derived: what graph.one_knob_moves derived from each shared move table
+  -- (kept as long as the table lives)
+  f = { fmt = {}, act = {}, code = {}, codes = 0, n = #space.knobs, plain_keys = true,
+        derived = setmetatable({}, { __mode = "k" }) }
   local fields = {}
   local stride = 1
   for _, k in ipairs(space.knobs) do stride = math.max(stride, #k.values) end
@@ -300,15 +306,15 @@ function M.collect_lists(ctx, state, generators)
   local left, right
   if not lazy then left, right = sides(parts) end
   -- the proposals first, so that the lists are made with room for them all
-  local proposals, total = {}, 0
+  local proposals, shared, total = {}, {}, 0
   for gi, gen in ipairs(generators) do
-    local ok, moves = pcall(gen.propose, ctx, state)
+    local ok, moves, unchanging = pcall(gen.propose, ctx, state)
     if not ok then
       ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
       moves = {}
     end
     moves = moves or {}
-    proposals[gi] = moves
+    proposals[gi], shared[gi] = moves, unchanging == true
     if type(moves) == "table" then total = total + #moves end
   end
   local out = new_lists(total, lazy and LISTS_LAZY or LISTS_KEYED,
@@ -327,7 +333,8 @@ function M.collect_lists(ctx, state, generators)
     local first = 1
     if lazy and type(moves) == "table" then
       -- the same loop in C for as long as the moves are one-knob changes
-      n_out, first = one_knob_moves(out, moves, #moves, gen.name, n_out, f, index, plain_state, by_code, best)
+      n_out, first = one_knob_moves(out, moves, #moves, gen.name, n_out, f, index, plain_state, by_code, best,
+                                    shared[gi] and f.derived or nil)
     end
     for mi = first, #moves do
       local mv = moves[mi]

@@ -179,7 +179,8 @@ local function knob_moves(inf, pos)
 end
 
 -- The moves are shared between calls (cached per knob and value position):
--- read them, copy one to change it.
+-- read them, copy one to change it. The second result says so (true unless
+-- symptoms weighed the priors, which makes new tables).
 function R.propose(ctx, state)
   local space = ctx.space
   -- Profile-guided priors: with counters on the state, a move that addresses
@@ -214,7 +215,7 @@ function R.propose(ctx, state)
       end
     end
   end
-  return moves
+  return moves, syms == nil
 end
 
 return R
