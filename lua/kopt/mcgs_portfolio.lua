@@ -56,32 +56,34 @@ end
 -- 2 * BLOCK entries and an insert moves the entries of one block. (One
 -- sorted list moved thousands per insert at 10^4 successes, about a fifth
 -- of a search iteration's time: measured states are not mostly near the
--- best.)
+-- best.) The searches read plain lists of numbers (each block's times, and
+-- the last time of every block), not the entries, which lie all over a
+-- large heap.
 local BLOCK = 64
 
-local function new_ranking() return { n = 0, blocks = {}, sizes = {} } end
+local function new_ranking() return { n = 0, blocks = {}, times = {}, sizes = {}, lasts = {} } end
 
 -- Inserts item before the first entry not strictly slower; returns the
 -- number of entries strictly slower.
 local function rank_insert(r, item)
-  local blocks, sizes, t = r.blocks, r.sizes, item.t
+  local blocks, times, sizes, lasts, t = r.blocks, r.times, r.sizes, r.lasts, item.t
   local nb = #blocks
   -- the first block whose fastest (last) entry is not strictly slower
   local lo, hi = 1, nb
   while lo <= hi do
     local mid = (lo + hi) // 2
-    if blocks[mid][sizes[mid]].t > t then lo = mid + 1 else hi = mid - 1 end
+    if lasts[mid] > t then lo = mid + 1 else hi = mid - 1 end
   end
   local bi = lo
   if bi > nb then  -- slower than everything: the end of the last block
     bi = nb
-    if nb == 0 then bi, nb, blocks[1], sizes[1] = 1, 1, {}, 0 end
+    if nb == 0 then bi, nb, blocks[1], times[1], sizes[1] = 1, 1, {}, {}, 0 end
   end
-  local b, size = blocks[bi], sizes[bi]
+  local ts, size = times[bi], sizes[bi]
   lo, hi = 1, size
   while lo <= hi do
     local mid = (lo + hi) // 2
-    if b[mid].t > t then lo = mid + 1 else hi = mid - 1 end
+    if ts[mid] > t then lo = mid + 1 else hi = mid - 1 end
   end
   -- the entries of the blocks before bi, counted from the nearer end
   local slower = lo - 1
@@ -91,16 +93,21 @@ local function rank_insert(r, item)
     slower = slower + r.n
     for i = bi, nb do slower = slower - sizes[i] end
   end
+  local b = blocks[bi]
   table.insert(b, lo, item)
+  table.insert(ts, lo, t)
   size = size + 1
   r.n = r.n + 1
   if size > 2 * BLOCK then
     table.insert(blocks, bi + 1, table.move(b, BLOCK + 1, size, 1, {}))
+    local tail = table.move(ts, BLOCK + 1, size, 1, {})
+    table.insert(times, bi + 1, tail)
     table.insert(sizes, bi + 1, size - BLOCK)
-    for i = size, BLOCK + 1, -1 do b[i] = nil end
+    table.insert(lasts, bi + 1, tail[size - BLOCK])
+    for i = size, BLOCK + 1, -1 do b[i], ts[i] = nil, nil end
     size = BLOCK
   end
-  sizes[bi] = size
+  sizes[bi], lasts[bi] = size, ts[size]
   return slower
 end
 
