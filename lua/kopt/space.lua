@@ -30,12 +30,14 @@ end
 local function init_common(self, knobs)
   self.knobs = knobs
   self.index = {}
+  self.formatted = {}  -- knob position -> allowed value -> format_value(value), for key()
   self.raw = 1
   for i, k in ipairs(knobs) do
     self.raw = self.raw * #k.values
-    local pos = {}
-    for j, v in ipairs(k.values) do pos[v] = j end
+    local pos, fmt = {}, {}
+    for j, v in ipairs(k.values) do pos[v], fmt[v] = j, format_value(v) end
     self.index[k.name] = { i = i, pos = pos }
+    self.formatted[i] = fmt
   end
 end
 
@@ -82,8 +84,11 @@ function M.listed(opts)
 end
 
 function Space:key(config)
-  local parts = {}
-  for i, k in ipairs(self.knobs) do parts[i] = format_value(config[k.name]) end
+  local parts, formatted = {}, self.formatted
+  for i, k in ipairs(self.knobs) do
+    local v = config[k.name]
+    parts[i] = formatted[i][v] or format_value(v)
+  end
   return table.concat(parts, ",")
 end
 
