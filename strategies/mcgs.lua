@@ -193,8 +193,9 @@ function S.encode_config(space, config)
     for i, k in ipairs(space.knobs) do names[i], frags[i] = json.encode(k.name) .. ":", {} end
     names_of[space], fragments_of[space] = names, frags
   end
-  local parts = {}
-  for i, k in ipairs(space.knobs) do
+  local parts, knobs = {}, space.knobs
+  for i = 1, #knobs do
+    local k = knobs[i]
     local v = config[k.name]
     local f = frags[i][v]
     if not f then

@@ -289,9 +289,9 @@ function M.collect_lists(ctx, state, generators)
   local space = ctx.space
   local f = fast(space)
   -- the state's formatted values (an allowed value's from the per-space table)
-  local parts, fmt = {}, f.fmt
-  for i, k in ipairs(space.knobs) do
-    local v = state.config[k.name]
+  local parts, fmt, knobs, config = {}, f.fmt, space.knobs, state.config
+  for i = 1, #knobs do
+    local v = config[knobs[i].name]
     parts[i] = fmt[i][v] or space_mod.format_value(v)
   end
   -- one-knob changes of a valid state are valid when the value is allowed

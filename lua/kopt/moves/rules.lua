@@ -190,8 +190,9 @@ function R.propose(ctx, state)
   if res == nil and R.use_symptoms and ctx.lookup then res = ctx:lookup(state.config) end
   local syms = R.use_symptoms and res and res.symptoms
   if syms and #syms == 0 then syms = nil end
-  local moves = {}
-  for _, inf in ipairs(knob_info(space)) do
+  local moves, infos = {}, knob_info(space)
+  for ii = 1, #infos do
+    local inf = infos[ii]
     local k = inf.knob
     local pos = #k.values > 1 and space.index[k.name].pos[state.config[k.name]]
     if pos then
