@@ -56,7 +56,7 @@ static void *take(struct kopt_pool *pool, size_t cls)
 	}
 	size_t bytes = cls * CLASS_BYTES;
 	if ((size_t)(pool->end - pool->next) < bytes) {
-		/* what is left of the old slab is a few hundred bytes at most: dropped */
+		/* what is left of the old slab (less than one block) is dropped */
 		struct slab *s = malloc(SLAB_BYTES);
 		if (s == NULL)
 			return NULL;

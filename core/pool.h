@@ -2,8 +2,9 @@
 #define KOPT_POOL_H
 #include <stddef.h>
 
-/* The Lua state's memory: small blocks (up to KOPT_POOL_SMALL_MAX bytes) come
- * from free lists by size class, carved from 256 KiB slabs that are populated
+/* The Lua state's memory: small blocks (up to KOPT_POOL_SMALL_MAX bytes: the
+ * lists of an expansion's moves, a kilobyte each, among them) come from free
+ * lists by size class, carved from 256 KiB slabs that are populated
  * in one call each (kopt_sys_populate); larger blocks come from malloc, and a
  * large block that grows by 256 KiB or more has its new part populated the
  * same way.
@@ -20,7 +21,7 @@
  * serves only that class again). Not thread-safe: one pool belongs to one
  * Lua state. */
 
-#define KOPT_POOL_SMALL_MAX 512
+#define KOPT_POOL_SMALL_MAX 4096
 
 struct kopt_pool;
 

@@ -1,8 +1,8 @@
 /* Check suite for core/pool.c: the Lua state's allocator (size-class free
  * lists for small blocks, malloc for large ones). Blocks keep their contents
  * across resizes within a class, across classes and across the small/large
- * boundary; a freed small block is handed out again for its class; a
- * thousand slabs' worth of blocks are all distinct and aligned; and a Lua
+ * boundary; a freed small block is handed out again for its class; hundreds
+ * of slabs' worth of blocks are all distinct and aligned; and a Lua
  * state runs on the pool. */
 #include <check.h>
 #include <stdint.h>
@@ -34,7 +34,8 @@ START_TEST(test_resize_keeps_contents)
 	struct kopt_pool *pool = kopt_pool_new();
 	ck_assert_ptr_nonnull(pool);
 	/* sizes: inside one class, across classes, small to large and back */
-	static const size_t sizes[] = {1, 8, 16, 17, 40, 200, 512, 513, 4000, 300000, 900000, 100, 3};
+	static const size_t sizes[] = {1,	8,	16,	17,	 40,	 200,
+				       KOPT_POOL_SMALL_MAX, KOPT_POOL_SMALL_MAX + 1, 9000, 300000, 900000, 100, 3};
 	size_t n = sizeof sizes / sizeof sizes[0];
 	unsigned char *p = kopt_pool_realloc(pool, NULL, 5 /* a type tag */, sizes[0]);
 	fill(p, sizes[0], 1);
@@ -74,23 +75,23 @@ END_TEST
 START_TEST(test_many_blocks)
 {
 	struct kopt_pool *pool = kopt_pool_new();
-	enum { N = 200000 };
+	enum { N = 40000 };
 	unsigned char **blocks = malloc(N * sizeof *blocks);
 	ck_assert_ptr_nonnull(blocks);
 	for (size_t i = 0; i < N; i++) {
-		size_t size = 1 + i % KOPT_POOL_SMALL_MAX;
+		size_t size = 1 + i * 37 % KOPT_POOL_SMALL_MAX;
 		blocks[i] = kopt_pool_realloc(pool, NULL, 0, size);
 		ck_assert_ptr_nonnull(blocks[i]);
 		ck_assert_uint_eq((uintptr_t)blocks[i] % 16, 0);
 		fill(blocks[i], size, (unsigned)i);
 	}
 	for (size_t i = 0; i < N; i++)
-		ck_assert_msg(same(blocks[i], 1 + i % KOPT_POOL_SMALL_MAX, (unsigned)i),
+		ck_assert_msg(same(blocks[i], 1 + i * 37 % KOPT_POOL_SMALL_MAX, (unsigned)i),
 			      "block %zu overwritten", i);
 	for (size_t i = 0; i < N; i += 2)
-		kopt_pool_realloc(pool, blocks[i], 1 + i % KOPT_POOL_SMALL_MAX, 0);
+		kopt_pool_realloc(pool, blocks[i], 1 + i * 37 % KOPT_POOL_SMALL_MAX, 0);
 	for (size_t i = 1; i < N; i += 2)
-		ck_assert(same(blocks[i], 1 + i % KOPT_POOL_SMALL_MAX, (unsigned)i));
+		ck_assert(same(blocks[i], 1 + i * 37 % KOPT_POOL_SMALL_MAX, (unsigned)i));
 	free(blocks);
 	kopt_pool_free(pool);
 }
