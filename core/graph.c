@@ -52,6 +52,7 @@ struct kopt_graph {
 	size_t arena_len, arena_cap, arena_ready; /* *_ready: see grow */
 	struct slot *slots; /* size is a power of two */
 	size_t n_slots;
+	size_t n_always; /* edges flagged KOPT_GRAPH_EDGE_ALWAYS: with none, select stops at the limit */
 };
 
 /* Snapshot header; written as is, so the sizes of the records are part of it
@@ -419,24 +420,6 @@ static int new_edge(struct kopt_graph *g, uint32_t parent, const char *action, s
 	return 0;
 }
 
-int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, size_t len,
-		    uint32_t child, double prior, uint32_t *eid, int *created, char *err,
-		    size_t errlen)
-{
-	*eid = KOPT_GRAPH_NONE;
-	*created = 0;
-	uint32_t ahash = (uint32_t)key_hash(action, len);
-	uint32_t found = find_edge_hashed(g, parent, action, len, ahash);
-	if (found != KOPT_GRAPH_NONE) {
-		*eid = found;
-		return 0;
-	}
-	if (new_edge(g, parent, action, len, ahash, child, prior, eid, err, errlen) != 0)
-		return -1;
-	*created = 1;
-	return 0;
-}
-
 /* The filter's bit of an action hash: its top bits (the low ones pick slots). */
 static void linker_mark(struct kopt_graph_linker *lk, uint32_t ahash)
 {
@@ -473,6 +456,17 @@ int kopt_graph_linker_link(struct kopt_graph *g, struct kopt_graph_linker *lk, c
 	linker_mark(lk, ahash);
 	*created = 1;
 	return 0;
+}
+
+/* one link: a linker for it alone (its filter scans the parent's edges once,
+ * as a lookup would) */
+int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, size_t len,
+		    uint32_t child, double prior, uint32_t *eid, int *created, char *err,
+		    size_t errlen)
+{
+	struct kopt_graph_linker lk;
+	kopt_graph_linker_init(g, &lk, parent);
+	return kopt_graph_linker_link(g, &lk, action, len, child, prior, eid, created, err, errlen);
 }
 
 uint32_t kopt_graph_first_edge(const struct kopt_graph *g, uint32_t id)
@@ -527,6 +521,8 @@ void kopt_graph_set_prior(struct kopt_graph *g, uint32_t eid, double prior)
 
 void kopt_graph_set_edge_flags(struct kopt_graph *g, uint32_t eid, uint32_t flags)
 {
+	g->n_always -= (g->edges[eid].flags & KOPT_GRAPH_EDGE_ALWAYS) != 0;
+	g->n_always += (flags & KOPT_GRAPH_EDGE_ALWAYS) != 0;
 	g->edges[eid].flags = flags;
 }
 
@@ -535,14 +531,18 @@ uint32_t kopt_graph_select(const struct kopt_graph *g, uint32_t id, const struct
 	const struct node *nd = &g->nodes[id];
 	uint64_t vl_total = 0;
 	uint32_t seen = 0;
-	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next, seen++)
+	/* past the limit only edges flagged always count: none when no edge is */
+	int past_limit = g->n_always > 0;
+	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE && (seen < p->limit || past_limit);
+	     e = g->edges[e].next, seen++)
 		if (seen < p->limit || (g->edges[e].flags & KOPT_GRAPH_EDGE_ALWAYS))
 			vl_total += g->edges[e].vloss;
 	double sq = sqrt((double)(nd->edge_visits + vl_total) + 1.0);
 	uint32_t best = KOPT_GRAPH_NONE;
 	double best_score = -INFINITY;
 	seen = 0;
-	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next, seen++) {
+	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE && (seen < p->limit || past_limit);
+	     e = g->edges[e].next, seen++) {
 		const struct edge *ed = &g->edges[e];
 		if (seen >= p->limit && !(ed->flags & KOPT_GRAPH_EDGE_ALWAYS))
 			continue;
@@ -784,6 +784,7 @@ int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t
 	for (size_t i = 0; i < g->n_edges; i++) {
 		struct edge *ed = &g->edges[i];
 		ed->ahash = (uint32_t)key_hash(str_at(g, ed->action), STR_LEN(ed->action));
+		g->n_always += (ed->flags & KOPT_GRAPH_EDGE_ALWAYS) != 0;
 	}
 	*out = g;
 	g = NULL;
