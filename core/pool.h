@@ -19,7 +19,7 @@
  * The cost: small blocks are rounded up to 16 bytes, and their memory is
  * never returned to malloc before kopt_pool_free (a block freed in one class
  * serves only that class again). Not thread-safe: one pool belongs to one
- * Lua state. */
+ * Lua state. Built with AddressSanitizer, every block comes from malloc. */
 
 #define KOPT_POOL_SMALL_MAX 4096
 
@@ -29,7 +29,8 @@ struct kopt_pool;
  * kopt_pool_free after closing the Lua state that uses it. */
 struct kopt_pool *kopt_pool_new(void);
 
-/* Frees the pool with every block it handed out. */
+/* Frees the pool and its slabs; every block it handed out must have been
+ * given back first (lua_close gives back all of a state's). */
 void kopt_pool_free(struct kopt_pool *pool);
 
 /* A lua_Alloc on a pool (ud): with nsize 0 frees ptr (NULL may be given)

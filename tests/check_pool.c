@@ -55,6 +55,9 @@ END_TEST
 
 START_TEST(test_reuse_by_class)
 {
+#ifdef __SANITIZE_ADDRESS__
+	return; /* the pool hands every block to malloc there */
+#endif
 	struct kopt_pool *pool = kopt_pool_new();
 	void *a = kopt_pool_realloc(pool, NULL, 0, 40);
 	void *b = kopt_pool_realloc(pool, NULL, 0, 40);
@@ -90,8 +93,10 @@ START_TEST(test_many_blocks)
 			      "block %zu overwritten", i);
 	for (size_t i = 0; i < N; i += 2)
 		kopt_pool_realloc(pool, blocks[i], 1 + i * 37 % KOPT_POOL_SMALL_MAX, 0);
-	for (size_t i = 1; i < N; i += 2)
+	for (size_t i = 1; i < N; i += 2) {
 		ck_assert(same(blocks[i], 1 + i * 37 % KOPT_POOL_SMALL_MAX, (unsigned)i));
+		kopt_pool_realloc(pool, blocks[i], 1 + i * 37 % KOPT_POOL_SMALL_MAX, 0);
+	}
 	free(blocks);
 	kopt_pool_free(pool);
 }
