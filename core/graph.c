@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include "graph.h"
+#include "sys.h"
 
 /* A string in the arena, packed as offset << 24 | length (strings are capped
  * at 16 MiB; the arena keeps a NUL after each). Offset 0 is the empty string
@@ -44,13 +45,14 @@ struct slot {
 
 struct kopt_graph {
 	struct node *nodes;
-	size_t n_nodes, cap_nodes;
+	size_t n_nodes, cap_nodes, nodes_ready;
 	struct edge *edges;
-	size_t n_edges, cap_edges;
+	size_t n_edges, cap_edges, edges_ready;
 	char *arena;
-	size_t arena_len, arena_cap;
+	size_t arena_len, arena_cap, arena_ready; /* *_ready: see grow */
 	struct slot *slots; /* size is a power of two */
 	size_t n_slots;
+	size_t n_always; /* edges flagged KOPT_GRAPH_EDGE_ALWAYS: with none, select stops at the limit */
 };
 
 /* Snapshot header; written as is, so the sizes of the records are part of it
@@ -118,20 +120,23 @@ static uint64_t key_hash(const char *key, size_t len)
 
 /* Grows an array of `size`-byte records to hold at least `need`. New memory is
  * left untouched (the kernel zeroes pages on first use, so spare capacity
- * costs nothing); callers clear each record they add, which also keeps
- * padding out of snapshots. */
-static int grow(void **arr, size_t *cap, size_t need, size_t size)
+ * costs nothing) but for the pages just ahead of the records in use, which
+ * are populated in one call instead of faulting one by one (*ready: see
+ * kopt_sys_populate_ahead); callers clear each record they add, which also
+ * keeps padding out of snapshots. */
+static int grow(void **arr, size_t *cap, size_t need, size_t size, size_t *ready)
 {
-	if (need <= *cap)
-		return 0;
-	size_t n = *cap ? *cap : 16;
-	while (n < need)
-		n *= 2;
-	void *p = realloc(*arr, n * size);
-	if (p == NULL)
-		return -1;
-	*arr = p;
-	*cap = n;
+	if (need > *cap) {
+		size_t n = *cap ? *cap : 16;
+		while (n < need)
+			n *= 2;
+		void *p = realloc(*arr, n * size);
+		if (p == NULL)
+			return -1;
+		*arr = p;
+		*cap = n;
+	}
+	kopt_sys_populate_ahead(*arr, need * size, *cap * size, ready);
 	return 0;
 }
 
@@ -139,7 +144,8 @@ static int arena_put(struct kopt_graph *g, const char *s, size_t len, str *out)
 {
 	if (len > STR_MAX_LEN)
 		return -1;
-	if (grow((void **)&g->arena, &g->arena_cap, g->arena_len + len + 1, 1) != 0)
+	if (grow((void **)&g->arena, &g->arena_cap, g->arena_len + len + 1, 1, &g->arena_ready) !=
+	    0)
 		return -1;
 	if (len)
 		memcpy(g->arena + g->arena_len, s, len);
@@ -161,6 +167,7 @@ static int rehash(struct kopt_graph *g, size_t n_slots, int from_nodes)
 	struct slot *slots = malloc(n_slots * sizeof *slots);
 	if (slots == NULL)
 		return -1;
+	kopt_sys_populate(slots, n_slots * sizeof *slots);
 	memset(slots, 0xff, n_slots * sizeof *slots);
 	size_t mask = n_slots - 1;
 	size_t n = from_nodes ? g->n_nodes : g->n_slots;
@@ -197,7 +204,7 @@ struct kopt_graph *kopt_graph_new(size_t expected_nodes)
 	str empty;
 	if (rehash(g, n, 1) != 0 ||
 	    grow((void **)&g->nodes, &g->cap_nodes, expected_nodes ? expected_nodes : 16,
-		 sizeof *g->nodes) != 0 ||
+		 sizeof *g->nodes, &g->nodes_ready) != 0 ||
 	    arena_put(g, "", 0, &empty) != 0) {
 		kopt_graph_free(g);
 		return NULL;
@@ -275,7 +282,8 @@ int kopt_graph_add(struct kopt_graph *g, const char *key, size_t len, uint32_t *
 			goto oom;
 		find_hashed(g, key, len, h, &slot);
 	}
-	if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes) != 0)
+	if (grow((void **)&g->nodes, &g->cap_nodes, g->n_nodes + 1, sizeof *g->nodes,
+		 &g->nodes_ready) != 0)
 		goto oom;
 	struct node *nd = &g->nodes[g->n_nodes];
 	memset(nd, 0, sizeof *nd);
@@ -383,7 +391,8 @@ static int new_edge(struct kopt_graph *g, uint32_t parent, const char *action, s
 		set_err(err, errlen, "graph is full (%zu edges)", g->n_edges);
 		return -1;
 	}
-	if (grow((void **)&g->edges, &g->cap_edges, g->n_edges + 1, sizeof *g->edges) != 0) {
+	if (grow((void **)&g->edges, &g->cap_edges, g->n_edges + 1, sizeof *g->edges,
+		 &g->edges_ready) != 0) {
 		set_err(err, errlen, "out of memory growing the graph (%zu edges)", g->n_edges);
 		return -1;
 	}
@@ -408,24 +417,6 @@ static int new_edge(struct kopt_graph *g, uint32_t parent, const char *action, s
 	p->n_edges++;
 	g->nodes[child].n_in++;
 	*eid = e;
-	return 0;
-}
-
-int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, size_t len,
-		    uint32_t child, double prior, uint32_t *eid, int *created, char *err,
-		    size_t errlen)
-{
-	*eid = KOPT_GRAPH_NONE;
-	*created = 0;
-	uint32_t ahash = (uint32_t)key_hash(action, len);
-	uint32_t found = find_edge_hashed(g, parent, action, len, ahash);
-	if (found != KOPT_GRAPH_NONE) {
-		*eid = found;
-		return 0;
-	}
-	if (new_edge(g, parent, action, len, ahash, child, prior, eid, err, errlen) != 0)
-		return -1;
-	*created = 1;
 	return 0;
 }
 
@@ -465,6 +456,17 @@ int kopt_graph_linker_link(struct kopt_graph *g, struct kopt_graph_linker *lk, c
 	linker_mark(lk, ahash);
 	*created = 1;
 	return 0;
+}
+
+/* one link: a linker for it alone (its filter scans the parent's edges once,
+ * as a lookup would) */
+int kopt_graph_link(struct kopt_graph *g, uint32_t parent, const char *action, size_t len,
+		    uint32_t child, double prior, uint32_t *eid, int *created, char *err,
+		    size_t errlen)
+{
+	struct kopt_graph_linker lk;
+	kopt_graph_linker_init(g, &lk, parent);
+	return kopt_graph_linker_link(g, &lk, action, len, child, prior, eid, created, err, errlen);
 }
 
 uint32_t kopt_graph_first_edge(const struct kopt_graph *g, uint32_t id)
@@ -519,6 +521,8 @@ void kopt_graph_set_prior(struct kopt_graph *g, uint32_t eid, double prior)
 
 void kopt_graph_set_edge_flags(struct kopt_graph *g, uint32_t eid, uint32_t flags)
 {
+	g->n_always -= (g->edges[eid].flags & KOPT_GRAPH_EDGE_ALWAYS) != 0;
+	g->n_always += (flags & KOPT_GRAPH_EDGE_ALWAYS) != 0;
 	g->edges[eid].flags = flags;
 }
 
@@ -527,14 +531,18 @@ uint32_t kopt_graph_select(const struct kopt_graph *g, uint32_t id, const struct
 	const struct node *nd = &g->nodes[id];
 	uint64_t vl_total = 0;
 	uint32_t seen = 0;
-	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next, seen++)
+	/* past the limit only edges flagged always count: none when no edge is */
+	int past_limit = g->n_always > 0;
+	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE && (seen < p->limit || past_limit);
+	     e = g->edges[e].next, seen++)
 		if (seen < p->limit || (g->edges[e].flags & KOPT_GRAPH_EDGE_ALWAYS))
 			vl_total += g->edges[e].vloss;
 	double sq = sqrt((double)(nd->edge_visits + vl_total) + 1.0);
 	uint32_t best = KOPT_GRAPH_NONE;
 	double best_score = -INFINITY;
 	seen = 0;
-	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE; e = g->edges[e].next, seen++) {
+	for (uint32_t e = nd->first_edge; e != KOPT_GRAPH_NONE && (seen < p->limit || past_limit);
+	     e = g->edges[e].next, seen++) {
 		const struct edge *ed = &g->edges[e];
 		if (seen >= p->limit && !(ed->flags & KOPT_GRAPH_EDGE_ALWAYS))
 			continue;
@@ -750,8 +758,9 @@ int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t
 	}
 	g = kopt_graph_new((size_t)h.n_nodes);
 	if (g == NULL || grow((void **)&g->edges, &g->cap_edges, (size_t)h.n_edges + 1,
-			      sizeof *g->edges) != 0 ||
-	    grow((void **)&g->arena, &g->arena_cap, (size_t)h.arena_len + 1, 1) != 0) {
+			      sizeof *g->edges, &g->edges_ready) != 0 ||
+	    grow((void **)&g->arena, &g->arena_cap, (size_t)h.arena_len + 1, 1,
+		 &g->arena_ready) != 0) {
 		set_err(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
@@ -775,6 +784,7 @@ int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t
 	for (size_t i = 0; i < g->n_edges; i++) {
 		struct edge *ed = &g->edges[i];
 		ed->ahash = (uint32_t)key_hash(str_at(g, ed->action), STR_LEN(ed->action));
+		g->n_always += (ed->flags & KOPT_GRAPH_EDGE_ALWAYS) != 0;
 	}
 	*out = g;
 	g = NULL;

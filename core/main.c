@@ -11,6 +11,7 @@
 #include <lualib.h>
 
 #include "bind/modules.h"
+#include "pool.h"
 #include "worker/worker.h"
 
 struct main_args {
@@ -27,6 +28,15 @@ static int message_handler(lua_State *L)
 		msg = lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
 	luaL_traceback(L, L, msg, 1);
 	return 1;
+}
+
+/* An error outside any protected call (luaL_newstate's handler does the same;
+ * everything kopt runs is under one, so this is a broken invariant). */
+static int panic(lua_State *L)
+{
+	const char *msg = lua_tostring(L, -1);
+	fprintf(stderr, "kopt: unprotected Lua error: %s\n", msg ? msg : "(not a string)");
+	return 0; /* Lua aborts */
 }
 
 static int protected_main(lua_State *L)
@@ -74,11 +84,16 @@ int main(int argc, char **argv)
 		return kopt_worker_main(argc, argv);
 	struct main_args args = {argc, argv, NULL, 1};
 	take_lua_dev(&args);
-	lua_State *L = luaL_newstate();
+	/* the state's memory comes from a pool (core/pool.h); its warnings are
+	 * off, as luaL_newstate leaves them */
+	struct kopt_pool *pool = kopt_pool_new();
+	lua_State *L = pool ? lua_newstate(kopt_pool_realloc, pool) : NULL;
 	if (L == NULL) {
 		fprintf(stderr, "kopt: cannot create the Lua state (out of memory)\n");
+		kopt_pool_free(pool);
 		return 1;
 	}
+	lua_atpanic(L, panic);
 	lua_pushcfunction(L, message_handler);
 	lua_pushcfunction(L, protected_main);
 	lua_pushlightuserdata(L, &args);
@@ -87,5 +102,6 @@ int main(int argc, char **argv)
 		args.exit_code = 1;
 	}
 	lua_close(L);
+	kopt_pool_free(pool);
 	return args.exit_code;
 }

@@ -1,10 +1,12 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -16,6 +18,29 @@ double kopt_sys_now(void)
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+void kopt_sys_populate(void *addr, size_t len)
+{
+	static int unsupported;
+	if (len == 0 || unsupported)
+		return;
+	/* whole pages: the one holding addr to the one holding its last byte,
+	 * all of them in the mapping that holds the range */
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t start = (uintptr_t)addr & ~(page - 1);
+	uintptr_t end = ((uintptr_t)addr + len + page - 1) & ~(page - 1);
+	if (madvise((void *)start, end - start, MADV_POPULATE_WRITE) != 0 && errno == EINVAL)
+		unsupported = 1;
+}
+
+void kopt_sys_populate_ahead(void *base, size_t used, size_t cap, size_t *ready)
+{
+	if (used <= *ready)
+		return;
+	size_t end = used + KOPT_SYS_POPULATE_AHEAD < cap ? used + KOPT_SYS_POPULATE_AHEAD : cap;
+	kopt_sys_populate((char *)base + *ready, end - *ready);
+	*ready = end;
 }
 
 void kopt_sys_utc_iso(char *buf, size_t n)

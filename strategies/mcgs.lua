@@ -104,6 +104,8 @@ function S.init(ctx)
     edge_method = {},  -- edge id -> method
     edge_expert = {},
     mstats = {},       -- method -> { n, gain } (this run)
+    learned_mult = {}, -- method -> its learned prior multiplier while its mstats stand
+                       -- (add_moves, when no other factor depends on the parent)
     queue = {},        -- rollout continuations waiting for ask()
     measured = {},     -- node id -> true once its result is in
     time = {},         -- node id -> measured time (ms) of a successful state
@@ -195,8 +197,9 @@ function S.encode_config(space, config)
     for i, k in ipairs(space.knobs) do names[i], frags[i] = json.encode(k.name) .. ":", {} end
     names_of[space], fragments_of[space] = names, frags
   end
-  local parts = {}
-  for i, k in ipairs(space.knobs) do
+  local parts, knobs = {}, space.knobs
+  for i = 1, #knobs do
+    local k = knobs[i]
     local v = config[k.name]
     local f = frags[i][v]
     if not f then
@@ -272,9 +275,12 @@ local function add_moves(ctx, st, id, gens, noise, always)
   local n = props.n
   local methods, priors = props.method, props.prior
   local tie = ctx.rng:permutation(n)
-  local mult, sum = {}, 0
+  local sum = 0
   local weigh = not always and ctx.options.model_prior
   local prior_mult, regraph_mult = st.prior_mult, always and st.regraph and st.regraph.mult
+  -- method -> multiplier: kept from one expansion to the next unless a factor
+  -- depends on the parent's method
+  local mult = (prior_mult or regraph_mult) and {} or st.learned_mult
   for i = 1, n do
     local method = methods[i]
     local f = mult[method]
@@ -314,25 +320,29 @@ local function add_moves(ctx, st, id, gens, noise, always)
   local configs, changes, patches, gens_of, experts, chains = props.config, props.changes, props.patch,
     props.generator, props.expert, props.chain
   local base = state.config
+  -- the lists with holes are mostly empty (rule moves have no config, patch,
+  -- expert or chain): not read per move then
+  local any_config, any_patch = next(configs) ~= nil, next(patches) ~= nil
+  local any_expert, any_chain = next(experts) ~= nil, next(chains) ~= nil
   for i = 1, n do
     local child, e = child_of[i], edge_of[i]
     if child < 0 then
       child = -child
-      local c = configs[i]
+      local c = any_config and configs[i]
       if c then
         cfg[child] = c
       else
         cfg_base[child], cfg_changes[child] = base, changes[i]
       end
-      if patches[i] ~= nil then patch[child] = patches[i] end
+      if any_patch and patches[i] ~= nil then patch[child] = patches[i] end
     end
     if always and e ~= 0 then st.expert_edge[e < 0 and -e or e] = true end
     if e > 0 then
       local method = methods[i]
       edge_method[e] = method
-      if experts[i] ~= nil then edge_expert[e] = experts[i] end
+      if any_expert and experts[i] ~= nil then edge_expert[e] = experts[i] end
       -- the generator is asked again only for a repair, which needs a chain
-      if chains[i] ~= nil then edge_chain[e], edge_gen[e] = chains[i], gens_of[i] end
+      if any_chain and chains[i] ~= nil then edge_chain[e], edge_gen[e] = chains[i], gens_of[i] end
       if method_in[child] == nil then method_in[child] = method end
     end
   end
@@ -715,7 +725,7 @@ function S.tell(ctx, results)
       if gain and method then
         local m = st.mstats[method] or { n = 0, gain = 0 }
         m.n, m.gain, m.mult = m.n + 1, m.gain + math.max(-1, math.min(1, gain)), nil
-        st.mstats[method] = m
+        st.mstats[method], st.learned_mult[method] = m, nil
       end
       local speedup = (ptime and t) and ptime / t or nil
       st.exp:add({ from = st.method_in[parent] or "root", to = method, status = r.status, speedup = speedup,

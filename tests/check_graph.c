@@ -291,7 +291,20 @@ START_TEST(test_select_puct)
 	p.limit = 2;
 	kopt_graph_set_edge_flags(g, e[3], KOPT_GRAPH_EDGE_ALWAYS);
 	ck_assert_uint_eq(kopt_graph_select(g, r, &p), e[3]);
+	/* ... also in a restored graph (the scan past the limit happens only
+	 * while some edge is flagged, which the graph counts) */
+	char path[256], err[512];
+	tmp_path(path, sizeof path, "always.graph");
+	ck_assert_int_eq(kopt_graph_save(g, path, err, sizeof err), 0);
+	struct kopt_graph *h;
+	ck_assert_msg(kopt_graph_load(path, &h, err, sizeof err) == 0, "%s", err);
+	ck_assert_uint_eq(kopt_graph_select(h, r, &p), e[3]);
+	kopt_graph_free(h);
+	unlink(path);
+	/* flagged twice and cleared once, it is cleared: the limit holds */
+	kopt_graph_set_edge_flags(g, e[3], KOPT_GRAPH_EDGE_ALWAYS);
 	kopt_graph_set_edge_flags(g, e[3], 0);
+	ck_assert_uint_eq(kopt_graph_select(g, r, &p), e[1]);
 	p.limit = UINT32_MAX;
 	/* skip mask on the child's flags */
 	kopt_graph_set_flags(g, c[3], 2);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -234,6 +235,53 @@ START_TEST(test_lock)
 }
 END_TEST
 
+/* Resident pages of [p, p + len) (page-aligned p). */
+static size_t resident_pages(char *p, size_t len)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), n = (len + page - 1) / page, count = 0;
+	unsigned char *vec = malloc(n);
+	ck_assert_ptr_nonnull(vec);
+	ck_assert_int_eq(mincore(p, len, vec), 0);
+	for (size_t i = 0; i < n; i++)
+		count += vec[i] & 1;
+	free(vec);
+	return count;
+}
+
+/* Populating backs whole pages around an unaligned range and keeps their
+ * contents; populating ahead keeps *ready up to KOPT_SYS_POPULATE_AHEAD past
+ * the used length, never past the capacity, and does nothing while the used
+ * length stays within it. (On a kernel without MADV_POPULATE_WRITE only the
+ * bookkeeping and the contents are checked.) */
+START_TEST(test_populate)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE), len = 64 * page;
+	char *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(p != MAP_FAILED);
+	int supported = madvise(p, page, MADV_POPULATE_WRITE) == 0;
+	p[page + 10] = 'k';
+	ck_assert_uint_eq(resident_pages(p, len), supported ? 2 : 1);
+	kopt_sys_populate(p + page + 10, 3 * page);
+	ck_assert_int_eq(p[page + 10], 'k');
+	if (supported)
+		ck_assert_uint_eq(resident_pages(p, len), 5); /* pages 0, 1 and the 3 the range touches */
+	munmap(p, len);
+
+	size_t cap = 8 * KOPT_SYS_POPULATE_AHEAD, ready = 0;
+	p = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	ck_assert(p != MAP_FAILED);
+	kopt_sys_populate_ahead(p, 100, cap, &ready);
+	ck_assert_uint_eq(ready, 100 + KOPT_SYS_POPULATE_AHEAD);
+	kopt_sys_populate_ahead(p, KOPT_SYS_POPULATE_AHEAD, cap, &ready);
+	ck_assert_uint_eq(ready, 100 + KOPT_SYS_POPULATE_AHEAD);
+	kopt_sys_populate_ahead(p, cap - 10, cap, &ready);
+	ck_assert_uint_eq(ready, cap);
+	if (supported)
+		ck_assert_uint_eq(resident_pages(p, cap), cap / page);
+	munmap(p, cap);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("sys");
@@ -248,6 +296,7 @@ int main(void)
 	tcase_add_test(tc, test_write_atomic);
 	tcase_add_test(tc, test_fsync_injection);
 	tcase_add_test(tc, test_lock);
+	tcase_add_test(tc, test_populate);
 	suite_add_tcase(s, tc);
 	SRunner *sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);

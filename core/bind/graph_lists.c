@@ -360,6 +360,15 @@ static int raw_field(lua_State *L, int t, const char *name)
 	return lua_rawget(L, t);
 }
 
+/* t[stack[name]] without metamethods, pushed; its type. A field name pushed
+ * once and copied costs less than lua_pushstring's lookup of the string
+ * every time (9 fields of 50 moves per expansion). */
+static int raw_field_at(lua_State *L, int t, int name)
+{
+	lua_pushvalue(L, name);
+	return lua_rawget(L, t);
+}
+
 /* A plain table (no metatable, so raw access reads what Lua code would). */
 static int plain_table(lua_State *L, int idx)
 {
@@ -372,8 +381,8 @@ static int plain_table(lua_State *L, int idx)
 	return 1;
 }
 
-/* graph.one_knob_moves(out, moves, count, generator, n, fast, index, plain_state, by_code, best)
- *   -> n, next
+/* graph.one_knob_moves(out, moves, count, generator, n, fast, index, plain_state, by_code, best
+ *                      [, derived]) -> n, next
  *
  * The loop of kopt.moves.collect_lists over one generator's proposals
  * moves[1..count], for as long as they are one-knob changes without a patch
@@ -387,7 +396,106 @@ static int plain_table(lua_State *L, int idx)
  * to the Lua loop (not a plain table, not one change, a patch, a missing
  * entry): returns the number of moves now in the lists and the position of
  * that proposal (count + 1 when all were taken). The same decisions, in the
- * same order, as the Lua loop, which handles the rest. */
+ * same order, as the Lua loop, which handles the rest.
+ *
+ * derived (for move tables that are shared and never change): a table, by
+ * move table, of what was derived from each valid move before (DERIVED_*),
+ * read instead of the move's fields and the per-space tables (a dozen
+ * lookups a move), and written for moves seen the first time. */
+
+/* A move's values, in stack slots from `at` on, and in a derived record */
+enum {
+	DERIVED_KNOB, /* the knob's position i (an integer) */
+	DERIVED_VALUE, /* the formatted value */
+	DERIVED_ACTION,
+	DERIVED_CODE,
+	DERIVED_PRIOR, /* tonumber(prior) or 1, at least 1e-3 */
+	DERIVED_METHOD,
+	DERIVED_EXPERT,
+	DERIVED_CHANGES,
+	DERIVED_CHAIN,
+	DERIVED_REPAIR,
+	DERIVED_COUNT
+};
+
+/* The fields of move table mv read per move: names + MV_* */
+enum { MV_PATCH, MV_CHANGES, MV_POS, MV_I, MV_PRIOR, MV_METHOD, MV_EXPERT, MV_CHAIN, MV_REPAIR };
+static const char *const mv_names[] = {"patch",	 "changes", "pos",   "i",     "prior",
+				       "method", "expert",  "chain", "repair"};
+
+/* The values of move mv (a plain table) into DERIVED_COUNT slots from `at`
+ * (the stack's top is at - 1 on entry, at + DERIVED_COUNT - 1 on success).
+ * 1 when they are there; 0 when the move is dropped (an unknown knob or
+ * value); -1 when it is not a one-knob change without a patch (the Lua loop
+ * takes it). fmt, act, code: fast's per-space tables. */
+static int derive_move(lua_State *L, int mv, int at, int names, int index, int fmt, int act,
+		       int code)
+{
+	if (raw_field_at(L, mv, names + MV_PATCH) != LUA_TNIL)
+		return -1;
+	lua_pop(L, 1);
+	if (raw_field_at(L, mv, names + MV_CHANGES) != LUA_TTABLE || !plain_table(L, -1))
+		return -1;
+	int changes = lua_gettop(L);
+	lua_pushnil(L);
+	if (lua_next(L, changes) == 0)
+		return -1;
+	int k1 = changes + 1, v1 = changes + 2;
+	lua_pushvalue(L, k1);
+	if (lua_next(L, changes) != 0)
+		return -1; /* more than one change */
+	/* index[k1].pos[v1] ~= nil, else the move is dropped */
+	lua_pushvalue(L, k1);
+	if (lua_rawget(L, index) != LUA_TTABLE)
+		return 0;
+	int ix = lua_gettop(L);
+	if (raw_field_at(L, ix, names + MV_POS) != LUA_TTABLE)
+		return 0;
+	lua_pushvalue(L, v1);
+	if (lua_rawget(L, -2) == LUA_TNIL)
+		return 0;
+	raw_field_at(L, ix, names + MV_I);
+	lua_Integer i = lua_tointeger(L, -1);
+	int scratch = lua_gettop(L);
+	lua_pushinteger(L, i);
+	/* the formatted value, the action, the code */
+	int per[3] = {fmt, act, code};
+	for (int t = 0; t < 3; t++) {
+		if (lua_rawgeti(L, per[t], i) != LUA_TTABLE)
+			return luaL_error(L, "graph.one_knob_moves: no fast tables of knob %I", i);
+		lua_pushvalue(L, v1);
+		lua_rawget(L, -2);
+		lua_replace(L, -2);
+	}
+	/* prior = tonumber(mv.prior) or 1, at least 1e-3 */
+	int pt = raw_field_at(L, mv, names + MV_PRIOR);
+	if (pt == LUA_TSTRING) {
+		const char *str = lua_tostring(L, -1);
+		if (lua_stringtonumber(L, str) == 0)
+			lua_pushinteger(L, 1);
+		lua_replace(L, -2);
+	} else if (pt != LUA_TNUMBER) {
+		lua_pop(L, 1);
+		lua_pushinteger(L, 1);
+	}
+	lua_pushinteger(L, 0);
+	if (lua_compare(L, -2, -1, LUA_OPLE)) {
+		lua_pushnumber(L, 1e-3);
+		lua_replace(L, -3);
+	}
+	lua_pop(L, 1);
+	raw_field_at(L, mv, names + MV_METHOD);
+	raw_field_at(L, mv, names + MV_EXPERT);
+	lua_pushvalue(L, changes);
+	raw_field_at(L, mv, names + MV_CHAIN);
+	raw_field_at(L, mv, names + MV_REPAIR);
+	/* the DERIVED_COUNT values down to `at` (the ranges overlap: upwards) */
+	for (int k = 0; k < DERIVED_COUNT; k++)
+		lua_copy(L, scratch + 1 + k, at + k);
+	lua_settop(L, at + DERIVED_COUNT - 1);
+	return 1;
+}
+
 int kopt_bind_graph_one_knob_moves(lua_State *L)
 {
 	luaL_checktype(L, 1, LUA_TTABLE);
@@ -400,11 +508,12 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 	int plain_state = lua_toboolean(L, 8);
 	luaL_checktype(L, 9, LUA_TTABLE);
 	luaL_checktype(L, 10, LUA_TTABLE);
-	lua_settop(L, 10);
-	/* 24 slots below, up to 18 more per move: more than Lua grants a C function */
-	luaL_checkstack(L, 48, "graph.one_knob_moves");
+	int derived = lua_istable(L, 11) ? 11 : 0;
+	lua_settop(L, 11);
+	/* 34 slots below, up to 30 more per move: more than Lua grants a C function */
+	luaL_checkstack(L, 72, "graph.one_knob_moves");
 	const int by_code = 9, best = 10, gen = 4, index = 7;
-	int out = lua_gettop(L) + 1; /* 11.. : the lists of out */
+	int out = lua_gettop(L) + 1; /* 12.. : the lists of out */
 	for (int k = 0; k < OUT_COUNT; k++)
 		if (raw_field(L, 1, out_names[k]) != LUA_TTABLE)
 			return luaL_error(L, "graph.one_knob_moves: out.%s must be a table",
@@ -416,47 +525,46 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 				  "graph.one_knob_moves: fast.fmt, .act and .code must be tables");
 	if (!plain_table(L, 2))
 		goto done_at_first;
+	int names = lua_gettop(L) + 1;
+	for (size_t k = 0; k < sizeof mv_names / sizeof mv_names[0]; k++)
+		lua_pushstring(L, mv_names[k]);
 	int base = lua_gettop(L);
+	int mv = base + 1, at = base + 2; /* the move, then its values */
+	int fv = at + DERIVED_VALUE, action = at + DERIVED_ACTION, cd = at + DERIVED_CODE;
+	int prior = at + DERIVED_PRIOR, method = at + DERIVED_METHOD, expert = at + DERIVED_EXPERT;
+	int changes = at + DERIVED_CHANGES;
 	lua_Integer mi;
 	for (mi = 1; mi <= count; mi++) {
 		lua_settop(L, base);
 		if (lua_rawgeti(L, 2, mi) != LUA_TTABLE || !plain_table(L, -1))
 			break; /* nil (the Lua loop stops), or not a table: Lua's */
-		int mv = base + 1;
-		if (raw_field(L, mv, "patch") != LUA_TNIL)
-			break;
-		if (raw_field(L, mv, "changes") != LUA_TTABLE || !plain_table(L, -1))
-			break;
-		int changes = base + 3;
-		lua_pushnil(L);
-		if (lua_next(L, changes) == 0)
-			break;
-		int k1 = base + 4, v1 = base + 5;
-		lua_pushvalue(L, k1);
-		if (lua_next(L, changes) != 0)
-			break; /* more than one change */
-		/* index[k1].pos[v1] ~= nil, else the move is dropped */
-		lua_pushvalue(L, k1);
-		if (lua_rawget(L, index) != LUA_TTABLE) /* base + 6 */
-			continue;
-		if (raw_field(L, base + 6, "pos") != LUA_TTABLE)
-			continue;
-		lua_pushvalue(L, v1);
-		if (lua_rawget(L, base + 7) == LUA_TNIL)
-			continue;
-		raw_field(L, base + 6, "i"); /* base + 9 */
-		lua_Integer i = lua_tointeger(L, -1);
-		/* the formatted value, the action, the code: base + 10 .. 12 */
-		int per[3] = {fmt, act, code};
-		for (int t = 0; t < 3; t++) {
-			if (lua_rawgeti(L, per[t], i) != LUA_TTABLE)
-				return luaL_error(
-				    L, "graph.one_knob_moves: no fast tables of knob %I", i);
-			lua_pushvalue(L, v1);
-			lua_rawget(L, -2);
-			lua_replace(L, -2);
+		int cached = 0;
+		if (derived) {
+			lua_pushvalue(L, mv);
+			cached = lua_rawget(L, derived) == LUA_TTABLE; /* at `at` */
 		}
-		int fv = base + 10, action = base + 11, cd = base + 12;
+		if (cached) {
+			for (int k = 0; k < DERIVED_COUNT; k++)
+				lua_rawgeti(L, at, k + 1);
+			lua_remove(L, at);
+		} else {
+			lua_settop(L, mv);
+			int got = derive_move(L, mv, at, names, index, fmt, act, code);
+			if (got < 0)
+				break;
+			if (got == 0)
+				continue;
+			if (derived) {
+				lua_pushvalue(L, mv);
+				lua_createtable(L, DERIVED_COUNT, 0);
+				for (int k = 0; k < DERIVED_COUNT; k++) {
+					lua_pushvalue(L, at + k);
+					lua_rawseti(L, -2, k + 1);
+				}
+				lua_rawset(L, derived);
+			}
+		}
+		lua_Integer i = lua_tointeger(L, at + DERIVED_KNOB);
 		if (plain_state) {
 			lua_rawgeti(L, out + OUT_PARTS, i);
 			int same = lua_rawequal(L, fv, -1);
@@ -464,27 +572,6 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 			if (same)
 				continue;
 		}
-		/* prior = tonumber(mv.prior) or 1, at least 1e-3: base + 13 */
-		int pt = raw_field(L, mv, "prior");
-		if (pt == LUA_TSTRING) {
-			const char *s = lua_tostring(L, -1);
-			if (lua_stringtonumber(L, s) == 0)
-				lua_pushinteger(L, 1);
-			lua_replace(L, -2);
-		} else if (pt != LUA_TNUMBER) {
-			lua_pop(L, 1);
-			lua_pushinteger(L, 1);
-		}
-		int prior = base + 13;
-		lua_pushinteger(L, 0);
-		if (lua_compare(L, prior, -1, LUA_OPLE)) {
-			lua_pushnumber(L, 1e-3);
-			lua_replace(L, prior);
-		}
-		lua_pop(L, 1);
-		raw_field(L, mv, "method"); /* base + 14 */
-		raw_field(L, mv, "expert"); /* base + 15 */
-		int method = base + 14, expert = base + 15;
 		lua_pushvalue(L, cd);
 		if (lua_rawget(L, by_code) != LUA_TNIL) {
 			lua_Integer j = lua_tointeger(L, -1);
@@ -532,10 +619,14 @@ int kopt_bind_graph_one_knob_moves(lua_State *L)
 			lua_pushvalue(L, expert);
 			lua_rawseti(L, out + OUT_EXPERT, j);
 		}
-		if (raw_field(L, mv, "chain") != LUA_TNIL)
+		if (!lua_isnil(L, at + DERIVED_CHAIN)) {
+			lua_pushvalue(L, at + DERIVED_CHAIN);
 			lua_rawseti(L, out + OUT_CHAIN, j);
-		if (raw_field(L, mv, "repair") != LUA_TNIL)
+		}
+		if (!lua_isnil(L, at + DERIVED_REPAIR)) {
+			lua_pushvalue(L, at + DERIVED_REPAIR);
 			lua_rawseti(L, out + OUT_REPAIR, j);
+		}
 	}
 	lua_pushinteger(L, n);
 	lua_pushinteger(L, mi);

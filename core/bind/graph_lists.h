@@ -21,7 +21,7 @@ int kopt_bind_graph_add_children(lua_State *L);
 int kopt_bind_graph_permutation(lua_State *L);
 
 /* graph.one_knob_moves(out, moves, count, generator, n, fast, index, plain_state, by_code,
- * best) -> n, next: kopt.moves.collect_lists' loop over one-knob moves */
+ * best[, derived]) -> n, next: kopt.moves.collect_lists' loop over one-knob moves */
 int kopt_bind_graph_one_knob_moves(lua_State *L);
 
 /* graph.new_lists(size, names[, t]) -> t: lists with room for size entries */

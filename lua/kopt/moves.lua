@@ -13,6 +13,9 @@
 --     { name = "...", propose = function(ctx, state) -> moves, expensive = false }
 -- `expensive` generators (an LLM expert, say) are called by MCGS only when
 -- progressive widening lets a node grow, instead of once per expansion.
+-- propose may return a second value, true when the move tables it returned
+-- are shared between calls and never change (the rule moves): what
+-- checking a one-knob move derives from its table is then kept with it.
 --
 -- The registry holds generators by name; `rules` (lua/kopt/moves/rules.lua)
 -- is built in. Users add their own with moves.register(name, gen) or by
@@ -156,7 +159,10 @@ local fast_of = setmetatable({}, { __mode = "k" })
 local function fast(space)
   local f = fast_of[space]
   if f then return f end
-  f = { fmt = {}, act = {}, code = {}, codes = 0, n = #space.knobs, plain_keys = true }
+  -- derived: what graph.one_knob_moves derived from each shared move table
+  -- (kept as long as the table lives)
+  f = { fmt = {}, act = {}, code = {}, codes = 0, n = #space.knobs, plain_keys = true,
+        derived = setmetatable({}, { __mode = "k" }) }
   local fields = {}
   local stride = 1
   for _, k in ipairs(space.knobs) do stride = math.max(stride, #k.values) end
@@ -282,12 +288,16 @@ local SCRATCH, BY_CODE = { "best" }, { "by_code" }
 function M.collect_lists(ctx, state, generators)
   local space = ctx.space
   local f = fast(space)
-  local parts = {}
-  for i, k in ipairs(space.knobs) do parts[i] = space_mod.format_value(state.config[k.name]) end
+  -- the state's formatted values (an allowed value's from the per-space table)
+  local parts, fmt, knobs, config = {}, f.fmt, space.knobs, state.config
+  for i = 1, #knobs do
+    local v = config[knobs[i].name]
+    parts[i] = fmt[i][v] or space_mod.format_value(v)
+  end
   -- one-knob changes of a valid state are valid when the value is allowed
   -- (and, with constraints, when they hold: checked on the copy)
   local base_ok = not space.members and space:is_valid(state.config)
-  local fmt, act, code_of, index, members = f.fmt, f.act, f.code, space.index, space.members
+  local act, code_of, index, members = f.act, f.code, space.index, space.members
   local state_key = state.key
   local lazy = base_ok and f.unconstrained and f.plain_keys
   -- whether the state's key is its parts' (not a state with a patch): a
@@ -296,15 +306,15 @@ function M.collect_lists(ctx, state, generators)
   local left, right
   if not lazy then left, right = sides(parts) end
   -- the proposals first, so that the lists are made with room for them all
-  local proposals, total = {}, 0
+  local proposals, shared, total = {}, {}, 0
   for gi, gen in ipairs(generators) do
-    local ok, moves = pcall(gen.propose, ctx, state)
+    local ok, moves, unchanging = pcall(gen.propose, ctx, state)
     if not ok then
       ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
       moves = {}
     end
     moves = moves or {}
-    proposals[gi] = moves
+    proposals[gi], shared[gi] = moves, unchanging == true
     if type(moves) == "table" then total = total + #moves end
   end
   local out = new_lists(total, lazy and LISTS_LAZY or LISTS_KEYED,
@@ -323,7 +333,8 @@ function M.collect_lists(ctx, state, generators)
     local first = 1
     if lazy and type(moves) == "table" then
       -- the same loop in C for as long as the moves are one-knob changes
-      n_out, first = one_knob_moves(out, moves, #moves, gen.name, n_out, f, index, plain_state, by_code, best)
+      n_out, first = one_knob_moves(out, moves, #moves, gen.name, n_out, f, index, plain_state, by_code, best,
+                                    shared[gi] and f.derived or nil)
     end
     for mi = first, #moves do
       local mv = moves[mi]

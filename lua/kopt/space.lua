@@ -30,13 +30,19 @@ end
 local function init_common(self, knobs)
   self.knobs = knobs
   self.index = {}
+  -- by knob position, for the loops run per config (key, is_valid): the
+  -- names, the allowed values' positions and their formatted values
+  self.names, self.positions, self.formatted = {}, {}, {}
   self.raw = 1
   for i, k in ipairs(knobs) do
     self.raw = self.raw * #k.values
-    local pos = {}
-    for j, v in ipairs(k.values) do pos[v] = j end
+    local pos, fmt = {}, {}
+    for j, v in ipairs(k.values) do pos[v], fmt[v] = j, format_value(v) end
     self.index[k.name] = { i = i, pos = pos }
+    self.names[i], self.formatted[i] = k.name, fmt
   end
+  -- (index's, which a later knob of the same name would have replaced)
+  for i, name in ipairs(self.names) do self.positions[i] = self.index[name].pos end
 end
 
 -- knobs: { {name=, values=}, ... }; constraints: compiled expressions
@@ -82,8 +88,11 @@ function M.listed(opts)
 end
 
 function Space:key(config)
-  local parts = {}
-  for i, k in ipairs(self.knobs) do parts[i] = format_value(config[k.name]) end
+  local parts, names, formatted = {}, self.names, self.formatted
+  for i = 1, #names do
+    local v = config[names[i]]
+    parts[i] = formatted[i][v] or format_value(v)
+  end
   return table.concat(parts, ",")
 end
 
@@ -100,20 +109,23 @@ function Space:size_raw() return self.raw end
 -- Returns true, or false and the reason.
 function Space:is_valid(config)
   if type(config) ~= "table" then return false, "not a table" end
-  for _, k in ipairs(self.knobs) do
-    local v = config[k.name]
-    if v == nil then return false, "missing knob " .. k.name end
-    if not self.index[k.name].pos[v] then
-      return false, string.format("%s=%s is not an allowed value", k.name, tostring(v))
+  local names, positions = self.names, self.positions
+  for i = 1, #names do
+    local name = names[i]
+    local v = config[name]
+    if v == nil then return false, "missing knob " .. name end
+    if not positions[i][v] then
+      return false, string.format("%s=%s is not an allowed value", name, tostring(v))
     end
   end
   if self.members then
     if self.members[self:key(config)] then return true end
     return false, "not in the recorded space"
   end
-  local values = self.values
-  for _, k in ipairs(self.knobs) do values[k.name] = config[k.name] end
-  for _, check in ipairs(self.constraints) do
+  local values, constraints = self.values, self.constraints
+  for i = 1, #names do values[names[i]] = config[names[i]] end
+  for ci = 1, #constraints do
+    local check = constraints[ci]
     local ok, res = pcall(check.fn)
     if not ok then return false, string.format("constraint '%s' failed: %s", check.expr.text, res) end
     if not res then return false, string.format("constraint '%s' does not hold", check.expr.text) end

@@ -16,7 +16,8 @@
 --     graph.permutation is rng:shuffle of 1..n (the same list and draws); g:descend and
 --     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge; graph.new_lists;
 --     g:add_children without ranks ranks by prior and lists.tie; rng:gammas is the Lua gamma;
---     graph.normalise.
+--     graph.normalise; a graph method given anything but an open graph raises (the
+--     metatable compared through the methods' upvalue, then luaL_checkudata's message).
 local T = require("testlib")
 local cjson = require("cjson")
 local graph = require("kopt.graph")
@@ -219,7 +220,16 @@ do
   ok, err = pcall(g.add_children, g, q, { n = 1, key = {}, action = { "E" }, prior = { 1 }, knob = { 4 },
                                           value = { "v" }, parts = { "1", "x", "3" } }, { 0 })
   T.check(not ok and tostring(err):find("knob[1]", 1, true), "a knob beyond the parts raises: %s", tostring(err))
+  T.eq(g:flags(q), 0, "a graph method on its graph")
+  for _, bad in ipairs({ io.stdout, {}, 1 }) do
+    ok, err = pcall(g.flags, bad, 1)
+    T.check(not ok and tostring(err):find("kopt.Graph expected", 1, true), "a method on %s raises: %s",
+            tostring(bad), tostring(err))
+  end
   g:close()
+  ok, err = pcall(g.flags, g, 1)
+  T.check(not ok and tostring(err):find("graph is closed", 1, true), "a method on a closed graph raises: %s",
+          tostring(err))
   local rng = require("kopt.rng")
   for _, len in ipairs({ 0, 1, 2, 54, 1000 }) do
     local r1, r2 = rng.new(len), rng.new(len)

@@ -3,7 +3,9 @@
 --     and commas, an unknown arm is a usage error;
 --  2. the bandit: every arm is tried once, then the arm whose evaluations
 --     ranked near the top is preferred, and an arm that only failed drops
---     behind; a new best pays 1, the slowest success and a failure 0;
+--     behind; a new best pays 1, the slowest success and a failure 0; the
+--     ranking of successes (kept in blocks) gives the ranks and order of
+--     one sorted list, ties included;
 --  3. the proposals: the jump arm changes one knob of the best state by at
 --     least two steps, the cross arm's children are valid and unmeasured;
 --     the rollout bandit pays the choice of each rollout step;
@@ -65,6 +67,30 @@ P.record(ctx, q, "ei", 3, 4)
 T.check(math.abs(q.s.ei - 1) < 1e-12, "a new best pays 1: %s", q.s.ei)
 P.record(ctx, q, "ei", 4, nil)
 T.check(q.n.ei > 2.9 and math.abs(q.s.ei - 0.99) < 1e-12, "a failure pays 0 and counts: %s %s", q.n.ei, q.s.ei)
+
+-- the ranking in blocks against one sorted list (slowest first, an entry
+-- before the first not strictly slower), over thousands of inserts with
+-- many ties, so blocks split and inserts land in every block
+local ranking, list, trng = P.new_ranking(), {}, rng_mod.new(5)
+local ranks_ok, order_ok = true, true
+for i = 1, 3000 do
+  local item = { id = i, t = trng:random(1, 400) / 8 }
+  local lo, hi = 1, #list
+  while lo <= hi do
+    local mid = (lo + hi) // 2
+    if list[mid].t > item.t then lo = mid + 1 else hi = mid - 1 end
+  end
+  table.insert(list, lo, item)
+  if P.rank_insert(ranking, item) ~= lo - 1 then ranks_ok = false end
+  if i % 97 == 0 or i == 3000 then
+    for j = 1, #list do if P.rank_nth(ranking, j) ~= list[#list - j + 1] then order_ok = false end end
+  end
+end
+T.check(ranks_ok, "each insert's count of slower entries is the sorted list's")
+T.check(order_ok, "the i-th fastest is the sorted list's, ties in measurement order")
+T.check(#ranking.blocks > 10 and ranking.n == 3000, "the ranking split into blocks: %d", #ranking.blocks)
+T.eq(P.rank_nth(ranking, 3001), nil, "past the last entry: nil")
+T.eq(P.rank_nth(P.new_ranking(), 1), nil, "an empty ranking has no entries")
 
 -- the rollout bandit: model first, then the prior, each paid by its steps
 local rb = P.new(ctx, { "tree" }, true)

@@ -10,7 +10,8 @@
 --     evaluations as an uninterrupted run;
 --  5. the user strategy in examples/ runs with a user move generator;
 --  6. the rule vocabulary: knob families from tags and names, and the moves
---     proposed for one state.
+--     proposed for one state; moves.collect_lists and its C loop
+--     (graph.one_knob_moves), with and without records of shared moves.
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -238,6 +239,34 @@ do
   T.check(n == 2 and nxt == 7 and out.method[1] == "b" and out.prior[1] == 5 and out.prior[2] == 1e-3
           and out.knob[2] == 3 and out.value[2] == "0" and out.chain[2] == "c" and out.repair[2] == 2
           and out.generator[2] == "mixed", "one_knob_moves: 2 moves, stops at the patch (%s, %s)", n, nxt)
+  -- with `derived` (the move tables shared and unchanging): a record of
+  -- each valid move the first time (the state's own included, the unknown
+  -- knob and value not), read instead of the table from then on; the same
+  -- lists every time (collect_lists passes it for the rule moves, so lc
+  -- above came through it too)
+  local derived, rounds = {}, {}
+  local function with_derived()
+    local o = { action = {}, method = {}, prior = {}, changes = {}, generator = {}, expert = {}, chain = {},
+                repair = {}, knob = {}, value = {}, parts = { "48", "0", "3" } }
+    local n2, nxt2 = graph_mod.one_knob_moves(o, mm, #mm, "mixed", 0, fast_tables, space.index, true, {}, {},
+                                              derived)
+    return { o = o, n = n2, nxt = nxt2 }
+  end
+  rounds[1], rounds[2] = with_derived(), with_derived()
+  local records = 0
+  for _ in pairs(derived) do records = records + 1 end
+  T.eq(records, 4, "one_knob_moves: a record per valid move")
+  local same_d = true
+  for _, r in ipairs(rounds) do
+    same_d = same_d and r.n == n and r.nxt == nxt
+    for _, f in ipairs({ "action", "method", "prior", "changes", "generator", "expert", "chain", "repair", "knob",
+                         "value" }) do
+      for i = 1, n do same_d = same_d and r.o[f][i] == out[f][i] end
+    end
+  end
+  T.check(same_d, "one_knob_moves with records: the same lists, the first time and the next")
+  mm[2].prior = 100  -- against the contract, to show that the record is read
+  T.eq(with_derived().o.prior[1], 5, "a recorded move's table is not read again")
   local ok1, err = pcall(graph_mod.one_knob_moves, { action = {} }, mm, #mm, "mixed", 0, fast_tables, space.index,
                          true, {}, {})
   T.check(not ok1 and tostring(err):find("out.method", 1, true), "lists missing: %s", tostring(err))

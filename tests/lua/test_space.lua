@@ -72,6 +72,16 @@ for _, c in ipairs(list) do
 end
 T.eq(space:key({ BLOCK_M = 64, BLOCK_N = 128, BLOCK_K = 32, WARPS_M = 2, WARPS_N = 2, STAGES = 3, VEC = 4, UNROLL = 1 }),
      "64,128,32,2,2,3,4,1", "key format")
+-- key() reads the formatted allowed values from a table made with the
+-- space; other values (not allowed, floats, strings, missing) are formatted
+-- as before
+local mixed = space_mod.new({ knobs = { { name = "A", values = { 1, 2.5, 4.0, "x" } }, { name = "B", values = { 8 } } } })
+T.eq(mixed:key({ A = 4, B = 8 }), "4,8", "an integral float value keys as the integer")
+T.eq(mixed:key({ A = 4.0, B = 8.0 }), "4,8", "so does the float itself")
+T.eq(mixed:key({ A = 2.5, B = 8 }), "2.5,8", "a float value")
+T.eq(mixed:key({ A = "x", B = 8 }), "x,8", "a string value")
+T.eq(mixed:key({ A = 0.1, B = 16 }), "0.10000000000000001,16", "values not allowed: formatted on the spot")
+T.eq(mixed:key({ A = 1 }), "1,nil", "a missing knob")
 
 -- Uniform sampling: every sample valid; frequencies of one knob close to the
 -- valid-set marginals (chi-square-ish bound).

@@ -179,7 +179,8 @@ local function knob_moves(inf, pos)
 end
 
 -- The moves are shared between calls (cached per knob and value position):
--- read them, copy one to change it.
+-- read them, copy one to change it. The second result says so (true unless
+-- symptoms weighed the priors, which makes new tables).
 function R.propose(ctx, state)
   local space = ctx.space
   -- Profile-guided priors: with counters on the state, a move that addresses
@@ -189,8 +190,9 @@ function R.propose(ctx, state)
   if res == nil and R.use_symptoms and ctx.lookup then res = ctx:lookup(state.config) end
   local syms = R.use_symptoms and res and res.symptoms
   if syms and #syms == 0 then syms = nil end
-  local moves = {}
-  for _, inf in ipairs(knob_info(space)) do
+  local moves, infos = {}, knob_info(space)
+  for ii = 1, #infos do
+    local inf = infos[ii]
     local k = inf.knob
     local pos = #k.values > 1 and space.index[k.name].pos[state.config[k.name]]
     if pos then
@@ -214,7 +216,7 @@ function R.propose(ctx, state)
       end
     end
   end
-  return moves
+  return moves, syms == nil
 end
 
 return R
