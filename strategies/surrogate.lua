@@ -74,11 +74,7 @@ local function fit_and_rank(ctx, st)
     local ei = classic.expected_improvement(best - o.xi, mu, sd)
     scored[i] = { c = c, ei = ei, mu = mu, i = i }
   end
-  table.sort(scored, function(a, b)
-    if a.ei ~= b.ei then return a.ei > b.ei end
-    if a.mu ~= b.mu then return a.mu < b.mu end
-    return a.i < b.i
-  end)
+  classic.sort_by_ei(scored)
   st.ranked, st.next = scored, 1
   st.fitted_at = #st.X
 end

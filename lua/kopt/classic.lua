@@ -248,6 +248,20 @@ function M.expected_improvement(target, mu, sd)
   return gain * normal_cdf(z) + sd * math.exp(-0.5 * z * z) / math.sqrt(2 * math.pi)
 end
 
+-- Sorts candidates scored as { ei =, mu =, i = } best first: the larger
+-- expected improvement, then the faster predicted time, then the earlier
+-- candidate, so the order never depends on the sort's stability.
+local function ei_before(a, b)
+  if a.ei ~= b.ei then return a.ei > b.ei end
+  if a.mu ~= b.mu then return a.mu < b.mu end
+  return a.i < b.i
+end
+
+function M.sort_by_ei(scored)
+  table.sort(scored, ei_before)
+  return scored
+end
+
 -- Options with defaults applied; ctx.options may hold strings from --opt.
 function M.options(S, ctx)
   local o = {}

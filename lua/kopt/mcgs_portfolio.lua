@@ -228,11 +228,7 @@ local function propose_ei(ctx, st, p, idle)
       local _, p_ok, mu, sd = model_mod.predict(ctx, m, c)
       scored[i] = { c = c, ei = classic.expected_improvement(target, mu, sd) * p_ok, mu = mu, i = i }
     end
-    table.sort(scored, function(a, b)
-      if a.ei ~= b.ei then return a.ei > b.ei end
-      if a.mu ~= b.mu then return a.mu < b.mu end
-      return a.i < b.i
-    end)
+    classic.sort_by_ei(scored)
     p.ranked, p.next, p.ranked_for = scored, 1, stamp
   end
   while p.next <= #p.ranked do
