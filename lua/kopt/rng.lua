@@ -64,37 +64,20 @@ function M:choice(list)
   return list[self:random(1, #list)]
 end
 
--- Shuffles in place (Fisher-Yates) and returns the list: the draws of
--- random(1, i) for i = #list down to 2, with next64 inlined (MCGS shuffles
--- every state's moves).
+-- Shuffles in place (Fisher-Yates: the draws of random(1, i) for
+-- i = #list down to 2) and returns the list. The swaps depend only on the
+-- indices, so the list is read through self:permutation(#list), the same
+-- draws in C.
 function M:shuffle(list)
-  local s = self.s
-  local s1, s2, s3, s4 = s[1], s[2], s[3], s[4]
-  for i = #list, 2, -1 do
-    local limit = (-1 >> 1) // i * i
-    local j
-    repeat
-      local r = s2 * 5
-      r = ((r << 7) | (r >> 57)) * 9
-      local t = s2 << 17
-      s3 = s3 ~ s1
-      s4 = s4 ~ s2
-      s2 = s2 ~ s3
-      s1 = s1 ~ s4
-      s3 = s3 ~ t
-      s4 = (s4 << 45) | (s4 >> 19)
-      local x = r >> 1
-      if x < limit then j = 1 + x % i end
-    until j
-    list[i], list[j] = list[j], list[i]
-  end
-  s[1], s[2], s[3], s[4] = s1, s2, s3, s4
+  local n = #list
+  if n < 2 then return list end
+  local order, copy = permutation(self.s, n), table.move(list, 1, n, 1, {})
+  for i = 1, n do list[i] = copy[order[i]] end
   return list
 end
 
--- The list {1, ..., n} shuffled: the same draws and the same list as
--- self:shuffle of it, in C (kopt.graph.permutation), as MCGS draws one per
--- expansion.
+-- The list {1, ..., n} shuffled by Fisher-Yates, in C
+-- (kopt.graph.permutation): MCGS draws one per expansion.
 function M:permutation(n)
   return permutation(self.s, n)
 end

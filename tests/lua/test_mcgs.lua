@@ -13,7 +13,7 @@
 --  7. g:add_children (expansion in one call, moves as lists) links in rank order, reports new
 --     nodes and edges, keeps existing edges, and raises on a missing rank;
 --     g:first_eligible; a move given as knob and value gets its key from the state's parts;
---     graph.permutation is rng:shuffle of 1..n (the same list and draws); g:descend and
+--     graph.permutation and rng:shuffle are Fisher-Yates by rng:random; g:descend and
 --     g:backup_path do per path what g:vloss, g:visit and g:backup do per edge; graph.new_lists;
 --     g:add_children without ranks ranks by prior and lists.tie; rng:gammas is the Lua gamma;
 --     graph.normalise; a graph method given anything but an open graph raises (the
@@ -231,15 +231,23 @@ do
   T.check(not ok and tostring(err):find("graph is closed", 1, true), "a method on a closed graph raises: %s",
           tostring(err))
   local rng = require("kopt.rng")
+  -- rng:permutation and rng:shuffle (C) against Fisher-Yates written here
+  -- from rng:random: the same lists and the same draws
   for _, len in ipairs({ 0, 1, 2, 54, 1000 }) do
-    local r1, r2 = rng.new(len), rng.new(len)
-    local l = {}
-    for i = 1, len do l[i] = i end
+    local r0, r1, r2 = rng.new(len), rng.new(len), rng.new(len)
+    local want, l = {}, {}
+    for i = 1, len do want[i], l[i] = i, ("v" .. i) end
+    for i = len, 2, -1 do
+      local j = r0:random(1, i)
+      want[i], want[j] = want[j], want[i]
+    end
     r1:shuffle(l)
     local p2 = r2:permutation(len)
-    local same = #p2 == len
-    for i = 1, len do same = same and p2[i] == l[i] end
-    T.check(same and r1:next64() == r2:next64(), "permutation(%d) is shuffle of 1..n", len)
+    local same = #p2 == len and #l == len
+    for i = 1, len do same = same and p2[i] == want[i] and l[i] == "v" .. want[i] end
+    local state = r0:next64()
+    T.check(same and r1:next64() == state and r2:next64() == state,
+            "permutation(%d) and shuffle are Fisher-Yates by rng:random", len)
   end
   -- rng:gammas (graph.gammas) draws what MCGS's Lua gamma() drew: the same
   -- variates, bit for bit, and the same generator state after
