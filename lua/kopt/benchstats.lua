@@ -102,13 +102,18 @@ end
 -- evaluations in seed s (math.huge before the first success).
 -- random_times: M.random_curve's times, at least `cutoff` long.
 function M.summarise(facts, curves, budgets, cutoff, random_times)
-  local out = { fraction = {}, within = {}, score = nil }
+  -- seed_fraction[s][i]: seed s's fraction at budgets[i], so a reader can
+  -- see which seeds make a mean (and how far apart they are)
+  local out = { fraction = {}, seed_fraction = {}, within = {}, score = nil }
   local S = #curves
+  for s = 1, S do out.seed_fraction[s] = {} end
   for i, b in ipairs(budgets) do
     local sum = 0
-    for _, c in ipairs(curves) do
+    for s, c in ipairs(curves) do
       local t = c[math.min(b, #c)]
-      sum = sum + ((t and t < math.huge) and facts.opt / t or 0)
+      local f = (t and t < math.huge) and facts.opt / t or 0
+      out.seed_fraction[s][i] = f
+      sum = sum + f
     end
     out.fraction[i] = sum / S
   end

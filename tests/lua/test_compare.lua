@@ -102,7 +102,13 @@ for _, sp in ipairs(res.spaces) do
       end
       for n = #curve + 1, length do curve[n] = best end
       curves[seed] = curve
-      for i, b in ipairs(budgets) do frac[i] = (frac[i] or 0) + (curve[b] < math.huge and d.opt / curve[b] or 0) / 2 end
+      for i, b in ipairs(budgets) do
+        local f = curve[b] < math.huge and d.opt / curve[b] or 0
+        frac[i] = (frac[i] or 0) + f / 2
+        local per_seed = rows[s].seed_fraction[seed]
+        T.check(near(per_seed[i], f, 1e-9), "%s/%s seed %d: fraction at %d: compare says %s, the CLI run gives %s",
+                sp.name, s, seed, b, per_seed[i], f)
+      end
       needed5[seed] = math.huge
       for n = 1, length do if curve[n] <= d.opt * 1.05 then needed5[seed] = n break end end
     end

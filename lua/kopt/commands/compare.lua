@@ -476,7 +476,8 @@ function M.plain(report)
       local w5, w1 = r.within[0.05], r.within[0.01]
       s.strategies[#s.strategies + 1] = { name = r.name, fraction = r.fraction, score = r.score,
         evals_to_5pct = w5 < math.huge and w5 or json.null, evals_to_1pct = w1 < math.huge and w1 or json.null,
-        seconds = r.seconds, cpu_s = r.cpu_s, evaluations = r.evals, stats = r.stats }
+        seconds = r.seconds, cpu_s = r.cpu_s, evaluations = r.evals, stats = r.stats,
+        seed_fraction = r.seed_fraction }
     end
     out.spaces[#out.spaces + 1] = s
   end
