@@ -524,8 +524,10 @@ end
 
 -- The search's own steps, for the code moves (kopt.mcgs_edits) and the
 -- portfolio's arms (kopt.mcgs_portfolio).
+local rollout_step
 local edit_ops = {
   node_for = function(...) return S.node_for(...) end,
+  rollout_step = function(...) return rollout_step(...) end,
   expand = expand, add_moves = add_moves, start_pending = start_pending,
   idle = function(st, id) return not evaluated(st, id) and st.g:flags(id) & PENDING == 0 end,
   skip = BLOCK | MEASURED,
@@ -624,16 +626,44 @@ end
 -- ends after rollout_misses steps in a row without a new anchor, or
 -- rollout_depth steps. Measured states and states in flight are never chosen,
 -- so rollouts cannot cycle.
-local function rollout_step(ctx, st, anchor, apath, steps, misses)
+-- freeze (a region descent of the portfolio's stall): { name =, value = },
+-- a knob the descent keeps at its value, so it explores that region.
+function rollout_step(ctx, st, anchor, apath, steps, misses, freeze)
   local g, o = st.g, ctx.options
   expand(ctx, st, anchor, #apath)
   local best, eligible = g:greedy(anchor, o.rollout_lambda, value_of(st, anchor) - o.fpu_reduction,
                                   o.beta_max, BLOCK | MEASURED)
   if eligible == 0 then return nil end
+  local children = g:eligible(anchor, BLOCK | MEASURED)
+  if freeze then
+    local kept = {}
+    for _, e in ipairs(children) do
+      if st.cfg[(g:ends(e))][freeze.name] == freeze.value then kept[#kept + 1] = e end
+    end
+    if #kept == 0 then return nil end
+    children, best = kept, kept[1]
+    -- the model, fitted mostly outside the region, misjudges which knob to
+    -- retune there: the knobs take turns (fewest tries from this anchor
+    -- first), the model choosing within the knob
+    local tried = freeze.tried[anchor] or {}
+    freeze.tried[anchor] = tried
+    local least
+    for _, e in ipairs(children) do
+      local n = tried[portfolio.changed_knob(st.cfg[anchor], st.cfg[(g:ends(e))])] or 0
+      if not least or n < least then least = n end
+    end
+    local turn = {}
+    for _, e in ipairs(children) do
+      if (tried[portfolio.changed_knob(st.cfg[anchor], st.cfg[(g:ends(e))])] or 0) == least then turn[#turn + 1] = e end
+    end
+    children, best = turn, turn[1]
+  end
   -- rarm: how this step chose, when a bandit decided it (kopt.mcgs_portfolio)
   local p, how, rarm = st.portfolio, nil, nil
   if ctx.rng:uniform() < o.rollout_eps then
-    best = ctx.rng:choice(g:eligible(anchor, BLOCK | MEASURED))
+    best = ctx.rng:choice(children)
+  elseif freeze then
+    how = "model"
   elseif o.model_rollout then
     how = "model"
     if p and p.roll and model_get(ctx, st) then
@@ -649,7 +679,7 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
       local lbest
       local w = o.rollout_prior
       local score, fit = st.rollout_score, st.rollout_fit
-      for _, e in ipairs(g:eligible(anchor, BLOCK | MEASURED)) do
+      for _, e in ipairs(children) do
         -- a child's score holds until the next fit: the anchor of a
         -- rollout is asked about the same children at every step
         local id = (g:ends(e))
@@ -665,10 +695,14 @@ local function rollout_step(ctx, st, anchor, apath, steps, misses)
       end
     end
   end
+  if freeze then
+    local tried, k = freeze.tried[anchor], portfolio.changed_knob(st.cfg[anchor], st.cfg[(g:ends(best))])
+    tried[k] = (tried[k] or 0) + 1
+  end
   local path = table.move(apath, 1, #apath, 1, {})
   path[#path + 1] = best
   return { path = path, leaf = (g:ends(best)), rollout = steps, anchor = anchor, anchor_path = apath,
-           misses = misses, rarm = rarm }
+           misses = misses, rarm = rarm, freeze = freeze }
 end
 
 local function save_snapshot(ctx, st)
@@ -731,7 +765,13 @@ function S.tell(ctx, results)
       st.exp:add({ from = st.method_in[parent] or "root", to = method, status = r.status, speedup = speedup,
                    reward = v, n = ctx.evaluations }, r)
       if not failed and (not st.best_v or v > st.best_v) then
-        st.best_v, st.best_id, st.last_improve = v, leaf, ctx.evaluations
+        st.best_v, st.best_id = v, leaf
+        -- patience counts from the last new best by restart_gain: rollouts
+        -- that shave a fraction of a percent off the best state do not
+        -- keep a stuck search from restarting
+        if not st.improve_v or v > st.improve_v + o.restart_gain then
+          st.improve_v, st.last_improve = v, ctx.evaluations
+        end
         -- progress, for the portfolio's stall: a new best by stall_gain
         if not st.progress_v or v > st.progress_v + o.stall_gain then
           st.progress_v, st.progress_at = v, ctx.evaluations
@@ -746,13 +786,15 @@ function S.tell(ctx, results)
         else
           misses = misses + 1
         end
+      elseif not failed and rec.freeze then  -- a region's start descends whatever its time
+        anchor, apath, misses, steps = leaf, rec.path, 0, 0
       elseif not failed and not rec.init and (not o.rollout_improving or not pv or v > pv)
              and (not rec.sample or v >= (st.best_v or 0) - (rec.strict and 0 or o.sample_margin)) then
         -- (a strict proposal descends only as a new best: v is best_v then)
         anchor, apath, misses, steps = leaf, rec.path, 0, 0
       end
-      if anchor and steps < o.rollout_depth and misses < o.rollout_misses then
-        local nxt = rollout_step(ctx, st, anchor, apath, steps + 1, misses)
+      if anchor and steps < o.rollout_depth and misses < (rec.freeze and rec.freeze.misses or o.rollout_misses) then
+        local nxt = rollout_step(ctx, st, anchor, apath, steps + 1, misses, rec.freeze)
         if nxt then
           nxt.arm = rec.arm
           start_pending(st, nxt)

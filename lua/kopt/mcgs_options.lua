@@ -20,6 +20,7 @@ return {
   rollout_lambda = { default = 0.05, help = "rollout: visit penalty in Q - lambda * N" },
   rollout_improving = { default = true, help = "rollout: start one only from a leaf faster than its parent (or a restart)" },
   patience = { default = 30, help = "evaluations without a new best after which a restart is forced (0 = never)" },
+  restart_gain = { default = 0.0, help = "patience counts evaluations since the last new best by at least this log-speedup" },
   p_perturb = { default = 0.5, help = "probability that a restart perturbs the best state instead of sampling" },
   perturb = { default = 3, help = "random moves applied to the best state for a perturbation restart" },
   restart_prior = { default = 0.25, help = "prior of a random restart move at the virtual root (start = 1)" },
@@ -78,6 +79,10 @@ return {
   arm_xi = { default = 0.05, help = "portfolio ei: expected-improvement margin in log-time units" },
   stall = { default = 0, help = "portfolio: evaluations without progress after which the free iterations go to two-knob " ..
             "moves of the best state, a pair of knobs at a time (0 = never)" },
+  stall_move = { default = "pair", choices = { "pair", "region" },
+                 help = "stall: two-knob moves of the best state (pair), or descents with one knob of the best state set to another value and held (region)" },
+  region_values = { default = 0, help = "stall_move=region: only knobs with at most this many values (0: every knob)" },
+  stall_share = { default = 1.0, help = "stall: the fraction of a stalled search's free iterations given to two-knob moves (the bandit keeps the rest)" },
   stall_gain = { default = 0.01, help = "stall: a new best is progress when it gains this much log-speedup" },
   max_depth = { default = 500, help = "longest selection path" },
   snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },

@@ -382,6 +382,98 @@ local function propose_pair(ctx, st, p, idle)
   return nil
 end
 
+-- Region descents, the other way out of a stall (stall_move=region): the
+-- best state's knob set to another value and then held there while a
+-- rollout descends over the other knobs, so the best of that region is
+-- found, not just its first state. A method knob's other setting is often
+-- slower as it stands and fastest once the tiles around it are retuned
+-- (pnpoly's `use_method` with a larger tile; the convolution's `use_shmem`
+-- with another block shape): a one-knob move measures only the former. The
+-- regions of the knobs with the fewest values come first (settings of an
+-- algorithm rather than steps of a size), ties in a seeded order; the list
+-- is drawn again when the best state changes. Returns a pending record.
+local function region_start(ctx, st, p, base, name, value)
+  local c = {}
+  for k, v in pairs(base) do c[k] = v end
+  c[name] = value
+  if ctx.space:is_valid(c) then return c end
+  -- a constrained space: the valid sample of that region nearest the best
+  local best, best_d
+  for _ = 1, 64 do
+    local x = ctx.space:sample(p.rng)
+    if not x then break end
+    if x[name] == value then
+      local d = 0
+      for k, v in pairs(base) do if x[k] ~= v then d = d + 1 end end
+      if not best or d < best_d then best, best_d = x, d end
+    end
+  end
+  return best
+end
+
+-- The name of a knob whose value differs between configs a and b (the
+-- knob of a one-knob move), or "" when none does.
+function M.changed_knob(a, b)
+  for k, v in pairs(b) do if a[k] ~= v then return k end end
+  return ""
+end
+
+function M.region_rec(ctx, st, p, ops)
+  if p.top.n == 0 or #p.free == 0 then return nil end
+  local best, knobs = nth(p, 1), p.mem.knobs
+  local rg = p.regions
+  if not rg or rg.id ~= best.id then
+    local order = p.rng:permutation(#p.free)
+    local js = {}
+    for i, k in ipairs(order) do js[i] = { j = p.free[k], tie = i } end
+    table.sort(js, function(a, b)
+      local na, nb = #knobs[a.j].values, #knobs[b.j].values
+      if na ~= nb then return na < nb end
+      return a.tie < b.tie
+    end)
+    local base, list = st.cfg[best.id], {}
+    local most = ctx.options.region_values
+    for _, x in ipairs(js) do
+      local k = knobs[x.j]
+      for _, v in ipairs(most > 0 and #k.values > most and {} or k.values) do
+        if v ~= base[k.name] then list[#list + 1] = { name = k.name, value = v } end
+      end
+    end
+    rg = { id = best.id, base = base, list = list, next = 1 }
+    p.regions = rg
+  end
+  while rg.next <= #rg.list do
+    local r = rg.list[rg.next]
+    rg.next = rg.next + 1
+    local c = region_start(ctx, st, p, rg.base, r.name, r.value)
+    -- a region descent may miss once per knob it retunes (rollout_misses at least)
+    local freeze = { name = r.name, value = r.value, tried = {},
+                     misses = math.max(ctx.options.rollout_misses, #p.free - 1) }
+    if c then
+      local id = st.g:find(ctx:key(c))
+      if id and st.measured[id] then
+        -- measured already (a one-knob move of the best, as a rule): the
+        -- descent starts from it, if it succeeded
+        if st.time[id] then
+          local rec = ops.rollout_step(ctx, st, id, st.path_to[id], 1, 0, freeze)
+          if rec then
+            rec.arm = "region"
+            return rec
+          end
+        end
+      elseif not id or ops.idle(st, id) then
+        id = ops.node_for(ctx, st, c, nil)
+        st.restarts = st.restarts + 1
+        local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
+        st.edge_method[e] = "region"
+        st.method_in[id] = st.method_in[id] or "region"
+        return { path = { e }, leaf = id, sample = true, arm = "region", freeze = freeze }
+      end
+    end
+  end
+  return nil
+end
+
 local PROPOSE = { pair = propose_pair, ei = propose_ei, cross = propose_cross, jump = propose_jump, sample = propose_sample }
 
 -- A config from arm `arm`, or nil (the tree arm, or nothing new to give).
@@ -435,6 +527,14 @@ function M.arm_rec(ctx, st, ops)
   -- stalled: no progress (a new best by stall_gain) for `stall` evaluations
   local o = ctx.options
   local stalled = o.stall > 0 and st.progress_at and ctx.evaluations - st.progress_at >= o.stall
+  -- (stall_share < 1: the bandit keeps the rest of a stalled search's free
+  -- iterations, so the arms that find a way out on their own keep finding it)
+  if stalled and o.stall_share < 1 then stalled = p.rng:uniform() < o.stall_share end
+  if stalled and o.stall_move == "region" then
+    local rec = M.region_rec(ctx, st, p, ops)
+    if rec then return rec end
+  end
+  stalled = stalled and o.stall_move == "pair"
   local arm = stalled and "pair" or M.choose(ctx, p)
   local c = M.propose(ctx, st, p, arm, function(config, key)
     local id = st.g:find(key or ctx:key(config))

@@ -1,0 +1,70 @@
+-- MCGS's region descents (--opt stall=N --opt stall_move=region,
+-- kopt.mcgs_portfolio): once the search makes no progress, the best state's
+-- knob is set to another value and held while a descent retunes the others.
+-- A hand-made trap of 1080 configs: method M = 2 is best as the trap's own
+-- sizes stand (S = 3, K = 3); M = 1 is slower there and improves steadily
+-- with S and K, and only with both near their top (three knobs changed from
+-- the trap's optimum) does it beat the trap, by 8 %. No one-knob move and no
+-- two-knob move of the trap's optimum is faster, so neither the plain search
+-- nor the pair moves of stall_move=pair see the way out; a descent held in
+-- M = 1 walks it. For seeds where MCGS without stall stays in the trap for
+-- 150 evaluations, region descents must beat the trap within the same budget.
+local T = require("testlib")
+local json = require("kopt.json")
+
+local tmp = T.tmpdir("mcgs_region")
+local cache, vals = {}, function(n) local v = {} for i = 1, n do v[i] = i end return v end
+local function time_of(m, s, k, c)
+  local t
+  if m == 2 then t = (1 + 0.05 * (s - 3) ^ 2) * (1 + 0.02 * math.abs(k - 3))
+  elseif m == 1 then t = 1.5 * (1 - 0.03 * (s - 1)) * (1 - 0.03 * (k - 1))
+  else t = 2.0 end
+  return t * (1 + 0.01 * c)
+end
+for m = 1, 3 do
+  for s = 1, 10 do
+    for k = 1, 6 do
+      for c = 1, 6 do
+        cache[string.format("%d,%d,%d,%d", m, s, k, c)] = { M = m, S = s, K = k, C = c, time = time_of(m, s, k, c) }
+      end
+    end
+  end
+end
+-- the trap holds: its optimum beats every one- and two-knob move of itself
+local trap = time_of(2, 3, 3, 1)
+for m = 1, 3 do
+  for s = 1, 10 do
+    for k = 1, 6 do
+      local changed = (m ~= 2 and 1 or 0) + (s ~= 3 and 1 or 0) + (k ~= 3 and 1 or 0)
+      if changed <= 2 then T.check(time_of(m, s, k, 1) >= trap, "trap: (%d,%d,%d) is not faster", m, s, k) end
+    end
+  end
+end
+local space = tmp .. "/trap.json"
+T.write(space, json.encode({ tune_params_keys = { "M", "S", "K", "C" },
+                             tune_params = { M = vals(3), S = vals(10), K = vals(6), C = vals(6) },
+                             objective = "time", cache = cache }))
+
+-- whether the run measured a state faster than the trap's optimum
+local function escaped(seed, opts)
+  local dir = string.format("%s/s%d-%s", tmp, seed, opts:gsub("[^%w]", "_"))
+  local code, _, err = T.run(string.format("mcgs --backend replay:%s --budget 150 --seed %d -q %s --out %s",
+                                           space, seed, opts, dir))
+  T.eq(code, 0, "exit code (" .. err .. ")")
+  for _, e in ipairs(T.events(dir)) do
+    if e.result and e.result.status == "ok" and e.result.time_ms < trap * 0.999 then return true end
+  end
+  return false
+end
+
+local trapped, freed = 0, 0
+for seed = 1, 16 do
+  if not escaped(seed, "--opt stall=0") then
+    trapped = trapped + 1
+    if escaped(seed, "--opt stall=15 --opt stall_move=region") then freed = freed + 1 end
+  end
+end
+T.check(trapped >= 2, "without stall some seeds stay in the trap for 150 evaluations: %d of 16", trapped)
+T.eq(freed, trapped, "with region descents each of them beats the trap")
+
+return T.done()
