@@ -52,9 +52,10 @@
 -- strategy's move), or to a crossover of the best states (the genetic
 -- strategy's); their proposals join the root like fresh samples. With
 -- `rollout_bandit` a second bandit decides per rollout step between the
--- model's child and the highest prior's. With `stall` (off by default), a
--- search without progress for that many evaluations gives its free
--- iterations to two-knob moves of the best state instead.
+-- model's child and the highest prior's. A search without progress for
+-- `stall` evaluations gives its free iterations to region descents
+-- (`stall_move`): a knob of the best state set to another value and held
+-- while a rollout retunes the others.
 --
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to
@@ -635,38 +636,16 @@ function rollout_step(ctx, st, anchor, apath, steps, misses, freeze)
                                   o.beta_max, BLOCK | MEASURED)
   if eligible == 0 then return nil end
   local children = g:eligible(anchor, BLOCK | MEASURED)
-  if freeze then
-    local kept = {}
-    for _, e in ipairs(children) do
-      if st.cfg[(g:ends(e))][freeze.name] == freeze.value then kept[#kept + 1] = e end
-    end
-    if #kept == 0 then return nil end
-    children, best = kept, kept[1]
-    -- the model, fitted mostly outside the region, misjudges which knob to
-    -- retune there: the knobs take turns (fewest tries from this anchor
-    -- first), the model choosing within the knob
-    local tried = freeze.tried[anchor] or {}
-    freeze.tried[anchor] = tried
-    local least
-    for _, e in ipairs(children) do
-      local n = tried[portfolio.changed_knob(st.cfg[anchor], st.cfg[(g:ends(e))])] or 0
-      if not least or n < least then least = n end
-    end
-    local turn = {}
-    for _, e in ipairs(children) do
-      if (tried[portfolio.changed_knob(st.cfg[anchor], st.cfg[(g:ends(e))])] or 0) == least then turn[#turn + 1] = e end
-    end
-    children, best = turn, turn[1]
-  end
+  if freeze then children = portfolio.region_children(st, anchor, children, freeze) end
+  if not children then return nil end
+  best = freeze and children[1] or best
   -- rarm: how this step chose, when a bandit decided it (kopt.mcgs_portfolio)
   local p, how, rarm = st.portfolio, nil, nil
   if ctx.rng:uniform() < o.rollout_eps then
     best = ctx.rng:choice(children)
-  elseif freeze then
+  elseif freeze or o.model_rollout then
     how = "model"
-  elseif o.model_rollout then
-    how = "model"
-    if p and p.roll and model_get(ctx, st) then
+    if not freeze and p and p.roll and model_get(ctx, st) then
       rarm = portfolio.rollout_choice(ctx, p)
       how = rarm
     end
@@ -695,10 +674,7 @@ function rollout_step(ctx, st, anchor, apath, steps, misses, freeze)
       end
     end
   end
-  if freeze then
-    local tried, k = freeze.tried[anchor], portfolio.changed_knob(st.cfg[anchor], st.cfg[(g:ends(best))])
-    tried[k] = (tried[k] or 0) + 1
-  end
+  if freeze then portfolio.region_tried(st, anchor, best, freeze) end
   local path = table.move(apath, 1, #apath, 1, {})
   path[#path + 1] = best
   return { path = path, leaf = (g:ends(best)), rollout = steps, anchor = anchor, anchor_path = apath,
@@ -786,10 +762,9 @@ function S.tell(ctx, results)
         else
           misses = misses + 1
         end
-      elseif not failed and rec.freeze then  -- a region's start descends whatever its time
-        anchor, apath, misses, steps = leaf, rec.path, 0, 0
-      elseif not failed and not rec.init and (not o.rollout_improving or not pv or v > pv)
-             and (not rec.sample or v >= (st.best_v or 0) - (rec.strict and 0 or o.sample_margin)) then
+      elseif not failed and (rec.freeze  -- (a region's start descends whatever its time)
+             or not rec.init and (not o.rollout_improving or not pv or v > pv)
+             and (not rec.sample or v >= (st.best_v or 0) - (rec.strict and 0 or o.sample_margin))) then
         -- (a strict proposal descends only as a new best: v is best_v then)
         anchor, apath, misses, steps = leaf, rec.path, 0, 0
       end

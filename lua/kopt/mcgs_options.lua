@@ -77,12 +77,12 @@ return {
   arm_top = { default = 10, help = "portfolio ei: the one-knob neighbours of this many best states join the pool" },
   arm_population = { default = 20, help = "portfolio cross: parents are drawn from this many best states" },
   arm_xi = { default = 0.05, help = "portfolio ei: expected-improvement margin in log-time units" },
-  stall = { default = 0, help = "portfolio: evaluations without progress after which the free iterations go to two-knob " ..
-            "moves of the best state, a pair of knobs at a time (0 = never)" },
-  stall_move = { default = "pair", choices = { "pair", "region" },
-                 help = "stall: two-knob moves of the best state (pair), or descents with one knob of the best state set to another value and held (region)" },
+  stall = { default = 15, help = "portfolio: evaluations without progress after which the free iterations go to " ..
+            "stall_move (0 = never)" },
+  stall_move = { default = "region", choices = { "pair", "region", "ei", "region_ei" },
+                 help = "stall: two-knob moves of the best state (pair), descents with one knob of the best state set to another value and held (region), the ei arm's proposals (ei), or the last two by turns (region_ei)" },
   region_values = { default = 0, help = "stall_move=region: only knobs with at most this many values (0: every knob)" },
-  stall_share = { default = 1.0, help = "stall: the fraction of a stalled search's free iterations given to two-knob moves (the bandit keeps the rest)" },
+  stall_share = { default = 1.0, help = "stall: the fraction of a stalled search's free iterations given to stall_move (the bandit keeps the rest)" },
   stall_gain = { default = 0.01, help = "stall: a new best is progress when it gains this much log-speedup" },
   max_depth = { default = 500, help = "longest selection path" },
   snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },

@@ -16,8 +16,10 @@
 --   sample a uniform random configuration (what the initial samples do).
 --
 -- Outside the bandit, a stalled search (`stall` evaluations without a new
--- best by `stall_gain`) gives every free iteration to two-knob moves of the
--- best state (propose_pair below) until it makes progress again.
+-- best by `stall_gain`) gives its free iterations (`stall_share` of them) to
+-- `stall_move` until it makes progress again: region descents (region_rec
+-- below, the default), two-knob moves of the best state (propose_pair), the
+-- ei arm, or region descents and ei by turns.
 --
 -- The arm is chosen by a discounted UCB bandit on the reward of the
 -- evaluations it caused (its own candidate, and the rollout steps that
@@ -140,7 +142,11 @@ function M.new(ctx, arms, rollout)
   local p = bandit(arms)
   p.top, p.mem, p.rng = new_ranking(), classic.memory(ctx.space), ctx.rng:fork()
   p.free, p.vec = {}, {}
-  for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then p.free[#p.free + 1] = j end end
+  p.names = {}
+  for j, k in ipairs(ctx.space.knobs) do
+    p.names[j] = k.name
+    if #k.values > 1 then p.free[#p.free + 1] = j end
+  end
   if rollout then p.roll = bandit({ "model", "prior" }) end
   return p
 end
@@ -411,11 +417,44 @@ local function region_start(ctx, st, p, base, name, value)
   return best
 end
 
--- The name of a knob whose value differs between configs a and b (the
--- knob of a one-knob move), or "" when none does.
-function M.changed_knob(a, b)
-  for k, v in pairs(b) do if a[k] ~= v then return k end end
+-- The name of the first knob (in the space's order, names) whose value
+-- differs between configs a and b (the knob of a one-knob move), or "".
+function M.changed_knob(a, b, names)
+  for _, k in ipairs(names) do if a[k] ~= b[k] then return k end end
   return ""
+end
+
+-- A region descent's candidate children of anchor (edges), or nil: those
+-- that keep the held knob, and of them the ones changing a knob tried
+-- least from this anchor. The model, fitted mostly outside the region,
+-- misjudges which knob to retune there, so the knobs take turns and the
+-- model chooses within the knob.
+function M.region_children(st, anchor, children, freeze)
+  local g, cfg = st.g, st.cfg
+  local kept = {}
+  for _, e in ipairs(children) do
+    if cfg[(g:ends(e))][freeze.name] == freeze.value then kept[#kept + 1] = e end
+  end
+  if #kept == 0 then return nil end
+  local tried = freeze.tried[anchor] or {}
+  freeze.tried[anchor] = tried
+  local least, knob = nil, {}
+  for i, e in ipairs(kept) do
+    knob[i] = M.changed_knob(cfg[anchor], cfg[(g:ends(e))], freeze.names)
+    local n = tried[knob[i]] or 0
+    if not least or n < least then least = n end
+  end
+  local turn = {}
+  for i, e in ipairs(kept) do
+    if (tried[knob[i]] or 0) == least then turn[#turn + 1] = e end
+  end
+  return turn
+end
+
+-- Counts the try of the child a region descent chose from anchor.
+function M.region_tried(st, anchor, e, freeze)
+  local tried, k = freeze.tried[anchor], M.changed_knob(st.cfg[anchor], st.cfg[(st.g:ends(e))], freeze.names)
+  tried[k] = (tried[k] or 0) + 1
 end
 
 function M.region_rec(ctx, st, p, ops)
@@ -447,7 +486,7 @@ function M.region_rec(ctx, st, p, ops)
     rg.next = rg.next + 1
     local c = region_start(ctx, st, p, rg.base, r.name, r.value)
     -- a region descent may miss once per knob it retunes (rollout_misses at least)
-    local freeze = { name = r.name, value = r.value, tried = {},
+    local freeze = { name = r.name, value = r.value, tried = {}, names = p.names,
                      misses = math.max(ctx.options.rollout_misses, #p.free - 1) }
     if c then
       local id = st.g:find(ctx:key(c))
@@ -530,12 +569,20 @@ function M.arm_rec(ctx, st, ops)
   -- (stall_share < 1: the bandit keeps the rest of a stalled search's free
   -- iterations, so the arms that find a way out on their own keep finding it)
   if stalled and o.stall_share < 1 then stalled = p.rng:uniform() < o.stall_share end
-  if stalled and o.stall_move == "region" then
+  local move = o.stall_move
+  if stalled and move == "region_ei" then
+    -- the two take turns, a region descent (all its steps) against one ei proposal
+    p.stall_turn = not p.stall_turn
+    move = p.stall_turn and "region" or "ei"
+  end
+  if stalled and move == "region" then
     local rec = M.region_rec(ctx, st, p, ops)
     if rec then return rec end
   end
-  stalled = stalled and o.stall_move == "pair"
-  local arm = stalled and "pair" or M.choose(ctx, p)
+  -- (stall_move=ei: the model's expected improvement, the surrogate strategy's move)
+  local arm = stalled and (move == "ei" and "ei" or move == "pair" and "pair") or nil
+  stalled = arm == "pair"
+  arm = arm or M.choose(ctx, p)
   local c = M.propose(ctx, st, p, arm, function(config, key)
     local id = st.g:find(key or ctx:key(config))
     return not id or ops.idle(st, id)

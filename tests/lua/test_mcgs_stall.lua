@@ -1,5 +1,6 @@
--- MCGS's stall (--opt stall=N, kopt.mcgs_portfolio): two-knob moves of the
--- best state once the search makes no progress.
+-- MCGS's stall with pair moves (--opt stall=N --opt stall_move=pair,
+-- kopt.mcgs_portfolio): two-knob moves of the best state once the search makes
+-- no progress.
 -- A hand-made trap of 864 configs: knob B = 2 is best everywhere except at
 -- A = 8, B = 1 (any C, D), where the time drops to 0.6 of the trap's best.
 -- From the trap's optimum (A = 3, B = 2) every one-knob move is slower, so a
@@ -45,7 +46,7 @@ local trapped, escaped = 0, 0
 for seed = 1, 6 do
   if not needle_at(seed, "--opt stall=0") then
     trapped = trapped + 1
-    local n = needle_at(seed, "--opt stall=15")
+    local n = needle_at(seed, "--opt stall=15 --opt stall_move=pair")
     if n then escaped = escaped + 1 end
   end
 end
