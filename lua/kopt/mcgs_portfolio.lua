@@ -398,7 +398,7 @@ end
 -- regions of the knobs with the fewest values come first (settings of an
 -- algorithm rather than steps of a size), ties in a seeded order; the list
 -- is drawn again when the best state changes. Returns a pending record.
-local function region_start(ctx, st, p, base, name, value)
+local function region_start(ctx, p, base, name, value)
   local c = {}
   for k, v in pairs(base) do c[k] = v end
   c[name] = value
@@ -484,7 +484,7 @@ function M.region_rec(ctx, st, p, ops)
   while rg.next <= #rg.list do
     local r = rg.list[rg.next]
     rg.next = rg.next + 1
-    local c = region_start(ctx, st, p, rg.base, r.name, r.value)
+    local c = region_start(ctx, p, rg.base, r.name, r.value)
     -- a region descent may miss once per knob it retunes (rollout_misses at least)
     local freeze = { name = r.name, value = r.value, tried = {}, names = p.names,
                      misses = math.max(ctx.options.rollout_misses, #p.free - 1) }
