@@ -635,14 +635,17 @@ function rollout_step(ctx, st, anchor, apath, steps, misses, freeze)
   local best, eligible = g:greedy(anchor, o.rollout_lambda, value_of(st, anchor) - o.fpu_reduction,
                                   o.beta_max, BLOCK | MEASURED)
   if eligible == 0 then return nil end
-  local children = g:eligible(anchor, BLOCK | MEASURED)
-  if freeze then children = portfolio.region_children(st, anchor, children, freeze) end
-  if not children then return nil end
-  best = freeze and children[1] or best
+  -- (the list of eligible children only where a choice reads it)
+  local children
+  if freeze then
+    children = portfolio.region_children(st, anchor, g:eligible(anchor, BLOCK | MEASURED), freeze)
+    if not children then return nil end
+    best = children[1]
+  end
   -- rarm: how this step chose, when a bandit decided it (kopt.mcgs_portfolio)
   local p, how, rarm = st.portfolio, nil, nil
   if ctx.rng:uniform() < o.rollout_eps then
-    best = ctx.rng:choice(children)
+    best = ctx.rng:choice(children or g:eligible(anchor, BLOCK | MEASURED))
   elseif freeze or o.model_rollout then
     how = "model"
     if not freeze and p and p.roll and model_get(ctx, st) then
@@ -658,7 +661,7 @@ function rollout_step(ctx, st, anchor, apath, steps, misses, freeze)
       local lbest
       local w = o.rollout_prior
       local score, fit = st.rollout_score, st.rollout_fit
-      for _, e in ipairs(children) do
+      for _, e in ipairs(children or g:eligible(anchor, BLOCK | MEASURED)) do
         -- a child's score holds until the next fit: the anchor of a
         -- rollout is asked about the same children at every step
         local id = (g:ends(e))
@@ -741,13 +744,7 @@ function S.tell(ctx, results)
       st.exp:add({ from = st.method_in[parent] or "root", to = method, status = r.status, speedup = speedup,
                    reward = v, n = ctx.evaluations }, r)
       if not failed and (not st.best_v or v > st.best_v) then
-        st.best_v, st.best_id = v, leaf
-        -- patience counts from the last new best by restart_gain: rollouts
-        -- that shave a fraction of a percent off the best state do not
-        -- keep a stuck search from restarting
-        if not st.improve_v or v > st.improve_v + o.restart_gain then
-          st.improve_v, st.last_improve = v, ctx.evaluations
-        end
+        st.best_v, st.best_id, st.last_improve = v, leaf, ctx.evaluations
         -- progress, for the portfolio's stall: a new best by stall_gain
         if not st.progress_v or v > st.progress_v + o.stall_gain then
           st.progress_v, st.progress_at = v, ctx.evaluations

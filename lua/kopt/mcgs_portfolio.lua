@@ -18,8 +18,8 @@
 -- Outside the bandit, a stalled search (`stall` evaluations without a new
 -- best by `stall_gain`) gives its free iterations (`stall_share` of them) to
 -- `stall_move` until it makes progress again: region descents (region_rec
--- below, the default), two-knob moves of the best state (propose_pair), the
--- ei arm, or region descents and ei by turns.
+-- below, the default), two-knob moves of the best state (propose_pair) or
+-- the ei arm.
 --
 -- The arm is chosen by a discounted UCB bandit on the reward of the
 -- evaluations it caused (its own candidate, and the rollout steps that
@@ -36,6 +36,7 @@
 local classic = require("kopt.classic")
 local errors = require("kopt.errors")
 local model_mod = require("kopt.mcgs_model")
+local moves_mod = require("kopt.moves")
 
 local M = {}
 
@@ -388,6 +389,17 @@ local function propose_pair(ctx, st, p, idle)
   return nil
 end
 
+-- A proposal joins the graph as a root edge, like a fresh sample: returns
+-- the edge and the config's node.
+local function root_edge(ctx, st, ops, c, method)
+  local id = ops.node_for(ctx, st, c, nil)
+  st.restarts = st.restarts + 1
+  local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
+  st.edge_method[e] = method
+  st.method_in[id] = st.method_in[id] or method
+  return e, id
+end
+
 -- Region descents, the other way out of a stall (stall_move=region): the
 -- best state's knob set to another value and then held there while a
 -- rollout descends over the other knobs, so the best of that region is
@@ -399,9 +411,7 @@ end
 -- algorithm rather than steps of a size), ties in a seeded order; the list
 -- is drawn again when the best state changes. Returns a pending record.
 local function region_start(ctx, p, base, name, value)
-  local c = {}
-  for k, v in pairs(base) do c[k] = v end
-  c[name] = value
+  local c = moves_mod.changed_config(ctx.space, base, { [name] = value })
   if ctx.space:is_valid(c) then return c end
   -- a constrained space: the valid sample of that region nearest the best
   local best, best_d
@@ -471,10 +481,9 @@ function M.region_rec(ctx, st, p, ops)
       return a.tie < b.tie
     end)
     local base, list = st.cfg[best.id], {}
-    local most = ctx.options.region_values
     for _, x in ipairs(js) do
       local k = knobs[x.j]
-      for _, v in ipairs(most > 0 and #k.values > most and {} or k.values) do
+      for _, v in ipairs(k.values) do
         if v ~= base[k.name] then list[#list + 1] = { name = k.name, value = v } end
       end
     end
@@ -485,10 +494,10 @@ function M.region_rec(ctx, st, p, ops)
     local r = rg.list[rg.next]
     rg.next = rg.next + 1
     local c = region_start(ctx, p, rg.base, r.name, r.value)
-    -- a region descent may miss once per knob it retunes (rollout_misses at least)
-    local freeze = { name = r.name, value = r.value, tried = {}, names = p.names,
-                     misses = math.max(ctx.options.rollout_misses, #p.free - 1) }
     if c then
+      -- a region descent may miss once per knob it retunes (rollout_misses at least)
+      local freeze = { name = r.name, value = r.value, tried = {}, names = p.names,
+                       misses = math.max(ctx.options.rollout_misses, #p.free - 1) }
       local id = st.g:find(ctx:key(c))
       if id and st.measured[id] then
         -- measured already (a one-knob move of the best, as a rule): the
@@ -501,11 +510,8 @@ function M.region_rec(ctx, st, p, ops)
           end
         end
       elseif not id or ops.idle(st, id) then
-        id = ops.node_for(ctx, st, c, nil)
-        st.restarts = st.restarts + 1
-        local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
-        st.edge_method[e] = "region"
-        st.method_in[id] = st.method_in[id] or "region"
+        local e
+        e, id = root_edge(ctx, st, ops, c, "region")
         return { path = { e }, leaf = id, sample = true, arm = "region", freeze = freeze }
       end
     end
@@ -569,33 +575,24 @@ function M.arm_rec(ctx, st, ops)
   -- (stall_share < 1: the bandit keeps the rest of a stalled search's free
   -- iterations, so the arms that find a way out on their own keep finding it)
   if stalled and o.stall_share < 1 then stalled = p.rng:uniform() < o.stall_share end
-  local move = o.stall_move
-  if stalled and move == "region_ei" then
-    -- the two take turns, a region descent (all its steps) against one ei proposal
-    p.stall_turn = not p.stall_turn
-    move = p.stall_turn and "region" or "ei"
-  end
-  if stalled and move == "region" then
+  local arm
+  if stalled and o.stall_move == "region" then
     local rec = M.region_rec(ctx, st, p, ops)
-    if rec then return rec end
+    if rec then return rec end  -- (no region left: the bandit's turn)
+  elseif stalled then
+    arm = o.stall_move  -- "pair", or "ei" (the surrogate strategy's move)
   end
-  -- (stall_move=ei: the model's expected improvement, the surrogate strategy's move)
-  local arm = stalled and (move == "ei" and "ei" or move == "pair" and "pair") or nil
-  stalled = arm == "pair"
+  local strict = arm == "pair"
   arm = arm or M.choose(ctx, p)
   local c = M.propose(ctx, st, p, arm, function(config, key)
     local id = st.g:find(key or ctx:key(config))
     return not id or ops.idle(st, id)
   end)
   if not c then return nil, arm end
-  local id = ops.node_for(ctx, st, c, nil)
-  st.restarts = st.restarts + 1
-  local e = st.g:link(st.root, "restart:" .. st.restarts, id, ctx.options.restart_prior)
-  st.edge_method[e] = arm
-  st.method_in[id] = st.method_in[id] or arm
+  local e, id = root_edge(ctx, st, ops, c, arm)
   -- a two-knob move starts a descent only as a new best (strict): else the
   -- rollouts around the best state it missed would take the budget back
-  return { path = { e }, leaf = id, sample = true, arm = arm, strict = stalled or nil }
+  return { path = { e }, leaf = id, sample = true, arm = arm, strict = strict or nil }
 end
 
 -- Counters for stats(): evaluations paid per arm and per rollout choice.
