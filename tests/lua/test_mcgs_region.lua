@@ -10,10 +10,8 @@
 -- M = 1 walks it. For seeds where MCGS without stall stays in the trap for
 -- 150 evaluations, region descents must beat the trap within the same budget.
 local T = require("testlib")
-local json = require("kopt.json")
 
 local tmp = T.tmpdir("mcgs_region")
-local cache, vals = {}, function(n) local v = {} for i = 1, n do v[i] = i end return v end
 local function time_of(m, s, k, c)
   local t
   if m == 2 then t = (1 + 0.05 * (s - 3) ^ 2) * (1 + 0.02 * math.abs(k - 3))
@@ -21,15 +19,8 @@ local function time_of(m, s, k, c)
   else t = 2.0 end
   return t * (1 + 0.01 * c)
 end
-for m = 1, 3 do
-  for s = 1, 10 do
-    for k = 1, 6 do
-      for c = 1, 6 do
-        cache[string.format("%d,%d,%d,%d", m, s, k, c)] = { M = m, S = s, K = k, C = c, time = time_of(m, s, k, c) }
-      end
-    end
-  end
-end
+local space = T.grid_space(tmp .. "/trap.json", { { "M", 3 }, { "S", 10 }, { "K", 6 }, { "C", 6 } }, time_of)
+
 -- the trap holds: its optimum beats every one- and two-knob move of itself
 local trap = time_of(2, 3, 3, 1)
 for m = 1, 3 do
@@ -40,18 +31,10 @@ for m = 1, 3 do
     end
   end
 end
-local space = tmp .. "/trap.json"
-T.write(space, json.encode({ tune_params_keys = { "M", "S", "K", "C" },
-                             tune_params = { M = vals(3), S = vals(10), K = vals(6), C = vals(6) },
-                             objective = "time", cache = cache }))
 
 -- whether the run measured a state faster than the trap's optimum
 local function escaped(seed, opts)
-  local dir = string.format("%s/s%d-%s", tmp, seed, opts:gsub("[^%w]", "_"))
-  local code, _, err = T.run(string.format("mcgs --backend replay:%s --budget 150 --seed %d -q %s --out %s",
-                                           space, seed, opts, dir))
-  T.eq(code, 0, "exit code (" .. err .. ")")
-  for _, e in ipairs(T.events(dir)) do
+  for _, e in ipairs(T.mcgs_replay(tmp, space, 150, seed, opts)) do
     if e.result and e.result.status == "ok" and e.result.time_ms < trap * 0.999 then return true end
   end
   return false

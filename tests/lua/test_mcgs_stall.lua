@@ -9,34 +9,18 @@
 -- stall stays in the trap for 100 evaluations, MCGS with stall = 15 must find
 -- the needle within the same budget; both runs are deterministic.
 local T = require("testlib")
-local json = require("kopt.json")
 
 local tmp = T.tmpdir("mcgs_stall")
 local base = { 1.8, 1.0, 1.4 }
-local cache, vals = {}, function(n) local v = {} for i = 1, n do v[i] = i end return v end
-for a = 1, 8 do
-  for b = 1, 3 do
-    for c = 1, 6 do
-      for d = 1, 6 do
-        local t = base[b] * (1 + 0.05 * (a - 3) ^ 2) * (1 + 0.01 * c) * (1 + 0.01 * d)
-        if a == 8 and b == 1 then t = 0.6 * (1 + 0.01 * c) * (1 + 0.01 * d) end
-        cache[string.format("%d,%d,%d,%d", a, b, c, d)] = { A = a, B = b, C = c, D = d, time = t }
-      end
-    end
-  end
-end
-local space = tmp .. "/trap.json"
-T.write(space, json.encode({ tune_params_keys = { "A", "B", "C", "D" },
-                             tune_params = { A = vals(8), B = vals(3), C = vals(6), D = vals(6) },
-                             objective = "time", cache = cache }))
+local space = T.grid_space(tmp .. "/trap.json", { { "A", 8 }, { "B", 3 }, { "C", 6 }, { "D", 6 } },
+  function(a, b, c, d)
+    if a == 8 and b == 1 then return 0.6 * (1 + 0.01 * c) * (1 + 0.01 * d) end
+    return base[b] * (1 + 0.05 * (a - 3) ^ 2) * (1 + 0.01 * c) * (1 + 0.01 * d)
+  end)
 
 -- the evaluation at which the needle (B = 1, A = 8) was first measured, or nil
 local function needle_at(seed, opts)
-  local dir = string.format("%s/s%d-%s", tmp, seed, opts:gsub("[^%w]", "_"))
-  local code, _, err = T.run(string.format("mcgs --backend replay:%s --budget 100 --seed %d -q %s --out %s",
-                                           space, seed, opts, dir))
-  T.eq(code, 0, "exit code (" .. err .. ")")
-  for i, e in ipairs(T.events(dir)) do
+  for i, e in ipairs(T.mcgs_replay(tmp, space, 100, seed, opts)) do
     if e.config and e.config.A == 8 and e.config.B == 1 then return i end
   end
   return nil

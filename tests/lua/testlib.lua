@@ -73,6 +73,41 @@ function T.events(dir)
   return evals, stop
 end
 
+-- A recorded space in Kernel Tuner's cache format, written to path: knobs
+-- { { name, n }, ... } each take the values 1..n, and time_of(v1, v2, ...)
+-- (in the knobs' order) gives every config's time. Returns path.
+function T.grid_space(path, knobs, time_of)
+  local names, params, cache, v = {}, {}, {}, {}
+  for i, k in ipairs(knobs) do
+    names[i], params[k[1]] = k[1], {}
+    for x = 1, k[2] do params[k[1]][x] = x end
+  end
+  local function fill(i)
+    if i > #knobs then
+      local entry, parts = { time = time_of(table.unpack(v)) }, {}
+      for j, name in ipairs(names) do entry[name], parts[j] = v[j], tostring(v[j]) end
+      cache[table.concat(parts, ",")] = entry
+      return
+    end
+    for x = 1, knobs[i][2] do v[i] = x fill(i + 1) end
+  end
+  fill(1)
+  T.write(path, require("kopt.json").encode({ tune_params_keys = names, tune_params = params,
+                                              objective = "time", cache = cache }))
+  return path
+end
+
+-- `kopt mcgs` on a replay of a recorded space (budget, seed, more CLI
+-- options) into a fresh directory under tmp; checks the exit code and
+-- returns the run's evaluations.
+function T.mcgs_replay(tmp, space, budget, seed, opts)
+  local dir = string.format("%s/s%d-%s", tmp, seed, opts:gsub("[^%w]", "_"))
+  local code, _, err = T.run(string.format("mcgs --backend replay:%s --budget %d --seed %d -q %s --out %s",
+                                           space, budget, seed, opts, dir))
+  T.eq(code, 0, "exit code (" .. err .. ")")
+  return (T.events(dir))
+end
+
 -- stderr of a failed command: exactly one line, "kopt: " and a sentence,
 -- with no traceback and no "internal error". Progress lines (a carriage
 -- return before them) are not counted. Returns the sentence.
