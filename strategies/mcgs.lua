@@ -54,8 +54,10 @@
 -- `rollout_bandit` a second bandit decides per rollout step between the
 -- model's child and the highest prior's. A search without progress for
 -- `stall` evaluations gives its free iterations to region descents
--- (`stall_move`): a knob of the best state set to another value and held
--- while a rollout retunes the others.
+-- (`stall_move`): first the best state's other settings of its small knobs
+-- measured alone (`stall_sweep`), then descents with a knob of the best
+-- state set to another value and held while a rollout retunes the others,
+-- the knobs by turns (`region_order`).
 --
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to
@@ -520,7 +522,8 @@ local function candidate_of(st, rec)
   return { config = st.cfg[rec.leaf], patch = st.patch[rec.leaf],
            origin = { method = st.edge_method[e], expert = st.edge_expert[e],
                       parent = parent ~= st.root and st.g:key(parent) or nil,
-                      rollout = rec.rollout and true or nil, repair = rec.repair } }
+                      rollout = rec.rollout and true or nil, repair = rec.repair,
+                      region = rec.freeze and string.format("%s=%s", rec.freeze.name, tostring(rec.freeze.value)) } }
 end
 
 -- The search's own steps, for the code moves (kopt.mcgs_edits) and the
@@ -755,6 +758,7 @@ function S.tell(ctx, results)
       if rec.rollout then
         anchor, apath, misses, steps = rec.anchor, rec.anchor_path, rec.misses, rec.rollout
         if not failed and v > (g:reward(anchor) or -math.huge) then
+          if rec.freeze then portfolio.region_moved(st, rec.freeze, anchor, leaf) end
           anchor, apath, misses = leaf, rec.path, 0
         else
           misses = misses + 1

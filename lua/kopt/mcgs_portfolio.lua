@@ -406,10 +406,15 @@ end
 -- found, not just its first state. A method knob's other setting is often
 -- slower as it stands and fastest once the tiles around it are retuned
 -- (pnpoly's `use_method` with a larger tile; the convolution's `use_shmem`
--- with another block shape): a one-knob move measures only the former. The
--- regions of the knobs with the fewest values come first (settings of an
--- algorithm rather than steps of a size), ties in a seeded order; the list
--- is drawn again when the best state changes. Returns a pending record.
+-- with another block shape): a one-knob move measures only the former.
+-- First the sweep: the best state's other settings of each knob of at most
+-- `stall_sweep` values, measured alone (a rollout may have passed them by
+-- because the model, fitted elsewhere, expected them slower). Then the
+-- regions, the knobs taking turns (region_order=turns): each knob's most
+-- promising value by the model, knobs with the fewest values first (settings
+-- of an algorithm rather than steps of a size, ties in a seeded order), then
+-- each knob's next value. The list is drawn again when the best state
+-- changes. region_rec returns a pending record.
 local function region_start(ctx, p, base, name, value)
   local c = moves_mod.changed_config(ctx.space, base, { [name] = value })
   if ctx.space:is_valid(c) then return c end
@@ -454,11 +459,32 @@ function M.region_children(st, anchor, children, freeze)
     local n = tried[knob[i]] or 0
     if not least or n < least then least = n end
   end
-  local turn = {}
+  local turn, onward = {}, {}
   for i, e in ipairs(kept) do
-    if (tried[knob[i]] or 0) == least then turn[#turn + 1] = e end
+    if (tried[knob[i]] or 0) == least then
+      turn[#turn + 1] = e
+      local dir = freeze.dir and freeze.dir[knob[i]]
+      if not dir or dir == M.direction(freeze.space, knob[i], cfg[anchor], cfg[(g:ends(e))]) then onward[#onward + 1] = e end
+    end
   end
-  return turn
+  -- a knob that gained by a step one way keeps going that way while it can
+  return #onward > 0 and onward or turn
+end
+
+-- +1 or -1: whether config b has a later or earlier value of knob k than a.
+function M.direction(space, k, a, b)
+  local pos = space.index[k].pos
+  return pos[b[k]] > pos[a[k]] and 1 or -1
+end
+
+-- A region descent moved its anchor from state `from` to the faster `to`:
+-- the changed knob's direction is kept (region_children).
+function M.region_moved(st, freeze, from, to)
+  local a, b = st.cfg[from], st.cfg[to]
+  local k = M.changed_knob(a, b, freeze.names)
+  if k == "" then return end
+  freeze.dir = freeze.dir or {}
+  freeze.dir[k] = M.direction(freeze.space, k, a, b)
 end
 
 -- Counts the try of the child a region descent chose from anchor.
@@ -467,7 +493,43 @@ function M.region_tried(st, anchor, e, freeze)
   tried[k] = (tried[k] or 0) + 1
 end
 
-function M.region_rec(ctx, st, p, ops)
+-- The start config of region r (drawn once: on a constrained space it is a sample)
+local function region_config(ctx, p, base, r)
+  if r.start == nil then r.start = region_start(ctx, p, base, r.name, r.value) or false end
+  return r.start or nil
+end
+
+-- The regions of knob k around config base, { name =, value = } each: its
+-- other values, in list order (region_order=knob), or (turns) the value
+-- whose region start the model expects fastest first, then by distance in
+-- the value list from base's value when there is no model yet.
+local function region_values(ctx, st, p, base, k)
+  local out, here = {}, 1
+  for i, v in ipairs(k.values) do if v == base[k.name] then here = i end end
+  for i, v in ipairs(k.values) do
+    if v ~= base[k.name] then out[#out + 1] = { name = k.name, value = v, d = math.abs(i - here), i = i } end
+  end
+  if ctx.options.region_order == "knob" then return out end
+  local m = model_mod.get(ctx, st)
+  for _, r in ipairs(out) do
+    r.score = math.huge
+    if m then
+      local c = region_config(ctx, p, base, r)
+      if c then
+        local lt, p_ok = model_mod.predict(ctx, m, c)
+        r.score = lt - math.log(math.max(p_ok, 1e-3))
+      end
+    end
+  end
+  table.sort(out, function(a, b)
+    if a.score ~= b.score then return a.score < b.score end
+    if a.d ~= b.d then return a.d < b.d end
+    return a.i < b.i
+  end)
+  return out
+end
+
+function M.region_rec(ctx, st, p, ops, sweep_only)
   if p.top.n == 0 or #p.free == 0 then return nil end
   local best, knobs = nth(p, 1), p.mem.knobs
   local rg = p.regions
@@ -480,23 +542,51 @@ function M.region_rec(ctx, st, p, ops)
       if na ~= nb then return na < nb end
       return a.tie < b.tie
     end)
-    local base, list = st.cfg[best.id], {}
-    for _, x in ipairs(js) do
+    local base, list, sweep = st.cfg[best.id], {}, {}
+    local per_knob = {}
+    for i, x in ipairs(js) do
       local k = knobs[x.j]
-      for _, v in ipairs(k.values) do
-        if v ~= base[k.name] then list[#list + 1] = { name = k.name, value = v } end
+      per_knob[i] = region_values(ctx, st, p, base, k)
+      for _, r in ipairs(per_knob[i]) do
+        if ctx.options.region_order == "knob" then list[#list + 1] = r end
+        if #k.values <= ctx.options.stall_sweep then sweep[#sweep + 1] = r end
       end
     end
-    rg = { id = best.id, base = base, list = list, next = 1 }
+    if ctx.options.region_order == "turns" then
+      -- the knobs take turns: each one's most promising value, then each one's next
+      for round = 1, math.huge do
+        local any = false
+        for _, vs in ipairs(per_knob) do
+          if vs[round] then list[#list + 1], any = vs[round], true end
+        end
+        if not any then break end
+      end
+    end
+    rg = { id = best.id, base = base, list = list, next = 1, sweep = sweep, swept = 1 }
     p.regions = rg
   end
+  -- first the sweep: the best state's other settings of its small knobs,
+  -- measured alone (a descent only from a new best), so a setting that is
+  -- faster as it stands is not left behind the descents of another knob
+  while rg.swept <= #rg.sweep do
+    local r = rg.sweep[rg.swept]
+    rg.swept = rg.swept + 1
+    local c = region_config(ctx, p, rg.base, r)
+    local id = c and st.g:find(ctx:key(c))
+    if c and (not id or ops.idle(st, id)) then
+      local e
+      e, id = root_edge(ctx, st, ops, c, "region_sweep")
+      return { path = { e }, leaf = id, sample = true, strict = true, arm = "region" }
+    end
+  end
+  if sweep_only then return nil end
   while rg.next <= #rg.list do
     local r = rg.list[rg.next]
     rg.next = rg.next + 1
-    local c = region_start(ctx, p, rg.base, r.name, r.value)
+    local c = region_config(ctx, p, rg.base, r)
     if c then
       -- a region descent may miss once per knob it retunes (rollout_misses at least)
-      local freeze = { name = r.name, value = r.value, tried = {}, names = p.names,
+      local freeze = { name = r.name, value = r.value, tried = {}, names = p.names, space = ctx.space,
                        misses = math.max(ctx.options.rollout_misses, #p.free - 1) }
       local id = st.g:find(ctx:key(c))
       if id and st.measured[id] then
@@ -579,6 +669,10 @@ function M.arm_rec(ctx, st, ops)
   if stalled and o.stall_move == "region" then
     local rec = M.region_rec(ctx, st, p, ops)
     if rec then return rec end  -- (no region left: the bandit's turn)
+  elseif o.stall > 0 and o.stall_move == "region" and o.sweep_at > 0 and st.progress_at
+         and ctx.evaluations - st.progress_at >= o.sweep_at then
+    local rec = M.region_rec(ctx, st, p, ops, true)
+    if rec then return rec end
   elseif stalled then
     arm = o.stall_move  -- "pair", or "ei" (the surrogate strategy's move)
   end

@@ -1,0 +1,112 @@
+-- How MCGS's region descents begin (kopt.mcgs_portfolio, stall_move=region):
+-- the sweep (stall_sweep) measures the best state's other settings of its
+-- small knobs alone before any descent, and with region_order=turns the
+-- knobs take turns among the regions (each one's most promising value
+-- first) rather than one knob's values filling the first descents. Read
+-- from the event stream of replays of a space with a plateau: each check
+-- is also run with the feature off, where it must fail for some seed, so a
+-- check that cannot fail is caught too.
+local T = require("testlib")
+
+local tmp = T.tmpdir("mcgs_sweep")
+-- A plateau around M = 2, S = 3, K = 3 (no one-knob move of it is faster),
+-- and a better region at M = 1 with large S and K; C and D are near-flat.
+local function time_of(m, s, k, c, d)
+  local t
+  if m == 2 then t = (1 + 0.05 * (s - 3) ^ 2) * (1 + 0.02 * math.abs(k - 3))
+  elseif m == 1 then t = 1.5 * (1 - 0.03 * (s - 1)) * (1 - 0.03 * (k - 1))
+  else t = 2.0 end
+  return t * (1 + 0.01 * c) * (1 + 0.005 * d)
+end
+local knobs = { { "M", 3 }, { "S", 10 }, { "K", 6 }, { "C", 4 }, { "D", 3 } }
+local nvalues = {}
+for _, k in ipairs(knobs) do nvalues[k[1]] = k[2] end
+local space = T.grid_space(tmp .. "/plateau.json", knobs, time_of)
+
+-- the knobs in which config a differs from b
+local function changed(a, b)
+  local out = {}
+  for _, k in ipairs(knobs) do
+    if a[k[1]] ~= b[k[1]] then out[#out + 1] = k[1] end
+  end
+  return out
+end
+
+-- Walks a run's evaluations with the best state so far; calls
+-- visit(ev, best, seen) for each, seen: key -> true for those before it.
+local function walk(evals, visit)
+  local best, best_t, seen = nil, math.huge, {}
+  for _, ev in ipairs(evals) do
+    visit(ev, best, seen)
+    seen[ev.key] = true
+    local r = ev.result
+    if r and r.status == "ok" and r.time_ms < best_t then best, best_t = ev.config, r.time_ms end
+  end
+end
+
+local function method(ev) return ev.origin and ev.origin.method end
+
+-- Sweep: every sweep evaluation is a one-knob change of the best state in
+-- a knob of at most 6 values; and when a descent's start is measured, the
+-- best state's small-knob settings have all been measured already.
+local function sweep_violations(evals)
+  local bad, sweeps = 0, 0
+  walk(evals, function(ev, best, seen)
+    if method(ev) == "region_sweep" then
+      sweeps = sweeps + 1
+      local c = changed(ev.config, best)
+      T.check(#c == 1 and nvalues[c[1]] <= 6, "a sweep evaluation changes one small knob of the best: %s",
+              table.concat(c, ","))
+    elseif method(ev) == "region" then
+      for _, k in ipairs(knobs) do
+        if k[2] <= 6 then
+          for v = 1, k[2] do
+            local c = {}
+            for name, x in pairs(best) do c[name] = x end
+            c[k[1]] = v
+            local key = string.format("%d,%d,%d,%d,%d", c.M, c.S, c.K, c.C, c.D)
+            if not seen[key] then bad = bad + 1 end
+          end
+        end
+      end
+    end
+  end)
+  return bad, sweeps
+end
+
+-- Turns: the first two region descents after a new best (origin.region of
+-- their evaluations, "KNOB=VALUE") hold different knobs.
+local function turn_repeats(evals)
+  local repeats, pairs_seen, regions, best_key = 0, 0, {}, nil
+  walk(evals, function(ev, best)
+    local bk = best and string.format("%d,%d,%d,%d,%d", best.M, best.S, best.K, best.C, best.D)
+    if bk ~= best_key then best_key, regions = bk, {} end
+    local region = ev.origin and ev.origin.region
+    if not region or regions[#regions] == region then return end
+    regions[#regions + 1] = region
+    if #regions == 2 then
+      pairs_seen = pairs_seen + 1
+      if regions[1]:match("^[^=]+") == regions[2]:match("^[^=]+") then repeats = repeats + 1 end
+    end
+  end)
+  return repeats, pairs_seen
+end
+
+local total = { sweeps = 0, pairs = 0, off_bad = 0, knob_repeats = 0 }
+for seed = 1, 6 do
+  local on = T.mcgs_replay(tmp, space, 160, seed, "--opt stall=15")
+  local bad, sweeps = sweep_violations(on)
+  T.eq(bad, 0, "seed " .. seed .. ": descents start after the sweep of the small knobs")
+  local repeats, n = turn_repeats(on)
+  T.eq(repeats, 0, "seed " .. seed .. ": the first two regions of a best state change different knobs")
+  total.sweeps, total.pairs = total.sweeps + sweeps, total.pairs + n
+  local off = T.mcgs_replay(tmp, space, 160, seed, "--opt stall=15 --opt stall_sweep=0 --opt region_order=knob")
+  total.off_bad = total.off_bad + sweep_violations(off)
+  total.knob_repeats = total.knob_repeats + turn_repeats(off)
+end
+T.check(total.sweeps > 0, "the runs swept (%d sweep evaluations)", total.sweeps)
+T.check(total.pairs > 0, "the runs had two region starts after one best (%d times)", total.pairs)
+T.check(total.off_bad > 0, "without the sweep a descent starts before the small knobs are measured")
+T.check(total.knob_repeats > 0, "with region_order=knob a knob's second value comes before the next knob")
+
+return T.done()
