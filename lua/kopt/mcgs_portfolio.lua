@@ -500,9 +500,11 @@ local function region_config(ctx, p, base, r)
 end
 
 -- The regions of knob k around config base, { name =, value = } each: its
--- other values, in list order (region_order=knob), or (turns) the value
--- whose region start the model expects fastest first, then by distance in
--- the value list from base's value when there is no model yet.
+-- other values, in list order (region_order=knob), or (turns) the most
+-- promising first: the model's time of the region's start, or (region_score
+-- = reach) of the fastest state one step into the region, since a method
+-- knob's region pays only once another knob is retuned; by distance in the
+-- value list from base's value when there is no model yet.
 local function region_values(ctx, st, p, base, k)
   local out, here = {}, 1
   for i, v in ipairs(k.values) do if v == base[k.name] then here = i end end
@@ -518,6 +520,15 @@ local function region_values(ctx, st, p, base, k)
       if c then
         local lt, p_ok = model_mod.predict(ctx, m, c)
         r.score = lt - math.log(math.max(p_ok, 1e-3))
+        if ctx.options.region_score == "reach" then
+          -- the best the region's first step could reach, by the model
+          for _, x in ipairs(ctx.space:neighbours(c, "hamming")) do
+            if x[r.name] == r.value then
+              lt, p_ok = model_mod.predict(ctx, m, x)
+              r.score = math.min(r.score, lt - math.log(math.max(p_ok, 1e-3)))
+            end
+          end
+        end
       end
     end
   end
