@@ -234,8 +234,7 @@ local function learned(ctx, st, method)
   return m.mult
 end
 
-local model_record, model_get, model_predict, model_weigh = model_mod.record, model_mod.get, model_mod.predict,
-  model_mod.weigh
+local model_record, model_get, model_weigh = model_mod.record, model_mod.get, model_mod.weigh
 
 -- A model sample: a state neither measured nor in flight.
 local function model_sample(ctx, st)
@@ -670,9 +669,7 @@ function rollout_step(ctx, st, anchor, apath, steps, misses, freeze)
         local id = (g:ends(e))
         local lt = score[id]
         if fit[id] ~= m.fits then
-          local p_ok
-          lt, p_ok = model_predict(ctx, m, st.cfg[id])
-          lt = lt - math.log(math.max(p_ok, 1e-3))
+          lt = model_mod.score(ctx, m, st.cfg[id])
           score[id], fit[id] = lt, m.fits
         end
         if w > 0 then lt = lt - w * math.log(math.max(g:edge(e).prior, 1e-9)) end

@@ -73,6 +73,13 @@ function M.predict(ctx, m, config)
   return mu - ctx.options.model_kappa * sd, p_ok, mu, sd
 end
 
+-- The optimistic predicted log-time charged for the chance of failure
+-- (-log p_ok): how rollouts and region descents rank configs.
+function M.score(ctx, m, config)
+  local lt, p_ok = M.predict(ctx, m, config)
+  return lt - math.log(math.max(p_ok, 1e-3))
+end
+
 -- Reweights fresh proposals from state `id` by the model: exp(gain / tau)
 -- times the chance of success, and weak moves (predicted gain under
 -- min_pred_gain) down to prune_factor. props: the moves as lists

@@ -506,8 +506,7 @@ end
 -- knob's region pays only once another knob is retuned; by distance in the
 -- value list from base's value when there is no model yet.
 local function region_values(ctx, st, p, base, k)
-  local out, here = {}, 1
-  for i, v in ipairs(k.values) do if v == base[k.name] then here = i end end
+  local out, here = {}, ctx.space.index[k.name].pos[base[k.name]]
   for i, v in ipairs(k.values) do
     if v ~= base[k.name] then out[#out + 1] = { name = k.name, value = v, d = math.abs(i - here), i = i } end
   end
@@ -518,15 +517,11 @@ local function region_values(ctx, st, p, base, k)
     if m then
       local c = region_config(ctx, p, base, r)
       if c then
-        local lt, p_ok = model_mod.predict(ctx, m, c)
-        r.score = lt - math.log(math.max(p_ok, 1e-3))
+        r.score = model_mod.score(ctx, m, c)
         if ctx.options.region_score == "reach" then
           -- the best the region's first step could reach, by the model
           for _, x in ipairs(ctx.space:neighbours(c, "hamming")) do
-            if x[r.name] == r.value then
-              lt, p_ok = model_mod.predict(ctx, m, x)
-              r.score = math.min(r.score, lt - math.log(math.max(p_ok, 1e-3)))
-            end
+            if x[r.name] == r.value then r.score = math.min(r.score, model_mod.score(ctx, m, x)) end
           end
         end
       end

@@ -40,13 +40,7 @@ local function escaped(seed, opts)
   return false
 end
 
-local trapped, freed = 0, 0
-for seed = 1, 16 do
-  if not escaped(seed, "--opt stall=0") then
-    trapped = trapped + 1
-    if escaped(seed, "--opt stall=15 --opt stall_move=region") then freed = freed + 1 end
-  end
-end
+local trapped, freed = T.trapped_and_freed(16, escaped, "--opt stall=0", "--opt stall=15 --opt stall_move=region")
 T.check(trapped >= 2, "without stall some seeds stay in the trap for 150 evaluations: %d of 16", trapped)
 T.eq(freed, trapped, "with region descents each of them beats the trap")
 

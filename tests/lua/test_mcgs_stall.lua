@@ -26,14 +26,7 @@ local function needle_at(seed, opts)
   return nil
 end
 
-local trapped, escaped = 0, 0
-for seed = 1, 6 do
-  if not needle_at(seed, "--opt stall=0") then
-    trapped = trapped + 1
-    local n = needle_at(seed, "--opt stall=15 --opt stall_move=pair")
-    if n then escaped = escaped + 1 end
-  end
-end
+local trapped, escaped = T.trapped_and_freed(6, needle_at, "--opt stall=0", "--opt stall=15 --opt stall_move=pair")
 T.check(trapped >= 2, "without stall some seeds stay in the trap for 100 evaluations: %d of 6", trapped)
 T.eq(escaped, trapped, "with stall = 15 each of them finds the needle")
 

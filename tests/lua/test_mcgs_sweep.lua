@@ -23,6 +23,9 @@ local nvalues = {}
 for _, k in ipairs(knobs) do nvalues[k[1]] = k[2] end
 local space = T.grid_space(tmp .. "/plateau.json", knobs, time_of)
 
+-- a config's key in the recording (the knobs in order)
+local function key(c) return string.format("%d,%d,%d,%d,%d", c.M, c.S, c.K, c.C, c.D) end
+
 -- the knobs in which config a differs from b
 local function changed(a, b)
   local out = {}
@@ -64,8 +67,7 @@ local function sweep_violations(evals)
             local c = {}
             for name, x in pairs(best) do c[name] = x end
             c[k[1]] = v
-            local key = string.format("%d,%d,%d,%d,%d", c.M, c.S, c.K, c.C, c.D)
-            if not seen[key] then bad = bad + 1 end
+            if not seen[key(c)] then bad = bad + 1 end
           end
         end
       end
@@ -79,7 +81,7 @@ end
 local function turn_repeats(evals)
   local repeats, pairs_seen, regions, best_key = 0, 0, {}, nil
   walk(evals, function(ev, best)
-    local bk = best and string.format("%d,%d,%d,%d,%d", best.M, best.S, best.K, best.C, best.D)
+    local bk = best and key(best)
     if bk ~= best_key then best_key, regions = bk, {} end
     local region = ev.origin and ev.origin.region
     if not region or regions[#regions] == region then return end

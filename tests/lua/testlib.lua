@@ -108,6 +108,19 @@ function T.mcgs_replay(tmp, space, budget, seed, opts)
   return (T.events(dir))
 end
 
+-- Of `seeds` seeds, those where hit(seed, off) is false (trapped) and of
+-- them those where hit(seed, on) is true (freed): the count of each.
+function T.trapped_and_freed(seeds, hit, off, on)
+  local trapped, freed = 0, 0
+  for seed = 1, seeds do
+    if not hit(seed, off) then
+      trapped = trapped + 1
+      if hit(seed, on) then freed = freed + 1 end
+    end
+  end
+  return trapped, freed
+end
+
 -- stderr of a failed command: exactly one line, "kopt: " and a sentence,
 -- with no traceback and no "internal error". Progress lines (a carriage
 -- return before them) are not counted. Returns the sentence.
