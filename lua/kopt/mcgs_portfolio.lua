@@ -414,7 +414,10 @@ end
 -- promising value by the model, knobs with the fewest values first (settings
 -- of an algorithm rather than steps of a size, ties in a seeded order), then
 -- each knob's next value. The list is drawn again when the best state
--- changes. region_rec returns a pending record.
+-- changes, without the regions and sweep settings tried since the last
+-- progress (region_memory): a gain smaller than stall_gain, such as a block
+-- size one step over, would otherwise start the same descents again from a
+-- state that differs by that step. region_rec returns a pending record.
 local function region_start(ctx, p, base, name, value)
   local c = moves_mod.changed_config(ctx.space, base, { [name] = value })
   if ctx.space:is_valid(c) then return c end
@@ -535,6 +538,9 @@ local function region_values(ctx, st, p, base, k)
   return out
 end
 
+-- A region's name in the memory of tried regions (region_memory)
+local function region_key(r) return r.name .. "=" .. tostring(r.value) end
+
 function M.region_rec(ctx, st, p, ops, sweep_only)
   if p.top.n == 0 or #p.free == 0 then return nil end
   local best, knobs = nth(p, 1), p.mem.knobs
@@ -548,14 +554,24 @@ function M.region_rec(ctx, st, p, ops, sweep_only)
       if na ~= nb then return na < nb end
       return a.tie < b.tie
     end)
+    -- the regions and sweep settings tried since the last progress (a new
+    -- best by stall_gain): a smaller gain does not try them again
+    if ctx.options.region_memory and (not p.region_done or p.region_done.at ~= st.progress_at) then
+      p.region_done = { at = st.progress_at }
+    end
+    local done = ctx.options.region_memory and p.region_done or {}
     local base, list, sweep = st.cfg[best.id], {}, {}
     local per_knob = {}
     for i, x in ipairs(js) do
       local k = knobs[x.j]
-      per_knob[i] = region_values(ctx, st, p, base, k)
-      for _, r in ipairs(per_knob[i]) do
-        if ctx.options.region_order == "knob" then list[#list + 1] = r end
-        if #k.values <= ctx.options.stall_sweep then sweep[#sweep + 1] = r end
+      per_knob[i] = {}
+      for _, r in ipairs(region_values(ctx, st, p, base, k)) do
+        local key = region_key(r)
+        if not done[key] then
+          per_knob[i][#per_knob[i] + 1] = r
+          if ctx.options.region_order == "knob" then list[#list + 1] = r end
+        end
+        if #k.values <= ctx.options.stall_sweep and not done["sweep " .. key] then sweep[#sweep + 1] = r end
       end
     end
     if ctx.options.region_order == "turns" then
@@ -577,6 +593,7 @@ function M.region_rec(ctx, st, p, ops, sweep_only)
   while rg.swept <= #rg.sweep do
     local r = rg.sweep[rg.swept]
     rg.swept = rg.swept + 1
+    if p.region_done then p.region_done["sweep " .. region_key(r)] = true end
     local c = region_config(ctx, p, rg.base, r)
     local id = c and st.g:find(ctx:key(c))
     if c and (not id or ops.idle(st, id)) then
@@ -589,6 +606,7 @@ function M.region_rec(ctx, st, p, ops, sweep_only)
   while rg.next <= #rg.list do
     local r = rg.list[rg.next]
     rg.next = rg.next + 1
+    if p.region_done then p.region_done[region_key(r)] = true end
     local c = region_config(ctx, p, rg.base, r)
     if c then
       -- a region descent may miss once per knob it retunes (rollout_misses at least)

@@ -94,6 +94,29 @@ local function turn_repeats(evals)
   return repeats, pairs_seen
 end
 
+-- Memory: since the last progress (a new best by stall_gain, 0.01 in
+-- log-time), no region is descended a second time, though smaller gains
+-- give new best states. On the plateau with two fine knobs F and C (a
+-- step of either changes the time by less than 0.4 %, in no order), whose
+-- new bests come during the descents.
+local function region_repeats(evals)
+  local repeats, progress_t, best_t, done, last = 0, math.huge, math.huge, {}, nil
+  for _, ev in ipairs(evals) do
+    local region = ev.origin and ev.origin.region
+    if region and region ~= last then
+      if done[region] then repeats = repeats + 1 end
+      done[region] = true
+    end
+    last = region or last
+    local r = ev.result
+    if r and r.status == "ok" and r.time_ms < best_t then
+      best_t = r.time_ms
+      if math.log(progress_t / best_t) > 0.01 then progress_t, done, last = best_t, {}, nil end
+    end
+  end
+  return repeats
+end
+
 local total = { sweeps = 0, pairs = 0, off_bad = 0, knob_repeats = 0 }
 for seed = 1, 6 do
   local on = T.mcgs_replay(tmp, space, 160, seed, "--opt stall=15")
@@ -110,5 +133,19 @@ T.check(total.sweeps > 0, "the runs swept (%d sweep evaluations)", total.sweeps)
 T.check(total.pairs > 0, "the runs had two region starts after one best (%d times)", total.pairs)
 T.check(total.off_bad > 0, "without the sweep a descent starts before the small knobs are measured")
 T.check(total.knob_repeats > 0, "with region_order=knob a knob's second value comes before the next knob")
+
+local function fine_time(m, s, k, f, c)
+  return time_of(m, s, k, 1, 1) * (1 + 0.004 * ((f * 7) % 12) / 11) * (1 + 0.003 * ((c * 5) % 8) / 7)
+end
+local tmp_fine = T.tmpdir("mcgs_sweep_fine")
+local fine = T.grid_space(tmp_fine .. "/fine.json", { { "M", 3 }, { "S", 10 }, { "K", 6 }, { "F", 12 }, { "C", 8 } },
+                          fine_time)
+local forgot = 0
+for seed = 1, 6 do
+  T.eq(region_repeats(T.mcgs_replay(tmp_fine, fine, 160, seed, "--opt stall=15")), 0,
+       "seed " .. seed .. ": no region descended twice without progress")
+  forgot = forgot + region_repeats(T.mcgs_replay(tmp_fine, fine, 160, seed, "--opt stall=15 --opt region_memory=false"))
+end
+T.check(forgot > 0, "with region_memory=false a region is descended again after a small gain")
 
 return T.done()
