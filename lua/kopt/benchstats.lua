@@ -149,4 +149,33 @@ function M.summarise(facts, curves, budgets, cutoff, random_times)
   return out
 end
 
+-- The gap of one strategy to the best of others at one budget, and how far
+-- seed noise moves it: own[s] and each others[j][s] are per-seed fractions.
+-- Returns the gap (own mean minus the largest other mean) and the bounds of
+-- its central `level` interval by the percentile bootstrap: each list's
+-- seeds are resampled on their own (the runs are independent), `draws`
+-- times, with rng (a kopt.rng). The largest mean is taken again in every
+-- draw, so the interval also carries the upward bias of a best-of-several.
+function M.gap_interval(own, others, draws, rng, level)
+  local function mean(xs) local acc = 0 for _, x in ipairs(xs) do acc = acc + x end return acc / #xs end
+  local function resampled_mean(xs)
+    local acc = 0
+    for _ = 1, #xs do acc = acc + xs[rng:random(#xs)] end
+    return acc / #xs
+  end
+  local function best_other(m)
+    local b = -math.huge
+    for _, o in ipairs(others) do b = math.max(b, m(o)) end
+    return b
+  end
+  local gap = mean(own) - best_other(mean)
+  local sample = {}
+  for d = 1, draws do sample[d] = resampled_mean(own) - best_other(resampled_mean) end
+  table.sort(sample)
+  local tail = (1 - level) / 2
+  local lo = sample[math.max(1, math.floor(tail * draws + 0.5))]
+  local hi = sample[math.min(draws, math.ceil((1 - tail) * draws - 0.5))]
+  return gap, lo, hi
+end
+
 return M

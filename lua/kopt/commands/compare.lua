@@ -10,6 +10,7 @@ local engine_mod = require("kopt.engine")
 local errors = require("kopt.errors")
 local json = require("kopt.json")
 local replay = require("kopt.backends.replay")
+local rng_mod = require("kopt.rng")
 local strategy_mod = require("kopt.strategy")
 local svg = require("kopt.svg")
 local sys = require("kopt.sys")
@@ -19,6 +20,11 @@ local M = { summary = "benchmark strategies on recorded spaces (replay): fractio
 M.DEFAULT_STRATEGIES = { "random", "anneal", "genetic", "surrogate", "mcgs", "rules" }
 M.DEFAULT_BUDGETS = { 25, 50, 100, 200, 400 }
 M.P = 0.95 -- methodology cutoff percentile
+-- Gaps and seed noise: a strategy is behind on a space when its mean is
+-- below the best other strategy's by more than GAP_BEHIND, and clearly
+-- behind when the GAP_LEVEL bootstrap interval of that gap (GAP_DRAWS
+-- draws over the seeds) lies below zero.
+M.GAP_BEHIND, M.GAP_LEVEL, M.GAP_DRAWS = 0.005, 0.9, 2000
 
 local USAGE = [[
 usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N]
@@ -279,6 +285,7 @@ function M.markdown(report)
   if #report.spaces > 0 and #report.spaces[1].results > 1 then
     out[#out + 1] = M.rank_markdown(report)
     out[#out + 1] = M.loo_markdown(report)
+    out[#out + 1] = M.gaps_markdown(report)
   end
   if #report.spaces > 0 then out[#out + 1] = M.cost_markdown(report) end
   return table.concat(out)
@@ -429,6 +436,73 @@ function M.loo_markdown(report)
   return table.concat(out) .. "\n"
 end
 
+-- Each strategy's gap to the best strategy of another group (variants of
+-- one strategy are not each other's rivals) on every space and budget, with
+-- its bootstrap interval over the seeds (kopt.benchstats.gap_interval).
+-- Returns { name, space, budget, gap, lo, hi } rows; none without per-seed
+-- fractions or with fewer than two seeds.
+function M.gaps(report)
+  if report.gap_rows then return report.gap_rows end
+  local rows = {}
+  local rng = rng_mod.new(1)
+  for _, sp in ipairs(report.spaces) do
+    for _, r in ipairs(sp.results) do
+      local rivals = {}
+      for _, o in ipairs(sp.results) do
+        if (o.base or o.name) ~= (r.base or r.name) and o.seed_fraction then rivals[#rivals + 1] = o end
+      end
+      if r.seed_fraction and #r.seed_fraction > 1 and #rivals > 0 then
+        for b, budget in ipairs(report.budgets) do
+          local function column(x)
+            local c = {}
+            for s, f in ipairs(x.seed_fraction) do c[s] = f[b] end
+            return c
+          end
+          local others = {}
+          for j, o in ipairs(rivals) do others[j] = column(o) end
+          local gap, lo, hi = benchstats.gap_interval(column(r), others, M.GAP_DRAWS, rng, M.GAP_LEVEL)
+          rows[#rows + 1] = { name = r.name, space = sp.name, budget = budget, gap = gap, lo = lo, hi = hi }
+        end
+      end
+    end
+  end
+  report.gap_rows = rows
+  return rows
+end
+
+function M.gaps_markdown(report)
+  local rows = M.gaps(report)
+  if #rows == 0 then return "" end
+  local budgets, cells, names = report.budgets, {}, {}
+  for _, g in ipairs(rows) do
+    if not cells[g.name] then cells[g.name], names[#names + 1] = {}, g.name end
+    local c = cells[g.name][g.budget] or { behind = 0, clearly = 0 }
+    if g.gap < -M.GAP_BEHIND then
+      c.behind = c.behind + 1
+      if g.hi < 0 then c.clearly = c.clearly + 1 end
+    end
+    if not c.worst or g.gap < c.worst.gap then c.worst = g end
+    cells[g.name][g.budget] = c
+  end
+  local out = { string.format("### Gaps and seed noise\n\nAt each budget, the spaces where a strategy's mean "
+    .. "is behind the best strategy of another group by more than %.3f, those where it is clearly behind (the "
+    .. "%d %% bootstrap interval of the gap, %d draws over the seeds, lies below zero), and its worst gap with "
+    .. "that interval.\n\n| strategy |", M.GAP_BEHIND, math.floor(M.GAP_LEVEL * 100 + 0.5), M.GAP_DRAWS) }
+  for _, b in ipairs(budgets) do out[#out + 1] = " @" .. b .. " |" end
+  out[#out + 1] = "\n|---|" .. string.rep("---|", #budgets) .. "\n"
+  for _, name in ipairs(names) do
+    out[#out + 1] = "| " .. name .. " |"
+    for _, b in ipairs(budgets) do
+      local c = cells[name][b]
+      local w = c.worst
+      out[#out + 1] = string.format(" %d behind, %d clearly; worst %+.3f [%+.3f, %+.3f] %s |", c.behind, c.clearly,
+                                    w.gap, w.lo, w.hi, w.space)
+    end
+    out[#out + 1] = "\n"
+  end
+  return table.concat(out) .. "\n"
+end
+
 function M.rank_markdown(report)
   local ranks, mean = M.ranks(report)
   local out = { "### Rank per space\n\nRank of each strategy on each space (1 = best; at each budget by the "
@@ -490,6 +564,7 @@ function M.plain(report)
     end
     out.loo = {}
     for _, gr in ipairs(M.loo(report)) do out.loo[#out.loo + 1] = { name = gr.name, fraction = gr.fraction, pick = gr.pick } end
+    out.gaps = M.gaps(report)
   end
   return out
 end
