@@ -522,7 +522,7 @@ local function candidate_of(st, rec)
            origin = { method = st.edge_method[e], expert = st.edge_expert[e],
                       parent = parent ~= st.root and st.g:key(parent) or nil,
                       rollout = rec.rollout and true or nil, repair = rec.repair,
-                      region = rec.freeze and string.format("%s=%s", rec.freeze.name, tostring(rec.freeze.value)) } }
+                      region = rec.freeze and portfolio.region_key(rec.freeze) } }
 end
 
 -- The search's own steps, for the code moves (kopt.mcgs_edits) and the

@@ -502,6 +502,10 @@ local function region_config(ctx, p, base, r)
   return r.start or nil
 end
 
+-- A region's name, "KNOB=VALUE": in the memory of tried regions
+-- (region_memory) and on its descents' evaluations (origin.region).
+function M.region_key(r) return r.name .. "=" .. tostring(r.value) end
+
 -- The regions of knob k around config base, { name =, value = } each: its
 -- other values, in list order (region_order=knob), or (turns) the most
 -- promising first: the model's time of the region's start, or (region_score
@@ -538,9 +542,6 @@ local function region_values(ctx, st, p, base, k)
   return out
 end
 
--- A region's name in the memory of tried regions (region_memory)
-local function region_key(r) return r.name .. "=" .. tostring(r.value) end
-
 function M.region_rec(ctx, st, p, ops, sweep_only)
   if p.top.n == 0 or #p.free == 0 then return nil end
   local best, knobs = nth(p, 1), p.mem.knobs
@@ -565,8 +566,11 @@ function M.region_rec(ctx, st, p, ops, sweep_only)
     for i, x in ipairs(js) do
       local k = knobs[x.j]
       per_knob[i] = {}
+      -- (every region is ranked, the tried ones too: on a constrained space
+      -- ranking draws a region's start, and the draws are the search's
+      -- random stream)
       for _, r in ipairs(region_values(ctx, st, p, base, k)) do
-        local key = region_key(r)
+        local key = M.region_key(r)
         if not done[key] then
           per_knob[i][#per_knob[i] + 1] = r
           if ctx.options.region_order == "knob" then list[#list + 1] = r end
@@ -593,7 +597,7 @@ function M.region_rec(ctx, st, p, ops, sweep_only)
   while rg.swept <= #rg.sweep do
     local r = rg.sweep[rg.swept]
     rg.swept = rg.swept + 1
-    if p.region_done then p.region_done["sweep " .. region_key(r)] = true end
+    if p.region_done then p.region_done["sweep " .. M.region_key(r)] = true end
     local c = region_config(ctx, p, rg.base, r)
     local id = c and st.g:find(ctx:key(c))
     if c and (not id or ops.idle(st, id)) then
@@ -606,7 +610,7 @@ function M.region_rec(ctx, st, p, ops, sweep_only)
   while rg.next <= #rg.list do
     local r = rg.list[rg.next]
     rg.next = rg.next + 1
-    if p.region_done then p.region_done[region_key(r)] = true end
+    if p.region_done then p.region_done[M.region_key(r)] = true end
     local c = region_config(ctx, p, rg.base, r)
     if c then
       -- a region descent may miss once per knob it retunes (rollout_misses at least)

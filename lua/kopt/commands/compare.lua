@@ -216,6 +216,8 @@ function M.main(argv)
     backend:close()
     report.spaces[#report.spaces + 1] = sp
   end
+  -- (the bootstrap takes seconds on many spaces: drawn once, for both files)
+  report.gaps = M.gaps(report)
   local md = M.markdown(report)
   io.stdout:write(md)
   sys.mkdir_p(o.out .. "/img")
@@ -442,7 +444,6 @@ end
 -- Returns { name, space, budget, gap, lo, hi } rows; none without per-seed
 -- fractions or with fewer than two seeds.
 function M.gaps(report)
-  if report.gap_rows then return report.gap_rows end
   local rows = {}
   local rng = rng_mod.new(1)
   for _, sp in ipairs(report.spaces) do
@@ -466,12 +467,11 @@ function M.gaps(report)
       end
     end
   end
-  report.gap_rows = rows
   return rows
 end
 
 function M.gaps_markdown(report)
-  local rows = M.gaps(report)
+  local rows = report.gaps or M.gaps(report)
   if #rows == 0 then return "" end
   local budgets, cells, names = report.budgets, {}, {}
   for _, g in ipairs(rows) do
@@ -564,7 +564,7 @@ function M.plain(report)
     end
     out.loo = {}
     for _, gr in ipairs(M.loo(report)) do out.loo[#out.loo + 1] = { name = gr.name, fraction = gr.fraction, pick = gr.pick } end
-    out.gaps = M.gaps(report)
+    out.gaps = report.gaps or M.gaps(report)
   end
   return out
 end
