@@ -162,5 +162,31 @@ for i, b in ipairs({ 1, 3 }) do
           got, m1, 4 * se)
 end
 
+-- A seed range (--seeds A-B) runs seeds A..B: its first seed's row is seed 2
+-- of the first run, and the report says which seeds it holds.
+code, stdout = T.run(string.format("compare --strategies anneal --spaces %s --seeds 2-3 --budgets 1,10,25 --out %s/range",
+                                   PN, tmp))
+T.eq(code, 0, "kopt compare --seeds 2-3 exit code")
+local ranged = cjson.decode(T.slurp(tmp .. "/range/benchmark.json"))
+T.eq(ranged.first_seed, 2, "--seeds 2-3: first_seed in benchmark.json")
+T.eq(ranged.seeds, 2, "--seeds 2-3: seeds in benchmark.json")
+local function anneal_row(report)
+  for _, sp in ipairs(report.spaces) do
+    if sp.name == "pnpoly_RTX_3090" then
+      for _, r in ipairs(sp.strategies) do if r.name == "anneal" then return r end end
+    end
+  end
+end
+for i = 1, #budgets do
+  T.eq(anneal_row(ranged).seed_fraction[1][i], anneal_row(res).seed_fraction[2][i],
+       "--seeds 2-3: its first run is seed 2 (budget " .. budgets[i] .. ")")
+end
+T.check(stdout:find("over 2 seeds (2-3)", 1, true) ~= nil, "the report names the seed range")
+for _, bad in ipairs({ "3-1", "0-4", "0", "2-", "x" }) do
+  local c, _, err = T.run(string.format("compare --strategies anneal --spaces %s --seeds %s --out %s/bad -q", PN, bad, tmp))
+  T.check(c ~= 0 and err:find("--seeds", 1, true) ~= nil, "--seeds %s: rejected with a message naming --seeds (%s)",
+          bad, err)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -36,7 +36,9 @@ usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N]
                 leave-one-space-out
   --spaces      recorded spaces (Kernel Tuner cache, T4, KTT); default every
                 tests/data/*.json under the current directory
-  --seeds       runs per strategy and space, seeds 1..N (default 50)
+  --seeds       runs per strategy and space, seeds 1..N (default 50), or
+                A-B for seeds A..B (fresh seeds for a check of settings
+                chosen on 1..N)
   --budgets     evaluation counts to report (default 25,50,100,200,400); every
                 run goes on to the largest, or to the methodology cutoff when larger
   --out         output directory (default compare/): benchmark.md, benchmark.json, img/*.svg
@@ -63,7 +65,7 @@ local function split(s)
 end
 
 local function parse(argv)
-  local o = { seeds = 50, budgets = M.DEFAULT_BUDGETS, out = "compare", opts = {} }
+  local o = { seeds = 50, first_seed = 1, budgets = M.DEFAULT_BUDGETS, out = "compare", opts = {} }
   local i = 1
   local function value(flag)
     i = i + 1
@@ -78,10 +80,13 @@ local function parse(argv)
     elseif a == "--spaces" then o.spaces = split(value(a))
     elseif a == "--out" then o.out = value(a)
     elseif a == "--seeds" then
-      o.seeds = math.tointeger(tonumber(value(a)))
-      if not o.seeds or o.seeds < 1 then
-        errors.usage("compare: --seeds: expected a positive integer, got '%s'", argv[i])
+      local v = value(a)
+      local lo, hi = v:match("^(%d+)%-(%d+)$")
+      lo, hi = math.tointeger(tonumber(lo or 1)), math.tointeger(tonumber(hi or v))
+      if not lo or not hi or lo < 1 or hi < lo then
+        errors.usage("compare: --seeds: expected a positive integer N or a range A-B with 1 <= A <= B, got '%s'", v)
       end
+      o.first_seed, o.seeds = lo, hi - lo + 1
     elseif a == "--budgets" then
       o.budgets = {}
       for _, b in ipairs(split(value(a))) do
@@ -176,7 +181,7 @@ function M.main(argv)
                   options = strategy_mod.options(s, pairs_list) }
   end
   local budgets, maxb = o.budgets, o.budgets[#o.budgets]
-  local report = { budgets = budgets, seeds = o.seeds, p = M.P, spaces = {} }
+  local report = { budgets = budgets, seeds = o.seeds, first_seed = o.first_seed, p = M.P, spaces = {} }
   for _, file in ipairs(files) do
     local backend = replay.open(nil, { file = file })
     local facts = benchstats.space_facts(backend.rec.entries)
@@ -193,9 +198,9 @@ function M.main(argv)
     for _, st in ipairs(loaded) do
       local t0, c0 = sys.now(), os.clock()
       local curves, stats, evals = {}, {}, 0
-      for seed = 1, o.seeds do
-        local c, counters, n = run_one(st.base, st.label, st.options, backend, seed, length)
-        curves[seed], evals = c, evals + n
+      for k = 1, o.seeds do
+        local c, counters, n = run_one(st.base, st.label, st.options, backend, o.first_seed + k - 1, length)
+        curves[k], evals = c, evals + n
         for k, v in pairs(counters) do stats[k] = (stats[k] or 0) + v end
       end
       local sum = benchstats.summarise(facts, curves, budgets, cutoff, rtimes)
@@ -248,14 +253,21 @@ local function row(r, budgets, limit, with_evals)
   return "| " .. table.concat(cells, " | ") .. " |\n"
 end
 
+-- "20 seeds" (seeds 1..20), or "20 seeds (21-40)".
+function M.seed_label(report)
+  local first = report.first_seed or 1
+  if first == 1 then return string.format("%d seeds", report.seeds) end
+  return string.format("%d seeds (%d-%d)", report.seeds, first, first + report.seeds - 1)
+end
+
 -- The report as markdown: one table per space, the average over spaces, the
 -- ranks and the leave-one-space-out table.
 function M.markdown(report)
   local out, budgets = {}, report.budgets
-  out[#out + 1] = string.format("Mean fraction of optimum (t_opt / t_found) after N evaluations, over %d seeds; "
+  out[#out + 1] = string.format("Mean fraction of optimum (t_opt / t_found) after N evaluations, over %s; "
     .. "evaluations to get within 5 %% / 1 %% of the optimum (median over seeds; random: exact median); "
     .. "score: methodology score against exact random search, mean over evaluations 1..cutoff (p = %.2f).\n\n",
-    report.seeds, report.p)
+    M.seed_label(report), report.p)
   for _, sp in ipairs(report.spaces) do
     local length = math.max(budgets[#budgets], sp.cutoff)
     out[#out + 1] = string.format("### %s\n\n%d configurations (%d ok), optimum %.5g ms, median %.5g ms, "
@@ -542,7 +554,8 @@ end
 
 -- The report without curves and with string keys, for benchmark.json.
 function M.plain(report)
-  local out = { budgets = report.budgets, seeds = report.seeds, p = report.p, spaces = {} }
+  local out = { budgets = report.budgets, seeds = report.seeds, first_seed = report.first_seed, p = report.p,
+                spaces = {} }
   for _, sp in ipairs(report.spaces) do
     local s = { name = sp.name, file = sp.file, entries = sp.entries, valid = sp.valid, opt_ms = sp.opt_ms,
                 median_ms = sp.median_ms, cutoff = sp.cutoff, strategies = {} }
