@@ -171,9 +171,9 @@ local ranged = cjson.decode(T.slurp(tmp .. "/range/benchmark.json"))
 T.eq(ranged.first_seed, 2, "--seeds 2-3: first_seed in benchmark.json")
 T.eq(ranged.seeds, 2, "--seeds 2-3: seeds in benchmark.json")
 local function anneal_row(report)
-  for _, sp in ipairs(report.spaces) do
-    if sp.name == "pnpoly_RTX_3090" then
-      for _, r in ipairs(sp.strategies) do if r.name == "anneal" then return r end end
+  for _, space in ipairs(report.spaces) do
+    if space.name == "pnpoly_RTX_3090" then
+      for _, r in ipairs(space.strategies) do if r.name == "anneal" then return r end end
     end
   end
 end

@@ -198,9 +198,9 @@ function M.main(argv)
     for _, st in ipairs(loaded) do
       local t0, c0 = sys.now(), os.clock()
       local curves, stats, evals = {}, {}, 0
-      for k = 1, o.seeds do
-        local c, counters, n = run_one(st.base, st.label, st.options, backend, o.first_seed + k - 1, length)
-        curves[k], evals = c, evals + n
+      for run = 1, o.seeds do
+        local c, counters, n = run_one(st.base, st.label, st.options, backend, o.first_seed + run - 1, length)
+        curves[run], evals = c, evals + n
         for k, v in pairs(counters) do stats[k] = (stats[k] or 0) + v end
       end
       local sum = benchstats.summarise(facts, curves, budgets, cutoff, rtimes)
