@@ -27,7 +27,7 @@ M.P = 0.95 -- methodology cutoff percentile
 M.GAP_BEHIND, M.GAP_LEVEL, M.GAP_DRAWS = 0.005, 0.9, 2000
 
 local USAGE = [[
-usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N]
+usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N|A-B]
                     [--budgets 25,50,...] [--out DIR] [--opt STRATEGY.KEY=VALUE] [-q]
   --strategies  built-in names or paths (default: random, anneal, genetic,
                 surrogate, and mcgs and rules when built in); NAME@K=V+K=V is a
