@@ -55,7 +55,8 @@
 -- model's child and the highest prior's. A search without progress for
 -- `stall` evaluations gives its free iterations to region descents
 -- (`stall_move`): first the best state's other settings of its small knobs
--- measured alone (`stall_sweep`), then descents with a knob of the best
+-- measured alone (`stall_sweep`; already after `sweep_at` evaluations when
+-- no expensive generator is in use), then descents with a knob of the best
 -- state set to another value and held while a rollout retunes the others,
 -- the knobs by turns (`region_order`).
 --

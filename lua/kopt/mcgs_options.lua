@@ -81,7 +81,7 @@ return {
   stall_move = { default = "region", choices = { "pair", "region", "ei" },
                  help = "stall: two-knob moves of the best state (pair), descents with one knob of the best state set to another value and held (region), or the ei arm's proposals (ei)" },
   stall_sweep = { default = 6, help = "stall_move=region: before the descents, the best state's other settings of each knob with at most this many values are measured alone (0 = none)" },
-  sweep_at = { default = 0, help = "stall_move=region: the sweep (stall_sweep) already after this many evaluations without progress (0: at the stall; earlier sweeps leave the tree, and so the expert moves, few iterations)" },
+  sweep_at = { default = 5, help = "stall_move=region: the sweep (stall_sweep) already after this many evaluations without progress, when no expensive move generator (LLM experts) is in use (0: at the stall; an earlier sweep would leave the tree, which asks those generators, few iterations)" },
   region_order = { default = "turns", choices = { "knob", "turns" },
                    help = "stall_move=region: every value of a knob before the next knob's (knob), or the knobs by turns, each one's value the model expects fastest first (turns)" },
   region_score = { default = "reach", choices = { "start", "reach" }, help = "region_order=turns: a region's promise is the model's time of its start (start) or of the best state one step into it (reach)" },

@@ -697,8 +697,10 @@ function M.arm_rec(ctx, st, ops)
   if stalled and o.stall_move == "region" then
     local rec = M.region_rec(ctx, st, p, ops)
     if rec then return rec end  -- (no region left: the bandit's turn)
-  elseif o.stall > 0 and o.stall_move == "region" and o.sweep_at > 0 and st.progress_at
-         and ctx.evaluations - st.progress_at >= o.sweep_at then
+  elseif o.stall > 0 and o.stall_move == "region" and o.sweep_at > 0 and #st.expensive == 0
+         and st.progress_at and ctx.evaluations - st.progress_at >= o.sweep_at then
+    -- (only without expensive generators: an early sweep takes the free
+    -- iterations from the tree, and the tree is what asks them for moves)
     local rec = M.region_rec(ctx, st, p, ops, true)
     if rec then return rec end
   elseif stalled then

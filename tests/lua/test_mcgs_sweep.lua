@@ -134,6 +134,36 @@ T.check(total.pairs > 0, "the runs had two region starts after one best (%d time
 T.check(total.off_bad > 0, "without the sweep a descent starts before the small knobs are measured")
 T.check(total.knob_repeats > 0, "with region_order=knob a knob's second value comes before the next knob")
 
+-- Early sweep (sweep_at, 5 by default): a sweep evaluation may come 5
+-- evaluations after the last progress, before the stall (15); with an
+-- expensive move generator in the search (an LLM expert's place) the
+-- sweep waits for the stall, so the tree keeps the iterations that ask it.
+-- Counts the sweep evaluations fewer than stall - 1 evaluations after the
+-- last progress (a new best by stall_gain, 0.01 in log-time).
+local function early_sweeps(evals)
+  local early, progress_t, best_t, progress_n = 0, math.huge, math.huge, 0
+  for n, ev in ipairs(evals) do
+    if method(ev) == "region_sweep" and n - 1 - progress_n < 14 then early = early + 1 end
+    local r = ev.result
+    if r and r.status == "ok" and r.time_ms < best_t then
+      best_t = r.time_ms
+      if math.log(progress_t / best_t) > 0.01 then progress_t, progress_n = best_t, n end
+    end
+  end
+  return early
+end
+local tmp_early = T.tmpdir("mcgs_sweep_early")
+local idle_expert = tmp_early .. "/idle_expert.lua"
+T.write(idle_expert, [[return { name = "idle_expert", expensive = true, propose = function() return {} end }]])
+local early = { plain = 0, expert = 0 }
+for seed = 1, 6 do
+  early.plain = early.plain + early_sweeps(T.mcgs_replay(tmp_early, space, 160, seed, "--opt stall=15"))
+  early.expert = early.expert + early_sweeps(T.mcgs_replay(tmp_early, space, 160, seed,
+                                                           "--opt stall=15 --opt moves=rules," .. idle_expert))
+end
+T.check(early.plain > 0, "without an expensive generator the sweep comes before the stall (%d times)", early.plain)
+T.eq(early.expert, 0, "with an expensive generator no sweep comes before the stall")
+
 local function fine_time(m, s, k, f, c)
   return time_of(m, s, k, 1, 1) * (1 + 0.004 * ((f * 7) % 12) / 11) * (1 + 0.003 * ((c * 5) % 8) / 7)
 end
