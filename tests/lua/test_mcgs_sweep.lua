@@ -94,25 +94,35 @@ local function turn_repeats(evals)
   return repeats, pairs_seen
 end
 
--- Memory: since the last progress (a new best by stall_gain, 0.01 in
--- log-time), no region is descended a second time, though smaller gains
--- give new best states. On the plateau with two fine knobs F and C (a
--- step of either changes the time by less than 0.4 %, in no order), whose
--- new bests come during the descents.
+-- The evaluations that made progress (a new best by stall_gain, 0.01 in
+-- log-time, over the last progress): n -> true.
+local function progress_marks(evals)
+  local made, progress_t, best_t = {}, math.huge, math.huge
+  for n, ev in ipairs(evals) do
+    local r = ev.result
+    if r and r.status == "ok" and r.time_ms < best_t then
+      best_t = r.time_ms
+      if math.log(progress_t / best_t) > 0.01 then progress_t, made[n] = best_t, true end
+    end
+  end
+  return made
+end
+
+-- Memory: since the last progress, no region is descended a second time,
+-- though smaller gains give new best states. On the plateau with two fine
+-- knobs F and C (a step of either changes the time by less than 0.4 %, in
+-- no order), whose new bests come during the descents.
 local function region_repeats(evals)
-  local repeats, progress_t, best_t, done, last = 0, math.huge, math.huge, {}, nil
-  for _, ev in ipairs(evals) do
+  local made = progress_marks(evals)
+  local repeats, done, last = 0, {}, nil
+  for n, ev in ipairs(evals) do
     local region = ev.origin and ev.origin.region
     if region and region ~= last then
       if done[region] then repeats = repeats + 1 end
       done[region] = true
     end
     last = region or last
-    local r = ev.result
-    if r and r.status == "ok" and r.time_ms < best_t then
-      best_t = r.time_ms
-      if math.log(progress_t / best_t) > 0.01 then progress_t, done, last = best_t, {}, nil end
-    end
+    if made[n] then done, last = {}, nil end
   end
   return repeats
 end
@@ -139,16 +149,13 @@ T.check(total.knob_repeats > 0, "with region_order=knob a knob's second value co
 -- expensive move generator in the search (an LLM expert's place) the
 -- sweep waits for the stall, so the tree keeps the iterations that ask it.
 -- Counts the sweep evaluations fewer than stall - 1 evaluations after the
--- last progress (a new best by stall_gain, 0.01 in log-time).
+-- last progress.
 local function early_sweeps(evals)
-  local early, progress_t, best_t, progress_n = 0, math.huge, math.huge, 0
+  local made = progress_marks(evals)
+  local early, progress_n = 0, 0
   for n, ev in ipairs(evals) do
     if method(ev) == "region_sweep" and n - 1 - progress_n < 14 then early = early + 1 end
-    local r = ev.result
-    if r and r.status == "ok" and r.time_ms < best_t then
-      best_t = r.time_ms
-      if math.log(progress_t / best_t) > 0.01 then progress_t, progress_n = best_t, n end
-    end
+    if made[n] then progress_n = n end
   end
   return early
 end

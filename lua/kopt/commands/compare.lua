@@ -254,7 +254,7 @@ local function row(r, budgets, limit, with_evals)
 end
 
 -- "20 seeds" (seeds 1..20), or "20 seeds (21-40)".
-function M.seed_label(report)
+local function seed_label(report)
   local first = report.first_seed or 1
   if first == 1 then return string.format("%d seeds", report.seeds) end
   return string.format("%d seeds (%d-%d)", report.seeds, first, first + report.seeds - 1)
@@ -267,7 +267,7 @@ function M.markdown(report)
   out[#out + 1] = string.format("Mean fraction of optimum (t_opt / t_found) after N evaluations, over %s; "
     .. "evaluations to get within 5 %% / 1 %% of the optimum (median over seeds; random: exact median); "
     .. "score: methodology score against exact random search, mean over evaluations 1..cutoff (p = %.2f).\n\n",
-    M.seed_label(report), report.p)
+    seed_label(report), report.p)
   for _, sp in ipairs(report.spaces) do
     local length = math.max(budgets[#budgets], sp.cutoff)
     out[#out + 1] = string.format("### %s\n\n%d configurations (%d ok), optimum %.5g ms, median %.5g ms, "
