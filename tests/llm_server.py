@@ -232,6 +232,35 @@ def edit_reply(req, scenario):
         patch = "```diff\n" + diff_of(src, old, FAST) + "```"
         doc = json.dumps({"analysis": "fast add", "proposals": [dict(prop, patch=patch)]})
         return "Sure! Here is my proposal:\n\n" + doc[:-2] + ",],}" + "\n\nLet me know how it goes."
+    elif scenario == "e_think":
+        # a draft inside the reasoning block (a wrong edit), then the answer
+        draft = json.dumps({"analysis": "draft", "proposals": [dict(prop, patch=diff_of(src, old, "a[i] - b[i]"))]})
+        final = json.dumps({"analysis": "final", "proposals": [dict(prop, patch=diff_of(src, old, FAST))]})
+        return "<think>First idea: " + draft + " no, that subtracts.</think>\n" + final
+    elif scenario == "e_rawnl":
+        # a multi-line patch with raw newlines in the JSON string, after prose
+        doc = json.dumps({"analysis": "fast add", "proposals": [dict(prop, patch="@@PATCH@@")]})
+        return "Answer:\n" + doc.replace('"@@PATCH@@"', '"' + diff_of(src, old, FAST).replace('"', '\\"') + '"')
+    elif scenario == "e_twofence":
+        # the whole source twice: the old one quoted, then the new one (~~~)
+        del prop["patch"]
+        prop["source"] = "Before:\n```cuda\n" + src + "```\nAfter:\n~~~cuda\n" + src.replace(old, FAST) + "~~~\n"
+    elif scenario == "e_listfence":
+        # a diff in a fence indented inside a list item
+        body = "".join("   " + l + "\n" for l in ("```diff\n" + diff_of(src, old, FAST) + "```").split("\n"))
+        prop["patch"] = "1. Replace the add:\n" + body
+    elif scenario == "e_edits_alias":
+        del prop["patch"]
+        line = next(l for l in src.split("\n") if old in l)
+        prop["edits"] = [{"old_str": line, "new_str": line.replace(old, FAST)}]
+    elif scenario == "e_nopatch_word":
+        # "None" in the patch field: a knob move, not a failed edit
+        allowed = find_json_line(user, "Allowed values (JSON):") or {}
+        best = find_json_line(user, "Current best (JSON):") or {}
+        prop["changes"] = {n: next(v for v in reversed(allowed[n]) if v != best.get(n)) for n in names[:1]}
+        prop["patch"], prop["reason"] = "None", "knob only"
+    elif scenario == "e_noproposals":
+        return "I would raise the block size, see [1]."
     elif scenario == "r_compile":
         prop["patch"] = diff_of(src, old, FAST if turn else "a[i] + b[i] + undefined_symbol")
     elif scenario == "r_wrong":

@@ -336,7 +336,7 @@ function M.schema(view)
   local _ = loose_props
   return { name = "kopt_proposals",
            schema = doc(knob_props, { type = "string" }),
-           local_schema = { type = { "object", "array" } } }
+           local_schema = { type = { "object", "array" } }, accept = M.has_proposals }
 end
 
 ---------------------------------------------------------------------------
@@ -351,7 +351,7 @@ function M.coerce(knob, v)
     if type(x) == "number" and tonumber(v) == x then return x end
     if type(x) == "string" and tostring(v) == x then return x end
   end
-  return nil, string.format("%s=%s is not an allowed value", knob.name, tostring(v))
+  return nil, string.format("%s=%s is not an allowed value", knob.name, type(v) == "table" and json.encode(v) or tostring(v))
 end
 
 -- Keys of a proposal that kopt reads (aliases included); any other key is
@@ -360,6 +360,7 @@ local PROPOSAL_KEYS = {
   method = true, changes = true, config = true, configuration = true, knobs = true, parameters = true,
   params = true, reason = true, rationale = true, explanation = true, patch = true, diff = true, edit = true,
   edits = true, search = true, replace = true, source = true, kernel = true, kernel_source = true,
+  find = true, old_str = true, new_str = true, original = true, updated = true,
 }
 local CHANGE_KEYS = { "changes", "config", "configuration", "knobs", "parameters", "params" }
 
@@ -380,20 +381,69 @@ local function proposals_of(value)
 end
 M.proposals_of = proposals_of
 
+-- Whether a JSON value from a reply reads as an answer (a non-empty list of
+-- proposal objects): llm.extract_json takes the last such value, not a
+-- fragment (a "changes" object) or a draft that came first.
+function M.has_proposals(value)
+  local props = proposals_of(value)
+  return type(props) == "table" and type(props[1]) == "table"
+end
+
 local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
 
--- The edit a proposal carries, or nil: { kind=, text=, blocks= }.
+-- Text a model writes in an edit field to say there is no edit.
+local function says_no_edit(text)
+  local t = text:lower():gsub("^%s+", ""):gsub("[%s%.!]+$", "")
+  if t == "" or t == "none" or t == "null" or t == "nil" or t == "n/a" or t == "na" or t == "-" or t == "no" then
+    return true
+  end
+  return #t < 80 and not t:find("\n") and (t:find("^no%s") or t:find("^not needed") or t:find("^unchanged")) ~= nil
+end
+
+-- A search/replace pair in the shapes models use: {search, replace},
+-- {find, replace}, {old_str, new_str}, {old, new}, {original, updated}.
+local PAIR_KEYS = { { "search", "replace" }, { "find", "replace" }, { "old_str", "new_str" }, { "old", "new" },
+                    { "original", "updated" }, { "before", "after" } }
+local function pair_of(b)
+  if type(b) ~= "table" then return nil end
+  for _, k in ipairs(PAIR_KEYS) do
+    if str(b[k[1]]) and type(b[k[2]]) == "string" then return { search = b[k[1]], replace = b[k[2]] } end
+  end
+end
+
+-- The edit a proposal carries, or nil: { kind=, text=, blocks= }. An edit
+-- field that is an object or a list holds search/replace pairs or a
+-- {diff=} / {patch=} / {source=} text; "None", "no changes" and the like
+-- are no edit.
 local function edit_of(p)
-  local text = str(p.patch) or str(p.diff) or (type(p.edit) == "string" and str(p.edit)) or nil
+  local function text_of(v)
+    local t = str(v)
+    if t and not says_no_edit(t) then return t end
+  end
+  local text = text_of(p.patch) or text_of(p.diff) or (type(p.edit) == "string" and text_of(p.edit)) or nil
   if text then return { text = text } end
-  local src = str(p.source) or str(p.kernel) or str(p.kernel_source)
+  local src = text_of(p.source) or text_of(p.kernel) or text_of(p.kernel_source)
   if src then return { kind = "source", text = src } end
   local blocks = {}
-  if str(p.search) and type(p.replace) == "string" then blocks[1] = { search = p.search, replace = p.replace } end
-  local list = type(p.edits) == "table" and p.edits or type(p.edit) == "table" and (#p.edit > 0 and p.edit or { p.edit })
-  for _, b in ipairs(list or {}) do
-    if type(b) == "table" and str(b.search) and type(b.replace) == "string" then
-      blocks[#blocks + 1] = { search = b.search, replace = b.replace }
+  local b1 = pair_of(p)
+  if b1 then blocks[1] = b1 end
+  for _, key in ipairs({ "edits", "edit", "patch", "diff" }) do
+    local v = p[key]
+    if type(v) == "table" then
+      local list = #v > 0 and v or { v }
+      for _, b in ipairs(list) do
+        local pair = pair_of(b)
+        if pair then
+          blocks[#blocks + 1] = pair
+        elseif type(b) == "table" then
+          local t = text_of(b.diff) or text_of(b.patch) or text_of(b.text)
+          if t then return { text = t } end
+          local s = text_of(b.source)
+          if s then return { kind = "source", text = s } end
+        elseif type(b) == "string" and text_of(b) then
+          return { text = table.concat(list, "\n") }
+        end
+      end
     end
   end
   if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
@@ -409,6 +459,9 @@ function M.parse(value, view, expert_name)
   local moves, rejected, notes = {}, {}, {}
   local props = proposals_of(value)
   if type(props) ~= "table" then return moves, { { index = 0, why = "no proposals list" } }, notes end
+  if type(props[1]) ~= "table" then
+    return moves, { { index = 0, why = "no proposals list (a list, but not of proposal objects)" } }, notes
+  end
   local by_name = {}
   for _, k in ipairs(view.knobs) do by_name[k.name] = k end
   for i, p in ipairs(props) do
@@ -706,6 +759,10 @@ function M.ask_all(experts, view, rng, client, opts)
                    notes = notes, analysis = type(r.value) == "table" and r.value.analysis or nil,
                    messages = reqs[i].messages, content = r.content, usage = r.usage,
                    tool_calls = r.tool_calls_made }
+        -- a reply that is not a list of proposals ("see [1]", an object of
+        -- other keys) is a failed reply: the heuristic answers this turn
+        local whole = rejected[1] and rejected[1].index == 0 and rejected[1].why
+        if #moves == 0 and whole then out[i].source, out[i].err = "heuristic", "parse: " .. whole end
       else
         out[i] = { expert = e.name, source = "heuristic",
                    err = string.format("%s: %s", tostring(r.kind), tostring(r.err)) }

@@ -245,15 +245,19 @@ M.fences = fences
 -- bracket closes, at any depth, so an opener that never closes (prose with a
 -- stray "[") does not hide the object after it; recording a span drops the
 -- ones inside it, so the list stays short and the scan linear. A closing
--- bracket that does not match empties the stack.
-local function balanced_spans(text)
+-- bracket that does not match empties the stack. newline_ends_string: a raw
+-- newline ends a string and empties the stack (a stray quote in prose then
+-- spoils one line, not the rest of the reply); off, a string may span lines
+-- (a multi-line patch written without \n escapes, as local models do).
+local function balanced_spans(text, newline_ends_string)
   local spans, ns, stack, top = {}, 0, {}, 0
   local in_str = false
   local find, byte = string.find, string.byte
+  local str_stop = newline_ends_string and '["\\\n]' or '["\\]'
   local i = 1
   while true do
     if in_str then
-      local j = find(text, '["\\\n]', i)
+      local j = find(text, str_stop, i)
       if not j then break end
       local c = byte(text, j)
       if c == 92 then i = j + 2
@@ -286,30 +290,71 @@ local function balanced_spans(text)
   return spans
 end
 
--- The JSON value in a model's reply: the whole text, else a fenced block,
--- else the first maximal balanced span that decodes to a table (objects
--- before arrays), each also tried with near-JSON repaired. Linear in the
--- reply's size. Returns value or nil, why.
-function M.extract_json(text)
+-- The answer part of a reply that thinks aloud first: the text after the
+-- last closing reasoning tag (<think>, <thinking>, <reasoning>; servers
+-- often drop the opening one) or after the final channel's header of the
+-- harmony format. A draft answer inside the reasoning is not the answer.
+local REASONING_ENDS = { "</think>", "</thinking>", "</reasoning>", "<|channel|>final<|message|>" }
+function M.strip_reasoning(text)
+  local cut
+  for _, tag in ipairs(REASONING_ENDS) do
+    local pos, init = nil, 1
+    while true do
+      local _, e = text:find(tag, init, true)
+      if not e then break end
+      pos, init = e, e + 1
+    end
+    if pos and (not cut or pos > cut) then cut = pos end
+  end
+  if not cut then return text end
+  local rest = text:sub(cut + 1)
+  return rest:find("%S") and rest or text
+end
+
+-- The JSON value in a model's reply, after any reasoning block
+-- (strip_reasoning): the whole text, else a fenced block, else a maximal
+-- balanced span that decodes to a table (objects before arrays; spans whose
+-- strings may span lines only when none decodes otherwise), each also tried
+-- with near-JSON repaired. With accept (value -> true when it is an answer:
+-- the request's schema), the last accepted candidate of the first kind that
+-- has one wins, since a model that corrects itself ("no, final: {...}")
+-- puts the answer last; else the first that decodes. Linear in the reply's
+-- size. Returns value or nil, why.
+function M.extract_json(text, accept)
   if type(text) ~= "string" then return nil, "the reply has no text" end
+  text = M.strip_reasoning(text)
+  local first
+  local function consider(list)
+    local chosen
+    for _, v in ipairs(list) do
+      first = first or v
+      if accept and accept(v) then chosen = v end
+      if not accept then return v end
+    end
+    return chosen
+  end
   local v = decode_table(text)
   if v then return v end
-  for _, body in ipairs(fences(text)) do
-    v = decode_table(body)
-    if v then return v end
-  end
-  local spans = balanced_spans(text)
-  for pass = 1, 2 do
-    local tries = 0
-    for _, sp in ipairs(spans) do
-      if (pass == 1) == (text:byte(sp[1]) == 123) then
-        tries = tries + 1
-        if tries > M.MAX_SPANS then break end
-        v = decode_table(text:sub(sp[1], sp[2]))
-        if v then return v end
+  local from_fences = {}
+  for _, body in ipairs(fences(text)) do from_fences[#from_fences + 1] = decode_table(body) end
+  v = consider(from_fences)
+  if v then return v end
+  for _, newline_ends_string in ipairs({ true, false }) do
+    local spans = balanced_spans(text, newline_ends_string)
+    for pass = 1, 2 do
+      local tries, decoded = 0, {}
+      for _, sp in ipairs(spans) do
+        if (pass == 1) == (text:byte(sp[1]) == 123) then
+          tries = tries + 1
+          if tries > M.MAX_SPANS then break end
+          decoded[#decoded + 1] = decode_table(text:sub(sp[1], sp[2]))
+        end
       end
+      v = consider(decoded)
+      if v then return v end
     end
   end
+  if first then return first end
   return nil, "no JSON object found in the reply"
 end
 
@@ -431,7 +476,7 @@ local function decode_content(req, reply, finish_reason)
     reply.kind, reply.err = "length", "the reply was cut off at the token limit (finish_reason=length)"
     return reply
   end
-  local value, err = M.extract_json(reply.content)
+  local value, err = M.extract_json(reply.content, req.schema and req.schema.accept)
   if value == nil then
     reply.kind, reply.err = "parse", err
     return reply
@@ -446,6 +491,24 @@ local function decode_content(req, reply, finish_reason)
   end
   reply.ok, reply.value = true, value
   return reply
+end
+
+-- A message's text: the content string, or the text parts of a content
+-- list (some servers send [{type="thinking"}, {type="text", text=}]); nil
+-- when it has none.
+function M.content_text(content)
+  if type(content) == "string" then return content end
+  if type(content) ~= "table" then return nil end
+  local parts = {}
+  for _, part in ipairs(content) do
+    if type(part) == "string" then
+      parts[#parts + 1] = part
+    elseif type(part) == "table" and type(part.text) == "string"
+           and (part.type == nil or part.type == "text" or part.type == "output_text") then
+      parts[#parts + 1] = part.text
+    end
+  end
+  return #parts > 0 and table.concat(parts, "\n") or nil
 end
 
 -- Turns an HTTP response into a reply table (see the top of the file).
@@ -476,11 +539,11 @@ function Client:interpret(req, resp)
     reply.kind, reply.err = "parse", "the response has no choices[1].message"
     return reply
   end
-  if type(msg.refusal) == "string" then
+  if type(msg.refusal) == "string" and msg.refusal:find("%S") then
     reply.kind, reply.err = "refusal", "the model refused: " .. msg.refusal
     return reply
   end
-  reply.content = type(msg.content) == "string" and msg.content or nil
+  reply.content = M.content_text(msg.content)
   if req.tools and type(msg.tool_calls) == "table" and #msg.tool_calls > 0 then
     reply.ok, reply.tool_calls = true, M.tool_calls_of(msg.tool_calls)
     return reply

@@ -19,6 +19,7 @@
 -- blank lines after the end of the source (a prompt shows the source followed
 -- by a blank line).
 local M = {}
+local whole_file_diff  -- (below)
 
 M.MAX_EDIT = 256 * 1024   -- bytes of one edit; more is refused, not scanned
 
@@ -29,20 +30,70 @@ local function split_lines(text)
 end
 
 local function rtrim(s) return (s:gsub("%s+$", "")) end
-local function squash(s) return (s:gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " ")) end
+-- (a no-break space, U+00A0, counts as white space: models paste it)
+local function squash(s)
+  return (s:gsub("\194\160", " "):gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " "))
+end
 
--- Line ends and fences: CRLF and lone CR become LF; a text whose first
--- non-blank line opens a ``` fence is reduced to the fence's body; prose
--- around one fenced block is dropped.
+-- The fenced blocks of a text, in order: ``` or ~~~ fences (three or more,
+-- with any info string), at any indentation (a fence inside a list item);
+-- each body loses the opening fence's indentation. A last fence left open
+-- (a reply cut short) runs to the end. Returns { {body=, info=}, ... }.
+function M.fenced_blocks(text)
+  local blocks, cur = {}, nil
+  for line in (text .. (text:sub(-1) == "\n" and "" or "\n")):gmatch("(.-)\n") do
+    if cur then
+      local ind, mark = line:match("^([ \t]*)([`~]+)[ \t]*$")
+      if mark and mark:sub(1, 1) == cur.char and #mark >= cur.width and #ind <= #cur.indent + 3 then
+        blocks[#blocks + 1] = { body = table.concat(cur.lines, "\n") .. (#cur.lines > 0 and "\n" or ""), info = cur.info }
+        cur = nil
+      else
+        if line:sub(1, #cur.indent) == cur.indent then line = line:sub(#cur.indent + 1) end
+        cur.lines[#cur.lines + 1] = line
+      end
+    else
+      local ind, mark, info = line:match("^([ \t]*)(```+)([^`]*)$")
+      if not mark then ind, mark, info = line:match("^([ \t]*)(~~~+)(.*)$") end
+      if mark then
+        cur = { indent = ind, char = mark:sub(1, 1), width = #mark, info = info:match("^%s*(%S*)"), lines = {} }
+      end
+    end
+  end
+  if cur and #cur.lines > 0 then
+    blocks[#blocks + 1] = { body = table.concat(cur.lines, "\n") .. "\n", info = cur.info, open = true }
+  end
+  return blocks
+end
+
+-- Line ends and fences: CRLF and lone CR become LF; a text with fenced
+-- blocks is reduced to their bodies, joined in order (prose around them is
+-- dropped; a diff or search/replace edit split over several fences is
+-- whole again).
 function M.normalize(text)
   text = text:gsub("\r\n", "\n"):gsub("\r", "\n")
-  local a, b = text:find("```[%w_%-+]*[ \t]*\n")
-  if a then
-    local c = text:find("\n```", b, true)
-    if c then return text:sub(b + 1, c) end
-    if not text:sub(1, a - 1):find("%S") then return text:sub(b + 1) end
+  local blocks = M.fenced_blocks(text)
+  if #blocks == 0 then return text end
+  local bodies = {}
+  for i, b in ipairs(blocks) do bodies[i] = b.body end
+  return table.concat(bodies)
+end
+
+-- Whether a source defines the __global__ function `entry`.
+function M.defines_entry(source, entry)
+  return source:find("__global__[^;{]-%f[%w_]" .. entry:gsub("%p", "%%%0") .. "%s*%(") ~= nil
+end
+
+-- The kernel source an edit of kind "source" gives: with several fenced
+-- blocks ("before: ... after: ..."), the last that defines the entry kernel,
+-- else the last one.
+local function replacement_source(text, entry)
+  text = text:gsub("\r\n", "\n"):gsub("\r", "\n")
+  local blocks = M.fenced_blocks(text)
+  if #blocks == 0 then return text end
+  for i = #blocks, 1, -1 do
+    if entry and M.defines_entry(blocks[i].body, entry) then return blocks[i].body end
   end
-  return text
+  return blocks[#blocks].body
 end
 
 local function is_header(line)
@@ -344,6 +395,19 @@ function M.apply_search_replace(source, blocks)
     search, replace = search:gsub("\r\n", "\n"), replace:gsub("\r\n", "\n")
     if not search:find("%S") then return nil, string.format("search/replace block %d: the SEARCH part is empty", i) end
     local a, e = text:find(search, 1, true)
+    local again = a and text:find(search, e + 1, true)
+    if again then
+      local lines, at = {}, 1
+      while true do
+        local x, y = text:find(search, at, true)
+        if not x then break end
+        local _, nl = text:sub(1, x - 1):gsub("\n", "")
+        lines[#lines + 1] = tostring(nl + 1)
+        at = y + 1
+      end
+      return nil, string.format("search/replace block %d: the SEARCH part matches %d places (source lines %s); " ..
+                                "quote more lines around the one to change", i, #lines, table.concat(lines, ", "))
+    end
     if a then
       text = text:sub(1, a - 1) .. replace .. text:sub(e + 1)
     else
@@ -369,7 +433,8 @@ end
 function M.detect(text)
   if type(text) ~= "string" or not text:find("%S") then return nil end
   local t = M.normalize(text)
-  if t:find("<<<<<<<", 1, true) and t:find("=======", 1, true) and t:find(">>>>>>>", 1, true) then
+  if (t:find("<<<<<<<", 1, true) and t:find("=======", 1, true) and t:find(">>>>>>>", 1, true))
+     or t:find("^%s*<<<<<+%s*SEARCH%s*\n") or t:find("\n%s*<<<<<+%s*SEARCH%s*\n") then
     return "search_replace"
   end
   if t:find("^@@") or t:find("\n@@") or (t:find("^%-%-%- ") or t:find("\n%-%-%- ")) and t:find("\n%+%+%+ ") then
@@ -386,6 +451,18 @@ function M.detect(text)
   end
   if plus + minus > 0 and code <= 2 then return "diff" end
   return "source"
+end
+
+-- The new source of a diff that creates the file (one hunk, from
+-- --- /dev/null or @@ -0,0, only added lines), or nil.
+function whole_file_diff(text)
+  local t = M.normalize(text)
+  if not (t:find("^%-%-%- /dev/null") or t:find("\n%-%-%- /dev/null") or t:find("^@@ %-0,0 ") or t:find("\n@@ %-0,0 ")) then
+    return nil
+  end
+  local hunks = M.parse(t)
+  if not hunks or #hunks ~= 1 or #hunks[1].old > 0 then return nil end
+  return table.concat(hunks[1].new, "\n") .. "\n"
 end
 
 -- An edit: a text in any of the formats (detected), or a table
@@ -405,6 +482,15 @@ function M.apply_edit(source, edit, opts)
   end
   kind = kind or M.detect(text)
   if not kind then return nil, "the edit is empty", "edit" end
+  if kind == "diff" and text then
+    -- a diff that creates the file (--- /dev/null, @@ -0,0 +1,N @@) is the
+    -- whole new source, not lines to put above the old one
+    local whole = whole_file_diff(text)
+    if whole then kind, text = "source", whole end
+  end
+  -- the entry check holds an edit to the form its base has: a base that
+  -- defines `__global__ ... entry(` must keep doing so
+  local strict = opts.entry and M.defines_entry(source, opts.entry)
   local new, err
   if kind == "diff" then
     new, err = M.apply(source, text)
@@ -412,13 +498,25 @@ function M.apply_edit(source, edit, opts)
     if not blocks then blocks, err = M.parse_search_replace(text) end
     if blocks then new, err = M.apply_search_replace(source, blocks) end
   else
-    new = M.normalize(text)
-    if opts.entry and not new:find("%f[%w_]" .. opts.entry:gsub("%p", "%%%0") .. "%f[^%w_]") then
+    new = replacement_source(text, opts.entry)
+    if not new:find("__global__", 1, true) then
+      return nil, "the edit is not a diff, search/replace blocks or a kernel source (no __global__ function)", kind
+    end
+    local defines = true
+    if strict then
+      defines = M.defines_entry(new, opts.entry)
+    elseif opts.entry then
+      defines = new:find("%f[%w_]" .. opts.entry:gsub("%p", "%%%0") .. "%f[^%w_]") ~= nil
+    end
+    if not defines then
       return nil, string.format("the replacement source does not define the entry kernel %s", opts.entry), kind
     end
     if source:sub(-1) == "\n" and new:sub(-1) ~= "\n" then new = new .. "\n" end
   end
   if not new then return nil, err, kind end
+  if strict and kind ~= "source" and not M.defines_entry(new, opts.entry) then
+    return nil, string.format("the edit removes or renames the entry kernel %s", opts.entry), kind
+  end
   return new, kind
 end
 

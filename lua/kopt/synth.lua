@@ -160,15 +160,23 @@ function M.schema()
                             properties = { grid = exprs, block = exprs, smem = { type = { "number", "string" } } } },
                } },
     local_schema = { type = { "object", "array" } },
+    -- (an answer carries a source: llm.extract_json takes the last such value)
+    accept = function(v) return M.parse(v) ~= nil end,
   }
 end
 
 local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
 
--- A source given inside a ```cuda fence (in the JSON string) is the fence's body.
+-- A source given inside a fence (in the JSON string) is the fence's body:
+-- ``` or ~~~, any info string, prose around it; of several blocks, the last
+-- that holds a __global__ function.
 local function unfence(src)
-  local body = src:match("^%s*```[%w+]*[ \t]*\r?\n(.-)\r?\n?```%s*$")
-  return body or src
+  local blocks = patch.fenced_blocks((src:gsub("\r\n", "\n")))
+  if #blocks == 0 then return src end
+  for i = #blocks, 1, -1 do
+    if blocks[i].body:find("__global__", 1, true) then return blocks[i].body end
+  end
+  return blocks[#blocks].body
 end
 
 -- An expression from a reply: a number or a string; nil otherwise.

@@ -94,4 +94,51 @@ for _, line in ipairs({ "#include <cuda_bf16.h>", "__device__ __forceinline__ fl
   local ok, e = patch.check_kernel_only(added(line), { knobs = { "BLOCK" } })
   check(ok, "%q should be accepted: %s", line, tostring(e))
 end
+-- Edits in the shapes other models write them.
+do
+  local va = table.concat({
+    "extern \"C\" __global__ void scale(float *y, const float *x, int n)",
+    "{",
+    "    int i = blockIdx.x * BLOCK + threadIdx.x;",
+    "    if (i < n)",
+    "        y[i] = 2.0f * x[i];",
+    "}",
+  }, "\n") .. "\n"
+  local fast = va:gsub("2%.0f %* x%[i%]", "x[i] + x[i]")
+  local opts = { entry = "scale" }
+  -- a SEARCH part that matches twice is refused, naming the lines
+  local twice = va .. va:gsub("scale", "scale2")
+  local out, e = patch.apply_edit(twice, "<<<<<<< SEARCH\n    if (i < n)\n=======\n    if (i < n && i >= 0)\n>>>>>>> REPLACE\n", opts)
+  check(not out and e:find("matches 2 places (source lines 4, 10)", 1, true), "ambiguous SEARCH: %s", tostring(e))
+  -- a block cut off before its REPLACE marker says so
+  out, e = patch.apply_edit(va, "<<<<<<< SEARCH\n        y[i] = 2.0f * x[i];\n=======\n        y[i] = x[i] + x[i];\n", opts)
+  check(not out and e:find("no >>>>>>> REPLACE end", 1, true), "cut-off block: %s", tostring(e))
+  -- context indented with no-break spaces still matches
+  out, e = patch.apply(va, "@@ -4,2 +4,2 @@\n \194\160\194\160\194\160\194\160if (i < n)\n-        y[i] = 2.0f * x[i];\n+        y[i] = x[i] + x[i];\n")
+  check(out == fast, "no-break-space context: %s", tostring(e))
+  -- a diff that creates the file replaces the source
+  local created = "--- /dev/null\n+++ b/scale.cu\n@@ -0,0 +1,6 @@\n"
+  for line in fast:gmatch("([^\n]*)\n") do created = created .. "+" .. line .. "\n" end
+  out, e = patch.apply_edit(va, created, opts)
+  check(out == fast, "whole-file diff: %s", tostring(e or out))
+  -- renaming or deleting the entry kernel is refused, in every format
+  out, e = patch.apply_edit(va, "@@ -1,1 +1,1 @@\n-extern \"C\" __global__ void scale(float *y, const float *x, int n)\n" ..
+                                "+extern \"C\" __global__ void scale_v2(float *y, const float *x, int n)\n", opts)
+  check(not out and e:find("removes or renames the entry kernel scale", 1, true), "renaming diff: %s", tostring(e))
+  out, e = patch.apply_edit(va, { kind = "source", text = "// a faster scale\n" .. va:gsub("void scale", "void other") }, opts)
+  check(not out and e:find("does not define the entry kernel scale", 1, true), "entry only in a comment: %s", tostring(e))
+  -- a source quoted before and after: the last block defining the entry
+  out, e = patch.apply_edit(va, { kind = "source", text = "Before:\n```cuda\n" .. va .. "```\nAfter:\n~~~ cuda\n" .. fast .. "~~~\n" }, opts)
+  check(out == fast, "before/after blocks: %s", tostring(e or out))
+  -- a diff split over two fences, one indented in a list
+  local two = "1. First:\n   ```diff\n   @@ -3,1 +3,1 @@\n   -    int i = blockIdx.x * BLOCK + threadIdx.x;\n" ..
+              "   +    const int i = blockIdx.x * BLOCK + threadIdx.x;\n   ```\n2. Then:\n```diff\n@@ -5,1 +5,1 @@\n" ..
+              "-        y[i] = 2.0f * x[i];\n+        y[i] = x[i] + x[i];\n```\n"
+  out, e = patch.apply_edit(va, two, opts)
+  check(out == fast:gsub("    int i", "    const int i"), "two fences: %s", tostring(e or out))
+  -- not a diff, blocks or a source at all
+  out, e = patch.apply_edit(va, { kind = "source", text = "Use a larger block size." }, opts)
+  check(not out and e:find("no __global__ function", 1, true), "prose as a source: %s", tostring(e))
+end
+
 print("ok")

@@ -54,6 +54,38 @@ for _, sc in ipairs({ "e_wronglines", "e_noheader", "e_fenced", "e_crlf", "e_non
   T.check(fast_edits(evals) >= 1, "%s: the edit was not applied and measured; log:\n%s", sc, log)
 end
 
+-- Habits of other models: a draft answer inside a reasoning block (the
+-- final one counts, the draft is never measured), a multi-line patch with
+-- raw newlines in its JSON string after prose, a whole source quoted before
+-- and after (~~~ fence), a diff fenced inside a list item, an `edits` list
+-- of old_str/new_str pairs.
+for _, sc in ipairs({ "e_think", "e_rawnl", "e_twofence", "e_listfence", "e_edits_alias" }) do
+  local evals, log = run(sc)
+  T.check(fast_edits(evals) >= 1, "%s: the edit was not applied and measured; log:\n%s", sc, log)
+  for _, ev in ipairs(evals) do
+    T.check(not (ev.patch and ev.patch:find("a[i] - b[i]", 1, true)), "%s: the draft edit was measured", sc)
+  end
+end
+
+-- "patch": "None" is no edit: the knob change is measured, no edit fails.
+do
+  local evals, log = run("e_nopatch_word")
+  local knob_only = 0
+  for _, ev in ipairs(evals) do
+    if ev.origin and ev.origin.reason == "knob only" and not ev.patch then knob_only = knob_only + 1 end
+  end
+  T.check(knob_only >= 1, "e_nopatch_word: the knob change was not measured; log:\n%s", log)
+  T.check(not log:find("edit rejected", 1, true), "e_nopatch_word: 'None' was taken as an edit:\n%s", log)
+end
+
+-- A reply that holds no proposals list ("see [1]") is a failed reply: the
+-- heuristics answer that iteration, and the log says why.
+do
+  local evals, log = run("e_noproposals")
+  T.check(log:find("parse: no proposals list", 1, true), "e_noproposals: no fallback logged:\n%s", log)
+  T.check(#evals >= 2, "e_noproposals: the heuristics did not take over")
+end
+
 -- The edit format the prompt asks for follows the option.
 do
   local _, _, _, _, d = run("e_searchreplace", "--opt edit_format=search_replace")
