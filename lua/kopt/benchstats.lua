@@ -19,7 +19,8 @@ function M.space_facts(entries)
   end
   table.sort(v)
   local n = #v
-  local median = n == 0 and nil or (n % 2 == 1 and v[(n + 1) // 2] or (v[n // 2] + v[n // 2 + 1]) / 2)
+  local median
+  if n > 0 then median = n % 2 == 1 and v[(n + 1) // 2] or (v[n // 2] + v[n // 2 + 1]) / 2 end
   return { sorted = v, entries = #entries, valid = n, opt = v[1], median = median, worst = v[n] }
 end
 

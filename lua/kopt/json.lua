@@ -14,6 +14,12 @@ local M = {}
 local decoder = cjson.new()
 decoder.decode_invalid_numbers(false)
 decoder.decode_max_depth(200)
+-- Recordings written by Python (Kernel Tuner, T4 tools) hold NaN and
+-- Infinity where a measurement failed: their readers decode those as numbers
+-- and judge them (kopt.recording).
+local lenient_decoder = cjson.new()
+lenient_decoder.decode_invalid_numbers(true)
+lenient_decoder.decode_max_depth(200)
 local encoder = cjson.new()
 encoder.encode_number_precision(14)  -- the most lua-cjson allows
 encoder.encode_invalid_numbers("null")
@@ -38,6 +44,13 @@ end
 -- Returns the decoded value, or nil and cjson's message.
 function M.decode(text)
   local ok, v = pcall(decoder.decode, text)
+  if not ok then return nil, (tostring(v):gsub("^.-: ", "")) end
+  return normalise(v)
+end
+
+-- As decode, but NaN, Infinity and -Infinity are read as numbers.
+function M.decode_with_nonfinite(text)
+  local ok, v = pcall(lenient_decoder.decode, text)
   if not ok then return nil, (tostring(v):gsub("^.-: ", "")) end
   return normalise(v)
 end

@@ -17,6 +17,7 @@
 local json = require("kopt.json")
 
 local M = {}
+local drop_duplicates  -- (below)
 
 local KT_FAILURES = {
   CompilationFailedConfig = "compile_error",
@@ -164,8 +165,14 @@ local function from_kt(doc, file, repaired, r)
   local higher = doc.objective_higher_is_better
   if higher == nil then higher = not (objective == "time" or objective == "energy" or objective == "cost") end
   if higher then return nil, file .. ": objective '" .. objective .. "' is maximised; kopt replays time objectives" end
+  if not M.time_like(objective) then
+    return nil, string.format("replay file %s: objective '%s' is not a time; kopt replays time objectives", file, objective)
+  end
   local allowed = {}
   for i, name in ipairs(keys) do
+    if allowed[name] then
+      return nil, string.format("replay file %s: tune_params_keys names '%s' twice", file, tostring(name))
+    end
     if type(name) ~= "string" then
       return nil, string.format("replay file %s: tune_params_keys[%d]: expected a parameter name, got %s", file, i,
                                 show(name))
@@ -196,35 +203,52 @@ local function from_kt(doc, file, repaired, r)
       + number_or_nil(e.benchmark_time, ".benchmark_time")
     local entry = { config = config, cost_s = cost / 1000 }
     local obj = e[objective]
-    if type(obj) == "number" and obj < KT_FAILED_NUMBER then
+    if type(obj) == "number" and (not finite(obj) or obj < KT_FAILED_NUMBER) then
       r:time(entry, "." .. objective, obj, 1, "ms")
       if entry.status ~= "ok" then return entry end
       if e.times ~= nil then
         if type(e.times) ~= "table" then bad(".times: expected an array of numbers, got %s", show(e.times)) end
         for j, t in ipairs(e.times) do
-          if not finite(t) then bad(".times[%d]: expected a finite number, got %s", j, show(t)) end
+          if type(t) ~= "number" then bad(".times[%d]: expected a number, got %s", j, show(t)) end
         end
       end
-      entry.median_ms, entry.p90_ms, entry.samples = stats(e.times)
+      -- (a sample that is NaN or infinite is not a sample)
+      local samples
+      if type(e.times) == "table" then
+        samples = {}
+        for _, t in ipairs(e.times) do if finite(t) then samples[#samples + 1] = t end end
+      end
+      entry.median_ms, entry.p90_ms, entry.samples = stats(samples)
       entry.metrics = {}
       for k, v in pairs(e) do
         if finite(v) and not doc.tune_params[k] and k ~= objective then entry.metrics[k] = v end
       end
-    elseif type(obj) == "number" or type(obj) == "string" then
+    elseif type(obj) == "number" or (type(obj) == "string" and (KT_FAILURES[obj] or obj:find("Config$"))) then
+      -- Kernel Tuner's failure names (ErrorConfig and its kinds), or its
+      -- old failure number
       entry.status = KT_FAILURES[obj] or "launch_error"
       entry.log = type(obj) == "string" and obj or "recorded as failed"
+    elseif type(obj) == "string" and tonumber(obj) then
+      bad(".%s: a time written as a string (%s); expected a number", objective, show(obj))
     else
       bad(".%s: expected a time or Kernel Tuner's failure name, got %s", objective, show(obj))
     end
     return entry
+  end
+  if #doc.cache > 0 then
+    return nil, string.format("replay file %s: cache: expected an object keyed by configuration, got an array", file)
   end
   -- pairs() order changes from process to process; a run must not.
   local cache_keys = {}
   for k in pairs(doc.cache) do cache_keys[#cache_keys + 1] = tostring(k) end
   table.sort(cache_keys)
   for _, ck in ipairs(cache_keys) do
-    local entry = r:each(string.format("cache[\"%s\"]", ck), entry_of, doc.cache[ck])
-    if entry then rec.entries[#rec.entries + 1] = entry end
+    local label = string.format("cache[\"%s\"]", ck)
+    local entry = r:each(label, entry_of, doc.cache[ck])
+    if entry then
+      entry.label = label
+      rec.entries[#rec.entries + 1] = entry
+    end
   end
   return rec
 end
@@ -241,6 +265,7 @@ local function add_entries(r, rec, sets, list, label, entry_of)
   for i, res in ipairs(list) do
     local entry = r:each(string.format("%s[%d]", label, i), entry_of, res)
     if entry then
+      entry.label = string.format("%s[%d]", label, i)
       for name, v in pairs(entry.config) do
         sets[name] = sets[name] or {}
         sets[name][v] = true
@@ -264,7 +289,7 @@ local function from_t4(doc, file, r)
   local md = type(doc.metadata) == "table" and doc.metadata or {}
   local mdev = type(md.backend) == "table" and md.backend.device or md.device
   if type(mdev) == "string" then rec.device = mdev end
-  local sets, first_names = {}, nil
+  local sets, first_names, cost_unit = {}, nil, nil
   local meta_unit = type(doc.metadata) == "table" and doc.metadata.timeunit or nil
   local default_unit = 1
   if meta_unit ~= nil then
@@ -305,6 +330,13 @@ local function from_t4(doc, file, r)
       if m.name == objective then value, unit, found = m.value, m.unit, j end
       if finite(m.value) then entry.metrics[m.name] = m.value end
     end
+    if found and (unit == nil or unit == "") and meta_unit == nil and not M.time_like(objective) then
+      bad(".measurements[%d]: objective '%s' has no unit and its name is not a time; kopt replays time objectives",
+          found, objective)
+    end
+    if found and type(unit) == "string" and unit ~= "" and unit_to_ms(unit) then
+      cost_unit = cost_unit or unit_to_ms(unit)
+    end
     if status == "ok" and type(value) == "number" then
       local scale = default_unit
       if unit ~= nil and unit ~= "" then
@@ -332,7 +364,8 @@ local function from_t4(doc, file, r)
     for j, x in ipairs(t.runtimes or {}) do run = run + number_or_nil(x, string.format(".times.runtimes[%d]", j)) end
     local c = number_or_nil(t.compilation or t.compilation_time, ".times.compilation")
       + number_or_nil(t.validation, ".times.validation") + run
-    entry.cost_s = c * default_unit / 1000
+    -- (times are in metadata.timeunit, else in the objective's own unit)
+    entry.cost_s = c * (meta_unit and default_unit or cost_unit or 1) / 1000
     return entry
   end
   add_entries(r, rec, sets, doc.results, "results", entry_of)
@@ -360,6 +393,7 @@ local function from_ktt(doc, file, r)
       if type(p) ~= "table" or type(p.Name) ~= "string" then
         bad(".Configuration[%d]: expected an object with a Name and a Value", j)
       end
+      if config[p.Name] ~= nil then bad(".Configuration[%d]: names the parameter '%s' twice", j, p.Name) end
       config[p.Name] = knob_value(p.Value, string.format(".Configuration[%d].Value", j))
       names[#names + 1] = p.Name
     end
@@ -402,15 +436,53 @@ local function from_ktt(doc, file, r)
   return rec
 end
 
+-- Whether an objective's name reads as a time (Kernel Tuner's "time", T4's
+-- "time", KTT's "TotalDuration", "kernel_runtime", "latency_us", ...).
+function M.time_like(name)
+  local n = tostring(name):lower()
+  return n:find("time") ~= nil or n:find("duration") ~= nil or n:find("latency") ~= nil
+end
+
+-- A configuration recorded twice (under two cache keys, or 1 and "1") is
+-- ambiguous: strict mode refuses it naming both entries; lenient mode keeps
+-- the first and counts the others as skipped.
+function drop_duplicates(rec, r)
+  local names = {}
+  for i, k in ipairs(rec.knobs) do names[i] = k.name end
+  local seen, kept = {}, {}
+  for _, e in ipairs(rec.entries) do
+    local parts = {}
+    for i, name in ipairs(names) do parts[i] = tostring(e.config[name]) end
+    local key = table.concat(parts, "\0")
+    local first = seen[key]
+    if first then
+      local msg = string.format("%s: the same configuration as %s", e.label or "an entry", first.label or "another entry")
+      if not r.lenient then
+        return string.format("replay file %s: %s; remove one, or replay with --replay-check lenient to keep the first",
+                             rec.file, msg)
+      end
+      r.skipped = r.skipped + 1
+      r.first_skipped = r.first_skipped or msg
+    else
+      seen[key] = e
+      kept[#kept + 1] = e
+    end
+  end
+  rec.entries = kept
+end
+
 -- Reads a recording. mode: "strict" (default) or "lenient". Returns the
 -- table above, or nil and one sentence.
 function M.read(file, mode)
   local text, terr = json.read_text(file)
   if not text then return nil, "cannot read replay file " .. terr end
-  local doc, derr = json.decode(text)
+  local doc, derr = json.decode_with_nonfinite(text)
   local repaired = false
   if doc == nil then
-    if text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true) then
+    -- only a cache cut short (no closing brace at the end) is repaired: a
+    -- complete file that does not parse is an error, not entries to drop
+    if text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true)
+       and not text:find("}%s*$") then
       doc = repair_kt(text)
       repaired = true
     end
@@ -440,6 +512,8 @@ function M.read(file, mode)
     return nil, "replay file " .. file .. " records no configurations"
   end
   rec.file = file
+  local dup_err = drop_duplicates(rec, r)
+  if dup_err then return nil, dup_err end
   if r.skipped > 0 then rec.skipped = { count = r.skipped, first = r.first_skipped } end
   if r.bad_times > 0 then rec.bad_times = { count = r.bad_times, first = r.first_bad_time } end
   return rec

@@ -110,7 +110,23 @@ case("random --backend replay:" .. tmp .. "/kt_entry.json", 2,
      "kopt: replay file " .. tmp .. "/kt_entry.json: cache[\"2\"]: expected an object, got an array; fix the entry, or replay with --replay-check lenient to skip bad entries")
 T.write(tmp .. "/kt_times.json", kt_cache('"1": {"a": 1, "time": 1.5, "times": [1.4, "x"]}'))
 case("random --backend replay:" .. tmp .. "/kt_times.json", 2,
-     "kopt: replay file " .. tmp .. "/kt_times.json: cache[\"1\"].times[2]: expected a finite number, got 'x'; fix the entry, or replay with --replay-check lenient to skip bad entries")
+     "kopt: replay file " .. tmp .. "/kt_times.json: cache[\"1\"].times[2]: expected a number, got 'x'; fix the entry, or replay with --replay-check lenient to skip bad entries")
+-- a time written as a string is not Kernel Tuner's failure name
+T.write(tmp .. "/kt_strtime.json", kt_cache('"1": {"a": 1, "time": "1.5"}'))
+case("random --backend replay:" .. tmp .. "/kt_strtime.json", 2,
+     "kopt: replay file " .. tmp .. "/kt_strtime.json: cache[\"1\"].time: a time written as a string ('1.5'); expected a number; fix the entry, or replay with --replay-check lenient to skip bad entries")
+-- one configuration under two cache keys
+T.write(tmp .. "/kt_dup.json", kt_cache('"1": {"a": 1, "time": 1.5}, "1,x": {"a": 1, "time": 0.5}'))
+case("random --backend replay:" .. tmp .. "/kt_dup.json", 2,
+     "kopt: replay file " .. tmp .. "/kt_dup.json: cache[\"1,x\"]: the same configuration as cache[\"1\"]; remove one, or replay with --replay-check lenient to keep the first")
+-- an objective that is not a time
+T.write(tmp .. "/kt_energy.json", (kt_cache('"1": {"a": 1, "time": 1.5, "energy": 3}'):gsub('"objective": "time"', '"objective": "energy"')))
+case("random --backend replay:" .. tmp .. "/kt_energy.json", 2,
+     "kopt: replay file " .. tmp .. "/kt_energy.json: objective 'energy' is not a time; kopt replays time objectives")
+-- a cache that is an array
+T.write(tmp .. "/kt_array.json", '{"tune_params_keys": ["a"], "tune_params": {"a": [1]}, "cache": [{"a": 1, "time": 1}]}')
+case("random --backend replay:" .. tmp .. "/kt_array.json", 2,
+     "kopt: replay file " .. tmp .. "/kt_array.json: cache: expected an object keyed by configuration, got an array")
 T.write(tmp .. "/kt_cost.json", kt_cache('"1": {"a": 1, "time": 1.5, "compile_time": "slow"}'))
 case("random --backend replay:" .. tmp .. "/kt_cost.json", 2,
      "kopt: replay file " .. tmp .. "/kt_cost.json: cache[\"1\"].compile_time: expected a non-negative number, got 'slow'; fix the entry, or replay with --replay-check lenient to skip bad entries")
@@ -123,6 +139,10 @@ local function t4(unit, meta)
          ' "measurements": [{"name": "time", "value": 2.5, "unit": "' .. unit .. '"}]}]}'
 end
 T.write(tmp .. "/t4_unit.json", t4("fortnights"))
+-- a unitless objective that is not a time (GFLOP/s: higher is better)
+T.write(tmp .. "/t4_gflops.json", (t4(""):gsub('"time"', '"GFLOP/s"')))
+case("random --backend replay:" .. tmp .. "/t4_gflops.json", 2,
+     "kopt: replay file " .. tmp .. "/t4_gflops.json: results[1].measurements[1]: objective 'GFLOP/s' has no unit and its name is not a time; kopt replays time objectives; fix the entry, or replay with --replay-check lenient to skip bad entries")
 case("random --backend replay:" .. tmp .. "/t4_unit.json", 2,
      "kopt: replay file " .. tmp .. "/t4_unit.json: results[1].measurements[1].unit: unknown time unit 'fortnights' (kopt knows ms, s, us, ns); fix the entry, or replay with --replay-check lenient to skip bad entries")
 T.write(tmp .. "/t4_meta_unit.json", t4("", '"timeunit": "jiffies"'))

@@ -96,6 +96,60 @@ for _, ev in ipairs((T.events(tmp .. "/units"))) do
           tostring(ev.result.time_ms), tostring(w))
 end
 
+-- (inputs that are not strict JSON live apart from the runs' files)
+local inputs = T.tmpdir("recordings-in")
+
+-- NaN and Infinity as Python writes them (json.dump's default): a NaN time
+-- is a failure with a note, a NaN in another field is no harm, and no
+-- entry is lost (a complete file is never "repaired" by cutting entries).
+do
+  local vdoc = cjson.decode(T.slurp("tests/data/vector_add_A4000.json"))
+  local keys, n = {}, 0
+  for k, e in pairs(vdoc.cache) do
+    if type(e) == "table" and type(e.time) == "number" then keys[#keys + 1] = k end
+    n = n + 1
+  end
+  table.sort(keys, function(a, b) return vdoc.cache[a].time < vdoc.cache[b].time end)
+  local fastest = vdoc.cache[keys[1]]
+  local text = cjson.encode(vdoc)
+  -- the fastest entry's framework_time and the slowest's time become NaN
+  text = text:gsub('("' .. keys[#keys] .. '":{.-"time":)[^,}]+', '%1NaN', 1)
+  text = text:gsub('("' .. keys[1] .. '":{)', '%1"framework_time":NaN,', 1)
+  local nanfile = inputs .. "/nan.json"
+  T.write(nanfile, text)
+  local dir = tmp .. "/nan"
+  local code2, out2, err2 = T.run("exhaustive --backend replay:" .. nanfile .. " --out " .. dir)
+  T.eq(code2, 0, "NaN recording: exit code\n" .. err2)
+  T.check(err2:find("1 entry records no positive finite time", 1, true), "NaN time: no note on stderr:\n%s", err2)
+  local evals, stop = T.events(dir)
+  T.eq(#evals, n, "NaN recording: every entry replayed")
+  T.check(stop and stop.best and math.abs(stop.best.time_ms - fastest.time) < 1e-12 * fastest.time,
+          "NaN recording: the best is the recorded optimum (%s ms), got %s\n%s", tostring(fastest.time),
+          tostring(stop and stop.best and stop.best.time_ms), out2)
+end
+
+-- A recording in which nothing succeeded: compare says so in one sentence.
+do
+  local vdoc = cjson.decode(T.slurp("tests/data/vector_add_A4000.json"))
+  for _, e in pairs(vdoc.cache) do e.time = "RuntimeFailedConfig" end
+  local failed = inputs .. "/all_failed.json"
+  T.write(failed, cjson.encode(vdoc))
+  local code2, _, err2 = T.run(string.format("compare --strategies mcgs,rules --spaces %s --seeds 2 --budgets 5,10 " ..
+                                             "--out %s/cmp -q", failed, tmp))
+  T.eq(code2, 2, "compare on an all-failed space: exit code\n" .. err2)
+  T.check(err2:find("records no successful configuration", 1, true) and not err2:find("traceback"),
+          "compare on an all-failed space: %s", err2)
+end
+
+-- A spec whose knobs do not cover the recording's parameters: one sentence.
+do
+  local code2, _, err2 = T.run("random tests/data/specs/vector_add.json --backend replay:tests/data/pnpoly_RTX_3090.json " ..
+                               "--budget 5 --out " .. tmp .. "/mismatch")
+  T.eq(code2, 2, "spec and recording that disagree: exit code\n" .. err2)
+  T.check(err2:find("records the parameter '", 1, true) and err2:find("has no knob for", 1, true),
+          "spec and recording that disagree: %s", err2)
+end
+
 T.strict_json(tmp, "every file of the runs on hostile recordings")
-os.execute("rm -rf '" .. tmp .. "'")
+os.execute("rm -rf '" .. tmp .. "' '" .. inputs .. "'")
 return T.done()

@@ -30,6 +30,14 @@ function M.open(spec, opts)
   self.by_key = {}
   for _, e in ipairs(rec.entries) do self.by_key[self.space:key(e.config)] = e end
   if spec then
+    local in_spec = {}
+    for _, k in ipairs(spec.knobs) do in_spec[k.name] = true end
+    for _, k in ipairs(rec.knobs) do
+      if not in_spec[k.name] then
+        errors.usage("replay file %s records the parameter '%s', which %s has no knob for", opts.file, k.name,
+                     spec.path)
+      end
+    end
     for _, k in ipairs(spec.knobs) do
       if not self.space.index[k.name] then
         errors.usage("replay file %s has no parameter '%s' (knob of %s); it records: %s", opts.file,
