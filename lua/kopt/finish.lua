@@ -7,6 +7,13 @@ local progress = require("kopt.progress")
 
 local M = {}
 
+-- A speedup for the summary: 2 decimals, or 4 significant digits once it
+-- is large (a recording with an absurd time must not print 300 digits).
+local function ratio_text(x)
+  if x >= 1e4 then return string.format("%.4g", x) end
+  return string.format("%.2f", x)
+end
+
 local function status_counts(records)
   local counts, order = {}, {}
   for _, r in ipairs(records) do
@@ -73,10 +80,10 @@ function M.summary(engine, meta)
     local bo = base and base.objective
     lines[#lines + 1] = string.format("  best: %s %.5g (%.5g ms) at evaluation %d%s", obj.metric, best.result.objective,
       best.result.time_ms, best.n, type(bo) == "number" and bo ~= 0 and string.format(
-        ", %.2fx that of %s (%.5g)", best.result.objective / bo, base_label, bo) or "")
+        ", %sx that of %s (%.5g)", ratio_text(best.result.objective / bo), base_label, bo) or "")
   else
     lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,
-      speed and string.format(", %.2fx faster than %s (%.5g ms)", speed, base_label, base.time_ms) or "")
+      speed and string.format(", %sx faster than %s (%.5g ms)", ratio_text(speed), base_label, base.time_ms) or "")
   end
   local um = best.result.user_metrics
   if type(um) == "table" and next(um) then
