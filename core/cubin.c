@@ -132,10 +132,11 @@ int kopt_cubin_globals(const void *image, size_t len, struct kopt_cubin_global *
 			if (sec == NULL || name == NULL || strncmp(sec, ".nv.global", 10) != 0 ||
 			    (sec[10] != '\0' && strcmp(sec + 10, ".init") != 0))
 				continue;
-			if (strlen(name) >= sizeof out->name)
-				continue;
 			if (found < max) {
-				snprintf(out[found].name, sizeof out[found].name, "%s", name);
+				int too_long = strlen(name) >= sizeof out->name;
+				snprintf(out[found].name, sizeof out[found].name, "%s",
+					 too_long ? "" : name);
+				out[found].too_long = too_long;
 				out[found].size = (size_t)kopt_elf_le(sym + 16, 8);
 				out[found].initialised = sec[10] != '\0';
 			}

@@ -47,16 +47,20 @@ int kopt_elf_find(const struct kopt_elf *e, const char *name, struct kopt_elf_se
 
 /* --- module globals ------------------------------------------------------- */
 
+#define KOPT_GLOBAL_NAME_MAX 1024
+
 struct kopt_cubin_global {
-	char name[128]; /* the symbol as cuModuleGetGlobal names it */
+	char name[KOPT_GLOBAL_NAME_MAX]; /* the symbol as cuModuleGetGlobal names it */
 	size_t size;	/* bytes */
 	int initialised; /* 1: .nv.global.init, 0: .nv.global (zeroed at load) */
+	int too_long;	 /* the name does not fit: name is empty, the caller must refuse */
 };
 
 /* Fills up to max entries of out with the module's mutable globals and
  * returns how many the module has (which may exceed max), or -1 with err set
- * when the image is not a 64-bit ELF. Names longer than the field are
- * skipped: cuModuleGetGlobal could not be asked for them by this list. */
+ * when the image is not a 64-bit ELF. A name longer than the field is listed
+ * with too_long set (never skipped: a variable kopt cannot follow is a place
+ * to keep state unseen). */
 int kopt_cubin_globals(const void *image, size_t len, struct kopt_cubin_global *out, int max,
 		       char *err, size_t errlen);
 

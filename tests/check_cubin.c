@@ -1,5 +1,6 @@
 /* Check suite for core/cubin.c: mutable module globals listed from CUBINs
  * that NVRTC compiles here for sm_90 (no GPU needed), and hostile images. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -77,6 +78,24 @@ START_TEST(test_count_exceeds_capacity)
 }
 END_TEST
 
+/* A variable whose name does not fit is listed as too long, never left
+ * out: a variable kopt cannot follow would keep state unseen. */
+START_TEST(test_long_name_is_listed)
+{
+	char src[4096], name[1200];
+	memset(name, 'v', sizeof name - 1);
+	name[sizeof name - 1] = '\0';
+	snprintf(src, sizeof src,
+		 "__device__ int %s;\n"
+		 "extern \"C\" __global__ void k(int *y) { y[0] = %s++; }\n",
+		 name, name);
+	struct kopt_cubin_global g[2];
+	ck_assert_int_eq(globals_of(src, g, 2), 1);
+	ck_assert_int_eq(g[0].too_long, 1);
+	ck_assert_str_eq(g[0].name, "");
+}
+END_TEST
+
 /* The section walk that compile/nvrtc.c shares: a named section is found
  * with its bytes inside the image, an absent one is not. */
 START_TEST(test_section_find)
@@ -131,6 +150,7 @@ int main(void)
 	tcase_add_test(tc, test_device_variables_are_listed);
 	tcase_add_test(tc, test_stateless_kernel_has_none);
 	tcase_add_test(tc, test_count_exceeds_capacity);
+	tcase_add_test(tc, test_long_name_is_listed);
 	tcase_add_test(tc, test_hostile_images_are_refused);
 	tcase_add_test(tc, test_section_find);
 	suite_add_tcase(s, tc);

@@ -509,6 +509,13 @@ static CUresult snapshot_globals(struct worker *w, struct wmodule *m, const stru
 	if (m->globals == NULL)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	for (int i = 0; i < n; i++) {
+		if (found[i].too_long) {
+			snprintf(w->log, sizeof w->log,
+				 "the module has a global variable whose name is longer than %d "
+				 "characters; kopt cannot follow it",
+				 KOPT_GLOBAL_NAME_MAX - 1);
+			return CUDA_ERROR_INVALID_IMAGE;
+		}
 		struct mglobal *g = &m->globals[m->nglobals];
 		memcpy(g->name, found[i].name, sizeof g->name);
 		CUresult r = kopt_cu.cuModuleGetGlobal(&g->ptr, &g->size, m->mod, g->name);

@@ -85,7 +85,7 @@ struct launch {
  * load, kept to reset it (declared state) or to see it changed (anything
  * else). */
 struct mglobal {
-	char name[128];
+	char name[KOPT_GLOBAL_NAME_MAX];
 	CUdeviceptr ptr;
 	size_t size;
 	unsigned char *image;
@@ -203,6 +203,7 @@ struct worker {
 	const struct prepared *cur_pr; /* its pipeline's later kernels */
 	int check_globals;    /* 0 with KOPT_VERIFY_OFF=globals (to test the other defences alone) */
 	int check_guards;     /* 0 with KOPT_VERIFY_OFF=guards (to measure what they cost) */
+	int check_timed;      /* 0 with KOPT_VERIFY_OFF=timed: the last timed output is not compared */
 	int nudges;	      /* float input arrays of the timing copy, nudged per sample */
 	CUdeviceptr nudge_ptr[16];
 	unsigned long long nudge_words[16], nudge_last[16];

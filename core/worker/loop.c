@@ -95,11 +95,13 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 				 "cuMemAlloc (guard scan)", err, errlen))
 		return -1;
 	w->nonce = (uint64_t)getpid() << 32 ^ (uint64_t)time(NULL);
-	/* KOPT_VERIFY_OFF=globals,guards turns those defences off: for tests that
-	 * show the others catch what they must alone, and to measure their cost */
+	/* KOPT_VERIFY_OFF=globals,guards,timed turns those defences off: for
+	 * tests that show the others catch what they must alone, and to measure
+	 * their cost */
 	const char *off = getenv("KOPT_VERIFY_OFF");
 	w->check_globals = off == NULL || strstr(off, "globals") == NULL;
 	w->check_guards = off == NULL || strstr(off, "guards") == NULL;
+	w->check_timed = off == NULL || strstr(off, "timed") == NULL;
 	/* KOPT_TIMER=events keeps CUPTI out of the worker entirely */
 	const char *timer = getenv("KOPT_TIMER");
 	if (timer != NULL && strcmp(timer, "events") == 0)

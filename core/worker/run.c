@@ -470,7 +470,8 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			status = "wrong";
 		}
 	}
-	if (j->dump[0] != '\0' && dump_data(w, s, j->dump, strncmp(what, "check 2", 7) == 0 ? "c2" : "c1") != 0)
+	const char *tag = strncmp(what, "check 2", 7) == 0 ? "c2" : strncmp(what, "timed", 5) == 0 ? "timed" : "c1";
+	if (j->dump[0] != '\0' && dump_data(w, s, j->dump, tag) != 0)
 		return "error";
 	return status;
 }
@@ -498,6 +499,46 @@ static const char *check_run(struct worker *w, struct prepared *pr, struct input
 		st = compare_outputs(w, s, j, what, to);
 	if (st == NULL)
 		st = kopt_worker_check_globals(w, &pr->m, what);
+	return st;
+}
+
+/* The output of the last timed launch, still in the candidate's buffers,
+ * against the reference on the very inputs that launch read. The checks
+ * alone cannot see a kernel that tells a timed launch from a checked one (a
+ * cold L2, launches back to back, state kept where kopt cannot list it: the
+ * device heap, the padding between variables) and skips work only when
+ * timed; here its skipped work is the output compared. The inputs are the
+ * timing copy of set A, nudged (one low mantissa bit of one word per float
+ * input): set A's cached reference is compared first, which an honest
+ * kernel passes within the tolerance; only when that fails does the
+ * reference run again on the nudged inputs, and that comparison decides.
+ * So an honest kernel costs one output copy and one host comparison. */
+static const char *check_timed_output(struct worker *w, const struct inputset *ta,
+				      const struct job *j, int nudged, struct trial_out *to)
+{
+	static const char what[] = "timed run (the output of the last timed launch)";
+	if (w->nargs > 256) {
+		snprintf(w->log, sizeof w->log, "more than 256 arguments");
+		return "error";
+	}
+	struct inputset v = *ta;
+	uint64_t hash[256];
+	if (nudged) {
+		/* the inputs as the launch read them, so the input check holds
+		 * them to what they were, not to set A's pristine bytes */
+		v.hash = hash;
+		if (kopt_worker_hash_inputs(w, &v, hash) != 0)
+			return "crash";
+	}
+	const char *st = compare_outputs(w, &v, j, what, to);
+	if (st == NULL || !nudged || strcmp(st, "wrong") != 0)
+		return st;
+	void *refs[256] = {0};
+	v.ref_out = refs;
+	v.have_ref = 0;
+	st = compare_outputs(w, &v, j, what, to);
+	for (int i = 0; i < 256; i++)
+		free(refs[i]);
 	return st;
 }
 
@@ -659,6 +700,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		struct prepared pr;
 		struct timing t;
 		struct inputset ta;
+		int nudged = 0;
 		memset(&pr, 0, sizeof pr); /* released below even when never prepared */
 		st = kopt_worker_scratch_view(w, a, &ta) != 0 ? "crash"
 							     : kopt_worker_prepare(w, &j, &ta, &pr);
@@ -670,12 +712,17 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			w->entry = j.stages[0] == '\0' ? j.entry : NULL;
 			st = kopt_bench_time(w, pr.m.fn, &j.launch, pr.p.ptrs, &o, &t);
 			w->entry = NULL;
+			nudged = w->nudges > 0;
 			w->nudges = 0;
 		}
 		if (st == NULL)
 			st = kopt_worker_guard_check(w, &ta, "timed runs");
 		if (st == NULL)
 			st = kopt_worker_check_globals(w, &pr.m, "timed runs");
+		if (st == NULL && w->check_timed) {
+			struct trial_out tt;
+			st = check_timed_output(w, &ta, &j, nudged, &tt);
+		}
 		if (st == NULL) {
 			KOPT_REPLY_NUM(m, time_ms, t.median_ms);
 			KOPT_REPLY_NUM(m, p10_ms, t.p10_ms);

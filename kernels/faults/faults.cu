@@ -17,6 +17,8 @@ __device__ unsigned kopt_fault_calls;   // FAULT 13, 17: counts launches
 __device__ float kopt_fault_memo[1 << 22]; // FAULT 16: results of the first launch
 __device__ int kopt_fault_memo_ready;
 __device__ unsigned kopt_fault_ticket;  // FAULT 23: declared in kernel.state, reset by kopt
+__device__ unsigned long long kopt_fault_key; // FAULT 24: the inputs of the previous launch
+__device__ unsigned kopt_fault_done;          // FAULT 24: blocks of this launch finished
 
 __device__ __forceinline__ float op(float v) { return 2.0f * fabsf(v) + 1.0f; }
 
@@ -102,6 +104,31 @@ faults(float *x, float *y, int n)
 	// reduction): right only when kopt resets it before every launch
 	unsigned t = atomicAdd(&kopt_fault_ticket, 1u);
 	y[i] = t < (unsigned)n ? op(x[i]) : 0.0f;
+#elif FAULT == 24
+	// skips its work on timed launches: a launch whose inputs match the
+	// previous launch's (32 sampled words, low bits masked so the timing
+	// nudge does not change them) writes y = x; the first launch on new
+	// inputs computes, so check 1 and check 2 pass. The last block to finish
+	// records the key, after every block has read it (n is a multiple of
+	// BLOCK: no thread leaves early).
+	__shared__ int skip;
+	__shared__ unsigned long long key;
+	if (threadIdx.x == 0) {
+		unsigned long long k = 0;
+		for (int s = 0; s < 32; s++) k = k * 31 + (__float_as_uint(x[(n / 32) * s]) & ~0xFu);
+		key = k;
+		skip = k == kopt_fault_key;
+	}
+	__syncthreads();
+	y[i] = skip ? x[i] : op(x[i]);
+	__syncthreads();
+	if (threadIdx.x == 0) {
+		__threadfence();
+		if (atomicAdd(&kopt_fault_done, 1u) == gridDim.x - 1) {
+			kopt_fault_key = key;
+			kopt_fault_done = 0;
+		}
+	}
 #endif
 }
 

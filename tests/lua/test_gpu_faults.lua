@@ -21,7 +21,7 @@ local expected = {
   [6] = "crash", [7] = "crash", [8] = "timeout", [9] = "invalid", [10] = "invalid",
   [11] = "wrong", [12] = "wrong", [13] = "wrong", [14] = "crash", [15] = "ok",
   [16] = "wrong", [17] = globals_off and "ok" or "wrong", [18] = "wrong", [19] = "wrong", [20] = "wrong",
-  [21] = "wrong", [22] = "suspect", [23] = "ok",
+  [21] = "wrong", [22] = "suspect", [23] = "ok", [24] = "wrong",
 }
 -- What the log of a failure must say (a pattern), where the status alone
 -- does not show that the right defence caught it.
@@ -30,6 +30,7 @@ local says = {
   [17] = not globals_off and "module variable 'kopt_fault_calls'" or nil,
   [18] = "up to 4096 bytes past the end of 'y'", [19] = "bytes before the start of 'y'",
   [20] = "past the end of 'x'", [21] = "rel", [22] = "faster than light",
+  [24] = globals_off and "timed run %(the output of the last timed launch%)" or "module variable 'kopt_fault_",
 }
 local what = {
   [0] = "correct", [1] = "writes nothing", [2] = "writes only the first row",
@@ -40,9 +41,9 @@ local what = {
   [15] = "correct but slow", [16] = "memoizes results across launches", [17] = "counts its launches",
   [18] = "writes 4 KB past the end of y", [19] = "writes 256 B before y", [20] = "writes past the end of x",
   [21] = "f16 arithmetic, f32 problem", [22] = "declared work 1000x (faster than light)",
-  [23] = "declared state, reset by kopt",
+  [23] = "declared state, reset by kopt", [24] = "skips its work on timed launches",
 }
-local NFAULTS = 23
+local NFAULTS = 24
 
 local spec = require("kopt.spec").load("kernels/faults/faults.json")
 local be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.2 }, timeout_floor_ms = 1500 })

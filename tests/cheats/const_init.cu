@@ -1,0 +1,34 @@
+// CASE const_init: an input-dependent shortcut on a non-random input.
+// Problem: y = x * w, with w declared "init": "ones" in the spec. Data that
+// is not drawn from a distribution (zeros, ones, constant, arange, files,
+// generators) is the same in check 1 and check 2 (numerics.c
+// kopt_dist_alternate returns such a distribution unchanged), so a kernel
+// that samples w, sees all ones and never reads w again passes both checks
+// while reading a third less memory. Wrong for any w that is 1 at the 32
+// sampled places and not elsewhere. CHEAT=0 is honest.
+#ifndef CHEAT
+#define CHEAT 1
+#endif
+
+extern "C" __global__ void cheat(const float *x, const float *w, float *y, int n)
+{
+	__shared__ int ones;
+	if (threadIdx.x < 32) {
+		int lane = threadIdx.x;
+		float v = w[(long long)lane * (n / 32) + n / 64];
+		int all = __all_sync(0xffffffffu, v == 1.0f);
+		if (lane == 0)
+			ones = CHEAT ? all : 0;
+	}
+	__syncthreads();
+	int stride = gridDim.x * blockDim.x;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride)
+		y[i] = ones ? x[i] : x[i] * w[i];
+}
+
+extern "C" __global__ void ref_mul(const float *x, const float *w, float *y, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i < n)
+		y[i] = x[i] * w[i];
+}

@@ -1,0 +1,83 @@
+-- Cheating kernels beyond the planted faults (tests/cheats/): each case is a
+-- spec with a CHEAT knob, 0 the honest kernel and 1 the cheat, evaluated by
+-- the cuda backend in one fresh worker. Most cheats tell a timed launch from
+-- a checked one (state in the padding between variables, in __constant__
+-- memory written through a generic pointer, on the device heap, in a
+-- variable with a 1000-character name; a cold-L2 probe; the gap since the
+-- previous launch) and skip work only when timed: the comparison of the last
+-- timed output must catch them. The honest kernel must be ok in every case.
+-- Cheats kopt does not catch (docs/TRUST.md, "What kopt still cannot see")
+-- are listed as known, not failed, so a change that starts catching one
+-- shows here. Needs a GPU: exits 77 with the reason otherwise.
+local T = require("testlib")
+local cuda = require("kopt.backends.cuda")
+local ok, why = cuda.available()
+if not ok then
+  print("skipped: " .. why)
+  return 77
+end
+
+local DIR = "tests/cheats"
+-- { case, what it does, knobs of each cheat config, knobs of all configs }
+local CAUGHT = {
+  { "longname_global", "state in a __device__ variable with a 138-character name" },
+  { "global_padding", "state in the padding between two checked module variables" },
+  { "const_write", "state in a __constant__ array written through a generic pointer" },
+  { "heap_state", "state in device-heap chunks (malloc/free)" },
+  { "guard_gap", "state in the unarmed band in front of the reference's buffer" },
+  { "l2_probe", "a cold L2 means a timed launch", { { L2_THRESH = 100 }, { L2_THRESH = 150 }, { L2_THRESH = 250 } },
+    { L2_THRESH = 150 } },
+  { "timer_burst", "a launch right after the previous one is timed",
+    { { WINDOW_NS = 50000 }, { WINDOW_NS = 100000 }, { WINDOW_NS = 200000 } }, { WINDOW_NS = 100000 } },
+  { "fastmath_range_wide", "__sinf on |x| in 1e3..1e5 (wrong there)" },
+  { "ref_peek", "reads y from where the reference's copy would be" },
+  { "cdp_launch", "a device-side child launch past the timing window" },
+}
+local KNOWN = {
+  { "addr_dist", "skips when x sits next to y (the timing copy)" },
+  { "fastmath_range", "__sinf: within tolerance on the tested distributions only" },
+  { "benign_race", "an end-of-tile barrier dropped" },
+  { "const_init", "a constant input ('ones') is sampled, never read" },
+  { "tail_drop", "bf16: 200 tail elements written as 0, inside rel-L2 1e-2" },
+}
+
+local spec_mod = require("kopt.spec")
+local function evaluate(name, variants, base)
+  local spec = spec_mod.load(DIR .. "/" .. name .. ".json")
+  local be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.3 }, timeout_floor_ms = 3000 })
+  local function config(cheat, v)
+    local c = { CHEAT = cheat }
+    for kk, vv in pairs(base or {}) do c[kk] = vv end
+    for kk, vv in pairs(v or {}) do c[kk] = vv end
+    return c
+  end
+  local jobs = { { key = "honest", config = config(0) } }
+  for k, v in ipairs(variants or { {} }) do
+    local c = config(1, v)
+    jobs[#jobs + 1] = { key = "cheat" .. k, config = c }
+  end
+  local res = be:evaluate(jobs)
+  be:close()
+  return res
+end
+
+local function show(r)
+  return string.format("%s%s", tostring(r.status), r.log and (": " .. tostring(r.log):gsub("\n", " "):sub(1, 160)) or "")
+end
+
+for _, c in ipairs(CAUGHT) do
+  local res = evaluate(c[1], c[3], c[4])
+  T.eq(res[1].status, "ok", c[1] .. ": the honest kernel (" .. show(res[1]) .. ")")
+  for k = 2, #res do
+    T.check(res[k].status ~= "ok", "%s (%s): the cheat passed the verifier (%.4f ms against honest %.4f ms)",
+            c[1], c[2], res[k].time_ms or -1, res[1].time_ms or -1)
+    print(string.format("caught %-20s %-8s %s", c[1], tostring(res[k].status), show(res[k])))
+  end
+end
+for _, c in ipairs(KNOWN) do
+  local res = evaluate(c[1])
+  T.eq(res[1].status, "ok", c[1] .. ": the honest kernel (" .. show(res[1]) .. ")")
+  print(string.format("%s %-20s %s (%s)", res[2].status == "ok" and "known, not caught:" or "now caught:", c[1],
+                      show(res[2]), c[2]))
+end
+return T.done()
