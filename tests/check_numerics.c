@@ -185,6 +185,44 @@ START_TEST(test_compare_exact_and_errors)
 }
 END_TEST
 
+/* A few elements far off inside the relative L2 budget: with no max-abs
+ * tolerance, the worst element is held to 20x the tolerance of its own
+ * magnitude; rounding-sized errors everywhere pass. */
+START_TEST(test_element_bound)
+{
+	enum { N = 100000 };
+	static float out[N], ref[N];
+	for (int i = 0; i < N; i++)
+		ref[i] = out[i] = 1.0f + (float)(i % 13) * 0.25f;
+	struct kopt_check_result r;
+	char msg[512];
+	/* bf16-sized rounding on every element: passes */
+	for (int i = 0; i < N; i++)
+		out[i] = ref[i] * (1.0f + ((i & 1) ? 3e-3f : -3e-3f));
+	kopt_check_compare(KOPT_F32, out, ref, N, 0, 0, &r);
+	ck_assert_int_eq(kopt_check_verdict(&r, 1e-2, -1, "t", msg, sizeof msg), 0);
+	/* 20 tail elements zeroed: rel L2 about 0.015 > 1e-2 would fail anyway at
+	 * this size, so zero 4 of them: rel L2 under 1e-2, the element bound fails */
+	for (int i = 0; i < N; i++)
+		out[i] = ref[i];
+	for (int i = N - 4; i < N; i++)
+		out[i] = 0.0f;
+	kopt_check_compare(KOPT_F32, out, ref, N, 0, 0, &r);
+	ck_assert(r.rel_l2 < 1e-2);
+	ck_assert_int_eq(kopt_check_verdict(&r, 1e-2, -1, "t", msg, sizeof msg), 1);
+	ck_assert_msg(strstr(msg, "though the relative L2 error") != NULL, "%s", msg);
+	/* a spec's own max-abs tolerance replaces the element bound */
+	ck_assert_int_eq(kopt_check_verdict(&r, 1e-2, 10.0, "t", msg, sizeof msg), 0);
+	/* an element near zero is held to the reference's RMS, not to itself */
+	for (int i = 0; i < N; i++)
+		out[i] = ref[i];
+	ref[7] = 0.0f;
+	out[7] = 1e-3f;
+	kopt_check_compare(KOPT_F32, out, ref, N, 0, 0, &r);
+	ck_assert_int_eq(kopt_check_verdict(&r, 1e-2, -1, "t", msg, sizeof msg), 0);
+}
+END_TEST
+
 START_TEST(test_compare_f16_and_zero_reference)
 {
 	uint16_t out[4], ref[4];
@@ -292,6 +330,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_alternate_distribution);
 	tcase_add_test(tc, test_poison_is_nan_and_changes);
 	tcase_add_test(tc, test_compare_exact_and_errors);
+	tcase_add_test(tc, test_element_bound);
 	tcase_add_test(tc, test_compare_f16_and_zero_reference);
 	tcase_add_test(tc, test_compare_large_threaded);
 	tcase_add_test(tc, test_tolerances);

@@ -117,7 +117,11 @@ double kopt_check_default_rel_l2(enum kopt_dtype t);
 double kopt_check_tolerance_named(const char *precision);
 
 /* Formats one sentence on why `res` fails the tolerances, into msg; returns 1
- * when it fails, 0 when it passes. max_abs_tol < 0 means "not checked". */
+ * when it fails, 0 when it passes. max_abs_tol < 0: no absolute bound from
+ * the spec; then the worst element's error must stay within
+ * KOPT_CHECK_ELEMENT_FACTOR * rel_l2_tol of its reference value's magnitude
+ * (or of the reference's RMS, when larger). */
+#define KOPT_CHECK_ELEMENT_FACTOR 20
 int kopt_check_verdict(const struct kopt_check_result *res, double rel_l2_tol, double max_abs_tol,
 		       const char *what, char *msg, size_t msglen);
 
