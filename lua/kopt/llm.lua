@@ -214,13 +214,71 @@ function M.repair_json(s)
   return table.concat(out)
 end
 
--- JSON text -> table, trying the repaired text when the plain one fails.
+-- A Python literal as a model may print it (a dict's repr: single-quoted
+-- strings, None, True, False) -> JSON text, or nil when the text has none of
+-- those. Strings keep their content: a double quote inside a single-quoted
+-- string is escaped, \' becomes '.
+function M.python_to_json(s)
+  if #s > 65536 then return nil end  -- (a scan per character: replies, not documents)
+  if not (s:find("'", 1, true) or s:find("%f[%w_]None%f[^%w_]") or s:find("%f[%w_]True%f[^%w_]")
+          or s:find("%f[%w_]False%f[^%w_]")) then
+    return nil
+  end
+  local out, i, n = {}, 1, #s
+  local WORDS = { None = "null", True = "true", False = "false" }
+  while i <= n do
+    local c = s:sub(i, i)
+    if c == '"' then
+      local j = i + 1
+      while j <= n do
+        local d = s:sub(j, j)
+        if d == "\\" then j = j + 2 elseif d == '"' then break else j = j + 1 end
+      end
+      out[#out + 1] = s:sub(i, j)
+      i = j + 1
+    elseif c == "'" then
+      local buf, j = { '"' }, i + 1
+      while j <= n do
+        local d = s:sub(j, j)
+        if d == "\\" and s:sub(j + 1, j + 1) == "'" then buf[#buf + 1] = "'" j = j + 2
+        elseif d == "\\" then buf[#buf + 1] = s:sub(j, j + 1) j = j + 2
+        elseif d == '"' then buf[#buf + 1] = '\\"' j = j + 1
+        elseif d == "'" then break
+        else buf[#buf + 1] = d j = j + 1 end
+      end
+      buf[#buf + 1] = '"'
+      out[#out + 1] = table.concat(buf)
+      i = j + 1
+    else
+      local w = s:match("^[%a_][%w_]*", i)
+      if w then
+        out[#out + 1] = WORDS[w] or w
+        i = i + #w
+      else
+        out[#out + 1] = c
+        i = i + 1
+      end
+    end
+  end
+  return table.concat(out)
+end
+
+-- JSON text -> table, trying the repaired text when the plain one fails
+-- (near-JSON, then a Python literal).
 local function decode_table(s)
   local v = json.decode(s)
   if type(v) == "table" then return v end
   local fixed = M.repair_json(s)
   if fixed then
     v = json.decode(fixed)
+    if type(v) == "table" then return v end
+  end
+  local py = M.python_to_json(fixed or s)
+  if py then
+    v = json.decode(py)
+    if type(v) == "table" then return v end
+    local both = M.repair_json(py)
+    v = both and json.decode(both)
     if type(v) == "table" then return v end
   end
 end

@@ -135,7 +135,10 @@ end
 -- A reply whose text is a tool call the server did not parse.
 local function text_tool_call(reply)
   local c = reply.content
-  if type(c) == "string" and (c:find("<tool_call>", 1, true) or c:find("<|tool_call", 1, true)) then return true end
+  if type(c) == "string" and (c:find("<tool_call>", 1, true) or c:find("<|tool_call", 1, true)
+                              or c:find("<function=[%w_]+>")) then
+    return true
+  end
   local v = reply.value
   if type(v) == "table" and #v > 0 then v = v[1] end
   if type(v) ~= "table" or v.proposals ~= nil then return false end

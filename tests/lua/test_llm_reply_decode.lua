@@ -55,10 +55,23 @@ local rr = reply({ role = "assistant", content = raw })
 T.eq(bx_of(rr), 256, "raw newlines")
 T.check(rr.ok and rr.value.proposals[1].patch:find("__fadd_rn", 1, true), "raw newlines: the patch was lost")
 
+-- a Python dict printed instead of JSON (single quotes, None, True)
+local py = reply({ role = "assistant", content = "Here you go:\n{'analysis': 'it\\'s \"memory\" bound', " ..
+                   "'proposals': [{'method': 'm', 'changes': {'block_size_x': 256}, 'reason': None, 'keep': True}]}" })
+T.eq(bx_of(py), 256, "python literal")
+T.eq(py.ok and py.value.analysis, "it's \"memory\" bound", "python literal: the string's quotes")
+
 -- a reply with no proposals reads as none (the caller falls back)
 local moves, rejected = X.parse(llm.extract_json("I would raise the block size, see [1]."), view, "t")
 T.eq(#moves, 0, "prose with [1]: moves")
 T.eq(rejected[1] and rejected[1].index, 0, "prose with [1]: the whole reply is rejected")
+
+-- a tool call written as text in the Llama format is seen as one (the
+-- server did not parse it: kopt then inlines what the tools would give)
+local tools = require("kopt.tools")
+T.check(tools.text_tool_call({ content = '<function=overview>{"detail": 1}</function>' }),
+        "a <function=...> tool call in the text is not recognised")
+T.check(not tools.text_tool_call({ content = "the function = f(x) is fast" }), "prose taken for a tool call")
 
 -- synthesis: the source inside its JSON string, in any fence
 local K = 'extern "C" __global__ void k(float *y) { y[threadIdx.x] = 1.0f; }\n'
