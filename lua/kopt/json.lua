@@ -85,12 +85,32 @@ function M.read_text(path, limit)
   return text
 end
 
+-- cjson's message for text, with the line and column of its character
+-- offset and a hint for what people write that JSON forbids.
+function M.explain_error(text, derr)
+  local at = tonumber(derr:match("at character (%d+)"))
+  if not at then return derr end
+  local before = text:sub(1, at - 1)
+  local _, line = before:gsub("\n", "")
+  local col = at - (before:match(".*()\n") or 0)
+  local msg = string.format("%s (line %d, column %d)", derr, line + 1, col)
+  local prev = before:match("(%S)%s*$")
+  if prev == "," and (derr:find("T_OBJ_END", 1, true) or derr:find("T_ARR_END", 1, true)) then
+    msg = msg .. ": JSON allows no trailing comma"
+  elseif text:sub(at, at + 1) == "//" or text:sub(at, at + 1) == "/*" then
+    msg = msg .. ": JSON allows no comments"
+  elseif text:sub(at, at) == "'" then
+    msg = msg .. ": JSON strings take double quotes"
+  end
+  return msg
+end
+
 -- Reads and decodes a file. Errors are returned as "<path>: <what>".
 function M.read_file(path)
   local text, err = M.read_text(path)
   if not text then return nil, err end
   local v, derr = M.decode(text)
-  if v == nil then return nil, path .. ": malformed JSON: " .. derr, text end
+  if v == nil then return nil, path .. ": malformed JSON: " .. M.explain_error(text, derr), text end
   return v, nil, text
 end
 

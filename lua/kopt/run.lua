@@ -69,7 +69,9 @@ local function check_first_configs(spec, configs)
   end
 end
 
-local function build_space(spec)
+-- The spec's space, with its constraints and the first configs' values
+-- checked now (a spec error, in one sentence naming the config).
+function M.build_space(spec)
   local scope = { device = spec.device }
   for k, v in pairs(spec.problem) do scope[k] = v end
   local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
@@ -79,7 +81,9 @@ local function build_space(spec)
     if space:size_raw() <= 1e6 then
       space:walk(function(c) firsts[#firsts + 1] = c return #firsts < 16 end)
     else
-      firsts[1] = space:sample(rng_mod.new(0))
+      -- sampling first; a space whose valid configs are too rare for it to
+      -- find is walked (constraints prune the walk), not declared empty
+      firsts[1] = space:sample(rng_mod.new(0)) or space:first()
     end
     return firsts[1]
   end)
@@ -134,7 +138,7 @@ function M.main(opts, pos)
     errors.usage("missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
   end
   -- The spec's constraints are checked before any backend starts.
-  local space = spec and build_space(spec) or nil
+  local space = spec and M.build_space(spec) or nil
   local choice = choose_backend(opts, spec)
   if choice.kind == "cuda" and opts.cluster and not opts.gpus then
     opts.gpus = opts.cluster:share_gpus()  -- ranks of one host share its GPUs
@@ -166,7 +170,7 @@ function M.main(opts, pos)
     backend = cuda.open(spec, { gpus = opts.gpus, seed = opts.seed, profile = opts.profile, verbose = opts.v })
     if backend.device then
       spec:set_device(backend.device)
-      space = build_space(spec)
+      space = M.build_space(spec)
     end
   end
   space = space or backend.space

@@ -9,6 +9,7 @@ local json = require("kopt.json")
 local sys = require("kopt.sys")
 
 local M = {}
+local INT_RANGE  -- (below, with Spec:args)
 local Spec = {}
 Spec.__index = Spec
 
@@ -92,9 +93,24 @@ function Checker:unknown_fields(obj, known, path)
 end
 
 -- Compiles an expression and checks every name it reads is known.
+-- The fields of `device` an expression may read: those of the assumed
+-- device and those the driver adds (core/bind/gpu.c).
+local DEVICE_FIELDS = { pci_bus_id = true, clock_khz = true, mem_clock_khz = true, mem_bus_width = true,
+                        driver_version = true, index = true }
+
 function Checker:expression(v, path, names)
   local e, err = expr.compile(v, path)
   if not e then self:fail(path, "%s", err) end
+  for field in e.text:gmatch("%f[%w_]device%s*%.%s*([%a_][%w_]*)") do
+    if M.default_device[field] == nil and not DEVICE_FIELDS[field] then
+      local known = {}
+      for k in pairs(M.default_device) do if k ~= "assumed" then known[#known + 1] = k end end
+      for k in pairs(DEVICE_FIELDS) do known[#known + 1] = k end
+      table.sort(known)
+      self:fail(path, "expression '%s' reads device.%s, which kopt does not know (known: %s)", e.text, field,
+                table.concat(known, ", "))
+    end
+  end
   for _, n in ipairs(e.names) do
     if not names[n] then
       self:fail(path, "expression '%s' uses unknown name '%s' (knobs, problem sizes, device and %s are known)",
@@ -106,7 +122,8 @@ end
 
 local IDENT = "^[%a_][%w_]*$"
 
-local function sys_stat(path) return sys.stat(path) ~= nil end
+-- (a data file must be a regular file: a directory is refused by name)
+local function sys_stat(path) return sys.stat(path) == "file" end
 
 -- "specs/../tests/data/x.json" -> "tests/data/x.json", for messages users read.
 local function join(dir, rel)
@@ -125,12 +142,13 @@ local function join(dir, rel)
 end
 M.join = join
 
+-- A file the spec names (a source, a generator, a check): a regular file,
+-- read whole (a directory, a device or an empty name is refused by name).
 local function read_text(c, rel, path, dir)
+  if rel == "" then c:fail(path, "expected a file name, got an empty string") end
   local full = join(dir, rel)
-  local f, err = io.open(full, "rb")
-  if not f then c:fail(path, "cannot read '%s': %s", rel, (err:gsub("^[^:]*: ", ""))) end
-  local text = f:read("a")
-  f:close()
+  local text, err = json.read_text(full)
+  if not text then c:fail(path, "cannot read '%s': %s", rel, (err:gsub("^.-: ", ""))) end
   return full, text
 end
 
@@ -212,6 +230,29 @@ function M.check_launch(c, l, path, names)
   return out
 end
 
+-- A value in a message: strings quoted, so '256' (a string) and 256 differ.
+local function show_value(v)
+  if type(v) == "string" then return "'" .. v .. "' (a string)" end
+  return tostring(v)
+end
+
+-- Names that cannot be knobs or problem sizes: Lua's words (expressions are
+-- Lua), and for a knob that becomes a -D define, C++'s keywords and CUDA's
+-- built-in variables (the define would rewrite them in every header).
+local LUA_WORDS = {}
+for w in ("and break do else elseif end false for function goto if in local nil not or repeat return then " ..
+          "true until while _ENV"):gmatch("%S+") do LUA_WORDS[w] = true end
+local C_WORDS = {}
+for w in ("alignas alignof asm auto bool break case catch char char16_t char32_t class const constexpr " ..
+          "const_cast continue decltype default delete do double dynamic_cast else enum explicit export " ..
+          "extern false float for friend goto if inline int long mutable namespace new noexcept nullptr " ..
+          "operator private protected public register reinterpret_cast return short signed sizeof static " ..
+          "static_assert static_cast struct switch template this thread_local throw true try typedef typeid " ..
+          "typename union unsigned using virtual void volatile wchar_t while threadIdx blockIdx blockDim " ..
+          "gridDim warpSize __global__ __device__ __shared__ __constant__ __host__"):gmatch("%S+") do
+  C_WORDS[w] = true
+end
+
 local function check_knobs(c, knobs, reserved)
   c:array(knobs, "knobs", "a non-empty array of knobs ({\"name\": ..., \"values\": [...]})")
   local out, seen = {}, {}
@@ -222,23 +263,29 @@ local function check_knobs(c, knobs, reserved)
     local name = c:string(k.name, p .. ".name", false, IDENT, "an identifier (letters, digits, _)")
     if seen[name] then c:fail(p .. ".name", "duplicate knob '%s'", name) end
     if reserved[name] then c:fail(p .. ".name", "'%s' is reserved (%s)", name, reserved[name]) end
+    if LUA_WORDS[name] then c:fail(p .. ".name", "'%s' is a word of the expression language (Lua)", name) end
+    if k.define ~= false and C_WORDS[name] then
+      c:fail(p .. ".name", "'%s' is a C++ keyword or CUDA built-in: it cannot be a -D define " ..
+             "(rename the knob, or set \"define\": false)", name)
+    end
     seen[name] = true
     local what = "a non-empty array of numbers or strings"
     local values = c:array(k.values, p .. ".values", what)
-    local vseen = {}
+    local vseen, as_text = {}, {}
     for j, v in ipairs(values) do
       if type(v) ~= "number" and type(v) ~= "string" then
         c:fail(string.format("%s.values[%d]", p, j), "expected a number or a string, got %s", c:type_name(v))
       end
-      if vseen[v] then c:fail(string.format("%s.values[%d]", p, j), "duplicate value %s", tostring(v)) end
-      vseen[v] = true
+      -- (1 and "1" are one value: the same -D define and config key)
+      if as_text[tostring(v)] then c:fail(string.format("%s.values[%d]", p, j), "duplicate value %s", show_value(v)) end
+      as_text[tostring(v)], vseen[v] = true, true
     end
     local tags = {}
     for j, t in ipairs(c:array(k.tags, p .. ".tags", "an array of strings", true, true) or {}) do
       tags[j] = c:string(t, string.format("%s.tags[%d]", p, j))
     end
     if k.default ~= nil and not vseen[k.default] then
-      c:fail(p .. ".default", "%s is not one of the knob's values", tostring(k.default))
+      c:fail(p .. ".default", "%s is not one of the knob's values", show_value(k.default))
     end
     -- compiler options per value ({"1": ["--use_fast_math"]}); define=false
     -- keeps the knob out of the -D defines (a knob that is only options)
@@ -409,7 +456,8 @@ function M.load(path, opts)
   c:unknown_fields(raw, top_fields, "")
   local dir = path:match("^(.*)/[^/]*$") or "."
   local self = setmetatable({ path = path, dir = dir, raw = raw }, Spec)
-  self.name = c:string(raw.name, "name", false, "^[%w_.%-]+$", "a name of letters, digits, '_', '-', '.'")
+  self.name = c:string(raw.name, "name", false, "^[%w_][%w_.%-]*$",
+                       "a name of letters, digits, '_', '-', '.' that starts with a letter, digit or '_'")
   self.description = c:string(raw.description, "description", true)
 
   self.problem = {}
@@ -418,6 +466,7 @@ function M.load(path, opts)
   for k, v in pairs(c:object(raw.problem, "problem", true) or {}) do
     if not tostring(k):match(IDENT) then c:fail("problem." .. k, "expected an identifier as size name") end
     if reserved[k] then c:fail("problem." .. k, "'%s' is reserved (%s)", k, reserved[k]) end
+    if LUA_WORDS[k] then c:fail("problem." .. k, "'%s' is a word of the expression language (Lua)", k) end
     self.problem[k] = c:number(v, "problem." .. k, false, true)
   end
   for k in pairs(self.problem) do reserved[k] = "a problem size" end
@@ -570,12 +619,29 @@ function Spec:reference_launch(config)
   return self:launch_for(self.reference and self.reference.launch or self.launch_exprs, config)
 end
 
+-- The values an integer scalar argument can take, by type.
+INT_RANGE = {
+  i8 = { -128, 127 }, u8 = { 0, 255 }, i16 = { -32768, 32767 }, u16 = { 0, 65535 },
+  i32 = { -2147483648, 2147483647 }, u32 = { 0, 4294967295 },
+  i64 = { math.mininteger, math.maxinteger }, u64 = { 0, math.maxinteger },
+}
+
 function Spec:args(config)
   local out, generated = {}, {}
   for i, a in ipairs(self.arg_specs) do
     local r = { name = a.name, type = a.type, kind = a.kind, output = a.output, init = a.init, param = a.param }
     if a.kind == "scalar" then
       r.value = self:value(a.value, config)
+      local range = INT_RANGE[a.type]
+      if range then
+        local v = r.value
+        if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^63 then v = math.tointeger(v) end
+        if math.type(v) ~= "integer" or v < range[1] or v > range[2] then
+          errors.usage("%s: args[%d].value: gave %s, expected an integer that fits %s (at %s)", self.path, i,
+                       tostring(r.value), a.type, describe_config(self, config))
+        end
+        r.value = v
+      end
     elseif a.kind == "tensormap" then
       local t = a.tmap
       r.of, r.swizzle, r.dims, r.box = t.index, t.swizzle, {}, {}

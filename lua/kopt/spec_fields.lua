@@ -35,7 +35,10 @@ function M.check_init(c, v, p, arg, dir)
     return { dist = init }
   end
   c:object(init, p)
-  if init.file == nil and init.generate == nil then return init end
+  if init.file == nil and init.generate == nil then
+    c:unknown_fields(init, { "dist", "value" }, p)
+    return init
+  end
   if arg.output then
     c:fail(p, "an output's data comes from the kernel (for an in/out buffer, write \"copy:NAME\")")
   end
@@ -86,7 +89,7 @@ function M.check_init(c, v, p, arg, dir)
       end
       out.offset = o
     end
-    if not U.exists(path) then c:fail(p .. ".file", "cannot read '%s'", rel) end
+    if not U.exists(path) then c:fail(p .. ".file", "cannot read '%s' (not a regular file)", rel) end
   end
   return out
 end

@@ -6,7 +6,7 @@ local compile = require("kopt.compile")
 local errors = require("kopt.errors")
 local json = require("kopt.json")
 local rng_mod = require("kopt.rng")
-local space_mod = require("kopt.space")
+local run_mod = require("kopt.run")
 local spec_mod = require("kopt.spec")
 local sys = require("kopt.sys")
 
@@ -65,13 +65,21 @@ end
 local function select(o, spec, space)
   local base = space:first()
   if not base then errors.usage("%s: no configuration satisfies every constraint", spec.path) end
-  if o.all then return space:enumerate() end
+  if o.all then
+    local ok, list = pcall(space.enumerate, space)
+    if not ok then errors.usage("compile: --all: %s (%s); use --sample N", tostring(list), spec.path) end
+    return list
+  end
   local out = {}
   if o.sample then
+    -- distinct samples, as many as found in a bounded number of draws (a
+    -- small space runs out of new ones; counting it first would walk it all)
     local rng, seen = rng_mod.new(o.seed), {}
-    local want = math.min(o.sample, space:size())
-    while #out < want do
+    local draws = 0
+    while #out < o.sample and draws < 50 * o.sample + 1000 do
+      draws = draws + 1
       local c = space:sample(rng)
+      if not c then break end
       if not seen[space:key(c)] then
         seen[space:key(c)] = true
         out[#out + 1] = c
@@ -105,10 +113,14 @@ function M.main(argv)
   end
   if not o.spec then errors.usage("compile: missing SPEC (see kopt compile --help)") end
   local spec = spec_mod.load(o.spec)
-  local scope = { device = spec.device }
-  for k, v in pairs(spec.problem) do scope[k] = v end
-  local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
-  local configs = select(o, spec, space)
+  -- (the same checks as a run: constraints that fail, values of the first
+  -- configs, as one sentence naming the config)
+  local space = run_mod.build_space(spec)
+  local selected, configs = pcall(select, o, spec, space)
+  if not selected then
+    if errors.is_user_error(configs) or errors.is_interrupt(configs) then error(configs, 0) end
+    errors.usage("%s: %s", spec.path, (tostring(configs):gsub("^(constraints%[%d+%]):%d+:", "%1:")))
+  end
   if o.cubin then
     local ok, err = sys.mkdir_p(o.cubin)
     if not ok then errors.usage("compile: --cubin: %s", err) end
