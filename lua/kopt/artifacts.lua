@@ -160,7 +160,7 @@ end
 -- After the search: best/<kernel>.diff against the spec's kernel, and the
 -- compiled code the mode asks for.
 function A:finish(engine)
-  local best = engine.ctx.best
+  local best = engine.best
   local spec = self.spec
   if best and spec and spec.kernel and best.source and best.source ~= spec.kernel.source then
     self:guard(function()

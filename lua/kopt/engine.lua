@@ -6,6 +6,7 @@
 -- strategy's questions again (it is deterministic given its seed), so nothing
 -- recorded is measured twice and the evaluated set equals an uninterrupted run.
 local errors = require("kopt.errors")
+local json = require("kopt.json")
 local patch = require("kopt.patch")
 local rng_mod = require("kopt.rng")
 local sys = require("kopt.sys")
@@ -170,7 +171,11 @@ function Engine:job_for(cand)
   if self.spec and source and source ~= self.spec.kernel.source then
     key = key .. "#" .. sys.sha256(source):sub(1, 16)
   end
-  return { key = key, config = cand.config, candidate = cand, source = source, source_error = err }
+  -- (a copy: a strategy that edits its config table after ask(), or hands
+  -- out the space's own, must not rewrite what was measured)
+  local config = {}
+  for k, v in pairs(cand.config) do config[k] = v end
+  return { key = key, config = config, candidate = cand, source = source, source_error = err }
 end
 
 local function bad_candidate(self, i, fmt, ...)
@@ -204,13 +209,21 @@ function Engine:check_candidate(i, cand)
     end
   end
   if cand.patch ~= nil and type(cand.patch) ~= "string" then bad_candidate(self, i, ".patch: expected a string") end
+  if cand.origin ~= nil then
+    -- (written to events.jsonl with the result: it must be plain data)
+    local ok, err = pcall(json.encode, cand.origin)
+    if not ok then
+      bad_candidate(self, i, ".origin: must be plain data (tables, strings, numbers, booleans): %s",
+                    (tostring(err):gsub("^.-: ", "")))
+    end
+  end
   local ok, why = self.space:is_valid(cand.config)
   if not ok then return why end
 end
 
 function Engine:improves(result)
   if result.status ~= "ok" or type(result.time_ms) ~= "number" then return false end
-  local best, spec = self.ctx.best, self.ctx.spec
+  local best, spec = self.best, self.ctx.spec
   if not best then return true end
   -- the spec's objective (a metric to maximise or minimise), else time
   if spec and spec.better then return spec:better(result, best.result) end
@@ -254,8 +267,10 @@ function Engine:record(job, result, eval_s, from_log)
   self.records[#self.records + 1] = rec
   local improved = self:improves(result)
   if improved then
-    self.ctx.best = { key = job.key, config = job.config, result = result, candidate = job.candidate,
-                      source = job.source, n = self.evaluations }
+    -- (the engine's own copy decides; ctx.best is the strategy's to read)
+    self.best = { key = job.key, config = job.config, result = result, candidate = job.candidate,
+                  source = job.source, n = self.evaluations }
+    self.ctx.best = self.best
   end
   self:ensure_rundir()
   if self.rundir and not from_log then
@@ -282,6 +297,21 @@ function Engine:round(n)
   local cands = call_strategy(self, "ask", self.ctx, n)
   if type(cands) ~= "table" then
     errors.usage("strategy '%s': ask() must return a table of candidates, got %s", self.strategy_name, type(cands))
+  end
+  -- a list 1..#cands and nothing else: {config = c} unwrapped, a 0-based
+  -- list or one keyed by config key would otherwise read as "finished"
+  local count = 0
+  for k in pairs(cands) do
+    count = count + 1
+    if math.type(k) ~= "integer" or k < 1 or k > #cands then
+      errors.usage("strategy '%s': ask() must return a list of candidates ({ {config = ...}, ... }); " ..
+                   "the table it returned has the key %s", self.strategy_name,
+                   type(k) == "string" and ("'" .. k .. "'") or tostring(k))
+    end
+  end
+  if count ~= #cands then
+    errors.usage("strategy '%s': ask() returned a list with holes (%d entries, length %d)", self.strategy_name,
+                 count, #cands)
   end
   if #cands == 0 then return false end
   if #cands > n then

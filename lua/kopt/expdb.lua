@@ -417,7 +417,7 @@ end
 function Session:finish(engine)
   self:flush()
   if self.broken or not self.db or not self.run_id then return end
-  local best = engine.ctx.best
+  local best = engine.best
   local ok, err = pcall(self.db.run, self.db, "UPDATE runs SET finished = ?, stop_reason = ?, evaluations = ?, measured = ?,"
                         .. " best_ms = ?, best_n = ? WHERE id = ?", sys.utc_iso(), engine.stop_reason,
                         engine.evaluations, self.measured, best and best.result.time_ms or nil, best and best.n or nil,

@@ -103,8 +103,9 @@ function M.apply(engine, verdict)
   result.first_ms, result.time_ms, result.finalist_times = w.first_ms, w.median_ms, w.times
   if w.user_metrics then result.user_metrics, result.objective = w.user_metrics, w.objective end
   local job = engine:job_for(w.rec.candidate or { config = w.config })
-  engine.ctx.best = { key = w.key, config = w.config, result = result, candidate = w.rec.candidate,
-                      source = job.source, n = w.rec.n }
+  engine.best = { key = w.key, config = w.config, result = result, candidate = w.rec.candidate,
+                  source = job.source, n = w.rec.n }
+  engine.ctx.best = engine.best
   if verdict.changed then
     lines[#lines + 1] = "    the re-measurement changed the winner"
   end

@@ -41,7 +41,7 @@ local function baseline(engine)
 end
 
 local function write_best(engine, dir)
-  local best = engine.ctx.best
+  local best = engine.best
   if not best then return end
   local bdir = dir .. "/best"
   assert(sys.mkdir_p(bdir))
@@ -61,7 +61,7 @@ end
 
 function M.summary(engine, meta)
   local lines = {}
-  local best = engine.ctx.best
+  local best = engine.best
   lines[#lines + 1] = string.format("kopt: %s on %s (%s)", engine.strategy_name, meta.problem, meta.backend_label)
   lines[#lines + 1] = string.format("  %d evaluations (%s) in %s%s; stopped: %s", engine.evaluations,
     #engine.records > 0 and status_counts(engine.records) or "none", progress.clock(engine:clock()),
@@ -121,7 +121,7 @@ function M.finish(engine, meta)
   local text = M.summary(engine, meta)
   local rd = engine.rundir
   if rd then
-    local best = engine.ctx.best
+    local best = engine.best
     rd:event({ event = "stop", reason = engine.stop_reason, evaluations = engine.evaluations,
                best = best and { key = best.key, time_ms = best.result.time_ms } or nil,
                timestamp = sys.utc_iso() })

@@ -198,7 +198,7 @@ end
 -- At the end: make sure the best has counters when profiling is on; returns
 -- the facts report.write needs.
 function P:finish(engine)
-  local best = engine.ctx and engine.ctx.best
+  local best = engine.best
   if best and self.policy.kind ~= "none" then
     self:process(engine, { key = best.key, config = best.config, result = best.result,
                            candidate = best.candidate }, true)

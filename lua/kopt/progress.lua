@@ -22,7 +22,7 @@ local function best_text(best)
   return string.format("best %.4g ms", best.result.time_ms)
 end
 
--- state: the engine ({evaluations, failures, ctx.best})
+-- state: the engine ({evaluations, failures, best})
 function M:update(state, improved)
   if self.quiet then return end
   local wall = sys.now() - self.start
@@ -31,7 +31,7 @@ function M:update(state, improved)
   if self.budget == math.huge then eta = nil end
   local budget = self.budget == math.huge and "-" or tostring(self.budget)
   local line = string.format("[%s%d/%s] %s | %d failed | %.1f eval/s | ETA %s", self.label,
-                             state.evaluations, budget, best_text(state.ctx.best), state.failures, rate, clock(eta))
+                             state.evaluations, budget, best_text(state.best), state.failures, rate, clock(eta))
   if self.waiting then line = line .. " | " .. self.waiting end
   if self.tty then
     local now = sys.now()

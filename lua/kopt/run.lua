@@ -281,8 +281,8 @@ function M.locked(opts, r)
   }
   meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
     artifacts:finish(e)
-    if not e.ctx.best then return end
-    local md, term = report.render(e.ctx.best, profiler:finish(e))
+    if not e.best then return end
+    local md, term = report.render(e.best, profiler:finish(e))
     assert(sys.mkdir_p(d .. "/best"))
     json.write_file(d .. "/best/REPORT.md", md, true)  -- checked, atomic
     meta.report = term

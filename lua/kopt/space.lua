@@ -162,16 +162,28 @@ function Space:walk(visit)
   rec(1)
 end
 
+local function copy_config(c)
+  local out = {}
+  for k, v in pairs(c) do out[k] = v end
+  return out
+end
+
+-- Every valid config, in walk order: a fresh list of fresh tables, so a
+-- strategy may pop from it or edit a config without changing the space.
 function Space:enumerate()
-  if self.list then return self.list end
-  if self.raw > M.ENUMERATE_LIMIT then
-    error(string.format("the space has %.3g raw points: too many to enumerate (limit %.3g)",
-                        self.raw, M.ENUMERATE_LIMIT), 0)
+  local list = self.list or self.list_cache
+  if not list then
+    if self.raw > M.ENUMERATE_LIMIT then
+      error(string.format("the space has %.3g raw points: too many to enumerate (limit %.3g)",
+                          self.raw, M.ENUMERATE_LIMIT), 0)
+    end
+    list = {}
+    self:walk(function(c) list[#list + 1] = c end)
+    self.list_cache = list
   end
-  local list = {}
-  self:walk(function(c) list[#list + 1] = c end)
-  self.list_cache = list
-  return list
+  local out = {}
+  for i, c in ipairs(list) do out[i] = copy_config(c) end
+  return out
 end
 
 function Space:size()
@@ -191,7 +203,8 @@ end
 -- small enough, the valid set is enumerated once and sampled directly.
 function Space:sample(rng)
   local list = self.list or self.list_cache
-  if list then return #list > 0 and list[rng:random(1, #list)] or nil end
+  -- (a copy: the list is the space's own, and a strategy may edit its sample)
+  if list then return #list > 0 and copy_config(list[rng:random(1, #list)]) or nil end
   local tries = 0
   while tries < 2000 do
     tries = tries + 1

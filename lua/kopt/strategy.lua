@@ -19,13 +19,24 @@ end
 
 function M.is_path(arg) return arg:find("/", 1, true) ~= nil or arg:match("%.lua$") ~= nil end
 
+-- A strategy's globals live in an environment of its own: a global it sets
+-- by mistake (`type = ...` with `local` forgotten) cannot replace kopt's,
+-- and os.exit ends the strategy with an error instead of ending kopt
+-- without its summary and results.
+local function strategy_env(label)
+  local os_env = setmetatable({
+    exit = function() error(string.format("strategy %s called os.exit: return from ask() (or raise an error) to stop", label), 2) end,
+  }, { __index = os })
+  return setmetatable({ os = os_env }, { __index = _G })
+end
+
 function M.load(arg)
   local chunk, err, label
   if M.is_path(arg) then
     local f = io.open(arg, "r")
     if not f then errors.usage("strategy file '%s' not found", arg) end
     f:close()
-    chunk, err = loadfile(arg, "t")
+    chunk, err = loadfile(arg, "t", strategy_env(arg))
     if not chunk then errors.usage("strategy %s", err) end
     local dir = arg:match("^(.*)/[^/]*$") or "."
     package.path = dir .. "/?.lua;" .. package.path
@@ -35,7 +46,8 @@ function M.load(arg)
       errors.usage("unknown strategy '%s': not a file, and not a built-in strategy (%s)", arg,
                    table.concat(M.builtins(), ", "))
     end
-    chunk, err = load(package.builtin.read("strategies/" .. arg .. ".lua"), "@strategies/" .. arg .. ".lua", "t")
+    chunk, err = load(package.builtin.read("strategies/" .. arg .. ".lua"), "@strategies/" .. arg .. ".lua", "t",
+                      strategy_env(arg))
     if not chunk then errors.usage("built-in strategy %s", err) end
     label = arg
   end

@@ -149,7 +149,7 @@ end
 function M.stop_when(target, base, work_of, device, precision)
   if not target then return nil end
   return function(engine)
-    local best = engine.ctx.best
+    local best = engine.best
     if not best then return nil end
     local sol = target.kind == "sol" and M.sol_ms(work_of(best.config), device, precision) or nil
     if M.meets(target, best.result.time_ms, base, sol) then return "target reached (" .. target.text .. ")" end

@@ -37,8 +37,9 @@ local function fake_engine()
   function e.add(_, x, t)
     local rec = { key = "k" .. x, config = { x = x }, result = { status = t and "ok" or "wrong", time_ms = t } }
     e.records[#e.records + 1] = rec
-    if t and (not e.ctx.best or t < e.ctx.best.result.time_ms) then
-      e.ctx.best = { key = rec.key, config = rec.config, result = rec.result }
+    if t and (not e.best or t < e.best.result.time_ms) then
+      e.best = { key = rec.key, config = rec.config, result = rec.result }
+      e.ctx.best = e.best
     end
     return rec
   end
@@ -135,8 +136,8 @@ do
   check(facts.smem == 128 and facts.work and facts.work.bytes == 4 * 2 * 8192 * 8192, "smem and work")
   p:annotate(cfg, r)
   check(r.symptoms[1].name == "memory_bound", "softmax on the H200: memory-bound, got %s", r.symptoms[1].name)
-  local rep = require("kopt.report").analyse({ config = cfg, result = r }, p:finish({ ctx = { best = { config = cfg,
-    result = r } } }))
+  local rep = require("kopt.report").analyse({ config = cfg, result = r }, p:finish({ best = { config = cfg,
+    result = r } }))
   check(rep.memory_frac and rep.memory_frac > 0.7 and rep.memory_frac < 0.85, "softmax at %.2f of DRAM peak",
         rep.memory_frac or -1)
 end

@@ -1,0 +1,156 @@
+-- User strategies with the habits people have, through the real binary on
+-- the replay backend: editing a config table after returning it, popping
+-- from the space's enumeration, a global set with `local` forgotten,
+-- writing ctx.best, an origin that is not data, ask() returning something
+-- other than a list, os.exit. Each run either measures what it asked for,
+-- with best/ and results.json telling the truth, or stops with one sentence
+-- naming the strategy; nothing measured is lost.
+local T = require("testlib")
+local cjson = require("kopt.json")  -- (integers stay integers)
+
+local tmp = T.tmpdir("habits")
+local REC = "tests/data/pnpoly_RTX_3090.json"
+
+-- A config's key as kopt writes it (T.events decodes numbers as floats).
+local function key_of(cfg)
+  local parts = {}
+  for i, k in ipairs({ "between_method", "block_size_x", "tile_size", "use_method" }) do
+    local v = cfg[k]
+    parts[i] = tostring(math.tointeger(v) or v)
+  end
+  return table.concat(parts, ",")
+end
+
+local function run(name, body, budget)
+  local file = tmp .. "/" .. name .. ".lua"
+  T.write(file, body)
+  local dir = tmp .. "/run_" .. name
+  local code, out, err = T.run(string.format("%s --backend replay:%s --budget %d --out %s -q", file, REC, budget or 12,
+                                             dir))
+  return code, out, err, dir
+end
+
+-- The recorded time of each config key, from the replay file itself.
+local truth = {}
+do
+  local doc = cjson.decode(T.slurp(REC))
+  local keys = doc.tune_params_keys
+  for _, e in pairs(doc.cache) do
+    local parts = {}
+    for i, k in ipairs(keys) do parts[i] = tostring(math.tointeger(e[k]) or e[k]) end
+    if type(e.time) == "number" then truth[table.concat(parts, ",")] = e.time end
+  end
+end
+
+-- 1. A hill climber that edits its one config table in place after ask().
+do
+  local code, _, err, dir = run("mutate", [[
+local S = { name = "mutate" }
+function S.init(ctx) ctx.cur = ctx.space:sample(ctx.rng); ctx.i = 0 end
+function S.ask(ctx, n)
+  ctx.i = ctx.i + 1
+  local k = ctx.space.knobs[2]
+  if ctx.i > 1 then ctx.cur[k.name] = k.values[(ctx.i % #k.values) + 1] end
+  return { { config = ctx.cur } }
+end
+return S
+]])
+  T.eq(code, 0, "mutate: exit code (" .. err .. ")")
+  local evals = T.events(dir)
+  for _, ev in ipairs(evals) do
+    local key = key_of(ev.config)
+    T.eq(key, ev.key, "mutate: an evaluation's config is the one measured")
+  end
+  local best = cjson.decode(T.slurp(dir .. "/best/result.json"))
+  local cfg = cjson.decode(T.slurp(dir .. "/best/config.json"))
+  T.eq(key_of(cfg), best.key, "mutate: best/config.json is the best's config")
+  T.check(truth[best.key] and math.abs(truth[best.key] - best.result.time_ms) < 1e-9, "mutate: the best's time is recorded")
+end
+
+-- 2. Popping from enumerate() and editing samples leave the space whole.
+do
+  local code, _, err = run("pop", [[
+local S = { name = "pop" }
+function S.ask(ctx, n)
+  local before = #ctx.space:enumerate()
+  local list = ctx.space:enumerate()
+  for _ = 1, 10 do table.remove(list) end
+  local c = ctx.space:sample(ctx.rng)
+  for k in pairs(c) do c[k] = "edited" end
+  assert(#ctx.space:enumerate() == before, "the space shrank")
+  local fresh = ctx.space:sample(ctx.rng)
+  for _, v in pairs(fresh) do assert(v ~= "edited", "a sample was edited in the space") end
+  return { { config = fresh } }
+end
+return S
+]], 5)
+  T.eq(code, 0, "pop: exit code (" .. err .. ")")
+end
+
+-- 3. Globals set by mistake stay the strategy's; kopt's own are untouched.
+do
+  local code, _, err, dir = run("leak", [[
+local S = { name = "leak" }
+function S.ask(ctx, n)
+  type = "oops"          -- `local` forgotten
+  next = nil
+  return { { config = ctx.space:sample(ctx.rng) } }
+end
+return S
+]], 6)
+  T.eq(code, 0, "leak: exit code (" .. err .. ")")
+  T.check(T.exists(dir .. "/results.json") and T.exists(dir .. "/best/result.json"), "leak: no results.json or best/")
+end
+
+-- 4. ctx.best written by the strategy does not replace the engine's.
+do
+  local code, _, err, dir = run("ctxbest", [[
+local S = { name = "ctxbest" }
+function S.ask(ctx, n) return { { config = ctx.space:sample(ctx.rng) } } end
+function S.tell(ctx, results) ctx.best = { time = 0 } end
+return S
+]], 6)
+  T.eq(code, 0, "ctxbest: exit code (" .. err .. ")")
+  local best = cjson.decode(T.slurp(dir .. "/best/result.json"))
+  T.check(truth[best.key] and math.abs(truth[best.key] - best.result.time_ms) < 1e-9, "ctxbest: the best is a measurement")
+end
+
+-- 5. One sentence naming the strategy, for what is not a list of plain data.
+local bad = {
+  { "unwrapped", "return { config = ctx.space:sample(ctx.rng) }",
+    "kopt: strategy 'unwrapped': ask() must return a list of candidates ({ {config = ...}, ... }); " ..
+    "the table it returned has the key 'config'" },
+  { "zero_based", "return { [0] = { config = ctx.space:sample(ctx.rng) } }",
+    "kopt: strategy 'zero_based': ask() must return a list of candidates ({ {config = ...}, ... }); " ..
+    "the table it returned has the key 0" },
+  { "origin_fn", "return { { config = ctx.space:sample(ctx.rng), origin = { f = print } } }",
+    "kopt: strategy 'origin_fn' returned a bad candidate from ask(): candidates[1].origin: must be plain data " ..
+    "(tables, strings, numbers, booleans): Cannot serialise function: type not supported" },
+}
+for _, b in ipairs(bad) do
+  local code, _, err = run(b[1], string.format("local S = { name = %q }\nfunction S.ask(ctx, n) %s end\nreturn S\n",
+                                               b[1], b[2]))
+  T.eq(code, 2, b[1] .. ": exit code")
+  T.eq(err:match("^[^\n]*"), b[3], b[1] .. ": message")
+end
+
+-- 6. os.exit in a strategy is an error of the strategy: the summary, the
+-- stop event and results.json are still written.
+do
+  local code, _, err, dir = run("exits", [[
+local S = { name = "exits" }
+function S.ask(ctx, n)
+  if ctx.evaluations >= 3 then os.exit(0) end
+  return { { config = ctx.space:sample(ctx.rng) } }
+end
+return S
+]])
+  T.eq(code, 1, "exits: exit code")
+  T.check(err:find("called os.exit", 1, true), "exits: the message:\n%s", err)
+  local evals, stop = T.events(dir)
+  T.check(#evals >= 3 and stop ~= nil, "exits: %d evaluations and a stop event", #evals)
+  T.check(T.exists(dir .. "/results.json") and T.exists(dir .. "/best/result.json"), "exits: results.json and best/")
+end
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
