@@ -401,9 +401,35 @@ function Engine:loop()
   end
 end
 
+-- Evaluations on record that the resumed strategy did not ask for again (a
+-- strategy that is not deterministic, or a smaller --budget): still the
+-- run's measurements, so they join its records, results.json and the best.
+function Engine:keep_unasked()
+  local left = {}
+  for key, ev in pairs(self.resumed) do
+    if not self.cache[key] and type(ev.config) == "table" and type(ev.result) == "table" then left[#left + 1] = ev end
+  end
+  if #left == 0 then return end
+  table.sort(left, function(a, b) return (a.n or 0) < (b.n or 0) end)
+  for _, ev in ipairs(left) do
+    local job = self:job_for({ config = ev.config, patch = ev.patch, origin = ev.origin })
+    job.key = ev.key
+    self:record(job, ev.result, ev.eval_s, ev)
+  end
+  local msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (is it " ..
+                            "deterministic? math.random is seeded by --seed; use ctx.rng); kept in the results",
+                            #left, #left == 1 and "" or "s", #left == 1 and "was" or "were")
+  if not self.quiet then io.stderr:write("kopt: ", msg, "\n") end
+  if self.rundir then self.rundir:trace("\n%s\n", msg) end
+end
+
 function M.run(opts)
   local self = M.new(opts)
   local ok, reason = pcall(self.loop, self)
+  if ok then
+    local kept, err = pcall(self.keep_unasked, self)
+    if not kept then ok, reason = false, err end
+  end
   self.progress:finish()
   if not ok and errors.is_interrupt(reason) then
     sys.interrupted()  -- answered: the hook is removed, the rest of the run is written

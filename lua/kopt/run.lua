@@ -217,6 +217,11 @@ function M.locked(opts, r)
   if opts.resume then
     local start = check_resume(existing, dir, info, opts)
     seed = start.seed
+    -- the budget and time limit of the run resumed, unless given again
+    if opts.budget == nil and (type(start.budget) == "number" or start.budget == nil) then
+      budget = start.budget or math.huge
+    end
+    if opts.time_limit == nil and type(start.time_limit) == "number" then opts.time_limit = start.time_limit end
     resume_events = existing
     for _, ev in ipairs(existing) do if ev.event == "eval" then prior = prior + 1 end end
   elseif existing and #existing > 0 then
@@ -245,6 +250,9 @@ function M.locked(opts, r)
     return rd
   end
 
+  -- a strategy that draws from math.random instead of ctx.rng still makes
+  -- the same run for the same seed, and a resumed run asks what it asked
+  math.randomseed(seed)
   local profiler = profiling.new({ mode = opts.profile, backend = backend, spec = spec, quiet = opts.q })
   -- Per-variant files in variants/ (kopt.artifacts); none without a spec.
   local artifacts = artifacts_mod.new({ dir = dir, spec = spec, mode = opts.artifacts,

@@ -152,5 +152,36 @@ return S
   T.check(T.exists(dir .. "/results.json") and T.exists(dir .. "/best/result.json"), "exits: results.json and best/")
 end
 
+-- 7. Resume keeps every measurement on record: with a smaller --budget, the
+-- evaluations the strategy does not ask again still make results.json; with
+-- no --budget, the budget of the run resumed holds (not the default 200);
+-- a strategy drawing from math.random asks again what it asked.
+do
+  local body = [[
+local S = { name = "mathrandom" }
+function S.ask(ctx, n)
+  local list = ctx.space.knobs
+  local c = {}
+  for _, k in ipairs(list) do c[k.name] = k.values[math.random(#k.values)] end
+  return { { config = c } }
+end
+return S
+]]
+  local file = tmp .. "/mathrandom.lua"
+  T.write(file, body)
+  local dir = tmp .. "/run_resume"
+  local base = string.format("%s --backend replay:%s --out %s -q", file, REC, dir)
+  local code, _, err = T.run(base .. " --budget 10")
+  T.eq(code, 0, "resume: first run (" .. err .. ")")
+  code, _, err = T.run(base .. " --resume --budget 5")
+  T.eq(code, 0, "resume: smaller budget (" .. err .. ")")
+  local res = cjson.decode(T.slurp(dir .. "/results.json"))
+  T.eq(#res.results, 10, "resume with --budget 5: every evaluation on record is in results.json")
+  code, _, err = T.run(base .. " --resume")
+  T.eq(code, 0, "resume: no budget (" .. err .. ")")
+  local evals = T.events(dir)
+  T.eq(#evals, 10, "resume without --budget: the recorded budget (10) holds")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
