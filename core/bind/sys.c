@@ -132,28 +132,60 @@ static int l_sleep(lua_State *L)
  * the poll by itself. Polling with sys.interrupted() answers the signal and
  * removes the hook. */
 #define INTERRUPT_GRACE_S 1.0
+/* A strategy that keeps running after the interruption was raised in it
+ * (its pcall caught the error, its loop runs in a coroutine the hook does
+ * not watch, or it is inside one long C call) is ended this many seconds
+ * after the signal: everything measured is in events.jsonl already, and
+ * the message says how to continue. */
+#define INTERRUPT_HARD_S 5
 static lua_State *main_thread;
 static int interrupt_key;
-static volatile sig_atomic_t in_strategy;
+static volatile sig_atomic_t in_strategy, answered;
+static double raised_at; /* when the hook last raised the interruption, 0: never */
 
 static void interrupt_hook(lua_State *L, lua_Debug *ar)
 {
 	(void)ar;
-	int urgent = kopt_sys_interrupt_overdue(HUGE_VAL);
-	if (!urgent && !(in_strategy && kopt_sys_interrupt_overdue(INTERRUPT_GRACE_S)))
-		return;
-	lua_sethook(L, NULL, 0, 0);
-	kopt_sys_acknowledge_interrupt();
+	if (raised_at > 0.0) {
+		/* raised before and caught by the strategy: again, a grace later */
+		if (!in_strategy || kopt_sys_now() - raised_at < INTERRUPT_GRACE_S)
+			return;
+	} else {
+		int urgent = kopt_sys_interrupt_overdue(HUGE_VAL);
+		if (!urgent && !(in_strategy && kopt_sys_interrupt_overdue(INTERRUPT_GRACE_S)))
+			return;
+		kopt_sys_acknowledge_interrupt();
+	}
+	/* the hook stays until the engine answers (sys.interrupted()) */
+	raised_at = kopt_sys_now();
 	lua_rawgetp(L, LUA_REGISTRYINDEX, &interrupt_key);
 	lua_error(L);
 }
 
-/* Called in the signal handler: lua_sethook is async-signal-safe. */
+static void on_alarm(int sig)
+{
+	(void)sig;
+	if (answered)
+		return;
+	if (in_strategy) {
+		static const char msg[] =
+		    "kopt: the strategy did not stop within 5 s of the signal; exiting. Everything "
+		    "measured is in the run's events.jsonl: continue with --resume\n";
+		ssize_t w = write(2, msg, sizeof msg - 1);
+		(void)w;
+		_exit(130);
+	}
+	alarm(1); /* engine or backend code: it polls by itself; look again */
+}
+
+/* Called in the signal handler: lua_sethook and alarm are async-signal-safe. */
 static void on_signal(void)
 {
 	if (main_thread != NULL)
 		lua_sethook(main_thread, interrupt_hook, LUA_MASKCALL | LUA_MASKRET | LUA_MASKCOUNT,
 			    1000);
+	if (!answered)
+		alarm(INTERRUPT_HARD_S);
 }
 
 static int l_install_signal_handlers(lua_State *L)
@@ -161,6 +193,11 @@ static int l_install_signal_handlers(lua_State *L)
 	lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
 	main_thread = lua_tothread(L, -1);
 	lua_pop(L, 1);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof sa);
+	sa.sa_handler = on_alarm;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGALRM, &sa, NULL);
 	kopt_sys_install_signal_handlers(on_signal);
 	return 0;
 }
@@ -172,6 +209,9 @@ static int l_interrupted(lua_State *L)
 		kopt_sys_acknowledge_interrupt();
 		if (main_thread != NULL)
 			lua_sethook(main_thread, NULL, 0, 0);
+		answered = 1;
+		raised_at = 0.0;
+		alarm(0);
 	}
 	lua_pushboolean(L, sig != 0);
 	return 1;

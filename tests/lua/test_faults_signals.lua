@@ -7,6 +7,9 @@
 --      hook within about a second, the same clean stop, resumable.
 --   3. Two SIGTERMs: the second interrupts at once, without the grace second.
 --   4. A strategy that allocates without end is stopped the same way.
+--   5. A strategy whose loop catches the interruption (pcall), or runs in a
+--      coroutine the hook does not watch: ended 5 s after the signal with
+--      the resume message; resumable to the uninterrupted run's evaluations.
 local T = require("testlib")
 
 local tmp = T.tmpdir("signals")
@@ -24,6 +27,12 @@ function S.ask(ctx, n)
   if ctx.evaluations >= 5 and mode == "loop" then
     local x = 0
     while true do x = x + 1 end
+  end
+  if ctx.evaluations >= 5 and mode == "pcall" then
+    while true do pcall(function() local x = 0 for _ = 1, 1e6 do x = x + 1 end end) end
+  end
+  if ctx.evaluations >= 5 and mode == "coroutine" then
+    coroutine.wrap(function() local x = 0 while true do x = x + 1 end end)()
   end
   if ctx.evaluations >= 5 and mode == "alloc" then
     local t = {}
@@ -104,6 +113,19 @@ dir = tmp .. "/alloc"
 rc, ms, err = signal_run(dir, "alloc", 2, 0.05, 0.1)
 check_stopped(dir, "SIGTERM with the strategy allocating without end", rc, err)
 T.check(ms and ms < 3000, "runaway allocation: stopped %d ms after SIGTERM", ms or -1)
+
+-- 5. a loop that catches the interruption, or one in a coroutine: the
+-- watchdog ends the process; the record is whole, --resume completes it
+for _, mode in ipairs({ "pcall", "coroutine" }) do
+  dir = tmp .. "/" .. mode
+  rc, ms, err = signal_run(dir, mode, 1, 0, 0.3)
+  T.eq(rc, 130, mode .. ": exit status")
+  T.check(ms and ms >= 4500 and ms < 9000, "%s: ended %d ms after SIGTERM (expected about 5 s)", mode, ms or -1)
+  T.check(err:find("did not stop within 5 s of the signal", 1, true), "%s: message:\n%s", mode, err)
+  local code, _, rerr = T.run(cmd(dir, "--resume"))
+  T.eq(code, 0, mode .. ": exit code of the resume\n" .. rerr)
+  T.same_list(T.keys(dir), ref, mode .. ": evaluations after the resume")
+end
 
 T.strict_json(tmp, "every file of the interrupted runs")
 os.execute("rm -rf '" .. tmp .. "'")
