@@ -1,5 +1,6 @@
 -- The end of a run: results.json (T4), best/, the stop event, trace.md's last
 -- lines and the summary table on stdout.
+local errors = require("kopt.errors")
 local json = require("kopt.json")
 local rundir_mod = require("kopt.rundir")
 local sys = require("kopt.sys")
@@ -67,7 +68,13 @@ function M.summary(engine, meta)
     #engine.records > 0 and status_counts(engine.records) or "none", progress.clock(engine:clock()),
     engine.backend.name == "replay" and " simulated" or "", engine.stop_reason)
   if not best then
-    lines[#lines + 1] = "  no valid configuration found"
+    if #engine.records > 0 then
+      lines[#lines + 1] = "  no valid configuration found"
+    elseif engine.stop_reason == "error" then
+      lines[#lines + 1] = "  nothing measured: stopped by an error (its message is on stderr)"
+    else
+      lines[#lines + 1] = "  nothing measured"
+    end
     return table.concat(lines, "\n") .. "\n"
   end
   local base, base_label = baseline(engine)
@@ -122,10 +129,13 @@ function M.finish(engine, meta)
   local rd = engine.rundir
   if rd then
     local best = engine.best
+    -- (an error's message too, so the folder says why the run ended)
+    local why = engine.stop_reason == "error" and engine.error ~= nil and errors.describe(engine.error) or nil
     rd:event({ event = "stop", reason = engine.stop_reason, evaluations = engine.evaluations,
                best = best and { key = best.key, time_ms = best.result.time_ms } or nil,
-               timestamp = sys.utc_iso() })
-    rd:trace("\n## Stopped: %s after %d evaluations\n\n```\n%s```", engine.stop_reason, engine.evaluations, text)
+               error = why, timestamp = sys.utc_iso() })
+    rd:trace("\n## Stopped: %s after %d evaluations\n\n%s```\n%s```", engine.stop_reason, engine.evaluations,
+             why and ("Error: " .. why .. "\n\n") or "", text)
     json.write_file(rd.dir .. "/results.json", rundir_mod.t4(engine.records, meta.t4))
     write_best(engine, rd.dir)
     if meta.after_finish then meta.after_finish(engine, rd.dir) end

@@ -72,11 +72,16 @@ function M.get(name)
   end
   local ok, mod = pcall(require, "kopt.moves." .. name)
   if ok then return M.register(name, mod) end
-  local names = {}
-  for k in pairs(registry) do names[#names + 1] = k end
+  local names, seen = {}, {}
+  for k in pairs(registry) do names[#names + 1], seen[k] = k, true end
+  -- (the built-in generators too, loaded or not)
+  for _, f in ipairs(package.builtin and package.builtin.list and package.builtin.list("lua/kopt/moves/") or {}) do
+    local n = f:match("([%w_]+)%.lua$")
+    if n and not seen[n] then names[#names + 1], seen[n] = n, true end
+  end
   table.sort(names)
   return nil, string.format("unknown move generator '%s' (known: %s; or a path to a .lua file)", name,
-                            table.concat(names, ", "))
+                            #names > 0 and table.concat(names, ", ") or "rules")
 end
 
 -- Generators from a comma-separated list ("rules,examples/my_moves.lua").

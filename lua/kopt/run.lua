@@ -320,8 +320,12 @@ function M.locked(opts, r)
   if engine.rundir then io.stdout:write("  run directory: ", dir, "\n") end
   if engine.stop_reason == "error" then error(engine.error, 0) end
   if engine.stop_reason == "interrupted" then
-    io.stderr:write(string.format("kopt: interrupted after %d evaluations; continue with --resume (same command)\n",
-                                  engine.evaluations))
+    if engine.rundir then
+      io.stderr:write(string.format("kopt: interrupted after %d evaluations; continue with --resume (same command)\n",
+                                    engine.evaluations))
+    else
+      io.stderr:write("kopt: interrupted before anything was recorded; run the command again\n")
+    end
     return errors.INTERRUPTED
   end
   if engine.stop_reason == "stalled" then
