@@ -74,13 +74,32 @@ function Ctx:profile(candidate)
   return e.backend:profile(e:job_for(candidate))
 end
 
+-- The innermost line of the strategy's own code on the stack of an error
+-- (from its handler): an error raised inside kopt's modules by a call the
+-- strategy made (ctx:key(nil)) is reported with the line that made it.
+local function strategy_line()
+  for level = 3, 60 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then return nil end
+    local src = info.short_src or ""
+    if (info.currentline or 0) > 0 and src ~= "[C]" and not src:find("^lua/kopt/") then
+      return src .. ":" .. info.currentline
+    end
+  end
+end
+
 local function call_strategy(self, fname, ...)
   local f = self.strategy[fname]
   if f == nil then return nil end
   sys.in_strategy(true)  -- a signal the strategy does not yield to is raised in it (kopt.sys)
   local ok, a = xpcall(f, function(err)
     if errors.is_user_error(err) or errors.is_interrupt(err) then return err end
-    return debug.traceback(errors.describe(err), 2)
+    local msg = errors.describe(err)
+    if msg:find("^lua/kopt/") then
+      local at = strategy_line()
+      if at then msg = msg .. " (called from " .. at .. ")" end
+    end
+    return debug.traceback(msg, 2)
   end, ...)
   sys.in_strategy(false)
   if ok then return a end

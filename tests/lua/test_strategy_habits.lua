@@ -134,6 +134,13 @@ for _, b in ipairs(bad) do
   T.eq(err:match("^[^\n]*"), b[3], b[1] .. ": message")
 end
 
+-- An error inside kopt's code from a bad call names the strategy's line.
+do
+  local code, _, err = run("badcall", "local S = { name = 'badcall' }\nfunction S.ask(ctx, n)\n  local k = ctx:key(nil)\n  return { k }\nend\nreturn S\n")
+  T.eq(code, 1, "badcall: exit code")
+  T.check(err:find("(called from " .. tmp .. "/badcall.lua:3)", 1, true), "badcall: the strategy's line:\n%s", err)
+end
+
 -- 6. os.exit in a strategy is an error of the strategy: the summary, the
 -- stop event and results.json are still written.
 do
