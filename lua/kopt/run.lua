@@ -120,6 +120,24 @@ local function check_resume(events, dir, info, opts)
   if opts.seed and opts.seed ~= start.seed then
     errors.usage("--resume: %s was started with --seed %s, not %d", dir, tostring(start.seed), opts.seed)
   end
+  -- a different file of the same strategy name, or other options, make
+  -- another search: said, not refused (a fixed bug is a fair reason)
+  if info.strategy_file and start.strategy_file and info.strategy_file ~= start.strategy_file then
+    io.stderr:write(string.format("kopt: note: %s was started with the strategy file %s; resuming with %s\n", dir,
+                                  tostring(start.strategy_file), info.strategy_file))
+  end
+  if info.options and type(start.options) == "table" then
+    local diff = {}
+    for k, v in pairs(info.options) do
+      if start.options[k] ~= nil and tostring(start.options[k]) ~= tostring(v) then
+        diff[#diff + 1] = string.format("%s=%s (was %s)", k, tostring(v), tostring(start.options[k]))
+      end
+    end
+    table.sort(diff)
+    if #diff > 0 then
+      io.stderr:write(string.format("kopt: note: resuming %s with other options: %s\n", dir, table.concat(diff, ", ")))
+    end
+  end
   return start
 end
 
@@ -211,7 +229,7 @@ function M.locked(opts, r)
   local events_path = dir .. "/events.jsonl"
   local existing, good_end, size = rundir_mod.read_events(events_path)
   local torn_at = existing and good_end < size and good_end or nil
-  local info = { strategy = strategy.name, problem = problem }
+  local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options }
   local seed = opts.seed or 1
   local resume_events, prior = nil, 0
   if opts.resume then
