@@ -105,7 +105,8 @@ function M:number(...)
   if v == true then return 1 elseif v == false then return 0 end
   if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
     return nil, string.format("expression '%s' gave %s, expected a finite number (%s)",
-                              self.text, tostring(v), describe((...)))
+                              self.text, type(v) == "string" and ("'" .. v .. "' (a string)") or tostring(v),
+                              describe((...)))
   end
   return math.tointeger(v) or v
 end

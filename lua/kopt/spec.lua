@@ -489,6 +489,7 @@ function M.load(path, opts)
   end
   if raw.pipeline ~= nil then
     local pl = c:array(raw.pipeline, "pipeline", "an array of kernels ({\"entry\": ..., \"launch\": ..., \"args\": [...]})")
+    for i, k in ipairs(pl) do c:object(k, string.format("pipeline[%d]", i)) end
     c.pipeline_entry = type(pl[1]) == "table" and pl[1].entry or nil
   end
   if not self.synthesis then self.kernel = check_kernel(c, raw.kernel, "kernel", dir, false, names) end
