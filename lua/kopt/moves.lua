@@ -316,6 +316,14 @@ function M.collect_lists(ctx, state, generators)
     local ok, moves, unchanging = pcall(gen.propose, ctx, state)
     if not ok then
       ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
+      -- (the first failure of each generator on stderr too: the search goes
+      -- on without its moves, which a user should not learn from trace.md)
+      gen.failures = (gen.failures or 0) + 1
+      if gen.failures == 1 and not ctx.quiet_generators then
+        io.stderr:write(string.format("kopt: move generator %s failed (the search goes on without its moves; " ..
+                                      "later failures only in trace.md): %s\n", gen.name,
+                                      (tostring(moves):match("^[^\n]*"))))
+      end
       moves = {}
     end
     moves = moves or {}
