@@ -26,6 +26,12 @@ local S = {
 
 function S.init(ctx)
   local st = { o = classic.options(S, ctx), mem = classic.memory(ctx.space), pop = {} }
+  if math.tointeger(st.o.population) == nil or st.o.population < 2 then
+    require("kopt.errors").usage("--opt population: expected a whole number of at least 2, got %s", tostring(st.o.population))
+  end
+  if math.tointeger(st.o.tournament) == nil or st.o.tournament < 1 then
+    require("kopt.errors").usage("--opt tournament: expected a whole number of at least 1, got %s", tostring(st.o.tournament))
+  end
   st.free = {} -- indices of knobs with more than one value
   for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then st.free[#st.free + 1] = j end end
   ctx.genetic = st

@@ -120,6 +120,11 @@ function DB:migrate()
     return v and v.v or 0
   end
   local v = version()
+  if type(v) ~= "number" or math.tointeger(v) == nil or v < 0 then
+    errors.usage("the experience database %s is damaged: its schema version is %s, not a whole number; %s",
+                 self.path, tostring(v), ADVICE)
+  end
+  v = math.tointeger(v)
   if v > M.SCHEMA_VERSION then
     errors.usage("the experience database %s has schema version %d, newer than this kopt's (%d): use a newer kopt, or %s",
                  self.path, v, M.SCHEMA_VERSION, ADVICE)

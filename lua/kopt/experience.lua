@@ -147,7 +147,7 @@ local function add(s, t)
     s.ls_n = s.ls_n + 1
     if t.speedup > 1 then s.up = s.up + 1 end
   end
-  if t.kernel then s.kernels[t.kernel .. "#" .. tostring(t.source_hash or "")] = true end
+  if t.kernel ~= nil then s.kernels[tostring(t.kernel) .. "#" .. tostring(t.source_hash or "")] = true end
 end
 
 local function finish(s)

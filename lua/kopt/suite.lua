@@ -59,8 +59,8 @@ function M.read_baselines(path)
     if type(p) ~= "table" then errors.usage("suite: %s: problems.%s: expected an object", path, tostring(name)) end
     for _, b in ipairs(M.BASES) do
       local v = p[b .. "_ms"]
-      if v ~= nil and v ~= json.null and (type(v) ~= "number" or v <= 0) then
-        errors.usage("suite: %s: problems.%s.%s_ms: expected a positive number of milliseconds", path, name, b)
+      if v ~= nil and v ~= json.null and (type(v) ~= "number" or v <= 0 or v ~= v or v == math.huge) then
+        errors.usage("suite: %s: problems.%s.%s_ms: expected a positive, finite number of milliseconds", path, name, b)
       end
     end
   end

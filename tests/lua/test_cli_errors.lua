@@ -152,6 +152,18 @@ T.write(tmp .. "/t4_params.json", '{"results": [{"configuration": {"a": 1}, "mea
         ' {"configuration": {"b": 1}, "measurements": [{"name": "time", "value": 1, "unit": "ms"}]}]}')
 case("random --backend replay:" .. tmp .. "/t4_params.json", 2,
      "kopt: replay file " .. tmp .. "/t4_params.json: results[2].configuration: has the parameters b where the recording's first entry has a; fix the entry, or replay with --replay-check lenient to skip bad entries")
+-- secondary commands: checked before anything runs
+case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 5 --out ''", 2,
+     "kopt: compare: --out: expected a folder name, got an empty string")
+case("compare --strategies random --spaces " .. replay .. "," .. tmp .. "/absent.json --seeds 1 --budgets 5 --out " ..
+     tmp .. "/cmp_absent", 2, "kopt: cannot read replay file " .. tmp .. "/absent.json: No such file or directory")
+case("compare --strategies genetic@population=0 --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
+     "/cmp_pop", 2, "kopt: --opt population: expected a whole number of at least 2, got 0")
+case("suite mcsg tests/data/specs --out " .. tmp .. "/suite_typo", 2,
+     "kopt: unknown strategy 'mcsg': not a file, and not a built-in strategy (", { prefix = true })
+T.write(tmp .. "/empty_transitions.jsonl", "")
+case("regraph " .. tmp .. "/empty_transitions.jsonl", 2, "kopt: regraph: " .. tmp .. "/empty_transitions.jsonl: no " ..
+     "transitions (expected a run directory of mcgs, rules or experts, or a .jsonl file)")
 -- strategy values and errors
 case(strategy_file("fraction", "return { name = 'fraction', ask = function() return { { config = { block_size_x = 256 / 3 } } } end }") ..
      " --backend replay:" .. replay .. " --out " .. tmp .. "/run_fraction", 2,

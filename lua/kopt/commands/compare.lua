@@ -9,6 +9,7 @@ local benchstats = require("kopt.benchstats")
 local engine_mod = require("kopt.engine")
 local errors = require("kopt.errors")
 local json = require("kopt.json")
+local recording = require("kopt.recording")
 local replay = require("kopt.backends.replay")
 local rng_mod = require("kopt.rng")
 local strategy_mod = require("kopt.strategy")
@@ -78,7 +79,9 @@ local function parse(argv)
     elseif a == "-q" then o.quiet = true
     elseif a == "--strategies" then o.strategies = split(value(a))
     elseif a == "--spaces" then o.spaces = split(value(a))
-    elseif a == "--out" then o.out = value(a)
+    elseif a == "--out" then
+      o.out = value(a)
+      if not o.out:find("%S") then errors.usage("compare: --out: expected a folder name, got an empty string") end
     elseif a == "--seeds" then
       local v = value(a)
       local lo, hi = v:match("^(%d+)%-(%d+)$")
@@ -95,6 +98,10 @@ local function parse(argv)
         o.budgets[#o.budgets + 1] = n
       end
       table.sort(o.budgets)
+      -- (a budget given twice is one column)
+      local uniq = {}
+      for _, b in ipairs(o.budgets) do if uniq[#uniq] ~= b then uniq[#uniq + 1] = b end end
+      o.budgets = uniq
       if #o.budgets == 0 then errors.usage("compare: --budgets: empty list") end
     elseif a == "--opt" then
       local v = value(a)
@@ -114,7 +121,10 @@ local function default_spaces()
   local names = sys.list_dir("tests/data")
   if not names then errors.usage("compare: no --spaces given and no tests/data here") end
   local out = {}
-  for _, n in ipairs(names) do if n:match("%.json$") then out[#out + 1] = "tests/data/" .. n end end
+  -- (recordings only: tests/data holds other JSON too, such as the LLM reply corpus)
+  for _, n in ipairs(names) do
+    if n:match("%.json$") and recording.read("tests/data/" .. n) then out[#out + 1] = "tests/data/" .. n end
+  end
   table.sort(out)
   return out
 end
@@ -182,10 +192,19 @@ function M.main(argv)
   end
   local budgets, maxb = o.budgets, o.budgets[#o.budgets]
   local report = { budgets = budgets, seeds = o.seeds, first_seed = o.first_seed, p = M.P, spaces = {} }
-  for _, file in ipairs(files) do
-    local backend = replay.open(nil, { file = file })
-    local facts = benchstats.space_facts(backend.rec.entries)
+  -- every space read and the output folder made before any run: a bad one
+  -- is an error now, not after the runs of the spaces before it
+  local opened = {}
+  for i, file in ipairs(files) do
+    opened[i] = replay.open(nil, { file = file })
+    local facts = benchstats.space_facts(opened[i].rec.entries)
     if facts.valid == 0 then errors.usage("compare: %s records no successful configuration", file) end
+  end
+  local made, merr = sys.mkdir_p(o.out .. "/img")
+  if not made then errors.usage("compare: --out: %s", tostring(merr)) end
+  for fi, file in ipairs(files) do
+    local backend = opened[fi]
+    local facts = benchstats.space_facts(backend.rec.entries)
     local cutoff = benchstats.cutoff(facts, M.P)
     local length = math.max(maxb, cutoff)
     local rtimes, rfrac = benchstats.random_curve(facts, length)
@@ -225,7 +244,6 @@ function M.main(argv)
   report.gaps = M.gaps(report)
   local md = M.markdown(report)
   io.stdout:write(md)
-  sys.mkdir_p(o.out .. "/img")
   json.write_file(o.out .. "/benchmark.md", md, true)
   for _, sp in ipairs(report.spaces) do M.write_svg(o.out .. "/img/" .. sp.name:gsub("%.", "_") .. ".svg", sp, maxb) end
   json.write_file(o.out .. "/benchmark.json", M.plain(report))

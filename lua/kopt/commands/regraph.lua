@@ -53,7 +53,8 @@ function M.main(argv)
   if #sources == 0 then errors.usage("regraph: no runs given (usage: kopt regraph RUN... [-o FILE])") end
   local agg = experience.aggregator()
   for _, src in ipairs(sources) do
-    if not agg:read(src) then
+    local n = agg:read(src)
+    if not n or n == 0 then
       errors.usage("regraph: %s: no transitions (expected a run directory of mcgs, rules or experts, or a .jsonl file)", src)
     end
   end

@@ -10,6 +10,7 @@ local json = require("kopt.json")
 local rundir_mod = require("kopt.rundir")
 local run = require("kopt.run")
 local spec_mod = require("kopt.spec")
+local strategy_mod = require("kopt.strategy")
 local suite = require("kopt.suite")
 local suite_report = require("kopt.suite_report")
 local sys = require("kopt.sys")
@@ -75,7 +76,9 @@ local function parse(argv)
       end
     elseif a == "--target" then o.target = suite.parse_target(value(a))
     elseif a == "--baselines" then o.baselines = value(a)
-    elseif a == "--out" then o.out = value(a)
+    elseif a == "--out" then
+      o.out = value(a)
+      if not o.out:find("%S") then errors.usage("suite: --out: expected a folder name, got an empty string") end
     elseif a == "--resume" then o.resume = true
     elseif a == "--backend" then
       local v = value(a)
@@ -262,6 +265,9 @@ function M.main(argv)
     return 0
   end
   local strategy, paths = strategy_and_paths(o.pos)
+  -- the strategy is loaded once now: a typo is one sentence, not a suite of
+  -- failed problems
+  strategy_mod.load(strategy)
   local problems = load_problems(paths, o.only)
   local out = o.out or ("runs/suite-" .. (strategy:match("([^/]+)$"):gsub("%.lua$", "")))
   local device = live_device(o)
@@ -310,9 +316,12 @@ function M.main(argv)
       end
     end
   end
-  assert(sys.mkdir_p(out))
+  local made, merr = sys.mkdir_p(out)
+  if not made then errors.usage("suite: --out: %s", tostring(merr)) end
   local prev_rows = {}
-  for _, r in ipairs(type(previous) == "table" and previous.rows or {}) do prev_rows[r.name] = r end
+  for _, r in ipairs(type(previous) == "table" and type(previous.rows) == "table" and previous.rows or {}) do
+    if type(r) == "table" and type(r.name) == "string" then prev_rows[r.name] = r end
+  end
 
   local doc = { strategy = strategy, budget = o.budget or M.DEFAULT_BUDGET, target = o.target and o.target.text,
                 backend = o.backend or (device and "cuda" or "replay"), device = device_name, kopt = sys.version,
@@ -351,7 +360,7 @@ function M.main(argv)
         io.stderr:write(string.format("kopt: suite interrupted in %s; continue with --resume (same command)\n", p.name))
         return errors.INTERRUPTED
       end
-    elseif prev_rows[p.name] and prev_rows[p.name].wall_s then
+    elseif prev_rows[p.name] and type(prev_rows[p.name].wall_s) == "number" then
       prior_wall = prior_wall + prev_rows[p.name].wall_s
     end
     local res = hit and from_memory(p, hit) or outcome(p, dir)
