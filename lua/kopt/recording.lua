@@ -527,6 +527,10 @@ function M.notes(rec)
     out[#out + 1] = string.format("replay file %s: skipped %d bad %s (the first: %s)", rec.file, rec.skipped.count,
                                   rec.skipped.count == 1 and "entry" or "entries", rec.skipped.first)
   end
+  if rec.repaired then
+    out[#out + 1] = string.format("replay file %s was cut short (an interrupted run): its last entry was incomplete; " ..
+                                  "the %d complete entries are read", rec.file, #rec.entries)
+  end
   if rec.bad_times then
     out[#out + 1] = string.format("replay file %s: %d %s no positive finite time and %s replayed as failed (the first: %s)",
                                   rec.file, rec.bad_times.count, rec.bad_times.count == 1 and "entry records" or "entries record",

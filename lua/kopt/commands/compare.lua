@@ -29,7 +29,8 @@ M.GAP_BEHIND, M.GAP_LEVEL, M.GAP_DRAWS = 0.005, 0.9, 2000
 
 local USAGE = [[
 usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N|A-B]
-                    [--budgets 25,50,...] [--out DIR] [--opt STRATEGY.KEY=VALUE] [-q]
+                    [--budgets 25,50,...] [--out DIR] [--opt STRATEGY.KEY=VALUE]
+                    [--replay-check strict|lenient] [-q]
   --strategies  built-in names or paths (default: random, anneal, genetic,
                 surrogate, and mcgs and rules when built in); NAME@K=V+K=V is a
                 variant with its own options (mcgs@pw_c=1+model=false), reported
@@ -44,6 +45,8 @@ usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N|A-B]
                 run goes on to the largest, or to the methodology cutoff when larger
   --out         output directory (default compare/): benchmark.md, benchmark.json, img/*.svg
   --opt         a strategy option, e.g. --opt anneal.t0=0.2 (repeatable)
+  --replay-check  a bad entry in a space is an error (strict, the default) or
+                skipped and counted (lenient), as for a run
 ]]
 
 -- "NAME@K=V+K=V" -> "NAME", { {K, V}, ... } (no '@': no variant options).
@@ -79,6 +82,11 @@ local function parse(argv)
     elseif a == "-q" then o.quiet = true
     elseif a == "--strategies" then o.strategies = split(value(a))
     elseif a == "--spaces" then o.spaces = split(value(a))
+    elseif a == "--replay-check" then
+      o.check = value(a)
+      if o.check ~= "strict" and o.check ~= "lenient" then
+        errors.usage("compare: --replay-check: expected strict or lenient, got '%s'", o.check)
+      end
     elseif a == "--out" then
       o.out = value(a)
       if not o.out:find("%S") then errors.usage("compare: --out: expected a folder name, got an empty string") end
@@ -196,7 +204,7 @@ function M.main(argv)
   -- is an error now, not after the runs of the spaces before it
   local opened = {}
   for i, file in ipairs(files) do
-    opened[i] = replay.open(nil, { file = file })
+    opened[i] = replay.open(nil, { file = file, check = o.check })
     local facts = benchstats.space_facts(opened[i].rec.entries)
     if facts.valid == 0 then errors.usage("compare: %s records no successful configuration", file) end
   end
