@@ -1,0 +1,266 @@
+-- JSON in a model's reply (kopt.llm re-exports these): the value a reply
+-- holds, read in time linear in its size after any reasoning block is set
+-- aside; near-JSON and Python literals repaired where the intent is
+-- unambiguous.
+--
+--   reply_json.extract_json(text [, accept]) -> value | nil, why
+--   reply_json.strip_reasoning(text), fences(text), repair_json(s), python_to_json(s)
+local json = require("kopt.json")
+
+local M = {}
+
+-- Replies are read in time linear in their size: one scan finds the fenced
+-- blocks and the balanced {...} / [...] spans (a bracket stack, strings
+-- skipped; first with a raw newline ending a string, as JSON forbids it, so
+-- a stray quote in prose spoils one line; then, when that finds nothing,
+-- with strings that span lines), and each span is decoded at most once. A
+-- reply of nothing but nested brackets is rejected after that one scan.
+
+M.MAX_SPANS = 32   -- decode attempts on balanced spans per reply
+
+-- Removes trailing commas and comments outside strings (one pass). Returns
+-- the repaired text, or nil when there was nothing to repair.
+function M.repair_json(s)
+  local out, n, i, len, changed = {}, 0, 1, #s, false
+  local in_str, esc = false, false
+  local seg = 1
+  local function flush(upto)
+    if upto >= seg then n = n + 1 out[n] = s:sub(seg, upto) end
+  end
+  while i <= len do
+    local c = s:byte(i)
+    if in_str then
+      if esc then esc = false
+      elseif c == 92 then esc = true
+      elseif c == 34 then in_str = false end
+      i = i + 1
+    elseif c == 34 then in_str = true i = i + 1
+    elseif c == 47 and s:byte(i + 1) == 47 then          -- // comment
+      flush(i - 1)
+      local e = s:find("\n", i, true) or len + 1
+      i, seg, changed = e, e, true
+    elseif c == 47 and s:byte(i + 1) == 42 then          -- /* comment */
+      flush(i - 1)
+      local _, e = s:find("*/", i + 2, true)
+      e = e or len
+      i, seg, changed = e + 1, e + 1, true
+    elseif c == 44 then                                   -- , followed by } or ]
+      local j = s:find("[^%s]", i + 1)
+      local d = j and s:byte(j)
+      if d == 125 or d == 93 then
+        flush(i - 1)
+        seg, changed = i + 1, true
+      end
+      i = i + 1
+    else
+      i = i + 1
+    end
+  end
+  if not changed then return nil end
+  flush(len)
+  return table.concat(out)
+end
+
+-- A Python literal as a model may print it (a dict's repr: single-quoted
+-- strings, None, True, False) -> JSON text, or nil when the text has none of
+-- those. Strings keep their content: a double quote inside a single-quoted
+-- string is escaped, \' becomes '.
+function M.python_to_json(s)
+  if #s > 65536 then return nil end  -- (a scan per character: replies, not documents)
+  if not (s:find("'", 1, true) or s:find("%f[%w_]None%f[^%w_]") or s:find("%f[%w_]True%f[^%w_]")
+          or s:find("%f[%w_]False%f[^%w_]")) then
+    return nil
+  end
+  local out, i, n = {}, 1, #s
+  local WORDS = { None = "null", True = "true", False = "false" }
+  while i <= n do
+    local c = s:sub(i, i)
+    if c == '"' then
+      local j = i + 1
+      while j <= n do
+        local d = s:sub(j, j)
+        if d == "\\" then j = j + 2 elseif d == '"' then break else j = j + 1 end
+      end
+      out[#out + 1] = s:sub(i, j)
+      i = j + 1
+    elseif c == "'" then
+      local buf, j = { '"' }, i + 1
+      while j <= n do
+        local d = s:sub(j, j)
+        if d == "\\" and s:sub(j + 1, j + 1) == "'" then buf[#buf + 1] = "'" j = j + 2
+        elseif d == "\\" then buf[#buf + 1] = s:sub(j, j + 1) j = j + 2
+        elseif d == '"' then buf[#buf + 1] = '\\"' j = j + 1
+        elseif d == "'" then break
+        else buf[#buf + 1] = d j = j + 1 end
+      end
+      buf[#buf + 1] = '"'
+      out[#out + 1] = table.concat(buf)
+      i = j + 1
+    else
+      local w = s:match("^[%a_][%w_]*", i)
+      if w then
+        out[#out + 1] = WORDS[w] or w
+        i = i + #w
+      else
+        out[#out + 1] = c
+        i = i + 1
+      end
+    end
+  end
+  return table.concat(out)
+end
+
+-- JSON text -> table, trying the repaired text when the plain one fails
+-- (near-JSON, then a Python literal).
+local function decode_table(s)
+  local v = json.decode(s)
+  if type(v) == "table" then return v end
+  local fixed = M.repair_json(s)
+  if fixed then
+    v = json.decode(fixed)
+    if type(v) == "table" then return v end
+  end
+  local py = M.python_to_json(fixed or s)
+  if py then
+    v = json.decode(py)
+    if type(v) == "table" then return v end
+    local both = M.repair_json(py)
+    v = both and json.decode(both)
+    if type(v) == "table" then return v end
+  end
+end
+
+-- The fenced blocks of a reply, in order (``` with an optional language).
+local function fences(text)
+  local out, pos = {}, 1
+  while true do
+    local a, b = text:find("```[%w_%-+]*[ \t]*\r?\n", pos)
+    if not a then break end
+    local c, d = text:find("```", b + 1, true)
+    if not c then break end
+    out[#out + 1] = text:sub(b + 1, c - 1)
+    pos = d + 1
+  end
+  return out
+end
+M.fences = fences
+
+-- The maximal balanced spans of a text (not inside another balanced span),
+-- in order: one scan with a bracket stack. A span is recorded when its
+-- bracket closes, at any depth, so an opener that never closes (prose with a
+-- stray "[") does not hide the object after it; recording a span drops the
+-- ones inside it, so the list stays short and the scan linear. A closing
+-- bracket that does not match empties the stack. newline_ends_string: a raw
+-- newline ends a string and empties the stack (a stray quote in prose then
+-- spoils one line, not the rest of the reply); off, a string may span lines
+-- (a multi-line patch written without \n escapes, as local models do).
+local function balanced_spans(text, newline_ends_string)
+  local spans, ns, stack, top = {}, 0, {}, 0
+  local in_str = false
+  local find, byte = string.find, string.byte
+  local str_stop = newline_ends_string and '["\\\n]' or '["\\]'
+  local i = 1
+  while true do
+    if in_str then
+      local j = find(text, str_stop, i)
+      if not j then break end
+      local c = byte(text, j)
+      if c == 92 then i = j + 2
+      elseif c == 34 then in_str, i = false, j + 1
+      else in_str, top, i = false, 0, j + 1 end       -- a raw newline: not a JSON string
+    else
+      local j = find(text, '[%[%]{}"]', i)
+      if not j then break end
+      local c = byte(text, j)
+      if c == 34 then
+        if top > 0 then in_str = true end
+      elseif c == 123 or c == 91 then
+        top = top + 1
+        stack[top] = j
+      else
+        local want = c == 125 and 123 or 91
+        if top > 0 and byte(text, stack[top]) == want then
+          local open = stack[top]
+          top = top - 1
+          while ns > 0 and spans[ns][1] > open do spans[ns] = nil ns = ns - 1 end
+          ns = ns + 1
+          spans[ns] = { open, j }
+        else
+          top = 0
+        end
+      end
+      i = j + 1
+    end
+  end
+  return spans
+end
+
+-- The answer part of a reply that thinks aloud first: the text after the
+-- last closing reasoning tag (<think>, <thinking>, <reasoning>; servers
+-- often drop the opening one) or after the final channel's header of the
+-- harmony format. A draft answer inside the reasoning is not the answer.
+local REASONING_ENDS = { "</think>", "</thinking>", "</reasoning>", "<|channel|>final<|message|>" }
+function M.strip_reasoning(text)
+  local cut
+  for _, tag in ipairs(REASONING_ENDS) do
+    local pos, init = nil, 1
+    while true do
+      local _, e = text:find(tag, init, true)
+      if not e then break end
+      pos, init = e, e + 1
+    end
+    if pos and (not cut or pos > cut) then cut = pos end
+  end
+  if not cut then return text end
+  local rest = text:sub(cut + 1)
+  return rest:find("%S") and rest or text
+end
+
+-- The JSON value in a model's reply, after any reasoning block
+-- (strip_reasoning): the whole text, else a fenced block, else a maximal
+-- balanced span that decodes to a table (objects before arrays; spans whose
+-- strings may span lines only when none decodes otherwise), each also tried
+-- with near-JSON repaired. With accept (value -> true when it is an answer:
+-- the request's schema), the last accepted candidate of the first kind that
+-- has one wins, since a model that corrects itself ("no, final: {...}")
+-- puts the answer last; else the first that decodes. Linear in the reply's
+-- size. Returns value or nil, why.
+function M.extract_json(text, accept)
+  if type(text) ~= "string" then return nil, "the reply has no text" end
+  text = M.strip_reasoning(text)
+  local first
+  local function consider(list)
+    local chosen
+    for _, v in ipairs(list) do
+      first = first or v
+      if accept and accept(v) then chosen = v end
+      if not accept then return v end
+    end
+    return chosen
+  end
+  local v = decode_table(text)
+  if v then return v end
+  local from_fences = {}
+  for _, body in ipairs(fences(text)) do from_fences[#from_fences + 1] = decode_table(body) end
+  v = consider(from_fences)
+  if v then return v end
+  for _, newline_ends_string in ipairs({ true, false }) do
+    local spans = balanced_spans(text, newline_ends_string)
+    for pass = 1, 2 do
+      local tries, decoded = 0, {}
+      for _, sp in ipairs(spans) do
+        if (pass == 1) == (text:byte(sp[1]) == 123) then
+          tries = tries + 1
+          if tries > M.MAX_SPANS then break end
+          decoded[#decoded + 1] = decode_table(text:sub(sp[1], sp[2]))
+        end
+      end
+      v = consider(decoded)
+      if v then return v end
+    end
+  end
+  if first then return first end
+  return nil, "no JSON object found in the reply"
+end
+
+return M
