@@ -161,6 +161,9 @@ case("compare --strategies genetic@population=0 --spaces " .. replay .. " --seed
      "/cmp_pop", 2, "kopt: --opt population: expected a whole number of at least 2, got 0")
 case("suite mcsg tests/data/specs --out " .. tmp .. "/suite_typo", 2,
      "kopt: unknown strategy 'mcsg': not a file, and not a built-in strategy (", { prefix = true })
+case("suite random tests/data/specs --replay-check loose --out " .. tmp .. "/suite_check", 2,
+     "kopt: suite: --replay-check: expected strict or lenient, got 'loose'")
+case("db --db " .. tmp .. "/none.db list -o " .. tmp .. "/x.json", 2, "kopt: kopt db list: -o is for export only")
 T.write(tmp .. "/empty_transitions.jsonl", "")
 case("regraph " .. tmp .. "/empty_transitions.jsonl", 2, "kopt: regraph: " .. tmp .. "/empty_transitions.jsonl: no " ..
      "transitions (expected a run directory of mcgs, rules or experts, or a .jsonl file)")

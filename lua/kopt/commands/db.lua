@@ -160,6 +160,9 @@ function M.main(argv)
   end
   if cmd ~= "list" and not pos[2] then errors.usage("kopt db %s: which PROBLEM? (see kopt db list)", cmd) end
   if #pos > (cmd == "list" and 1 or 2) then errors.usage("kopt db %s: too many arguments", cmd) end
+  -- (an option the command does not use is refused, not ignored)
+  if o.out and cmd ~= "export" then errors.usage("kopt db %s: -o is for export only", cmd) end
+  if o.run and cmd == "list" then errors.usage("kopt db list: --run is for show and export") end
   local path = expdb.path({ db = o.db })
   if not path then errors.usage("kopt db: the experience database is off (KOPT_DB=off); name one with --db PATH") end
   local db = expdb.open(path, true)

@@ -40,7 +40,8 @@ usage: kopt suite [STRATEGY] [DIR|SPEC ...] [options]
                     not run again; an interrupted one resumes
   --backend B       cuda; replay (each spec's own recording); replay:DIR (DIR/<problem>.t4.json
                     or DIR/<problem>.json)
-  --seed N, --gpus LIST, --finalists K, --opt K=V, --db PATH, --no-db, --fresh, -q, -v
+  --seed N, --gpus LIST, --finalists K, --opt K=V, --db PATH, --no-db, --fresh,
+  --replay-check strict|lenient, -q, -v
                     as for a run (--fresh: measure again what the experience
                     database already knows)
 ]]
@@ -80,6 +81,11 @@ local function parse(argv)
       o.out = value(a)
       if not o.out:find("%S") then errors.usage("suite: --out: expected a folder name, got an empty string") end
     elseif a == "--resume" then o.resume = true
+    elseif a == "--replay-check" then
+      o.replay_check = value(a)
+      if o.replay_check ~= "strict" and o.replay_check ~= "lenient" then
+        errors.usage("suite: --replay-check: expected strict or lenient, got '%s'", o.replay_check)
+      end
     elseif a == "--backend" then
       local v = value(a)
       if v ~= "cuda" and v ~= "replay" and not v:match("^replay:.+") then
@@ -244,6 +250,7 @@ local function run_problem(o, strategy, p, dir, resume, device, base)
   local ropts = { opt = o.opt, budget = o.budget or M.DEFAULT_BUDGET, time_limit = o.time_limit, out = dir,
                   resume = resume or nil, backend = backend, seed = o.seed, gpus = o.gpus,
                   finalists = o.finalists, q = o.q, v = o.v, db = o.db, no_db = o.no_db, fresh = o.fresh,
+                  replay_check = o.replay_check,
                   stop_when = suite.stop_when(o.target, base, work_of, device, suite.precision(p.spec)) }
   local ok, rc = pcall(run.main, ropts, { strategy, p.path })
   if ok then return rc, nil, ropts.db_hit end
