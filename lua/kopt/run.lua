@@ -69,6 +69,8 @@ local function check_first_configs(spec, configs)
   end
 end
 
+M.WALK_STEPS = 5000000
+
 -- The spec's space, with its constraints and the first configs' values
 -- checked now (a spec error, in one sentence naming the config).
 function M.build_space(spec)
@@ -76,14 +78,19 @@ function M.build_space(spec)
   for k, v in pairs(spec.problem) do scope[k] = v end
   local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
   -- A constraint that errors or never holds is a spec error, found now.
-  local firsts = {}
+  local firsts, walk_cut = {}, false
   local ok, first = pcall(function()
     if space:size_raw() <= 1e6 then
       space:walk(function(c) firsts[#firsts + 1] = c return #firsts < 16 end)
     else
       -- sampling first; a space whose valid configs are too rare for it to
-      -- find is walked (constraints prune the walk), not declared empty
-      firsts[1] = space:sample(rng_mod.new(0)) or space:first()
+      -- find is walked (constraints prune the walk), not declared empty, for
+      -- at most WALK_STEPS knob values (seconds, not the days a walk of an
+      -- unprunable 1e10 space would take)
+      firsts[1] = space:sample(rng_mod.new(0))
+      if not firsts[1] then
+        walk_cut = space:walk(function(c) firsts[1] = c return false end, M.WALK_STEPS)
+      end
     end
     return firsts[1]
   end)
@@ -95,11 +102,16 @@ function M.build_space(spec)
     errors.usage("%s: %s (at %s)", spec.path, (tostring(first):gsub("^(constraints%[%d+%]):%d+:", "%1:")),
                  table.concat(parts, ", "))
   end
+  if not first and walk_cut then
+    errors.usage("%s: constraints: no configuration of the %d found that satisfies every constraint (random samples " ..
+                 "and a walk of %d knob values found none; constraints on fewer knobs at a time let the walk prune)",
+                 spec.path, space:size_raw(), M.WALK_STEPS)
+  end
   if not first then
     errors.usage("%s: constraints: no configuration of the %d satisfies every constraint", spec.path, space:size_raw())
   end
   check_first_configs(spec, firsts)
-  return space
+  return space, first
 end
 
 local function check_resume(events, dir, info, opts)

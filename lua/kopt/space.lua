@@ -136,11 +136,14 @@ end
 -- Depth-first walk over knob values, calling visit(config) on each valid
 -- config; a constraint prunes its subtree as soon as its knobs are fixed.
 -- Constraint errors propagate (the caller turns them into user errors).
-function Space:walk(visit)
+-- max_steps: stop after trying this many knob values (a walk of a huge
+-- space whose constraints prune nothing would not end); returns true when
+-- it stopped for that reason.
+function Space:walk(visit, max_steps)
   local knobs, values, checks_at = self.knobs, self.values, self.checks_at
   local n = #knobs
   for _, check in ipairs(checks_at[0]) do if not check.fn() then return end end
-  local stop = false
+  local stop, steps, cut = false, 0, false
   local function rec(d)
     if d > n then
       local c = {}
@@ -150,6 +153,8 @@ function Space:walk(visit)
     end
     local name, checks = knobs[d].name, checks_at[d]
     for _, v in ipairs(knobs[d].values) do
+      steps = steps + 1
+      if max_steps and steps > max_steps then stop, cut = true, true return end
       values[name] = v
       local ok = true
       for i = 1, #checks do
@@ -160,6 +165,7 @@ function Space:walk(visit)
     end
   end
   rec(1)
+  return cut
 end
 
 local function copy_config(c)

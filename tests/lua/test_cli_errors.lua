@@ -252,6 +252,20 @@ case("random " .. s, 2, "kopt: " .. s .. ": args[1].init.low: unknown field (exp
 s = spec_file("int_fraction", { args = '[{"name": "x", "type": "f32", "shape": ["n"]}, {"name": "m", "type": "i32", "value": "n / 3"}]' })
 case("random " .. s .. " --backend replay:" .. replay, 2, "kopt: " .. s .. ": args[2].value: gave 333.33333333333, " ..
      "expected an integer that fits i32 (at block_size_x=128, unroll=1)")
+-- a 1e10 space whose one constraint prunes nothing and holds nowhere: a
+-- bounded walk, one sentence (an unbounded walk would not end)
+do
+  local knobs, names = { '{"name": "block_size_x", "values": [128]}' }, {}
+  for i = 0, 9 do
+    knobs[#knobs + 1] = string.format('{"name": "K%d", "values": [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]}', i)
+    names[#names + 1] = "K" .. i
+  end
+  s = spec_file("huge_empty", { knobs = "[" .. table.concat(knobs, ", ") .. "]",
+                                constraints = '["' .. table.concat(names, " + ") .. ' == 1000"]' })
+  case("random " .. s, 2, "kopt: " .. s .. ": constraints: no configuration of the 10000000000 found that satisfies " ..
+       "every constraint (random samples and a walk of 5000000 knob values found none; constraints on fewer knobs " ..
+       "at a time let the walk prune)")
+end
 s = spec_file("number_constraint", { constraints = '["64"]' })
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression '64' gave 64 (a number), expected true or false")
 s = spec_file("number_constraint2", { constraints = '["block_size_x >= 128", 0]' })

@@ -62,9 +62,9 @@ local function parse(argv)
 end
 
 -- The configs to compile, each checked against the space.
-local function select(o, spec, space)
-  local base = space:first()
-  if not base then errors.usage("%s: no configuration satisfies every constraint", spec.path) end
+-- first: a valid config build_space found (the default config goes first).
+local function select(o, spec, space, first)
+  local base = space:default() or first
   if o.all then
     local ok, list = pcall(space.enumerate, space)
     if not ok then errors.usage("compile: --all: %s (%s); use --sample N", tostring(list), spec.path) end
@@ -115,8 +115,8 @@ function M.main(argv)
   local spec = spec_mod.load(o.spec)
   -- (the same checks as a run: constraints that fail, values of the first
   -- configs, as one sentence naming the config)
-  local space = run_mod.build_space(spec)
-  local selected, configs = pcall(select, o, spec, space)
+  local space, first = run_mod.build_space(spec)
+  local selected, configs = pcall(select, o, spec, space, first)
   if not selected then
     if errors.is_user_error(configs) or errors.is_interrupt(configs) then error(configs, 0) end
     errors.usage("%s: %s", spec.path, (tostring(configs):gsub("^(constraints%[%d+%]):%d+:", "%1:")))
