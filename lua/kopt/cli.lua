@@ -2,6 +2,7 @@
 -- lua/kopt/commands/<name>.lua. Everything is validated before anything is
 -- written; bad input is one sentence on stderr and exit code 2.
 local errors = require("kopt.errors")
+local recording = require("kopt.recording")
 local strategy = require("kopt.strategy")
 local sys = require("kopt.sys")
 
@@ -79,10 +80,7 @@ function convert.profile(v, flag)
   if v == "none" or v == "top-k" or v:match("^every%-%d+$") or v:match("^top%-%d+$") then return v end
   errors.usage("%s: expected none, top-k, top-N or every-N, got '%s'", flag, v)
 end
-function convert.replay_check(v, flag)
-  if v == "strict" or v == "lenient" then return v end
-  errors.usage("%s: expected strict or lenient, got '%s'", flag, v)
-end
+function convert.replay_check(v, flag) return recording.check_mode(v, flag) end
 function convert.mpi_root(v, flag)
   if v == "eval" or v == "engine" then return v end
   errors.usage("%s: expected eval or engine, got '%s'", flag, v)

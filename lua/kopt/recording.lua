@@ -14,6 +14,7 @@
 -- skipped and counted. A time that is not finite and positive is not a
 -- measurement: that entry is replayed as a failure whose log says why, in
 -- either mode, so it can never be the best.
+local errors = require("kopt.errors")
 local json = require("kopt.json")
 
 local M = {}
@@ -469,6 +470,13 @@ function drop_duplicates(rec, r)
     end
   end
   rec.entries = kept
+end
+
+-- The value of a --replay-check flag: "strict" or "lenient" (the reader's
+-- modes); anything else is a usage error naming the flag.
+function M.check_mode(v, flag)
+  if v == "strict" or v == "lenient" then return v end
+  errors.usage("%s: expected strict or lenient, got '%s'", flag, tostring(v))
 end
 
 -- Reads a recording. mode: "strict" (default) or "lenient". Returns the

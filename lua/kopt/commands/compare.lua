@@ -82,11 +82,7 @@ local function parse(argv)
     elseif a == "-q" then o.quiet = true
     elseif a == "--strategies" then o.strategies = split(value(a))
     elseif a == "--spaces" then o.spaces = split(value(a))
-    elseif a == "--replay-check" then
-      o.check = value(a)
-      if o.check ~= "strict" and o.check ~= "lenient" then
-        errors.usage("compare: --replay-check: expected strict or lenient, got '%s'", o.check)
-      end
+    elseif a == "--replay-check" then o.check = recording.check_mode(value(a), "compare: --replay-check")
     elseif a == "--out" then
       o.out = value(a)
       if not o.out:find("%S") then errors.usage("compare: --out: expected a folder name, got an empty string") end
@@ -129,10 +125,7 @@ local function default_spaces()
   local names = sys.list_dir("tests/data")
   if not names then errors.usage("compare: no --spaces given and no tests/data here") end
   local out = {}
-  -- (recordings only: tests/data holds other JSON too, such as the LLM reply corpus)
-  for _, n in ipairs(names) do
-    if n:match("%.json$") and recording.read("tests/data/" .. n) then out[#out + 1] = "tests/data/" .. n end
-  end
+  for _, n in ipairs(names) do if n:match("%.json$") then out[#out + 1] = "tests/data/" .. n end end
   table.sort(out)
   return out
 end
@@ -182,6 +175,7 @@ function M.main(argv)
   local o = parse(argv)
   if o.help then io.stdout:write(USAGE) return 0 end
   local files = o.spaces or default_spaces()
+  local defaulted = o.spaces == nil
   local strategies = o.strategies or default_strategies()
   if #files == 0 then errors.usage("compare: no spaces to run on") end
   -- Load every strategy once up front, so a typo fails before hours of runs.
@@ -202,17 +196,25 @@ function M.main(argv)
   local report = { budgets = budgets, seeds = o.seeds, first_seed = o.first_seed, p = M.P, spaces = {} }
   -- every space read and the output folder made before any run: a bad one
   -- is an error now, not after the runs of the spaces before it
-  local opened = {}
-  for i, file in ipairs(files) do
-    opened[i] = replay.open(nil, { file = file, check = o.check })
-    local facts = benchstats.space_facts(opened[i].rec.entries)
-    if facts.valid == 0 then errors.usage("compare: %s records no successful configuration", file) end
+  -- (the default, every tests/data/*.json, holds other JSON too, such as
+  -- the LLM reply corpus: a file that is no recording is left out there,
+  -- and is an error when named)
+  local opened, kept = {}, {}
+  for _, file in ipairs(files) do
+    local ok, backend = pcall(replay.open, nil, { file = file, check = o.check })
+    if not ok and not (defaulted and errors.is_user_error(backend)) then error(backend, 0) end
+    if ok then
+      local facts = benchstats.space_facts(backend.rec.entries)
+      if facts.valid == 0 then errors.usage("compare: %s records no successful configuration", file) end
+      opened[#opened + 1], kept[#kept + 1] = { backend = backend, facts = facts }, file
+    end
   end
+  files = kept
+  if #files == 0 then errors.usage("compare: no recording among tests/data/*.json") end
   local made, merr = sys.mkdir_p(o.out .. "/img")
   if not made then errors.usage("compare: --out: %s", tostring(merr)) end
   for fi, file in ipairs(files) do
-    local backend = opened[fi]
-    local facts = benchstats.space_facts(backend.rec.entries)
+    local backend, facts = opened[fi].backend, opened[fi].facts
     local cutoff = benchstats.cutoff(facts, M.P)
     local length = math.max(maxb, cutoff)
     local rtimes, rfrac = benchstats.random_curve(facts, length)

@@ -7,6 +7,7 @@
 -- (tools/suite_baselines.py) and fast_p (kopt.suite).
 local errors = require("kopt.errors")
 local json = require("kopt.json")
+local recording = require("kopt.recording")
 local rundir_mod = require("kopt.rundir")
 local run = require("kopt.run")
 local spec_mod = require("kopt.spec")
@@ -82,10 +83,7 @@ local function parse(argv)
       if not o.out:find("%S") then errors.usage("suite: --out: expected a folder name, got an empty string") end
     elseif a == "--resume" then o.resume = true
     elseif a == "--replay-check" then
-      o.replay_check = value(a)
-      if o.replay_check ~= "strict" and o.replay_check ~= "lenient" then
-        errors.usage("suite: --replay-check: expected strict or lenient, got '%s'", o.replay_check)
-      end
+      o.replay_check = recording.check_mode(value(a), "suite: --replay-check")
     elseif a == "--backend" then
       local v = value(a)
       if v ~= "cuda" and v ~= "replay" and not v:match("^replay:.+") then
