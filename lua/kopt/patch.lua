@@ -79,8 +79,13 @@ function M.normalize(text)
 end
 
 -- Whether a source defines the __global__ function `entry`.
+-- (an entry may be a template instance, "stencil<float, BLOCK>": the
+-- function's name is what the source defines)
+local function entry_name(entry) return entry:match("^%s*([%a_][%w_]*)") or entry end
+
 function M.defines_entry(source, entry)
-  return source:find("__global__[^;{]-%f[%w_]" .. entry:gsub("%p", "%%%0") .. "%s*%(") ~= nil
+  local name = entry_name(entry)
+  return source:find("__global__[^;{]-%f[%w_]" .. name:gsub("%p", "%%%0") .. "%s*%(") ~= nil
 end
 
 -- The kernel source an edit of kind "source" gives: with several fenced
@@ -506,7 +511,7 @@ function M.apply_edit(source, edit, opts)
     if strict then
       defines = M.defines_entry(new, opts.entry)
     elseif opts.entry then
-      defines = new:find("%f[%w_]" .. opts.entry:gsub("%p", "%%%0") .. "%f[^%w_]") ~= nil
+      defines = new:find("%f[%w_]" .. entry_name(opts.entry):gsub("%p", "%%%0") .. "%f[^%w_]") ~= nil
     end
     if not defines then
       return nil, string.format("the replacement source does not define the entry kernel %s", opts.entry), kind

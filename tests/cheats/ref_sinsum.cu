@@ -1,5 +1,7 @@
 // Reference of the sin-sum vehicle: one thread per element, the same op()
-// as the honest kernel (bit-identical results).
+// as the honest kernel (bit-identical results). Written out here rather than
+// taken from sinsum_prelude.cuh: the reference shares no code with the
+// kernels it judges.
 #define K_TERMS 64
 
 __device__ __forceinline__ float op(float v)

@@ -136,6 +136,14 @@ do
               "-        y[i] = 2.0f * x[i];\n+        y[i] = x[i] + x[i];\n```\n"
   out, e = patch.apply_edit(va, two, opts)
   check(out == fast:gsub("    int i", "    const int i"), "two fences: %s", tostring(e or out))
+  -- a template entry: the function's name is what must stay defined
+  local tpl = "template <typename T, int B>\n__global__ void stencil(T *y, const T *x, int n)\n{\n    y[0] = x[0];\n}\n"
+  out, e = patch.apply_edit(tpl, "<<<<<<< SEARCH\n    y[0] = x[0];\n=======\n    y[0] = x[0] + x[0];\n>>>>>>> REPLACE\n",
+                            { entry = "stencil<float, 128>" })
+  check(out and out:find("x[0] + x[0]", 1, true), "template entry edit: %s", tostring(e))
+  out, e = patch.apply_edit(tpl, "<<<<<<< SEARCH\n__global__ void stencil(T *y, const T *x, int n)\n=======\n" ..
+                            "__global__ void stencil2(T *y, const T *x, int n)\n>>>>>>> REPLACE\n", { entry = "stencil<float, 128>" })
+  check(not out and e:find("removes or renames the entry kernel", 1, true), "template entry renamed: %s", tostring(e))
   -- not a diff, blocks or a source at all
   out, e = patch.apply_edit(va, { kind = "source", text = "Use a larger block size." }, opts)
   check(not out and e:find("no __global__ function", 1, true), "prose as a source: %s", tostring(e))
