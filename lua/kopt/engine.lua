@@ -38,6 +38,16 @@ function Ctx:lookup(config)
   return r and shallow(r) or nil
 end
 
+-- What a strategy reads as ctx.best: the engine's best with its own config
+-- and result tables, so a strategy that edits the best config in place to
+-- make a neighbour does not rewrite the best.
+function M.best_view(best)
+  if not best then return nil end
+  local v = shallow(best)
+  v.config, v.result = shallow(best.config), shallow(best.result)
+  return v
+end
+
 function Ctx:log(fmt, ...)
   local msg = select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt)
   self._engine:strategy_event(msg)
@@ -60,7 +70,8 @@ function Ctx:recent(n)
   local out = {}
   for i = math.max(1, #recs - (n or #recs) + 1), #recs do
     local r = recs[i]
-    out[#out + 1] = { config = r.config, key = r.key, origin = r.origin, result = r.result }
+    -- (copies: a strategy that edits what it reads must not rewrite the record)
+    out[#out + 1] = { config = shallow(r.config), key = r.key, origin = r.origin, result = shallow(r.result) }
   end
   return out
 end
@@ -289,7 +300,7 @@ function Engine:record(job, result, eval_s, from_log)
     -- (the engine's own copy decides; ctx.best is the strategy's to read)
     self.best = { key = job.key, config = job.config, result = result, candidate = job.candidate,
                   source = job.source, n = self.evaluations }
-    self.ctx.best = self.best
+    self.ctx.best = M.best_view(self.best)
   end
   self:ensure_rundir()
   if self.rundir and not from_log then

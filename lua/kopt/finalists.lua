@@ -4,6 +4,8 @@
 -- sagged while one candidate ran, is decided again on equal terms. The
 -- re-measurements are outside the budget and never enter the cache; they are
 -- recorded as a "finalists" event and in trace.md.
+local engine_mod = require("kopt.engine")
+
 local M = {}
 
 local function median(list)
@@ -105,7 +107,7 @@ function M.apply(engine, verdict)
   local job = engine:job_for(w.rec.candidate or { config = w.config })
   engine.best = { key = w.key, config = w.config, result = result, candidate = w.rec.candidate,
                   source = job.source, n = w.rec.n }
-  engine.ctx.best = engine.best
+  engine.ctx.best = engine_mod.best_view(engine.best)
   if verdict.changed then
     lines[#lines + 1] = "    the re-measurement changed the winner"
   end

@@ -67,6 +67,28 @@ return S
   T.check(truth[best.key] and math.abs(truth[best.key] - best.result.time_ms) < 1e-9, "mutate: the best's time is recorded")
 end
 
+-- 1b. A hill climber that edits ctx.best.config in place to make a neighbour:
+-- the best stays the best measured.
+do
+  local code, _, err, dir = run("edit_best", [[
+local S = { name = "edit_best" }
+function S.ask(ctx, n)
+  if not ctx.best then return { { config = ctx.space:sample(ctx.rng) } } end
+  local c = ctx.best.config
+  local k = ctx.space.knobs[2]
+  c[k.name] = k.values[ctx.rng:random(1, #k.values)]
+  for _, r in ipairs(ctx:recent(3)) do r.config[k.name] = k.values[1] end
+  return { { config = c } }
+end
+return S
+]])
+  T.eq(code, 0, "edit_best: exit code (" .. err .. ")")
+  local best = cjson.decode(T.slurp(dir .. "/best/result.json"))
+  local cfg = cjson.decode(T.slurp(dir .. "/best/config.json"))
+  T.eq(key_of(cfg), best.key, "edit_best: best/config.json is the best's config")
+  for _, ev in ipairs(T.events(dir)) do T.eq(key_of(ev.config), ev.key, "edit_best: a recorded config") end
+end
+
 -- 2. Popping from enumerate() and editing samples leave the space whole.
 do
   local code, _, err = run("pop", [[
