@@ -106,9 +106,35 @@ END_TEST
 START_TEST(test_alternate_distribution)
 {
 	/* the second trial must change the sign range of [0,1) inputs */
-	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_UNIFORM01), KOPT_DIST_NORMAL);
-	ck_assert_int_ne(kopt_dist_alternate(KOPT_DIST_NORMAL), KOPT_DIST_NORMAL);
-	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_ARANGE), KOPT_DIST_ARANGE);
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_UNIFORM01, KOPT_F32, 0), KOPT_DIST_NORMAL);
+	ck_assert_int_ne(kopt_dist_alternate(KOPT_DIST_NORMAL, KOPT_F32, 0), KOPT_DIST_NORMAL);
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_ARANGE, KOPT_I32, 0), KOPT_DIST_ARANGE);
+	/* a float constant varies (a kernel may not assume it), unless fixed;
+	 * an integer one (a flag, a size) stays */
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_CONSTANT, KOPT_BF16, 0), KOPT_DIST_NEAR);
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_CONSTANT, KOPT_F32, 1), KOPT_DIST_CONSTANT);
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_CONSTANT, KOPT_I32, 0), KOPT_DIST_CONSTANT);
+	/* NEAR: the constant but for a few elements (at least one), moved by
+	 * half to all of it, both ways */
+	static float near[1 << 16];
+	for (int ci = -1; ci <= 2; ci++) {
+		double c = ci;
+		kopt_check_fill(KOPT_F32, near, 1 << 16, KOPT_DIST_NEAR, c, 5, 0);
+		int moved = 0, up = 0;
+		for (int i = 0; i < 1 << 16; i++) {
+			if (near[i] == (float)c)
+				continue;
+			moved++;
+			double d = c == 0 ? fabs(near[i]) : fabs(near[i] - c) / fabs(c);
+			ck_assert(d >= 0.5 && d <= 1.0);
+			up += c == 0 ? near[i] > 0 : (near[i] - c) / c > 0;
+		}
+		ck_assert_int_ge(moved, 16);  /* ~32 expected */
+		ck_assert_int_le(moved, 64);
+		ck_assert(up > 0 && up < moved);
+		kopt_check_fill(KOPT_F32, near, 3, KOPT_DIST_NEAR, c, 5, 0);
+		ck_assert(near[0] != (float)c || near[1] != (float)c || near[2] != (float)c);
+	}
 	double v = -1;
 	ck_assert_int_eq(kopt_dist_parse("ones", &v), KOPT_DIST_CONSTANT);
 	ck_assert(v == 1.0);

@@ -2,7 +2,8 @@
  *
  *   gpu.load() -> true | nil, sentence          (no driver: the sentence says so)
  *   gpu.devices() -> { {index=, name=, cc_major=, ...}, ... } | nil, sentence
- *   gpu.spawn(device) -> Worker | nil, msg
+ *   gpu.spawn(device [, wrap]) -> Worker | nil, msg   (wrap: {program, options...}
+ *       that runs the worker, e.g. the sanitizer)
  *   gpu.wait_any({w1, w2, ...}, timeout_s) -> index of a worker with a reply | nil
  *   gpu.request_fields() -> run_fields, arg_fields: the fields of a "run"
  *       request (core/worker/request_fields.h), each list of
@@ -14,7 +15,8 @@
  *       of fields named prefix .. a name ("m.<metric>")
  *   Worker:send(t)            t: flat table, string keys -> integer/number/string/boolean
  *   Worker:recv(timeout_s)    -> table | nil, "timeout" | nil, "exited: ..."
- *   Worker:stop() -> how it ended; Worker.pid, Worker.device (fields via methods)
+ *   Worker:stop([grace_s]) -> how it ended (grace_s: wait that long for it to
+ *       exit on its own before SIGKILL); Worker.pid, Worker.device (fields via methods)
  */
 #include <errno.h>
 #include <poll.h>
@@ -112,11 +114,22 @@ static struct lworker *check_worker(lua_State *L, int i)
 static int l_spawn(lua_State *L)
 {
 	int device = (int)luaL_checkinteger(L, 1);
+	const char *wrap[65] = {NULL};
+	if (!lua_isnoneornil(L, 2)) {
+		luaL_checktype(L, 2, LUA_TTABLE);
+		lua_Integer n = luaL_len(L, 2);
+		luaL_argcheck(L, n >= 1 && n <= 64, 2, "expected a command of 1 to 64 strings");
+		for (lua_Integer i = 1; i <= n; i++) {
+			lua_geti(L, 2, i);
+			wrap[i - 1] = luaL_checkstring(L, -1);
+			lua_pop(L, 1); /* the table keeps the string alive */
+		}
+	}
 	struct lworker *w = lua_newuserdatauv(L, sizeof *w, 0);
 	w->open = 0;
 	luaL_setmetatable(L, WORKER_MT);
 	char err[512];
-	if (kopt_workerproc_spawn(&w->p, device, err, sizeof err) != 0) {
+	if (kopt_workerproc_spawn(&w->p, device, wrap[0] ? wrap : NULL, err, sizeof err) != 0) {
 		return kopt_bind_fail(L, err);
 	}
 	w->open = 1;
@@ -164,8 +177,11 @@ static int w_stop(lua_State *L)
 {
 	struct lworker *w = luaL_checkudata(L, 1, WORKER_MT);
 	char how[64] = "";
+	/* Worker:stop(grace_s): let it exit on its own first (closing its pipe
+	 * ends its loop) */
+	int grace_ms = lua_isnumber(L, 2) ? (int)(lua_tonumber(L, 2) * 1000) : 0;
 	if (w->open) {
-		kopt_workerproc_stop(&w->p, how, sizeof how);
+		kopt_workerproc_stop_wait(&w->p, grace_ms, how, sizeof how);
 		w->open = 0;
 	}
 	lua_pushstring(L, how);

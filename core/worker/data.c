@@ -250,6 +250,7 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		a->ivalue = kopt_msg_int(v, KEY("value"), 0);
 		a->copy_from = (int)kopt_msg_int(v, KEY("copy"), 0) - 1;
 		a->param = (int)kopt_msg_int(v, KEY("param"), 1);
+		a->fixed = (int)kopt_msg_int(v, KEY("fixed"), 0);
 		kopt_msg_cstr(v, KEY("file"), a->file, sizeof a->file, "");
 		a->file_offset = kopt_msg_int(v, KEY("file_offset"), 0);
 #undef KEY
@@ -273,9 +274,9 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		a->type = (enum kopt_dtype)t;
 		a->dist = (enum kopt_dist)d;
 		a->count = a->kind == ARG_SCALAR || a->kind == ARG_TMAP ? 1 : (size_t)count;
-		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g:%d:%d:%s@%lld;",
+		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g:%d:%d:%d:%s@%lld;",
 				  a->name, t, a->kind, a->count, a->output, d, a->init_value,
-				  a->copy_from, a->param, a->file, (long long)a->file_offset);
+				  a->copy_from, a->param, a->fixed, a->file, (long long)a->file_offset);
 		if (wr > 0 && (size_t)wr < sizeof sig - sl)
 			sl += (size_t)wr;
 		else
@@ -427,7 +428,8 @@ struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int varian
 		size_t bytes = kopt_worker_arg_bytes(a);
 		if ((s->host[i] = calloc(1, bytes ? bytes : 4)) == NULL)
 			goto oom;
-		enum kopt_dist d = variant ? kopt_dist_alternate(a->dist) : a->dist;
+		enum kopt_dist d =
+		    variant ? kopt_dist_alternate(a->dist, a->type, a->fixed) : a->dist;
 		if (a->file[0] != '\0') {
 			if (read_data_file(a, s->host[i], err, errlen) != 0) {
 				free_set(w, s);

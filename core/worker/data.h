@@ -35,6 +35,7 @@ struct warg {
 	 * when it starts poisoned */
 	int copy_from;
 	int param; /* 0: not passed to the kernels (only the source of a copy) */
+	int fixed; /* a constant kept in check 2 too (kopt_dist_alternate) */
 	/* outputs: what is compared with the reference; refreshed every request */
 	int compare;		 /* 0: only by the spec's own check (dumped) */
 	int nd;			 /* > 0: only the box [lo, hi) of dims is compared */

@@ -53,7 +53,7 @@ const char *kopt_dist_name(enum kopt_dist d)
 	return (unsigned)d < KOPT_DIST_COUNT ? dist_names[d] : "?";
 }
 
-enum kopt_dist kopt_dist_alternate(enum kopt_dist d)
+enum kopt_dist kopt_dist_alternate(enum kopt_dist d, enum kopt_dtype t, int fixed)
 {
 	switch (d) {
 	case KOPT_DIST_NORMAL:
@@ -61,6 +61,8 @@ enum kopt_dist kopt_dist_alternate(enum kopt_dist d)
 	case KOPT_DIST_UNIFORM:
 	case KOPT_DIST_UNIFORM01:
 		return KOPT_DIST_NORMAL;
+	case KOPT_DIST_CONSTANT:
+		return kopt_dtype_is_float(t) && !fixed ? KOPT_DIST_NEAR : d;
 	default:
 		return d;
 	}
@@ -272,7 +274,28 @@ struct fill_part {
 	enum kopt_dist d;
 	double value;
 	uint64_t s0;
+	size_t forced; /* KOPT_DIST_NEAR: an element always moved */
 };
+
+/* KOPT_DIST_NEAR: one element in NEAR_EVERY (and always `forced`) moves off
+ * the constant c, to c(1 +- [0.5, 1)) or +-[0.5, 1) for c = 0. A sparse
+ * change is what catches a kernel that samples the input to decide it is
+ * constant: it must hit a moved element to notice (32 samples: 1.6 %
+ * chance), while the moved ones still shift the output by about
+ * sqrt(1/NEAR_EVERY) * 0.75 relative (1.7e-2, above every dtype's default
+ * tolerance), so a kernel that never reads the input fails too. */
+#define NEAR_EVERY 2048u
+
+static double near_value(const struct fill_part *p, size_t i)
+{
+	uint64_t r = mix_at(p->s0, i);
+	if (i != p->forced && r % NEAR_EVERY != 0)
+		return p->value;
+	/* the low 11 bits chose the element: size and sign come from the rest */
+	double m = 0.5 + 0.5 * (double)(r >> 12) * 0x1.0p-52;
+	m = (r >> 11) & 1 ? m : -m;
+	return p->value != 0.0 ? p->value * (1.0 + m) : m;
+}
 
 static void *fill_range(void *arg)
 {
@@ -303,6 +326,9 @@ static void *fill_range(void *arg)
 			break;
 		case KOPT_DIST_UNIFORM01:
 			v = is_float ? unit_at(p->s0, i) : (double)(mix_at(p->s0, i) & 1u);
+			break;
+		case KOPT_DIST_NEAR:
+			v = near_value(p, i);
 			break;
 		case KOPT_DIST_ARANGE:
 			v = (double)i;
@@ -338,6 +364,7 @@ void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, 
 		     uint64_t seed, uint64_t stream)
 {
 	uint64_t s0 = seed * 0x2545f4914f6cdd1dull ^ (stream + 1) * 0x9e3779b97f4a7c15ull;
+	size_t forced = n ? (size_t)(mix_at(s0 ^ 0x6e656172ull, 0) % n) : 0;
 	size_t parts = thread_count(n);
 	struct fill_part part[THREADS_MAX];
 	pthread_t tid[THREADS_MAX];
@@ -347,7 +374,7 @@ void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, 
 		       end = (n * (k + 1) / parts) & ~(size_t)1;
 		if (k + 1 == parts)
 			end = n;
-		part[k] = (struct fill_part){t, data, begin, end, d, value, s0};
+		part[k] = (struct fill_part){t, data, begin, end, d, value, s0, forced};
 		if (k > 0)
 			started[k] = pthread_create(&tid[k], NULL, fill_range, &part[k]) == 0;
 	}

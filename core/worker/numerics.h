@@ -31,7 +31,10 @@ enum kopt_dist {
 	KOPT_DIST_UNIFORM01,
 	KOPT_DIST_CONSTANT,
 	KOPT_DIST_ARANGE,
-	KOPT_DIST_COUNT
+	KOPT_DIST_COUNT,
+	/* check 2's stand-in for a float constant c (never a spec's name): c,
+	 * with about one element in 2048 (at least one) moved off it */
+	KOPT_DIST_NEAR = KOPT_DIST_COUNT
 };
 
 /* -1 when unknown. Names: "f32" "f16" "bf16" "f64" "i32" "i64" "u32" "i8" "u8". */
@@ -46,8 +49,12 @@ int kopt_dist_parse(const char *name, double *value);
 const char *kopt_dist_name(enum kopt_dist d);
 /* The distribution of the second correctness trial: another one with a
  * different range, so a kernel right only on [0,1) (or only on signed data)
- * fails it. Constants and aranges keep their own. */
-enum kopt_dist kopt_dist_alternate(enum kopt_dist d);
+ * fails it. A float constant gets a few elements moved off it
+ * (KOPT_DIST_NEAR), so a kernel that assumes the constant, or samples the
+ * input to find it and stops reading, fails too, unless the spec marks it
+ * `fixed`; integer constants (flags,
+ * sizes) and aranges (indices) keep their own. */
+enum kopt_dist kopt_dist_alternate(enum kopt_dist d, enum kopt_dtype t, int fixed);
 
 uint16_t kopt_f32_to_f16(float f); /* round to nearest even, with overflow to inf */
 float kopt_f16_to_f32(uint16_t h);

@@ -81,6 +81,7 @@
 	X(value, NUM, OPT, 0.0, "scalars: the value (integers exactly)")                  \
 	X(copy, INT, OPT, 0, "outputs: 1-based input array it starts as a copy of (0: none)") \
 	X(param, FLAG, OPT, 1, "passed to the kernel (0: only the source of a copy)")          \
+	X(fixed, FLAG, OPT, 0, "arrays: a constant kept in check 2 (the kernel may rely on it)") \
 	X(file, STR_1024, OPT, "", "arrays: file holding the elements (raw, little-endian)")  \
 	X(file_offset, INT, OPT, 0, "arrays: byte offset of the elements in file")            \
 	X(dims, STR_256, OPT, "", "outputs with a region: the shape, outermost first")        \

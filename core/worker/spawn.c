@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "worker/spawn.h"
@@ -25,7 +26,8 @@ static int lift(int *fd)
 	return 0;
 }
 
-int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, char *err, size_t errlen)
+int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, const char *const *wrap,
+			  char *err, size_t errlen)
 {
 	int req[2] = {-1, -1}, rep[2] = {-1, -1};
 	w->pid = -1;
@@ -51,12 +53,37 @@ int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, char *err, size
 	posix_spawn_file_actions_adddup2(&fa, rep[1], 4);
 	char dev[16];
 	snprintf(dev, sizeof dev, "%d", device);
-	char *argv[] = {"kopt", KOPT_WORKER_ARG, dev, "3", "4", NULL};
+	char *argv[64 + 6];
+	int argc = 0;
+	char exe[4096];
+	const char *prog = "/proc/self/exe";
+	if (wrap != NULL && wrap[0] != NULL) {
+		/* the wrapper runs kopt by its real path: /proc/self/exe would
+		 * name the wrapper in its own process */
+		ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+		if (n <= 0) {
+			snprintf(err, errlen, "cannot find kopt's own path: %s", strerror(errno));
+			posix_spawn_file_actions_destroy(&fa);
+			goto fail;
+		}
+		exe[n] = '\0';
+		for (; wrap[argc] != NULL && argc < 64; argc++)
+			argv[argc] = (char *)wrap[argc];
+		prog = wrap[0];
+		argv[argc++] = exe;
+	} else {
+		argv[argc++] = "kopt";
+	}
+	argv[argc++] = KOPT_WORKER_ARG;
+	argv[argc++] = dev;
+	argv[argc++] = "3";
+	argv[argc++] = "4";
+	argv[argc] = NULL;
 	pid_t pid;
-	int rc = posix_spawn(&pid, "/proc/self/exe", &fa, NULL, argv, environ);
+	int rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
-		snprintf(err, errlen, "cannot start a GPU worker: posix_spawn /proc/self/exe: %s",
+		snprintf(err, errlen, "cannot start a GPU worker: posix_spawn %s: %s", prog,
 			 strerror(rc));
 		goto fail;
 	}
@@ -78,6 +105,12 @@ fail:
 
 void kopt_workerproc_stop(struct kopt_workerproc *w, char *how, size_t howlen)
 {
+	kopt_workerproc_stop_wait(w, 0, how, howlen);
+}
+
+void kopt_workerproc_stop_wait(struct kopt_workerproc *w, int grace_ms, char *how,
+			       size_t howlen)
+{
 	if (how != NULL && howlen > 0)
 		how[0] = '\0';
 	if (w->to_fd >= 0)
@@ -89,6 +122,11 @@ void kopt_workerproc_stop(struct kopt_workerproc *w, char *how, size_t howlen)
 		return;
 	int status = 0;
 	pid_t r = waitpid(w->pid, &status, WNOHANG);
+	for (int waited = 0; r == 0 && waited < grace_ms; waited += 10) {
+		struct timespec ts = {0, 10 * 1000 * 1000};
+		nanosleep(&ts, NULL);
+		r = waitpid(w->pid, &status, WNOHANG);
+	}
 	if (r == 0) {
 		kill(w->pid, SIGKILL);
 		do

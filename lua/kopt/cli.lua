@@ -3,6 +3,7 @@
 -- written; bad input is one sentence on stderr and exit code 2.
 local errors = require("kopt.errors")
 local recording = require("kopt.recording")
+local sanitize = require("kopt.sanitize")
 local strategy = require("kopt.strategy")
 local sys = require("kopt.sys")
 
@@ -20,6 +21,7 @@ M.flags = {
   { "--gpus", "gpu_list", "LIST", "GPUs to use, e.g. 0,1 (default: all)" },
   { "--profile", "profile", "P", "whom to profile with CUPTI: none (default), top-k, every-N" },
   { "--finalists", "count", "K", "re-measure the K best configs, interleaved, before naming the winner (GPU; default 3, 1 = off)" },
+  { "--sanitize", "sanitize", "TOOLS", "check the winner under compute-sanitizer: racecheck (the default on a GPU), none, or a list of racecheck,memcheck,synccheck,initcheck (docs/TRUST.md)" },
   { "--db", "string", "PATH", "the experience database (default $XDG_DATA_HOME/kopt/experience.db or $KOPT_DB; docs/DATABASE.md)" },
   { "--no-db", "flag", nil, "no experience database: nothing read or written outside the run folder" },
   { "--fresh", "flag", nil, "search again: no known best, no results served from the experience database" },
@@ -79,6 +81,11 @@ end
 function convert.profile(v, flag)
   if v == "none" or v == "top-k" or v:match("^every%-%d+$") or v:match("^top%-%d+$") then return v end
   errors.usage("%s: expected none, top-k, top-N or every-N, got '%s'", flag, v)
+end
+function convert.sanitize(v, flag)
+  local list, why = sanitize.parse_tools(v)
+  if not list then errors.usage("%s: %s", flag, why) end
+  return list
 end
 function convert.replay_check(v, flag) return recording.check_mode(v, flag) end
 function convert.mpi_root(v, flag)

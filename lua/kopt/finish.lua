@@ -118,7 +118,11 @@ function M.summary(engine, meta)
     local r = ranked[i]
     local col = by_obj and (type(r.result.objective) == "number" and string.format("%.5g", r.result.objective) or "-")
       or base and string.format("%.2fx", base.time_ms / r.result.time_ms) or "-"
-    lines[#lines + 1] = string.format("  %-4d %-12.5g %-8s %s", i, r.result.time_ms, col, engine.space:describe(r.config))
+    local flagged = {}  -- errors kopt.sanitize found in this config's own kernel
+    for tool, rep in pairs(r.result.sanitizer or {}) do if rep.blamed then flagged[#flagged + 1] = tool end end
+    table.sort(flagged)
+    lines[#lines + 1] = string.format("  %-4d %-12.5g %-8s %s%s", i, r.result.time_ms, col, engine.space:describe(r.config),
+                                      #flagged > 0 and ("  (" .. table.concat(flagged, ", ") .. " errors)") or "")
   end
   return table.concat(lines, "\n") .. "\n"
 end

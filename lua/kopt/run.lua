@@ -13,6 +13,7 @@ local replay = require("kopt.backends.replay")
 local report = require("kopt.report")
 local rng_mod = require("kopt.rng")
 local rundir_mod = require("kopt.rundir")
+local sanitize = require("kopt.sanitize")
 local space_mod = require("kopt.space")
 local spec_mod = require("kopt.spec")
 local strategy_mod = require("kopt.strategy")
@@ -170,6 +171,11 @@ function M.main(opts, pos)
   -- The spec's constraints are checked before any backend starts.
   local space = spec and M.build_space(spec) or nil
   local choice = choose_backend(opts, spec)
+  if opts.sanitize and #opts.sanitize > 0 and choice.kind ~= "cuda" then
+    errors.usage("--sanitize: checks the winner on a GPU; this run replays %s (no kernel runs)", choice.file)
+  end
+  -- by default a GPU run's winner goes through racecheck (kopt.sanitize)
+  if opts.sanitize == nil then opts.sanitize = choice.kind == "cuda" and { "racecheck" } or {} end
   if choice.kind == "cuda" and opts.cluster and not opts.gpus then
     opts.gpus = opts.cluster:share_gpus()  -- ranks of one host share its GPUs
   end
@@ -235,6 +241,30 @@ function M.main(opts, pos)
 end
 
 -- The run itself, with the folder's lock held.
+-- What kopt.sanitize needs to check the winner and, when it has errors of
+-- its own, the next fastest ok configs: the run's best first.
+function M.sanitize_opts(engine, spec, backend, tools)
+  local ranked, best = {}, engine.best
+  for _, rec in ipairs(engine.records) do
+    if rec.key == best.key then ranked[1] = rec break end
+  end
+  for _, rec in ipairs(finalists.top(engine, 4)) do
+    if rec.key ~= best.key and #ranked < 4 then ranked[#ranked + 1] = rec end
+  end
+  return {
+    tools = tools, backend = backend, ranked = ranked,
+    job_for = function(rec) return engine:job_for(rec.candidate or { config = rec.config }) end,
+    entry_for = function(rec) return rec.candidate and rec.candidate.entry or spec:entry(rec.config) end,
+    describe = function(rec) return engine.space:describe(rec.config) end,
+    make_best = function(rec)
+      local job = engine:job_for(rec.candidate or { config = rec.config })
+      engine.best = { key = rec.key, config = rec.config, result = rec.result, candidate = rec.candidate,
+                      source = job.source, n = rec.n }
+      engine.ctx.best = engine_mod.best_view(engine.best)
+    end,
+  }
+end
+
 function M.locked(opts, r)
   local strategy, strategy_label, options, spec = r.strategy, r.strategy_label, r.options, r.spec
   local space, backend, choice, problem, dir, budget = r.space, r.backend, r.choice, r.problem, r.dir, r.budget
@@ -310,6 +340,22 @@ function M.locked(opts, r)
       finalist_lines = finalists.apply(engine, verdict)
     elseif not ok then
       io.stderr:write("kopt: the finalists could not be re-measured: ", tostring(verdict), "\n")
+    end
+  end
+  if opts.sanitize and #opts.sanitize > 0 and backend.check_under and engine.best
+     and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
+    local sopts = M.sanitize_opts(engine, spec, backend, opts.sanitize)
+    if not opts.q then sopts.progress = function(text) io.stderr:write(text) end end
+    local ok, lines, rows = pcall(sanitize.run, sopts)
+    if ok then
+      finalist_lines = finalist_lines or {}
+      for _, l in ipairs(lines) do finalist_lines[#finalist_lines + 1] = l end
+      if engine.rundir then
+        engine.rundir:event({ event = "sanitize", tools = opts.sanitize, rows = rows, winner = engine.best.key })
+        engine.rundir:trace("\n## Sanitizer\n\n```\n%s\n```", table.concat(lines, "\n"))
+      end
+    else
+      io.stderr:write("kopt: the sanitizer check failed: ", tostring(lines), "\n")
     end
   end
   local meta = {

@@ -21,6 +21,8 @@ end
 -- output that starts as a copy of input NAME); {"file": "x.npy"} or
 -- {"file": "x.bin", "dtype": "f32", "offset": 0} (raw little-endian); or
 -- {"generate": "gen.lua" or "return function(ctx) ... end", "seed": 1}.
+local CONSTANT_DISTS = { zeros = true, ones = true, constant = true }
+
 function M.check_init(c, v, p, arg, dir)
   local init = v or (arg.output and "zeros" or "normal")
   if type(init) == "string" then
@@ -36,7 +38,15 @@ function M.check_init(c, v, p, arg, dir)
   end
   c:object(init, p)
   if init.file == nil and init.generate == nil then
-    c:unknown_fields(init, { "dist", "value" }, p)
+    c:unknown_fields(init, { "dist", "value", "fixed" }, p)
+    if init.fixed ~= nil then
+      if type(init.fixed) ~= "boolean" then c:fail(p .. ".fixed", "expected true or false, got %s", c:type_name(init.fixed)) end
+      -- check 2 varies a float constant (docs/TRUST.md); `fixed` keeps it,
+      -- for a constant the kernel may rely on
+      if not CONSTANT_DISTS[init.dist] then
+        c:fail(p .. ".fixed", "only a constant ('zeros', 'ones', 'constant') can be fixed; '%s' is drawn anew in every input set", tostring(init.dist))
+      end
+    end
     return init
   end
   if arg.output then

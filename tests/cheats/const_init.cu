@@ -1,11 +1,11 @@
 // CASE const_init: an input-dependent shortcut on a non-random input.
-// Problem: y = x * w, with w declared "init": "ones" in the spec. Data that
-// is not drawn from a distribution (zeros, ones, constant, arange, files,
-// generators) is the same in check 1 and check 2 (numerics.c
-// kopt_dist_alternate returns such a distribution unchanged), so a kernel
-// that samples w, sees all ones and never reads w again passes both checks
-// while reading a third less memory. Wrong for any w that is 1 at the 32
-// sampled places and not elsewhere. CHEAT=0 is honest.
+// Problem: y = x * w, with w declared "init": "ones" in the spec. A kernel
+// that samples w, sees all ones and never reads w again reads a third less
+// memory, and is wrong for any w that is 1 at the 32 sampled places and not
+// elsewhere. Check 2 fills a float constant with values near it
+// (numerics.c kopt_dist_alternate), so the shortcut computes y = x there and
+// fails; with the spec's "fixed": true (const_init_fixed.json) w stays ones
+// and the shortcut is allowed. CHEAT=0 is honest.
 #ifndef CHEAT
 #define CHEAT 1
 #endif

@@ -248,7 +248,7 @@ s = spec_file("device_typo", { constraints = '["block_size_x <= device.max_threa
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'block_size_x <= device.max_thread_block' reads " ..
      "device.max_thread_block, which kopt does not know (known: ", { prefix = true })
 s = spec_file("init_field", { args = '[{"name": "x", "type": "f32", "shape": ["n"], "init": {"dist": "uniform", "low": 0}}]' })
-case("random " .. s, 2, "kopt: " .. s .. ": args[1].init.low: unknown field (expected one of: dist, value)")
+case("random " .. s, 2, "kopt: " .. s .. ": args[1].init.low: unknown field (expected one of: dist, value, fixed)")
 s = spec_file("int_fraction", { args = '[{"name": "x", "type": "f32", "shape": ["n"]}, {"name": "m", "type": "i32", "value": "n / 3"}]' })
 case("random " .. s .. " --backend replay:" .. replay, 2, "kopt: " .. s .. ": args[2].value: gave 333.33333333333, " ..
      "expected an integer that fits i32 (at block_size_x=128, unroll=1)")
@@ -301,6 +301,11 @@ s = byok("byok_copy_output", "[" .. y_out .. ', "init": "copy:z"}, {"name": "z",
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].init: 'copy:z' must name an input array (not an output, a scalar or a constant)")
 s = byok("byok_copy_size", "[" .. y_out .. ', "init": "copy:x"}, {"name": "x", "type": "f32", "shape": ["n + 1"]}]')
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].init: 'copy:x' has 1001 elements, this output 1000 (at block_size_x=128, unroll=1)")
+-- "fixed" keeps a constant input the same in check 2; only constants can be fixed
+s = byok("byok_fixed_random", "[" .. y_out .. "}, " .. x_in .. ', "init": {"dist": "normal", "fixed": true}}]')
+case("random " .. s, 2, "kopt: " .. s .. ": args[2].init.fixed: only a constant ('zeros', 'ones', 'constant') can be fixed; 'normal' is drawn anew in every input set")
+s = byok("byok_fixed_type", "[" .. y_out .. "}, " .. x_in .. ', "init": {"dist": "ones", "fixed": "yes"}}]')
+case("random " .. s, 2, "kopt: " .. s .. ": args[2].init.fixed: expected true or false, got a string")
 s = byok("byok_param_out", "[" .. y_out .. ', "param": false}]')
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].param: only an input array can be left out of the kernel's parameters")
 s = byok("byok_npy_missing", "[" .. x_in .. ', "init": {"file": "nope.npy"}}]')

@@ -296,6 +296,7 @@ function Cuda:request(id, config, cubin, entry, is_reference)
       else
         msg[p .. "init"] = init.dist
         if init.value then msg[p .. "init_value"] = init.value + 0.0 end
+        if init.fixed then msg[p .. "fixed"] = 1 end
       end
       local v = a.verify
       if v then
@@ -611,6 +612,41 @@ function Cuda:profile(job, metrics)
   end
   if not next(out) then return nil, "the profiler returned no values", { kind = "unavailable" } end
   return out, nil, reply.profile_warning and { warning = reply.profile_warning } or nil
+end
+
+-- One check of a candidate in a worker run under a tool (kopt.sanitize: the
+-- compute sanitizer): `wrap` is the command that starts the worker, writing
+-- its report where the caller reads it. One "run" request, check 1 only (no
+-- timing: the tool slows kernels by 10-100x), then the worker is let exit so
+-- the tool writes its summary. Returns { status=, log=, how= } or nil, why.
+function Cuda:check_under(job, wrap, limit_s)
+  local res = compile.compile(self:prepare(job, 0))
+  if not res or not res.ok then return nil, "the candidate did not compile again" end
+  local w, err = gpu.spawn(self.slots_state[1].device, wrap)
+  if not w then return nil, err end
+  local msg, why = w:recv(READY_TIMEOUT_S)
+  if not msg or msg.op ~= "ready" then
+    return nil, "the worker did not start under " .. wrap[1] .. " (" .. tostring(msg and msg.log or why) ..
+      ", " .. w:stop(5) .. ")"
+  end
+  local ref = self:reference_for(job.config)
+  assert(w:send({ op = "set_ref", cubin = ref.cubin, entry = ref.entry }))
+  local r = w:recv(limit_s)
+  if not r or r.op ~= "ok" then
+    return nil, "the reference did not load under " .. wrap[1] .. ": " .. tostring(r and r.log) .. " (" .. w:stop(5) .. ")"
+  end
+  local req, rerr = self:request(0, job.config, res.cubin, res.lowered or self.spec:entry(job.config))
+  if not req then w:stop(); return nil, rerr end
+  req.dump = nil
+  req.time, req.verify2 = false, false
+  req.timeout_ms = math.tointeger(limit_s * 1000)
+  assert(w:send(self:check_request(req)))
+  local raw, rwhy = w:recv(limit_s + 30)
+  local reply = raw and reply_view(raw)
+  pcall(w.send, w, { op = "quit" })
+  local how = w:stop(30)  -- the tool writes its report as the worker exits
+  if not reply then return { status = "no reply", log = tostring(rwhy), how = how, lowered = res.lowered } end
+  return { status = reply.status, log = reply.log, how = how, lowered = res.lowered }
 end
 
 -- For tests without a GPU: an object that builds requests but has no workers.
