@@ -167,7 +167,7 @@ function M.run(opts)
   end
   local limit_s = opts.limit_s or 300
   for i, rec in ipairs(opts.ranked) do
-    if i > (opts.max_tries or 3) then
+    if i > (opts.max_tries or 4) then
       lines[#lines + 1] = string.format("  sanitizer: the %d fastest configs all have errors; the winner stays, flagged", i - 1)
       break
     end
