@@ -87,8 +87,6 @@ return {
   region_score = { default = "reach", choices = { "start", "reach" }, help = "region_order=turns: a region's promise is the model's time of its start (start) or of the best state one step into it (reach)" },
   region_memory = { default = true, help = "stall_move=region: a region (or sweep setting) tried since the last progress is not tried again after a smaller new best" },
   stall_share = { default = 1.0, help = "stall: the fraction of a stalled search's free iterations given to stall_move (the bandit keeps the rest)" },
-  stall_rest = { default = "bandit", choices = { "bandit", "ei", "cross", "sample" },
-                 help = "stall_share < 1: who gets the rest of a stalled search's free iterations (the bandit, or one arm)" },
   stall_gain = { default = 0.01, help = "stall: a new best is progress when it gains this much log-speedup" },
   max_depth = { default = 500, help = "longest selection path" },
   snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },

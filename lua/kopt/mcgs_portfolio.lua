@@ -692,13 +692,9 @@ function M.arm_rec(ctx, st, ops)
   local stalled = o.stall > 0 and st.progress_at and ctx.evaluations - st.progress_at >= o.stall
   -- (stall_share < 1: the bandit keeps the rest of a stalled search's free
   -- iterations, so the arms that find a way out on their own keep finding it)
+  if stalled and o.stall_share < 1 then stalled = p.rng:uniform() < o.stall_share end
   local arm
-  if stalled and o.stall_share < 1 then
-    stalled = p.rng:uniform() < o.stall_share
-    if not stalled and o.stall_rest ~= "bandit" then arm = o.stall_rest end
-  end
-  if arm then  -- luacheck: ignore 542 (stall_rest's arm, chosen above)
-  elseif stalled and o.stall_move == "region" then
+  if stalled and o.stall_move == "region" then
     local rec = M.region_rec(ctx, st, p, ops)
     if rec then return rec end  -- (no region left: the bandit's turn)
   elseif o.stall > 0 and o.stall_move == "region" and o.sweep_at > 0 and #st.expensive == 0
