@@ -202,6 +202,26 @@ code, _, err = suite("--only relu --fresh --out '" .. root .. "/db3'", "KOPT_DB=
 T.eq(code, 0, "--fresh (" .. err .. ")")
 T.eq(rows_by_name(read_json(root .. "/db3/suite.json")).relu.evaluations, sizes.relu, "--fresh measures again")
 
+-- Two suites started at once on one folder: the second is refused while the
+-- first holds it (its PID named), or finds the first's suite.json; one
+-- complete suite is on record either way.
+for trial = 1, 3 do
+  local d = string.format("%s/twice_%d", root, trial)
+  local line = string.format("%s suite exhaustive '%s/specs' %s --only relu,softmax --out '%s' -q", T.kopt, root, common, d)
+  os.execute(string.format("{ %s >/dev/null 2>%s.a & %s >/dev/null 2>%s.b & wait; } 2>/dev/null", line, d, line, d))
+  local errs = T.slurp(d .. ".a") .. T.slurp(d .. ".b")
+  local refused = 0
+  for l in errs:gmatch("[^\n]+") do
+    local ok = l:find("is in use by another kopt process %(PID %d+%)") or l:find("already holds a suite run", 1, true)
+    T.check(ok, "two suites at once (%d): unexpected message: %s", trial, l)
+    refused = refused + 1
+  end
+  T.eq(refused, 1, "two suites at once (" .. trial .. "): one refused")
+  local doc = read_json(d .. "/suite.json")
+  T.eq(doc.state, "done", "two suites at once (" .. trial .. "): the suite on record finished")
+  T.eq(#doc.rows, 2, "two suites at once (" .. trial .. "): both problems on record")
+end
+
 -- Usage errors: one sentence, exit code 2.
 code, _, err = suite("--only nosuch --out '" .. root .. "/bad'")
 T.eq(code, 2, "--only unknown: exit code")

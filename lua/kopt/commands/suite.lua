@@ -321,8 +321,9 @@ function M.main(argv)
       end
     end
   end
-  local made, merr = sys.mkdir_p(out)
-  if not made then errors.usage("suite: --out: %s", tostring(merr)) end
+  -- the suite's folder is one suite's at a time: a second suite (or a
+  -- --resume) on it while one runs is refused, naming the holder's PID
+  local suite_lock = rundir_mod.lock(out)
   local prev_rows = {}
   for _, r in ipairs(type(previous) == "table" and type(previous.rows) == "table" and previous.rows or {}) do
     if type(r) == "table" and type(r.name) == "string" then prev_rows[r.name] = r end
@@ -380,6 +381,7 @@ function M.main(argv)
   end
   if #problems == 0 then finish_doc("done") end
   io.stdout:write(M.summary_text(doc, out))
+  suite_lock:close()
   return rc_total
 end
 
