@@ -217,9 +217,9 @@ for trial = 1, 3 do
     refused = refused + 1
   end
   T.eq(refused, 1, "two suites at once (" .. trial .. "): one refused")
-  local doc = read_json(d .. "/suite.json")
-  T.eq(doc.state, "done", "two suites at once (" .. trial .. "): the suite on record finished")
-  T.eq(#doc.rows, 2, "two suites at once (" .. trial .. "): both problems on record")
+  local held = read_json(d .. "/suite.json")
+  T.eq(held.state, "done", "two suites at once (" .. trial .. "): the suite on record finished")
+  T.eq(#held.rows, 2, "two suites at once (" .. trial .. "): both problems on record")
 end
 
 -- Usage errors: one sentence, exit code 2.
