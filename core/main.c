@@ -11,6 +11,7 @@
 #include <lualib.h>
 
 #include "bind/modules.h"
+#include "memlimit.h"
 #include "pool.h"
 #include "worker/worker.h"
 
@@ -84,10 +85,24 @@ int main(int argc, char **argv)
 		return kopt_worker_main(argc, argv);
 	struct main_args args = {argc, argv, NULL, 1};
 	take_lua_dev(&args);
-	/* the state's memory comes from a pool (core/pool.h); its warnings are
-	 * off, as luaL_newstate leaves them */
+	/* the state's memory comes from a pool (core/pool.h), under a ceiling
+	 * (core/memlimit.h); its warnings are off, as luaL_newstate leaves them */
+	static struct kopt_memlimit mem;
+	const char *limit_text = getenv("KOPT_MEMORY_LIMIT");
+	mem.limit = kopt_memlimit_default();
+	if (limit_text != NULL && limit_text[0] != '\0' &&
+	    kopt_memlimit_parse(limit_text, &mem.limit) != 0) {
+		fprintf(stderr,
+			"kopt: KOPT_MEMORY_LIMIT: expected a size such as 8G, 512M or 65536 (bytes), or 0 "
+			"for none; got '%s'\n",
+			limit_text);
+		return 2;
+	}
+	/* room for the summary and results.json once a strategy hit the limit */
+	mem.reserve = mem.limit / 8 > ((size_t)64 << 20) ? mem.limit / 8 : (size_t)64 << 20;
 	struct kopt_pool *pool = kopt_pool_new();
-	lua_State *L = pool ? lua_newstate(kopt_pool_realloc, pool) : NULL;
+	mem.pool = pool;
+	lua_State *L = pool ? lua_newstate(kopt_memlimit_alloc, &mem) : NULL;
 	if (L == NULL) {
 		fprintf(stderr, "kopt: cannot create the Lua state (out of memory)\n");
 		kopt_pool_free(pool);

@@ -16,8 +16,34 @@
 
 #include "bind/common.h"
 #include "bind/modules.h"
+#include "memlimit.h"
 #include "sha256.h"
 #include "sys.h"
+
+/* sys.memory() -> bytes held, limit (0: none), whether an allocation was
+ * refused; sys.memory_grant() -> whether the reserve was added now
+ * (core/memlimit.h). Without kopt's allocator (a test harness): 0, 0, false. */
+static struct kopt_memlimit *memlimit_of(lua_State *L)
+{
+	void *ud = NULL;
+	return lua_getallocf(L, &ud) == kopt_memlimit_alloc ? ud : NULL;
+}
+
+static int l_memory(lua_State *L)
+{
+	struct kopt_memlimit *m = memlimit_of(L);
+	lua_pushinteger(L, m ? (lua_Integer)m->used : 0);
+	lua_pushinteger(L, m ? (lua_Integer)m->limit : 0);
+	lua_pushboolean(L, m ? m->hit : 0);
+	return 3;
+}
+
+static int l_memory_grant(lua_State *L)
+{
+	struct kopt_memlimit *m = memlimit_of(L);
+	lua_pushboolean(L, m ? kopt_memlimit_grant(m) : 0);
+	return 1;
+}
 
 static int l_now(lua_State *L)
 {
@@ -443,6 +469,8 @@ static int l_hostname(lua_State *L)
 
 static const luaL_Reg sys_funcs[] = {
 	{"now", l_now},
+	{"memory", l_memory},
+	{"memory_grant", l_memory_grant},
 	{"utc_iso", l_utc_iso},
 	{"mkdir_p", l_mkdir_p},
 	{"stat", l_stat},

@@ -116,6 +116,14 @@ local function call_strategy(self, fname, ...)
   if ok then return a end
   if errors.is_user_error(a) or errors.is_interrupt(a) then error(a, 0) end
   local first = tostring(a):match("^[^\n]*")
+  local used, limit, hit = sys.memory()
+  if hit and first:find("not enough memory", 1, true) then
+    -- the ceiling of core/memlimit.h: room to write the run, and the reason
+    sys.memory_grant()
+    first = string.format("%s (kopt's Lua memory reached its limit of %.3g GiB, KOPT_MEMORY_LIMIT; %.3g GiB held: "
+                          .. "a strategy that keeps more than that needs a higher limit, or 0 for none)",
+                          first, limit / 2 ^ 30, used / 2 ^ 30)
+  end
   errors.with_traceback(errors.RUNTIME,
     string.format("strategy '%s' failed in %s(): %s", self.strategy_name, fname, first), a)
 end

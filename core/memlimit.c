@@ -1,0 +1,65 @@
+/* The Lua state's memory ceiling (memlimit.h). */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "memlimit.h"
+#include "pool.h"
+
+void *kopt_memlimit_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
+{
+	struct kopt_memlimit *m = ud;
+	size_t old = ptr != NULL ? osize : 0; /* without ptr, osize is a type tag */
+	if (nsize > old && m->limit != 0 && m->used + (nsize - old) > m->limit) {
+		m->hit = 1;
+		return NULL; /* Lua collects garbage and tries once more, then raises */
+	}
+	void *p = kopt_pool_realloc(m->pool, ptr, osize, nsize);
+	if (p != NULL || nsize == 0)
+		m->used = m->used - old + nsize;
+	return p;
+}
+
+int kopt_memlimit_parse(const char *text, size_t *bytes)
+{
+	if (strcmp(text, "off") == 0) {
+		*bytes = 0;
+		return 0;
+	}
+	char *end = NULL;
+	if (!isdigit((unsigned char)text[0]))
+		return -1;
+	double v = strtod(text, &end);
+	double unit = 1.0;
+	switch (*end) {
+	case 'K': case 'k': unit = 1024.0; end++; break;
+	case 'M': case 'm': unit = 1024.0 * 1024.0; end++; break;
+	case 'G': case 'g': unit = 1024.0 * 1024.0 * 1024.0; end++; break;
+	case 'T': case 't': unit = 1024.0 * 1024.0 * 1024.0 * 1024.0; end++; break;
+	default: break;
+	}
+	if (*end == 'B' || *end == 'b')
+		end++;
+	if (*end != '\0' || !(v >= 0.0) || v * unit > 1e18)
+		return -1;
+	*bytes = (size_t)(v * unit);
+	return 0;
+}
+
+size_t kopt_memlimit_default(void)
+{
+	long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+	if (pages <= 0 || page <= 0)
+		return 0;
+	return (size_t)pages / 4 * 3 * (size_t)page;
+}
+
+int kopt_memlimit_grant(struct kopt_memlimit *m)
+{
+	if (m->granted || m->limit == 0)
+		return 0;
+	m->granted = 1;
+	m->limit += m->reserve;
+	return 1;
+}
