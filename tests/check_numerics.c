@@ -163,6 +163,38 @@ START_TEST(test_poison_is_nan_and_changes)
 }
 END_TEST
 
+/* A byte output takes the poison's byte value honestly one time in 256:
+ * such an element equal to the reference's is no unwritten one; a poison
+ * byte where the reference differs is. */
+START_TEST(test_integer_poison_collisions)
+{
+	enum kopt_dtype types[2] = {KOPT_U8, KOPT_I8};
+	for (int k = 0; k < 2; k++) {
+		size_t n = 1 << 16;
+		unsigned char *out = malloc(n), *ref = malloc(n);
+		uint32_t w = kopt_check_poison_word(types[k], 3);
+		for (size_t i = 0; i < n; i++)
+			out[i] = ref[i] = (unsigned char)(i * 2654435761u >> 13); /* every byte value */
+		struct kopt_check_result cr;
+		kopt_check_compare(types[k], out, ref, n, w, 1, &cr);
+		ck_assert_uint_eq(cr.unwritten, 0);
+		ck_assert(cr.rel_l2 == 0.0);
+		/* 100 elements left as poison where the reference is something else */
+		size_t left = 0;
+		for (size_t i = 0; i < n && left < 100; i += 97) {
+			unsigned char pb = (unsigned char)(w >> (8 * (i % 4)));
+			if (ref[i] == pb)
+				continue;
+			out[i] = pb;
+			left++;
+		}
+		kopt_check_compare(types[k], out, ref, n, w, 1, &cr);
+		ck_assert_uint_eq(cr.unwritten, left);
+		free(out), free(ref);
+	}
+}
+END_TEST
+
 START_TEST(test_compare_exact_and_errors)
 {
 	enum { N = 1000 };
@@ -355,6 +387,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_fill_seeded_and_distributions);
 	tcase_add_test(tc, test_alternate_distribution);
 	tcase_add_test(tc, test_poison_is_nan_and_changes);
+	tcase_add_test(tc, test_integer_poison_collisions);
 	tcase_add_test(tc, test_compare_exact_and_errors);
 	tcase_add_test(tc, test_element_bound);
 	tcase_add_test(tc, test_compare_f16_and_zero_reference);
