@@ -78,6 +78,7 @@ int kopt_worker_cu_check(CUresult r, const char *what, char *err, size_t errlen)
 
 static void free_set(struct worker *w, struct inputset *s)
 {
+	kopt_worker_free_reference(w, s);
 	for (int i = 0; s->host && i < w->nargs; i++) {
 		free(s->host[i]);
 		if (s->dev && s->dev[i])
@@ -89,6 +90,8 @@ static void free_set(struct worker *w, struct inputset *s)
 	free(s->dev);
 	free(s->ref_out);
 	free(s->hash);
+	free(s->ref_masked);
+	free(s->ref_key);
 	memset(s, 0, sizeof *s);
 }
 
@@ -419,7 +422,9 @@ struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int varian
 	s->dev = calloc((size_t)w->nargs, sizeof *s->dev);
 	s->ref_out = calloc((size_t)w->nargs, sizeof *s->ref_out);
 	s->hash = calloc((size_t)w->nargs, sizeof *s->hash);
-	if (!s->host || !s->dev || !s->ref_out || !s->hash)
+	s->ref_masked = calloc((size_t)w->nargs, sizeof *s->ref_masked);
+	s->ref_key = calloc((size_t)w->nargs, sizeof *s->ref_key);
+	if (!s->host || !s->dev || !s->ref_out || !s->hash || !s->ref_masked || !s->ref_key)
 		goto oom;
 	for (int i = 0; i < w->nargs; i++) {
 		struct warg *a = &w->args[i];

@@ -59,6 +59,10 @@ struct inputset {
 	CUdeviceptr *dev;
 	void **ref_out; /* per output arg, NULL until the reference ran */
 	uint64_t *hash; /* per input array: kopt_hash of its device copy */
+	/* per output: the reference's output on the device, each word XOR a
+	 * key stream (compare_dev.c), and that key; 0 when not uploaded */
+	CUdeviceptr *ref_masked;
+	uint64_t *ref_key;
 	int have_ref;
 	uint64_t used; /* LRU stamp */
 };
@@ -167,7 +171,9 @@ struct worker {
 	size_t flush_bytes;
 	CUmodule harness;
 	CUfunction spin, stamp, hash;
-	CUfunction guard_scan, nudge;
+	CUfunction guard_scan, nudge, compare;
+	CUdeviceptr compare_part; /* KOPT_COMPARE_BLOCKS x 8 doubles (compare_dev.c) */
+	int compare_dev;      /* 0 with KOPT_VERIFY_OFF=devcmp: every comparison on the host */
 	CUdeviceptr hash_dev;  /* 8 bytes per argument */
 	CUdeviceptr guard_dev; /* 16 bytes per guard region */
 	uint32_t guard_word;   /* the pattern the guards were last armed with */
@@ -321,6 +327,21 @@ void kopt_worker_free_params(struct wparams *p);
 
 /* Status of a wait: 0 done, 1 timeout, else the CUresult of the failure. */
 int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res);
+/* compare_dev.c: the candidate's outputs compared with set s's reference on
+ * the device (no copy to the host), for checks that pass with room to
+ * spare. 1: every compared output passes, *rel_l2 and *max_abs the largest;
+ * 0: the host must compare (an output the device path does not handle, no
+ * reference on the device, or any doubt: a failure or a result near a
+ * tolerance); -1: a CUDA error (w->log). */
+#define KOPT_COMPARE_BLOCKS 1024
+int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, double tol_rel_l2,
+				  double tol_max_abs, double *rel_l2, double *max_abs);
+/* Uploads the masked copies of set s's reference outputs (s->ref_out);
+ * an output that cannot be uploaded is left to the host. */
+void kopt_worker_upload_reference(struct worker *w, struct inputset *s);
+/* Frees them. */
+void kopt_worker_free_reference(struct worker *w, struct inputset *s);
+
 
 /* Poisons every output buffer with a fresh word (async on w->stream); an
  * output that starts as a copy of an input gets that input of w->cur_set

@@ -89,6 +89,12 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 		"kopt_guard_scan", err, errlen) ||
 	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->nudge, w->harness, "kopt_nudge"),
 				 "kopt_nudge", err, errlen) ||
+	    kopt_worker_cu_check(
+		kopt_cu.cuModuleGetFunction(&w->compare, w->harness, "kopt_compare"),
+		"kopt_compare", err, errlen) ||
+	    kopt_worker_cu_check(
+		kopt_cu.cuMemAlloc(&w->compare_part, 8 * sizeof(double) * KOPT_COMPARE_BLOCKS),
+		"cuMemAlloc (comparison)", err, errlen) ||
 	    kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->hash_dev, 8 * 256), "cuMemAlloc (hashes)",
 				 err, errlen) ||
 	    kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->guard_dev, 16 * 2 * 256),
@@ -102,6 +108,9 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 	w->check_globals = off == NULL || strstr(off, "globals") == NULL;
 	w->check_guards = off == NULL || strstr(off, "guards") == NULL;
 	w->check_timed = off == NULL || strstr(off, "timed") == NULL;
+	/* devcmp: every comparison on the host, as before compare_dev.c (to
+	 * measure what it saves) */
+	w->compare_dev = off == NULL || strstr(off, "devcmp") == NULL;
 	/* KOPT_TIMER=events keeps CUPTI out of the worker entirely */
 	const char *timer = getenv("KOPT_TIMER");
 	if (timer != NULL && strcmp(timer, "events") == 0)
@@ -161,8 +170,10 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 		kopt_cu.cuModuleUnload(w->ref_mod);
 		w->ref_loaded = 0;
 	}
-	for (int k = 0; k < KOPT_SETS; k++)
+	for (int k = 0; k < KOPT_SETS; k++) {
 		w->sets[k].have_ref = 0;
+		kopt_worker_free_reference(w, &w->sets[k]);
+	}
 	struct wmodule m;
 	struct job rj;
 	memset(&rj, 0, sizeof rj);

@@ -1,0 +1,171 @@
+/* Output comparisons on the device (data.h). A check used to copy every
+ * output to the host and compare it there: for outputs of tens of MB that
+ * is most of an evaluation (three comparisons: check 1, the last timed
+ * launch, check 2). Here the reference's output stays on the device, each
+ * word XOR a key stream so that a candidate scanning memory finds no answer
+ * in it, and kopt_compare (harness.cu) reduces the comparison to one row of
+ * sums per block. The device path only ever accepts: an output it does not
+ * handle (integers, regions, in/out buffers, the spec's own check), any
+ * NaN/Inf or poison, and any result that does not pass at half the
+ * tolerances goes to the host comparison, which decides and words the
+ * message. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "worker/data.h"
+#include "worker/numerics.h"
+
+/* kopt_compare's type codes */
+static int device_type(enum kopt_dtype t)
+{
+	switch (t) {
+	case KOPT_F32:
+		return 0;
+	case KOPT_F16:
+		return 1;
+	case KOPT_BF16:
+		return 2;
+	case KOPT_F64:
+		return 3;
+	default:
+		return -1;
+	}
+}
+
+static int eligible(const struct warg *a)
+{
+	return kopt_worker_is_output(a) && a->compare && a->nd == 0 && a->copy_from < 0 &&
+	       device_type(a->type) >= 0 && a->count > 0;
+}
+
+/* The same stream as kopt_mask_word in harness.cu. */
+static uint32_t mask_word(uint64_t key, uint64_t w)
+{
+	uint64_t z = key + w * 0x9e3779b97f4a7c15ull;
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+	return (uint32_t)(z ^ (z >> 31));
+}
+
+void kopt_worker_free_reference(struct worker *w, struct inputset *s)
+{
+	for (int i = 0; s->ref_masked != NULL && i < w->nargs; i++) {
+		if (s->ref_masked[i])
+			kopt_cu.cuMemFree(s->ref_masked[i]);
+		s->ref_masked[i] = 0;
+	}
+}
+
+void kopt_worker_upload_reference(struct worker *w, struct inputset *s)
+{
+	if (!w->compare_dev || s->ref_masked == NULL)
+		return;
+	kopt_worker_free_reference(w, s);
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (!eligible(a) || s->ref_out[i] == NULL)
+			continue;
+		size_t bytes = kopt_worker_arg_bytes(a), words = bytes / 4;
+		uint32_t *tmp = calloc(words ? words : 1, 4);
+		if (tmp == NULL)
+			continue;
+		memcpy(tmp, s->ref_out[i], a->count * kopt_dtype_size(a->type));
+		w->nonce = w->nonce * 6364136223846793005ull + 1442695040888963407ull;
+		uint64_t key = w->nonce ^ (uint64_t)(uintptr_t)tmp;
+		for (size_t k = 0; k < words; k++)
+			tmp[k] ^= mask_word(key, k);
+		CUdeviceptr d = 0;
+		if (kopt_cu.cuMemAlloc(&d, bytes) == CUDA_SUCCESS &&
+		    kopt_cu.cuMemcpyHtoD(d, tmp, bytes) == CUDA_SUCCESS) {
+			s->ref_masked[i] = d;
+			s->ref_key[i] = key;
+		} else if (d) {
+			kopt_cu.cuMemFree(d);
+		}
+		free(tmp);
+	}
+}
+
+/* One output: the host's kopt_check_result from the blocks' rows, merged in
+ * block order (the first element on ties, as the host's). 1 when it has no
+ * NaN/Inf. */
+static int merge(const double *part, unsigned blocks, size_t n, struct kopt_check_result *cr)
+{
+	double err2 = 0.0, ref2 = 0.0, nonfinite = 0.0;
+	memset(cr, 0, sizeof *cr);
+	cr->count = n;
+	cr->first_bad = n;
+	double worst = -1.0;
+	for (unsigned b = 0; b < blocks; b++) {
+		const double *p = part + 8 * (size_t)b;
+		err2 += p[0];
+		ref2 += p[1];
+		nonfinite += p[5];
+		if (p[6] >= 0.0 && (p[2] > cr->max_abs || (p[2] == cr->max_abs && p[6] < worst))) {
+			cr->max_abs = p[2];
+			cr->worst_got = p[3];
+			cr->worst_want = p[4];
+			worst = p[6];
+		}
+	}
+	cr->worst_at = worst >= 0.0 ? (size_t)worst : 0;
+	cr->ref_norm = sqrt(ref2);
+	cr->rel_l2 = cr->ref_norm > 0.0 ? sqrt(err2) / cr->ref_norm : sqrt(err2);
+	return nonfinite == 0.0;
+}
+
+int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, double tol_rel_l2,
+				  double tol_max_abs, double *rel_l2, double *max_abs)
+{
+	if (!w->compare_dev || s->ref_masked == NULL || !s->have_ref)
+		return 0;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (kopt_worker_is_output(a) && a->compare && (!eligible(a) || !s->ref_masked[i]))
+			return 0;
+	}
+	static double part[KOPT_COMPARE_BLOCKS * 8];
+	*rel_l2 = *max_abs = 0.0;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (!kopt_worker_is_output(a) || !a->compare)
+			continue;
+		unsigned long long n = a->count;
+		int t = device_type(a->type);
+		unsigned long long want_blocks = (n + 255) / 256;
+		unsigned blocks = want_blocks < KOPT_COMPARE_BLOCKS ? (unsigned)want_blocks
+								    : KOPT_COMPARE_BLOCKS;
+		CUdeviceptr out = w->out_dev[i], ref = s->ref_masked[i];
+		uint64_t key = s->ref_key[i];
+		void *params[] = {&out, &ref, &key, &n, &t, &w->compare_part};
+		CUresult r = kopt_cu.cuLaunchKernel(w->compare, blocks, 1, 1, 256, 1, 1, 0, w->stream,
+						    params, NULL);
+		if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 &&
+		    r == CUDA_SUCCESS)
+			r = CUDA_ERROR_LAUNCH_TIMEOUT;
+		if (r == CUDA_SUCCESS)
+			r = kopt_cu.cuMemcpyDtoH(part, w->compare_part, 8 * sizeof(double) * blocks);
+		if (kopt_worker_cu_check(r, "comparing the outputs on the GPU", w->log,
+					 sizeof w->log))
+			return -1;
+		struct kopt_check_result cr;
+		if (!merge(part, blocks, (size_t)n, &cr))
+			return 0;
+		double tol = a->tol_rel_l2 >= 0.0   ? a->tol_rel_l2
+			     : tol_rel_l2 >= 0.0    ? tol_rel_l2
+						    : kopt_check_default_rel_l2(a->type);
+		double tol_abs = a->tol_max_abs >= 0.0 ? a->tol_max_abs : tol_max_abs;
+		char msg[8];
+		/* only a clear pass: at half the tolerances (a sum in another order
+		 * than the host's never decides a borderline case) */
+		if (kopt_check_verdict(&cr, 0.5 * tol, tol_abs >= 0.0 ? 0.5 * tol_abs : -1.0, "", msg,
+				       sizeof msg))
+			return 0;
+		if (cr.rel_l2 > *rel_l2)
+			*rel_l2 = cr.rel_l2;
+		if (cr.max_abs > *max_abs)
+			*max_abs = cr.max_abs;
+	}
+	return 1;
+}
