@@ -67,6 +67,11 @@ void kopt_worker_upload_reference(struct worker *w, struct inputset *s)
 		if (!eligible(a) || s->ref_out[i] == NULL)
 			continue;
 		size_t bytes = kopt_worker_arg_bytes(a), words = bytes / 4;
+		/* a copy only where the GPU has room to spare: the input sets
+		 * allocated later must never fail for it */
+		size_t free_b = 0, total_b = 0;
+		if (kopt_cu.cuMemGetInfo(&free_b, &total_b) != CUDA_SUCCESS || bytes > free_b / 4)
+			continue;
 		uint32_t *tmp = calloc(words ? words : 1, 4);
 		if (tmp == NULL)
 			continue;
