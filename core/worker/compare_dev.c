@@ -4,8 +4,9 @@
  * launch, check 2). Here the reference's output stays on the device, each
  * word XOR a key stream so that a candidate scanning memory finds no answer
  * in it, and kopt_compare (harness.cu) reduces the comparison to one row of
- * sums per block. The device path only ever accepts: an output it does not
- * handle (integers, regions, in/out buffers, the spec's own check), any
+ * sums per block (an integer output: kopt_compare_bits counts the words
+ * that differ). The device path only ever accepts: an output it does not
+ * handle (regions, in/out buffers, the spec's own check), any
  * NaN/Inf or poison, and any result that does not pass at half the
  * tolerances goes to the host comparison, which decides and words the
  * message. */
@@ -16,7 +17,7 @@
 #include "worker/data.h"
 #include "worker/numerics.h"
 
-/* kopt_compare's type codes */
+/* kopt_compare's type codes; -1: an integer, compared bit for bit */
 static int device_type(enum kopt_dtype t)
 {
 	switch (t) {
@@ -36,7 +37,35 @@ static int device_type(enum kopt_dtype t)
 static int eligible(const struct warg *a)
 {
 	return kopt_worker_is_output(a) && a->compare && a->nd == 0 && a->copy_from < 0 &&
-	       device_type(a->type) >= 0 && a->count > 0;
+	       a->count > 0;
+}
+
+/* An integer output: a clear pass is one identical to the reference, bit
+ * for bit (kopt_compare_bits). 1 when identical, 0 when not, -1 on a CUDA
+ * error. */
+static int identical(struct worker *w, const struct inputset *s, int i)
+{
+	const struct warg *a = &w->args[i];
+	size_t bytes = a->count * kopt_dtype_size(a->type);
+	unsigned long long words = (bytes + 3) / 4;
+	unsigned last_mask = bytes % 4 == 0 ? 0xffffffffu : (1u << (8 * (bytes % 4))) - 1u;
+	unsigned long long want = (words + 255) / 256;
+	unsigned blocks = want < KOPT_COMPARE_BLOCKS ? (unsigned)want : KOPT_COMPARE_BLOCKS;
+	CUdeviceptr out = w->out_dev[i], ref = s->ref_masked[i], diff = w->compare_part;
+	uint64_t key = s->ref_key[i];
+	void *params[] = {&out, &ref, &key, &words, &last_mask, &diff};
+	unsigned long long count = 0;
+	CUresult r = kopt_cu.cuMemsetD8Async(diff, 0, 8, w->stream);
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuLaunchKernel(w->compare_bits, blocks, 1, 1, 256, 1, 1, 0, w->stream,
+					   params, NULL);
+	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
+		r = CUDA_ERROR_LAUNCH_TIMEOUT;
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuMemcpyDtoH(&count, diff, 8);
+	if (kopt_worker_cu_check(r, "comparing the outputs on the GPU", w->log, sizeof w->log))
+		return -1;
+	return count == 0;
 }
 
 /* The same stream as kopt_mask_word in harness.cu. */
@@ -138,6 +167,12 @@ int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, do
 			continue;
 		unsigned long long n = a->count;
 		int t = device_type(a->type);
+		if (t < 0) { /* an integer output */
+			int same = identical(w, s, i);
+			if (same <= 0)
+				return same;
+			continue;
+		}
 		unsigned long long want_blocks = (n + 255) / 256;
 		unsigned blocks = want_blocks < KOPT_COMPARE_BLOCKS ? (unsigned)want_blocks
 								    : KOPT_COMPARE_BLOCKS;

@@ -171,7 +171,7 @@ struct worker {
 	size_t flush_bytes;
 	CUmodule harness;
 	CUfunction spin, stamp, hash;
-	CUfunction guard_scan, nudge, compare;
+	CUfunction guard_scan, nudge, compare, compare_bits;
 	CUdeviceptr compare_part; /* KOPT_COMPARE_BLOCKS x 8 doubles (compare_dev.c) */
 	int compare_dev;      /* 0 with KOPT_VERIFY_OFF=devcmp: every comparison on the host */
 	CUdeviceptr hash_dev;  /* 8 bytes per argument */

@@ -165,3 +165,24 @@ extern "C" __global__ void kopt_compare(const unsigned *out, const unsigned *ref
 		p[7] = 0.0;
 	}
 }
+// An exact comparison (integer outputs): the count of the `words` 32-bit
+// words of out that differ from the masked reference's into *diff; in the
+// last word only the bytes of last_mask count (past the output's end the
+// buffer holds poison).
+extern "C" __global__ void kopt_compare_bits(const unsigned *out, const unsigned *ref, unsigned long long key,
+                                             unsigned long long words, unsigned last_mask,
+                                             unsigned long long *diff)
+{
+	unsigned long long c = 0;
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = (unsigned long long)blockIdx.x * blockDim.x + threadIdx.x; i < words; i += stride) {
+		unsigned d = out[i] ^ ref[i] ^ kopt_mask_word(key, i);
+		if (i == words - 1)
+			d &= last_mask;
+		c += d != 0;
+	}
+	for (int o = 16; o > 0; o >>= 1)
+		c += __shfl_down_sync(0xffffffffu, c, o);
+	if ((threadIdx.x & 31) == 0 && c != 0)
+		atomicAdd(diff, c);
+}

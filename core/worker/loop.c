@@ -93,6 +93,9 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 		kopt_cu.cuModuleGetFunction(&w->compare, w->harness, "kopt_compare"),
 		"kopt_compare", err, errlen) ||
 	    kopt_worker_cu_check(
+		kopt_cu.cuModuleGetFunction(&w->compare_bits, w->harness, "kopt_compare_bits"),
+		"kopt_compare_bits", err, errlen) ||
+	    kopt_worker_cu_check(
 		kopt_cu.cuMemAlloc(&w->compare_part, 8 * sizeof(double) * KOPT_COMPARE_BLOCKS),
 		"cuMemAlloc (comparison)", err, errlen) ||
 	    kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->hash_dev, 8 * 256), "cuMemAlloc (hashes)",

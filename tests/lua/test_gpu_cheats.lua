@@ -34,6 +34,7 @@ local CAUGHT = {
   { "cdp_launch", "a device-side child launch past the timing window" },
   { "tail_drop", "bf16: 200 tail elements written as 0, inside rel-L2 1e-2 (the element bound)" },
   { "const_init", "a constant input ('ones') is sampled, never read (check 2 varies it)" },
+  { "int_tail", "u8 output: the last 3 elements never written (exact integer comparison)" },
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
