@@ -342,9 +342,11 @@ function M.locked(opts, r)
       io.stderr:write("kopt: the finalists could not be re-measured: ", tostring(verdict), "\n")
     end
   end
-  if opts.sanitize and #opts.sanitize > 0 and backend.check_under and engine.best
+  -- under MPI, rank 0's own GPU backend checks (as for the finalists)
+  local here = backend.one_place and backend:one_place() or backend
+  if opts.sanitize and #opts.sanitize > 0 and here and here.check_under and engine.best
      and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
-    local sopts = M.sanitize_opts(engine, spec, backend, opts.sanitize)
+    local sopts = M.sanitize_opts(engine, spec, here, opts.sanitize)
     if not opts.q then sopts.progress = function(text) io.stderr:write(text) end end
     local ok, lines, rows = pcall(sanitize.run, sopts)
     if ok then

@@ -51,6 +51,10 @@ case("random --backend gpu7", 2, "kopt: --backend: expected 'cuda' or 'replay:FI
 case("random --time-limit -3 --backend replay:" .. replay, 2, "kopt: --time-limit: expected a positive number of seconds, got '-3'")
 case("random --gpus 0,x --backend replay:" .. replay, 2, "kopt: --gpus: expected a comma-separated list of GPU indices, got '0,x'")
 case("-q -v random --backend replay:" .. replay, 2, "kopt: -q and -v cannot be used together")
+case("random --sanitize helgrind --backend replay:" .. replay, 2,
+     "kopt: --sanitize: expected none or a comma-separated list of racecheck, memcheck, synccheck, initcheck; got 'helgrind'")
+case("random --sanitize racecheck --backend replay:" .. replay, 2,
+     "kopt: --sanitize: checks the winner on a GPU; this run replays " .. replay .. " (no kernel runs)")
 case("", 2, "kopt: missing STRATEGY (see kopt --help)")
 case("random", 2, "kopt: missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
 case("random a.json b.json c.json", 2, "kopt: too many arguments: 'b.json' (expected STRATEGY [SPEC])")

@@ -10,6 +10,7 @@ local json = require("kopt.json")
 local recording = require("kopt.recording")
 local rundir_mod = require("kopt.rundir")
 local run = require("kopt.run")
+local sanitize = require("kopt.sanitize")
 local spec_mod = require("kopt.spec")
 local strategy_mod = require("kopt.strategy")
 local suite = require("kopt.suite")
@@ -41,7 +42,7 @@ usage: kopt suite [STRATEGY] [DIR|SPEC ...] [options]
                     not run again; an interrupted one resumes
   --backend B       cuda; replay (each spec's own recording); replay:DIR (DIR/<problem>.t4.json
                     or DIR/<problem>.json)
-  --seed N, --gpus LIST, --finalists K, --opt K=V, --db PATH, --no-db, --fresh,
+  --seed N, --gpus LIST, --finalists K, --sanitize TOOLS, --opt K=V, --db PATH, --no-db, --fresh,
   --replay-check strict|lenient, -q, -v
                     as for a run (--fresh: measure again what the experience
                     database already knows)
@@ -92,6 +93,10 @@ local function parse(argv)
       o.backend = v
     elseif a == "--seed" then o.seed = count(a)
     elseif a == "--finalists" then o.finalists = count(a)
+    elseif a == "--sanitize" then
+      local list, why = sanitize.parse_tools(value(a))
+      if not list then errors.usage("suite: --sanitize: %s", why) end
+      o.sanitize = list
     elseif a == "--gpus" then
       o.gpus = {}
       for _, g in ipairs(split_list(value(a))) do
@@ -247,7 +252,7 @@ local function run_problem(o, strategy, p, dir, resume, device, base)
   local work_of = function(c) return p.spec:work(c) end
   local ropts = { opt = o.opt, budget = o.budget or M.DEFAULT_BUDGET, time_limit = o.time_limit, out = dir,
                   resume = resume or nil, backend = backend, seed = o.seed, gpus = o.gpus,
-                  finalists = o.finalists, q = o.q, v = o.v, db = o.db, no_db = o.no_db, fresh = o.fresh,
+                  finalists = o.finalists, sanitize = o.sanitize, q = o.q, v = o.v, db = o.db, no_db = o.no_db, fresh = o.fresh,
                   replay_check = o.replay_check,
                   stop_when = suite.stop_when(o.target, base, work_of, device, suite.precision(p.spec)) }
   local ok, rc = pcall(run.main, ropts, { strategy, p.path })
@@ -276,6 +281,9 @@ function M.main(argv)
   local problems = load_problems(paths, o.only)
   local out = o.out or ("runs/suite-" .. (strategy:match("([^/]+)$"):gsub("%.lua$", "")))
   local device = live_device(o)
+  if o.sanitize and #o.sanitize > 0 and not device then
+    errors.usage("suite: --sanitize: checks each winner on a GPU, and this suite replays recordings")
+  end
   if not device and not o.backend then
     local any = false
     for _, p in ipairs(problems) do any = any or p.spec.recording ~= nil end
