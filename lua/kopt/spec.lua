@@ -72,10 +72,13 @@ function Checker:string(v, path, optional, pattern, what)
   return v
 end
 
+-- positive: true (> 0), or "tolerance" (>= 0: 0 asks for exact equality).
 function Checker:number(v, path, optional, positive)
   if v == nil and optional then return nil end
-  if type(v) ~= "number" or (positive and v <= 0) then
-    self:fail(path, "expected %s, got %s", positive and "a positive number" or "a number",
+  local bad = type(v) ~= "number" or (positive == "tolerance" and not (v >= 0)) or (positive == true and v <= 0)
+  if bad then
+    self:fail(path, "expected %s, got %s",
+              positive == "tolerance" and "a number >= 0 (0: exactly equal)" or positive and "a positive number" or "a number",
               v == nil and "nothing" or type(v) == "number" and tostring(v) or self:type_name(v))
   end
   return v
@@ -520,8 +523,8 @@ function M.load(path, opts)
   end
   local tol = c:object(raw.tolerance, "tolerance", true) or {}
   c:unknown_fields(tol, { "rel_l2", "max_abs" }, "tolerance")
-  self.tolerance = { rel_l2 = c:number(tol.rel_l2, "tolerance.rel_l2", true, true),
-                     max_abs = c:number(tol.max_abs, "tolerance.max_abs", true, true) }
+  self.tolerance = { rel_l2 = c:number(tol.rel_l2, "tolerance.rel_l2", true, "tolerance"),
+                     max_abs = c:number(tol.max_abs, "tolerance.max_abs", true, "tolerance") }
   local work = c:object(raw.work, "work", true) or {}
   c:unknown_fields(work, { "flops", "bytes" }, "work")
   self.work_expr = {

@@ -168,8 +168,8 @@ function M.check_verify(c, v, args, names, dir)
     if not a or not a.output then c:fail(p, "'%s' is not an output argument", tostring(name)) end
     c:object(o, p)
     c:unknown_fields(o, { "region", "first", "rel_l2", "max_abs", "compare" }, p)
-    local r = { rel_l2 = c:number(o.rel_l2, p .. ".rel_l2", true, true),
-                max_abs = c:number(o.max_abs, p .. ".max_abs", true, true) }
+    local r = { rel_l2 = c:number(o.rel_l2, p .. ".rel_l2", true, "tolerance"),
+                max_abs = c:number(o.max_abs, p .. ".max_abs", true, "tolerance") }
     if o.compare ~= nil and type(o.compare) ~= "boolean" then
       c:fail(p .. ".compare", "expected true or false, got %s", c:type_name(o.compare))
     end

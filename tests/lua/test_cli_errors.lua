@@ -310,6 +310,11 @@ s = byok("byok_fixed_random", "[" .. y_out .. "}, " .. x_in .. ', "init": {"dist
 case("random " .. s, 2, "kopt: " .. s .. ": args[2].init.fixed: only a constant ('zeros', 'ones', 'constant') can be fixed; 'normal' is drawn anew in every input set")
 s = byok("byok_fixed_type", "[" .. y_out .. "}, " .. x_in .. ', "init": {"dist": "ones", "fixed": "yes"}}]')
 case("random " .. s, 2, "kopt: " .. s .. ": args[2].init.fixed: expected true or false, got a string")
+-- tolerances: 0 asks for exact equality, a negative one is refused
+s = byok("byok_tol_negative", nil, '"tolerance": {"rel_l2": -1e-6}')
+case("random " .. s, 2, "kopt: " .. s .. ": tolerance.rel_l2: expected a number >= 0 (0: exactly equal), got -1e-06")
+s = byok("byok_tol_out_negative", nil, '"verify": {"outputs": {"y": {"max_abs": -1}}}')
+case("random " .. s, 2, "kopt: " .. s .. ": verify.outputs.y.max_abs: expected a number >= 0 (0: exactly equal), got -1")
 s = byok("byok_param_out", "[" .. y_out .. ', "param": false}]')
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].param: only an input array can be left out of the kernel's parameters")
 s = byok("byok_npy_missing", "[" .. x_in .. ', "init": {"file": "nope.npy"}}]')
@@ -343,7 +348,7 @@ case("random " .. s, 2, "kopt: " .. s .. ": verify.outputs.y.first: 2000 element
 s = byok("byok_verify_compare", nil, '"verify": {"outputs": {"y": {"compare": "no"}}}')
 case("random " .. s, 2, "kopt: " .. s .. ": verify.outputs.y.compare: expected true or false, got a string")
 s = byok("byok_verify_tol", nil, '"verify": {"outputs": {"y": {"rel_l2": -1}}}')
-case("random " .. s, 2, "kopt: " .. s .. ": verify.outputs.y.rel_l2: expected a positive number, got -1")
+case("random " .. s, 2, "kopt: " .. s .. ": verify.outputs.y.rel_l2: expected a number >= 0 (0: exactly equal), got -1")
 s = byok("byok_verify_check", nil, '"verify": {"check": "return 42"}')
 case("random " .. s, 2, "kopt: " .. s .. ": verify.check: the code must return a function, it returned number")
 s = byok("byok_metric_name", nil, '"metrics": {"GB/s": "bites / time_s"}')
@@ -384,6 +389,11 @@ for _, c in ipairs(cases) do
   end
   T.check(not T.exists(tmp .. "/runs"), "`kopt %s` left a runs/ directory behind", c.args)
 end
+-- A tolerance of 0 (exact) is accepted.
+local exact = spec_file("exact_tol", nil, spec_text({ knobs = '[{"name": "block_size_x", "values": [128, 256]}]' })
+                          :gsub("}%s*$", ', "tolerance": {"rel_l2": 0, "max_abs": 0}}'))
+local ecode, _, eerr = T.run("compile " .. exact, nil, tmp)
+T.check(ecode == 0, "a spec with tolerance 0: exit code %s\n%s", tostring(ecode), eerr)
 -- A spec with a UTF-8 byte order mark is read like one without.
 local bom = spec_file("bom", nil, "\239\187\191" .. spec_text({ knobs = '[{"name": "block_size_x", "values": [128, 256]}]' }))
 local code, _, err = T.run("random " .. bom .. " --backend replay:" .. replay .. " --budget 2 -q --out " .. tmp .. "/run_bom",
