@@ -75,7 +75,7 @@ end
 -- positive: true (> 0), or "tolerance" (>= 0: 0 asks for exact equality).
 function Checker:number(v, path, optional, positive)
   if v == nil and optional then return nil end
-  local bad = type(v) ~= "number" or (positive == "tolerance" and not (v >= 0)) or (positive == true and v <= 0)
+  local bad = type(v) ~= "number" or (positive == "tolerance" and (v ~= v or v < 0)) or (positive == true and v <= 0)
   if bad then
     self:fail(path, "expected %s, got %s",
               positive == "tolerance" and "a number >= 0 (0: exactly equal)" or positive and "a positive number" or "a number",
