@@ -120,10 +120,18 @@ local function number_or_nil(v, path)
   return v
 end
 
+-- An integer knob value at or past 2^53 reaches kopt as a double, where
+-- 2^53 and 2^53 + 1 are one number: two configs would merge unseen.
+local function inexact(v)
+  return math.type(v) == "float" and v == math.floor(v) and math.abs(v) >= 2^53
+end
+local INEXACT = "%s: %.17g is past 2^53, where JSON numbers no longer tell integers apart; write it as a string"
+
 local function knob_value(v, path)
   if type(v) ~= "number" and type(v) ~= "string" then
     bad("%s: expected a number or a string, got %s", path, show(v))
   end
+  if inexact(v) then bad(INEXACT, path, v) end
   return v
 end
 
@@ -187,6 +195,9 @@ local function from_kt(doc, file, repaired, r)
       if type(v) ~= "number" and type(v) ~= "string" then
         return nil, string.format("replay file %s: tune_params.%s[%d]: expected a number or a string, got %s",
                                   file, name, j, show(v))
+      end
+      if inexact(v) then
+        return nil, string.format("replay file %s: " .. INEXACT, file, string.format("tune_params.%s[%d]", name, j), v)
       end
       allowed[name][v] = true
     end

@@ -96,6 +96,16 @@ for _, ev in ipairs((T.events(tmp .. "/units"))) do
           tostring(ev.result.time_ms), tostring(w))
 end
 
+-- Integers past 2^53: 2^53 and 2^53 + 1 are one double, so two configs
+-- would merge unseen; the entry is refused, naming the value.
+T.write(tmp .. "/big.t4.json", [[{"schema_version": "1.0.0", "metadata": {"timeunit": "ms"}, "results": [
+ {"configuration": {"a": 9007199254740992}, "invalidity": "correct", "objectives": ["time"], "measurements": [{"name": "time", "value": 2, "unit": "ms"}]},
+ {"configuration": {"a": 9007199254740993}, "invalidity": "correct", "objectives": ["time"], "measurements": [{"name": "time", "value": 1, "unit": "ms"}]}]}]])
+code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/big.t4.json -q --out " .. tmp .. "/big")
+T.eq(code, 2, "T4 with an integer past 2^53: exit code")
+T.check(T.one_sentence(err, "past 2^53"):find("results[1].configuration.a: 9007199254740992 is past 2^53, where JSON numbers "
+        .. "no longer tell integers apart; write it as a string", 1, true), "past 2^53: %s", err)
+
 -- (inputs that are not strict JSON live apart from the runs' files)
 local inputs = T.tmpdir("recordings-in")
 
