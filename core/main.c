@@ -98,13 +98,15 @@ int main(int argc, char **argv)
 			limit_text);
 		return 2;
 	}
+	mem.base = mem.limit;
 	/* room for the summary and results.json once a strategy hit the limit */
 	mem.reserve = mem.limit / 8 > ((size_t)64 << 20) ? mem.limit / 8 : (size_t)64 << 20;
 	struct kopt_pool *pool = kopt_pool_new();
 	mem.pool = pool;
 	lua_State *L = pool ? lua_newstate(kopt_memlimit_alloc, &mem) : NULL;
 	if (L == NULL) {
-		fprintf(stderr, "kopt: cannot create the Lua state (out of memory)\n");
+		fprintf(stderr, "kopt: cannot create the Lua state (out of memory%s)\n",
+			mem.hit ? ": KOPT_MEMORY_LIMIT is too small" : "");
 		kopt_pool_free(pool);
 		return 1;
 	}

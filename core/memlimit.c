@@ -39,6 +39,8 @@ int kopt_memlimit_parse(const char *text, size_t *bytes)
 	case 'T': case 't': unit = 1024.0 * 1024.0 * 1024.0 * 1024.0; end++; break;
 	default: break;
 	}
+	if (unit > 1.0 && *end == 'i') /* 8GiB as well as 8G */
+		end++;
 	if (*end == 'B' || *end == 'b')
 		end++;
 	if (*end != '\0' || !(v >= 0.0) || v * unit > 1e18)
@@ -60,6 +62,16 @@ int kopt_memlimit_grant(struct kopt_memlimit *m)
 	if (m->granted || m->limit == 0)
 		return 0;
 	m->granted = 1;
-	m->limit += m->reserve;
+	m->limit = m->base + m->reserve;
+	return 1;
+}
+
+int kopt_memlimit_rearm(struct kopt_memlimit *m)
+{
+	if (!m->granted || m->used >= m->base)
+		return 0;
+	m->granted = 0;
+	m->hit = 0;
+	m->limit = m->base;
 	return 1;
 }

@@ -14,8 +14,9 @@ struct kopt_pool;
 struct kopt_memlimit {
 	struct kopt_pool *pool;
 	size_t used;	/* bytes the state holds */
-	size_t limit;	/* 0: none */
-	size_t reserve; /* granted once after the limit was hit */
+	size_t limit;	/* 0: none; the base limit plus the reserve once granted */
+	size_t base;	/* the limit asked for (KOPT_MEMORY_LIMIT or the default) */
+	size_t reserve; /* granted once after the limit was hit, until rearmed */
 	int hit;	/* an allocation was refused */
 	int granted;
 };
@@ -33,5 +34,10 @@ size_t kopt_memlimit_default(void);
 
 /* Raises the limit by the reserve, once; returns 1 when it did. */
 int kopt_memlimit_grant(struct kopt_memlimit *m);
+
+/* Back to the base limit, with the reserve grantable again, when the state
+ * holds less than the base (a finished run's data collected: the next run
+ * of a suite gets its own reserve); returns 1 when it did. */
+int kopt_memlimit_rearm(struct kopt_memlimit *m);
 
 #endif

@@ -135,6 +135,13 @@ START_TEST(test_alternate_distribution)
 		kopt_check_fill(KOPT_F32, near, 3, KOPT_DIST_NEAR, c, 5, 0);
 		ck_assert(near[0] != (float)c || near[1] != (float)c || near[2] != (float)c);
 	}
+	/* a constant near the type's largest value moves toward zero, never to Inf */
+	static uint16_t near16[1 << 14];
+	for (int seed = 1; seed <= 20; seed++) {
+		kopt_check_fill(KOPT_F16, near16, 1 << 14, KOPT_DIST_NEAR, 40000.0, (uint64_t)seed, 0);
+		for (int i = 0; i < 1 << 14; i++)
+			ck_assert(isfinite(kopt_f16_to_f32(near16[i])));
+	}
 	double v = -1;
 	ck_assert_int_eq(kopt_dist_parse("ones", &v), KOPT_DIST_CONSTANT);
 	ck_assert(v == 1.0);

@@ -120,8 +120,9 @@ static int l_spawn(lua_State *L)
 		lua_Integer n = luaL_len(L, 2);
 		luaL_argcheck(L, n >= 1 && n <= 64, 2, "expected a command of 1 to 64 strings");
 		for (lua_Integer i = 1; i <= n; i++) {
-			lua_geti(L, 2, i);
-			wrap[i - 1] = luaL_checkstring(L, -1);
+			if (lua_geti(L, 2, i) != LUA_TSTRING)
+				return luaL_argerror(L, 2, "expected a list of strings");
+			wrap[i - 1] = lua_tostring(L, -1);
 			lua_pop(L, 1); /* the table keeps the string alive */
 		}
 	}

@@ -20,8 +20,9 @@
 #include "sha256.h"
 #include "sys.h"
 
-/* sys.memory() -> bytes held, limit (0: none), whether an allocation was
- * refused; sys.memory_grant() -> whether the reserve was added now
+/* sys.memory() -> bytes held, the limit asked for (0: none), whether an
+ * allocation was refused; sys.memory_grant() -> whether the reserve was
+ * added now; sys.memory_rearm() -> whether the limit went back to its base
  * (core/memlimit.h). Without kopt's allocator (a test harness): 0, 0, false. */
 static struct kopt_memlimit *memlimit_of(lua_State *L)
 {
@@ -33,9 +34,16 @@ static int l_memory(lua_State *L)
 {
 	struct kopt_memlimit *m = memlimit_of(L);
 	lua_pushinteger(L, m ? (lua_Integer)m->used : 0);
-	lua_pushinteger(L, m ? (lua_Integer)m->limit : 0);
+	lua_pushinteger(L, m ? (lua_Integer)m->base : 0);
 	lua_pushboolean(L, m ? m->hit : 0);
 	return 3;
+}
+
+static int l_memory_rearm(lua_State *L)
+{
+	struct kopt_memlimit *m = memlimit_of(L);
+	lua_pushboolean(L, m ? kopt_memlimit_rearm(m) : 0);
+	return 1;
 }
 
 static int l_memory_grant(lua_State *L)
@@ -471,6 +479,7 @@ static const luaL_Reg sys_funcs[] = {
 	{"now", l_now},
 	{"memory", l_memory},
 	{"memory_grant", l_memory_grant},
+	{"memory_rearm", l_memory_rearm},
 	{"utc_iso", l_utc_iso},
 	{"mkdir_p", l_mkdir_p},
 	{"stat", l_stat},

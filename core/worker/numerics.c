@@ -294,7 +294,13 @@ static double near_value(const struct fill_part *p, size_t i)
 	/* the low 11 bits chose the element: size and sign come from the rest */
 	double m = 0.5 + 0.5 * (double)(r >> 12) * 0x1.0p-52;
 	m = (r >> 11) & 1 ? m : -m;
-	return p->value != 0.0 ? p->value * (1.0 + m) : m;
+	if (p->value == 0.0)
+		return m;
+	/* toward zero where away would pass the type's largest finite value */
+	double largest = p->t == KOPT_F16 ? 65504.0 : p->t == KOPT_BF16 ? 3.38e38 : p->t == KOPT_F32 ? 3.4e38 : 1.7e308;
+	if (fabs(p->value * (1.0 + fabs(m))) > largest)
+		m = -fabs(m);
+	return p->value * (1.0 + m);
 }
 
 static void *fill_range(void *arg)

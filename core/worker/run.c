@@ -271,6 +271,7 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			if (!kopt_worker_is_output(a))
 				continue;
 			size_t bytes = a->count * kopt_dtype_size(a->type);
+			free(s->ref_out[i]); /* a reference computed before (set_ref) */
 			if ((s->ref_out[i] = malloc(bytes ? bytes : 4)) == NULL ||
 			    kopt_worker_cu_check(
 				kopt_cu.cuMemcpyDtoH(s->ref_out[i], w->ref_dev[i], bytes),

@@ -33,6 +33,7 @@ int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, const char *con
 	w->pid = -1;
 	w->to_fd = w->from_fd = -1;
 	w->device = device;
+	w->group = 0;
 	signal(SIGPIPE, SIG_IGN);
 	if (pipe2(req, O_CLOEXEC) != 0 || pipe2(rep, O_CLOEXEC) != 0) {
 		snprintf(err, errlen, "pipe: %s", strerror(errno));
@@ -79,8 +80,18 @@ int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, const char *con
 	argv[argc++] = "3";
 	argv[argc++] = "4";
 	argv[argc] = NULL;
+	/* a wrapper (the sanitizer) runs the worker as its own child: both go
+	 * in a process group of their own, so a stop reaches the worker too */
+	posix_spawnattr_t attr;
+	posix_spawnattr_init(&attr);
+	w->group = wrap != NULL && wrap[0] != NULL;
+	if (w->group) {
+		posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP);
+		posix_spawnattr_setpgroup(&attr, 0);
+	}
 	pid_t pid;
-	int rc = posix_spawn(&pid, prog, &fa, NULL, argv, environ);
+	int rc = posix_spawn(&pid, prog, &fa, &attr, argv, environ);
+	posix_spawnattr_destroy(&attr);
 	posix_spawn_file_actions_destroy(&fa);
 	if (rc != 0) {
 		snprintf(err, errlen, "cannot start a GPU worker: posix_spawn %s: %s", prog,
@@ -127,8 +138,11 @@ void kopt_workerproc_stop_wait(struct kopt_workerproc *w, int grace_ms, char *ho
 		nanosleep(&ts, NULL);
 		r = waitpid(w->pid, &status, WNOHANG);
 	}
-	if (r == 0) {
+	if (w->group)
+		kill(-w->pid, SIGKILL); /* the wrapper and any worker left under it */
+	else if (r == 0)
 		kill(w->pid, SIGKILL);
+	if (r == 0) {
 		do
 			r = waitpid(w->pid, &status, 0);
 		while (r < 0 && errno == EINTR);

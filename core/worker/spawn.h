@@ -13,6 +13,7 @@ struct kopt_workerproc {
 	int to_fd;   /* requests to the worker */
 	int from_fd; /* replies from the worker */
 	int device;
+	int group; /* started under a wrapper, in a process group of its own */
 };
 
 /* Starts a worker for `device` (posix_spawn of /proc/self/exe). Does not wait

@@ -215,8 +215,8 @@ function M.main(argv)
     local _, limit, hit = sys.memory()
     if hit and tostring(result.msg):find("not enough memory", 1, true) then
       io.stderr:write(string.format("kopt: out of memory: kopt's Lua memory reached its limit of %.3g GiB "
-        .. "(KOPT_MEMORY_LIMIT; the default is three quarters of the machine's memory); the run folder keeps "
-        .. "every evaluation recorded: continue with --resume under a higher limit\n", limit / 2 ^ 30))
+        .. "(KOPT_MEMORY_LIMIT; the default is three quarters of the machine's memory); a run folder keeps "
+        .. "every evaluation it recorded, and --resume continues it under a higher limit\n", limit / 2 ^ 30))
       return errors.RUNTIME
     end
     io.stderr:write("kopt: internal error: ", result.msg, "\n")

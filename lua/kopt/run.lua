@@ -170,6 +170,12 @@ function M.main(opts, pos)
   end
   -- The spec's constraints are checked before any backend starts.
   local space = spec and M.build_space(spec) or nil
+  -- a run after one whose strategy hit the memory limit (a suite's next
+  -- problem) gets the limit, and its reserve, back once that is collected
+  if select(3, sys.memory()) then
+    collectgarbage("collect")
+    sys.memory_rearm()
+  end
   local choice = choose_backend(opts, spec)
   if opts.sanitize and #opts.sanitize > 0 and choice.kind ~= "cuda" then
     errors.usage("--sanitize: checks the winner on a GPU; this run replays %s (no kernel runs)", choice.file)
@@ -242,23 +248,40 @@ end
 
 -- The run itself, with the folder's lock held.
 -- What kopt.sanitize needs to check the winner and, when it has errors of
--- its own, the next fastest ok configs: the run's best first.
-function M.sanitize_opts(engine, spec, backend, tools)
+-- its own, the next fastest ok configs: the run's best first, never a
+-- finalist whose re-measurement failed; a finalist named winner keeps its
+-- re-measured time.
+function M.sanitize_opts(engine, spec, backend, tools, verdict)
+  local rows = {}
+  for _, row in ipairs(verdict and verdict.rows or {}) do rows[row.key] = row end
   local ranked, best = {}, engine.best
   for _, rec in ipairs(engine.records) do
     if rec.key == best.key then ranked[1] = rec break end
   end
-  for _, rec in ipairs(finalists.top(engine, 4)) do
-    if rec.key ~= best.key and #ranked < 4 then ranked[#ranked + 1] = rec end
+  for _, rec in ipairs(finalists.top(engine, 8)) do
+    local row = rows[rec.key]
+    if rec.key ~= best.key and #ranked < 4 and not (row and row.failed) then ranked[#ranked + 1] = rec end
   end
+  local later = {}  -- a pipeline's later kernels are the candidate's too
+  for i = 2, #(spec and spec.pipeline or {}) do later[#later + 1] = spec.pipeline[i].entry end
   return {
     tools = tools, backend = backend, ranked = ranked,
     job_for = function(rec) return engine:job_for(rec.candidate or { config = rec.config }) end,
-    entry_for = function(rec) return rec.candidate and rec.candidate.entry or spec:entry(rec.config) end,
+    entry_for = function(rec)
+      local list = { rec.candidate and rec.candidate.entry or spec:entry(rec.config) }
+      for _, e in ipairs(later) do list[#list + 1] = e end
+      return list
+    end,
     describe = function(rec) return engine.space:describe(rec.config) end,
+    interrupted = sys.interrupted,
     make_best = function(rec)
       local job = engine:job_for(rec.candidate or { config = rec.config })
-      engine.best = { key = rec.key, config = rec.config, result = rec.result, candidate = rec.candidate,
+      local result, row = {}, rows[rec.key]
+      for k, v in pairs(rec.result) do result[k] = v end
+      if row and row.median_ms then
+        result.first_ms, result.time_ms, result.finalist_times = row.first_ms, row.median_ms, row.times
+      end
+      engine.best = { key = rec.key, config = rec.config, result = result, candidate = rec.candidate,
                       source = job.source, n = rec.n }
       engine.ctx.best = engine_mod.best_view(engine.best)
     end,
@@ -332,11 +355,12 @@ function M.locked(opts, r)
   if engine.stop_reason == "error" and engine.error.io_failed then
     return M.write_failure(engine, backend, nil, prior, opts.resume)
   end
-  local finalist_lines
+  local finalist_lines, final_verdict
   local k = opts.finalists or 3
   if backend.name ~= "replay" and k > 1 and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
     local ok, verdict = pcall(finalists.run, engine, k, 3)
     if ok and verdict then
+      final_verdict = verdict
       finalist_lines = finalists.apply(engine, verdict)
     elseif not ok then
       io.stderr:write("kopt: the finalists could not be re-measured: ", tostring(verdict), "\n")
@@ -346,9 +370,12 @@ function M.locked(opts, r)
   local here = backend.one_place and backend:one_place() or backend
   if opts.sanitize and #opts.sanitize > 0 and here and here.check_under and engine.best
      and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
-    local sopts = M.sanitize_opts(engine, spec, here, opts.sanitize)
+    local sopts = M.sanitize_opts(engine, spec, here, opts.sanitize, final_verdict)
     if not opts.q then sopts.progress = function(text) io.stderr:write(text) end end
     local ok, lines, rows = pcall(sanitize.run, sopts)
+    if not ok and errors.is_interrupt(lines) then
+      ok, lines, rows = true, { "  sanitizer: interrupted; the winner stays" }, {}
+    end
     if ok then
       finalist_lines = finalist_lines or {}
       for _, l in ipairs(lines) do finalist_lines[#finalist_lines + 1] = l end

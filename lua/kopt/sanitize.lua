@@ -56,9 +56,12 @@ function M.find()
   return nil, "compute-sanitizer not found (CUDA toolkit's bin, $CUDA_HOME, PATH, or $KOPT_SANITIZER)"
 end
 
--- The base name of a kernel entry: `stencil<float, 128>` -> stencil.
-local function base_name(entry)
-  return tostring(entry):match("^%s*([%w_]+)") or tostring(entry)
+-- The function's own name in a kernel name as kopt or the tool writes it:
+-- `stencil<float, 128>`, `ns::stencil<float>(float *, int)` and
+-- `void stencil(float *)` all give "stencil".
+function M.base_name(name)
+  local s = tostring(name):gsub("%b()", ""):gsub("%b<>", "")
+  return s:match("([%w_]+)%s*$") or s
 end
 
 -- Reads a tool's report. Returns { errors=, warnings=, kernels = {name=count},
@@ -83,9 +86,10 @@ function M.parse(text)
     elseif body:match("^Warning") then
       in_error = false
     end
-    -- "at NAME+0x1f0" names the kernel of an error record
+    -- "at NAME+0x1f0" names the kernel of an error record (NAME may carry
+    -- a template and a parameter list: `ref_mul(float *, const float *)`)
     if in_error then
-      for name in body:gmatch("at ([%w_$:<>,%s%*&]-)%+0x%x+") do
+      for name in body:gmatch("at (.-)%+0x%x+") do
         name = name:gsub("^%s+", "")
         out.kernels[name] = (out.kernels[name] or 0) + 1
       end
@@ -94,16 +98,20 @@ function M.parse(text)
   return out
 end
 
--- Whether the errors of a report are the candidate's: its kernel is named,
--- or no kernel is named at all (then kopt cannot tell, and holds it against
--- the candidate rather than trust it).
-function M.blames(report, entry, lowered)
+-- Whether the errors of a report are the candidate's: one of its kernels
+-- (entries: the candidate's entry, and a pipeline's later kernels) is named,
+-- by the function's own name or its lowered (mangled) one, or no kernel is
+-- named at all (then kopt cannot tell, and holds it against the candidate
+-- rather than trust it).
+function M.blames(report, entries, lowered)
   if (report.errors or 0) == 0 then return false end
-  local base = base_name(entry)
+  if type(entries) ~= "table" then entries = { entries } end
+  local mine = {}
+  for _, e in ipairs(entries) do mine[M.base_name(e)] = true end
   local named = false
   for name in pairs(report.kernels) do
     named = true
-    if name:find(base, 1, true) or (lowered and name:find(lowered, 1, true)) then return true end
+    if mine[M.base_name(name)] or (lowered and name:find(lowered, 1, true)) then return true end
   end
   return not named
 end
@@ -111,13 +119,14 @@ end
 -- Checks one candidate (a backend job; entry: its kernel's name) under
 -- every tool. Returns { tool = {report fields, status=, note=, blamed=} } and
 -- whether the candidate is clean.
-function M.check(backend, job, entry, tools, exe, limit_s)
-  local verdict, clean = {}, true
+function M.check(backend, job, entries, tools, exe, limit_s)
+  local verdict, clean, finished = {}, true, true
   for _, tool in ipairs(tools) do
     local log = os.tmpname()
     local wrap = { exe, "--tool", tool, "--log-file", log, "--print-limit", "20" }
     local t0 = sys.now()
-    local r, why = backend:check_under(job, wrap, limit_s)
+    local ok, r, why = pcall(backend.check_under, backend, job, wrap, limit_s)
+    if not ok then r, why = nil, tostring(r) end
     local f = io.open(log, "rb")
     local text = f and f:read("a") or ""
     if f then f:close() end
@@ -130,13 +139,13 @@ function M.check(backend, job, entry, tools, exe, limit_s)
       rep.note = string.format("no report (the check ended %s: %s)", tostring(r.status), tostring(r.how))
     end
     rep.status = r and r.status
-    rep.blamed = rep.errors ~= nil and M.blames(rep, entry, r and r.lowered)
-    -- a kernel that crashes under memcheck has an error the tool named
-    if r and (r.status == "crash" or r.status == "wrong") and rep.errors and rep.errors > 0 then rep.blamed = true end
+    rep.blamed = rep.errors ~= nil and M.blames(rep, entries, r and r.lowered)
     if rep.blamed then clean = false end
+    -- a check that did not finish says nothing: not clean, not flagged
+    if rep.errors == nil then finished = false end
     verdict[tool] = rep
   end
-  return verdict, clean
+  return verdict, clean and finished, finished
 end
 
 local function describe(tool, rep)
@@ -176,17 +185,26 @@ function M.run(opts)
                                   table.concat(opts.tools, ", ")))
     end
     local job = opts.job_for(rec)
-    local verdict, clean = M.check(opts.backend, job, opts.entry_for(rec), opts.tools, exe, limit_s)
+    local verdict, clean, finished = M.check(opts.backend, job, opts.entry_for(rec), opts.tools, exe, limit_s)
     local parts = {}
     for _, tool in ipairs(opts.tools) do parts[#parts + 1] = describe(tool, verdict[tool]) end
     lines[#lines + 1] = string.format("  sanitizer, %s: %s", opts.describe(rec), table.concat(parts, "; "))
-    local row = { key = rec.key, clean = clean, tools = {} }
+    local row = { key = rec.key, clean = clean, finished = finished, tools = {} }
     for tool, rep in pairs(verdict) do
       row.tools[tool] = { errors = rep.errors, warnings = rep.warnings, blamed = rep.blamed, note = rep.note,
                           kernels = rep.kernels, first = rep.lines, seconds = rep.seconds, status = rep.status }
     end
     rows[#rows + 1] = row
     rec.result.sanitizer = row.tools
+    if not finished then
+      -- (a check that did not finish cannot clear the next config either)
+      lines[#lines + 1] = "  sanitizer: the check did not finish; the winner stays, unchecked"
+      break
+    end
+    if opts.interrupted and opts.interrupted() then
+      lines[#lines + 1] = "  sanitizer: interrupted; the winner stays"
+      break
+    end
     if clean then
       if i > 1 then
         opts.make_best(rec)

@@ -37,13 +37,33 @@ T.check(T.exists(dir .. "/results.json") and T.exists(dir .. "/best/config.json"
         "results.json and best/ are written after the error")
 T.strict_json(dir, "the run folder after the memory error")
 
+-- Two runs in one process (as a suite makes them), both past the limit:
+-- the second gets its own reserve once the first's data is collected, so
+-- both are written, and both messages name the limit asked for.
+T.write(tmp .. "/two.lua", string.format([[
+local cli, run = require("kopt.cli"), require("kopt.run")
+for i = 1, 2 do
+  local opts, pos = cli.parse({ "%s/hog.lua", "--backend", "replay:%s", "--budget", "50", "--out", "%s/two_" .. i, "-q" })
+  local ok, err = pcall(run.main, opts, pos)
+  io.stderr:write(string.format("run %%d: %%s\n", i, ok and "returned" or tostring(type(err) == "table" and err.msg or err)))
+end
+]], tmp, replay, tmp))
+code, _, err = T.run("script " .. tmp .. "/two.lua", "KOPT_MEMORY_LIMIT=200M")
+T.eq(code, 0, "two runs past the limit in one process: exit code\n" .. err)
+for i = 1, 2 do
+  T.check(T.exists(tmp .. "/two_" .. i .. "/results.json") and T.exists(tmp .. "/two_" .. i .. "/best/config.json"),
+          "run %d of two past the limit is written\n%s", i, err)
+  T.check(err:find("run " .. i .. ": strategy 'hog' failed in ask(): not enough memory (kopt's Lua memory reached its limit of 0.195 GiB",
+                   1, true), "run %d names the limit asked for:\n%s", i, err)
+end
+
 for _, bad in ipairs({ "12X", "-5", "G", "1.5Q" }) do
   code, _, err = T.run("--version", "KOPT_MEMORY_LIMIT=" .. bad)
   T.eq(code, 2, "KOPT_MEMORY_LIMIT=" .. bad .. ": exit code")
   T.eq(T.one_sentence(err, bad), "kopt: KOPT_MEMORY_LIMIT: expected a size such as 8G, 512M or 65536 (bytes), or 0 "
        .. "for none; got '" .. bad .. "'", "KOPT_MEMORY_LIMIT=" .. bad .. ": message")
 end
-for _, good in ipairs({ "0", "off", "64G", "1.5g", "1000000" }) do
+for _, good in ipairs({ "0", "off", "64G", "8GiB", "1.5g", "1000000" }) do
   code = T.run("--version", "KOPT_MEMORY_LIMIT=" .. good)
   T.eq(code, 0, "KOPT_MEMORY_LIMIT=" .. good .. " is accepted")
 end

@@ -42,6 +42,24 @@ T.eq(r.errors, 1, "memcheck errors from the summary")
 T.check(not sanitize.blames(r, "cheat"), "an error in the reference is not the candidate's")
 T.check(sanitize.blames(r, "ref_mul"), "the same error is the candidate's when it is its kernel")
 
+-- the tool's full names (a parameter list, a namespace, a template): the
+-- function's own name decides, never a part of another kernel's name
+local full = [[
+========= Error: Race reported between Write access at matmul_ref(float *, const float *)+0x40 in /tmp/r.cu:9
+=========     and Read access at matmul_ref(float *, const float *)+0x60 in /tmp/r.cu:9 [12 hazards]
+========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)
+]]
+r = sanitize.parse(full)
+T.eq(r.kernels["matmul_ref(float *, const float *)"], 2, "a name with its parameter list is read whole")
+T.check(not sanitize.blames(r, "matmul"), "the reference matmul_ref's race is not the candidate matmul's")
+T.check(sanitize.blames(r, "matmul_ref"), "it is matmul_ref's")
+T.eq(sanitize.base_name("ns::stencil<float, 128>(float *, int)"), "stencil", "base name through namespace, template, parameters")
+T.eq(sanitize.base_name("void stencil<float>(float *)"), "stencil", "base name after a return type")
+r = sanitize.parse("========= Error: Race reported between Write access at ns::stage2<64>(float *)+0x10 in a.cu:3\n"
+                   .. "========= RACECHECK SUMMARY: 1 hazard displayed (1 error, 0 warnings)\n")
+T.check(not sanitize.blames(r, "stage1<64>"), "a race in another kernel of the namespace is not stage1's")
+T.check(sanitize.blames(r, { "stage1<64>", "stage2" }), "a pipeline's later kernel is the candidate's too")
+
 -- an error that names no kernel: held against the candidate (kopt cannot tell)
 r = sanitize.parse("========= Program hit CUDA_ERROR_ILLEGAL_ADDRESS\n========= ERROR SUMMARY: 1 error\n")
 T.check(sanitize.blames(r, "cheat"), "an unattributed error counts against the candidate")

@@ -630,17 +630,19 @@ function Cuda:check_under(job, wrap, limit_s)
       ", " .. w:stop(5) .. ")"
   end
   local ref = self:reference_for(job.config)
-  assert(w:send({ op = "set_ref", cubin = ref.cubin, entry = ref.entry }))
-  local r = w:recv(limit_s)
+  local sent, serr = w:send({ op = "set_ref", cubin = ref.cubin, entry = ref.entry })
+  local r = sent and w:recv(limit_s)
   if not r or r.op ~= "ok" then
-    return nil, "the reference did not load under " .. wrap[1] .. ": " .. tostring(r and r.log) .. " (" .. w:stop(5) .. ")"
+    return nil, "the reference did not load under " .. wrap[1] .. ": " .. tostring(r and r.log or serr) ..
+      " (" .. w:stop(5) .. ")"
   end
   local req, rerr = self:request(0, job.config, res.cubin, res.lowered or self.spec:entry(job.config))
   if not req then w:stop(); return nil, rerr end
   req.dump = nil
   req.time, req.verify2 = false, false
   req.timeout_ms = math.tointeger(limit_s * 1000)
-  assert(w:send(self:check_request(req)))
+  sent, serr = w:send(self:check_request(req))
+  if not sent then return nil, "the worker under " .. wrap[1] .. " is gone: " .. tostring(serr) .. " (" .. w:stop(5) .. ")" end
   local raw, rwhy = w:recv(limit_s + 30)
   local reply = raw and reply_view(raw)
   pcall(w.send, w, { op = "quit" })
