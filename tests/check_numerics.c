@@ -109,6 +109,8 @@ START_TEST(test_alternate_distribution)
 	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_UNIFORM01, KOPT_F32, 0), KOPT_DIST_NORMAL);
 	ck_assert_int_ne(kopt_dist_alternate(KOPT_DIST_NORMAL, KOPT_F32, 0), KOPT_DIST_NORMAL);
 	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_ARANGE, KOPT_I32, 0), KOPT_DIST_ARANGE);
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_ARANGE, KOPT_F32, 0), KOPT_DIST_NEAR_ARANGE);
+	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_ARANGE, KOPT_F32, 1), KOPT_DIST_ARANGE);
 	/* a float constant varies (a kernel may not assume it), unless fixed;
 	 * an integer one (a flag, a size) stays */
 	ck_assert_int_eq(kopt_dist_alternate(KOPT_DIST_CONSTANT, KOPT_BF16, 0), KOPT_DIST_NEAR);
@@ -135,6 +137,13 @@ START_TEST(test_alternate_distribution)
 		kopt_check_fill(KOPT_F32, near, 3, KOPT_DIST_NEAR, c, 5, 0);
 		ck_assert(near[0] != (float)c || near[1] != (float)c || near[2] != (float)c);
 	}
+	/* a float arange: i everywhere but a few elements */
+	kopt_check_fill(KOPT_F32, near, 1 << 16, KOPT_DIST_NEAR_ARANGE, 0.0, 5, 0);
+	int off = 0;
+	for (int i = 0; i < 1 << 16; i++)
+		off += near[i] != (float)i;
+	ck_assert_int_ge(off, 16);
+	ck_assert_int_le(off, 64);
 	/* a constant near the type's largest value moves toward zero, never to Inf */
 	static uint16_t near16[1 << 14];
 	for (int seed = 1; seed <= 20; seed++) {

@@ -170,7 +170,9 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 				status = fail(w, r, "launch");
 				goto out;
 			}
-			if ((r = kopt_cu.cuEventRecord(ev[2 * i + 1], w->stream)) != CUDA_SUCCESS) {
+			if ((r = kopt_cu.cuEventRecord(ev[2 * i + 1], w->stream)) != CUDA_SUCCESS ||
+			    (r = kopt_worker_samples_enqueue(w, n + i)) != CUDA_SUCCESS) {
+				*w->flag = 1;
 				status = fail(w, r, "cuEventRecord");
 				goto out;
 			}

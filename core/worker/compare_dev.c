@@ -11,6 +11,7 @@
  * tolerances goes to the host comparison, which decides and words the
  * message. */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -68,13 +69,18 @@ static int identical(struct worker *w, const struct inputset *s, int i)
 	return count == 0;
 }
 
-/* The same stream as kopt_mask_word in harness.cu. */
-static uint32_t mask_word(uint64_t key, uint64_t w)
+/* The same stream as kopt_mask_word in harness.cu (it says why two rounds). */
+static uint64_t fmix(uint64_t z)
 {
-	uint64_t z = key + w * 0x9e3779b97f4a7c15ull;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return (uint32_t)(z ^ (z >> 31));
+	return z ^ (z >> 31);
+}
+
+static uint32_t mask_word(uint64_t key, uint64_t w)
+{
+	uint64_t k2 = fmix(key ^ 0x6a09e667f3bcc909ull);
+	return (uint32_t)(fmix(fmix(key + w * 0x9e3779b97f4a7c15ull) ^ k2) >> 32);
 }
 
 void kopt_worker_free_reference(struct worker *w, struct inputset *s)
@@ -143,6 +149,7 @@ static int merge(const double *part, unsigned blocks, size_t n, struct kopt_chec
 			worst = p[6];
 		}
 	}
+	cr->nonfinite = (size_t)nonfinite;
 	cr->worst_at = worst >= 0.0 ? (size_t)worst : 0;
 	cr->ref_norm = sqrt(ref2);
 	cr->rel_l2 = cr->ref_norm > 0.0 ? sqrt(err2) / cr->ref_norm : sqrt(err2);
@@ -208,4 +215,148 @@ int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, do
 			*max_abs = cr.max_abs;
 	}
 	return 1;
+}
+
+/* --- every timed launch ------------------------------------------------ */
+
+#define SAMPLE_BLOCKS KOPT_COMPARE_BLOCKS
+/* a timed launch's output this far off is wrong whatever the nudge did */
+#define SAMPLE_GROSS 1e-3
+
+/* The blocks kopt_compare runs for an output of n elements in a sample. */
+static unsigned sample_blocks(size_t n)
+{
+	size_t want = (n + 255) / 256;
+	return want < SAMPLE_BLOCKS ? (unsigned)want : SAMPLE_BLOCKS;
+}
+
+static double output_tol(const struct warg *a, double job_tol)
+{
+	return a->tol_rel_l2 >= 0.0 ? a->tol_rel_l2
+	       : job_tol >= 0.0	    ? job_tol
+				    : kopt_check_default_rel_l2(a->type);
+}
+
+void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, double tol_rel_l2,
+			       double tol_max_abs, int cap)
+{
+	w->sample_set = NULL;
+	if (!w->compare_dev || s->ref_masked == NULL || !s->have_ref || cap <= 0)
+		return;
+	int outs = 0;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (!kopt_worker_is_output(a) || !a->compare)
+			continue;
+		/* an exact output cannot take the nudge of its inputs */
+		if (!eligible(a) || !s->ref_masked[i] || device_type(a->type) < 0 ||
+		    !(output_tol(a, tol_rel_l2) > 0.0))
+			return;
+		outs++;
+	}
+	if (outs == 0)
+		return;
+	size_t bytes = (size_t)cap * (size_t)outs * SAMPLE_BLOCKS * 8 * sizeof(double);
+	if (bytes > w->sample_part_bytes) {
+		if (w->sample_part)
+			kopt_cu.cuMemFree(w->sample_part);
+		w->sample_part = 0;
+		w->sample_part_bytes = 0;
+		if (kopt_cu.cuMemAlloc(&w->sample_part, bytes) != CUDA_SUCCESS)
+			return;
+		w->sample_part_bytes = bytes;
+	}
+	w->sample_set = s;
+	w->sample_cap = cap;
+	w->sample_outputs = outs;
+	w->sample_tol_rel_l2 = tol_rel_l2;
+	w->sample_tol_max_abs = tol_max_abs;
+}
+
+
+CUresult kopt_worker_samples_enqueue(struct worker *w, int k)
+{
+	const struct inputset *s = w->sample_set;
+	if (s == NULL || k < 0 || k >= w->sample_cap)
+		return CUDA_SUCCESS;
+	CUresult r = CUDA_SUCCESS;
+	int o = 0;
+	for (int i = 0; i < w->nargs && r == CUDA_SUCCESS; i++) {
+		const struct warg *a = &w->args[i];
+		if (!kopt_worker_is_output(a) || !a->compare)
+			continue;
+		unsigned long long n = a->count;
+		int t = device_type(a->type);
+		CUdeviceptr out = w->out_dev[i], ref = s->ref_masked[i];
+		CUdeviceptr part = w->sample_part + ((size_t)k * (size_t)w->sample_outputs + (size_t)o) *
+							SAMPLE_BLOCKS * 8 * sizeof(double);
+		uint64_t key = s->ref_key[i];
+		void *params[] = {&out, &ref, &key, &n, &t, &part};
+		r = kopt_cu.cuLaunchKernel(w->compare, sample_blocks(a->count), 1, 1, 256, 1, 1, 0,
+					   w->stream, params, NULL);
+		o++;
+	}
+	return r;
+}
+
+const char *kopt_worker_samples_check(struct worker *w, int n)
+{
+	const struct inputset *s = w->sample_set;
+	w->sample_set = NULL;
+	if (s == NULL || n <= 0)
+		return NULL;
+	if (n > w->sample_cap)
+		n = w->sample_cap;
+	size_t row = (size_t)w->sample_outputs * SAMPLE_BLOCKS * 8;
+	double *part = malloc((size_t)n * row * sizeof(double));
+	if (part == NULL) /* (the last timed output is still compared) */
+		return NULL;
+	if (kopt_worker_cu_check(kopt_cu.cuMemcpyDtoH(part, w->sample_part, (size_t)n * row * sizeof(double)),
+				 "reading the timed launches' comparisons", w->log, sizeof w->log)) {
+		free(part);
+		return "crash";
+	}
+	const char *status = NULL;
+	for (int k = 0; k < n && status == NULL; k++) {
+		int o = 0;
+		for (int i = 0; i < w->nargs && status == NULL; i++) {
+			const struct warg *a = &w->args[i];
+			if (!kopt_worker_is_output(a) || !a->compare)
+				continue;
+			struct kopt_check_result cr;
+			const double *p = part + (size_t)k * row + (size_t)o * SAMPLE_BLOCKS * 8;
+			merge(p, sample_blocks(a->count), a->count, &cr);
+			/* The cached reference is not the nudged inputs' one: a
+			 * sensitive function (sin of a large argument, an f64
+			 * reduction at 1e-12) moves past the tolerance on one nudged
+			 * word. So a sample fails only grossly: NaN/Inf or poison,
+			 * or a relative L2 error above SAMPLE_GROSS (or 4x the
+			 * tolerance, if larger); what a skipped launch leaves (poison,
+			 * a copy, zeros) is far past that, and the last timed launch
+			 * is still held to the tolerance itself. */
+			double tol = output_tol(a, w->sample_tol_rel_l2);
+			double gross = 4.0 * tol > SAMPLE_GROSS ? 4.0 * tol : SAMPLE_GROSS;
+			char label[256];
+			snprintf(label, sizeof label, "timed launch %d of %d, output '%s'", k + 1, n,
+				 a->name);
+			if (cr.nonfinite > 0) {
+				snprintf(w->log, sizeof w->log,
+					 "%s: %zu NaN/Inf elements (or elements left as the poison "
+					 "written before the launch)",
+					 label, cr.nonfinite);
+				status = "wrong";
+			} else if (!(cr.rel_l2 <= gross)) {
+				snprintf(w->log, sizeof w->log,
+					 "%s: relative L2 error %.3g, far above the tolerance %.3g (max abs "
+					 "%.3g at index %zu: got %.6g, want %.6g): the kernel did less on "
+					 "some timed launches than on the one compared last",
+					 label, cr.rel_l2, tol, cr.max_abs, cr.worst_at, cr.worst_got,
+					 cr.worst_want);
+				status = "wrong";
+			}
+			o++;
+		}
+	}
+	free(part);
+	return status;
 }

@@ -173,6 +173,13 @@ struct worker {
 	CUfunction spin, stamp, hash;
 	CUfunction guard_scan, nudge, compare, compare_bits;
 	CUdeviceptr compare_part; /* KOPT_COMPARE_BLOCKS x 8 doubles (compare_dev.c) */
+	/* every timed launch compared on the device (compare_dev.c): the set
+	 * its inputs come from (NULL: off), the rows of each sample */
+	const struct inputset *sample_set;
+	CUdeviceptr sample_part;
+	size_t sample_part_bytes;
+	int sample_cap, sample_outputs;
+	double sample_tol_rel_l2, sample_tol_max_abs;
 	int compare_dev;      /* 0 with KOPT_VERIFY_OFF=devcmp: every comparison on the host */
 	CUdeviceptr hash_dev;  /* 8 bytes per argument */
 	CUdeviceptr guard_dev; /* 16 bytes per guard region */
@@ -214,6 +221,7 @@ struct worker {
 	int nudges;	      /* float input arrays of the timing copy, nudged per sample */
 	CUdeviceptr nudge_ptr[16];
 	unsigned long long nudge_words[16], nudge_last[16];
+	int nudge_arg[16]; /* the argument each nudged array is */
 	int64_t timeout_ms;   /* of the request in progress */
 	int hung;	      /* a kernel outlived its deadline: it still runs, so no
 			       * cuModuleUnload (it would wait for it); the worker exits */
@@ -336,6 +344,23 @@ int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult 
 #define KOPT_COMPARE_BLOCKS 1024
 int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, double tol_rel_l2,
 				  double tol_max_abs, double *rel_l2, double *max_abs);
+/* Every timed launch checked: _begin (before the timing) turns it on for
+ * the timing copy s of a set whose reference is on the device, when every
+ * compared output is a float one with a tolerance above 0 (else off: the
+ * last timed output is still compared); _enqueue (bench.c, after sample k's
+ * end event, outside the timed window) queues the comparison of the
+ * outputs as they are; _check (after the timing, n samples) fails the
+ * candidate on any sample grossly off (below; its inputs were nudged, so
+ * the cached reference is not theirs) or with NaN/Inf:
+ * "wrong" with w->log, NULL when all pass or it was off, "crash" on a CUDA
+ * error. */
+void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, double tol_rel_l2,
+			       double tol_max_abs, int cap);
+CUresult kopt_worker_samples_enqueue(struct worker *w, int k);
+/* (a sample fails only grossly: NaN/Inf, poison, or a relative L2 error far
+ * above the tolerance; compare_dev.c says why) */
+const char *kopt_worker_samples_check(struct worker *w, int n);
+
 /* Uploads the masked copies of set s's reference outputs (s->ref_out);
  * an output that cannot be uploaded is left to the host. */
 void kopt_worker_upload_reference(struct worker *w, struct inputset *s);

@@ -67,14 +67,21 @@ extern "C" __global__ void kopt_nudge(unsigned *p, unsigned long long undo, unsi
 }
 // The key stream that masks a reference output kept on the device: word w
 // of the reference is stored XOR this, so a candidate that scans device
-// memory finds no reference answer in it (the key is passed only to
-// kopt_compare).
-__device__ __forceinline__ unsigned kopt_mask_word(unsigned long long key, unsigned long long w)
+// memory finds no answer in it (the key is passed only to kopt_compare).
+// Two rounds of the splitmix64 finaliser with a second key mixed in
+// between, of which only 32 bits are used: one round alone is a bijection,
+// so a kernel that knew a few reference values could invert it and read the
+// whole key back.
+__device__ __forceinline__ unsigned long long kopt_fmix(unsigned long long z)
 {
-	unsigned long long z = key + w * 0x9e3779b97f4a7c15ull;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
 	z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-	return (unsigned)(z ^ (z >> 31));
+	return z ^ (z >> 31);
+}
+__device__ __forceinline__ unsigned kopt_mask_word(unsigned long long key, unsigned long long w)
+{
+	unsigned long long k2 = kopt_fmix(key ^ 0x6a09e667f3bcc909ull);
+	return (unsigned)(kopt_fmix(kopt_fmix(key + w * 0x9e3779b97f4a7c15ull) ^ k2) >> 32);
 }
 // Element i of a float array of kopt dtype t (0 f32, 1 f16, 2 bf16, 3 f64),
 // unmasked with key when masked.

@@ -63,6 +63,8 @@ enum kopt_dist kopt_dist_alternate(enum kopt_dist d, enum kopt_dtype t, int fixe
 		return KOPT_DIST_NORMAL;
 	case KOPT_DIST_CONSTANT:
 		return kopt_dtype_is_float(t) && !fixed ? KOPT_DIST_NEAR : d;
+	case KOPT_DIST_ARANGE:
+		return kopt_dtype_is_float(t) && !fixed ? KOPT_DIST_NEAR_ARANGE : d;
 	default:
 		return d;
 	}
@@ -286,21 +288,21 @@ struct fill_part {
  * tolerance), so a kernel that never reads the input fails too. */
 #define NEAR_EVERY 2048u
 
-static double near_value(const struct fill_part *p, size_t i)
+static double near_value(const struct fill_part *p, size_t i, double c)
 {
 	uint64_t r = mix_at(p->s0, i);
 	if (i != p->forced && r % NEAR_EVERY != 0)
-		return p->value;
+		return c;
 	/* the low 11 bits chose the element: size and sign come from the rest */
 	double m = 0.5 + 0.5 * (double)(r >> 12) * 0x1.0p-52;
 	m = (r >> 11) & 1 ? m : -m;
-	if (p->value == 0.0)
+	if (c == 0.0)
 		return m;
 	/* toward zero where away would pass the type's largest finite value */
 	double largest = p->t == KOPT_F16 ? 65504.0 : p->t == KOPT_BF16 ? 3.38e38 : p->t == KOPT_F32 ? 3.4e38 : 1.7e308;
-	if (fabs(p->value * (1.0 + fabs(m))) > largest)
+	if (fabs(c * (1.0 + fabs(m))) > largest)
 		m = -fabs(m);
-	return p->value * (1.0 + m);
+	return c * (1.0 + m);
 }
 
 static void *fill_range(void *arg)
@@ -334,7 +336,10 @@ static void *fill_range(void *arg)
 			v = is_float ? unit_at(p->s0, i) : (double)(mix_at(p->s0, i) & 1u);
 			break;
 		case KOPT_DIST_NEAR:
-			v = near_value(p, i);
+			v = near_value(p, i, p->value);
+			break;
+		case KOPT_DIST_NEAR_ARANGE:
+			v = near_value(p, i, (double)i);
 			break;
 		case KOPT_DIST_ARANGE:
 			v = (double)i;

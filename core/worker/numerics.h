@@ -34,7 +34,9 @@ enum kopt_dist {
 	KOPT_DIST_COUNT,
 	/* check 2's stand-in for a float constant c (never a spec's name): c,
 	 * with about one element in 2048 (at least one) moved off it */
-	KOPT_DIST_NEAR = KOPT_DIST_COUNT
+	KOPT_DIST_NEAR = KOPT_DIST_COUNT,
+	/* the same for a float arange: element i is i but for a few moved off */
+	KOPT_DIST_NEAR_ARANGE
 };
 
 /* -1 when unknown. Names: "f32" "f16" "bf16" "f64" "i32" "i64" "u32" "i8" "u8". */
@@ -52,8 +54,9 @@ const char *kopt_dist_name(enum kopt_dist d);
  * fails it. A float constant gets a few elements moved off it
  * (KOPT_DIST_NEAR), so a kernel that assumes the constant, or samples the
  * input to find it and stops reading, fails too, unless the spec marks it
- * `fixed`; integer constants (flags,
- * sizes) and aranges (indices) keep their own. */
+ * `fixed`; so does a float arange
+ * (KOPT_DIST_NEAR_ARANGE); integer constants (flags, sizes) and integer
+ * aranges (indices) keep their own. */
 enum kopt_dist kopt_dist_alternate(enum kopt_dist d, enum kopt_dtype t, int fixed);
 
 uint16_t kopt_f32_to_f16(float f); /* round to nearest even, with overflow to inf */

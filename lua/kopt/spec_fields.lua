@@ -21,7 +21,7 @@ end
 -- output that starts as a copy of input NAME); {"file": "x.npy"} or
 -- {"file": "x.bin", "dtype": "f32", "offset": 0} (raw little-endian); or
 -- {"generate": "gen.lua" or "return function(ctx) ... end", "seed": 1}.
-local CONSTANT_DISTS = { zeros = true, ones = true, constant = true }
+local CONSTANT_DISTS = { zeros = true, ones = true, constant = true, arange = true }
 
 function M.check_init(c, v, p, arg, dir)
   local init = v or (arg.output and "zeros" or "normal")
@@ -44,7 +44,7 @@ function M.check_init(c, v, p, arg, dir)
       -- check 2 varies a float constant (docs/TRUST.md); `fixed` keeps it,
       -- for a constant the kernel may rely on
       if not CONSTANT_DISTS[init.dist] then
-        c:fail(p .. ".fixed", "only a constant ('zeros', 'ones', 'constant') can be fixed; '%s' is drawn anew in every input set", tostring(init.dist))
+        c:fail(p .. ".fixed", "only a constant ('zeros', 'ones', 'constant') or 'arange' can be fixed; '%s' is drawn anew in every input set", tostring(init.dist))
       end
     end
     return init

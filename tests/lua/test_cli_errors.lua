@@ -307,7 +307,7 @@ s = byok("byok_copy_size", "[" .. y_out .. ', "init": "copy:x"}, {"name": "x", "
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].init: 'copy:x' has 1001 elements, this output 1000 (at block_size_x=128, unroll=1)")
 -- "fixed" keeps a constant input the same in check 2; only constants can be fixed
 s = byok("byok_fixed_random", "[" .. y_out .. "}, " .. x_in .. ', "init": {"dist": "normal", "fixed": true}}]')
-case("random " .. s, 2, "kopt: " .. s .. ": args[2].init.fixed: only a constant ('zeros', 'ones', 'constant') can be fixed; 'normal' is drawn anew in every input set")
+case("random " .. s, 2, "kopt: " .. s .. ": args[2].init.fixed: only a constant ('zeros', 'ones', 'constant') or 'arange' can be fixed; 'normal' is drawn anew in every input set")
 s = byok("byok_fixed_type", "[" .. y_out .. "}, " .. x_in .. ', "init": {"dist": "ones", "fixed": "yes"}}]')
 case("random " .. s, 2, "kopt: " .. s .. ": args[2].init.fixed: expected true or false, got a string")
 -- tolerances: 0 asks for exact equality, a negative one is refused

@@ -35,6 +35,8 @@ local CAUGHT = {
   { "tail_drop", "bf16: 200 tail elements written as 0, inside rel-L2 1e-2 (the element bound)" },
   { "const_init", "a constant input ('ones') is sampled, never read (check 2 varies it)" },
   { "int_tail", "u8 output: the last 3 elements never written (exact integer comparison)" },
+  { "batch_tail", "skips timed launches but the last of each batch of 4 (every timed launch compared)", { {}, { CHEAT = 2 } } },
+  { "arange_float", "a float 'arange' input is sampled, never read (check 2 moves a few of its elements)" },
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
