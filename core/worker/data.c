@@ -336,6 +336,11 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 			CUresult r = kopt_worker_alloc_guarded(&w->out_dev[i], bytes);
 			if (r == CUDA_SUCCESS)
 				r = kopt_worker_alloc_guarded(&w->ref_dev[i], bytes);
+			/* zero whenever a candidate runs (the reference's outputs are
+			 * wiped once read): kopt_worker_guard_check holds it to that */
+			if (r == CUDA_SUCCESS)
+				r = kopt_cu.cuMemsetD32Async(w->ref_dev[i], 0, bytes / 4,
+							      w->stream);
 			if (kopt_worker_cu_check(r, "cuMemAlloc (output)", err, errlen))
 				return -1;
 			r = kopt_cu.cuMemHostAlloc(&w->out_host[i], bytes ? bytes : 4, 0);

@@ -71,6 +71,35 @@ CUresult kopt_worker_guard_arm(struct worker *w, const struct inputset *s)
 	return r;
 }
 
+/* The reference's own output buffers lie idle, wiped to zero, whenever a
+ * candidate runs: one that wrote into them (state kept where no check of
+ * its own buffers looks, a memo of answers) is wrong. */
+static const char *check_idle_reference(struct worker *w, const char *what)
+{
+	struct scan runs[256];
+	unsigned long long found[2 * 256];
+	int idx[256], n = 0;
+	for (int i = 0; i < w->nargs && n < 256; i++) {
+		const struct warg *a = &w->args[i];
+		if (!kopt_worker_is_output(a) || w->ref_dev == NULL || w->ref_dev[i] == 0)
+			continue;
+		runs[n] = (struct scan){w->ref_dev[i], kopt_worker_arg_bytes(a) / 4, 0u};
+		idx[n++] = i;
+	}
+	CUresult r = kopt_worker_scan_runs(w, runs, n, found);
+	if (kopt_worker_cu_check(r, "checking the reference's idle buffers", w->log, sizeof w->log))
+		return "crash";
+	for (int k = 0; k < n; k++)
+		if (found[2 * k] != 0 || found[2 * k + 1] != 0) {
+			snprintf(w->log, sizeof w->log,
+				 "%s: the kernel wrote into kopt's buffer for the reference's '%s' (not "
+				 "one of its own)",
+				 what, w->args[idx[k]].name);
+			return "wrong";
+		}
+	return NULL;
+}
+
 const char *kopt_worker_guard_check(struct worker *w, const struct inputset *s, const char *what)
 {
 	struct reach b[256];
@@ -79,6 +108,9 @@ const char *kopt_worker_guard_check(struct worker *w, const struct inputset *s, 
 	struct scan runs[2 * 256];
 	if (!w->check_guards)
 		return NULL;
+	const char *idle = check_idle_reference(w, what);
+	if (idle != NULL)
+		return idle;
 	for (int i = 0; i < n; i++) { /* the front guard, then the back one */
 		size_t back = guarded_size(b[i].bytes) - KOPT_GUARD_FRONT - b[i].bytes;
 		runs[2 * i] = (struct scan){b[i].ptr - KOPT_GUARD_FRONT, KOPT_GUARD_FRONT / 4,
