@@ -569,23 +569,6 @@ CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const struct job 
 	return r;
 }
 
-CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,
-			       unsigned long long *found)
-{
-	CUresult r = kopt_cu.cuMemsetD8Async(w->guard_dev, 0, 16 * (size_t)n, w->stream);
-	for (int i = 0; r == CUDA_SUCCESS && i < n; i++) {
-		CUdeviceptr out = w->guard_dev + 16 * (CUdeviceptr)i;
-		void *params[] = {&runs[i].ptr, &runs[i].words, &runs[i].word, &out};
-		r = kopt_cu.cuLaunchKernel(w->guard_scan, (unsigned)(2 * w->dev.sm_count), 1, 1, 256,
-					   1, 1, 0, w->stream, params, NULL);
-	}
-	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
-		r = CUDA_ERROR_LAUNCH_TIMEOUT;
-	if (r == CUDA_SUCCESS && n > 0)
-		r = kopt_cu.cuMemcpyDtoH(found, w->guard_dev, 16 * (size_t)n);
-	return r;
-}
-
 /* Bytes of g that differ from its load-time image: zero-initialised ones
  * are scanned on the device (they can be large memo arrays), others copied
  * back. -1 when they cannot be read. */

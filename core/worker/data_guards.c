@@ -1,7 +1,8 @@
 /* The worker's guard bands (part of data.c's module, data.h): every buffer a
  * candidate can reach sits between two guard regions armed with a word that
- * changes every run and scanned on the device after the kernel ran; and the
- * timing copy of an input set. */
+ * changes every run and scanned on the device after the kernel ran (with
+ * kopt_worker_scan_runs, also used for module variables and the reference's
+ * idle buffers); and the timing copy of an input set. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,23 @@ void kopt_worker_free_guarded(CUdeviceptr data)
 {
 	if (data != 0)
 		kopt_cu.cuMemFree(data - KOPT_GUARD_FRONT);
+}
+
+CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,
+			       unsigned long long *found)
+{
+	CUresult r = kopt_cu.cuMemsetD8Async(w->guard_dev, 0, 16 * (size_t)n, w->stream);
+	for (int i = 0; r == CUDA_SUCCESS && i < n; i++) {
+		CUdeviceptr out = w->guard_dev + 16 * (CUdeviceptr)i;
+		void *params[] = {&runs[i].ptr, &runs[i].words, &runs[i].word, &out};
+		r = kopt_cu.cuLaunchKernel(w->guard_scan, (unsigned)(2 * w->dev.sm_count), 1, 1, 256,
+					   1, 1, 0, w->stream, params, NULL);
+	}
+	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
+		r = CUDA_ERROR_LAUNCH_TIMEOUT;
+	if (r == CUDA_SUCCESS && n > 0)
+		r = kopt_cu.cuMemcpyDtoH(found, w->guard_dev, 16 * (size_t)n);
+	return r;
 }
 
 /* The buffers a candidate reaches with set s: (pointer, bytes, name). */
