@@ -238,7 +238,7 @@ static double output_tol(const struct warg *a, double job_tol)
 }
 
 void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, double tol_rel_l2,
-			       double tol_max_abs, int cap)
+			       int cap)
 {
 	w->sample_set = NULL;
 	if (!w->compare_dev || s->ref_masked == NULL || !s->have_ref || cap <= 0)
@@ -270,7 +270,6 @@ void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, doubl
 	w->sample_cap = cap;
 	w->sample_outputs = outs;
 	w->sample_tol_rel_l2 = tol_rel_l2;
-	w->sample_tol_max_abs = tol_max_abs;
 }
 
 

@@ -179,7 +179,7 @@ struct worker {
 	CUdeviceptr sample_part;
 	size_t sample_part_bytes;
 	int sample_cap, sample_outputs;
-	double sample_tol_rel_l2, sample_tol_max_abs;
+	double sample_tol_rel_l2;
 	int compare_dev;      /* 0 with KOPT_VERIFY_OFF=devcmp: every comparison on the host */
 	CUdeviceptr hash_dev;  /* 8 bytes per argument */
 	CUdeviceptr guard_dev; /* 16 bytes per guard region */
@@ -355,7 +355,7 @@ int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, do
  * "wrong" with w->log, NULL when all pass or it was off, "crash" on a CUDA
  * error. */
 void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, double tol_rel_l2,
-			       double tol_max_abs, int cap);
+			       int cap);
 CUresult kopt_worker_samples_enqueue(struct worker *w, int k);
 /* (a sample fails only grossly: NaN/Inf, poison, or a relative L2 error far
  * above the tolerance; compare_dev.c says why) */

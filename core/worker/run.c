@@ -630,7 +630,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			/* every timed launch's output compared, not only the last one's:
 			 * a kernel that skips some of them moves the median */
 			if (w->check_timed)
-				kopt_worker_samples_begin(w, &ta, j.tol_rel_l2, j.tol_max_abs,
+				kopt_worker_samples_begin(w, &ta, j.tol_rel_l2,
 							  o.max_samples > 0 ? o.max_samples : 100);
 			st = kopt_bench_time(w, pr.m.fn, &j.launch, pr.p.ptrs, &o, &t);
 			const char *sst = kopt_worker_samples_check(w, st == NULL ? t.samples : 0);
