@@ -128,9 +128,8 @@ void kopt_worker_upload_reference(struct worker *w, struct inputset *s)
 }
 
 /* One output: the host's kopt_check_result from the blocks' rows, merged in
- * block order (the first element on ties, as the host's). 1 when it has no
- * NaN/Inf. */
-static int merge(const double *part, unsigned blocks, size_t n, struct kopt_check_result *cr)
+ * block order (the first element on ties, as the host's). */
+static void merge(const double *part, unsigned blocks, size_t n, struct kopt_check_result *cr)
 {
 	double err2 = 0.0, ref2 = 0.0, nonfinite = 0.0;
 	memset(cr, 0, sizeof *cr);
@@ -153,19 +152,43 @@ static int merge(const double *part, unsigned blocks, size_t n, struct kopt_chec
 	cr->worst_at = worst >= 0.0 ? (size_t)worst : 0;
 	cr->ref_norm = sqrt(ref2);
 	cr->rel_l2 = cr->ref_norm > 0.0 ? sqrt(err2) / cr->ref_norm : sqrt(err2);
-	return nonfinite == 0.0;
+}
+
+static double output_tol(const struct warg *a, double job_tol)
+{
+	return a->tol_rel_l2 >= 0.0 ? a->tol_rel_l2
+	       : job_tol >= 0.0	    ? job_tol
+				    : kopt_check_default_rel_l2(a->type);
+}
+
+/* The outputs set s's comparison covers, when every one of them can be
+ * compared on the device against an uploaded reference (floats_only: and
+ * is a float one with a tolerance above 0); else -1. */
+static int device_outputs(const struct worker *w, const struct inputset *s, int floats_only,
+			  double tol_rel_l2)
+{
+	if (!w->compare_dev || s->ref_masked == NULL || !s->have_ref)
+		return -1;
+	int outs = 0;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (!kopt_worker_is_output(a) || !a->compare)
+			continue;
+		if (!eligible(a) || !s->ref_masked[i])
+			return -1;
+		/* an exact output cannot take the nudge of its inputs */
+		if (floats_only && (device_type(a->type) < 0 || !(output_tol(a, tol_rel_l2) > 0.0)))
+			return -1;
+		outs++;
+	}
+	return outs;
 }
 
 int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, double tol_rel_l2,
 				  double tol_max_abs, double *rel_l2, double *max_abs)
 {
-	if (!w->compare_dev || s->ref_masked == NULL || !s->have_ref)
+	if (device_outputs(w, s, 0, tol_rel_l2) < 0)
 		return 0;
-	for (int i = 0; i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		if (kopt_worker_is_output(a) && a->compare && (!eligible(a) || !s->ref_masked[i]))
-			return 0;
-	}
 	static double part[KOPT_COMPARE_BLOCKS * 8];
 	*rel_l2 = *max_abs = 0.0;
 	for (int i = 0; i < w->nargs; i++) {
@@ -197,11 +220,10 @@ int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, do
 					 sizeof w->log))
 			return -1;
 		struct kopt_check_result cr;
-		if (!merge(part, blocks, (size_t)n, &cr))
+		merge(part, blocks, (size_t)n, &cr);
+		if (cr.nonfinite > 0)
 			return 0;
-		double tol = a->tol_rel_l2 >= 0.0   ? a->tol_rel_l2
-			     : tol_rel_l2 >= 0.0    ? tol_rel_l2
-						    : kopt_check_default_rel_l2(a->type);
+		double tol = output_tol(a, tol_rel_l2);
 		double tol_abs = a->tol_max_abs >= 0.0 ? a->tol_max_abs : tol_max_abs;
 		char msg[8];
 		/* only a clear pass: at half the tolerances (a sum in another order
@@ -230,31 +252,12 @@ static unsigned sample_blocks(size_t n)
 	return want < SAMPLE_BLOCKS ? (unsigned)want : SAMPLE_BLOCKS;
 }
 
-static double output_tol(const struct warg *a, double job_tol)
-{
-	return a->tol_rel_l2 >= 0.0 ? a->tol_rel_l2
-	       : job_tol >= 0.0	    ? job_tol
-				    : kopt_check_default_rel_l2(a->type);
-}
-
 void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, double tol_rel_l2,
 			       int cap)
 {
 	w->sample_set = NULL;
-	if (!w->compare_dev || s->ref_masked == NULL || !s->have_ref || cap <= 0)
-		return;
-	int outs = 0;
-	for (int i = 0; i < w->nargs; i++) {
-		const struct warg *a = &w->args[i];
-		if (!kopt_worker_is_output(a) || !a->compare)
-			continue;
-		/* an exact output cannot take the nudge of its inputs */
-		if (!eligible(a) || !s->ref_masked[i] || device_type(a->type) < 0 ||
-		    !(output_tol(a, tol_rel_l2) > 0.0))
-			return;
-		outs++;
-	}
-	if (outs == 0)
+	int outs = device_outputs(w, s, 1, tol_rel_l2);
+	if (outs <= 0 || cap <= 0)
 		return;
 	size_t bytes = (size_t)cap * (size_t)outs * SAMPLE_BLOCKS * 8 * sizeof(double);
 	if (bytes > w->sample_part_bytes) {
