@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "worker/numerics.h"
+#include "worker/numerics_trivial.h"
 
 static float f(uint32_t bits)
 {
@@ -392,6 +393,81 @@ START_TEST(test_stale_elements)
 }
 END_TEST
 
+/* Trivial outputs against a reference: only those within the tolerance are
+ * named, each by its kind; a list that does not fit leaves words out. */
+START_TEST(test_trivial_probe)
+{
+	enum { N = 4096 };
+	static float x[N], ref[N];
+	kopt_check_fill(KOPT_F32, x, N, KOPT_DIST_NORMAL, 0, 11, 0);
+	for (int i = 0; i < N; i++)
+		ref[i] = x[i] + 1e-9f * x[i] * x[i] * x[i];
+	struct kopt_trivial_source src[2] = {{"x", KOPT_F32, x, N}, {"short", KOPT_F32, x, N / 2}};
+	char out[256] = "";
+	ck_assert_int_eq(kopt_trivial_probe(KOPT_F32, ref, N, src, 2, 1e-5, -1, "y", out, sizeof out), 1);
+	ck_assert_str_eq(out, "y:copy:x");
+	/* a loose tolerance lets the reference rounded to f16 and bf16 through */
+	out[0] = '\0';
+	ck_assert_int_eq(kopt_trivial_probe(KOPT_F32, ref, N, NULL, 0, 1e-2, -1, "y", out, sizeof out), 2);
+	ck_assert_str_eq(out, "y:round:f16 y:round:bf16");
+	/* a zero reference: zeros pass; a constant one: the constant */
+	static float zero[N], three[N];
+	for (int i = 0; i < N; i++)
+		three[i] = 3.0f;
+	out[0] = '\0';
+	kopt_trivial_probe(KOPT_F32, zero, N, src, 1, 1e-5, -1, "z", out, sizeof out);
+	ck_assert_str_eq(out, "z:zeros");
+	out[0] = '\0';
+	kopt_trivial_probe(KOPT_F32, three, N, src, 1, 1e-5, -1, "c", out, sizeof out);
+	ck_assert_str_eq(out, "c:constant");
+	/* an honest problem: nothing */
+	static float sq[N];
+	for (int i = 0; i < N; i++)
+		sq[i] = x[i] * x[i];
+	out[0] = '\0';
+	ck_assert_int_eq(kopt_trivial_probe(KOPT_F32, sq, N, src, 2, 1e-5, -1, "y", out, sizeof out), 0);
+	ck_assert_str_eq(out, "");
+	/* f64 with a 1e-6 tolerance accepts f32 rounding, not f16 */
+	static double xd[N];
+	for (int i = 0; i < N; i++)
+		xd[i] = (double)x[i] * 1.0000001 + 1e-3;
+	out[0] = '\0';
+	kopt_trivial_probe(KOPT_F64, xd, N, NULL, 0, 1e-6, -1, "d", out, sizeof out);
+	ck_assert_str_eq(out, "d:round:f32");
+	/* exact integers: a copy converted from another type counts */
+	static int32_t iref[N];
+	static uint8_t bytes[N];
+	for (int i = 0; i < N; i++)
+		iref[i] = (int32_t)(bytes[i] = (uint8_t)(i * 7));
+	struct kopt_trivial_source b = {"b", KOPT_U8, bytes, N};
+	out[0] = '\0';
+	kopt_trivial_probe(KOPT_I32, iref, N, &b, 1, 0, -1, "h", out, sizeof out);
+	ck_assert_str_eq(out, "h:copy:b");
+	iref[N - 1] += 1;
+	out[0] = '\0';
+	kopt_trivial_probe(KOPT_I32, iref, N, &b, 1, 0, -1, "h", out, sizeof out);
+	ck_assert_str_eq(out, "");
+	/* words that do not fit are left out, whole */
+	char tiny[12] = "";
+	kopt_trivial_probe(KOPT_F32, ref, N, src, 1, 1e-2, -1, "y", tiny, sizeof tiny);
+	ck_assert_str_eq(tiny, "y:copy:x");
+}
+END_TEST
+
+START_TEST(test_trivial_intersect)
+{
+	char a[64] = "y:zeros y:copy:x y:round:f16";
+	kopt_trivial_intersect(a, "y:copy:x z:zeros  y:round:f16");
+	ck_assert_str_eq(a, "y:copy:x y:round:f16");
+	char b[64] = "y:copy:x";
+	kopt_trivial_intersect(b, "y:copy:xx");
+	ck_assert_str_eq(b, "");
+	char c[64] = "";
+	kopt_trivial_intersect(c, "y:zeros");
+	ck_assert_str_eq(c, "");
+}
+END_TEST
+
 static Suite *check_suite(void)
 {
 	Suite *s = suite_create("check");
@@ -411,6 +487,8 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_tolerances);
 	tcase_add_test(tc, test_gather_box);
 	tcase_add_test(tc, test_stale_elements);
+	tcase_add_test(tc, test_trivial_probe);
+	tcase_add_test(tc, test_trivial_intersect);
 	suite_add_tcase(s, tc);
 	return s;
 }

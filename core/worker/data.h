@@ -181,6 +181,12 @@ struct worker {
 	int sample_cap, sample_outputs;
 	double sample_tol_rel_l2;
 	int compare_dev;      /* 0 with KOPT_VERIFY_OFF=devcmp: every comparison on the host */
+	/* per input-set variant (the spec's distributions, check 2's): the
+	 * trivial outputs that pass against the first reference computed
+	 * (numerics_trivial.h); later sets draw from the same distributions,
+	 * so one probe of each serves the worker's life */
+	char trivial[2][768];
+	int trivial_probed[2];
 	CUdeviceptr hash_dev;  /* 8 bytes per argument */
 	CUdeviceptr guard_dev; /* 16 bytes per guard region */
 	uint32_t guard_word;   /* the pattern the guards were last armed with */
@@ -364,6 +370,16 @@ const char *kopt_worker_samples_check(struct worker *w, int n);
 /* Uploads the masked copies of set s's reference outputs (s->ref_out);
  * an output that cannot be uploaded is left to the host. */
 void kopt_worker_upload_reference(struct worker *w, struct inputset *s);
+/* The relative L2 tolerance of output a: its own, else the request's
+ * (job_tol, < 0: none), else its type's default. */
+double kopt_worker_output_tol(const struct warg *a, double job_tol);
+/* Finds which trivial outputs (all zeros, one value, a copy of an input,
+ * the reference rounded to a narrower float type; numerics_trivial.h)
+ * pass against set s's fresh reference, into w->trivial[s->variant], once
+ * per variant. A region output is probed on its box, without copies. -1
+ * (w->log) when out of memory. */
+int kopt_worker_probe_trivial(struct worker *w, struct inputset *s, double tol_rel_l2,
+			      double tol_max_abs);
 /* Frees them. */
 void kopt_worker_free_reference(struct worker *w, struct inputset *s);
 

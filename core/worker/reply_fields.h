@@ -50,6 +50,7 @@
 	X(err2_max_abs, NUM, "run.c check 2: largest absolute error")                              \
 	X(err2_unwritten, INT, "run.c check 2: output elements left unwritten")                    \
 	X(err2_nonfinite, INT, "run.c check 2: non-finite output elements")                        \
+	X(trivial, STR, "run.c: trivial outputs that pass both checks (\"y:zeros y:copy:x\")")    \
 	X(profile_error, STR, "profile.c: why no counters came (CUPTI cannot work here)")          \
 	X(profile_warning, STR, "profile.c: metrics left out (the others were collected)")         \
 	X(profile_passes, INT, "profile.c: replay passes the counters took")                       \

@@ -104,6 +104,7 @@ function M.summary(engine, meta)
   -- the faster-than-light check (kopt.lightspeed) could not judge the best
   if best.result.sol_check then lines[#lines + 1] = "  speed-of-light check " .. best.result.sol_check end
   for _, l in ipairs(meta.finalists or {}) do lines[#lines + 1] = l end
+  for _, l in ipairs(meta.warnings or {}) do lines[#lines + 1] = "  " .. l end  -- kopt.trivial
   for _, l in ipairs(engine.ctx.summary_lines or {}) do lines[#lines + 1] = l end  -- a strategy's own (LLM tokens)
   local ranked = {}
   for _, r in ipairs(engine.records) do if r.result.status == "ok" then ranked[#ranked + 1] = r end end

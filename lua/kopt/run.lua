@@ -387,10 +387,12 @@ function M.locked(opts, r)
       io.stderr:write("kopt: the sanitizer check failed: ", tostring(lines), "\n")
     end
   end
+  local spec_warnings = here and here.spec_warnings
   local meta = {
-    problem = problem, backend_label = backend_label, finalists = finalist_lines,
+    problem = problem, backend_label = backend_label, finalists = finalist_lines, warnings = spec_warnings,
     t4 = { kopt = sys.version, strategy = strategy.name, seed = seed, backend = backend:describe(),
-           timeunit = "milliseconds", llm = engine.ctx.llm_usage },
+           timeunit = "milliseconds", llm = engine.ctx.llm_usage,
+           spec_warnings = spec_warnings and #spec_warnings > 0 and spec_warnings or nil },
   }
   meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
     artifacts:finish(e)

@@ -19,6 +19,7 @@ local hostdata = require("kopt.hostdata")
 local lightspeed = require("kopt.lightspeed")
 local spec_mod = require("kopt.spec")
 local sys = require("kopt.sys")
+local trivial = require("kopt.trivial")
 
 local M = {}
 local Cuda = {}
@@ -366,6 +367,12 @@ function Cuda:result(reply, job, cres)
     measure_s = num(reply.t_total_s) or num(reply.t_check_s),
   }
   if r.status == "error" then r.status = "launch_error" end
+  -- outputs a trivial kernel would match in both checks (kopt.trivial): the
+  -- first reply past check 2 names them, once per run
+  if reply.trivial and not self.spec_warnings then
+    self.spec_warnings = trivial.describe(reply.trivial)
+    for _, line in ipairs(self.spec_warnings) do io.stderr:write("kopt: ", self.spec.path, ": ", line, "\n") end
+  end
   if self.dump_root and math.tointeger(reply.id) then
     self:custom_check(r, job, string.format("%s/%d", self.dump_root, math.tointeger(reply.id)))
   end

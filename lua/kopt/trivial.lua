@@ -1,0 +1,47 @@
+-- What the worker found when it ran the reference (reply field `trivial`,
+-- core/worker/numerics_trivial.h): outputs a kernel could write without
+-- computing the problem that still pass both checks. Such a spec cannot
+-- tell that kernel from an honest one, so the run says so at its start and
+-- in its summary (docs/TRUST.md, "Specs a trivial kernel passes").
+local M = {}
+
+local WHAT = {
+  zeros = function() return "all zeros" end,
+  constant = function() return "one value everywhere (the reference's mean)" end,
+  copy = function(arg) return string.format("a copy of input '%s'", arg) end,
+}
+
+-- The reply's words ("y:zeros y:copy:x y:round:f16") as lines: per output
+-- in the order they first appear, a warning (trivial kernels pass) and a
+-- note (a narrower float type passes); {} when none.
+function M.describe(words)
+  local order, trivial, narrow = {}, {}, {}
+  for word in tostring(words or ""):gmatch("%S+") do
+    local out, kind, arg = word:match("^([^:]+):([^:]+):?(.*)$")
+    if out and (WHAT[kind] or kind == "round") then
+      if not trivial[out] then order[#order + 1], trivial[out], narrow[out] = out, {}, {} end
+      if kind == "round" then
+        narrow[out][#narrow[out] + 1] = arg
+      else
+        trivial[out][#trivial[out] + 1] = WHAT[kind](arg)
+      end
+    end
+  end
+  local lines = {}
+  for _, out in ipairs(order) do
+    if #trivial[out] > 0 then
+      lines[#lines + 1] = string.format(
+        "warning: output '%s' passes both checks when a kernel writes %s: such a kernel would be ok. " ..
+        "Make the inputs or the tolerance stricter (docs/TRUST.md, \"Specs a trivial kernel passes\")",
+        out, table.concat(trivial[out], ", or "))
+    end
+    if #narrow[out] > 0 then
+      lines[#lines + 1] = string.format(
+        "note: output '%s': the tolerance accepts the reference rounded to %s in both checks, so arithmetic in %s " ..
+        "may pass too", out, table.concat(narrow[out], " or "), narrow[out][#narrow[out]])
+    end
+  end
+  return lines
+end
+
+return M
