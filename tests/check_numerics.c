@@ -393,6 +393,73 @@ START_TEST(test_stale_elements)
 }
 END_TEST
 
+/* i16, u16 and u64: names, sizes, round trips, ranges of the integer
+ * distributions, and arange wrapping like the 8-bit types. */
+START_TEST(test_short_and_u64_types)
+{
+	ck_assert_int_eq(kopt_dtype_parse("i16"), KOPT_I16);
+	ck_assert_int_eq(kopt_dtype_parse("u16"), KOPT_U16);
+	ck_assert_int_eq(kopt_dtype_parse("u64"), KOPT_U64);
+	ck_assert_uint_eq(kopt_dtype_size(KOPT_I16), 2);
+	ck_assert_uint_eq(kopt_dtype_size(KOPT_U16), 2);
+	ck_assert_uint_eq(kopt_dtype_size(KOPT_U64), 8);
+	ck_assert_str_eq(kopt_dtype_name(KOPT_U64), "u64");
+	ck_assert(!kopt_dtype_is_float(KOPT_I16));
+	int16_t s[4];
+	uint16_t u[4];
+	uint64_t q[4];
+	kopt_check_store(KOPT_I16, s, 0, -40000.0); /* saturates */
+	kopt_check_store(KOPT_I16, s, 1, -123.0);
+	kopt_check_store(KOPT_U16, u, 0, 70000.0);
+	kopt_check_store(KOPT_U16, u, 1, -5.0);
+	kopt_check_store(KOPT_U64, q, 0, 1e19);
+	ck_assert_int_eq(s[0], -32768);
+	ck_assert(kopt_check_load(KOPT_I16, s, 1) == -123.0);
+	ck_assert_uint_eq(u[0], 65535);
+	ck_assert_uint_eq(u[1], 0);
+	ck_assert(kopt_check_load(KOPT_U64, q, 0) == 1e19);
+	enum { N = 70000 };
+	static uint16_t a[N];
+	kopt_check_fill(KOPT_U16, a, N, KOPT_DIST_ARANGE, 0, 1, 0);
+	ck_assert_uint_eq(a[65535], 65535);
+	ck_assert_uint_eq(a[65536], 0);
+	static int16_t b[N];
+	kopt_check_fill(KOPT_I16, b, N, KOPT_DIST_UNIFORM, 0, 1, 0);
+	for (int i = 0; i < N; i++)
+		ck_assert(b[i] >= -64 && b[i] <= 64);
+	static uint64_t c[N];
+	kopt_check_fill(KOPT_U64, c, N, KOPT_DIST_NORMAL, 0, 1, 0);
+	for (int i = 0; i < N; i++)
+		ck_assert(c[i] < 1000); /* unsigned: negatives clamp to 0 */
+}
+END_TEST
+
+/* 64-bit integers above 2^53 that differ by one read as the same double:
+ * the comparison still sees them differ, so an exact tolerance fails. */
+START_TEST(test_compare_wide_integers_exactly)
+{
+	uint64_t ref[3] = {(1ull << 60) + 1, 7, 1ull << 63}, out[3];
+	memcpy(out, ref, sizeof out);
+	struct kopt_check_result r;
+	char msg[256];
+	kopt_check_compare(KOPT_U64, out, ref, 3, 0, 0, &r);
+	ck_assert(r.rel_l2 == 0.0);
+	out[0] += 1;
+	ck_assert((double)out[0] == (double)ref[0]);
+	kopt_check_compare(KOPT_U64, out, ref, 3, 0, 0, &r);
+	ck_assert(r.max_abs > 0.0);
+	ck_assert_uint_eq(r.worst_at, 0);
+	ck_assert_int_eq(kopt_check_verdict(&r, 0.0, -1, "t", msg, sizeof msg), 1);
+	int64_t iref[2] = {-(1ll << 62) - 3, 1ll << 62}, iout[2];
+	memcpy(iout, iref, sizeof iout);
+	iout[1] -= 1;
+	kopt_check_compare(KOPT_I64, iout, iref, 2, 0, 0, &r);
+	ck_assert(r.max_abs > 0.0);
+	ck_assert(r.worst_got < r.worst_want); /* moved to the side of the difference */
+	ck_assert_int_eq(kopt_check_verdict(&r, 0.0, -1, "t", msg, sizeof msg), 1);
+}
+END_TEST
+
 /* Trivial outputs against a reference: only those within the tolerance are
  * named, each by its kind; a list that does not fit leaves words out. */
 START_TEST(test_trivial_probe)
@@ -488,6 +555,8 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_gather_box);
 	tcase_add_test(tc, test_stale_elements);
 	tcase_add_test(tc, test_trivial_probe);
+	tcase_add_test(tc, test_short_and_u64_types);
+	tcase_add_test(tc, test_compare_wide_integers_exactly);
 	tcase_add_test(tc, test_trivial_intersect);
 	suite_add_tcase(s, tc);
 	return s;

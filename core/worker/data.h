@@ -115,6 +115,7 @@ union wslot {
 	float f;
 	double d;
 	uint16_t h;
+	int16_t i16;
 	int8_t i8;
 	uint8_t u8;
 };

@@ -50,6 +50,11 @@ static CUtensorMapDataType tmap_type(enum kopt_dtype t)
 		return CU_TENSOR_MAP_DATA_TYPE_INT64;
 	case KOPT_U32:
 		return CU_TENSOR_MAP_DATA_TYPE_UINT32;
+	case KOPT_I16:
+	case KOPT_U16:
+		return CU_TENSOR_MAP_DATA_TYPE_UINT16;
+	case KOPT_U64:
+		return CU_TENSOR_MAP_DATA_TYPE_UINT64;
 	case KOPT_I8:
 	case KOPT_U8:
 		return CU_TENSOR_MAP_DATA_TYPE_UINT8;
@@ -156,6 +161,15 @@ int kopt_worker_build_params(struct worker *w, const struct inputset *s, struct 
 				break;
 			case KOPT_U8:
 				sl->u8 = (uint8_t)a->ivalue;
+				break;
+			case KOPT_I16:
+				sl->i16 = (int16_t)a->ivalue;
+				break;
+			case KOPT_U16:
+				sl->h = (uint16_t)a->ivalue;
+				break;
+			case KOPT_U64: /* (the same 8 bytes) */
+				sl->i64 = a->ivalue;
 				break;
 			default:
 				sl->i32 = (int32_t)a->ivalue;

@@ -19,6 +19,9 @@ enum kopt_dtype {
 	KOPT_U32,
 	KOPT_I8,
 	KOPT_U8,
+	KOPT_I16,
+	KOPT_U16,
+	KOPT_U64,
 	KOPT_DTYPE_COUNT
 };
 
@@ -39,7 +42,8 @@ enum kopt_dist {
 	KOPT_DIST_NEAR_ARANGE
 };
 
-/* -1 when unknown. Names: "f32" "f16" "bf16" "f64" "i32" "i64" "u32" "i8" "u8". */
+/* -1 when unknown. Names: "f32" "f16" "bf16" "f64" "i32" "i64" "u32" "i8" "u8"
+ * "i16" "u16" "u64". */
 int kopt_dtype_parse(const char *name);
 const char *kopt_dtype_name(enum kopt_dtype t);
 size_t kopt_dtype_size(enum kopt_dtype t);

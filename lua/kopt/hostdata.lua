@@ -10,11 +10,14 @@ local M = {}
 
 -- NumPy's dtype strings for kopt's types ("<f4", "|u1"); byte order '<' or
 -- '|' (one byte) or '=' on this little-endian host.
-local NPY = { f4 = "f32", f2 = "f16", f8 = "f64", i4 = "i32", i8 = "i64", u4 = "u32", i1 = "i8", u1 = "u8" }
+local NPY = { f4 = "f32", f2 = "f16", f8 = "f64", i4 = "i32", i8 = "i64", u4 = "u32", i1 = "i8", u1 = "u8",
+              i2 = "i16", u2 = "u16", u8 = "u64" }
 M.npy_types = NPY
 
-local SIZE = { f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u32 = 4, i8 = 1, u8 = 1 }
-local FMT = { f32 = "<f", f64 = "<d", i32 = "<i4", i64 = "<i8", u32 = "<I4", i8 = "<i1", u8 = "<I1" }
+local SIZE = { f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u32 = 4, i8 = 1, u8 = 1, i16 = 2, u16 = 2, u64 = 8 }
+-- (u64: Lua's integers are signed 64-bit, so values of 2^63 and above read as negative)
+local FMT = { f32 = "<f", f64 = "<d", i32 = "<i4", i64 = "<i8", u32 = "<I4", i8 = "<i1", u8 = "<I1",
+              i16 = "<i2", u16 = "<I2", u64 = "<i8" }
 
 -- The header of a .npy file: { dtype = kopt type or nil, descr =, shape = {..},
 -- fortran = bool, offset = bytes before the data, size = file bytes }, or

@@ -23,7 +23,7 @@ M.default_device = {
   warp_size = 32, l2_bytes = 52428800, mem_bytes = 85520809984, assumed = true,
 }
 
-M.types = { f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u32 = 4, i8 = 1, u8 = 1 }
+M.types = { f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u32 = 4, i8 = 1, u8 = 1, i16 = 2, u16 = 2, u64 = 8 }
 M.inits = { normal = true, uniform = true, uniform01 = true, zeros = true, ones = true,
             arange = true, constant = true }
 

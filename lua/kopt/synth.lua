@@ -26,7 +26,8 @@ M.MAX_KNOBS, M.MAX_VALUES, M.MAX_SPACE = 8, 16, 100000
 M.SOURCE_CAP = 200 * 1024
 
 M.CTYPES = { f32 = "float", f16 = "__half", bf16 = "__nv_bfloat16", f64 = "double", i32 = "int",
-             i64 = "long long", u32 = "unsigned int", i8 = "signed char", u8 = "unsigned char" }
+             i64 = "long long", u32 = "unsigned int", i8 = "signed char", u8 = "unsigned char",
+             i16 = "short", u16 = "unsigned short", u64 = "unsigned long long" }
 
 ---------------------------------------------------------------------------
 -- The problem, as the kernel must see it

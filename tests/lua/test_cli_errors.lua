@@ -221,7 +221,7 @@ case("random " .. s, 2, "kopt: " .. s .. ": kernel.source: cannot read 'missing.
 s = spec_file("badlaunch", { launch = '{"grid": [1, 1, 1, 1], "block": [32]}' })
 case("random " .. s, 2, "kopt: " .. s .. ": launch.grid: expected an array of 1 to 3 expressions, got 4")
 s = spec_file("badarg", { args = '[{"name": "x", "type": "f12", "shape": [4]}]' })
-case("random " .. s, 2, "kopt: " .. s .. ": args[1].type: unknown type 'f12' (expected one of bf16, f16, f32, f64, i32, i64, i8, u32, u8)")
+case("random " .. s, 2, "kopt: " .. s .. ": args[1].type: unknown type 'f12' (expected one of bf16, f16, f32, f64, i16, i32, i64, i8, u16, u32, u64, u8)")
 s = spec_file("zero_size", { problem = '{"n": 0}' })
 case("random " .. s, 2, "kopt: " .. s .. ": problem.n: expected a positive number, got 0")
 s = spec_file("neg_size", { problem = '{"n": -1000}' })

@@ -37,6 +37,7 @@ local CAUGHT = {
   { "int_tail", "u8 output: the last 3 elements never written (exact integer comparison)" },
   { "batch_tail", "skips timed launches but the last of each batch of 4 (every timed launch compared)", { {}, { CHEAT = 2 } } },
   { "arange_float", "a float 'arange' input is sampled, never read (check 2 moves a few of its elements)" },
+  { "u64_lowbits", "a u64 output rounded through a double (low bits lost above 2^53; compared exactly)" },
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
