@@ -71,6 +71,10 @@ static void take_lua_dev(struct main_args *args)
 			args->lua_dev = args->argv[++i];
 			continue;
 		}
+		if (strncmp(args->argv[i], "--lua-dev=", 10) == 0) { /* as every other flag */
+			args->lua_dev = args->argv[i] + 10;
+			continue;
+		}
 		args->argv[out++] = args->argv[i];
 	}
 	args->argc = out;

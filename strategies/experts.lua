@@ -28,7 +28,8 @@ local S = {
     init = { default = 4, help = "configurations measured before the first iteration (default config + random)" },
     min_gain = { default = 0.02, help = "a new best must be faster by this fraction (and by more than the noise)" },
     edits = { default = "auto", choices = { "auto", "on", "off" },
-              help = "kernel edits (unified diffs): auto = on with a spec and a GPU backend, off under replay" },
+              help = "kernel edits (unified diffs): auto = on with a spec and a GPU backend, off under replay; " ..
+                     "on = whenever there is a spec; off = none" },
     llm = { default = "auto", choices = { "auto", "off" },
             help = "auto: the LLM endpoint when one is configured (options or env); off: heuristics" },
     llm_base_url = { default = "",

@@ -39,7 +39,8 @@ local S = {
                ".lua file; none: no tuning)" },
     tune_budget = { default = 0, help = "evaluations for tuning (0: what the budget leaves)" },
     templates = { default = "auto", choices = { "auto", "off", "only" },
-                  help = "known-good templates: auto = without an LLM or when a reply fails; only = no LLM" },
+                  help = "known-good templates: auto = without an LLM or when a reply fails; off = none (LLM only); " ..
+                         "only = no LLM" },
     temperature = { default = 0.2, help = "the writer's sampling temperature" },
     llm = { default = "auto", choices = { "auto", "off" },
             help = "auto: the LLM endpoint when one is configured (options or env); off: templates only" },

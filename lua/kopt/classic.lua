@@ -100,7 +100,9 @@ end
 M.ENUMERATE_LIMIT = 200000
 
 -- A valid configuration not proposed yet, uniformly at random, or nil when
--- none is left (or none could be found in a space too large to enumerate).
+-- none is left (or none could be found in a space too large to enumerate;
+-- a recorded space is a list, so it is always enumerated, however sparse
+-- its configurations are in the product of its knobs' values).
 -- Sampling draws knob values itself rather than calling space:sample, so the
 -- sequence depends only on the seed and the knob order, never on the order in
 -- which a recording happened to list its configurations.
@@ -111,8 +113,17 @@ function Memory:fresh(rng)
     for _, k in ipairs(knobs) do c[k.name] = k.values[rng:random(1, #k.values)] end
     if not self.seen[space:key(c)] and space:is_valid(c) then return c end
   end
+  if self.unseen == nil and space.list == nil and space:size_raw() > M.ENUMERATE_LIMIT then
+    -- too large to list: the space's own sampler finds the rare valid
+    -- configurations of a constrained space
+    for _ = 1, 64 do
+      local c = space:sample(rng)
+      if c == nil then return nil end
+      if not self.seen[space:key(c)] then return c end
+    end
+    return nil
+  end
   if self.unseen == nil then
-    if space:size_raw() > M.ENUMERATE_LIMIT then return nil end
     local list, keys = {}, {}
     for i, c in ipairs(space:enumerate()) do list[i] = c; keys[c] = space:key(c) end
     table.sort(list, function(a, b) return keys[a] < keys[b] end)

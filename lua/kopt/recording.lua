@@ -60,6 +60,15 @@ local function unit_to_ms(unit)
   if type(unit) ~= "string" then return nil end
   return UNITS[unit:lower()]
 end
+
+-- The unit a measurement's name ends with ("time_s", "latency_us",
+-- "duration-ns"): milliseconds per unit and the unit, or nil.
+local function unit_of_name(name)
+  local suffix = tostring(name):match("[_%-]([%aµ]+)$")
+  local scale = suffix and unit_to_ms(suffix)
+  if scale then return scale, suffix end
+  return nil
+end
 M.unit_to_ms = unit_to_ms
 
 local function show(v)
@@ -127,10 +136,13 @@ local function inexact(v)
 end
 local INEXACT = "%s: %.17g is past 2^53, where JSON numbers no longer tell integers apart; write it as a string"
 
+local NAN_KNOB = "%s: NaN is not a knob value (no config can be told by it)"
+
 local function knob_value(v, path)
   if type(v) ~= "number" and type(v) ~= "string" then
     bad("%s: expected a number or a string, got %s", path, show(v))
   end
+  if v ~= v then bad(NAN_KNOB, path) end
   if inexact(v) then bad(INEXACT, path, v) end
   return v
 end
@@ -196,6 +208,9 @@ local function from_kt(doc, file, repaired, r)
         return nil, string.format("replay file %s: tune_params.%s[%d]: expected a number or a string, got %s",
                                   file, name, j, show(v))
       end
+      if v ~= v then
+        return nil, string.format("replay file %s: " .. NAN_KNOB, file, string.format("tune_params.%s[%d]", name, j))
+      end
       if inexact(v) then
         return nil, string.format("replay file %s: " .. INEXACT, file, string.format("tune_params.%s[%d]", name, j), v)
       end
@@ -216,7 +231,10 @@ local function from_kt(doc, file, repaired, r)
     local entry = { config = config, cost_s = cost / 1000 }
     local obj = e[objective]
     if type(obj) == "number" and (not finite(obj) or obj < KT_FAILED_NUMBER) then
-      r:time(entry, "." .. objective, obj, 1, "ms")
+      -- (Kernel Tuner's times are in ms; an objective named for its unit,
+      -- such as "time_s", is in that unit)
+      local scale, unit = unit_of_name(objective)
+      r:time(entry, "." .. objective, obj, scale or 1, unit or "ms")
       if entry.status ~= "ok" then return entry end
       if e.times ~= nil then
         if type(e.times) ~= "table" then bad(".times: expected an array of numbers, got %s", show(e.times)) end
@@ -350,21 +368,32 @@ local function from_t4(doc, file, r)
       cost_unit = cost_unit or unit_to_ms(unit)
     end
     if status == "ok" and type(value) == "number" then
-      local scale = default_unit
+      -- the measurement's own unit, else the one its name ends with
+      -- ("latency_us"), else the file's metadata.timeunit, else ms
+      local scale, shown = unit_of_name(objective)
+      scale, shown = scale or default_unit, shown or tostring(meta_unit or "ms")
       if unit ~= nil and unit ~= "" then
-        scale = unit_to_ms(unit)
-        if not scale then
+        scale, shown = unit_to_ms(unit), unit
+        if not scale and not M.time_like(objective) then
+          bad(".measurements[%d]: objective '%s' is not a time (unit %s); kopt replays time objectives", found,
+              objective, show(unit))
+        elseif not scale then
           bad(".measurements[%d].unit: unknown time unit %s (kopt knows ms, s, us, ns)", found, show(unit))
         end
       end
-      r:time(entry, string.format(".measurements[%d].value", found), value, scale,
-             type(unit) == "string" and unit ~= "" and unit or tostring(meta_unit or "ms"))
+      r:time(entry, string.format(".measurements[%d].value", found), value, scale, shown)
     elseif status == "ok" then
       if value ~= nil and type(value) ~= "string" then
         bad(".measurements[%d].value: expected a number, got %s", found, show(value))
       end
+      if type(value) == "string" and tonumber(value) then
+        bad(".measurements[%d].value: a time written as a string (%s); expected a number", found, show(value))
+      end
+      if value == nil then
+        bad(".measurements: no '%s' measurement, the objective (a result marked correct must have one)", objective)
+      end
       entry.status = "launch_error"
-      entry.log = type(value) == "string" and value or ("no '" .. objective .. "' measurement")
+      entry.log = value
     else
       entry.status = status
       entry.log = type(value) == "string" and value or res.invalidity

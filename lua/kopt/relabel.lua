@@ -340,8 +340,14 @@ end
 -- holds the methods beyond the seed, in the order they were added, and the
 -- aliases a seed method learned (from the LLM path), under its name.
 
+-- Off for a run given --no-db: O is then kept in memory only, like the
+-- experience database, so nothing is read or written outside the run folder.
+local persist = true
+function M.set_persistent(on) persist = on and true or false end
+
 -- Where O lives, following the CUBIN cache's choice (kopt.compile.cache_dir).
 function M.path(getenv)
+  if not persist then return false end
   getenv = getenv or os.getenv
   local p = getenv("KOPT_METHODS")
   if p then

@@ -10,6 +10,7 @@ local finish = require("kopt.finish")
 local json = require("kopt.json")
 local profiling = require("kopt.profiling")
 local replay = require("kopt.backends.replay")
+local relabel = require("kopt.relabel")
 local report = require("kopt.report")
 local rng_mod = require("kopt.rng")
 local rundir_mod = require("kopt.rundir")
@@ -193,6 +194,8 @@ function M.main(opts, pos)
   -- no GPU worker started) or anything is written; otherwise what it
   -- measured before is served, not measured again.
   local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
+  -- --no-db (or KOPT_DB=off): the learned method names stay in memory too
+  relabel.set_persistent(not (opts.no_db or os.getenv("KOPT_DB") == "off"))
   local memory = expdb.session(opts, {
     spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,
     strategy = strategy.name, options = options, seed = opts.seed or 1, budget = budget, time_limit = opts.time_limit,

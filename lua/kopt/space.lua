@@ -24,6 +24,11 @@ local function format_value(v)
     if i then return tostring(i) end
     return string.format("%.17g", v)
   end
+  if type(v) == "string" and v:find("[,\\]") then
+    -- keys join values with ',': a value holding one is escaped, so "a,b"
+    -- then "c" and "a" then "b,c" stay two configs
+    return (v:gsub("[,\\]", "\\%0"))
+  end
   return tostring(v)
 end
 

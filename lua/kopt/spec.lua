@@ -28,7 +28,7 @@ M.inits = { normal = true, uniform = true, uniform01 = true, zeros = true, ones 
             arange = true, constant = true }
 
 local top_fields = { "name", "description", "kernel", "problem", "knobs", "constraints", "launch",
-                     "args", "reference", "tolerance", "work", "recording", "profile", "device", "torch",
+                     "args", "reference", "tolerance", "work", "recording", "profile", "torch",
                      "verify", "metrics", "objective", "pipeline" }
 
 local Checker = {}

@@ -210,15 +210,24 @@ assert(h:run("INSERT INTO schema_version (version, applied) VALUES (99, 'later')
 h:close()
 refused(newer, "has schema version 99, newer than this kopt's (1)", "a newer schema")
 
--- 8. --no-db writes nothing outside the run folder; the default path.
+-- 8. --no-db writes nothing outside the run folder, not even the method
+-- names MCGS learns (KOPT_METHODS unset, as a user has it; it wrote
+-- ~/.cache/kopt/methods.json before); the default path.
 local home = tmp .. "/home"
 os.execute("mkdir -p '" .. home .. "'")
-local henv = "KOPT_DB= XDG_DATA_HOME= HOME=" .. home
-code = T.run(cmd("random", VA, 5, tmp .. "/nodb", "--no-db -q"), henv)
+local henv = "env -u KOPT_METHODS -u XDG_CACHE_HOME KOPT_DB= XDG_DATA_HOME= HOME=" .. home
+code = T.run(cmd("mcgs", REC, 40, tmp .. "/nodb", "--no-db -q"), henv)
 T.eq(code, 0, "--no-db: exit code")
-local p = io.popen("find '" .. home .. "' -mindepth 1 | wc -l")
-T.eq(tonumber(p:read("a")), 0, "--no-db: files written under HOME")
-p:close()
+local function files_under(dir)
+  local p = io.popen("find '" .. dir .. "' -mindepth 1 -type f | wc -l")
+  local n = tonumber(p:read("a"))
+  p:close()
+  return n
+end
+T.eq(files_under(home), 0, "--no-db: files written under HOME")
+T.run(cmd("mcgs", REC, 40, tmp .. "/withdb", "-q"), henv)
+T.check(T.exists(home .. "/.cache/kopt/methods.json"), "without --no-db the method names are kept (the check above can fail)")
+os.execute("rm -rf '" .. home .. "' && mkdir -p '" .. home .. "'")
 code = T.run(cmd("random", VA, 5, tmp .. "/homedb", "-q"), henv)
 T.eq(code, 0, "default path: exit code")
 T.check(T.exists(home .. "/.local/share/kopt/experience.db"), "default path: ~/.local/share/kopt/experience.db")

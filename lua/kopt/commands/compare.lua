@@ -167,8 +167,38 @@ local function fmt_evals(n, limit)
   return string.format("%.1f", n)
 end
 
-local function space_name(file)
-  return (file:match("([^/]+)$"):gsub("%.json$", ""))
+-- Each file's label: its name without .json, with as many of its folders
+-- in front as it takes to tell it from the others ("d1/space", "d2/space");
+-- a file given twice gets "#2".
+local function space_names(files)
+  local parts, names = {}, {}
+  for i, f in ipairs(files) do
+    parts[i] = {}
+    for seg in f:gsub("%.json$", ""):gmatch("[^/]+") do table.insert(parts[i], 1, seg) end
+  end
+  local function label(i, depth)
+    local p, out = parts[i], {}
+    for d = math.min(depth, #p), 1, -1 do out[#out + 1] = p[d] end
+    return table.concat(out, "/")
+  end
+  for i in ipairs(files) do
+    local depth = 1
+    while true do
+      local clash = false
+      for j in ipairs(files) do
+        if j ~= i and label(j, depth) == label(i, depth) and depth < math.max(#parts[i], #parts[j]) then clash = true end
+      end
+      if not clash then break end
+      depth = depth + 1
+    end
+    names[i] = label(i, depth)
+  end
+  local count = {}
+  for i, n in ipairs(names) do
+    count[n] = (count[n] or 0) + 1
+    if count[n] > 1 then names[i] = n .. "#" .. count[n] end
+  end
+  return names
 end
 
 function M.main(argv)
@@ -213,12 +243,13 @@ function M.main(argv)
   if #files == 0 then errors.usage("compare: no recording among tests/data/*.json") end
   local made, merr = sys.mkdir_p(o.out .. "/img")
   if not made then errors.usage("compare: --out: %s", tostring(merr)) end
+  local names = space_names(files)
   for fi, file in ipairs(files) do
     local backend, facts = opened[fi].backend, opened[fi].facts
     local cutoff = benchstats.cutoff(facts, M.P)
     local length = math.max(maxb, cutoff)
     local rtimes, rfrac = benchstats.random_curve(facts, length)
-    local sp = { name = space_name(file), file = file, entries = facts.entries, valid = facts.valid,
+    local sp = { name = names[fi], file = file, entries = facts.entries, valid = facts.valid,
                  opt_ms = facts.opt, median_ms = facts.median, cutoff = cutoff, results = {} }
     local exact = { name = "random (exact)", fraction = {}, within = {}, score = 0, curve = rfrac }
     for i, b in ipairs(budgets) do exact.fraction[i] = rfrac[math.min(b, #rfrac)] end
@@ -255,7 +286,7 @@ function M.main(argv)
   local md = M.markdown(report)
   io.stdout:write(md)
   json.write_file(o.out .. "/benchmark.md", md, true)
-  for _, sp in ipairs(report.spaces) do M.write_svg(o.out .. "/img/" .. sp.name:gsub("%.", "_") .. ".svg", sp, maxb) end
+  for _, sp in ipairs(report.spaces) do M.write_svg(o.out .. "/img/" .. sp.name:gsub("[%./#]", "_") .. ".svg", sp, maxb) end
   json.write_file(o.out .. "/benchmark.json", M.plain(report))
   return 0
 end

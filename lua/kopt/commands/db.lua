@@ -1,7 +1,8 @@
 -- `kopt db list | show PROBLEM | export PROBLEM`: what the experience
 -- database (kopt.expdb, docs/DATABASE.md) holds. PROBLEM is a problem's
--- number from `kopt db list`, its name when only one problem has it, or the
--- beginning of its key. The file is opened read-only.
+-- number from `kopt db list`, its name when only one problem has it, the
+-- beginning of its key, or the beginning of its name when only one problem's
+-- name begins so. The file is opened read-only.
 local errors = require("kopt.errors")
 local expdb = require("kopt.expdb")
 local json = require("kopt.json")
@@ -18,7 +19,8 @@ usage: kopt db [--db PATH] list
   show      a problem's identity, its runs and its ten best configurations (--run N: that run's evaluations)
   export    T4 JSON (the format of a run's results.json): every state measured for the problem,
             its latest measurement (--run N: that run's evaluations in order); stdout unless -o FILE
-  PROBLEM   a number from `kopt db list`, a name only one problem has, or the beginning of a key
+  PROBLEM   a number from `kopt db list`, a name only one problem has, the beginning of a key, or the
+            beginning of a name only one problem has
   --db PATH the database (default: $KOPT_DB, else $XDG_DATA_HOME/kopt/experience.db,
             else ~/.local/share/kopt/experience.db)
 ]]
@@ -54,6 +56,10 @@ local function find_problem(db, what)
   local rows = n and db:rows("SELECT * FROM problems WHERE id = ?", n) or {}
   if #rows == 0 then rows = db:rows("SELECT * FROM problems WHERE name = ?", what) end
   if #rows == 0 then rows = db:rows("SELECT * FROM problems WHERE key LIKE ? || '%'", what) end
+  -- the start of a name ("softmax" for softmax_f32_8192), when it is unique
+  if #rows == 0 then
+    rows = db:rows("SELECT * FROM problems WHERE substr(name, 1, length(?)) = ?", what, what)
+  end
   if #rows == 0 then errors.usage("kopt db: no problem '%s' in %s (see kopt db list)", what, db.path) end
   if #rows > 1 then
     local ids = {}
@@ -81,7 +87,7 @@ local function list(db)
       (SELECT count(*) FROM evaluations e WHERE e.problem_id = p.id AND e.served_from IS NULL) AS measured,
       (SELECT min(time_ms) FROM evaluations e WHERE e.problem_id = p.id AND e.status = 'ok') AS best
     FROM problems p ORDER BY p.id]])
-  local out = { string.format("%s: %d problems", db.path, #rows),
+  local out = { string.format("%s: %d problem%s", db.path, #rows, #rows == 1 and "" or "s"),
                 string.format("  %-4s %-28s %-24s %-26s %5s %9s %-11s %s", "#", "name", "device", "toolkit", "runs",
                               "measured", "best (ms)", "key") }
   for _, r in ipairs(rows) do

@@ -8,9 +8,17 @@ local M = { summary = "list the GPUs (name, compute capability, SMs, memory, L2,
 local function gib(bytes) return string.format("%.1f GiB", bytes / 2^30) end
 local function mib(bytes) return string.format("%.0f MiB", bytes / 2^20) end
 
+local USAGE = [[
+usage: kopt devices [--json]
+  the GPUs this machine has, as the cuda backend sees them: name, compute
+  capability, SMs, memory, L2, clocks, shared memory per block, PCI bus id
+  --json   the same as one JSON array (the fields spec expressions read as device.*)
+]]
+
 function M.main(argv)
   local json = false
   for _, a in ipairs(argv) do
+    if a == "--help" or a == "-h" then io.stdout:write(USAGE) return 0 end
     if a == "--json" then json = true else errors.usage("devices: unknown argument '%s'", a) end
   end
   local devices, err = gpu.devices()

@@ -4,8 +4,16 @@ local errors = require("kopt.errors")
 
 local M = { summary = "run a Lua file with the kopt library (tests, tools)" }
 
+local USAGE = [[
+usage: kopt script FILE [ARGS...]
+  runs the Lua file FILE inside kopt, with the kopt library (require "kopt.*")
+  on the path, FILE's folder first on package.path and ARGS in `arg`; the
+  file's return value (an integer) is the exit status
+]]
+
 function M.main(argv)
   local file = argv[1]
+  if file == "--help" or file == "-h" then io.stdout:write(USAGE) return 0 end
   if not file then errors.usage("script: missing FILE") end
   local chunk, err = loadfile(file, "t")
   if not chunk then errors.usage("%s", err) end

@@ -91,7 +91,9 @@ local function parse(argv)
         errors.usage("suite: --backend: expected cuda, replay or replay:DIR, got '%s'", v)
       end
       o.backend = v
-    elseif a == "--seed" then o.seed = count(a)
+    elseif a == "--seed" then  -- any integer, as for a run
+      o.seed = math.tointeger(tonumber(value(a)))
+      if not o.seed then errors.usage("suite: --seed: expected an integer, got '%s'", argv[i]) end
     elseif a == "--finalists" then o.finalists = count(a)
     elseif a == "--sanitize" then
       local list, why = sanitize.parse_tools(value(a))
@@ -379,6 +381,10 @@ function M.main(argv)
     end
     local res = hit and from_memory(p, hit) or outcome(p, dir)
     if err then res.error = err:match("^[^\n]*") end
+    if res.error and st ~= "done" then
+      io.stdout:flush()  -- (after the problem's own heading)
+      io.stderr:write(string.format("kopt: suite: %s: %s\n", p.name, res.error))
+    end
     if res.error and rc_total == 0 then rc_total = errors.RUNTIME end
     res.name, res.run_dir, res.precision = p.name, p.name, suite.precision(p.spec)
     res.wall_s = st ~= "done" and (sys.now() - t0) or (prev_rows[p.name] and prev_rows[p.name].wall_s)

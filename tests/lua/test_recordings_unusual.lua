@@ -1,0 +1,118 @@
+-- Unusual recordings a user can have (found by writing them): each case
+-- failed before its fix.
+-- * String knob values holding the key separator (',') merged two configs
+--   and gave the fastest the other's time.
+-- * A sparse recorded space (300 configs of a 10^6 product) left anneal,
+--   genetic and the surrogate with nothing to measure: they stopped at 0.
+-- * A NaN knob value ended in a Lua traceback.
+-- * A T4 time written as a string ('1.0') was replayed as a failure.
+-- * A unit in the objective's name (latency_us, time_s) was ignored: times
+--   1000x off.
+-- * A T4 result marked correct without the objective's measurement was a
+--   silent failure ("no valid configuration found").
+-- * Two spaces of one file name in `kopt compare` shared a label and a chart.
+local T = require("testlib")
+local cjson = require("cjson")
+
+local tmp = T.tmpdir("recordings-unusual")
+local function t4(results)
+  return cjson.encode({ schema_version = "1.0.0", metadata = { timeunit = "ms" }, results = results })
+end
+local function res(config, ms, name, unit)
+  return { configuration = config, invalidity = "correct", objectives = { name or "time" },
+           measurements = { { name = name or "time", value = ms, unit = unit } } }
+end
+
+-- comma in string values: four configs, the fastest 1 ms
+T.write(tmp .. "/comma.t4.json", t4({ res({ x = "a,b", y = "c" }, 1.0), res({ x = "a", y = "b,c" }, 5.0),
+                                      res({ x = "a,b", y = "b,c" }, 3.0), res({ x = "a", y = "c" }, 4.0) }))
+local _, code, out, err
+code, out, err = T.run("exhaustive --backend replay:" .. tmp .. "/comma.t4.json -q --out " .. tmp .. "/comma")
+T.eq(code, 0, "commas: exit code\n" .. err)
+local evals, stop = T.events(tmp .. "/comma")
+T.eq(#evals, 4, "commas: four configs, not three")
+T.check(stop and stop.best and stop.best.time_ms == 1.0, "commas: the best is 1 ms\n%s", out)
+
+-- sparse: 6 knobs x 10 values, 300 recorded configs
+do
+  local cache, tp, keys = {}, {}, { "a", "b", "c", "d", "e", "f" }
+  for _, k in ipairs(keys) do tp[k] = { 0, 1, 2, 3, 4, 5, 6, 7, 8, 9 } end
+  local seen, n, s = {}, 0, 7
+  while n < 300 do
+    local e, key = {}, {}
+    for i, k in ipairs(keys) do
+      s = (s * 1103515245 + 12345) % 2147483648
+      e[k] = s % 10
+      key[i] = tostring(e[k])
+    end
+    local ks = table.concat(key, ",")
+    if not seen[ks] then
+      seen[ks], n = true, n + 1
+      e.time = 1 + (s % 1000) / 1000
+      cache[ks] = e
+    end
+  end
+  T.write(tmp .. "/sparse.json", cjson.encode({ tune_params_keys = keys, tune_params = tp, objective = "time",
+                                                 cache = cache }))
+  for _, strat in ipairs({ "anneal", "genetic", "surrogate" }) do
+    code, out, err = T.run(string.format("%s --backend replay:%s/sparse.json --budget 40 -q --out %s/sp_%s", strat,
+                                         tmp, tmp, strat))
+    T.eq(code, 0, strat .. " on a sparse space: exit code\n" .. err)
+    T.eq(#(T.events(tmp .. "/sp_" .. strat)), 40, strat .. ": 40 evaluations on a sparse recorded space\n" .. out)
+  end
+end
+
+-- NaN knob value: one sentence, no traceback
+T.write(tmp .. "/nan.json", '{"tune_params_keys": ["a"], "tune_params": {"a": [NaN, 1]}, "objective": "time", ' ..
+        '"cache": {"1": {"a": 1, "time": 2.0}}}')
+code, _, err = T.run("random --backend replay:" .. tmp .. "/nan.json -q --out " .. tmp .. "/nan")
+T.eq(code, 2, "NaN knob: exit code")
+T.check(T.one_sentence(err, "NaN knob"):find("tune_params.a[1]: NaN is not a knob value", 1, true), "NaN knob: %s", err)
+
+-- a T4 time written as a string
+T.write(tmp .. "/strtime.t4.json", t4({ res({ a = 1 }, "1.0"), res({ a = 2 }, 2.0) }))
+code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/strtime.t4.json -q --out " .. tmp .. "/strtime")
+T.eq(code, 2, "T4 string time: exit code")
+T.check(T.one_sentence(err, "T4 string time"):find("results[1].measurements[1].value: a time written as a string ('1.0')",
+        1, true), "T4 string time: %s", err)
+
+-- units in the objective's name: T4 without a unit, and a Kernel Tuner cache
+T.write(tmp .. "/us.t4.json", cjson.encode({ schema_version = "1.0.0", results = {
+  res({ a = 1 }, 1000, "latency_us"), res({ a = 2 }, 3000, "latency_us") } }))
+code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/us.t4.json -q --out " .. tmp .. "/us")
+T.eq(code, 0, "latency_us: exit code\n" .. err)
+_, stop = T.events(tmp .. "/us")
+T.check(stop and stop.best and math.abs(stop.best.time_ms - 1.0) < 1e-12, "latency_us: 1000 us is 1 ms (got %s)",
+        tostring(stop and stop.best and stop.best.time_ms))
+T.write(tmp .. "/s.json", cjson.encode({ tune_params_keys = { "a" }, tune_params = { a = { 1, 2 } }, objective = "time_s",
+  objective_higher_is_better = false,
+  cache = { ["1"] = { a = 1, time_s = 0.002 }, ["2"] = { a = 2, time_s = 0.004 } } }))
+code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/s.json -q --out " .. tmp .. "/s")
+T.eq(code, 0, "time_s: exit code\n" .. err)
+_, stop = T.events(tmp .. "/s")
+T.check(stop and stop.best and math.abs(stop.best.time_ms - 2.0) < 1e-12, "time_s: 0.002 s is 2 ms (got %s)",
+        tostring(stop and stop.best and stop.best.time_ms))
+
+-- a correct result without the objective's measurement
+T.write(tmp .. "/noobj.t4.json", cjson.encode({ schema_version = "1.0.0", results = {
+  { configuration = { a = 1 }, invalidity = "correct", objectives = { "runtime" },
+    measurements = { { name = "time", value = 1, unit = "ms" } } } } }))
+code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/noobj.t4.json -q --out " .. tmp .. "/noobj")
+T.eq(code, 2, "missing objective: exit code")
+T.check(T.one_sentence(err, "missing objective"):find("no 'runtime' measurement", 1, true), "missing objective: %s", err)
+
+-- compare: two spaces named alike get their folders in the label
+local d1, d2 = T.tmpdir("cmp-d1"), T.tmpdir("cmp-d2")
+T.write(d1 .. "/space.json", T.slurp(tmp .. "/s.json"))
+T.write(d2 .. "/space.json", T.slurp(tmp .. "/sparse.json"))
+code, _, err = T.run(string.format("compare --strategies random --spaces %s/space.json,%s/space.json --seeds 1-2 " ..
+                                   "--budgets 5,10 --out %s/cmp -q", d1, d2, tmp))
+T.eq(code, 0, "compare, two files named alike: exit code\n" .. err)
+local md = T.slurp(tmp .. "/cmp/benchmark.md")
+local l1, l2 = d1:match("([^/]+)$") .. "/space", d2:match("([^/]+)$") .. "/space"
+T.check(md:find("### " .. l1, 1, true) and md:find("### " .. l2, 1, true), "compare: labels %s and %s", l1, l2)
+T.check(T.exists(tmp .. "/cmp/img/" .. l1:gsub("[%./#]", "_") .. ".svg") and
+        T.exists(tmp .. "/cmp/img/" .. l2:gsub("[%./#]", "_") .. ".svg"), "compare: one chart per space")
+
+os.execute("rm -rf '" .. tmp .. "' '" .. d1 .. "' '" .. d2 .. "'")
+return T.done()
