@@ -450,6 +450,8 @@ START_TEST(test_compare_wide_integers_exactly)
 	ck_assert(r.max_abs > 0.0);
 	ck_assert_uint_eq(r.worst_at, 0);
 	ck_assert_int_eq(kopt_check_verdict(&r, 0.0, -1, "t", msg, sizeof msg), 1);
+	/* the message tells the two values apart (as the doubles they compare as) */
+	ck_assert_msg(strstr(msg, "got 1152921504606847232, want 1152921504606846976") != NULL, "%s", msg);
 	int64_t iref[2] = {-(1ll << 62) - 3, 1ll << 62}, iout[2];
 	memcpy(iout, iref, sizeof iout);
 	iout[1] -= 1;
