@@ -488,7 +488,16 @@ START_TEST(test_trivial_probe)
 	ck_assert_str_eq(out, "z:zeros");
 	out[0] = '\0';
 	kopt_trivial_probe(KOPT_F32, three, N, src, 1, 1e-5, -1, "c", out, sizeof out);
-	ck_assert_str_eq(out, "c:constant");
+	ck_assert_str_eq(out, "c:constant:3");
+	/* a one-element output is its own mean: the word names the value, so
+	 * two input sets with other sums share no word */
+	char one[64] = "", other[64] = "";
+	float s1 = 12.5f, s2 = -3.25f;
+	kopt_trivial_probe(KOPT_F32, &s1, 1, NULL, 0, 1e-5, -1, "s", one, sizeof one);
+	kopt_trivial_probe(KOPT_F32, &s2, 1, NULL, 0, 1e-5, -1, "s", other, sizeof other);
+	ck_assert_str_eq(one, "s:constant:12.5");
+	kopt_trivial_intersect(one, other);
+	ck_assert_str_eq(one, "");
 	/* an honest problem: nothing */
 	static float sq[N];
 	for (int i = 0; i < N; i++)

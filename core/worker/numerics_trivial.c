@@ -54,17 +54,24 @@ int kopt_trivial_probe(enum kopt_dtype t, const void *ref, size_t n,
 	/* all zeros (calloc: every type's zero is all zero bits) */
 	if (passes(t, buf, ref, n, tol_rel_l2, tol_max_abs))
 		found += append(out, outlen, prefix, "zeros", NULL);
-	/* one value, the reference's mean (zeros again when it is 0) */
+	/* one value everywhere, the reference's mean (zeros again when it is
+	 * 0). The word carries the value: a kernel can only write a value it
+	 * knows, so it counts where both checks find the same one (a row sum
+	 * that is always 1), not where each set's own mean passes (a scalar
+	 * output always equals its own mean) */
 	double mean = 0.0;
 	for (size_t i = 0; i < n; i++)
 		mean += kopt_check_load(t, ref, i);
 	mean /= (double)n;
 	kopt_check_store(t, buf, 0, mean);
-	if (kopt_check_load(t, buf, 0) != 0.0) {
+	double value = kopt_check_load(t, buf, 0);
+	if (value != 0.0) {
 		for (size_t i = 1; i < n; i++)
 			memcpy((char *)buf + i * es, buf, es);
+		char text[40];
+		snprintf(text, sizeof text, "%.9g", value);
 		if (passes(t, buf, ref, n, tol_rel_l2, tol_max_abs))
-			found += append(out, outlen, prefix, "constant", NULL);
+			found += append(out, outlen, prefix, "constant", text);
 	}
 	/* a copy of an input of the same length, converted */
 	for (int k = 0; k < nsrc; k++) {

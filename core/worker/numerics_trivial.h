@@ -22,7 +22,7 @@ struct kopt_trivial_source {
 /* Appends to out (a NUL-terminated list of words separated by spaces,
  * outlen bytes in all) one word per trivial output that passes the
  * comparison with the n elements of ref (type t) within the tolerances
- * (kopt_check_verdict's rules): "PREFIX:zeros", "PREFIX:constant",
+ * (kopt_check_verdict's rules): "PREFIX:zeros", "PREFIX:constant:VALUE",
  * "PREFIX:copy:NAME" (a source of n elements, converted to t) and
  * "PREFIX:round:f32|f16|bf16" (a float output rounded to a narrower type).
  * Returns the number of words appended, or -1 when out of host memory. A

@@ -7,7 +7,7 @@ local M = {}
 
 local WHAT = {
   zeros = function() return "all zeros" end,
-  constant = function() return "one value everywhere (the reference's mean)" end,
+  constant = function(arg) return string.format("the value %s everywhere", arg) end,
   copy = function(arg) return string.format("a copy of input '%s'", arg) end,
 }
 
