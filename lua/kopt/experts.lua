@@ -381,23 +381,40 @@ local function proposals_of(value)
 end
 M.proposals_of = proposals_of
 
--- Whether a JSON value from a reply reads as an answer (a non-empty list of
--- proposal objects): llm.extract_json takes the last such value, not a
--- fragment (a "changes" object) or a draft that came first.
+-- Whether a JSON value from a reply reads as an answer, and how complete
+-- one: 2 for a proposals list (the whole answer), 1 for one proposal on
+-- its own (a "changes" or "config" object), false otherwise.
+-- llm.extract_json takes the last of the most complete ones: a model that
+-- corrects itself puts the answer last, while a one-knob recap or an echo
+-- of the current best after the answer is no answer.
 function M.has_proposals(value)
   local props = proposals_of(value)
-  return type(props) == "table" and type(props[1]) == "table"
+  if type(props) ~= "table" or type(props[1]) ~= "table" then return false end
+  local whole = type(value.proposals) == "table" or #value > 0
+  return whole and 2 or 1
 end
 
 local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
 
 -- Text a model writes in an edit field to say there is no edit.
+local NO_EDIT_START = { "^no%s", "^no%-", "^none", "^not needed", "^not applicable", "^not required", "^unchanged",
+                        "^nothing", "^n/a", "^na%s", "^knob", "^only knob", "^keep", "^same" }
 local function says_no_edit(text)
-  local t = text:lower():gsub("^%s+", ""):gsub("[%s%.!]+$", "")
-  if t == "" or t == "none" or t == "null" or t == "nil" or t == "n/a" or t == "na" or t == "-" or t == "no" then
+  -- (brackets, quotes and trailing punctuation around the words do not count:
+  -- "(none)", "<none>", "N/A (knob change only)")
+  -- (nor an empty fence, or comment marks: "// no code change")
+  local t = text:lower():gsub("^%s*```%w*", ""):gsub("```%s*$", "")
+  t = t:gsub("^[%s%(%[<\"'`]+", ""):gsub("^//+", ""):gsub("^/%*", ""):gsub("%*/%s*$", "")
+  t = t:gsub("^[%s%(%[<\"'`]+", ""):gsub("[%s%.!%)%]>\"'`]+$", "")
+  if t == "" or t == "none" or t == "null" or t == "nil" or t == "n/a" or t == "na" or t == "-" or t == "no"
+     or t == "\226\128\148" or t == "\226\128\147" then  -- (an em or en dash)
     return true
   end
-  return #t < 80 and not t:find("\n") and (t:find("^no%s") or t:find("^not needed") or t:find("^unchanged")) ~= nil
+  if #t >= 80 or t:find("\n") then return false end
+  for _, pat in ipairs(NO_EDIT_START) do
+    if t:find(pat) then return true end
+  end
+  return false
 end
 
 -- A search/replace pair in the shapes models use: {search, replace},
@@ -441,7 +458,13 @@ local function edit_of(p)
           local s = text_of(b.source)
           if s then return { kind = "source", text = s } end
         elseif type(b) == "string" and text_of(b) then
-          return { text = table.concat(list, "\n") }
+          -- a patch given as a list of lines: its strings only (a list that
+          -- mixes prose with pairs, or holds nulls, is not one patch)
+          local lines = {}
+          for _, x in ipairs(list) do
+            if type(x) == "string" then lines[#lines + 1] = x end
+          end
+          if #lines == #list then return { text = table.concat(lines, "\n") } end
         end
       end
     end

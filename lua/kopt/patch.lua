@@ -19,7 +19,7 @@
 -- blank lines after the end of the source (a prompt shows the source followed
 -- by a blank line).
 local M = {}
-local whole_file_diff  -- (below)
+local whole_file_diff, check_joined  -- (below)
 
 M.MAX_EDIT = 256 * 1024   -- bytes of one edit; more is refused, not scanned
 
@@ -73,9 +73,16 @@ function M.normalize(text)
   text = text:gsub("\r\n", "\n"):gsub("\r", "\n")
   local blocks = M.fenced_blocks(text)
   if #blocks == 0 then return text end
-  local bodies = {}
-  for i, b in ipairs(blocks) do bodies[i] = b.body end
-  return table.concat(bodies)
+  -- a diff fence followed by the whole kernel "for reference": the diff
+  local diffs, bodies = {}, {}
+  for i, b in ipairs(blocks) do
+    bodies[i] = b.body
+    if b.info == "diff" or b.info == "patch" or b.body:find("^@@") or b.body:find("\n@@")
+       or b.body:find("^%-%-%- ") then
+      diffs[#diffs + 1] = b.body
+    end
+  end
+  return table.concat(#diffs > 0 and diffs or bodies)
 end
 
 -- Whether a source defines the __global__ function `entry`.
@@ -83,20 +90,31 @@ end
 -- function's name is what the source defines)
 local function entry_name(entry) return entry:match("^%s*([%a_][%w_]*)") or entry end
 
+local function strip_comments(source)
+  return (source:gsub("/%*.-%*/", " "):gsub("//[^\n]*", ""))
+end
+
+-- (in code, not in a comment: "// was: __global__ void entry(" defines nothing)
 function M.defines_entry(source, entry)
   local name = entry_name(entry)
-  return source:find("__global__[^;{]-%f[%w_]" .. name:gsub("%p", "%%%0") .. "%s*%(") ~= nil
+  return strip_comments(source):find("__global__[^;{]-%f[%w_]" .. name:gsub("%p", "%%%0") .. "%s*%(") ~= nil
 end
 
 -- The kernel source an edit of kind "source" gives: with several fenced
 -- blocks ("before: ... after: ..."), the last that defines the entry kernel,
 -- else the last one.
-local function replacement_source(text, entry)
+local function replacement_source(text, entry, current)
   text = text:gsub("\r\n", "\n"):gsub("\r", "\n")
   local blocks = M.fenced_blocks(text)
   if #blocks == 0 then return text end
-  for i = #blocks, 1, -1 do
-    if entry and M.defines_entry(blocks[i].body, entry) then return blocks[i].body end
+  -- (a block that is the current source again, "the original, for
+  -- comparison", is not the edit)
+  local same = function(b) return current and squash(b) == squash(current) end
+  for _, want_new in ipairs({ true, false }) do
+    for i = #blocks, 1, -1 do
+      local b = blocks[i].body
+      if (not entry or M.defines_entry(b, entry)) and (not want_new or not same(b)) then return b end
+    end
   end
   return blocks[#blocks].body
 end
@@ -134,10 +152,23 @@ function M.parse(diff)
     cur = { header = header, old_start = start, old = {}, new = {}, kinds = {}, line = n }
     hunks[#hunks + 1] = cur
   end
+  -- a diff of several files (the kernel, then a benchmark script) edits
+  -- the kernel: the hunks of the first file named are kept, the rest skipped
+  local first_file, skipping
   for n, line in ipairs(lines) do
-    if line:match("^@@") then
+    local named = line:match("^%+%+%+ (%S+)")
+    if named and named ~= "/dev/null" then
+      named = named:gsub("^[ab]/", ""):match("([^/]+)$")
+      first_file = first_file or named
+      skipping = named ~= first_file
+      if skipping then cur = nil end
+    end
+    if skipping then -- luacheck: ignore 542 (another file's lines)
+    elseif line:match("^@@") then
       local a = line:match("^@@%s*%-(%d+)")
+      local b, d = line:match("^@@%s*%-%d+,(%d+)%s+%+%d+,(%d+)%s*@@")
       new_hunk(line:match("^(@@.-@@)") or line, a and tonumber(a), n)
+      cur.want_old, cur.want_new = tonumber(b), tonumber(d)
     elseif is_header(line) and not (cur and line:match("^%-%-%- ") and not line:match("^%-%-%- [ab/]")
                                     and not line:match("^%-%-%- %S+%.%w+")) then
       cur = nil
@@ -183,6 +214,23 @@ function M.parse(diff)
       end
       h.ops = ops
       h.old, h.new, h.ctx = M.sides(ops)
+      -- the lines the header's counts cover, when the hunk runs on past
+      -- them (prose bullets after the diff read as "-" lines): tried when
+      -- the whole hunk does not apply
+      if h.want_old and h.want_new then
+        local no, nn = 0, 0
+        for k, op in ipairs(ops) do
+          if op[1] ~= "+" then no = no + 1 end
+          if op[1] ~= "-" then nn = nn + 1 end
+          if no == h.want_old and nn == h.want_new and k < #ops then
+            local short = {}
+            for q = 1, k do short[q] = ops[q] end
+            h.short = {}
+            h.short.old, h.short.new, h.short.ctx = M.sides(short)
+            break
+          end
+        end
+      end
       out[#out + 1] = h
     end
   end
@@ -210,17 +258,22 @@ local function matches_at(src, pos, old, level)
   return true
 end
 
+-- Where block `old` is in the source, from line `from` on: at line `want`
+-- if it is there, else the match nearest to it; without a line number, the
+-- only match (nil and the count when it matches several places: which one
+-- the model meant is unknown). Exact lines first, then looser matching.
 local function find_block(src, old, from, want)
   for level = 1, 3 do
     if want and want >= from and matches_at(src, want, old, level) then return want end
-    local best, dist
+    local best, dist, count = nil, nil, 0
     for pos = from, #src - #old + 2 do
       if matches_at(src, pos, old, level) then
+        count = count + 1
         local d = want and math.abs(pos - want) or pos - from
         if not best or d < dist then best, dist = pos, d end
-        if not want then break end
       end
     end
+    if count > 1 and not want then return nil, count end
     if best then return best end
   end
 end
@@ -327,11 +380,21 @@ function M.apply(source, diff)
   if source == "" then src = {} end
   local out, from, offset = {}, 1, 0
   for _, h in ipairs(hunks) do
-    local pos
+    local pos, places
     if #h.old == 0 then
       pos = h.old_start and math.max(from, math.min(h.old_start + offset + 1, #src + 1)) or #src + 1
     else
-      pos = find_block(src, h.old, from, h.old_start and (h.old_start + offset))
+      pos, places = find_block(src, h.old, from, h.old_start and (h.old_start + offset))
+      if not pos and not places and h.short then
+        -- the lines the header counts, without what follows them
+        local p2, n2 = find_block(src, h.short.old, from, h.old_start and (h.old_start + offset))
+        if p2 then h.old, h.new, h.ctx, pos = h.short.old, h.short.new, h.short.ctx, p2 end
+        places = places or n2
+      end
+    end
+    if places then
+      return nil, string.format("hunk %d (%s) matches %d places in the source; give its line numbers or more "
+                                .. "context", h.n, h.header, places)
     end
     if pos then
       for j = from, pos - 1 do out[#out + 1] = src[j] end
@@ -503,7 +566,7 @@ function M.apply_edit(source, edit, opts)
     if not blocks then blocks, err = M.parse_search_replace(text) end
     if blocks then new, err = M.apply_search_replace(source, blocks) end
   else
-    new = replacement_source(text, opts.entry)
+    new = replacement_source(text, opts.entry, source)
     if not new:find("__global__", 1, true) then
       return nil, "the edit is not a diff, search/replace blocks or a kernel source (no __global__ function)", kind
     end
@@ -628,6 +691,35 @@ M.FORBIDDEN = {
   { "#%s*pragma%s+comment", "linker directives" },
 }
 
+-- The added lines of a diff as one text, as the compiler reads it: comments
+-- out, the object-like macros they define expanded, white space (line
+-- breaks too) one space. The line-by-line check above names the line; this
+-- one sees what is split over lines or hidden in a macro
+-- ("__device__ int\n g;", "#define KEEP __device__" then "KEEP int g;",
+-- "malloc\n(4)").
+function check_joined(diff)
+  local added = {}
+  for line in (diff .. "\n"):gmatch("(.-)\n") do
+    if line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then added[#added + 1] = line:sub(2) end
+  end
+  local text = table.concat(added, "\n"):gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+  local macros = {}
+  for name, body in text:gmatch("#%s*define%s+([%a_][%w_]*)[ \t]+([^\n(][^\n]*)") do macros[name] = body end
+  text = text:gsub("#[^\n]*", " ")
+  for name, body in pairs(macros) do text = text:gsub("%f[%w_]" .. name .. "%f[^%w_]", (body:gsub("%%", "%%%%"))) end
+  text = text:gsub("%s+", " ")
+  for _, f in ipairs(M.FORBIDDEN) do
+    local at = text:find(f[1])
+    if at then return nil, string.format("the edit adds %s: %q", f[2], text:sub(at, at + 60)) end
+  end
+  -- a __device__ name followed by ;, = or [ before any ( is a variable
+  local at = text:find("%f[%w_]__device__[^%(;{}]-[%w_%]]%s*[=%[;]")
+  if at then
+    return nil, string.format("the edit adds a global __device__ variable: %q", text:sub(at, at + 60))
+  end
+  return true
+end
+
 -- Checks the added lines of a diff: includes from the allow-list only, none
 -- of M.FORBIDDEN, no new global __device__ variables (state that survives
 -- between runs), no redefinition of the tuning knobs. opts.knobs: names.
@@ -660,7 +752,7 @@ function M.check_kernel_only(diff, opts)
       end
     end
   end
-  return true
+  return check_joined(diff)
 end
 
 return M

@@ -16,7 +16,10 @@ local M = {}
 -- with strings that span lines), and each span is decoded at most once. A
 -- reply of nothing but nested brackets is rejected after that one scan.
 
-M.MAX_SPANS = 32   -- decode attempts on balanced spans per reply
+-- Decode attempts on balanced spans per reply, the last ones kept (answers
+-- come last): the spans do not overlap, so decoding them all stays linear,
+-- and the cap only bounds the calls.
+M.MAX_SPANS = 1024
 
 -- Removes trailing commas and comments outside strings (one pass). Returns
 -- the repaired text, or nil when there was nothing to repair.
@@ -220,21 +223,24 @@ end
 -- (strip_reasoning): the whole text, else a fenced block, else a maximal
 -- balanced span that decodes to a table (objects before arrays; spans whose
 -- strings may span lines only when none decodes otherwise), each also tried
--- with near-JSON repaired. With accept (value -> true when it is an answer:
--- the request's schema), the last accepted candidate of the first kind that
--- has one wins, since a model that corrects itself ("no, final: {...}")
--- puts the answer last; else the first that decodes. Linear in the reply's
--- size. Returns value or nil, why.
+-- with near-JSON repaired. With accept (value -> true, or a rank, when it is
+-- an answer: the request's schema), the last of the highest-ranked accepted
+-- candidates of the first kind that has one wins, since a model that
+-- corrects itself ("no, final: {...}") puts the answer last, while a
+-- fragment after it (a recap) ranks lower; else the first that decodes.
+-- Linear in the reply's size. Returns value or nil, why.
 function M.extract_json(text, accept)
   if type(text) ~= "string" then return nil, "the reply has no text" end
   text = M.strip_reasoning(text)
   local first
   local function consider(list)
-    local chosen
+    local chosen, chosen_rank
     for _, v in ipairs(list) do
       first = first or v
-      if accept and accept(v) then chosen = v end
       if not accept then return v end
+      local rank = accept(v)
+      rank = rank == true and 1 or tonumber(rank)
+      if rank and rank > 0 and (not chosen_rank or rank >= chosen_rank) then chosen, chosen_rank = v, rank end
     end
     return chosen
   end
@@ -247,13 +253,12 @@ function M.extract_json(text, accept)
   for _, newline_ends_string in ipairs({ true, false }) do
     local spans = balanced_spans(text, newline_ends_string)
     for pass = 1, 2 do
-      local tries, decoded = 0, {}
+      local mine, decoded = {}, {}
       for _, sp in ipairs(spans) do
-        if (pass == 1) == (text:byte(sp[1]) == 123) then
-          tries = tries + 1
-          if tries > M.MAX_SPANS then break end
-          decoded[#decoded + 1] = decode_table(text:sub(sp[1], sp[2]))
-        end
+        if (pass == 1) == (text:byte(sp[1]) == 123) then mine[#mine + 1] = sp end
+      end
+      for k = math.max(1, #mine - M.MAX_SPANS + 1), #mine do
+        decoded[#decoded + 1] = decode_table(text:sub(mine[k][1], mine[k][2]))
       end
       v = consider(decoded)
       if v then return v end

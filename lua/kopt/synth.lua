@@ -88,6 +88,8 @@ Rules:
 - every knob is a #define in the source (kopt rewrites the line for each value it tries);
 - launch grid/block/smem are expressions over the knobs, the problem sizes, device.* and
   cdiv/min/max/ceil/floor; dynamic shared memory in bytes (0 when none);
+- expressions and constraints are Lua: and/or/not, ~= for "not equal", // for integer
+  division (/ divides exactly: cdiv(a, b) rounds up);
 - every output element must be written on every launch; no state may survive between launches;
 - includes: only CUDA device headers (cuda_fp16.h, cuda_bf16.h, mma.h, cooperative_groups.h, cuda/pipeline).]]
 
@@ -161,12 +163,29 @@ function M.schema()
                             properties = { grid = exprs, block = exprs, smem = { type = { "number", "string" } } } },
                } },
     local_schema = { type = { "object", "array" } },
-    -- (an answer carries a source: llm.extract_json takes the last such value)
-    accept = function(v) return M.parse(v) ~= nil end,
+    -- (an answer carries a source: llm.extract_json takes the last such
+    -- value, but one whose source is a sketch with placeholders ranks below
+    -- a whole kernel: "Alternatively, { /* TODO */ }" after the answer)
+    accept = function(v)
+      local k = M.parse(v)
+      if not k then return false end
+      return M.has_placeholders(k.source) and 1 or 2
+    end,
   }
 end
 
 local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
+
+-- Whether a kernel source is a sketch: a TODO, or an elision ("...",
+-- "// rest unchanged") where code should be.
+local PLACEHOLDERS = { "TODO", "FIXME", "/%*%s*%.%.%.%s*%*/", "//%s*%.%.%.", "^%s*%.%.%.%s*$", "\n%s*%.%.%.%s*\n",
+                       "[Ee]xisting code", "[Rr]est unchanged", "[Ss]ame as before" }
+function M.has_placeholders(source)
+  for _, pat in ipairs(PLACEHOLDERS) do
+    if source:find(pat) then return true end
+  end
+  return false
+end
 
 -- A source given inside a fence (in the JSON string) is the fence's body:
 -- ``` or ~~~, any info string, prose around it; of several blocks, the last
@@ -255,8 +274,14 @@ function M.parse(value)
   K.constraints = {}
   local cons = value.constraints
   if type(cons) == "string" then cons = { cons } end
-  for _, c in ipairs(type(cons) == "table" and cons or {}) do
-    if str(c) then K.constraints[#K.constraints + 1] = c end
+  for i, c in ipairs(type(cons) == "table" and cons or {}) do
+    -- ({"expr": "..."} and the like: the expression it holds)
+    if type(c) == "table" then c = str(c.expr) or str(c.expression) or str(c.constraint) or str(c.condition) or c end
+    if str(c) then
+      K.constraints[#K.constraints + 1] = c
+    else
+      notes[#notes + 1] = string.format("constraint %d ignored: not an expression (%s)", i, type(c))
+    end
   end
   local l = value.launch
   if type(l) ~= "table" then return nil, "the reply has no launch (grid, block, smem)" end
@@ -424,7 +449,9 @@ function M.materialize(K, config, spec)
   local g, b = launch.grid, launch.block
   local tail = string.format("// kopt: synthesized kernel %s; %s; grid (%d, %d, %d), block (%d, %d, %d), smem %d\n",
                              K.entry, M.describe(K, config), g[1], g[2], g[3], b[1], b[2], b[3], launch.smem)
-  local head = #top > 0 and (table.concat(top, "\n") .. "\n") or ""
+  -- (#line 1: the compiler's line numbers stay the writer's own, as the
+  -- hints quote them)
+  local head = #top > 0 and (table.concat(top, "\n") .. "\n#line 1\n") or ""
   return head .. src .. (src:sub(-1) == "\n" and "" or "\n") .. tail, launch
 end
 
