@@ -487,72 +487,6 @@ void kopt_worker_unload(struct worker *w, struct wmodule *m)
 	memset(m, 0, sizeof *m);
 }
 
-/* Is name one of the comma-separated names of list? */
-static int listed(const char *list, const char *name)
-{
-	size_t n = strlen(name);
-	for (const char *p = list; *p != '\0';) {
-		const char *end = strchr(p, ',');
-		size_t len = end ? (size_t)(end - p) : strlen(p);
-		if (len == n && strncmp(p, name, n) == 0)
-			return 1;
-		p += len + (end != NULL);
-	}
-	return 0;
-}
-
-/* The module's globals (cubin.h) with their load-time bytes; every name of
- * j->state must be among them. */
-static CUresult snapshot_globals(struct worker *w, struct wmodule *m, const struct job *j)
-{
-	enum { MAX_GLOBALS = 256 };
-	static struct kopt_cubin_global found[MAX_GLOBALS]; /* the worker is single-threaded */
-	char err[256];
-	int n = kopt_cubin_globals(j->cubin, j->cubin_len, found, MAX_GLOBALS, err, sizeof err);
-	if (n < 0)
-		n = 0; /* not an ELF image (PTX for the JIT): nothing listed */
-	if (n > MAX_GLOBALS) {
-		snprintf(w->log, sizeof w->log,
-			 "the module has %d global variables; kopt follows at most %d", n,
-			 MAX_GLOBALS);
-		return CUDA_ERROR_INVALID_IMAGE;
-	}
-	m->globals = calloc((size_t)n + 1, sizeof *m->globals);
-	if (m->globals == NULL)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	for (int i = 0; i < n; i++) {
-		if (found[i].too_long) {
-			snprintf(w->log, sizeof w->log,
-				 "the module has a global variable whose name is longer than %d "
-				 "characters; kopt cannot follow it",
-				 KOPT_GLOBAL_NAME_MAX - 1);
-			return CUDA_ERROR_INVALID_IMAGE;
-		}
-		struct mglobal *g = &m->globals[m->nglobals];
-		memcpy(g->name, found[i].name, sizeof g->name);
-		CUresult r = kopt_cu.cuModuleGetGlobal(&g->ptr, &g->size, m->mod, g->name);
-		if (r != CUDA_SUCCESS || g->size == 0)
-			continue; /* optimised away */
-		m->nglobals++;
-		g->declared = listed(j->state, g->name);
-		if (!found[i].initialised) {
-			g->zero = 1; /* .nv.global is zeroed at load: nothing to copy */
-			continue;
-		}
-		if ((g->image = malloc(g->size)) == NULL)
-			return CUDA_ERROR_OUT_OF_MEMORY;
-		if ((r = kopt_cu.cuMemcpyDtoH(g->image, g->ptr, g->size)) != CUDA_SUCCESS)
-			return r;
-		g->zero = 1;
-		for (size_t k = 0; k < g->size && g->zero; k++)
-			g->zero = g->image[k] == 0;
-	}
-	/* a declared name the module lacks is no error: an edit may have removed
-	 * the variable, and a misspelt one leaves the real variable undeclared,
-	 * which kopt_worker_check_globals then names */
-	return CUDA_SUCCESS;
-}
-
 CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const struct job *j)
 {
 	memset(m, 0, sizeof *m);
@@ -563,69 +497,10 @@ CUresult kopt_worker_load(struct worker *w, struct wmodule *m, const struct job 
 	m->loaded = 1;
 	r = kopt_cu.cuModuleGetFunction(&m->fn, m->mod, j->entry);
 	if (r == CUDA_SUCCESS)
-		r = snapshot_globals(w, m, j);
+		r = kopt_worker_snapshot_globals(w, m, j);
 	if (r != CUDA_SUCCESS)
 		kopt_worker_unload(w, m);
 	return r;
-}
-
-/* Bytes of g that differ from its load-time image: zero-initialised ones
- * are scanned on the device (they can be large memo arrays), others copied
- * back. -1 when they cannot be read. */
-static long long changed_bytes(struct worker *w, const struct mglobal *g)
-{
-	if (g->image == NULL) {
-		unsigned long long words = g->size / 4, found[2] = {0, 0};
-		struct scan run = {g->ptr, words, 0u};
-		CUresult r = kopt_worker_scan_runs(w, &run, 1, found);
-		unsigned char tail[4] = {0, 0, 0, 0};
-		if (r == CUDA_SUCCESS && g->size % 4 != 0)
-			r = kopt_cu.cuMemcpyDtoH(tail, g->ptr + words * 4, g->size % 4);
-		if (r != CUDA_SUCCESS)
-			return -1;
-		/* the span from the first to the last changed word */
-		long long changed = found[1] > 0 ? (long long)(found[1] - (words - found[0])) * 4 : 0;
-		for (size_t k = 0; k < g->size % 4; k++)
-			changed += tail[k] != 0;
-		return changed;
-	}
-	unsigned char *now = malloc(g->size);
-	if (now == NULL || kopt_cu.cuMemcpyDtoH(now, g->ptr, g->size) != CUDA_SUCCESS) {
-		free(now);
-		return -1;
-	}
-	long long changed = 0;
-	for (size_t k = 0; k < g->size; k++)
-		changed += now[k] != g->image[k];
-	free(now);
-	return changed;
-}
-
-const char *kopt_worker_check_globals(struct worker *w, const struct wmodule *m, const char *what)
-{
-	for (int i = 0; w->check_globals && i < m->nglobals; i++) {
-		const struct mglobal *g = &m->globals[i];
-		if (g->declared)
-			continue;
-		long long changed = changed_bytes(w, g);
-		if (changed < 0) {
-			snprintf(w->log, sizeof w->log, "%s: cannot read the module variable '%s'",
-				 what, g->name);
-			return "crash";
-		}
-		if (changed > 0) {
-			snprintf(w->log, sizeof w->log,
-				 "%s: the kernel kept state across launches in its module variable "
-				 "'%s' (up to %lld of its %zu bytes changed since load); results that "
-				 "depend "
-				 "on earlier launches cannot be trusted (declare it in the spec's "
-				 "kernel.state if the kernel needs it: kopt then resets it before "
-				 "every launch)",
-				 what, g->name, changed, g->size);
-			return "wrong";
-		}
-	}
-	return NULL;
 }
 
 CUresult kopt_worker_before_launch(struct worker *w)
@@ -759,6 +634,11 @@ const char *kopt_worker_prepare(struct worker *w, const struct job *j, const str
 	if (j->launch.smem > 49152)
 		kopt_cu.cuFuncSetAttribute(pr->m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					   (int)j->launch.smem);
+	/* (a function attribute: the module the resource check loaded is gone,
+	 * so a cluster of 9 to 16 blocks is allowed again on this one) */
+	if (j->launch.cluster[0] * j->launch.cluster[1] * j->launch.cluster[2] > 8)
+		kopt_cu.cuFuncSetAttribute(pr->m.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED,
+					   1);
 	int prc = kopt_worker_build_params_sel(w, s, &pr->p, 0, j->args1);
 	if (prc != 0) /* a tensor map the driver refuses is the config's fault */
 		return prc > 0 ? "invalid" : "error";

@@ -277,8 +277,11 @@ const char *kopt_worker_prepare(struct worker *w, const struct job *j, const str
 				struct prepared *pr);
 void kopt_worker_release(struct worker *w, struct prepared *pr);
 
-/* NULL when no undeclared module global changed since load, else "wrong"
- * with w->log naming it ("crash" when it cannot be read). */
+/* data_globals.c: the module's globals with their load-time bytes (every
+ * name of j->state marked declared), and NULL when no undeclared one
+ * changed since load, else "wrong" with w->log naming it ("crash" when it
+ * cannot be read). */
+CUresult kopt_worker_snapshot_globals(struct worker *w, struct wmodule *m, const struct job *j);
 const char *kopt_worker_check_globals(struct worker *w, const struct wmodule *m,
 				      const char *what);
 

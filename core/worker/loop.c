@@ -197,6 +197,15 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 	for (int i = 0; i < m.nglobals; i++) /* the module stays; its snapshot is not needed */
 		free(m.globals[i].image);
 	free(m.globals);
+	/* the reference's launch comes with each request: allow what any may
+	 * ask (a cluster of 9 to 16 blocks, dynamic shared memory above 48 KB) */
+	int smem_static = 0;
+	kopt_cu.cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m.fn);
+	if (w->dev.cc_major >= 9)
+		kopt_cu.cuFuncSetAttribute(m.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+	if (w->dev.max_smem_optin > smem_static + 49152)
+		kopt_cu.cuFuncSetAttribute(m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+					   w->dev.max_smem_optin - smem_static);
 	struct kopt_msg out = {0};
 	kopt_msg_put_cstr(&out, "op", "ok");
 	send_msg(&out);
