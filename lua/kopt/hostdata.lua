@@ -199,9 +199,24 @@ end
 -- Runs a generator for one argument: returns the raw bytes, or nil and why.
 -- ctx: n, shape, sizes (problem sizes and knob values), inputs (arrays of
 -- the arguments generated before this one, by name), rng (seeded).
+-- The generator's rng: uniform(), normal() and random(m, n), called with a
+-- dot or a colon alike (ctx.rng.uniform() is how the docs list them).
+local function generator_rng(seed)
+  local r = rng_mod.new(seed)
+  local g = {}
+  local function method(name)
+    return function(first, ...)
+      if first == g then return r[name](r, ...) end
+      return r[name](r, first, ...)
+    end
+  end
+  g.uniform, g.normal, g.random = method("uniform"), method("normal"), method("random")
+  return g
+end
+
 function M.generate(init, arg, sizes, inputs)
   local ctx = { n = arg.count, shape = arg.shape, sizes = sizes, inputs = inputs,
-                rng = rng_mod.new(init.seed or 1), type = arg.type }
+                rng = generator_rng(init.seed or 1), type = arg.type }
   local ok, out = pcall(init.fn, ctx)
   if not ok then return nil, tostring(out) end
   local bytes

@@ -160,7 +160,7 @@ function M.main(argv)
   -- a spec's own architecture-specific target (kernel.arch) wins over --arch
   print(string.format("%s: %s for %s, NVRTC %s, %d config%s", spec.path, spec.kernel.entry, spec.kernel.arch or o.arch,
                       compile.version(), #configs, #configs == 1 and "" or "s"))
-  local failed = 0
+  local failed, shown_logs = 0, {}
   for _, id in ipairs(order) do
     local job, r = jobs[id], results[id]
     local why
@@ -187,7 +187,16 @@ function M.main(argv)
       failed = failed + 1
       if r.ok then print("    " .. why) end
     end
-    if (why and not r.ok) or o.log then print(indent(r.log, o.log and math.huge or 20)) end
+    if (why and not r.ok) or o.log then
+      -- (an error in code every config shares is shown once, then named)
+      local seen = not o.log and r.log and shown_logs[r.log]
+      if seen then
+        print("    the same compiler log as " .. seen)
+      else
+        print(indent(r.log, o.log and math.huge or 20))
+        if r.log then shown_logs[r.log] = job.what end
+      end
+    end
     if o.cubin and r.cubin then
       local name = string.format("%s/%s-%s.cubin", o.cubin, spec.name, job.n or "ref")
       json.write_file(name, r.cubin, true)
