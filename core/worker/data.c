@@ -482,6 +482,7 @@ void kopt_worker_unload(struct worker *w, struct wmodule *m)
 	for (int i = 0; i < m->nglobals; i++)
 		free(m->globals[i].image);
 	free(m->globals);
+	kopt_worker_free_gather(w, m);
 	if (w->cur == m)
 		w->cur = NULL;
 	memset(m, 0, sizeof *m);

@@ -96,6 +96,7 @@ struct mglobal {
 	unsigned char *image;
 	int declared; /* named in the request's state list: reset before every launch */
 	int zero;     /* image is all zero bytes */
+	long long packed; /* its offset in the module's gathered bytes, -1: read on its own */
 };
 
 struct wmodule {
@@ -104,6 +105,14 @@ struct wmodule {
 	int loaded;
 	struct mglobal *globals;
 	int nglobals;
+	/* a module with many small globals reads them with one gather kernel
+	 * and one copy (data_globals.c): the list of {address, bytes, offset},
+	 * the packed bytes on the device and on the host */
+	int ngather;
+	size_t gather_bytes;
+	CUdeviceptr gather_list, gather_dev;
+	unsigned long long *gather_list_host;
+	unsigned char *gather_host;
 };
 
 union wslot {
@@ -172,7 +181,7 @@ struct worker {
 	size_t flush_bytes;
 	CUmodule harness;
 	CUfunction spin, stamp, hash;
-	CUfunction guard_scan, nudge, compare, compare_bits;
+	CUfunction guard_scan, nudge, compare, compare_bits, gather;
 	CUdeviceptr compare_part; /* KOPT_COMPARE_BLOCKS x 8 doubles (compare_dev.c) */
 	/* every timed launch compared on the device (compare_dev.c): the set
 	 * its inputs come from (NULL: off), the rows of each sample */
@@ -282,6 +291,7 @@ void kopt_worker_release(struct worker *w, struct prepared *pr);
  * changed since load, else "wrong" with w->log naming it ("crash" when it
  * cannot be read). */
 CUresult kopt_worker_snapshot_globals(struct worker *w, struct wmodule *m, const struct job *j);
+void kopt_worker_free_gather(struct worker *w, struct wmodule *m);
 const char *kopt_worker_check_globals(struct worker *w, const struct wmodule *m,
 				      const char *what);
 

@@ -1,15 +1,99 @@
 /* A loaded module's mutable globals (cubin.h): their bytes at load, and the
  * check that no launch changed them (docs/TRUST.md, "Module state"). A
  * module may have a thousand: cooperative_groups leaves about 1040 libcu++
- * objects in a CUBIN, each in an allocation of its own as the driver reports
- * them (so no single copy can read several), and each is read or scanned
- * on its own (measured on an H200: about 0.04 s more per evaluation than a
- * kernel without them, docs/TRUST.md). */
+ * objects in a CUBIN, each an allocation of its own as the driver reports
+ * them, so no single copy can read several. Where there are more than
+ * GATHER_MIN small ones, a kernel (kopt_gather, harness.cu) packs them and
+ * one copy reads them all; otherwise (and for large ones: memo arrays are
+ * scanned on the device) each is read on its own. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "worker/data.h"
+
+#define GATHER_MIN 16
+#define GATHER_ONE_MAX ((size_t)64 << 10) /* larger ones are scanned on the device */
+
+void kopt_worker_free_gather(struct worker *w, struct wmodule *m)
+{
+	if (!w->hung) {
+		if (m->gather_list)
+			kopt_cu.cuMemFree(m->gather_list);
+		if (m->gather_dev)
+			kopt_cu.cuMemFree(m->gather_dev);
+	}
+	free(m->gather_host);
+	free(m->gather_list_host);
+	m->gather_list = m->gather_dev = 0;
+	m->gather_host = NULL;
+	m->gather_list_host = NULL;
+	m->ngather = 0;
+}
+
+/* Packs the small undeclared globals' bytes into m->gather_host (one kernel
+ * and one copy). 0, or -1 when the gather is off or failed (then each is
+ * read on its own). */
+static int gather(struct worker *w, const struct wmodule *m)
+{
+	if (m->ngather == 0)
+		return -1;
+	CUdeviceptr list = m->gather_list, out = m->gather_dev;
+	void *params[] = {&list, &out};
+	/* the list again each time: device memory a kernel could reach */
+	CUresult r = kopt_cu.cuMemcpyHtoDAsync(m->gather_list, m->gather_list_host,
+					       (size_t)m->ngather * 3 * sizeof *m->gather_list_host,
+					       w->stream);
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuLaunchKernel(w->gather, (unsigned)m->ngather, 1, 1, 128, 1, 1, 0,
+					    w->stream, params, NULL);
+	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
+		r = CUDA_ERROR_LAUNCH_TIMEOUT;
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuMemcpyDtoH(m->gather_host, m->gather_dev, m->gather_bytes);
+	return r == CUDA_SUCCESS ? 0 : -1;
+}
+
+/* Plans the gather when the module has more than GATHER_MIN small
+ * undeclared globals: their list on the device, and buffers for the packed
+ * bytes. Leaves it off (each global read on its own) when anything fails. */
+static void plan_gather(struct worker *w, struct wmodule *m)
+{
+	int n = 0;
+	size_t bytes = 0;
+	for (int i = 0; i < m->nglobals; i++) {
+		struct mglobal *g = &m->globals[i];
+		g->packed = -1;
+		if (!g->declared && g->size <= GATHER_ONE_MAX) {
+			g->packed = (long long)bytes;
+			bytes += g->size;
+			n++;
+		}
+	}
+	if (n <= GATHER_MIN)
+		return;
+	unsigned long long *list = malloc((size_t)n * 3 * sizeof *list);
+	m->gather_host = malloc(bytes);
+	int k = 0;
+	for (int i = 0; list != NULL && i < m->nglobals; i++) {
+		const struct mglobal *g = &m->globals[i];
+		if (g->packed < 0)
+			continue;
+		list[3 * k] = g->ptr;
+		list[3 * k + 1] = g->size;
+		list[3 * k + 2] = (unsigned long long)g->packed;
+		k++;
+	}
+	int ok = list != NULL && m->gather_host != NULL &&
+		 kopt_cu.cuMemAlloc(&m->gather_list, (size_t)n * 3 * sizeof *list) == CUDA_SUCCESS &&
+		 kopt_cu.cuMemAlloc(&m->gather_dev, bytes) == CUDA_SUCCESS &&
+		 kopt_cu.cuMemcpyHtoD(m->gather_list, list, (size_t)n * 3 * sizeof *list) == CUDA_SUCCESS;
+	m->gather_list_host = list;
+	m->ngather = n;
+	m->gather_bytes = bytes;
+	if (!ok)
+		kopt_worker_free_gather(w, m);
+}
 
 /* Is name one of the comma-separated names of list? */
 static int listed(const char *list, const char *name)
@@ -85,13 +169,17 @@ CUresult kopt_worker_snapshot_globals(struct worker *w, struct wmodule *m, const
 		free(found);
 	if (r != CUDA_SUCCESS)
 		return r;
+	plan_gather(w, m);
+	int packed = gather(w, m) == 0;
 	for (int i = 0; i < m->nglobals; i++) {
 		struct mglobal *g = &m->globals[i];
 		if (g->zero)
 			continue;
 		if ((g->image = malloc(g->size)) == NULL)
 			return CUDA_ERROR_OUT_OF_MEMORY;
-		if ((r = kopt_cu.cuMemcpyDtoH(g->image, g->ptr, g->size)) != CUDA_SUCCESS)
+		if (packed && g->packed >= 0)
+			memcpy(g->image, m->gather_host + g->packed, g->size);
+		else if ((r = kopt_cu.cuMemcpyDtoH(g->image, g->ptr, g->size)) != CUDA_SUCCESS)
 			return r;
 		g->zero = 1;
 		for (size_t k = 0; k < g->size && g->zero; k++)
@@ -135,15 +223,26 @@ static long long changed_bytes(struct worker *w, const struct mglobal *g)
 	return changed;
 }
 
+/* The same from the bytes gathered at this check. */
+static long long changed_packed(const struct wmodule *m, const struct mglobal *g)
+{
+	const unsigned char *now = m->gather_host + g->packed;
+	long long changed = 0;
+	for (size_t k = 0; k < g->size; k++)
+		changed += now[k] != (g->image != NULL ? g->image[k] : 0);
+	return changed;
+}
+
 const char *kopt_worker_check_globals(struct worker *w, const struct wmodule *m, const char *what)
 {
 	if (!w->check_globals)
 		return NULL;
+	int packed = gather(w, m) == 0;
 	for (int i = 0; i < m->nglobals; i++) {
 		const struct mglobal *g = &m->globals[i];
 		if (g->declared)
 			continue;
-		long long changed = changed_bytes(w, g);
+		long long changed = packed && g->packed >= 0 ? changed_packed(m, g) : changed_bytes(w, g);
 		if (changed < 0) {
 			snprintf(w->log, sizeof w->log, "%s: cannot read the module variable '%s'",
 				 what, g->name);

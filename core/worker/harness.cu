@@ -193,3 +193,15 @@ extern "C" __global__ void kopt_compare_bits(const unsigned *out, const unsigned
 	if ((threadIdx.x & 31) == 0 && c != 0)
 		atomicAdd(diff, c);
 }
+// Module variables gathered for one copy (data_globals.c): block b copies
+// the bytes of entry b of list ({source address, bytes, offset in out}).
+// A module that includes cooperative_groups has about a thousand, each an
+// allocation of its own, which no single copy can read.
+extern "C" __global__ void kopt_gather(const unsigned long long *list, unsigned char *out)
+{
+	const unsigned long long *e = list + 3ull * blockIdx.x;
+	const unsigned char *src = (const unsigned char *)e[0];
+	unsigned long long size = e[1], at = e[2];
+	for (unsigned long long k = threadIdx.x; k < size; k += blockDim.x)
+		out[at + k] = src[k];
+}

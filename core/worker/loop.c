@@ -95,6 +95,8 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 	    kopt_worker_cu_check(
 		kopt_cu.cuModuleGetFunction(&w->compare_bits, w->harness, "kopt_compare_bits"),
 		"kopt_compare_bits", err, errlen) ||
+	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->gather, w->harness, "kopt_gather"),
+				 "kopt_gather", err, errlen) ||
 	    kopt_worker_cu_check(
 		kopt_cu.cuMemAlloc(&w->compare_part, 8 * sizeof(double) * KOPT_COMPARE_BLOCKS),
 		"cuMemAlloc (comparison)", err, errlen) ||
@@ -197,6 +199,7 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 	for (int i = 0; i < m.nglobals; i++) /* the module stays; its snapshot is not needed */
 		free(m.globals[i].image);
 	free(m.globals);
+	kopt_worker_free_gather(w, &m);
 	/* the reference's launch comes with each request: allow what any may
 	 * ask (a cluster of 9 to 16 blocks, dynamic shared memory above 48 KB) */
 	int smem_static = 0;
