@@ -21,9 +21,13 @@ Engine.__index = Engine
 M.STALL_ROUNDS = 200
 M.LOG_CAP = 8192
 
+-- A copy of a result or config for the strategy, nested tables too (a
+-- result's metrics, resources, errors): what a strategy does to its copy,
+-- in tell() or through ctx.best, never reaches what was recorded. (Results
+-- are plain data: no cycles.)
 local function shallow(t)
   local c = {}
-  for k, v in pairs(t) do c[k] = v end
+  for k, v in pairs(t) do c[k] = type(v) == "table" and shallow(v) or v end
   return c
 end
 
@@ -48,8 +52,11 @@ function M.best_view(best)
   return v
 end
 
+-- (one message is cut at LOG_CAP bytes, as a result's log is: a strategy
+-- that logs its whole state each round must not fill the disk)
 function Ctx:log(fmt, ...)
   local msg = select("#", ...) > 0 and string.format(fmt, ...) or tostring(fmt)
+  if #msg > M.LOG_CAP then msg = msg:sub(1, M.LOG_CAP) .. string.format(" [%d bytes cut]", #msg - M.LOG_CAP) end
   self._engine:strategy_event(msg)
 end
 
@@ -211,8 +218,10 @@ function Engine:job_for(cand)
   end
   -- (a copy: a strategy that edits its config table after ask(), or hands
   -- out the space's own, must not rewrite what was measured)
+  -- (by knob name: a config table may inherit its values through a
+  -- metatable, which pairs does not see)
   local config = {}
-  for k, v in pairs(cand.config) do config[k] = v end
+  for _, k in ipairs(self.space.knobs) do config[k.name] = cand.config[k.name] end
   return { key = key, config = config, candidate = cand, source = source, source_error = err }
 end
 
@@ -247,6 +256,13 @@ function Engine:check_candidate(i, cand)
     end
   end
   if cand.patch ~= nil and type(cand.patch) ~= "string" then bad_candidate(self, i, ".patch: expected a string") end
+  if cand.source ~= nil and type(cand.source) ~= "string" then
+    bad_candidate(self, i, ".source: expected the kernel's source as a string, got %s", type(cand.source))
+  end
+  if cand.origin ~= nil and type(cand.origin) ~= "table" and type(cand.origin) ~= "string" then
+    bad_candidate(self, i, ".origin: expected a table (such as {method = \"...\"}) or a string, got %s",
+                  type(cand.origin))
+  end
   if cand.origin ~= nil then
     -- (written to events.jsonl with the result: it must be plain data)
     local ok, err = pcall(json.encode, cand.origin)
@@ -363,6 +379,7 @@ function Engine:round(n)
     local job = self:job_for(cand)
     if why or job.source_error then
       results[i] = { status = "invalid", free = true, log = why or job.source_error, key = job.key }
+      self.last_invalid = why or job.source_error
     elseif self.cache[job.key] then
       results[i] = shallow(self.cache[job.key])
       results[i].cached = true
@@ -415,7 +432,9 @@ function Engine:round(n)
     self.profiler:after_round(self, { table.unpack(self.records, first_record) })
     for _, r in ipairs(results) do
       local c = r.key and self.cache[r.key]
-      if c and c.symptoms then r.metrics, r.symptoms = c.metrics, c.symptoms end
+      if c and c.symptoms then
+        r.metrics, r.symptoms = c.metrics and shallow(c.metrics), shallow(c.symptoms)
+      end
     end
   end
   self.stalled = new_evals == 0 and (self.stalled or 0) + 1 or 0

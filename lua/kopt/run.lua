@@ -439,8 +439,9 @@ function M.locked(opts, r)
     return errors.INTERRUPTED
   end
   if engine.stop_reason == "stalled" then
-    io.stderr:write(string.format("kopt: strategy %s proposed nothing new for %d rounds; stopped\n",
-                                  strategy.name, engine_mod.STALL_ROUNDS))
+    io.stderr:write(string.format("kopt: strategy %s proposed nothing new for %d rounds; stopped%s\n",
+                                  strategy.name, engine_mod.STALL_ROUNDS, engine.last_invalid and
+                                    (" (the last candidate it asked for was invalid: " .. engine.last_invalid .. ")") or ""))
   end
   return 0
 end

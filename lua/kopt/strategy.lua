@@ -19,15 +19,45 @@ end
 
 function M.is_path(arg) return arg:find("/", 1, true) ~= nil or arg:match("%.lua$") ~= nil end
 
+-- os.execute through popen: C's system() ignores SIGINT in kopt while the
+-- command runs, so a Ctrl-C during it was lost; popen leaves kopt's handler
+-- in place (the command's output still goes to the terminal). Same returns.
+local function execute(cmd)
+  if cmd == nil then return true end
+  local p = io.popen(cmd, "w")
+  if not p then return nil, "exit", 127 end
+  return p:close()
+end
+
 -- A strategy's globals live in an environment of its own: a global it sets
 -- by mistake (`type = ...` with `local` forgotten) cannot replace kopt's,
 -- and os.exit ends the strategy with an error instead of ending kopt
--- without its summary and results.
-local function strategy_env(label)
+-- without its summary and results. Its sibling modules (require "util"
+-- for dir/util.lua) load into the same environment, so they cannot either.
+local function strategy_env(label, dir)
   local os_env = setmetatable({
     exit = function() error(string.format("strategy %s called os.exit: return from ask() (or raise an error) to stop", label), 2) end,
+    execute = execute,
   }, { __index = os })
-  return setmetatable({ os = os_env }, { __index = _G })
+  local env = setmetatable({ os = os_env }, { __index = _G })
+  local loaded = {}
+  env.require = function(name)
+    if loaded[name] ~= nil then return loaded[name] end
+    local path = dir and type(name) == "string" and (dir .. "/" .. name:gsub("%.", "/") .. ".lua")
+    local f = path and io.open(path, "r")
+    if not f then
+      if name == "os" then return os_env end
+      return require(name)
+    end
+    f:close()
+    local chunk, err = loadfile(path, "t", env)
+    if not chunk then error(err, 2) end
+    local v = chunk(name, path)
+    if v == nil then v = true end
+    loaded[name] = v
+    return v
+  end
+  return env
 end
 
 function M.load(arg)
@@ -36,9 +66,9 @@ function M.load(arg)
     local f = io.open(arg, "r")
     if not f then errors.usage("strategy file '%s' not found", arg) end
     f:close()
-    chunk, err = loadfile(arg, "t", strategy_env(arg))
-    if not chunk then errors.usage("strategy %s", err) end
     local dir = arg:match("^(.*)/[^/]*$") or "."
+    chunk, err = loadfile(arg, "t", strategy_env(arg, dir))
+    if not chunk then errors.usage("strategy %s", err) end
     package.path = dir .. "/?.lua;" .. package.path
     label = arg
   else
@@ -47,7 +77,7 @@ function M.load(arg)
                    table.concat(M.builtins(), ", "))
     end
     chunk, err = load(package.builtin.read("strategies/" .. arg .. ".lua"), "@strategies/" .. arg .. ".lua", "t",
-                      strategy_env(arg))
+                      strategy_env(arg, nil))
     if not chunk then errors.usage("built-in strategy %s", err) end
     label = arg
   end
@@ -64,6 +94,22 @@ function M.load(arg)
     if type(o) ~= "table" or o.default == nil then
       errors.usage("strategy %s: options.%s must be a table with a default", label, tostring(k))
     end
+    local t = type(o.default)
+    if t ~= "number" and t ~= "string" and t ~= "boolean" then
+      errors.usage("strategy %s: options.%s: the default must be a number, a string or a boolean, got %s", label,
+                   tostring(k), t)
+    end
+    if o.choices ~= nil then
+      local found = false
+      for _, c in ipairs(type(o.choices) == "table" and o.choices or {}) do found = found or c == o.default end
+      if not found then
+        errors.usage("strategy %s: options.%s: the default %s is not one of its choices", label, tostring(k),
+                     tostring(o.default))
+      end
+    end
+  end
+  if s.name ~= nil and (type(s.name) ~= "string" or s.name == "") then
+    errors.usage("strategy %s: 'name' must be a non-empty string, got %s", label, type(s.name))
   end
   s.name = s.name or (label:match("([%w_]+)%.lua$") or label)
   return s, label
@@ -78,6 +124,14 @@ local function convert(name, o, text)
     if math.type(d) == "integer" then
       v = math.tointeger(v)
       if v == nil then errors.usage("--opt %s: expected an integer, got '%s'", name, text) end
+    end
+    if o.choices then
+      local shown = {}
+      for i, c in ipairs(o.choices) do
+        if c == v then return v end
+        shown[i] = tostring(c)
+      end
+      errors.usage("--opt %s: expected one of %s, got '%s'", name, table.concat(shown, ", "), text)
     end
     return v
   elseif type(d) == "boolean" then
