@@ -367,6 +367,34 @@ local function widen_limit(ctx, st, id)
   return k, edges
 end
 
+-- The next state no sample found: near the end of a small space, random
+-- samples keep hitting measured states, so the space is scanned once in key
+-- order (deterministic, whatever order a recording lists it in) for one not
+-- measured or pending. Nil when none is left, or the space is too large to
+-- list (then sampling is all there is).
+local SCAN_MAX = 1000000
+local function next_unmeasured(ctx, st)
+  if st.scan == false then return nil end
+  if not st.scan then
+    local list = ctx.space:size_raw() <= SCAN_MAX and ctx.space:enumerate() or nil
+    if not list then
+      st.scan = false
+      return nil
+    end
+    local keys = {}
+    for _, c in ipairs(list) do keys[c] = ctx:key(c) end
+    table.sort(list, function(a, b) return keys[a] < keys[b] end)
+    st.scan, st.scan_at = list, 1
+  end
+  while st.scan_at <= #st.scan do
+    local c = st.scan[st.scan_at]
+    st.scan_at = st.scan_at + 1
+    local id = st.g:find(ctx:key(c))
+    if not id or (not evaluated(st, id) and st.g:flags(id) & PENDING == 0) then return c end
+  end
+  return nil
+end
+
 -- Root widening: a new random restart state joins when the root's limit
 -- passes its edges.
 -- A restart state: a uniform sample, or (when `perturb` is set and there is
@@ -401,6 +429,9 @@ local function restart_config(ctx, st, perturb)
     local child = S.node_for(ctx, st, c, nil)
     if not evaluated(st, child) and st.g:flags(child) & PENDING == 0 then return child, method end
   end
+  -- (twenty samples all measured: the space is nearly done)
+  local c = next_unmeasured(ctx, st)
+  if c then return S.node_for(ctx, st, c, nil), "restart" end
 end
 
 local function grow(ctx, st, id, k, have, perturb)

@@ -196,6 +196,7 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 	w->ref_mod = m.mod;
 	w->ref_fn = m.fn;
 	w->ref_loaded = 1;
+	w->trivial_probed[0] = w->trivial_probed[1] = 0; /* a new reference: probe again */
 	for (int i = 0; i < m.nglobals; i++) /* the module stays; its snapshot is not needed */
 		free(m.globals[i].image);
 	free(m.globals);

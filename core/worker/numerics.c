@@ -1,4 +1,5 @@
 /* Host-side data and correctness math; see check.h. */
+#include <inttypes.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -582,7 +583,8 @@ static void *compare_range(void *arg)
 	const unsigned char *ob = p->out, *rb = p->ref;
 	for (size_t i = p->begin; i < p->end; i++) {
 		double o = kopt_check_load(p->t, p->out, i), r = kopt_check_load(p->t, p->ref, i);
-		if (o == r && es == 8 && memcmp(ob + i * es, rb + i * es, es) != 0)
+		if (o == r && (p->t == KOPT_I64 || p->t == KOPT_U64) &&
+		    memcmp(ob + i * es, rb + i * es, es) != 0)
 			o = apart(p->t, ob + i * es, rb + i * es, r);
 		COMPARE_ONE(o, r,
 			    p->has_poison && kopt_check_is_poison(p->t, p->out, i, p->poison) &&
@@ -648,6 +650,11 @@ void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, siz
 	}
 	res->ref_norm = sqrt(ref2);
 	res->rel_l2 = res->ref_norm > 0.0 ? sqrt(err2) / res->ref_norm : sqrt(err2);
+	if ((t == KOPT_I64 || t == KOPT_U64) && res->max_abs > 0.0 && res->worst_at < n) {
+		res->worst_int = t == KOPT_I64 ? 1 : 2;
+		memcpy(&res->worst_got_bits, (const unsigned char *)out + 8 * res->worst_at, 8);
+		memcpy(&res->worst_want_bits, (const unsigned char *)ref + 8 * res->worst_at, 8);
+	}
 }
 
 double kopt_check_default_rel_l2(enum kopt_dtype t)
@@ -678,6 +685,16 @@ double kopt_check_tolerance_named(const char *precision)
  * as a rule; 17 where six print the same, as for 64-bit integers). */
 static void got_want(const struct kopt_check_result *res, char *got, char *want, size_t len)
 {
+	if (res->worst_int == 1) {
+		snprintf(got, len, "%" PRId64, (int64_t)res->worst_got_bits);
+		snprintf(want, len, "%" PRId64, (int64_t)res->worst_want_bits);
+		return;
+	}
+	if (res->worst_int == 2) {
+		snprintf(got, len, "%" PRIu64, res->worst_got_bits);
+		snprintf(want, len, "%" PRIu64, res->worst_want_bits);
+		return;
+	}
 	snprintf(got, len, "%.6g", res->worst_got);
 	snprintf(want, len, "%.6g", res->worst_want);
 	if (strcmp(got, want) == 0 && res->worst_got != res->worst_want) {

@@ -95,6 +95,10 @@ struct kopt_check_result {
 	size_t worst_at;   /* index of the largest |out - ref| (the first one, on ties) */
 	double worst_got;  /* out there */
 	double worst_want; /* ref there */
+	/* 64-bit integer outputs: the worst element's own values (a double
+	 * cannot hold them), for the messages; worst_int 1 signed, 2 unsigned */
+	int worst_int;
+	uint64_t worst_got_bits, worst_want_bits;
 };
 
 /* Compares n elements. `poison` is the word the output was poisoned with

@@ -77,8 +77,11 @@ int kopt_trivial_probe(enum kopt_dtype t, const void *ref, size_t n,
 	for (int k = 0; k < nsrc; k++) {
 		if (src[k].count != n || src[k].data == NULL)
 			continue;
-		for (size_t i = 0; i < n; i++)
-			kopt_check_store(t, buf, i, kopt_check_load(src[k].type, src[k].data, i));
+		if (src[k].type == t) /* (bit for bit: a double holds no 64-bit integer) */
+			memcpy(buf, src[k].data, n * es);
+		else
+			for (size_t i = 0; i < n; i++)
+				kopt_check_store(t, buf, i, kopt_check_load(src[k].type, src[k].data, i));
 		if (passes(t, buf, ref, n, tol_rel_l2, tol_max_abs))
 			found += append(out, outlen, prefix, "copy", src[k].name);
 	}

@@ -303,8 +303,10 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 			return "error";
 		}
 		s->have_ref = 1;
+		/* (a warning about the spec only: out of memory there costs the
+		 * warning, not the evaluation) */
 		if (kopt_worker_probe_trivial(w, s, j->tol_rel_l2, j->tol_max_abs) != 0)
-			return "error";
+			w->log[0] = '\0';
 		kopt_worker_upload_reference(w, s);
 	}
 	/* a clear pass is seen on the device, without copying the outputs */

@@ -45,9 +45,12 @@ function convert.count(v, flag)
   if not n or n < 1 then errors.usage("%s: expected a positive integer, got '%s'", flag, v) end
   return n
 end
+-- (at most 2^53: the run's files keep it as a JSON number, which reads back
+-- exactly only up to there, and --resume compares it)
 function convert.integer(v, flag)
   local n = math.tointeger(tonumber(v))
   if not n or n < 0 then errors.usage("%s: expected a non-negative integer, got '%s'", flag, v) end
+  if n > 2^53 then errors.usage("%s: %s is larger than 2^53 (9007199254740992), the largest kopt keeps exactly", flag, v) end
   return n
 end
 function convert.seconds(v, flag)

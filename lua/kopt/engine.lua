@@ -377,9 +377,10 @@ function Engine:round(n)
   for i, cand in ipairs(cands) do
     local why = self:check_candidate(i, cand)
     local job = self:job_for(cand)
+    -- (the stall message names an invalid candidate only if it was the last)
+    self.last_invalid = why or job.source_error
     if why or job.source_error then
       results[i] = { status = "invalid", free = true, log = why or job.source_error, key = job.key }
-      self.last_invalid = why or job.source_error
     elseif self.cache[job.key] then
       results[i] = shallow(self.cache[job.key])
       results[i].cached = true

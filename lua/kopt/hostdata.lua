@@ -210,8 +210,13 @@ local function generator_rng(seed)
       return r[name](r, first, ...)
     end
   end
-  g.uniform, g.normal, g.random = method("uniform"), method("normal"), method("random")
-  return g
+  -- (every other method of kopt.rng too: shuffle, choice, permutation, ...)
+  return setmetatable(g, { __index = function(_, name)
+    if type(r[name]) ~= "function" then return nil end
+    local f = method(name)
+    g[name] = f
+    return f
+  end })
 end
 
 function M.generate(init, arg, sizes, inputs)

@@ -55,7 +55,52 @@ function M.decode_with_nonfinite(text)
   return normalise(v)
 end
 
-function M.encode(v) return encoder.encode(v) end
+-- Numbers lua-cjson would write inexactly (it keeps 14 significant digits:
+-- an integer knob value 100000000000001 became 1e+14, a float 1/3
+-- 0.33333333333333, so a saved config named no config of the space) are
+-- written exactly: each is encoded as a placeholder string, then replaced by
+-- its shortest text that reads back as the same number. Only values that
+-- hold such a number are copied.
+local function inexact(x)
+  if math.type(x) == "integer" then return x >= 1e14 or x <= -1e14 end
+  return x == x and x ~= math.huge and x ~= -math.huge and tonumber(string.format("%.14g", x)) ~= x
+end
+
+local function exact_text(x)
+  if math.type(x) == "integer" then return string.format("%d", x) end
+  for digits = 15, 17 do
+    local t = string.format("%." .. digits .. "g", x)
+    if tonumber(t) == x then return t end
+  end
+  return string.format("%.17g", x)
+end
+
+local function has_inexact(v, depth)
+  if type(v) == "number" then return inexact(v) end
+  if type(v) ~= "table" or depth > 200 then return false end
+  for _, x in pairs(v) do if has_inexact(x, depth + 1) then return true end end
+  return false
+end
+
+local function with_placeholders(v, texts)
+  if type(v) == "number" and inexact(v) then
+    texts[#texts + 1] = exact_text(v)
+    return "\1kopt#" .. #texts .. "\1"
+  end
+  if type(v) ~= "table" or v == cjson.null then return v end
+  local c = setmetatable({}, getmetatable(v))
+  for k, x in pairs(v) do c[k] = with_placeholders(x, texts) end
+  return c
+end
+
+local function encode(v)
+  if not has_inexact(v, 0) then return encoder.encode(v) end
+  local texts = {}
+  local text = encoder.encode(with_placeholders(v, texts))
+  return (text:gsub('"\\u0001kopt#(%d+)\\u0001"', function(i) return texts[tonumber(i)] end))
+end
+
+function M.encode(v) return encode(v) end
 
 M.BOM = "\239\187\191"
 M.READ_LIMIT = 1 << 30  -- bytes; a larger input file is refused, not read
@@ -129,7 +174,7 @@ end
 
 local function pretty(v, indent, out)
   if type(v) ~= "table" or v == cjson.null then
-    out[#out + 1] = encoder.encode(v)
+    out[#out + 1] = encode(v)
     return
   end
   local pad = string.rep("  ", indent + 1)
@@ -137,7 +182,7 @@ local function pretty(v, indent, out)
     if #v == 0 then out[#out + 1] = "[]" return end
     local simple = true
     for _, x in ipairs(v) do if type(x) == "table" then simple = false break end end
-    if simple then out[#out + 1] = encoder.encode(v) return end
+    if simple then out[#out + 1] = encode(v) return end
     out[#out + 1] = "[\n"
     for i, x in ipairs(v) do
       out[#out + 1] = pad

@@ -698,24 +698,45 @@ M.FORBIDDEN = {
 -- ("__device__ int\n g;", "#define KEEP __device__" then "KEEP int g;",
 -- "malloc\n(4)").
 function check_joined(diff)
-  local added = {}
+  -- runs of consecutive added lines: lines the diff keeps between them are
+  -- not joined in (a changed "__device__ float" line before an unchanged
+  -- "f(float v) {" is no variable with what a later hunk adds)
+  local runs, cur = {}, nil
   for line in (diff .. "\n"):gmatch("(.-)\n") do
-    if line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then added[#added + 1] = line:sub(2) end
+    if line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then
+      if not cur then cur = {} runs[#runs + 1] = cur end
+      cur[#cur + 1] = line:sub(2)
+    else
+      cur = nil
+    end
   end
-  local text = table.concat(added, "\n"):gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
-  local macros = {}
-  for name, body in text:gmatch("#%s*define%s+([%a_][%w_]*)[ \t]+([^\n(][^\n]*)") do macros[name] = body end
-  text = text:gsub("#[^\n]*", " ")
-  for name, body in pairs(macros) do text = text:gsub("%f[%w_]" .. name .. "%f[^%w_]", (body:gsub("%%", "%%%%"))) end
-  text = text:gsub("%s+", " ")
-  for _, f in ipairs(M.FORBIDDEN) do
-    local at = text:find(f[1])
-    if at then return nil, string.format("the edit adds %s: %q", f[2], text:sub(at, at + 60)) end
+  -- the object-like macros the edit defines, expanded (nested ones too)
+  local all = {}
+  for i, r in ipairs(runs) do all[i] = table.concat(r, "\n") end
+  local defs = table.concat(all, "\n"):gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+  local names, macros = {}, {}
+  for name, body in defs:gmatch("#%s*define%s+([%a_][%w_]*)[ \t]+([^\n(][^\n]*)") do
+    if not macros[name] then names[#names + 1] = name end
+    macros[name] = body
   end
-  -- a __device__ name followed by ;, = or [ before any ( is a variable
-  local at = text:find("%f[%w_]__device__[^%(;{}]-[%w_%]]%s*[=%[;]")
-  if at then
-    return nil, string.format("the edit adds a global __device__ variable: %q", text:sub(at, at + 60))
+  table.sort(names)
+  for _, run in ipairs(all) do
+    local text = run:gsub("/%*.-%*/", " "):gsub("//[^\n]*", ""):gsub("#[^\n]*", " ")
+    for _ = 1, 4 do
+      for _, name in ipairs(names) do
+        text = text:gsub("%f[%w_]" .. name .. "%f[^%w_]", (macros[name]:gsub("%%", "%%%%")))
+      end
+    end
+    text = text:gsub("%s+", " ")
+    for _, f in ipairs(M.FORBIDDEN) do
+      local at = text:find(f[1])
+      if at then return nil, string.format("the edit adds %s: %q", f[2], text:sub(at, at + 60)) end
+    end
+    -- a __device__ name followed by ;, = or [ before any ( is a variable
+    local at = text:find("%f[%w_]__device__[^%(;{}]-[%w_%]]%s*[=%[;]")
+    if at then
+      return nil, string.format("the edit adds a global __device__ variable: %q", text:sub(at, at + 60))
+    end
   end
   return true
 end

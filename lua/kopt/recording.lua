@@ -366,6 +366,8 @@ local function from_t4(doc, file, r)
     end
     if found and type(unit) == "string" and unit ~= "" and unit_to_ms(unit) then
       cost_unit = cost_unit or unit_to_ms(unit)
+    elseif found and (unit == nil or unit == "") and unit_of_name(objective) then
+      cost_unit = cost_unit or unit_of_name(objective)  -- ("latency_us": its times are in us)
     end
     if status == "ok" and type(value) == "number" then
       -- the measurement's own unit, else the one its name ends with

@@ -16,4 +16,9 @@ local dot = run("local o = {} for i = 1, ctx.n do o[i] = ctx.rng.uniform() + ctx
 local colon = run("local o = {} for i = 1, ctx.n do o[i] = ctx.rng:uniform() + ctx.rng:random(1, 3) + ctx.rng:normal() end return o")
 T.check(dot and colon, "both styles ran")
 for i = 1, 4 do T.eq(dot and dot[i], colon and colon[i], "element " .. i .. ": a dot and a colon give the same numbers") end
+-- kopt.rng's other methods stay reachable (shuffle, permutation)
+local perm = run("local p = ctx.rng:permutation(ctx.n) ctx.rng:shuffle(p) return p")
+local seen = {}
+for _, x in ipairs(perm or {}) do seen[x] = true end
+T.check(seen[1] and seen[2] and seen[3] and seen[4], "permutation and shuffle: a permutation of 1..4")
 return T.done()

@@ -107,6 +107,16 @@ for _, good in ipairs({ "#define DEVICE_INLINE __device__ __forceinline__\nDEVIC
   T.check(okp, "policy allows %q (%s)", good, tostring(why))
 end
 
+-- lines the diff keeps between two added ones are not joined in: a changed
+-- "__device__ float" line before an unchanged "warp_sum(float v) {" is no
+-- variable with a later hunk's "float s = 0.0f;"
+do
+  local okp, why = patch.check_kernel_only("@@ -2,2 +2,2 @@\n-static __device__ float\n+static __device__ __forceinline__ float\n" ..
+                                           " warp_sum(float v) {\n@@ -9,2 +9,2 @@\n-  float s = 0.f;\n+  float s = 0.0f;\n" ..
+                                           "   if (i < n) s = x[i];\n")
+  T.check(okp, "two hunks around kept lines pass the policy (%s)", tostring(why))
+end
+
 -- synthesis: the writer's line numbers survive an added #define
 local Kd = synth.parse({ analysis = "a", entry = "k", source = 'extern "C" __global__ void k(float *y)\n{\n  y[0] = W;\n}\n',
                          knobs = { { name = "W", values = { 1, 2 } } }, constraints = {},

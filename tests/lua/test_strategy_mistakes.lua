@@ -148,6 +148,30 @@ return S
   T.check(err:find("the last candidate it asked for was invalid", 1, true), "invalid candidates only: %s", err)
 end
 
+-- an invalid candidate once, then repeats of a measured one: the stall
+-- message does not blame the invalid one
+do
+  local code, _, err = run("stale_invalid", [[
+local S = { name = "stale_invalid" }
+function S.init(ctx)
+  for _ = 1, 100000 do
+    local c = {}
+    for _, k in ipairs(ctx.space.knobs) do c[k.name] = k.values[ctx.rng:random(1, #k.values)] end
+    if not ctx.space:is_valid(c) then ctx.bad = c break end
+  end
+  ctx.good = ctx.space:sample(ctx.rng)
+end
+function S.ask(ctx, n)
+  ctx.i = (ctx.i or 0) + 1
+  return { { config = ctx.i == 2 and ctx.bad or ctx.good } }
+end
+return S
+]])
+  T.eq(code, 0, "a stale invalid candidate: exit code")
+  T.check(err:find("proposed nothing new", 1, true) and not err:find("was invalid", 1, true),
+          "a stale invalid candidate is not named: %s", err)
+end
+
 -- Ctrl-C while the strategy waits in os.execute
 do
   local file = tmp .. "/sleeper.lua"

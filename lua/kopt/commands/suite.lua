@@ -94,6 +94,7 @@ local function parse(argv)
     elseif a == "--seed" then  -- any integer, as for a run
       o.seed = math.tointeger(tonumber(value(a)))
       if not o.seed then errors.usage("suite: --seed: expected an integer, got '%s'", argv[i]) end
+      if math.abs(o.seed) > 2^53 then errors.usage("suite: --seed: %s is larger than 2^53", argv[i]) end
     elseif a == "--finalists" then o.finalists = count(a)
     elseif a == "--sanitize" then
       local list, why = sanitize.parse_tools(value(a))
