@@ -68,10 +68,10 @@ end
 do
   local cache, tp, keys, s = {}, {}, {}, 11
   for i = 1, 12 do keys[i] = "k" .. i tp[keys[i]] = { 0, 1 } end
-  for code = 0, 4095 do
+  for bits = 0, 4095 do
     local e, key = {}, {}
     for i = 1, 12 do
-      e[keys[i]] = (code >> (i - 1)) & 1
+      e[keys[i]] = (bits >> (i - 1)) & 1
       key[i] = tostring(e[keys[i]])
     end
     s = (s * 1103515245 + 12345) % 2147483648
@@ -81,7 +81,7 @@ do
   T.write(tmp .. "/full12.json", cjson.encode({ tune_params_keys = keys, tune_params = tp, objective = "time",
                                                  objective_higher_is_better = false, cache = cache }))
   for _, strat in ipairs({ "mcgs", "rules" }) do
-    code, out, err = T.run(string.format("%s --backend replay:%s/full12.json --budget 4200 -q --out %s/full_%s", strat,
+    code, _, err = T.run(string.format("%s --backend replay:%s/full12.json --budget 4200 -q --out %s/full_%s", strat,
                                          tmp, tmp, strat))
     T.eq(code, 0, strat .. " on a full small space: exit code\n" .. err)
     T.eq(#(T.events(tmp .. "/full_" .. strat)), 4096, strat .. ": every config of a 4096-config space measured")
