@@ -125,6 +125,20 @@ local function check_resume(events, dir, info, opts)
   end
   local start = events[1]
   if start.event ~= "start" then errors.usage("--resume: %s/events.jsonl does not begin with a start event", dir) end
+  -- an evaluation line edited by hand (valid JSON, wrong shape) is named,
+  -- not met later as an internal error
+  for i, ev in ipairs(events) do
+    if ev.event == "eval" then
+      local r = ev.result
+      local why = type(ev.key) ~= "string" and "no 'key'" or type(ev.config) ~= "table" and "no 'config'"
+        or type(r) ~= "table" and "no 'result'" or type(r.status) ~= "string" and "no result 'status'"
+        or (r.time_ms ~= nil and type(r.time_ms) ~= "number") and "a result 'time_ms' that is not a number" or nil
+      if why then
+        errors.usage("--resume: %s/events.jsonl: event %d, an evaluation, has %s; the run cannot be resumed", dir, i,
+                     why)
+      end
+    end
+  end
   if start.strategy ~= info.strategy then
     errors.usage("--resume: %s was started with strategy '%s', not '%s'", dir, tostring(start.strategy), info.strategy)
   end
@@ -133,6 +147,14 @@ local function check_resume(events, dir, info, opts)
   end
   if opts.seed and opts.seed ~= start.seed then
     errors.usage("--resume: %s was started with --seed %s, not %d", dir, tostring(start.seed), opts.seed)
+  end
+  -- another GPU's measurements would mix with these (a recording of another
+  -- device under the same name, or another card)
+  local was_dev = type(start.device) == "table" and start.device.device
+  local now_dev = type(info.device) == "table" and info.device.device
+  if type(was_dev) == "string" and type(now_dev) == "string" and was_dev ~= now_dev then
+    errors.usage("--resume: %s was measured on %s, this backend is %s; its results cannot be mixed with that run's",
+                 dir, was_dev, now_dev)
   end
   -- a different file of the same strategy name, or other options, make
   -- another search: said, not refused (a fixed bug is a fair reason)
@@ -143,7 +165,10 @@ local function check_resume(events, dir, info, opts)
   if info.options and type(start.options) == "table" then
     local diff = {}
     for k, v in pairs(info.options) do
-      if start.options[k] ~= nil and tostring(start.options[k]) ~= tostring(v) then
+      local was = start.options[k]
+      -- (numbers by value: the log reads -2.0 back as -2)
+      local same = type(was) == "number" and type(v) == "number" and was == v or tostring(was) == tostring(v)
+      if was ~= nil and not same then
         diff[#diff + 1] = string.format("%s=%s (was %s)", k, tostring(v), tostring(start.options[k]))
       end
     end
@@ -297,7 +322,8 @@ function M.locked(opts, r)
   local events_path = dir .. "/events.jsonl"
   local existing, good_end, size = rundir_mod.read_events(events_path)
   local torn_at = existing and good_end < size and good_end or nil
-  local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options }
+  local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options,
+                 device = opts.resume and backend:describe() or nil }
   local seed = opts.seed or 1
   local resume_events, prior = nil, 0
   if opts.resume then
@@ -327,7 +353,7 @@ function M.locked(opts, r)
                  device = backend:describe() }
     rd:event(ev)
     if opts.resume then
-      rd:trace("\n## Resumed %s (%d evaluations on record)\n", ev.timestamp, #resume_events)
+      rd:trace("\n## Resumed %s (%d evaluations on record)\n", ev.timestamp, prior)
     else
       rd:trace("# kopt run: %s on %s\n\n- started %s, kopt %s, seed %d, budget %s\n- backend: %s\n",
                strategy.name, problem, ev.timestamp, sys.version, seed,

@@ -81,9 +81,11 @@ function M.open(dir, resume, torn_at)
                               trace_path = dir .. "/trace.md", evals_written = 0, lines_written = 0 }, Run)
   local ok, err = sys.mkdir_p(dir)
   if not ok then errors.usage("--out: %s", err) end
-  if resume and torn_at then
-    -- cut the torn tail so appended lines start on a fresh line; truncation
-    -- needs no free space, so a full disk cannot lose the whole lines
+  if torn_at then
+    -- cut the torn tail so appended lines start on a fresh line (a fresh
+    -- run too: a file holding only a torn first line is started again, the
+    -- way kopt's message says); truncation needs no free space, so a full
+    -- disk cannot lose the whole lines
     local tok, terr = sys.truncate(self.events_path, torn_at)
     if not tok then errors.write_failed(self.events_path, terr) end
   end

@@ -202,7 +202,14 @@ local function state_of(dir)
     if ev.event == "stop" then stop = ev end
     if ev.event == "resume" then stop = nil end
   end
-  if stop and stop.reason ~= "interrupted" and stop.reason ~= "error" then return "done", stop end
+  if stop and stop.reason ~= "interrupted" and stop.reason ~= "error" then
+    -- (killed after its stop event, before results.json or best/ were
+    -- written: resumed, which writes them)
+    if not sys.stat(dir .. "/results.json") or (stop.best and not sys.stat(dir .. "/best/config.json")) then
+      return "partial"
+    end
+    return "done", stop
+  end
   return "partial"
 end
 

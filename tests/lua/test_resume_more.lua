@@ -1,0 +1,88 @@
+-- Interrupts and resumes, found by trying them; each check failed before
+-- its fix:
+-- * a suite problem killed after its stop event but before results.json
+--   and best/ were written was counted done, and never got them;
+-- * an events.jsonl holding only a torn first line: kopt says to start
+--   again without --resume, which appended to the torn bytes, so the run
+--   could never be resumed;
+-- * resuming on another device's recording (same file name) mixed two
+--   GPUs' measurements without a word;
+-- * resuming mcgs with the same command noted "other options" (-2.0 was
+--   -2);
+-- * an evaluation line edited by hand (no status) ended in an internal error.
+local T = require("testlib")
+
+local tmp = T.tmpdir("resume-more")
+local REC = "tests/data/convolution_A100.json"
+
+-- suite: a finished problem without results.json is resumed, which writes it
+do
+  local out = tmp .. "/suite"
+  local cmd = string.format("suite random specs/convolution.json --backend replay --budget 10 --baselines none " ..
+                            "--out %s -q", out)
+  local code, _, err = T.run(cmd)
+  T.eq(code, 0, "suite: exit code\n" .. err)
+  local p = io.popen("ls -d '" .. out .. "'/*/ | head -1")
+  local dir = p:read("l"):gsub("/$", "")
+  p:close()
+  os.execute("rm -rf '" .. dir .. "/results.json' '" .. dir .. "/best'")
+  code, _, err = T.run(cmd .. " --resume")
+  T.eq(code, 0, "suite --resume: exit code\n" .. err)
+  T.check(T.exists(dir .. "/results.json") and T.exists(dir .. "/best/config.json"),
+          "suite --resume writes results.json and best/ of a problem killed after its stop event")
+end
+
+-- a torn first line: start again, then resume
+do
+  local dir = tmp .. "/torn"
+  os.execute("mkdir -p '" .. dir .. "'")
+  T.write(dir .. "/events.jsonl", '{"event":"start","strategy":"random","probl')
+  local code, _, err = T.run(string.format("random --backend replay:%s --budget 4 --out %s -q", REC, dir))
+  T.eq(code, 0, "a torn first line: started again\n" .. err)
+  code, _, err = T.run(string.format("random --backend replay:%s --budget 6 --out %s --resume -q", REC, dir))
+  T.eq(code, 0, "a torn first line: the new run resumes\n" .. err)
+  T.eq(#(T.events(dir)), 6, "a torn first line: 6 evaluations in the end")
+end
+
+-- another device's recording under the same name
+do
+  local dir, fake = tmp .. "/dev", tmp .. "/fake"
+  os.execute("mkdir -p '" .. fake .. "'")
+  T.write(fake .. "/convolution_A100.json", T.slurp("tests/data/convolution_A4000.json"))
+  T.run(string.format("random --backend replay:%s --budget 4 --out %s -q", REC, dir))
+  local code, _, err = T.run(string.format("random --backend replay:%s/convolution_A100.json --budget 8 --out %s " ..
+                                           "--resume -q", fake, dir))
+  T.eq(code, 2, "another device: refused")
+  T.check(err:find("was measured on NVIDIA A100", 1, true) and err:find("RTX A4000", 1, true), "another device: %s", err)
+end
+
+-- the same command resumed: no note about options
+do
+  local dir = tmp .. "/mcgs"
+  T.run(string.format("mcgs --backend replay:%s --budget 5 --out %s -q", REC, dir))
+  local code, _, err = T.run(string.format("mcgs --backend replay:%s --budget 8 --out %s --resume -q", REC, dir))
+  T.eq(code, 0, "mcgs resumed: exit code\n" .. err)
+  T.check(not err:find("other options", 1, true), "mcgs resumed with the same options: no note\n%s", err)
+end
+
+-- an evaluation line without a status
+do
+  local dir = tmp .. "/edited"
+  T.run(string.format("random --backend replay:%s --budget 4 --out %s -q", REC, dir))
+  local lines = {}
+  for l in io.lines(dir .. "/events.jsonl") do lines[#lines + 1] = l end
+  for i, l in ipairs(lines) do
+    if l:find('"event":"eval"', 1, true) then
+      lines[i] = l:gsub('"status":"ok"', '"status":null', 1)
+      break
+    end
+  end
+  T.write(dir .. "/events.jsonl", table.concat(lines, "\n") .. "\n")
+  local code, _, err = T.run(string.format("random --backend replay:%s --budget 6 --out %s --resume -q", REC, dir))
+  T.eq(code, 2, "an edited evaluation line: refused")
+  T.check(err:find("has no result 'status'", 1, true) and not err:find("internal error", 1, true),
+          "an edited evaluation line: %s", err)
+end
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
