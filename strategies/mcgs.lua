@@ -189,32 +189,6 @@ function S.node_for(ctx, st, config, patch, key)
   return id
 end
 
--- JSON of a config with the knobs in space order (Lua's table order varies
--- between processes; the snapshot must not). Each knob's '"NAME":value' is
--- encoded once per value and space (every measured state is encoded).
-local names_of = setmetatable({}, { __mode = "k" })  -- space -> encoded knob names with ':'
-local fragments_of = setmetatable({}, { __mode = "k" })  -- space -> knob position -> value -> fragment
-function S.encode_config(space, config)
-  local names, frags = names_of[space], fragments_of[space]
-  if not names then
-    names, frags = {}, {}
-    for i, k in ipairs(space.knobs) do names[i], frags[i] = json.encode(k.name) .. ":", {} end
-    names_of[space], fragments_of[space] = names, frags
-  end
-  local parts, knobs = {}, space.knobs
-  for i = 1, #knobs do
-    local k = knobs[i]
-    local v = config[k.name]
-    local f = frags[i][v]
-    if not f then
-      f = names[i] .. json.encode(v)
-      if v ~= nil and v == v then frags[i][v] = f end  -- (nil and NaN cannot be keys)
-    end
-    parts[i] = f
-  end
-  return "{" .. table.concat(parts, ",") .. "}"
-end
-
 local function value_of(st, id)
   return st.g:reward(id) or 0
 end
@@ -368,31 +342,16 @@ local function widen_limit(ctx, st, id)
 end
 
 -- The next state no sample found: near the end of a small space, random
--- samples keep hitting measured states, so the space is scanned once in key
--- order (deterministic, whatever order a recording lists it in) for one not
--- measured or pending. Nil when none is left, or the space is too large to
--- list (then sampling is all there is).
-local SCAN_MAX = 1000000
+-- samples keep hitting measured states, so the space is scanned once
+-- (Space:scanner) for one not measured or pending. Nil when none is left,
+-- or the space is too large to list (then sampling is all there is).
 local function next_unmeasured(ctx, st)
-  if st.scan == false then return nil end
-  if not st.scan then
-    local list = ctx.space:size_raw() <= SCAN_MAX and ctx.space:enumerate() or nil
-    if not list then
-      st.scan = false
-      return nil
-    end
-    local keys = {}
-    for _, c in ipairs(list) do keys[c] = ctx:key(c) end
-    table.sort(list, function(a, b) return keys[a] < keys[b] end)
-    st.scan, st.scan_at = list, 1
-  end
-  while st.scan_at <= #st.scan do
-    local c = st.scan[st.scan_at]
-    st.scan_at = st.scan_at + 1
-    local id = st.g:find(ctx:key(c))
-    if not id or (not evaluated(st, id) and st.g:flags(id) & PENDING == 0) then return c end
-  end
-  return nil
+  if st.scan == nil then st.scan = ctx.space:scanner() or false end
+  if not st.scan then return nil end
+  return st.scan(function(_, key)
+    local id = st.g:find(key)
+    return not id or (not evaluated(st, id) and st.g:flags(id) & PENDING == 0)
+  end)
 end
 
 -- Root widening: a new random restart state joins when the root's limit
@@ -740,7 +699,7 @@ function S.tell(ctx, results)
       local t = time_of(r)
       local v, failed = reward_of(ctx, st, r, t)
       g:set(leaf, { status = tostring(r.status), time_ms = t, reward = v,
-                    config = S.encode_config(ctx.space, st.cfg[leaf]) })
+                    config = ctx.space:json(st.cfg[leaf]) })
       g:set_flags(leaf, (g:flags(leaf) & ~PENDING) | MEASURED)
       st.measured[leaf] = true
       st.time[leaf] = t

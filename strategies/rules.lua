@@ -120,22 +120,10 @@ local function restart_point(ctx, st)
     if c == nil then return nil end
     if not st.asked[ctx:key(c)] then return c end
   end
-  -- samples keep finding asked ones: a small space is scanned once, in key
-  -- order, for the rest (a large one ends here)
-  if st.scan == nil then
-    local list = ctx.space:size_raw() <= 1000000 and ctx.space:enumerate() or false
-    if list then
-      local keys = {}
-      for _, c in ipairs(list) do keys[c] = ctx:key(c) end
-      table.sort(list, function(a, b) return keys[a] < keys[b] end)
-    end
-    st.scan, st.scan_at = list, 1
-  end
-  while st.scan and st.scan_at <= #st.scan do
-    local c = st.scan[st.scan_at]
-    st.scan_at = st.scan_at + 1
-    if not st.asked[ctx:key(c)] then return c end
-  end
+  -- samples keep finding asked ones: a small space is scanned once
+  -- (Space:scanner) for the rest (a large one ends here)
+  if st.scan == nil then st.scan = ctx.space:scanner() or false end
+  if st.scan then return st.scan(function(_, key) return not st.asked[key] end) end
   return nil
 end
 

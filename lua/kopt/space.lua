@@ -6,6 +6,7 @@
 -- Interface: knobs, key(c), describe(c), is_valid(c), sample(rng), enumerate(),
 -- size(), size_raw(), neighbours(c, "adjacent"|"hamming"), default().
 local expr = require("kopt.expr")
+local json = require("kopt.json")
 
 local M = {}
 local Space = {}
@@ -195,6 +196,53 @@ function Space:enumerate()
   local out = {}
   for i, c in ipairs(list) do out[i] = copy_config(c) end
   return out
+end
+
+-- JSON of a config with the knobs in space order (Lua's table order varies
+-- between processes; a snapshot must not). Each knob's '"NAME":value' is
+-- encoded once per value (MCGS encodes every measured state).
+function Space:json(config)
+  local names, frags = self.json_names, self.json_frags
+  if not names then
+    names, frags = {}, {}
+    for i, k in ipairs(self.knobs) do names[i], frags[i] = json.encode(k.name) .. ":", {} end
+    self.json_names, self.json_frags = names, frags
+  end
+  local parts, knobs = {}, self.knobs
+  for i = 1, #knobs do
+    local k = knobs[i]
+    local v = config[k.name]
+    local f = frags[i][v]
+    if not f then
+      f = names[i] .. json.encode(v)
+      if v ~= nil and v == v then frags[i][v] = f end  -- (nil and NaN cannot be keys)
+    end
+    parts[i] = f
+  end
+  return "{" .. table.concat(parts, ",") .. "}"
+end
+
+-- A scan of the space in key order (deterministic, whatever order a
+-- recording lists it in), for the configs a search still lacks once random
+-- samples keep finding measured ones: returns next(free) -> the next config
+-- for which free(config, key) is true, or nil when none is left. Nil when
+-- the space is too large to list (more than max raw points, 10^6 by
+-- default; a recorded space is a list, so it always has a scanner).
+function Space:scanner(max)
+  if not self.list and self.raw > (max or 1e6) then return nil end
+  local list = self:enumerate()
+  local keys = {}
+  for _, c in ipairs(list) do keys[c] = self:key(c) end
+  table.sort(list, function(a, b) return keys[a] < keys[b] end)
+  local at = 1
+  return function(free)
+    while at <= #list do
+      local c = list[at]
+      at = at + 1
+      if free(c, keys[c]) then return c end
+    end
+    return nil
+  end
 end
 
 function Space:size()
