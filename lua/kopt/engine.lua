@@ -462,7 +462,7 @@ end
 -- Evaluations on record that the resumed strategy did not ask for again (a
 -- strategy that is not deterministic, or a smaller --budget): still the
 -- run's measurements, so they join its records, results.json and the best.
-function Engine:keep_unasked()
+function Engine:keep_unasked(reason)
   local left = {}
   for key, ev in pairs(self.resumed) do
     if not self.cache[key] and type(ev.config) == "table" and type(ev.result) == "table" then left[#left + 1] = ev end
@@ -474,9 +474,17 @@ function Engine:keep_unasked()
     job.key = ev.key
     self:record(job, ev.result, ev.eval_s, ev)
   end
-  local msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (is it " ..
-                            "deterministic? math.random is seeded by --seed; use ctx.rng); kept in the results",
-                            #left, #left == 1 and "" or "s", #left == 1 and "was" or "were")
+  local msg
+  if reason == "budget" or reason == "time limit" then
+    msg = string.format("%d evaluation%s on record %s past this run's %s (--%s); kept in the results",
+                        #left, #left == 1 and "" or "s", #left == 1 and "lies" or "lie",
+                        reason == "budget" and ("budget of " .. self.budget) or "time limit",
+                        reason == "budget" and "budget" or "time-limit")
+  else
+    msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (is it " ..
+                        "deterministic? math.random is seeded by --seed; use ctx.rng); kept in the results",
+                        #left, #left == 1 and "" or "s", #left == 1 and "was" or "were")
+  end
   if not self.quiet then io.stderr:write("kopt: ", msg, "\n") end
   if self.rundir then self.rundir:trace("\n%s\n", msg) end
 end
@@ -485,7 +493,7 @@ function M.run(opts)
   local self = M.new(opts)
   local ok, reason = pcall(self.loop, self)
   if ok then
-    local kept, err = pcall(self.keep_unasked, self)
+    local kept, err = pcall(self.keep_unasked, self, reason)
     if not kept then ok, reason = false, err end
   end
   self.progress:finish()

@@ -84,5 +84,16 @@ do
           "an edited evaluation line: %s", err)
 end
 
+-- resumed with a smaller budget: the message names the budget, not determinism
+do
+  local dir = tmp .. "/smaller"
+  T.run(string.format("random --backend replay:%s --budget 6 --out %s -q", REC, dir))
+  local code, _, err = T.run(string.format("random --backend replay:%s --budget 3 --out %s --resume", REC, dir))
+  T.eq(code, 0, "a smaller budget: exit code\n" .. err)
+  T.check(err:find("3 evaluations on record lie past this run's budget of 3", 1, true)
+          and not err:find("deterministic", 1, true), "a smaller budget: %s", err)
+  T.eq(#(T.events(dir)), 6, "a smaller budget: the 6 evaluations stay on record")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
