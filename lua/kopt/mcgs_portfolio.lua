@@ -512,12 +512,58 @@ function M.region_key(r) return r.name .. "=" .. tostring(r.value) end
 -- = reach) of the fastest state one step into the region, since a method
 -- knob's region pays only once another knob is retuned; by distance in the
 -- value list from base's value when there is no model yet.
+-- A knob with more values than MAX_REGIONS (a numeric range rather than a
+-- choice of method) has its nearest MAX_REGIONS / 2 values and a random rest
+-- scored, and a reach looks at the REACH_SPAN nearest values of such a knob
+-- and as many random ones: the model's cost then grows with the number of
+-- knobs, not with the square of a knob's values.
+local MAX_REGIONS, REACH_SPAN = 64, 16
+
+local function fewer_regions(rng, out)
+  if #out <= MAX_REGIONS then return out end
+  table.sort(out, function(a, b) if a.d ~= b.d then return a.d < b.d end return a.i < b.i end)
+  local keep, rest = table.move(out, 1, MAX_REGIONS // 2, 1, {}), table.move(out, MAX_REGIONS // 2 + 1, #out, 1, {})
+  local perm = rng:permutation(#rest)
+  for i = 1, MAX_REGIONS - #keep do keep[#keep + 1] = rest[perm[i]] end
+  return keep
+end
+
+-- The valid one-knob neighbours of c that keep knob `hold` (every other
+-- value of a knob with few values; the nearest and some random ones of a
+-- long one).
+local function reach_neighbours(space, rng, c, hold)
+  local out = {}
+  for _, k in ipairs(space.knobs) do
+    if k.name ~= hold then
+      local pos, n, picks = space.index[k.name].pos[c[k.name]], #k.values, {}
+      if n <= 2 * REACH_SPAN + 1 or not pos then
+        for j = 1, n do picks[#picks + 1] = j end
+      else
+        for j = math.max(1, pos - REACH_SPAN // 2), math.min(n, pos + REACH_SPAN // 2) do picks[#picks + 1] = j end
+        for _ = 1, REACH_SPAN do picks[#picks + 1] = rng:random(1, n) end
+      end
+      local seen = {}
+      for _, j in ipairs(picks) do
+        if j ~= pos and not seen[j] then
+          seen[j] = true
+          local x = {}
+          for name, v in pairs(c) do x[name] = v end
+          x[k.name] = k.values[j]
+          if space:is_valid(x) then out[#out + 1] = x end
+        end
+      end
+    end
+  end
+  return out
+end
+
 local function region_values(ctx, st, p, base, k)
   local out, here = {}, ctx.space.index[k.name].pos[base[k.name]]
   for i, v in ipairs(k.values) do
     if v ~= base[k.name] then out[#out + 1] = { name = k.name, value = v, d = math.abs(i - here), i = i } end
   end
   if ctx.options.region_order == "knob" then return out end
+  out = fewer_regions(p.rng, out)
   local m = model_mod.get(ctx, st)
   for _, r in ipairs(out) do
     r.score = math.huge
@@ -527,8 +573,8 @@ local function region_values(ctx, st, p, base, k)
         r.score = model_mod.score(ctx, m, c)
         if ctx.options.region_score == "reach" then
           -- the best the region's first step could reach, by the model
-          for _, x in ipairs(ctx.space:neighbours(c, "hamming")) do
-            if x[r.name] == r.value then r.score = math.min(r.score, model_mod.score(ctx, m, x)) end
+          for _, x in ipairs(reach_neighbours(ctx.space, p.rng, c, r.name)) do
+            r.score = math.min(r.score, model_mod.score(ctx, m, x))
           end
         end
       end

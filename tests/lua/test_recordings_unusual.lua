@@ -11,6 +11,8 @@
 -- * A T4 result marked correct without the objective's measurement was a
 --   silent failure ("no valid configuration found").
 -- * Two spaces of one file name in `kopt compare` shared a label and a chart.
+-- * A knob of thousands of values made MCGS's region scoring quadratic in
+--   them: 20 evaluations of one 5000-value knob took 20 s.
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -139,6 +141,21 @@ local l1, l2 = d1:match("([^/]+)$") .. "/space", d2:match("([^/]+)$") .. "/space
 T.check(md:find("### " .. l1, 1, true) and md:find("### " .. l2, 1, true), "compare: labels %s and %s", l1, l2)
 T.check(T.exists(tmp .. "/cmp/img/" .. l1:gsub("[%./#]", "_") .. ".svg") and
         T.exists(tmp .. "/cmp/img/" .. l2:gsub("[%./#]", "_") .. ".svg"), "compare: one chart per space")
+
+-- one knob of 4000 values: MCGS's stall regions are scored in time linear in
+-- the values (before: about 15 s for these 25 evaluations)
+do
+  local results = {}
+  for i = 0, 3999 do results[#results + 1] = res({ x = i }, 1 + ((i * 7919) % 4000) / 100) end
+  T.write(tmp .. "/long.t4.json", t4(results))
+  local sys = require("kopt.sys")
+  local t0 = sys.now()
+  code, _, err = T.run("mcgs --backend replay:" .. tmp .. "/long.t4.json --budget 25 -q --out " .. tmp .. "/long")
+  local took = sys.now() - t0
+  T.eq(code, 0, "a 4000-value knob: exit code\n" .. err)
+  T.eq(#(T.events(tmp .. "/long")), 25, "a 4000-value knob: 25 evaluations")
+  T.check(took < 8, "a 4000-value knob: 25 MCGS evaluations took %.1f s", took)
+end
 
 os.execute("rm -rf '" .. tmp .. "' '" .. d1 .. "' '" .. d2 .. "'")
 return T.done()
