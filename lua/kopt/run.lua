@@ -234,6 +234,7 @@ function M.main(opts, pos)
   local backend
   if choice.kind == "replay" then
     backend = replay.open(spec, { file = choice.file, check = opts.replay_check })
+    if space then space = M.recorded_part(space, backend, choice.file, spec) end
   else
     local cuda, err = cuda_backend()
     if not cuda then errors.usage("%s", err) end
@@ -272,6 +273,35 @@ function M.main(opts, pos)
   if not state.opened then rundir_mod.unlock_unused(dir, lock, created) end
   if not ok then error(rc, 0) end
   return rc
+end
+
+-- A spec replayed on a recording that holds only part of its space: the
+-- search runs over the recorded configs the spec allows. Left as it was, a
+-- config missing from the recording comes back invalid and free, so a
+-- strategy drawing from the spec's space would mostly draw such configs,
+-- and stop as stalled after a handful of evaluations. A recording of the
+-- whole space leaves the spec's space as it is.
+function M.recorded_part(space, backend, file, spec)
+  local inside = {}
+  for _, c in ipairs(backend.space.list) do
+    if space:is_valid(c) then inside[#inside + 1] = c end
+  end
+  if #inside == 0 then
+    errors.usage("replay file %s holds none of the configurations %s allows (%d recorded, none within its knob " ..
+                 "values and constraints)", file, spec.path, #backend.space.list)
+  end
+  -- counted by a walk: space:size() would cache the list, and sampling from
+  -- it draws other configs than the rejection sampling a full recording gets
+  local whole = space:size_raw()
+  if whole <= 1e6 then
+    whole = 0
+    space:walk(function() whole = whole + 1 return true end)
+  end
+  if #inside >= whole then return space end
+  io.stderr:write(string.format("kopt: %s holds %d of the %s configurations %s allows; the search runs over " ..
+                                "those %d\n", file, #inside, space:size_raw() <= 1e6 and tostring(whole) or
+                                string.format("up to %.3g", whole), spec.path, #inside))
+  return space_mod.listed({ knobs = space.knobs, configs = inside })
 end
 
 -- The run itself, with the folder's lock held.

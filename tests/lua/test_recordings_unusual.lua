@@ -11,6 +11,9 @@
 -- * A T4 result marked correct without the objective's measurement was a
 --   silent failure ("no valid configuration found").
 -- * Two spaces of one file name in `kopt compare` shared a label and a chart.
+-- * A spec replayed on a recording of part of its space drew configs the
+--   recording lacks (invalid, free) and stopped as stalled: exhaustive after
+--   5 evaluations of 60 recorded.
 -- * A knob of thousands of values made MCGS's region scoring quadratic in
 --   them: 20 evaluations of one 5000-value knob took 20 s.
 local T = require("testlib")
@@ -141,6 +144,32 @@ local l1, l2 = d1:match("([^/]+)$") .. "/space", d2:match("([^/]+)$") .. "/space
 T.check(md:find("### " .. l1, 1, true) and md:find("### " .. l2, 1, true), "compare: labels %s and %s", l1, l2)
 T.check(T.exists(tmp .. "/cmp/img/" .. l1:gsub("[%./#]", "_") .. ".svg") and
         T.exists(tmp .. "/cmp/img/" .. l2:gsub("[%./#]", "_") .. ".svg"), "compare: one chart per space")
+
+-- a spec with a recording of part of its space: the search runs over the
+-- recorded configs the spec allows
+do
+  local kt = cjson.decode(T.slurp("tests/data/convolution_A100.json"))
+  local keys = {}
+  for k in pairs(kt.cache) do keys[#keys + 1] = k end
+  table.sort(keys)
+  local part = {}
+  for i = 1, #keys, 70 do part[keys[i]] = kt.cache[keys[i]] end
+  kt.cache = part
+  local n = 0
+  for _ in pairs(part) do n = n + 1 end
+  T.write(tmp .. "/part.json", cjson.encode(kt))
+  code, _, err = T.run("exhaustive specs/convolution.json --backend replay:" .. tmp .. "/part.json --budget 500 -q " ..
+                       "--out " .. tmp .. "/part")
+  T.eq(code, 0, "a partial recording: exit code\n" .. err)
+  local ev, st = T.events(tmp .. "/part")
+  T.eq(#ev, n, "a partial recording: exhaustive measures every recorded config")
+  T.eq(st and st.reason, "strategy finished", "a partial recording: not stalled")
+  T.check(err:find("holds " .. n .. " of the 4362 configurations", 1, true), "a partial recording: the note\n%s", err)
+  code, _, err = T.run("mcgs specs/convolution.json --backend replay:" .. tmp .. "/part.json --budget 40 -q --out " ..
+                       tmp .. "/part_mcgs")
+  T.eq(code, 0, "a partial recording, mcgs: exit code\n" .. err)
+  T.eq(#(T.events(tmp .. "/part_mcgs")), 40, "a partial recording, mcgs: 40 evaluations")
+end
 
 -- one knob of 4000 values: MCGS's stall regions are scored in time linear in
 -- the values (before: about 15 s for these 25 evaluations)
