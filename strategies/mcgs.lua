@@ -599,8 +599,9 @@ end
 -- fewer digits than a double, and a resumed run must decide exactly as the
 -- uninterrupted one did.
 local function time_of(r)
-  if r.status == "ok" and type(r.time_ms) == "number" and r.time_ms > 0 then
-    return tonumber(string.format("%.12g", r.time_ms))
+  local t = r.cost or r.time_ms  -- (cost: the spec's objective as a time; kopt.engine)
+  if r.status == "ok" and type(t) == "number" and t > 0 and t < math.huge then
+    return tonumber(string.format("%.12g", t))
   end
 end
 

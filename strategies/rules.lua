@@ -34,7 +34,8 @@ local S = {
 local INF = math.huge
 
 local function fitness(r)
-  if r and r.status == "ok" and type(r.time_ms) == "number" then return r.time_ms end
+  local t = r and (r.cost or r.time_ms)  -- (cost: the spec's objective as a time; kopt.engine)
+  if r and r.status == "ok" and type(t) == "number" then return t end
   return INF
 end
 

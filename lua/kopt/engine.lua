@@ -275,6 +275,20 @@ function Engine:check_candidate(i, cand)
   if not ok then return why end
 end
 
+-- What the search minimises, on every ok result (`cost`): its time, or,
+-- when the spec declares an objective metric, that metric (goal min) or its
+-- reciprocal (goal max), so that strategies written for time steer by the
+-- objective. An ok result whose objective is missing, not finite or not
+-- positive costs math.huge: ranked last, as a failure would be.
+function M.cost_of(spec, result)
+  if result.status ~= "ok" then return nil end
+  local obj = spec and spec.objective
+  if not obj then return result.time_ms end
+  local v = result.objective
+  if type(v) ~= "number" or v ~= v or v <= 0 or v == math.huge then return math.huge end
+  return obj.goal == "max" and 1 / v or v
+end
+
 function Engine:improves(result)
   if result.status ~= "ok" or type(result.time_ms) ~= "number" then return false end
   local best, spec = self.best, self.ctx.spec
@@ -308,6 +322,7 @@ end
 function Engine:record(job, result, eval_s, from_log)
   if not from_log then as_logged(result) end
   result.key = job.key
+  result.cost = M.cost_of(self.ctx.spec, result)
   if result.log and #result.log > M.LOG_CAP then result.log = result.log:sub(1, M.LOG_CAP) .. "\n[truncated]" end
   self.cache[job.key] = result
   if result.free then return end
@@ -329,7 +344,7 @@ function Engine:record(job, result, eval_s, from_log)
   self:ensure_rundir()
   if self.rundir and not from_log then
     local r = shallow(result)
-    r.key, r.cached = nil, nil
+    r.key, r.cached, r.cost = nil, nil, nil
     self.rundir:event({ event = "eval", n = self.evaluations, key = job.key, config = job.config,
                         origin = job.candidate.origin, patch = job.candidate.patch, result = r,
                         eval_s = eval_s, timestamp = rec.timestamp, from_db = job.from_db })

@@ -292,7 +292,11 @@ function M.verify_of(self, r, config, scratch)
   return out
 end
 
--- The metrics of a measured config (time in ms): name -> number.
+-- The metrics of a measured config (time in ms): name -> number. A metric
+-- that cannot be computed for this config (a division by a knob that is
+-- zero here) is left out of its result, with a note on stderr the first time
+-- for each metric: the run goes on, and a config without its objective ranks
+-- last (kopt.engine's cost).
 function Methods:metrics(config, time_ms)
   if not self.metric_exprs or #self.metric_exprs.order == 0 then return nil end
   local scope = { time_ms = time_ms, time_s = time_ms / 1e3 }
@@ -300,19 +304,33 @@ function Methods:metrics(config, time_ms)
   local out = {}
   for _, name in ipairs(self.metric_exprs.order) do
     local v, err = self.metric_exprs.exprs[name]:number(scope, config, self.problem, { device = self.device })
-    if err then errors.usage("%s: metrics.%s: %s", self.path, name, err) end
-    out[name] = v
+    if err then
+      self.metric_noted = self.metric_noted or {}
+      if not self.metric_noted[name] then
+        self.metric_noted[name] = true
+        io.stderr:write(string.format("kopt: %s: metrics.%s: %s (at %s); left out of that result (and of any " ..
+                                      "other config where it fails)\n", self.path, name, err, U.describe(self, config)))
+      end
+    else
+      out[name] = v
+    end
   end
   return out
 end
 
 -- Whether result a is better than result b (both ok): by the objective
 -- metric when the spec declares one and both carry it, else by time.
+-- A result without a usable objective (its metric failed) loses to one with.
 function Methods:better(a, b)
   local obj = self.objective
-  if obj and type(a.objective) == "number" and type(b.objective) == "number" and a.objective ~= b.objective then
-    if obj.goal == "max" then return a.objective > b.objective end
-    return a.objective < b.objective
+  if obj then
+    local ua = type(a.objective) == "number" and a.objective == a.objective
+    local ub = type(b.objective) == "number" and b.objective == b.objective
+    if ua ~= ub then return ua end
+    if ua and a.objective ~= b.objective then
+      if obj.goal == "max" then return a.objective > b.objective end
+      return a.objective < b.objective
+    end
   end
   return a.time_ms < b.time_ms
 end
