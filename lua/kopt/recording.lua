@@ -84,6 +84,8 @@ end
 -- (strict) or skips the entry (lenient).
 local Bad = {}
 local function bad(fmt, ...) error(setmetatable({ msg = string.format(fmt, ...) }, Bad), 0) end
+-- a fault of the whole file (its objective), which skipping entries cannot mend
+local function bad_file(fmt, ...) error(setmetatable({ msg = string.format(fmt, ...), whole = true }, Bad), 0) end
 
 local Reader = {}
 Reader.__index = Reader
@@ -100,6 +102,7 @@ function Reader:each(name, f, ...)
   if ok then return v end
   if getmetatable(v) ~= Bad then error(v, 0) end
   local msg = name .. v.msg
+  if v.whole then error(setmetatable({ msg = string.format("replay file %s: %s", self.file, msg) }, Bad), 0) end
   if not self.lenient then
     error(setmetatable({ msg = string.format("replay file %s: %s; fix the entry, or replay with --replay-check lenient to skip bad entries",
                                              self.file, msg) }, Bad), 0)
@@ -172,6 +175,46 @@ local function repair_kt(text)
   return nil
 end
 
+-- Whether the successful entries of a Kernel Tuner cache carry a time.
+local function times_recorded(cache)
+  for _, e in pairs(cache) do
+    if type(e) == "table" and type(e.time) == "number" and e.time == e.time and e.time < KT_FAILED_NUMBER then
+      return true
+    end
+  end
+  return false
+end
+
+-- The name of a T4 result's measurement that is a time (a time unit, or no
+-- unit and a time's name), when its objective's measurement is not.
+local function time_measurement(res, objective)
+  if type(res.measurements) ~= "table" then return nil end
+  local function is_time(m)
+    if type(m.unit) == "string" and m.unit ~= "" then return unit_to_ms(m.unit) ~= nil end
+    return M.time_like(m.name)
+  end
+  local other
+  for _, m in ipairs(res.measurements) do
+    if type(m) == "table" and type(m.name) == "string" then
+      if m.name == objective and is_time(m) then return nil end
+      if m.name ~= objective and not other and is_time(m) then other = m.name end
+    end
+  end
+  return other
+end
+
+-- Whether a T4 objective is a rate (per second: GFLOP/s, GB/s), by its name
+-- or its measurement's unit.
+local function is_rate(res, objective)
+  if objective:find("/s", 1, true) then return true end
+  for _, m in ipairs(type(res.measurements) == "table" and res.measurements or {}) do
+    if type(m) == "table" and m.name == objective and type(m.unit) == "string" and m.unit:find("/s", 1, true) then
+      return true
+    end
+  end
+  return false
+end
+
 local function from_kt(doc, file, repaired, r)
   local keys = doc.tune_params_keys
   if type(keys) ~= "table" or type(doc.tune_params) ~= "table" or type(doc.cache) ~= "table" then
@@ -185,7 +228,18 @@ local function from_kt(doc, file, repaired, r)
                 objective = objective, knobs = {}, entries = {}, repaired = repaired }
   local higher = doc.objective_higher_is_better
   if higher == nil then higher = not (objective == "time" or objective == "energy" or objective == "cost") end
-  if higher then return nil, file .. ": objective '" .. objective .. "' is maximised; kopt replays time objectives" end
+  if higher and times_recorded(doc.cache) then
+    -- Kernel Tuner records every entry's time whatever it tuned for, so a
+    -- cache tuned for a rate (GFLOP/s) replays by its times, which rank the
+    -- same where the work is fixed (a spec's objective then ranks by its own
+    -- metric, computed from them); an objective to minimise that is no time
+    -- (energy) is refused below: its times would rank by something else
+    rec.objective_replaced, objective, rec.objective = objective, "time", "time"
+  end
+  if higher and rec.objective_replaced == nil then
+    return nil, file .. ": objective '" .. objective .. "' is maximised and the entries record no 'time'; kopt " ..
+                "replays time objectives"
+  end
   if not M.time_like(objective) then
     return nil, string.format("replay file %s: objective '%s' is not a time; kopt replays time objectives", file, objective)
   end
@@ -347,6 +401,13 @@ local function from_t4(doc, file, r)
       end
       objective = res.objectives[1]
     end
+    -- a rate (GFLOP/s) beside a measurement that is a time: replayed by
+    -- that time (a spec's objective ranks by its own metric)
+    local mtime = not M.time_like(objective) and is_rate(res, objective) and time_measurement(res, objective)
+    if mtime then
+      rec.objective_replaced = rec.objective_replaced or objective
+      objective = mtime
+    end
     rec.objective = rec.objective or objective
     local entry = { config = res.configuration, metrics = {} }
     local status = T4_INVALIDITY[res.invalidity or "correct"]
@@ -361,7 +422,8 @@ local function from_t4(doc, file, r)
       if finite(m.value) then entry.metrics[m.name] = m.value end
     end
     if found and (unit == nil or unit == "") and meta_unit == nil and not M.time_like(objective) then
-      bad(".measurements[%d]: objective '%s' has no unit and its name is not a time; kopt replays time objectives",
+      bad_file(".measurements[%d]: objective '%s' has no unit and its name is not a time, and no measurement is " ..
+               "a time; kopt replays time objectives",
           found, objective)
     end
     if found and type(unit) == "string" and unit ~= "" and unit_to_ms(unit) then
@@ -377,7 +439,8 @@ local function from_t4(doc, file, r)
       if unit ~= nil and unit ~= "" then
         scale, shown = unit_to_ms(unit), unit
         if not scale and not M.time_like(objective) then
-          bad(".measurements[%d]: objective '%s' is not a time (unit %s); kopt replays time objectives", found,
+          bad_file(".measurements[%d]: objective '%s' is not a time (unit %s), and no measurement is a time; " ..
+                   "kopt replays time objectives", found,
               objective, show(unit))
         elseif not scale then
           bad(".measurements[%d].unit: unknown time unit %s (kopt knows ms, s, us, ns)", found, show(unit))
@@ -576,6 +639,11 @@ function M.notes(rec)
   if rec.skipped then
     out[#out + 1] = string.format("replay file %s: skipped %d bad %s (the first: %s)", rec.file, rec.skipped.count,
                                   rec.skipped.count == 1 and "entry" or "entries", rec.skipped.first)
+  end
+  if rec.objective_replaced then
+    out[#out + 1] = string.format("replay file %s was tuned for '%s'; it is replayed by the time each entry " ..
+                                  "records (a spec's objective ranks by its own metric)", rec.file,
+                                  rec.objective_replaced)
   end
   if rec.repaired then
     out[#out + 1] = string.format("replay file %s was cut short (an interrupted run): its last entry was incomplete; " ..

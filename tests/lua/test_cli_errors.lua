@@ -146,7 +146,10 @@ T.write(tmp .. "/t4_unit.json", t4("fortnights"))
 -- a unitless objective that is not a time (GFLOP/s: higher is better)
 T.write(tmp .. "/t4_gflops.json", (t4(""):gsub('"time"', '"GFLOP/s"')))
 case("random --backend replay:" .. tmp .. "/t4_gflops.json", 2,
-     "kopt: replay file " .. tmp .. "/t4_gflops.json: results[1].measurements[1]: objective 'GFLOP/s' has no unit and its name is not a time; kopt replays time objectives; fix the entry, or replay with --replay-check lenient to skip bad entries")
+     "kopt: replay file " .. tmp .. "/t4_gflops.json: results[1].measurements[1]: objective 'GFLOP/s' has no unit and its name is not a time, and no measurement is a time; kopt replays time objectives")
+-- (a whole-file fault: skipping entries would not mend it)
+case("random --replay-check lenient --backend replay:" .. tmp .. "/t4_gflops.json", 2,
+     "kopt: replay file " .. tmp .. "/t4_gflops.json: results[1].measurements[1]: objective 'GFLOP/s' has no unit and its name is not a time, and no measurement is a time; kopt replays time objectives")
 case("random --backend replay:" .. tmp .. "/t4_unit.json", 2,
      "kopt: replay file " .. tmp .. "/t4_unit.json: results[1].measurements[1].unit: unknown time unit 'fortnights' (kopt knows ms, s, us, ns); fix the entry, or replay with --replay-check lenient to skip bad entries")
 T.write(tmp .. "/t4_meta_unit.json", t4("", '"timeunit": "jiffies"'))

@@ -14,6 +14,9 @@
 -- * A spec replayed on a recording of part of its space drew configs the
 --   recording lacks (invalid, free) and stopped as stalled: exhaustive after
 --   5 evaluations of 60 recorded.
+-- * A Kernel Tuner cache tuned for GFLOP/s (every entry still records its
+--   time) and a T4 file whose objective is GFLOP/s beside a time were
+--   refused; they replay by the time, with a note.
 -- * A knob of thousands of values made MCGS's region scoring quadratic in
 --   them: 20 evaluations of one 5000-value knob took 20 s.
 local T = require("testlib")
@@ -169,6 +172,30 @@ do
                        tmp .. "/part_mcgs")
   T.eq(code, 0, "a partial recording, mcgs: exit code\n" .. err)
   T.eq(#(T.events(tmp .. "/part_mcgs")), 40, "a partial recording, mcgs: 40 evaluations")
+end
+
+-- tuned for GFLOP/s, times recorded: replayed by the times
+do
+  local cache = {}
+  for a = 1, 4 do cache[tostring(a)] = { a = a, time = 1 / a, ["GFLOP/s"] = 100 * a } end
+  T.write(tmp .. "/kt_gflops.json", cjson.encode({ tune_params_keys = { "a" }, tune_params = { a = { 1, 2, 3, 4 } },
+                                                   objective = "GFLOP/s", cache = cache }))
+  code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/kt_gflops.json --out " .. tmp .. "/ktg")
+  T.eq(code, 0, "a cache tuned for GFLOP/s: exit code\n" .. err)
+  local _, st = T.events(tmp .. "/ktg")
+  T.check(st and st.best and st.best.time_ms == 0.25, "a cache tuned for GFLOP/s: the best is 0.25 ms")
+  T.check(err:find("was tuned for 'GFLOP/s'; it is replayed by the time", 1, true), "a cache tuned for GFLOP/s: %s", err)
+  local results = {}
+  for a = 1, 4 do
+    results[a] = { configuration = { a = a }, invalidity = "correct", objectives = { "GFLOP/s" },
+                   measurements = { { name = "GFLOP/s", value = 100 * a, unit = "GFLOP/s" },
+                                    { name = "time", value = 1 / a, unit = "ms" } } }
+  end
+  T.write(tmp .. "/t4_gflops.json", t4(results))
+  code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/t4_gflops.json --out " .. tmp .. "/t4g")
+  T.eq(code, 0, "a T4 file for GFLOP/s: exit code\n" .. err)
+  _, st = T.events(tmp .. "/t4g")
+  T.check(st and st.best and st.best.time_ms == 0.25, "a T4 file for GFLOP/s: the best is 0.25 ms")
 end
 
 -- one knob of 4000 values: MCGS's stall regions are scored in time linear in
