@@ -451,6 +451,7 @@ function M.locked(opts, r)
     problem = problem, backend_label = backend_label, finalists = finalist_lines, warnings = spec_warnings,
     t4 = { kopt = sys.version, strategy = strategy.name, seed = seed, backend = backend:describe(),
            timeunit = "milliseconds", llm = engine.ctx.llm_usage,
+           objective = spec and spec.objective and { metric = spec.objective.metric, goal = spec.objective.goal } or nil,
            spec_warnings = spec_warnings and #spec_warnings > 0 and spec_warnings or nil },
   }
   meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
