@@ -64,7 +64,8 @@ function M.summary(engine, meta)
   local lines = {}
   local best = engine.best
   lines[#lines + 1] = string.format("kopt: %s on %s (%s)", engine.strategy_name, meta.problem, meta.backend_label)
-  lines[#lines + 1] = string.format("  %d evaluations (%s) in %s%s; stopped: %s", engine.evaluations,
+  lines[#lines + 1] = string.format("  %d evaluation%s (%s) in %s%s; stopped: %s", engine.evaluations,
+    engine.evaluations == 1 and "" or "s",
     #engine.records > 0 and status_counts(engine.records) or "none", progress.clock(engine:clock()),
     engine.backend.name == "replay" and " simulated" or "", engine.stop_reason)
   if not best then
@@ -78,7 +79,8 @@ function M.summary(engine, meta)
     return table.concat(lines, "\n") .. "\n"
   end
   local base, base_label = baseline(engine)
-  local speed = base and base.time_ms / best.result.time_ms
+  -- (when the best is the baseline itself there is no speedup to quote)
+  local speed = base and base ~= best.result and base.time_ms / best.result.time_ms
   -- with a metric objective the best is quoted in it: a faster time may do
   -- less work (a knob that changes the problem)
   local obj = engine.ctx.spec and engine.ctx.spec.objective
@@ -86,7 +88,7 @@ function M.summary(engine, meta)
   if by_obj then
     local bo = base and base.objective
     lines[#lines + 1] = string.format("  best: %s %.5g (%.5g ms) at evaluation %d%s", obj.metric, best.result.objective,
-      best.result.time_ms, best.n, type(bo) == "number" and bo ~= 0 and string.format(
+      best.result.time_ms, best.n, base ~= best.result and type(bo) == "number" and bo ~= 0 and string.format(
         ", %sx that of %s (%.5g)", ratio_text(best.result.objective / bo), base_label, bo) or "")
   else
     lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,
@@ -118,7 +120,7 @@ function M.summary(engine, meta)
   for i = 1, math.min(5, #ranked) do
     local r = ranked[i]
     local col = by_obj and (type(r.result.objective) == "number" and string.format("%.5g", r.result.objective) or "-")
-      or base and string.format("%.2fx", base.time_ms / r.result.time_ms) or "-"
+      or base and (ratio_text(base.time_ms / r.result.time_ms) .. "x") or "-"
     local flagged = {}  -- errors kopt.sanitize found in this config's own kernel
     for tool, rep in pairs(r.result.sanitizer or {}) do if rep.blamed then flagged[#flagged + 1] = tool end end
     table.sort(flagged)

@@ -160,6 +160,8 @@ T.write(tmp .. "/t4_params.json", '{"results": [{"configuration": {"a": 1}, "mea
 case("random --backend replay:" .. tmp .. "/t4_params.json", 2,
      "kopt: replay file " .. tmp .. "/t4_params.json: results[2].configuration: has the parameters b where the recording's first entry has a; fix the entry, or replay with --replay-check lenient to skip bad entries")
 -- secondary commands: checked before anything runs
+case("compare --strategies random,anneal,random --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
+     "/cmp_dup", 2, "kopt: compare: --strategies names 'random' twice (its rows would be one strategy's, reported twice)")
 case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 5 --out ''", 2,
      "kopt: compare: --out: expected a folder name, got an empty string")
 case("compare --strategies random --spaces " .. replay .. "," .. tmp .. "/absent.json --seeds 1 --budgets 5 --out " ..

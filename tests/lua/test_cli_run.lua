@@ -89,7 +89,7 @@ return { name = "first", options = {}, ask = function(ctx) return ctx.evaluation
 local o
 code, o = T.run(string.format("--lua-dev %s/dev first --backend replay:%s -q --out %s/dev_run", tmp, replay, tmp))
 T.eq(code, 0, "exit code with --lua-dev")
-T.check(o:find("1 evaluations", 1, true) ~= nil, "dev strategy ran:\n%s", o)
+T.check(o:find("1 evaluation (1 ok)", 1, true) ~= nil, "dev strategy ran:\n%s", o)
 _, o = T.run("--lua-dev " .. tmp .. "/dev --help")
 T.check(o:find("first", 1, true) ~= nil, "--help lists the dev tree's strategy")
 

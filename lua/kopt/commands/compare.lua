@@ -221,6 +221,12 @@ function M.main(argv)
     for _, kv in ipairs(variant) do pairs_list[#pairs_list + 1] = kv end
     loaded[i] = { label = label, name = #variant > 0 and (name .. full:sub(#label + 1)) or name, base = name,
                   options = strategy_mod.options(s, pairs_list) }
+    for j = 1, i - 1 do
+      if loaded[j].name == loaded[i].name then
+        errors.usage("compare: --strategies names '%s' twice (its rows would be one strategy's, reported twice)",
+                     loaded[i].name)
+      end
+    end
   end
   local budgets, maxb = o.budgets, o.budgets[#o.budgets]
   local report = { budgets = budgets, seeds = o.seeds, first_seed = o.first_seed, p = M.P, spaces = {} }
