@@ -758,7 +758,11 @@ function S.tell(ctx, results)
         -- (a strict proposal descends only as a new best: v is best_v then)
         anchor, apath, misses, steps = leaf, rec.path, 0, 0
       end
-      if anchor and steps < o.rollout_depth and misses < (rec.freeze and rec.freeze.misses or o.rollout_misses) then
+      -- (a region descent that stays far behind the best gives up early)
+      local behind = rec.freeze and o.region_steps > 0 and steps and steps >= o.region_steps and
+        (g:reward(anchor) or -math.huge) < (st.best_v or 0) - o.sample_margin
+      if anchor and not behind and steps < o.rollout_depth and
+         misses < (rec.freeze and rec.freeze.misses or o.rollout_misses) then
         local nxt = rollout_step(ctx, st, anchor, apath, steps + 1, misses, rec.freeze)
         if nxt then
           nxt.arm = rec.arm

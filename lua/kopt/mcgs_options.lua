@@ -80,6 +80,7 @@ return {
             "stall_move (0 = never)" },
   stall_move = { default = "region", choices = { "pair", "region", "ei" },
                  help = "stall: two-knob moves of the best state (pair), descents with one knob of the best state set to another value and held (region), or the ei arm's proposals (ei)" },
+  region_steps = { default = 0, help = "stall_move=region: a region descent still slower than the best by more than sample_margin after this many steps ends there (0 = no limit)" },
   stall_sweep = { default = 6, help = "stall_move=region: before the descents, the best state's other settings of each knob with at most this many values are measured alone (0 = none)" },
   sweep_at = { default = 5, help = "stall_move=region: the sweep (stall_sweep) already after this many evaluations without progress, when no expensive move generator (LLM experts) is in use (0: at the stall; an earlier sweep would leave the tree, which asks those generators, few iterations)" },
   region_order = { default = "turns", choices = { "knob", "turns" },
