@@ -42,6 +42,13 @@ function Ctx:lookup(config)
   return r and shallow(r) or nil
 end
 
+-- The result recorded under a state's key (a config's ctx:key, or that of a
+-- config with a code edit, "KEY#hash"), or nil.
+function Ctx:result_of(key)
+  local r = self._engine.cache[key]
+  return r and shallow(r) or nil
+end
+
 -- What a strategy reads as ctx.best: the engine's best with its own config
 -- and result tables, so a strategy that edits the best config in place to
 -- make a neighbour does not rewrite the best.

@@ -23,6 +23,7 @@
 -- (strategies take `--opt moves=rules,my_moves.lua`).
 local errors = require("kopt.errors")
 local space_mod = require("kopt.space")
+local strategy_mod = require("kopt.strategy")
 local sys = require("kopt.sys")
 
 local next, tonumber = next, tonumber
@@ -51,13 +52,75 @@ end
 -- Loads a generator from a Lua file (returning a function or a table).
 -- Returns the generator, or nil and a message.
 function M.load(path)
-  local chunk, err = loadfile(path, "t")
+  -- (in a sandbox of its own, as a strategy file: a global it sets cannot
+  -- replace kopt's, os.exit raises an error instead of ending kopt)
+  local chunk, err = loadfile(path, "t", strategy_mod.env(path, path:match("^(.*)/[^/]*$") or ".", "move generator"))
   if not chunk then return nil, err end
   local ok, gen = pcall(chunk)
   if not ok then return nil, string.format("%s failed to load: %s", path, tostring(gen)) end
   local ok2, g = pcall(normalise_gen, path:match("([^/]+)%.lua$") or path, gen)
   if not ok2 then return nil, string.format("%s: %s", path, tostring(g):gsub("^.-: ", "")) end
+  g.file = path  -- (a user's file: its proposals are checked, kopt.moves.checked)
   return g
+end
+
+-- A user generator's proposals, checked: a return that is not a list of
+-- moves, a move that is not a table, changes that are not a table, a patch
+-- that is not a string are dropped, with one note per generator naming its
+-- file and the first fault; priors become finite floats in [1e-3, 1e6] (a
+-- NaN or infinite prior used to turn every prior of the state into NaN);
+-- methods become short one-line strings. The built-in generators' moves
+-- are trusted as they are (the hot path).
+local MAX_METHOD = 80
+local function note_once(ctx, gen, kind, msg, consequence)
+  gen.noted = gen.noted or {}
+  if gen.noted[kind] then return end
+  gen.noted[kind] = true
+  ctx:log("move generator %s: %s", gen.file, msg)
+  if not ctx.quiet_generators then
+    io.stderr:write(string.format("kopt: move generator %s: %s (%s; noted once)\n", gen.file, msg, consequence))
+  end
+end
+
+function M.checked(ctx, gen, moves)
+  if moves == nil then return {} end
+  if type(moves) ~= "table" then
+    note_once(ctx, gen, "return", string.format("returned %s: expected a list of moves " ..
+              "({ { changes = { KNOB = value }, ... }, ... })", type(moves)), "no moves from it then")
+    return {}
+  end
+  local out = {}
+  for i = 1, #moves do
+    local mv, why = moves[i], nil
+    if type(mv) ~= "table" then
+      why = string.format("move %d is %s, expected a table", i, type(mv))
+    elseif mv.changes ~= nil and type(mv.changes) ~= "table" then
+      why = string.format("move %d: changes is %s, expected a table of KNOB = value", i, type(mv.changes))
+    elseif mv.patch ~= nil and type(mv.patch) ~= "string" then
+      why = string.format("move %d: patch is %s, expected a unified diff (a string)", i, type(mv.patch))
+    end
+    if why then
+      note_once(ctx, gen, "shape", why, "such moves are dropped")
+    else
+      local prior = tonumber(mv.prior)
+      if mv.prior ~= nil and (prior == nil or prior ~= prior) then
+        note_once(ctx, gen, "prior", string.format("move %d: prior %s is not a number", i, tostring(mv.prior)),
+                  "1 is used")
+        prior = 1
+      end
+      prior = math.min(math.max((prior or 1) + 0.0, 1e-3), 1e6)
+      local method = mv.method
+      if method ~= nil and type(method) ~= "string" then method = type(method) end
+      if type(method) == "string" and (#method > MAX_METHOD or method:find("[\r\n]")) then
+        method = method:gsub("[\r\n]+", " "):sub(1, MAX_METHOD)
+      end
+      local c = {}
+      for k, v in pairs(mv) do c[k] = v end
+      c.prior, c.method = prior, method
+      out[#out + 1] = c
+    end
+  end
+  return out
 end
 
 -- A generator by registry name or by file path (anything ending in .lua or
@@ -310,10 +373,22 @@ function M.collect_lists(ctx, state, generators)
   local plain_state = lazy and state_key == table.concat(parts, ",")
   local left, right
   if not lazy then left, right = sides(parts) end
+  -- the state's measured result, as the generators are promised (kopt's
+  -- strategies pass the state's config and key)
+  if state.result == nil and state_key and ctx.result_of then state.result = ctx:result_of(state_key) end
   -- the proposals first, so that the lists are made with room for them all
   local proposals, shared, total = {}, {}, 0
   for gi, gen in ipairs(generators) do
-    local ok, moves, unchanging = pcall(gen.propose, ctx, state)
+    -- (a user's generator gets its own copy of the state's config: one that
+    -- edited it in place used to change the graph's record of the state)
+    local arg = state
+    if gen.file then
+      arg = {}
+      for k, v in pairs(state) do arg[k] = v end
+      arg.config = {}
+      for k, v in pairs(state.config) do arg.config[k] = v end
+    end
+    local ok, moves, unchanging = pcall(gen.propose, ctx, arg)
     if not ok then
       ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
       -- (the first failure of each generator on stderr too: the search goes
@@ -326,6 +401,7 @@ function M.collect_lists(ctx, state, generators)
       end
       moves = {}
     end
+    if gen.file then moves = M.checked(ctx, gen, moves) end
     moves = moves or {}
     proposals[gi], shared[gi] = moves, unchanging == true
     if type(moves) == "table" then total = total + #moves end

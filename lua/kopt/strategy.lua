@@ -34,9 +34,13 @@ end
 -- and os.exit ends the strategy with an error instead of ending kopt
 -- without its summary and results. Its sibling modules (require "util"
 -- for dir/util.lua) load into the same environment, so they cannot either.
-local function strategy_env(label, dir)
+-- (what: "strategy", or "move generator" for kopt.moves' user files)
+local function strategy_env(label, dir, what)
+  local stop = what and "return from the generator" or "return from ask()"
   local os_env = setmetatable({
-    exit = function() error(string.format("strategy %s called os.exit: return from ask() (or raise an error) to stop", label), 2) end,
+    exit = function()
+      error(string.format("%s %s called os.exit: %s (or raise an error) to stop", what or "strategy", label, stop), 2)
+    end,
     execute = execute,
   }, { __index = os })
   local env = setmetatable({ os = os_env }, { __index = _G })
@@ -59,6 +63,9 @@ local function strategy_env(label, dir)
   end
   return env
 end
+
+-- The same sandbox for a user's move generator file (kopt.moves).
+function M.env(label, dir, what) return strategy_env(label, dir, what) end
 
 function M.load(arg)
   local chunk, err, label

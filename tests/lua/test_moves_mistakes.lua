@@ -1,0 +1,68 @@
+-- A user's move generator with mistakes (found by writing them): each case
+-- failed before its fix.
+-- * A global set by mistake (`type = "tile"`, local forgotten) replaced
+--   kopt's own and ended the run with an internal error; os.exit ended kopt
+--   with no summary and no results: generator files now load in the
+--   strategies' sandbox.
+-- * A return that is not a list of moves (a number, a list of numbers,
+--   changes as a string) ended the run with an error inside kopt.moves.
+-- * A NaN prior made every prior of the state NaN: the user's moves were
+--   never measured.
+-- * state.result, which the docs promise, was never set by mcgs or rules.
+local T = require("testlib")
+
+local tmp = T.tmpdir("moves-mistakes")
+local REC = "--backend replay:tests/data/convolution_A100.json --budget 30 -q"
+
+local function gen(name, body)
+  local path = tmp .. "/" .. name .. ".lua"
+  T.write(path, body)
+  return path
+end
+
+local cases = {
+  { "global", 'type = "tile"\nreturn function(ctx, state)\n  return { { changes = { block_size_x = 32 }, ' ..
+              'method = type .. "_move" } }\nend\n' },
+  { "exit", "return function(ctx, state) os.exit(3) end\n", "called os.exit" },
+  { "number", "return function(ctx, state) return 42 end\n", "returned number: expected a list of moves" },
+  { "numbers", "return function(ctx, state) return { 1, 2, 3 } end\n", "move 1 is number, expected a table" },
+  { "changes_string", 'return function(ctx, state) return { { changes = "block_size_x=32" } } end\n',
+    "changes is string, expected a table" },
+  { "nan_prior", "return function(ctx, state)\n  return { { changes = { block_size_x = 32 }, prior = 0/0, " ..
+                 'method = "nan_move" } }\nend\n', "prior" },
+}
+for _, c in ipairs(cases) do
+  local path = gen(c[1], c[2])
+  for _, s in ipairs({ "mcgs", "rules" }) do
+    local dir = tmp .. "/" .. c[1] .. "_" .. s
+    local code, _, err = T.run(string.format("%s %s --out %s --opt moves=rules,%s", s, REC, dir, path))
+    T.eq(code, 0, c[1] .. " under " .. s .. ": exit code\n" .. err)
+    T.check(T.exists(dir .. "/results.json"), "%s under %s: results.json written", c[1], s)
+    if c[3] then T.check(err:find(c[3], 1, true), "%s under %s: the note names it\n%s", c[1], s, err) end
+  end
+end
+
+-- state.result: a generator that proposes only from a measured state
+do
+  local path = gen("result", [[
+return function(ctx, state)
+  if state.result and state.result.status == "ok" and type(state.result.time_ms) == "number" then
+    return { { changes = { read_only = 1 - state.config.read_only }, method = "saw_result", prior = 100 } }
+  end
+  return {}
+end
+]])
+  for _, s in ipairs({ "mcgs", "rules" }) do
+    local dir = tmp .. "/result_" .. s
+    local code, _, err = T.run(string.format("%s %s --budget 60 --out %s --opt moves=rules,%s", s, REC, dir, path))
+    T.eq(code, 0, "state.result under " .. s .. ": exit code\n" .. err)
+    local seen = false
+    for _, ev in ipairs((T.events(dir))) do
+      if ev.origin and ev.origin.method == "saw_result" then seen = true end
+    end
+    T.check(seen, "state.result under %s: the generator saw a measured state's result", s)
+  end
+end
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
