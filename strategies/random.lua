@@ -4,7 +4,7 @@ local S = {
   name = "random",
   description = "uniform random sampling of valid configs, without repeats",
   options = {
-    tries = { default = 100, help = "draws per candidate before switching to the list of unmeasured configs" },
+    tries = { default = 100, min = 1, help = "draws per candidate before switching to the list of unmeasured configs" },
   },
 }
 

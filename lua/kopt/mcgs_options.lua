@@ -1,7 +1,7 @@
 -- The options of MCGS (strategies/mcgs.lua), with their defaults and help:
 -- `kopt mcgs --help` lists them, `--opt key=value` sets them. docs/SEARCH.md
 -- says how the defaults were chosen.
-return {
+local OPTIONS = {
   moves = { default = "rules", help = "move generators, comma-separated (names or .lua files)" },
   expert_c = { default = 0.5, help = "expensive generators: the n-th call on a state once expert_c * (visits+1)^pw_alpha >= n" },
   expert_max = { default = 3, help = "expensive generators: most calls per state" },
@@ -92,3 +92,32 @@ return {
   max_depth = { default = 500, help = "longest selection path" },
   snapshot_every = { default = 50, help = "write the graph snapshot every N evaluations (0 = only at the end)" },
 }
+
+-- The range of each numeric option (--opt outside it is refused at the
+-- start, not met as a crash or a silent no-op mid-run): { min, max }
+-- inclusive, gt = an exclusive lower bound.
+local RANGES = {
+  unit = { min = 0, max = 1 },
+  count = { min = 0 },
+  positive = { gt = 0 },
+  nonneg = { min = 0 },
+}
+for kind, names in pairs({
+  unit = { "dirichlet_eps", "rollout_eps", "p_perturb", "p_sample", "beta_max", "stall_share", "pw_alpha",
+           "prune_factor" },
+  count = { "expert_max", "repairs", "rollout_depth", "rollout_misses", "patience", "perturb", "init_samples",
+            "tool_rounds", "model_min", "model_pool", "design_pool", "arm_top", "arm_population", "stall",
+            "region_steps", "stall_sweep", "sweep_at", "snapshot_every" },
+  positive = { "dirichlet_alpha", "pw_c", "model_tau", "arm_power", "restart_c", "model_trees", "max_depth",
+               "arm_discount" },
+  nonneg = { "c_puct", "expert_c", "fpu_reduction", "rollout_lambda", "sample_margin", "restart_prior", "learn",
+             "arm_c", "arm_xi", "stall_gain", "min_pred_gain", "model_kappa", "rollout_prior", "model_refit" },
+}) do
+  for _, name in ipairs(names) do
+    local o = assert(OPTIONS[name], name)
+    for k, v in pairs(RANGES[kind]) do o[k] = v end
+  end
+end
+OPTIONS.arm_discount.max = 1
+
+return OPTIONS

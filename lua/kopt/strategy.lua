@@ -101,6 +101,11 @@ function M.load(arg)
     if type(o) ~= "table" or o.default == nil then
       errors.usage("strategy %s: options.%s must be a table with a default", label, tostring(k))
     end
+    for _, bound in ipairs({ "min", "max", "gt" }) do
+      if o[bound] ~= nil and type(o[bound]) ~= "number" then
+        errors.usage("strategy %s: options.%s.%s must be a number, got %s", label, tostring(k), bound, type(o[bound]))
+      end
+    end
     local t = type(o.default)
     if t ~= "number" and t ~= "string" and t ~= "boolean" then
       errors.usage("strategy %s: options.%s: the default must be a number, a string or a boolean, got %s", label,
@@ -128,9 +133,21 @@ local function convert(name, o, text)
     local v = tonumber(text)
     local what = math.type(d) == "integer" and "an integer" or "a number"
     if v == nil then errors.usage("--opt %s: expected %s, got '%s'", name, what, text) end
+    if v ~= v or v == math.huge or v == -math.huge then
+      errors.usage("--opt %s: expected a finite number, got '%s'", name, text)
+    end
     if math.type(d) == "integer" then
       v = math.tointeger(v)
       if v == nil then errors.usage("--opt %s: expected an integer, got '%s'", name, text) end
+    end
+    -- (an option may declare its range: min, max inclusive, gt exclusive)
+    if (o.min and v < o.min) or (o.max and v > o.max) or (o.gt and v <= o.gt) then
+      local range = o.gt and string.format("above %s", tostring(o.gt)) or string.format("at least %s", tostring(o.min))
+      if o.max then
+        range = o.min and string.format("from %s to %s", tostring(o.min), tostring(o.max))
+          or string.format("%s and at most %s", range, tostring(o.max))
+      end
+      errors.usage("--opt %s: expected %s %s, got '%s'", name, what, range, text)
     end
     if o.choices then
       local shown = {}

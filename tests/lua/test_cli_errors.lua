@@ -159,6 +159,17 @@ T.write(tmp .. "/t4_params.json", '{"results": [{"configuration": {"a": 1}, "mea
         ' {"configuration": {"b": 1}, "measurements": [{"name": "time", "value": 1, "unit": "ms"}]}]}')
 case("random --backend replay:" .. tmp .. "/t4_params.json", 2,
      "kopt: replay file " .. tmp .. "/t4_params.json: results[2].configuration: has the parameters b where the recording's first entry has a; fix the entry, or replay with --replay-check lenient to skip bad entries")
+-- option ranges: refused at the start (these crashed mid-run, or ran and did nothing)
+case("mcgs --backend replay:" .. replay .. " --opt dirichlet_alpha=0", 2,
+     "kopt: --opt dirichlet_alpha: expected a number above 0, got '0'")
+case("mcgs --backend replay:" .. replay .. " --opt max_depth=-1", 2,
+     "kopt: --opt max_depth: expected an integer above 0, got '-1'")
+case("mcgs --backend replay:" .. replay .. " --opt c_puct=1e400", 2,
+     "kopt: --opt c_puct: expected a finite number, got '1e400'")
+case("mcgs --backend replay:" .. replay .. " --opt p_sample=2", 2,
+     "kopt: --opt p_sample: expected a number from 0 to 1, got '2'")
+case("rules --backend replay:" .. replay .. " --opt tabu=-1", 2,
+     "kopt: --opt tabu: expected an integer at least 0, got '-1'")
 -- secondary commands: checked before anything runs
 case("compare --strategies random,anneal,random --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
      "/cmp_dup", 2, "kopt: compare: --strategies names 'random' twice (its rows would be one strategy's, reported twice)")
@@ -167,7 +178,7 @@ case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 
 case("compare --strategies random --spaces " .. replay .. "," .. tmp .. "/absent.json --seeds 1 --budgets 5 --out " ..
      tmp .. "/cmp_absent", 2, "kopt: cannot read replay file " .. tmp .. "/absent.json: No such file or directory")
 case("compare --strategies genetic@population=0 --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
-     "/cmp_pop", 2, "kopt: --opt population: expected a whole number of at least 2, got 0")
+     "/cmp_pop", 2, "kopt: --opt population: expected an integer at least 2, got '0'")
 case("suite mcsg tests/data/specs --out " .. tmp .. "/suite_typo", 2,
      "kopt: unknown strategy 'mcsg': not a file, and not a built-in strategy (", { prefix = true })
 case("suite random tests/data/specs --replay-check loose --out " .. tmp .. "/suite_check", 2,
