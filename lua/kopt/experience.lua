@@ -28,6 +28,11 @@ local M = {}
 local Log = {}
 Log.__index = Log
 
+-- --no-db: nothing outside the run folder, so the user's dataset
+-- ($KOPT_EXPERIENCE) is neither written nor learned from.
+local shared = true
+function M.set_persistent(on) shared = on and true or false end
+
 -- Opens the dataset writers for a run; without a run directory and without
 -- KOPT_EXPERIENCE it returns a writer that drops everything.
 function M.open(ctx, strategy)
@@ -40,7 +45,7 @@ function M.open(ctx, strategy)
       self.in_run_dir = true
     end
   end
-  local user = os.getenv("KOPT_EXPERIENCE")
+  local user = shared and os.getenv("KOPT_EXPERIENCE")
   if user and user ~= "" then
     local dir = user:match("^(.*)/[^/]*$")
     if dir then pcall(sys.mkdir_p, dir) end
@@ -267,7 +272,7 @@ end
 -- dataset ($KOPT_EXPERIENCE, which every run of mcgs, rules and experts
 -- appends to). A list of paths (empty when there is none).
 function M.default_sources()
-  local user = os.getenv("KOPT_EXPERIENCE")
+  local user = shared and os.getenv("KOPT_EXPERIENCE")
   if user and user ~= "" and sys.stat(user) == "file" then return { user } end
   return {}
 end

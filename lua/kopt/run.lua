@@ -4,6 +4,7 @@
 local artifacts_mod = require("kopt.artifacts")
 local engine_mod = require("kopt.engine")
 local errors = require("kopt.errors")
+local experience = require("kopt.experience")
 local expdb = require("kopt.expdb")
 local finalists = require("kopt.finalists")
 local finish = require("kopt.finish")
@@ -221,6 +222,8 @@ function M.main(opts, pos)
   local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
   -- --no-db (or KOPT_DB=off): the learned method names stay in memory too
   relabel.set_persistent(not (opts.no_db or os.getenv("KOPT_DB") == "off"))
+  -- (--no-db alone: the test suites run with KOPT_DB=off and a dataset of their own)
+  experience.set_persistent(not opts.no_db)
   local memory = expdb.session(opts, {
     spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,
     strategy = strategy.name, options = options, seed = opts.seed or 1, budget = budget, time_limit = opts.time_limit,
