@@ -82,9 +82,9 @@ T.check(err:find("--opt regraph", 1, true) and err:find("nope.jsonl", 1, true), 
 -- --no-db: the dataset is neither appended to nor learned from (it was both)
 do
   local lines_before = #(T.slurp(exp) or "")
-  local code, _, err = T.run(string.format("mcgs %s --budget 30 --seed 3 --no-db --out %s/nodb", space, tmp),
+  local code2, _, err2 = T.run(string.format("mcgs %s --budget 30 --seed 3 --no-db --out %s/nodb", space, tmp),
                              "KOPT_EXPERIENCE=" .. exp)
-  T.eq(code, 0, "--no-db with KOPT_EXPERIENCE: exit code\n" .. err)
+  T.eq(code2, 0, "--no-db with KOPT_EXPERIENCE: exit code\n" .. err2)
   T.eq(#(T.slurp(exp) or ""), lines_before, "--no-db: $KOPT_EXPERIENCE not appended to")
   T.check(not (T.slurp(tmp .. "/nodb/trace.md") or ""):find("transitions from", 1, true),
           "--no-db: nothing learned from $KOPT_EXPERIENCE")
