@@ -408,17 +408,23 @@ end
 
 -- Expensive generators (LLM experts) are asked about a measured state only
 -- as it proves worth visiting: the n-th call once
--- expert_c * (visits + 1)^pw_alpha reaches n.
-local function ask_expensive(ctx, st, id)
-  if #st.expensive == 0 or id == st.root or not st.measured[id] then return end
+-- expert_c * (visits + 1)^pw_alpha reaches n. `now`: a state with nothing
+-- else left to select asks them at once (up to expert_max), rather than
+-- being closed as exhausted before it earned the visits (with experts as
+-- the only generator, no state ever did, and no expert move was measured).
+-- Returns whether they were asked.
+local function ask_expensive(ctx, st, id, now)
+  if #st.expensive == 0 or id == st.root or not st.measured[id] then return false end
   local visits = st.g:counts(id)
-  local allowed = math.floor(ctx.options.expert_c * (visits + 1) ^ ctx.options.pw_alpha)
+  local allowed = now and math.huge or math.floor(ctx.options.expert_c * (visits + 1) ^ ctx.options.pw_alpha)
   local done = st.expert_calls[id] or 0
   if done < allowed and done < ctx.options.expert_max then
     st.expert_calls[id] = done + 1
     st.expensive_calls = st.expensive_calls + 1
     add_moves(ctx, st, id, st.expensive, false, true)
+    return true
   end
+  return false
 end
 
 local fresh_root_edge
@@ -469,6 +475,7 @@ local function select_one(ctx, st, temp)
     -- regardless)
     e = e or puct(ctx, st, s, s ~= st.root and k or nil)
     if not e then e = puct(ctx, st, s, nil) end
+    if not e and ask_expensive(ctx, st, s, true) then e = puct(ctx, st, s, nil) end
     if not e and s == st.root then
       grow(ctx, st, s, have + 1, have)
       e = puct(ctx, st, s, nil)

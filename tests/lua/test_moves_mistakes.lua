@@ -9,6 +9,8 @@
 -- * A NaN prior made every prior of the state NaN: the user's moves were
 --   never measured.
 -- * state.result, which the docs promise, was never set by mcgs or rules.
+-- * An expensive generator (an expert) as MCGS's only generator was never
+--   called: every state was closed as exhausted before it earned the visits.
 local T = require("testlib")
 
 local tmp = T.tmpdir("moves-mistakes")
@@ -62,6 +64,24 @@ end
     end
     T.check(seen, "state.result under %s: the generator saw a measured state's result", s)
   end
+end
+
+-- an expensive generator alone
+do
+  local path = gen("expensive", [[
+return { name = "only_expert", expensive = true, propose = function(ctx, state)
+  local v = state.config.block_size_x == 64 and 128 or 64
+  return { { changes = { block_size_x = v }, method = "expert_move", prior = 1 } }
+end }
+]])
+  local dir = tmp .. "/expensive"
+  local code, _, err = T.run(string.format("mcgs %s --budget 60 --out %s --opt moves=%s", REC, dir, path))
+  T.eq(code, 0, "an expensive generator alone: exit code\n" .. err)
+  local n = 0
+  for _, ev in ipairs((T.events(dir))) do
+    if ev.origin and ev.origin.method == "expert_move" then n = n + 1 end
+  end
+  T.check(n > 0, "an expensive generator alone: its moves were measured (%d)", n)
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
