@@ -52,7 +52,12 @@ function S.init(ctx)
     queue = nil,     -- untried moves of cur, in order
     escapes = 0, descent_best = INF,
     restarts = 0,
+    props_of = {},   -- key -> the state's proposals, kept when an expensive generator (an LLM) is in use
   }
+  st.cheap = {}
+  for _, g in ipairs(st.gens) do
+    if g.expensive then st.expensive = true else st.cheap[#st.cheap + 1] = g end
+  end
   if o.priors ~= "" then
     local f, err = experience.load_priors(o.priors)
     if not f then require("kopt.errors").usage("--opt priors: %s", err) end
@@ -75,7 +80,23 @@ end
 -- multiplier) descending, ties in a seeded random order.
 local function build_queue(ctx, st)
   local state = { config = st.cur.config, key = st.cur.key, result = st.cur.result }
-  local props = moves_mod.propose(ctx, state, st.gens)
+  -- (an expensive generator is asked once per state: the state becomes
+  -- current again at each local optimum and after each restart near it)
+  local function copies(list)
+    local out = {}
+    for i, m in ipairs(list) do
+      out[i] = {}
+      for k, v in pairs(m) do out[i][k] = v end
+    end
+    return out
+  end
+  local props = st.expensive and st.props_of[state.key]
+  if props then
+    props = copies(props)
+  else
+    props = moves_mod.propose(ctx, state, st.gens)
+    if st.expensive then st.props_of[state.key] = copies(props) end
+  end
   local order = {}
   for i = 1, #props do order[i] = i end
   ctx.rng:shuffle(order)
@@ -106,7 +127,8 @@ local function restart_point(ctx, st)
     if st.best and ctx.rng:uniform() < o.p_perturb then
       c = st.best.config
       for _ = 1, o.perturb do
-        local props = moves_mod.propose(ctx, { config = c, key = ctx:key(c) }, st.gens)
+        -- (the cheap generators: a perturbation asks no LLM)
+        local props = moves_mod.propose(ctx, { config = c, key = ctx:key(c) }, st.cheap)
         if #props == 0 then break end
         c = ctx.rng:choice(props).config
       end

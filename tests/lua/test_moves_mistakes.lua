@@ -11,6 +11,8 @@
 -- * state.result, which the docs promise, was never set by mcgs or rules.
 -- * An expensive generator (an expert) as MCGS's only generator was never
 --   called: every state was closed as exhausted before it earned the visits.
+-- * rules asked an expensive generator (one LLM request each) about the same
+--   state again at every local optimum, and in every perturbation.
 local T = require("testlib")
 
 local tmp = T.tmpdir("moves-mistakes")
@@ -82,6 +84,29 @@ end }
     if ev.origin and ev.origin.method == "expert_move" then n = n + 1 end
   end
   T.check(n > 0, "an expensive generator alone: its moves were measured (%d)", n)
+end
+
+-- rules asks an expensive generator once per state
+do
+  local log = tmp .. "/asked.txt"
+  local path = gen("asked", string.format([[
+return { name = "logged_expert", expensive = true, propose = function(ctx, state)
+  local f = io.open(%q, "a")
+  f:write(state.key, "\n")
+  f:close()
+  return { { changes = { tile_size_y = state.config.tile_size_y == 4 and 2 or 4 }, method = "expert_move" } }
+end }
+]], log))
+  local code, _, err = T.run(string.format("rules %s --budget 80 --out %s/asked --opt moves=rules,%s", REC, tmp, path))
+  T.eq(code, 0, "rules with an expensive generator: exit code\n" .. err)
+  local seen, calls, again = {}, 0, 0
+  for key in io.lines(log) do
+    calls = calls + 1
+    if seen[key] then again = again + 1 end
+    seen[key] = true
+  end
+  T.check(calls > 0 and again == 0, "rules: %d calls of the expensive generator, %d about a state asked before",
+          calls, again)
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
