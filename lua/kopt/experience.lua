@@ -103,12 +103,43 @@ end
 -- load_priors(path) -> a function(from_method, to_method) -> multiplier (>0),
 -- or nil + message. Statistics with few samples are shrunk towards 1. A
 -- label the file has no statistics for gets those of its canonical method.
+-- One method's statistics: nil when sound, else what is wrong (a count that
+-- is a string crashed the run ten evaluations in; a negative one gave an
+-- infinite multiplier).
+local function bad_stats(s)
+  if type(s) ~= "table" then return "expected an object of statistics" end
+  for _, f in ipairs({ "count", "ok", "success", "mean_reward", "mean_log_speedup" }) do
+    local v = s[f]
+    if v ~= nil and (type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge) then
+      return string.format("%s: expected a finite number, got %s", f, type(v) == "string" and ("'" .. v .. "'") or
+                           tostring(v))
+    end
+  end
+  if s.count ~= nil and s.count < 0 then return "count: expected a number of at least 0, got " .. s.count end
+  if s.success ~= nil and (s.success < 0 or s.success > 1) then
+    return "success: expected a fraction from 0 to 1, got " .. s.success
+  end
+end
+
 function M.load_priors(path, opts)
   local stats, err = json.read_file(path)
   if not stats then return nil, err end
   if type(stats) ~= "table" or type(stats.methods) ~= "table" then
     return nil, path .. ": not a kopt regraph statistics file (no 'methods')"
   end
+  local function check(tbl, where)
+    for name, s in pairs(tbl) do
+      local why = bad_stats(s)
+      if why then return string.format("%s: %s.%s: %s", path, where, tostring(name), why) end
+    end
+  end
+  local why = check(stats.methods, "methods")
+  for from, tr in pairs(type(stats.transitions) == "table" and stats.transitions or {}) do
+    if why then break end
+    if type(tr) ~= "table" then why = string.format("%s: transitions.%s: expected an object", path, tostring(from))
+    else why = check(tr, "transitions." .. tostring(from)) end
+  end
+  if why then return nil, why end
   return M.priors_from(stats, opts)
 end
 

@@ -170,6 +170,10 @@ case("mcgs --backend replay:" .. replay .. " --opt p_sample=2", 2,
      "kopt: --opt p_sample: expected a number from 0 to 1, got '2'")
 case("rules --backend replay:" .. replay .. " --opt tabu=-1", 2,
      "kopt: --opt tabu: expected an integer at least 0, got '-1'")
+-- a priors file whose statistics are not numbers (crashed ten evaluations in)
+T.write(tmp .. "/badpriors.json", '{"methods": {"block_x_up": {"count": "x"}}}')
+case("mcgs --backend replay:" .. replay .. " --opt priors=" .. tmp .. "/badpriors.json", 2,
+     "kopt: --opt priors: " .. tmp .. "/badpriors.json: methods.block_x_up: count: expected a finite number, got 'x'")
 -- secondary commands: checked before anything runs
 case("compare --strategies random,anneal,random --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
      "/cmp_dup", 2, "kopt: compare: --strategies names 'random' twice (its rows would be one strategy's, reported twice)")
