@@ -4,7 +4,8 @@
 // search space (about 15,000 valid configurations) rather than the fastest
 // GEMM: each block computes a BM x BN tile of C, marching over K in steps of
 // BK; each of its (BM/TM) * (BN/TN) threads accumulates TM x TN outputs in
-// registers.
+// registers. (kernels/suite/sgemm.cu is the suite's f32 GEMM, with five
+// knobs and batched and transposed forms; this one is for its large space.)
 //
 // Knobs (see specs/gemm_f32.json for their values and constraints):
 //   BM, BN, BK  block tile           TM, TN  outputs per thread
