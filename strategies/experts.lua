@@ -58,7 +58,8 @@ local S = {
 }
 
 local function fitness(r)
-  if r and r.status == "ok" and type(r.time_ms) == "number" then return r.time_ms end
+  local t = r and (r.cost or r.time_ms)  -- (cost: the spec's objective as a time; kopt.engine)
+  if r and r.status == "ok" and type(t) == "number" then return t end
   return math.huge
 end
 
@@ -484,7 +485,7 @@ local function better(st, r, min_gain)
   if not st.best then return true end
   local old = st.best.result
   local need = math.max(min_gain, noise(old) + noise(r))
-  return r.time_ms < old.time_ms * (1 - need)
+  return fitness(r) < fitness(old) * (1 - need)
 end
 
 local REPAIRABLE = X.REPAIRABLE

@@ -330,6 +330,12 @@ function Engine:record(job, result, eval_s, from_log)
   if not from_log then as_logged(result) end
   result.key = job.key
   result.cost = M.cost_of(self.ctx.spec, result)
+  if result.cost == math.huge and type(result.objective) == "number" and not self.noted_objective then
+    self.noted_objective = true  -- (once: a metric that can be 0 or negative is a spec to fix)
+    io.stderr:write(string.format("kopt: the objective %s is %s for %s: kopt ranks a result whose objective is " ..
+                                  "not a positive number last (make the metric a positive quantity)\n",
+                                  self.ctx.spec.objective.metric, tostring(result.objective), job.key))
+  end
   if result.log and #result.log > M.LOG_CAP then result.log = result.log:sub(1, M.LOG_CAP) .. "\n[truncated]" end
   self.cache[job.key] = result
   if result.free then return end
@@ -497,7 +503,11 @@ function Engine:keep_unasked(reason)
     self:record(job, ev.result, ev.eval_s, ev)
   end
   local msg
-  if reason == "budget" or reason == "time limit" then
+  local on_record = 0
+  for _ in pairs(self.resumed) do on_record = on_record + 1 end
+  -- (past the budget only when more are on record than it allows: a
+  -- strategy that asks for others under the same budget is not deterministic)
+  if (reason == "budget" and on_record > self.budget) or reason == "time limit" then
     msg = string.format("%d evaluation%s on record %s past this run's %s (--%s); kept in the results",
                         #left, #left == 1 and "" or "s", #left == 1 and "lies" or "lie",
                         reason == "budget" and ("budget of " .. self.budget) or "time limit",

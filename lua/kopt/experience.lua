@@ -133,12 +133,18 @@ function M.load_priors(path, opts)
       if why then return string.format("%s: %s.%s: %s", path, where, tostring(name), why) end
     end
   end
-  local why = check(stats.methods, "methods")
-  for from, tr in pairs(type(stats.transitions) == "table" and stats.transitions or {}) do
-    if why then break end
-    if type(tr) ~= "table" then why = string.format("%s: transitions.%s: expected an object", path, tostring(from))
-    else why = check(tr, "transitions." .. tostring(from)) end
+  local function check_part(part, at)
+    if type(part.methods) == "table" then
+      local why = check(part.methods, at .. "methods")
+      if why then return why end
+    end
+    for from, tr in pairs(type(part.transitions) == "table" and part.transitions or {}) do
+      if type(tr) ~= "table" then return string.format("%s: %stransitions.%s: expected an object", path, at, tostring(from)) end
+      local why = check(tr, at .. "transitions." .. tostring(from))
+      if why then return why end
+    end
   end
+  local why = check_part(stats, "") or (type(stats.canonical) == "table" and check_part(stats.canonical, "canonical."))
   if why then return nil, why end
   return M.priors_from(stats, opts)
 end

@@ -293,17 +293,28 @@ function M.recorded_part(space, backend, file, spec)
     errors.usage("replay file %s holds none of the configurations %s allows (%d recorded, none within its knob " ..
                  "values and constraints)", file, spec.path, #backend.space.list)
   end
-  -- counted by a walk: space:size() would cache the list, and sampling from
-  -- it draws other configs than the rejection sampling a full recording gets
-  local whole = space:size_raw()
-  if whole <= 1e6 then
+  -- counted by a walk (space:size() would cache the list, and sampling from
+  -- it draws other configs than the rejection sampling a full recording
+  -- gets); a space too large to walk is sampled instead, from a copy of its
+  -- own: 256 configs all recorded leave it as it is
+  local whole, missing = nil, false
+  if space:size_raw() <= 1e6 then
     whole = 0
     space:walk(function() whole = whole + 1 return true end)
+    missing = #inside < whole
+  else
+    local probe, rng = M.build_space(spec), rng_mod.new(0)
+    for _ = 1, 256 do
+      local c = probe:sample(rng)
+      if c == nil then break end
+      if not backend:lookup(c) then missing = true break end
+    end
   end
-  if #inside >= whole then return space end
-  io.stderr:write(string.format("kopt: %s holds %d of the %s configurations %s allows; the search runs over " ..
-                                "those %d\n", file, #inside, space:size_raw() <= 1e6 and tostring(whole) or
-                                string.format("up to %.3g", whole), spec.path, #inside))
+  if not missing then return space end
+  local held = whole and string.format("%d of the %d configurations %s allows", #inside, whole, spec.path)
+    or string.format("%d configurations, and %s allows others (up to %.3g in all)", #inside, spec.path,
+                     space:size_raw())
+  io.stderr:write(string.format("kopt: %s holds %s; the search runs over those %d\n", file, held, #inside))
   return space_mod.listed({ knobs = space.knobs, configs = inside })
 end
 

@@ -165,7 +165,9 @@ function M.t4(records, meta)
     -- one, is named in the metadata), so a reader can rank as kopt did
     if res.status == "ok" and type(res.user_metrics) == "table" then
       local names = {}
-      for name in pairs(res.user_metrics) do names[#names + 1] = name end
+      -- (a metric named "time" would stand beside the time itself, and a
+      -- replay would read the first of the two)
+      for name in pairs(res.user_metrics) do if name ~= "time" then names[#names + 1] = name end end
       table.sort(names)
       for _, name in ipairs(names) do
         local m = results[i].measurements

@@ -320,12 +320,15 @@ end
 
 -- Whether result a is better than result b (both ok): by the objective
 -- metric when the spec declares one and both carry it, else by time.
--- A result without a usable objective (its metric failed) loses to one with.
+-- A result without a usable objective (its metric failed, or it is not a
+-- finite positive number: the search steers by it as a cost, kopt.engine)
+-- loses to one with.
+local function usable(v) return type(v) == "number" and v > 0 and v < math.huge end
+
 function Methods:better(a, b)
   local obj = self.objective
   if obj then
-    local ua = type(a.objective) == "number" and a.objective == a.objective
-    local ub = type(b.objective) == "number" and b.objective == b.objective
+    local ua, ub = usable(a.objective), usable(b.objective)
     if ua ~= ub then return ua end
     if ua and a.objective ~= b.objective then
       if obj.goal == "max" then return a.objective > b.objective end

@@ -174,6 +174,9 @@ case("rules --backend replay:" .. replay .. " --opt tabu=-1", 2,
 T.write(tmp .. "/badpriors.json", '{"methods": {"block_x_up": {"count": "x"}}}')
 case("mcgs --backend replay:" .. replay .. " --opt priors=" .. tmp .. "/badpriors.json", 2,
      "kopt: --opt priors: " .. tmp .. "/badpriors.json: methods.block_x_up: count: expected a finite number, got 'x'")
+T.write(tmp .. "/badcanon.json", '{"methods": {}, "canonical": {"methods": {"step_up": {"count": -5}}}}')
+case("rules --backend replay:" .. replay .. " --opt priors=" .. tmp .. "/badcanon.json", 2,
+     "kopt: --opt priors: " .. tmp .. "/badcanon.json: canonical.methods.step_up: count: expected a number of at least 0, got -5")
 -- secondary commands: checked before anything runs
 case("compare --strategies random,anneal,random --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
      "/cmp_dup", 2, "kopt: compare: --strategies names 'random' twice (its rows would be one strategy's, reported twice)")

@@ -95,5 +95,27 @@ do
   T.eq(#(T.events(dir)), 6, "a smaller budget: the 6 evaluations stay on record")
 end
 
+-- a strategy that asks for other configs when resumed (same budget): the
+-- message asks whether it is deterministic, and blames no budget
+do
+  local dir, strat = tmp .. "/flip", tmp .. "/flip.lua"
+  T.write(strat, [[
+local S = { name = "flip", options = {} }
+function S.ask(ctx, n)
+  local list = ctx.space:enumerate()
+  if os.getenv("FLIP") == "1" then table.sort(list, function(a, b) return ctx:key(a) > ctx:key(b) end) end
+  for _, c in ipairs(list) do if not ctx:lookup(c) then return { { config = c } } end end
+  return {}
+end
+return S
+]])
+  T.run(string.format("%s --backend replay:%s --budget 6 --out %s -q", strat, REC, dir), "KOPT_TEST_SIGKILL_AFTER=3")
+  local code, _, err = T.run(string.format("%s --backend replay:%s --budget 6 --out %s --resume", strat, REC, dir),
+                             "FLIP=1")
+  T.eq(code, 0, "a strategy that asks for others: exit code\n" .. err)
+  T.check(err:find("is it deterministic", 1, true) and not err:find("past this run's budget", 1, true),
+          "a strategy that asks for others: %s", err)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

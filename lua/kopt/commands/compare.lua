@@ -223,6 +223,10 @@ function M.main(argv)
                   options = strategy_mod.options(s, pairs_list) }
     for j = 1, i - 1 do
       if loaded[j].name == loaded[i].name then
+        if loaded[j].label ~= loaded[i].label then
+          errors.usage("compare: --strategies: %s and %s both call themselves '%s' (a report's rows go by that name)",
+                       loaded[j].label, loaded[i].label, loaded[i].name)
+        end
         errors.usage("compare: --strategies names '%s' twice (its rows would be one strategy's, reported twice)",
                      loaded[i].name)
       end
