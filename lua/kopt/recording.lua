@@ -141,7 +141,16 @@ local INEXACT = "%s: %.17g is past 2^53, where JSON numbers no longer tell integ
 
 local NAN_KNOB = "%s: NaN is not a knob value (no config can be told by it)"
 
+-- A boolean knob value (Kernel Tuner tunes Python's True and False too) is
+-- the string Kernel Tuner's cache keys spell it with: knob values are
+-- numbers or strings in kopt.
+local function bool_name(v)
+  if v == true then return "True" elseif v == false then return "False" end
+  return v
+end
+
 local function knob_value(v, path)
+  v = bool_name(v)
   if type(v) ~= "number" and type(v) ~= "string" then
     bad("%s: expected a number or a string, got %s", path, show(v))
   end
@@ -257,6 +266,9 @@ local function from_kt(doc, file, repaired, r)
       return nil, string.format("%s: tune_params.%s: expected a non-empty array", file, name)
     end
     allowed[name] = {}
+    local named = {}
+    for j, v in ipairs(values) do named[j] = bool_name(v) end
+    values = named
     for j, v in ipairs(values) do
       if type(v) ~= "number" and type(v) ~= "string" then
         return nil, string.format("replay file %s: tune_params.%s[%d]: expected a number or a string, got %s",

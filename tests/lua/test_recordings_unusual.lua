@@ -17,6 +17,8 @@
 -- * A Kernel Tuner cache tuned for GFLOP/s (every entry still records its
 --   time) and a T4 file whose objective is GFLOP/s beside a time were
 --   refused; they replay by the time, with a note.
+-- * Boolean knob values (Kernel Tuner tunes True and False) were refused;
+--   they replay as the strings "True" and "False".
 -- * A knob of thousands of values made MCGS's region scoring quadratic in
 --   them: 20 evaluations of one 5000-value knob took 20 s.
 local T = require("testlib")
@@ -196,6 +198,23 @@ do
   T.eq(code, 0, "a T4 file for GFLOP/s: exit code\n" .. err)
   _, st = T.events(tmp .. "/t4g")
   T.check(st and st.best and st.best.time_ms == 0.25, "a T4 file for GFLOP/s: the best is 0.25 ms")
+end
+
+-- boolean knob values
+do
+  local cache = {}
+  for _, b in ipairs({ true, false }) do
+    for x = 1, 2 do
+      cache[(b and "True" or "False") .. "," .. x] = { b = b, x = x, time = (b and 2 or 1) + x }
+    end
+  end
+  T.write(tmp .. "/bool.json", cjson.encode({ tune_params_keys = { "b", "x" }, tune_params = { b = { true, false },
+                                              x = { 1, 2 } }, objective = "time", cache = cache }))
+  code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/bool.json -q --out " .. tmp .. "/bool")
+  T.eq(code, 0, "boolean knob values: exit code\n" .. err)
+  local ev, st = T.events(tmp .. "/bool")
+  T.eq(#ev, 4, "boolean knob values: four configs")
+  T.check(st and st.best and st.best.key == "False,1", "boolean knob values: the best is b=False x=1")
 end
 
 -- one knob of 4000 values: MCGS's stall regions are scored in time linear in
