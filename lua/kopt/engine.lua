@@ -363,7 +363,10 @@ function Engine:record(job, result, eval_s, from_log)
                         eval_s = eval_s, timestamp = rec.timestamp, from_db = job.from_db })
   end
   if self.rundir and improved and not from_log then
-    self.rundir:trace("- [%d] new best %.5g ms: %s%s", self.evaluations, result.time_ms,
+    local obj = self.spec and self.spec.objective
+    self.rundir:trace("- [%d] new best %.5g ms%s: %s%s", self.evaluations, result.time_ms,
+                      obj and type(result.objective) == "number" and
+                        string.format(" (%s %.5g)", obj.metric, result.objective) or "",
                       self.space:describe(job.config),
                       job.candidate.origin and job.candidate.origin.method and
                         (" (" .. tostring(job.candidate.origin.method) .. ")") or "")
