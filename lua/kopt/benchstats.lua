@@ -78,7 +78,8 @@ function M.random_evals_within(facts, tol)
   local lo, hi = 1, m
   while lo < hi do
     local mid = (lo + hi) // 2
-    if 1 - miss_prob(m, k, mid) >= 0.5 then hi = mid else lo = mid + 1 end
+    -- (with a tolerance: the product of ratios ends a few ulps off an exact 1/2)
+    if 1 - miss_prob(m, k, mid) >= 0.5 - 1e-12 then hi = mid else lo = mid + 1 end
   end
   return lo, (m + 1) / (k + 1)
 end

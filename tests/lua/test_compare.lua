@@ -188,5 +188,37 @@ for _, bad in ipairs({ "3-1", "0-4", "0", "2-", "x" }) do
           bad, err)
 end
 
+-- found by writing odd spaces: evaluations counted as made (not the padded
+-- curve), the exact median where the chance is exactly 1/2, one chart per space
+do
+  local function t4(path, results)
+    T.write(path, cjson.encode({ schema_version = "1.0.0", metadata = { timeunit = "ms" }, results = results }))
+  end
+  local function entry(x, ms, bad)
+    return { configuration = { X = x }, invalidity = bad or "correct", objectives = { "time" },
+             measurements = { { name = "time", value = ms, unit = "ms" } } }
+  end
+  t4(tmp .. "/one.json", { entry(1, 2.5) })
+  local many = {}
+  for i = 1, 200 do many[i] = i % 40 == 0 and entry(i, 1 + i / 100) or entry(i, 0, "runtime") end
+  t4(tmp .. "/needle.json", many)
+  T.write(tmp .. "/one_2.json", T.slurp(tmp .. "/one.json"))
+  local c = T.run(string.format("compare --strategies random --spaces %s/one.json,%s/needle.json,%s/one.json," ..
+                                "%s/one_2.json --seeds 2 --budgets 400 --out %s/odd -q", tmp, tmp, tmp, tmp, tmp))
+  T.eq(c, 0, "odd spaces: exit code")
+  local rep = cjson.decode(T.slurp(tmp .. "/odd/benchmark.json"))
+  for _, space in ipairs(rep.spaces) do
+    for _, st in ipairs(space.strategies) do
+      if space.name == "one" and st.name == "random" then T.eq(st.evaluations, 2, "one config, 2 seeds: 2 evaluations") end
+      if space.name == "needle" and st.name == "random (exact)" then
+        T.eq(st.evals_to_5pct, 100, "one success in 200: the exact median is 100 draws")
+      end
+    end
+  end
+  local p = io.popen("ls '" .. tmp .. "/odd/img' | wc -l")
+  T.eq(tonumber(p:read("l")), 4, "one chart per space (one, needle, one#2, one_2)")
+  p:close()
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

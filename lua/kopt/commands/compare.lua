@@ -156,9 +156,12 @@ local function run_one(name, label, options, backend, seed, length)
     if errors.is_user_error(e.error) then error(e.error, 0) end
     errors.raise(errors.RUNTIME, "compare: %s (seed %d): %s", name, seed, tostring(e.error))
   end
+  -- (the evaluations made: a strategy that exhausts a small space stops
+  -- early, and its curve is padded with its best to the run's length)
+  local made = #curve
   for n = #curve + 1, length do curve[n] = best end
   -- a strategy's own counters (MCGS: expert calls), summed over seeds
-  return curve, strategy.stats and strategy.stats(e.ctx) or {}, #curve
+  return curve, strategy.stats and strategy.stats(e.ctx) or {}, made
 end
 
 local function fmt_evals(n, limit)
@@ -296,7 +299,15 @@ function M.main(argv)
   local md = M.markdown(report)
   io.stdout:write(md)
   json.write_file(o.out .. "/benchmark.md", md, true)
-  for _, sp in ipairs(report.spaces) do M.write_svg(o.out .. "/img/" .. sp.name:gsub("[%./#]", "_") .. ".svg", sp, maxb) end
+  -- (one chart per space: "A#2" and "A_2" must not share a file name)
+  local used = {}
+  for _, sp in ipairs(report.spaces) do
+    local base = sp.name:gsub("[%./#]", "_")
+    local name, k = base, 1
+    while used[name] do k = k + 1; name = base .. "_" .. k end
+    used[name] = true
+    M.write_svg(o.out .. "/img/" .. name .. ".svg", sp, maxb)
+  end
   json.write_file(o.out .. "/benchmark.json", M.plain(report))
   return 0
 end
@@ -325,8 +336,9 @@ end
 -- "20 seeds" (seeds 1..20), or "20 seeds (21-40)".
 local function seed_label(report)
   local first = report.first_seed or 1
-  if first == 1 then return string.format("%d seeds", report.seeds) end
-  return string.format("%d seeds (%d-%d)", report.seeds, first, first + report.seeds - 1)
+  local n = string.format("%d seed%s", report.seeds, report.seeds == 1 and "" or "s")
+  if first == 1 then return n end
+  return string.format("%s (%d-%d)", n, first, first + report.seeds - 1)
 end
 
 -- The report as markdown: one table per space, the average over spaces, the
