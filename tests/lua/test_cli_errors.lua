@@ -178,6 +178,9 @@ T.write(tmp .. "/badcanon.json", '{"methods": {}, "canonical": {"methods": {"ste
 case("rules --backend replay:" .. replay .. " --opt priors=" .. tmp .. "/badcanon.json", 2,
      "kopt: --opt priors: " .. tmp .. "/badcanon.json: canonical.methods.step_up: count: expected a number of at least 0, got -5")
 -- secondary commands: checked before anything runs
+os.execute("mkdir -p '" .. tmp .. "/cmp_dirjson/benchmark.json'")
+case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp .. "/cmp_dirjson", 2,
+     "kopt: compare: --out: " .. tmp .. "/cmp_dirjson/benchmark.json is a directory, not a file")
 case("compare --strategies random,anneal,random --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
      "/cmp_dup", 2, "kopt: compare: --strategies names 'random' twice (its rows would be one strategy's, reported twice)")
 case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 5 --out ''", 2,

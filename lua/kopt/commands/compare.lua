@@ -256,6 +256,13 @@ function M.main(argv)
   if #files == 0 then errors.usage("compare: no recording among tests/data/*.json") end
   local made, merr = sys.mkdir_p(o.out .. "/img")
   if not made then errors.usage("compare: --out: %s", tostring(merr)) end
+  -- (the report's files must be writable: found after hours of runs otherwise)
+  for _, f in ipairs({ "benchmark.md", "benchmark.json" }) do
+    local kind = sys.stat(o.out .. "/" .. f)
+    if kind and kind ~= "file" then
+      errors.usage("compare: --out: %s/%s is a %s, not a file", o.out, f, kind == "dir" and "directory" or kind)
+    end
+  end
   local names = space_names(files)
   for fi, file in ipairs(files) do
     local backend, facts = opened[fi].backend, opened[fi].facts
