@@ -528,35 +528,6 @@ local function fewer_regions(rng, out)
   return keep
 end
 
--- The valid one-knob neighbours of c that keep knob `hold` (every other
--- value of a knob with few values; the nearest and some random ones of a
--- long one).
-local function reach_neighbours(space, rng, c, hold)
-  local out = {}
-  for _, k in ipairs(space.knobs) do
-    if k.name ~= hold then
-      local pos, n, picks = space.index[k.name].pos[c[k.name]], #k.values, {}
-      if n <= 2 * REACH_SPAN + 1 or not pos then
-        for j = 1, n do picks[#picks + 1] = j end
-      else
-        for j = math.max(1, pos - REACH_SPAN // 2), math.min(n, pos + REACH_SPAN // 2) do picks[#picks + 1] = j end
-        for _ = 1, REACH_SPAN do picks[#picks + 1] = rng:random(1, n) end
-      end
-      local seen = {}
-      for _, j in ipairs(picks) do
-        if j ~= pos and not seen[j] then
-          seen[j] = true
-          local x = {}
-          for name, v in pairs(c) do x[name] = v end
-          x[k.name] = k.values[j]
-          if space:is_valid(x) then out[#out + 1] = x end
-        end
-      end
-    end
-  end
-  return out
-end
-
 local function region_values(ctx, st, p, base, k)
   local out, here = {}, ctx.space.index[k.name].pos[base[k.name]]
   for i, v in ipairs(k.values) do
@@ -573,7 +544,7 @@ local function region_values(ctx, st, p, base, k)
         r.score = model_mod.score(ctx, m, c)
         if ctx.options.region_score == "reach" then
           -- the best the region's first step could reach, by the model
-          for _, x in ipairs(reach_neighbours(ctx.space, p.rng, c, r.name)) do
+          for _, x in ipairs(ctx.space:neighbours(c, "hamming", { hold = r.name, span = REACH_SPAN, rng = p.rng })) do
             r.score = math.min(r.score, model_mod.score(ctx, m, x))
           end
         end

@@ -283,12 +283,23 @@ end
 
 -- Valid configs that differ from `config` in one knob: by one step in that
 -- knob's value list ("adjacent", the default) or by any other value ("hamming").
-function Space:neighbours(config, mode)
+-- opts (hamming): hold = a knob name left as it is; span = N with rng: a knob
+-- of more than 2N+1 values offers only its N nearest values and N random
+-- ones, so the cost grows with the number of knobs, not their lengths.
+function Space:neighbours(config, mode, opts)
   local out = {}
+  local hold, span = opts and opts.hold, opts and opts.span
   for _, k in ipairs(self.knobs) do
     local pos = self.index[k.name].pos[config[k.name]]
     local candidates = {}
-    if mode == "hamming" then
+    if k.name == hold then
+      candidates = {}  -- (held: none of its values)
+    elseif mode == "hamming" and span and pos and #k.values > 2 * span + 1 then
+      local seen = { [pos] = true }
+      local function add(j) if not seen[j] then seen[j] = true candidates[#candidates + 1] = j end end
+      for j = math.max(1, pos - span // 2), math.min(#k.values, pos + span // 2) do add(j) end
+      for _ = 1, span do add(opts.rng:random(1, #k.values)) end
+    elseif mode == "hamming" then
       for j = 1, #k.values do if j ~= pos then candidates[#candidates + 1] = j end end
     else
       if pos and pos > 1 then candidates[#candidates + 1] = pos - 1 end

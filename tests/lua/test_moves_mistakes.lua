@@ -46,6 +46,24 @@ for _, c in ipairs(cases) do
   end
 end
 
+-- the priors of a state with a NaN-prior move from a file stay finite
+-- (every prior of the state was NaN: its moves were never chosen)
+do
+  local moves = require("kopt.moves")
+  local g = assert(moves.load(gen("nan_direct", "return function(ctx, state)\n  return { { changes = { x = 2 }, " ..
+                                                "prior = 0/0 }, { changes = { x = 3 }, prior = 1 } }\nend\n")))
+  local space = require("kopt.space").new({ knobs = { { name = "x", values = { 1, 2, 3 } } } })
+  local ctx = { space = space, quiet_generators = true }
+  function ctx:key(c) return space:key(c) end
+  function ctx:log() end
+  local props = moves.propose(ctx, { config = { x = 1 }, key = "1" }, { g })
+  T.eq(#props, 2, "NaN prior: both moves kept")
+  for _, m in ipairs(props) do
+    T.check(m.prior == m.prior and m.prior > 0 and m.prior < math.huge, "NaN prior: move %s has prior %s", m.key,
+            tostring(m.prior))
+  end
+end
+
 -- state.result: a generator that proposes only from a measured state
 do
   local path = gen("result", [[

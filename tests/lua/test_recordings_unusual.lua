@@ -170,10 +170,13 @@ do
   T.eq(#ev, n, "a partial recording: exhaustive measures every recorded config")
   T.eq(st and st.reason, "strategy finished", "a partial recording: not stalled")
   T.check(err:find("holds " .. n .. " of the 4362 configurations", 1, true), "a partial recording: the note\n%s", err)
-  code, _, err = T.run("mcgs specs/convolution.json --backend replay:" .. tmp .. "/part.json --budget 40 -q --out " ..
-                       tmp .. "/part_mcgs")
-  T.eq(code, 0, "a partial recording, mcgs: exit code\n" .. err)
-  T.eq(#(T.events(tmp .. "/part_mcgs")), 40, "a partial recording, mcgs: 40 evaluations")
+  -- (these stopped as stalled after 26, 19 and 4 evaluations on this subset)
+  for _, s in ipairs({ "mcgs", "random", "anneal" }) do
+    code, _, err = T.run(s .. " specs/convolution.json --backend replay:" .. tmp .. "/part.json --budget 40 -q " ..
+                         "--out " .. tmp .. "/part_" .. s)
+    T.eq(code, 0, "a partial recording, " .. s .. ": exit code\n" .. err)
+    T.eq(#(T.events(tmp .. "/part_" .. s)), 40, "a partial recording, " .. s .. ": 40 evaluations")
+  end
 end
 
 -- tuned for GFLOP/s, times recorded: replayed by the times
