@@ -146,7 +146,7 @@ local function apply_move_edit(ctx, mv, base)
   local new, aerr = patch_mod.apply_edit(base, edit, { entry = entry })
   if not new then return nil, "edit does not apply: " .. tostring(aerr) end
   if new == base then return nil, "the edit changes nothing" end
-  local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names })
+  local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names, base = base, new = new })
   if not allowed then return nil, "edit rejected: " .. perr end
   return new
 end
@@ -281,7 +281,7 @@ local function start_repairs(ctx, st)
   local got = {}
   for i, p in ipairs(chains) do
     local ch, r = p.chain, replies[i]
-    local notes = {}
+    local notes, fixed = {}, false
     if not r.ok then
       notes[1] = string.format("reply failed: %s: %s", tostring(r.kind), tostring(r.err))
     else
@@ -289,11 +289,18 @@ local function start_repairs(ctx, st)
       local e = st.expert_by_name[ch.expert]
       local moves, rejected = e.parse(r.value, st.view)
       for _, rj in ipairs(rejected or {}) do notes[#notes + 1] = string.format("proposal %d rejected: %s", rj.index, rj.why) end
-      local taken = false
+      -- the proposals in order until one gives a candidate: a second
+      -- proposal may hold the fix when the first does not apply
+      local taken, first_why = false, nil
       for _, mv in ipairs(moves) do
         if not taken then
           mv.expert = ch.expert
-          local cand, why, key, source, apply_failed = candidate_of(ctx, st, mv, st.iter, ch.base)
+          local cand, why, key, source, apply_failed
+          if mv.edit or mv.patch then
+            cand, why, key, source, apply_failed = candidate_of(ctx, st, mv, st.iter, ch.base)
+          else
+            why = "the proposal has no edit (a repair fixes the edit)"
+          end
           if not cand and apply_failed and p.failed_source then
             -- A diff against the model's own broken version.
             local c2, why2, key2, source2 = candidate_of(ctx, st, mv, st.iter,
@@ -310,17 +317,19 @@ local function start_repairs(ctx, st)
             taken = true
           else
             notes[#notes + 1] = why
-            if ch.attempt < (tonumber(ctx.options.repairs) or 0) then
-              queue_repair(st, ch, "It was not tried: " .. why .. ".", p.failed_source)
-            end
-            taken = true
+            first_why = first_why or why
           end
         end
       end
+      if not taken and first_why and ch.attempt < (tonumber(ctx.options.repairs) or 0) then
+        queue_repair(st, ch, "It was not tried: " .. first_why .. ".", p.failed_source)
+      end
       if #moves == 0 and #notes == 0 then notes[1] = "no proposal in the reply" end
+      fixed = taken
     end
-    ctx:log("repair %d of %s/%s: %s", ch.attempt, ch.expert, tostring(ch.method),
-            #notes > 0 and table.concat(notes, "; ") or "a fixed edit")
+    local said = table.concat(notes, "; ")
+    if fixed then said = "a fixed edit" .. (said ~= "" and (" (proposals before it: " .. said .. ")") or "") end
+    ctx:log("repair %d of %s/%s: %s", ch.attempt, ch.expert, tostring(ch.method), said)
   end
   ctx:log("repairs: %d asked in %.2f s; %d candidates", #reqs, dt, #got)
 end

@@ -25,6 +25,16 @@ local tool_env = require("kopt.tools.builtin")
 
 local M = {}
 
+-- The first n bytes of s, less the part of a UTF-8 character cut in two
+-- (the logs are JSON, and a split character makes them unreadable).
+local function cut(s, n)
+  if #s <= n then return s end
+  while n > 0 and (s:byte(n + 1) or 0) & 0xC0 == 0x80 do n = n - 1 end
+  return s:sub(1, n)
+end
+M.cut = cut
+
+
 -- The method vocabulary: config moves, then code edits. Proposals may name
 -- their method freely; kopt.relabel maps the label onto the canonical set O
 -- (these names, the rule moves' names as aliases, and the methods earlier
@@ -247,7 +257,7 @@ function M.user_prompt(view, focus, edit_format)
       local e = h[i]
       local res = e.result or {}
       local what = res.status == "ok" and fmt_ms(res.time_ms) or
-        (tostring(res.status) .. (res.log and (": " .. tostring(res.log):match("^[^\n]*"):sub(1, 100)) or ""))
+        (tostring(res.status) .. (res.log and (": " .. cut(tostring(res.log):match("^[^\n]*"), 100)) or ""))
       add("- %s -> %s%s", config_text(view.space, e.config), what,
           e.origin and e.origin.expert and string.format(" [%s/%s]", e.origin.expert, tostring(e.origin.method)) or "")
     end
@@ -440,7 +450,8 @@ function M.parse(value, view, expert_name)
         if c == nil then why = why or err else changes[name] = c end
       end
     end
-    local edit = edit_of(p)
+    local edit, edit_why = edit_of(p)
+    if edit_why then why = why or edit_why end
     if edit and not view.edits then why = why or "code edits are off" end
     if not why and next(changes) == nil and not edit then why = "changes nothing" end
     if #ignored > 0 then
@@ -450,11 +461,11 @@ function M.parse(value, view, expert_name)
     if why then
       rejected[#rejected + 1] = { index = i, why = why }
     else
-      local label = type(p.method) == "string" and p.method:sub(1, 200) or nil
+      local label = type(p.method) == "string" and cut(p.method, 200) or nil
       local method = label and (is_method[label] and label or relabel.canonical(label)) or "other"
       local reason = str(p.reason) or str(p.rationale) or str(p.explanation)
       moves[#moves + 1] = { changes = changes, edit = edit, patch = edit and edit.text or nil, method = method,
-                            label = label ~= method and label or nil, expert = expert_name, reason = reason and reason:sub(1, 300) or nil, prior = 1 / i }
+                            label = label ~= method and label or nil, expert = expert_name, reason = reason and cut(reason, 300) or nil, prior = 1 / i }
     end
   end
   return moves, rejected, notes
@@ -524,7 +535,7 @@ local function take_edit(ctx, mv, spec_src, bases, entry)
     if base then
       local new, aerr = patch_mod.apply_edit(base, mv.edit or mv.patch, { entry = entry })
       if new and new ~= base then
-        local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names })
+        local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names, base = base, new = new })
         if not allowed then mv.edit = nil return false, "edit rejected: " .. perr end
         mv.patch, mv.edit = patch_mod.diff(spec_src, new), nil
         return true
@@ -534,6 +545,23 @@ local function take_edit(ctx, mv, spec_src, bases, entry)
   end
   mv.edit = nil
   return false, err
+end
+
+-- A note for the log, the first three times it is said and then at 10,
+-- 100, ... times (numbers in it do not make it another: a missing reply
+-- "#412" is the same note as "#411"), so a server that fails every turn
+-- fills no log.
+local function note_once(ctx, text)
+  if not ctx.log then return end
+  ctx.expert_notes = ctx.expert_notes or {}
+  local key = text:gsub("%d+", "#")
+  local n = (ctx.expert_notes[key] or 0) + 1
+  ctx.expert_notes[key] = n
+  if n <= 3 then
+    ctx:log("%s", text)
+  elseif tostring(n):match("^10+$") then
+    ctx:log("%s (said %d times)", text, n)
+  end
 end
 
 -- A generator that asks the named experts (heuristics, or the LLM when
@@ -564,6 +592,13 @@ function M.generator(list, opts)
                               { tools = client and M.tool_options(ctx, state, { source = source, history = opts.history,
                                                                                rounds = opts.tool_rounds }) })
     for _, a in ipairs(answers) do
+      -- what the expert's reply lost, as the experts strategy says it
+      if a.err then note_once(ctx, string.format("expert %s fell back to its heuristic: %s", a.expert, a.err)) end
+      for _, r in ipairs(a.rejected or {}) do
+        if r.index > 0 then
+          note_once(ctx, string.format("expert %s: proposal %d rejected: %s", a.expert, r.index, r.why))
+        end
+      end
       for _, mv in ipairs(a.moves) do
         local is_edit = mv.edit or mv.patch
         local ok, err = true
@@ -642,10 +677,10 @@ function M.tool_options(ctx, state, opts)
     on_tool = function(req, call, answer, ok)
       if not ctx.log then return end
       local args = call["function"].arguments
-      args = (args == "" or args == "{}") and "" or args:gsub("%s+", " "):sub(1, 80)
+      args = (args == "" or args == "{}") and "" or cut(args:gsub("%s+", " "), 80)
       ctx:log("tool %s(%s) by %s: %s", call["function"].name, args, tostring(req.tag),
-              ok and (answer:match("^[^\n]*"):sub(1, 120) .. string.format(" [%d chars]", #answer))
-                 or answer:sub(1, 160))
+              ok and (cut(answer:match("^[^\n]*"), 120) .. string.format(" [%d chars]", #answer))
+                 or cut(answer, 160))
     end,
     note = function(msg) if ctx.log then ctx:log("%s", msg) end end,
   }
@@ -696,7 +731,7 @@ function M.ask_all(experts, view, rng, client, opts)
       for _, r in ipairs(replies) do
         local props = r.ok and proposals_of(r.value)
         for _, p in ipairs(type(props) == "table" and props or {}) do
-          if type(p) == "table" and type(p.method) == "string" then labels[#labels + 1] = p.method:sub(1, 200) end
+          if type(p) == "table" and type(p.method) == "string" then labels[#labels + 1] = cut(p.method, 200) end
         end
       end
       if #labels > 0 then relabel.shared():map(labels, client) end

@@ -7,7 +7,7 @@
 --   patch.apply_edit(source, edit, opts)-> new_source, kind | nil, why, kind
 --   patch.detect(text)                  -> "diff" | "search_replace" | "source" | nil
 --   patch.diff(old, new [, name])       -> unified diff text ("" when equal)
---   patch.check_kernel_only(diff, opts) -> true | nil, reason
+--   patch.check_kernel_only(diff, opts) -> true | nil, reason (kopt.device_only.check)
 --
 -- Model-written diffs are sloppy in known ways, and the applier forgives each:
 -- wrong or missing @@ line numbers and counts (the hunk body is trusted, the
@@ -18,8 +18,10 @@
 -- ignoring all whitespace differences), and a last hunk that keeps or removes
 -- blank lines after the end of the source (a prompt shows the source followed
 -- by a blank line).
+local device_only = require("kopt.device_only")
+
 local M = {}
-local whole_file_diff, check_joined  -- (below)
+local whole_file_diff  -- (below)
 
 M.MAX_EDIT = 256 * 1024   -- bytes of one edit; more is refused, not scanned
 
@@ -90,9 +92,7 @@ end
 -- function's name is what the source defines)
 local function entry_name(entry) return entry:match("^%s*([%a_][%w_]*)") or entry end
 
-local function strip_comments(source)
-  return (source:gsub("/%*.-%*/", " "):gsub("//[^\n]*", ""))
-end
+local strip_comments = device_only.strip_comments
 
 -- (in code, not in a comment: "// was: __global__ void entry(" defines nothing)
 function M.defines_entry(source, entry)
@@ -481,7 +481,11 @@ function M.apply_search_replace(source, blocks)
     else
       local src, trailing_nl = split_lines(text)
       local old = split_lines(search)
-      local pos = find_block(src, old, 1, nil)
+      local pos, count = find_block(src, old, 1, nil)
+      if not pos and count then
+        return nil, string.format("search/replace block %d: the SEARCH part matches %d places once white space " ..
+                                  "is ignored; quote more lines around the one to change", i, count)
+      end
       if not pos then
         return nil, string.format("search/replace block %d does not apply: %s", i,
                                   M.explain_miss(src, old, 1, "SEARCH part"))
@@ -533,6 +537,18 @@ function whole_file_diff(text)
   return table.concat(hunks[1].new, "\n") .. "\n"
 end
 
+-- Elisions a model writes in place of code it did not repeat ("// ...",
+-- "rest of the kernel unchanged"). A replacement source with one its base
+-- lacks is not a whole source: compiled, it loses the elided code.
+local ELISIONS = { "/%*%s*%.%.%.", "//%s*%.%.%.", "^%s*%.%.%.%s*\n", "\n%s*%.%.%.%s*\n", "\n%s*%.%.%.%s*$",
+                   "[Ee]xisting code", "[Rr]est [%w ]-unchanged", "[Ss]ame as before", "[Uu]nchanged code" }
+function M.elision(source)
+  for _, pat in ipairs(ELISIONS) do
+    local a, e = source:find(pat)
+    if a then return (source:sub(a, e):gsub("^%s+", ""):gsub("%s+$", "")) end
+  end
+end
+
 -- An edit: a text in any of the formats (detected), or a table
 -- {kind="diff"|"search_replace"|"source", text=, blocks=}. opts.entry: the
 -- kernel's entry name, which a whole replacement source must define.
@@ -578,6 +594,11 @@ function M.apply_edit(source, edit, opts)
     end
     if not defines then
       return nil, string.format("the replacement source does not define the entry kernel %s", opts.entry), kind
+    end
+    local elided = M.elision(new)
+    if elided and not M.elision(source) then
+      return nil, string.format("the replacement source leaves code out (%q): send the whole kernel or a diff",
+                                elided), kind
     end
     if source:sub(-1) == "\n" and new:sub(-1) ~= "\n" then new = new .. "\n" end
   end
@@ -666,114 +687,9 @@ function M.diff(old, new, name)
   return table.concat(out, "\n") .. "\n"
 end
 
--- Headers an edit may include: device-side CUDA headers only.
-M.INCLUDE_ALLOW = {
-  "cuda_fp16.h", "cuda_bf16.h", "cuda_fp8.h", "cuda_pipeline.h", "cuda_pipeline_primitives.h",
-  "mma.h", "cooperative_groups.h", "cooperative_groups/reduce.h", "cooperative_groups/memcpy_async.h",
-  "cuda/pipeline", "cuda/barrier", "cuda/std/cstdint", "cuda/std/limits", "cuda/std/type_traits",
-  "cuda/annotated_ptr", "stdint.h", "cstdint",
-}
-
--- Host-side or harness-evading constructs an edit may not add. Each entry:
--- Lua pattern, what it is.
-M.FORBIDDEN = {
-  { "%f[%w_]main%s*%(", "a main function" },
-  { "%f[%w_]cuda[A-Z]%w*%s*%(", "a CUDA runtime API call" },
-  { "%f[%w_]cu[A-Z]%w*%s*%(", "a CUDA driver API call" },
-  { "<<<", "a kernel launch" },
-  { "%f[%w_]__host__%f[^%w_]", "host code (__host__)" },
-  { "%f[%w_]__managed__%f[^%w_]", "managed memory" },
-  { "%f[%w_]malloc%s*%(", "dynamic allocation" },
-  { "%f[%w_]free%s*%(", "dynamic allocation" },
-  { "%f[%w_]std::thread", "host threads" },
-  { "%f[%w_]f?open%s*%(", "file access" },
-  { "%f[%w_]system%s*%(", "process control" },
-  { "#%s*pragma%s+comment", "linker directives" },
-}
-
--- The added lines of a diff as one text, as the compiler reads it: comments
--- out, the object-like macros they define expanded, white space (line
--- breaks too) one space. The line-by-line check above names the line; this
--- one sees what is split over lines or hidden in a macro
--- ("__device__ int\n g;", "#define KEEP __device__" then "KEEP int g;",
--- "malloc\n(4)").
-function check_joined(diff)
-  -- runs of consecutive added lines: lines the diff keeps between them are
-  -- not joined in (a changed "__device__ float" line before an unchanged
-  -- "f(float v) {" is no variable with what a later hunk adds)
-  local runs, cur = {}, nil
-  for line in (diff .. "\n"):gmatch("(.-)\n") do
-    if line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then
-      if not cur then cur = {} runs[#runs + 1] = cur end
-      cur[#cur + 1] = line:sub(2)
-    else
-      cur = nil
-    end
-  end
-  -- the object-like macros the edit defines, expanded (nested ones too)
-  local all = {}
-  for i, r in ipairs(runs) do all[i] = table.concat(r, "\n") end
-  local defs = table.concat(all, "\n"):gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
-  local names, macros = {}, {}
-  for name, body in defs:gmatch("#%s*define%s+([%a_][%w_]*)[ \t]+([^\n(][^\n]*)") do
-    if not macros[name] then names[#names + 1] = name end
-    macros[name] = body
-  end
-  table.sort(names)
-  for _, run in ipairs(all) do
-    local text = run:gsub("/%*.-%*/", " "):gsub("//[^\n]*", ""):gsub("#[^\n]*", " ")
-    for _ = 1, 4 do
-      for _, name in ipairs(names) do
-        text = text:gsub("%f[%w_]" .. name .. "%f[^%w_]", (macros[name]:gsub("%%", "%%%%")))
-      end
-    end
-    text = text:gsub("%s+", " ")
-    for _, f in ipairs(M.FORBIDDEN) do
-      local at = text:find(f[1])
-      if at then return nil, string.format("the edit adds %s: %q", f[2], text:sub(at, at + 60)) end
-    end
-    -- a __device__ name followed by ;, = or [ before any ( is a variable
-    local at = text:find("%f[%w_]__device__[^%(;{}]-[%w_%]]%s*[=%[;]")
-    if at then
-      return nil, string.format("the edit adds a global __device__ variable: %q", text:sub(at, at + 60))
-    end
-  end
-  return true
-end
-
--- Checks the added lines of a diff: includes from the allow-list only, none
--- of M.FORBIDDEN, no new global __device__ variables (state that survives
--- between runs), no redefinition of the tuning knobs. opts.knobs: names.
-function M.check_kernel_only(diff, opts)
-  opts = opts or {}
-  local allow = {}
-  for _, h in ipairs(opts.include_allow or M.INCLUDE_ALLOW) do allow[h] = true end
-  local knobs = {}
-  for _, k in ipairs(opts.knobs or {}) do knobs[k] = true end
-  local n = 0
-  for line in (diff .. "\n"):gmatch("(.-)\n") do
-    n = n + 1
-    if line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then
-      local code = line:sub(2):gsub("//.*$", "")
-      local inc = code:match("^%s*#%s*include%s*[<\"]([^>\"]+)[>\"]")
-      if inc and not allow[inc] then
-        return nil, string.format("line %d includes <%s>, which is not on the allow-list", n, inc)
-      end
-      for _, f in ipairs(M.FORBIDDEN) do
-        if code:find(f[1]) then
-          return nil, string.format("line %d adds %s: %q", n, f[2], code:sub(1, 80))
-        end
-      end
-      if code:find("%f[%w_]__device__%f[^%w_]") and not code:find("%(") and code:find("[;=%[]") then
-        return nil, string.format("line %d adds a global __device__ variable: %q", n, code:sub(1, 80))
-      end
-      local def = code:match("^%s*#%s*define%s+([%w_]+)") or code:match("^%s*#%s*undef%s+([%w_]+)")
-      if def and knobs[def] then
-        return nil, string.format("line %d redefines the tuning knob %s", n, def)
-      end
-    end
-  end
-  return check_joined(diff)
-end
+-- The policy that an edit changes device code only (kopt.device_only).
+M.INCLUDE_ALLOW, M.FORBIDDEN = device_only.INCLUDE_ALLOW, device_only.FORBIDDEN
+M.check_kernel_only = device_only.check
+M.strip_comments = strip_comments
 
 return M

@@ -41,16 +41,35 @@ local function pair_of(b)
   end
 end
 
+-- The fields of an edit object that hold its text (a diff or a whole
+-- source: kopt.patch detects which), and those that hold a whole source.
+local TEXT_KEYS = { "diff", "patch", "text", "unified_diff", "content", "code", "hunk", "body" }
+local SOURCE_KEYS = { "source", "new_source", "kernel", "kernel_source" }
+-- The proposal fields that carry an edit, for the note when none is read.
+local EDIT_FIELDS = { "patch", "diff", "edit", "edits", "source", "kernel", "kernel_source" }
+
 -- The edit a proposal carries, or nil: { kind=, text=, blocks= }. An edit
 -- field that is an object or a list holds search/replace pairs or a
--- {diff=} / {patch=} / {source=} text; "None", "no changes" and the like
--- are no edit.
+-- {diff=} / {patch=} / {source=} text (a list of hunk objects: their texts
+-- joined); "None", "no changes" and the like are no edit. A field that holds
+-- none of these gives nil and why, so the proposal is not measured as a
+-- plain knob change under its edit's name.
 local function edit_of(p)
   local function text_of(v)
     local t = str(v)
     if t and not says_no_edit(t) then return t end
   end
-  local text = text_of(p.patch) or text_of(p.diff) or (type(p.edit) == "string" and text_of(p.edit)) or nil
+  local function object_text(b)
+    for _, k in ipairs(TEXT_KEYS) do
+      local t = text_of(b[k])
+      if t then return { text = t } end
+    end
+    for _, k in ipairs(SOURCE_KEYS) do
+      local t = text_of(b[k])
+      if t then return { kind = "source", text = t } end
+    end
+  end
+  local text = text_of(p.patch) or text_of(p.diff) or text_of(p.edit) or text_of(p.edits)
   if text then return { text = text } end
   local src = text_of(p.source) or text_of(p.kernel) or text_of(p.kernel_source)
   if src then return { kind = "source", text = src } end
@@ -61,15 +80,15 @@ local function edit_of(p)
     local v = p[key]
     if type(v) == "table" then
       local list = #v > 0 and v or { v }
+      local texts = {}
       for _, b in ipairs(list) do
         local pair = pair_of(b)
         if pair then
           blocks[#blocks + 1] = pair
         elseif type(b) == "table" then
-          local t = text_of(b.diff) or text_of(b.patch) or text_of(b.text)
-          if t then return { text = t } end
-          local s = text_of(b.source)
-          if s then return { kind = "source", text = s } end
+          local e = object_text(b)
+          if e and e.kind == "source" then return e end
+          if e then texts[#texts + 1] = e.text end
         elseif type(b) == "string" and text_of(b) then
           -- a patch given as a list of lines: its strings only (a list that
           -- mixes prose with pairs, or holds nulls, is not one patch)
@@ -80,9 +99,23 @@ local function edit_of(p)
           if #lines == #list then return { text = table.concat(lines, "\n") } end
         end
       end
+      if #texts > 0 and #blocks == 0 then
+        -- (hunks given one per object: one diff)
+        for i, t in ipairs(texts) do if t:sub(-1) ~= "\n" then texts[i] = t .. "\n" end end
+        return { text = table.concat(texts) }
+      end
     end
   end
   if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
+  for _, key in ipairs(EDIT_FIELDS) do
+    local v = p[key]
+    local empty = v == nil or v == false or (type(v) == "string" and (not v:find("%S") or says_no_edit(v)))
+      or (type(v) == "table" and next(v) == nil) or type(v) == "userdata"  -- (JSON null)
+    if not empty then
+      return nil, string.format("its \"%s\" field (%s) is not an edit kopt reads: a unified diff, " ..
+        "search/replace pairs or a whole kernel source", key, type(v) == "table" and "an object or list" or type(v))
+    end
+  end
 end
 M.edit_of = edit_of
 

@@ -298,6 +298,21 @@ local IDENT = "^[%a_][%w_]*$"
 
 local function escape(s) return (s:gsub("%p", "%%%0")) end
 
+-- f (a gsub of patterns that begin with "\n") over `src` with a line break
+-- put in front, so a pattern matches at the start of every line, the first
+-- too, and never in the middle of one ("// was: #define W 8" is a comment).
+-- Returns the new source and the count.
+local function at_line_starts(src, f)
+  local out, n = f("\n" .. src)
+  return out:sub(2), n
+end
+
+-- Whether src has a #define of `name` at the start of a line, whose rest
+-- matches `tail`.
+local function define_line(src, name, tail)
+  return ("\n" .. src):find("\n[ \t]*#[ \t]*define[ \t]+" .. escape(name) .. "%f[^%w_]" .. tail) ~= nil
+end
+
 -- Checks a kernel before anything is compiled: device code only, the entry
 -- defined, knobs well-formed (each a #define of the source or added), the
 -- constraints and launch valid expressions over the names they may read, a
@@ -309,7 +324,7 @@ function M.check(K, spec)
   if type(K.entry) ~= "string" or not K.entry:match(IDENT) then
     return nil, string.format("the entry '%s' is not an identifier", tostring(K.entry))
   end
-  if not src:find("__global__[^;{]-%f[%w_]" .. escape(K.entry) .. "%s*%(") then
+  if not patch.defines_entry(src, K.entry) then
     return nil, string.format("the source defines no __global__ function '%s'", K.entry)
   end
   if #K.knobs > M.MAX_KNOBS then return nil, string.format("%d knobs, more than %d", #K.knobs, M.MAX_KNOBS) end
@@ -323,6 +338,14 @@ function M.check(K, spec)
   for i, k in ipairs(K.knobs) do
     if type(k.name) ~= "string" or not k.name:match(IDENT) then
       return nil, string.format("knob %d: '%s' is not an identifier", i, tostring(k.name))
+    end
+    if k.name:find("^__") or k.name:find("^_%u") then
+      return nil, string.format("knob %s: the name is reserved for the compiler (it begins with __ or _ and a " ..
+                                "capital)", k.name)
+    end
+    if define_line(src, k.name, "[^\n]*\\[ \t]*\n") then
+      return nil, string.format("knob %s: its #define goes on over lines (a backslash at its end); kopt sets a " ..
+                                "knob's value on one line", k.name)
     end
     if seen[k.name] or names[k.name] or expr.helpers[k.name] or taken[k.name] then
       return nil, string.format("knob %s: the name is taken (another knob, a problem size, a helper or a knob of " ..
@@ -442,8 +465,10 @@ function M.materialize(K, config, spec)
   for _, k in ipairs(K.knobs) do
     local v = define_value(config[k.name])
     local n
-    src, n = src:gsub("(\n?)([ \t]*#[ \t]*define[ \t]+" .. escape(k.name) .. ")%f[^%w_][^\n]*",
-                      "%1%2 " .. v:gsub("%%", "%%%%"))
+    src, n = at_line_starts(src, function(text)
+      return text:gsub("(\n)([ \t]*#[ \t]*define[ \t]+" .. escape(k.name) .. ")%f[^%w_][^\n]*",
+                       "%1%2 " .. v:gsub("%%", "%%%%"))
+    end)
     if n == 0 then top[#top + 1] = "#define " .. k.name .. " " .. v end
   end
   local g, b = launch.grid, launch.block
@@ -466,8 +491,10 @@ end
 function M.derived_spec(K, spec)
   local src = K.source
   for _, k in ipairs(K.knobs) do
-    src = src:gsub("(\n?)([ \t]*#[ \t]*define[ \t]+" .. escape(k.name) .. ")(%f[^%w_][^\n]*)",
-                   "%1#ifndef " .. k.name .. "\n%2%3\n#endif")
+    src = at_line_starts(src, function(text)
+      return text:gsub("(\n)([ \t]*#[ \t]*define[ \t]+" .. escape(k.name) .. ")(%f[^%w_][^\n]*)",
+                       "%1#ifndef " .. k.name .. "\n%2%3\n#endif")
+    end)
   end
   local raw = spec.raw
   local problem = {}

@@ -1,0 +1,189 @@
+-- What a model's edit may do, in the shapes models write it: the knobs stay
+-- settable (a define outside its #ifndef guard is refused even when the edit
+-- adds no line), global __device__ state in its less common spellings, file
+-- names hidden from the include allow-list, device-side `new`, whole sources
+-- with code elided, edit fields kopt cannot read (refused with a reason, not
+-- measured as a knob change), a repair reply whose first proposal fails, and
+-- log text cut inside a UTF-8 character.
+local T = require("testlib")
+local json = require("kopt.json")
+local patch = require("kopt.patch")
+local device_only = require("kopt.device_only")
+local experts = require("kopt.experts")
+
+-- 1. knob guards, judged on the sources before and after
+local BASE = table.concat({
+  "#ifndef VEC", "#define VEC 4", "#endif",
+  "#if !defined(UNROLL)", "#define UNROLL 2", "#endif",
+  'extern "C" __global__ void k(float *y) { y[threadIdx.x] = VEC * UNROLL; }', "" }, "\n")
+local function guard_check(new, knobs)
+  return patch.check_kernel_only(patch.diff(BASE, new), { knobs = knobs or { "VEC", "UNROLL" }, base = BASE, new = new })
+end
+local unguarded = BASE:gsub("#ifndef VEC\n", ""):gsub("#define VEC 4\n#endif\n", "#define VEC 4\n")
+local ok, why = guard_check(unguarded)
+T.check(not ok and why:find("VEC", 1, true) and why:find("#ifndef", 1, true),
+        "a diff that deletes the guard only: %s", tostring(why))
+ok, why = guard_check((BASE:gsub("#endif\n#if !defined", "#else\n#define VEC 8\n#endif\n#if !defined", 1)))
+T.check(not ok and why:find("VEC", 1, true), "a define in the #else of its own guard: %s", tostring(why))
+ok, why = guard_check(BASE .. "#undef UNROLL\n")
+T.check(not ok and why:find("UNROLL", 1, true), "an #undef of a knob: %s", tostring(why))
+ok, why = guard_check((BASE:gsub("y%[threadIdx.x%]", "y[threadIdx.x + 0]")))
+T.check(ok, "an edit that keeps the guards: %s", tostring(why))
+ok, why = guard_check(unguarded, { "UNROLL" })
+T.check(ok, "a define of a name that is no knob: %s", tostring(why))
+-- a base that already defines a knob unguarded is not blamed on the edit
+local ok2, why2 = device_only.check_knob_guards(unguarded, unguarded:gsub("y%[", "y [", 1), { "VEC" })
+T.check(ok2, "an unguarded define the base had: %s", tostring(why2))
+
+-- 2. global __device__ variables, however spelled; functions still pass
+local function policy(line)
+  return patch.check_kernel_only(patch.diff(BASE, BASE .. line), { knobs = { "VEC" } })
+end
+for _, bad in ipairs({
+  "__device__ __align__(16) float g_scratch[1024];\n",
+  "__device__ unsigned int g_retire __attribute__((aligned(4)));\n",
+  "__device__ int g_count(0);\n",
+  "__device__ cuda::atomic<int> g_flag(0);\n",
+  "__device__ unsigned int g_count\n{0};\n",
+  "__device__ float g_last = -1.0f;\n",
+  "__device__ float *g_cache = nullptr;\n",
+}) do
+  ok, why = policy(bad)
+  T.check(not ok and why:find("__device__ variable", 1, true), "refuses %q (%s)", bad, tostring(why))
+end
+for _, good in ipairs({
+  "__device__ __forceinline__ float twice(float x) { return 2 * x; }\n",
+  "__device__ float half(float x);\n",
+  "struct Acc {\n  float s;\n  __device__ Acc() : s(0.f) {}\n  __device__ Acc(const Acc &) = default;\n" ..
+    "  __device__ float operator()(float v) const { return s + v; }\n};\n",
+  "template <int N> __device__ __noinline__ int pick(const int (&v)[N], int i) { return v[i]; }\n",
+}) do
+  ok, why = policy(good)
+  T.check(ok, "allows %q (%s)", good, tostring(why))
+end
+T.check(device_only.device_variable("auto f = [] __device__ (int i) { return i; };") == nil, "a device lambda")
+
+-- 3. includes the allow-list cannot read, and device-side new
+ok, why = policy("#include /* io */ <stdio.h>\n")
+T.check(not ok and why:find("stdio.h", 1, true), "an include behind a comment: %s", tostring(why))
+ok, why = policy("#define HDR <stdio.h>\n#include HDR\n")
+T.check(not ok and why:find("macro", 1, true), "an include named by a macro: %s", tostring(why))
+ok, why = policy("#include <math_constants.h>\n")
+T.check(ok, "math_constants.h is device-side: %s", tostring(why))
+ok, why = policy("__device__ float *grow(int n) { return new float[n]; }\n")
+T.check(not ok and why:find("new", 1, true), "device-side new: %s", tostring(why))
+ok, why = policy("/* a new value per thread */\n__device__ float keep(float v) { return v; }\n")
+T.check(ok, "the word new in a comment: %s", tostring(why))
+
+-- 4. comments stripped in one pass
+local text = device_only.strip_comments("int a; // see /* below\nint b; /* x */ int c;\n")
+T.check(text:find("int b;", 1, true) and text:find("int c;", 1, true), "a /* inside a line comment: %q", text)
+local t0 = os.clock()
+device_only.strip_comments(string.rep("/* open ", 30000))
+T.check(os.clock() - t0 < 1, "unclosed comments took %.2f s", os.clock() - t0)
+
+-- 5. a whole source with code elided is refused; a base that has the same
+-- words is not blamed on the edit
+local entry = { entry = "k" }
+local elided = BASE:gsub("y%[threadIdx.x%] = VEC %* UNROLL;", "// ... rest of the kernel unchanged ...")
+local new, err = patch.apply_edit(BASE, { kind = "source", text = elided }, entry)
+T.check(not new and err:find("leaves code out", 1, true), "an elided source: %s", tostring(err))
+local base2 = "// ... helpers come first\n" .. BASE
+new, err = patch.apply_edit(base2, { kind = "source", text = base2:gsub("VEC %* UNROLL", "UNROLL * VEC") }, entry)
+T.check(new, "a base with the same words: %s", tostring(err))
+-- a SEARCH part that matches several places only once white space is ignored
+local twice = BASE .. BASE:gsub("void k%(", "void k2(")
+new, err = patch.apply_edit(twice, "<<<<<<< SEARCH\n#define  VEC 4\n=======\n#define VEC 4 \n>>>>>>> REPLACE\n", entry)
+T.check(not new and err:find("matches 2 places once white space is ignored", 1, true), "loose twice: %s", tostring(err))
+
+-- 6. edit fields in other shapes: read, or refused with the field named
+local DIFF = "@@ -1,1 +1,1 @@\n-#ifndef VEC\n+#ifndef VEC \n"
+for what, p in pairs({
+  ["edits as a string"] = { edits = DIFF },
+  ["patch.unified_diff"] = { patch = { unified_diff = DIFF } },
+  ["patch.content"] = { patch = { file = "kernel.cu", content = DIFF } },
+  ["hunk objects"] = { patch = { { hunk = DIFF } } },
+}) do
+  local e, w = experts.edit_of(p)
+  T.check(e and e.text == DIFF, "%s: %s", what, tostring(w))
+end
+for what, p in pairs({ ["patch true"] = { patch = true }, ["patch 3"] = { diff = 3 },
+                       ["an object of no edit"] = { edit = { note = "see above" } } }) do
+  local e, w = experts.edit_of(p)
+  T.check(not e and w and w:find("not an edit kopt reads", 1, true), "%s: %s", what, tostring(w))
+end
+T.check(experts.edit_of({ patch = "none" }) == nil and select(2, experts.edit_of({ patch = "none" })) == nil,
+        "\"none\" is no edit, without a complaint")
+
+-- 7. cut at a character boundary
+local s = string.rep("a", 199) .. "\u{e9}tude"
+T.eq(experts.cut(s, 200), string.rep("a", 199), "a two-byte character at the cut")
+T.eq(experts.cut("abc", 10), "abc", "a short text")
+
+-- 8. a repair reply whose first proposal does not apply: the second is
+-- measured (offline: the reduce kernel on its recording, replies replayed)
+local dir = T.tmpdir("edit-policy")
+local function reply(id, tag, patches)
+  local props = {}
+  for i, d in ipairs(patches) do
+    props[i] = { method = "loop_unrolling", changes = {}, reason = "r", patch = d }
+  end
+  return json.encode({ kind = "reply", id = id, tag = tag, status = 200, ok = true,
+                       content = json.encode({ analysis = "a", proposals = props }) })
+end
+local wrong = "@@ -64,1 +64,1 @@\n-\t\t\tvec_t w = xr[i];\n+\t\t\tconst vec_t w = xr[i];\n"
+local right = "@@ -64,1 +64,1 @@\n-\t\t\tvec_t v = xr[i];\n+\t\t\tconst vec_t v = xr[i];\n"
+T.write(dir .. "/transcript.jsonl", reply(1, "throughput", { wrong }) .. "\n" ..
+        reply(2, "throughput#repair", { wrong, right }) .. "\n")
+local code, _, stderr = T.run(string.format(
+  "experts specs/reduce.json --backend replay:tests/data/reduce_h200.t4.json --no-db --out %s/run -v " ..
+  "--opt edits=on --opt llm_replay=%s/transcript.jsonl --opt experts=throughput --opt iterations=1 --opt init=1 " ..
+  "--opt repairs=2", dir, dir), "KOPT_METHODS=off")
+T.eq(code, 0, "the repair run (" .. stderr .. ")")
+T.check(stderr:find("repair 1 of throughput/loop_unrolling: a fixed edit", 1, true),
+        "the second proposal of the repair was not taken:\n%s", stderr)
+local repaired = 0
+for _, ev in ipairs(T.events(dir .. "/run")) do
+  if type(ev.origin) == "table" and ev.origin.repair == 1 then repaired = repaired + 1 end
+end
+T.eq(repaired, 1, "measured repairs")
+
+-- 9. synthesis: a knob's #define is found at a line's start only, a define
+-- over several lines and a reserved name are refused, and the entry must be
+-- defined in code, not named in a comment
+local synth = require("kopt.synth")
+local sspec = require("kopt.spec").load("examples/synth/row_softmax.json")
+local function kernel(source, knob)
+  return synth.parse({ analysis = "a", entry = "k", source = source, constraints = {},
+                       knobs = { { name = knob or "W", values = { 1, 2 } } },
+                       launch = { grid = { 1, 1, 1 }, block = { 32, 1, 1 }, smem = 0 } })
+end
+local K = kernel('// was: #define W 8\n#define W 1\nextern "C" __global__ void k(float *y)\n{\n  y[0] = W;\n}\n')
+local src = K and synth.check(K, sspec) and synth.materialize(K, { W = 2 }, sspec)
+T.check(src and src:find("// was: #define W 8\n#define W 2\n", 1, true), "the commented define stays:\n%s",
+        tostring(src))
+K = kernel('#define W 1 \\\n  + 0\nextern "C" __global__ void k(float *y)\n{\n  y[0] = W;\n}\n')
+ok, why = synth.check(K, sspec)
+T.check(not ok and why:find("over lines", 1, true), "a define over two lines: %s", tostring(why))
+K = kernel('extern "C" __global__ void k(float *y)\n{\n  y[0] = __CUDA_ARCH__;\n}\n', "__CUDA_ARCH__")
+ok, why = synth.check(K, sspec)
+T.check(not ok and why:find("reserved", 1, true), "a reserved knob name: %s", tostring(why))
+K = kernel('// __global__ void k(float *y) was here\n__device__ float two() { return W; }\n')
+ok, why = synth.check(K, sspec)
+T.check(not ok and why:find("no __global__ function", 1, true), "an entry in a comment: %s", tostring(why))
+
+-- 10. MCGS with expert moves says what a reply lost, once per kind of note
+-- (the transcript's one reply is prose, the rest are missing)
+T.write(dir .. "/prose.jsonl", json.encode({ kind = "reply", id = 1, tag = "throughput", status = 200, ok = true,
+                                             content = "I would unroll the loop." }) .. "\n")
+code, _, stderr = T.run(string.format(
+  "mcgs specs/reduce.json --backend replay:tests/data/reduce_h200.t4.json --no-db --out %s/mcgs -v --budget 400 " ..
+  "--seed 2 --opt moves=rules,experts --opt regraph=off", dir), "KOPT_METHODS=off KOPT_LLM_REPLAY=" .. dir .. "/prose.jsonl")
+T.eq(code, 0, "the mcgs run (" .. stderr:sub(-300) .. ")")
+local _, prose = stderr:gsub("expert throughput fell back to its heuristic: parse", "")
+local _, missing = stderr:gsub("fell back to its heuristic: replay", "")
+T.eq(prose, 1, "notes of the prose reply")
+-- (three experts: three notes each, then one at 10 and one at 100)
+T.check(missing >= 3 and missing <= 15, "notes of missing replies: %d", missing)
+os.execute("rm -rf '" .. dir .. "'")
+return T.done()
