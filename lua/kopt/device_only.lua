@@ -155,21 +155,27 @@ local function check_joined(diff)
 end
 
 -- The #define and #undef lines of `source` that set a knob outside a guard
--- of its own (#ifndef K, or #if !defined(K)): { [name] = count }.
+-- of its own (#ifndef K, #if !defined(K), or the #else of #ifdef K):
+-- { [name] = count }.
 local function unguarded_knob_lines(source, knobs)
   local counts, stack = {}, {}
   local text = strip_comments(source):gsub("\\\r?\n", " ")
   for line in (text .. "\n"):gmatch("(.-)\n") do
     local dir, rest = line:match("^%s*#%s*(%a+)%s*(.*)$")
+    -- each open conditional: the knob its branch leaves undefined (where a
+    -- define is a default, not an override), and the one its #else would
     if dir == "ifndef" then
-      stack[#stack + 1] = rest:match("^([%a_][%w_]*)") or false
-    elseif dir == "if" then
-      stack[#stack + 1] = rest:match("^!%s*defined%s*%(?%s*([%a_][%w_]*)") or false
+      stack[#stack + 1] = { rest:match("^([%a_][%w_]*)") or false, false }
     elseif dir == "ifdef" then
-      stack[#stack + 1] = false
-    elseif dir == "else" or dir == "elif" or dir == "elifdef" or dir == "elifndef" then
-      -- (the other branch of "#ifndef K" is where K is set already)
-      if #stack > 0 then stack[#stack] = false end
+      stack[#stack + 1] = { false, rest:match("^([%a_][%w_]*)") or false }
+    elseif dir == "if" then
+      local neg = rest:match("^!%s*defined%s*%(?%s*([%a_][%w_]*)")
+      local pos = not neg and rest:match("^defined%s*%(?%s*([%a_][%w_]*)%s*%)?%s*$")
+      stack[#stack + 1] = { neg or false, pos or false }
+    elseif dir == "else" then
+      if #stack > 0 then stack[#stack] = { stack[#stack][2], false } end
+    elseif dir == "elif" or dir == "elifdef" or dir == "elifndef" then
+      if #stack > 0 then stack[#stack] = { false, false } end
     elseif dir == "endif" then
       stack[#stack] = nil
     elseif dir == "define" or dir == "undef" then
@@ -177,7 +183,7 @@ local function unguarded_knob_lines(source, knobs)
       if name and knobs[name] then
         local guarded = false
         if dir == "define" then
-          for _, g in ipairs(stack) do if g == name then guarded = true end end
+          for _, g in ipairs(stack) do if g[1] == name then guarded = true end end
         end
         if not guarded then counts[name] = (counts[name] or 0) + 1 end
       end

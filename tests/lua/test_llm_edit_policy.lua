@@ -29,6 +29,8 @@ ok, why = guard_check(BASE .. "#undef UNROLL\n")
 T.check(not ok and why:find("UNROLL", 1, true), "an #undef of a knob: %s", tostring(why))
 ok, why = guard_check((BASE:gsub("y%[threadIdx.x%]", "y[threadIdx.x + 0]")))
 T.check(ok, "an edit that keeps the guards: %s", tostring(why))
+ok, why = guard_check((BASE:gsub("#ifndef VEC\n#define VEC 4\n", "#ifdef VEC\n#else\n#define VEC 4\n")))
+T.check(ok, "a default in the #else of #ifdef: %s", tostring(why))
 ok, why = guard_check(unguarded, { "UNROLL" })
 T.check(ok, "a define of a name that is no knob: %s", tostring(why))
 -- a base that already defines a knob unguarded is not blamed on the edit
