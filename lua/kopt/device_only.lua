@@ -8,32 +8,73 @@
 --   device_only.check(diff, opts) -> true | nil, reason
 --     opts.knobs: the knob names; opts.base, opts.new: the sources before
 --     and after the edit (the knob-guard check reads them whole)
---   device_only.strip_comments(source) -> source without comments
+--   device_only.code_only(source [, keep_strings]) -> the source without
+--     comments (and string contents), its lines where they were
+--   device_only.strip_comments(source) -> code_only with the strings kept
 local M = {}
 
--- (one pass, left to right, so "// see /*" is a line comment and an
--- unclosed "/*" ends the text: a long reply of them costs linear time)
-function M.strip_comments(source)
-  local out, at = {}, 1
-  while true do
-    local a = source:find("/[/*]", at)
-    if not a then break end
-    out[#out + 1] = source:sub(at, a - 1)
-    if source:sub(a + 1, a + 1) == "/" then
-      local nl = source:find("\n", a + 2, true)
-      if not nl then at = #source + 1 break end
-      at = nl
+-- The source as the compiler's later phases see its lines: backslash-newline
+-- splices joined (the joined line stands where it began, and as many empty
+-- lines follow as it took, so line numbers stay the source's), "%:" read as
+-- "#" at a line's start, comments blanked and, unless keep_strings, the
+-- insides of string and character literals blanked too. One pass, left to
+-- right: "// see /*" is a line comment, and an unclosed "/*" ends the text.
+function M.code_only(source, keep_strings)
+  local lines, pending, spliced = {}, nil, 0
+  for line in (source:gsub("\r\n", "\n") .. "\n"):gmatch("(.-)\n") do
+    if line:sub(-1) == "\\" then
+      pending, spliced = (pending or "") .. line:sub(1, -2), spliced + 1
     else
-      local _, e = source:find("*/", a + 2, true)
-      if not e then at = #source + 1 break end
-      out[#out + 1] = " "
-      at = e + 1
+      lines[#lines + 1] = ((pending or "") .. line):gsub("^(%s*)%%:", "%1#")
+      for _ = 1, spliced do lines[#lines + 1] = "" end
+      pending, spliced = nil, 0
     end
   end
-  out[#out + 1] = source:sub(at)
+  if pending then lines[#lines + 1] = pending end
+  local text = table.concat(lines, "\n")
+  local out, at, n = {}, 1, #text
+  while at <= n do
+    local a = text:find("[/\"']", at)
+    if not a then break end
+    local c = text:sub(a, a)
+    local nxt = text:sub(a + 1, a + 1)
+    if c == "/" and nxt == "/" then
+      out[#out + 1] = text:sub(at, a - 1)
+      at = text:find("\n", a + 2, true) or n + 1
+    elseif c == "/" and nxt == "*" then
+      out[#out + 1] = text:sub(at, a - 1)
+      local _, e = text:find("*/", a + 2, true)
+      -- (the comment's line breaks stay)
+      out[#out + 1] = " " .. text:sub(a, e or n):gsub("[^\n]", "")
+      at = (e or n) + 1
+    elseif c == "/" then
+      out[#out + 1] = text:sub(at, a)
+      at = a + 1
+    else
+      -- a literal: to its closing quote, escapes skipped; an unclosed one
+      -- ends at its line's end
+      local e = a + 1
+      while e <= n do
+        local ch = text:sub(e, e)
+        if ch == "\\" then e = e + 2
+        elseif ch == c or ch == "\n" then break
+        else e = e + 1 end
+      end
+      local closed = text:sub(e, e) == c
+      if keep_strings then
+        out[#out + 1] = text:sub(at, closed and e or e - 1)
+      else
+        out[#out + 1] = text:sub(at, a) .. (closed and c or "")
+      end
+      at = closed and e + 1 or e
+    end
+  end
+  out[#out + 1] = text:sub(at)
   return table.concat(out)
 end
-local strip_comments = M.strip_comments
+
+-- The source without comments (string literals kept).
+function M.strip_comments(source) return M.code_only(source, true) end
 
 -- Headers an edit may include: device-side CUDA headers only.
 M.INCLUDE_ALLOW = {
@@ -63,15 +104,37 @@ M.FORBIDDEN = {
 
 -- Qualifiers that may stand between __device__ and a declaration's type.
 local ATTRIBUTES = { "__align__%s*%b()", "__attribute__%s*%b()", "alignas%s*%b()", "__declspec%s*%b()",
-                     "__launch_bounds__%s*%b()", "__maxnreg__%s*%b()" }
+                     "__launch_bounds__%s*%b()", "__maxnreg__%s*%b()", "noexcept%s*%b()", "throw%s*%b()" }
 
--- Where `text` (comments out) declares a __device__ variable, or nil: a
--- declaration up to its first ";" or "{" with no "(" (int g;  int g[4];
--- int g = 0;  int g{0};), one with "=" before its first "(" (int g = f(1);),
--- or a name followed by a parenthesised initializer that is a value, not
--- parameters (int g(0);  cuda::atomic<int> g(0);). A function has
--- parameters in parentheses before its body or ";".
+-- Whether seg has an initializer's "=" before position `limit`: a lone "="
+-- outside brackets ("==", "<=", ">=", "!=" are comparisons, in a template
+-- argument as anywhere).
+local function initializer_before(seg, limit)
+  local depth = 0
+  for i = 1, limit - 1 do
+    local ch = seg:sub(i, i)
+    if ch == "(" or ch == "[" then depth = depth + 1
+    elseif ch == ")" or ch == "]" then depth = depth - 1
+    elseif ch == "=" and depth == 0 and not seg:sub(i - 1, i - 1):find("[=<>!+%-*/%%&|^~]")
+           and seg:sub(i + 1, i + 1) ~= "=" then
+      return true
+    end
+  end
+  return false
+end
+
+-- Where `text` (code only: kopt.device_only.code_only) declares a global
+-- __device__ variable, or nil. The declaration after __device__ runs to its
+-- first ";" or "{". Operator names (operator+=, operator()) and
+-- decltype(...) are set aside first. It is a variable when
+-- it has no "(" (int g;  int g[4];  int g{0};), an "=" before its first
+-- "(" (int g = f(1);), or its last parenthesised group holds a value, not
+-- parameters (int g(0);  cuda::atomic<int> g(~0u);). A const or constexpr
+-- table (no pointer) holds no state and passes; so does a __host__
+-- __device__ function.
 function M.device_variable(text)
+  text = text:gsub("__attribute__%s*%(%(%s*device%s*%)%)", "__device__"):gsub("__location__%s*%(%s*device%s*%)",
+                                                                                "__device__")
   local from = 1
   while true do
     local at, e = text:find("%f[%w_]__device__%f[^%w_]", from)
@@ -79,17 +142,28 @@ function M.device_variable(text)
     from = e + 1
     local rest = text:sub(e + 1, e + 600)
     for _, a in ipairs(ATTRIBUTES) do rest = rest:gsub(a, " ") end
+    rest = rest:gsub("operator%s*%(%s*%)", "operator"):gsub("operator%s*[^%w_%s%(]+", "operator")
+               :gsub("decltype%s*%b()", "decltype")
     local seg, term = rest:match("^([^;{]*)([;{]?)")
     local open = seg:find("(", 1, true)
     local var
-    if not open then
+    if seg:find("^%s*$") then
+      var = term == ";"  -- (a trailing qualifier: "unsigned g __device__;")
+    elseif (seg:find("^%s*const%f[^%w_]") or seg:find("^%s*constexpr%f[^%w_]")) and not seg:find("*", 1, true) then
+      var = false
+    elseif not open then
       var = (term ~= "" and seg:find("[%w_%]>]%s*$") ~= nil) or seg:find("[=%[]") ~= nil
-    elseif seg:sub(1, open - 1):find("=", 1, true) then
+    elseif initializer_before(seg, open) then
       var = true
     else
-      local inner = (seg:match("%b()", open) or "()"):sub(2, -2)
-      var = inner:find("^%s*[%d%-%+'\"{%.]") ~= nil or inner:find("^%s*true%f[^%w_]") ~= nil
-        or inner:find("^%s*false%f[^%w_]") ~= nil or inner:find("^%s*nullptr%f[^%w_]") ~= nil
+      -- (a constructor's initializer list is not its parameters)
+      local last
+      for g in seg:gsub("%)%s*:[^:].*$", ")"):gmatch("%b()") do last = g end
+      local inner = (last or "()"):sub(2, -2)
+      var = inner:find("^%s*[%d%-%+'\"{%.~!%(]") ~= nil
+      for _, word in ipairs({ "true", "false", "nullptr", "sizeof", "alignof" }) do
+        if inner:find("^%s*" .. word .. "%f[^%w_]") then var = true end
+      end
     end
     if var then return at end
   end
@@ -101,50 +175,99 @@ local JOINED_ONLY = {
   { "%f[%w_]new%s+[%a_:]", "dynamic allocation (new)" },
 }
 
--- The added lines of a diff as one text, as the compiler reads it: comments
--- out, the object-like macros they define expanded, white space (line
--- breaks too) one space. The line-by-line check above names the line; this
--- one sees what is split over lines or hidden in a macro
--- ("__device__ int\n g;", "#define KEEP __device__" then "KEEP int g;",
--- "malloc\n(4)").
-local function check_joined(diff)
-  -- runs of consecutive added lines: lines the diff keeps between them are
-  -- not joined in (a changed "__device__ float" line before an unchanged
-  -- "f(float v) {" is no variable with what a later hunk adds)
-  local runs, cur = {}, nil
+-- The added lines of a diff, each as the compiler reads it (code_only):
+-- from the new source when the caller gives it (so a line inside a block
+-- comment or a string that the diff does not show opening is read as the
+-- comment or string it is), else from the added lines alone. Returns a list
+-- of { n = diff line number, code = text, raw = comment-free text with its
+-- strings (for #include names), run = index of its run of consecutive
+-- added lines }.
+local function added_lines(diff, new)
+  local out, plus, newline_of = {}, {}, {}
+  local c, run, prev = nil, 0, false
+  local n = 0
   for line in (diff .. "\n"):gmatch("(.-)\n") do
-    if line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then
-      if not cur then cur = {} runs[#runs + 1] = cur end
-      cur[#cur + 1] = line:sub(2)
+    n = n + 1
+    local hunk = line:match("^@@ %-%d+,?%d* %+(%d+)")
+    if hunk then
+      c, prev = tonumber(hunk), false
+    elseif line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then
+      if not prev then run = run + 1 end
+      plus[#plus + 1] = { n = n, text = line:sub(2), run = run }
+      newline_of[#plus] = c
+      if c then c = c + 1 end
+      prev = true
     else
-      cur = nil
+      if line:sub(1, 1) == " " and c then c = c + 1 end
+      prev = false
     end
   end
-  -- the object-like macros the edit defines, expanded (nested ones too)
+  local code_lines, raw_lines
+  local mapped = new and true
+  for i in ipairs(plus) do if not newline_of[i] then mapped = false end end
+  local function split(text)
+    local t = {}
+    for l in (text .. "\n"):gmatch("(.-)\n") do t[#t + 1] = l end
+    return t
+  end
+  if mapped then
+    code_lines, raw_lines = split(M.code_only(new)), split(M.code_only(new, true))
+  else
+    local texts = {}
+    for i, p in ipairs(plus) do texts[i], newline_of[i] = p.text, i end
+    local joined = table.concat(texts, "\n")
+    code_lines, raw_lines = split(M.code_only(joined)), split(M.code_only(joined, true))
+  end
+  for i, p in ipairs(plus) do
+    local k = newline_of[i]
+    out[i] = { n = p.n, run = p.run, code = code_lines[k] or "", raw = raw_lines[k] or "" }
+  end
+  return out
+end
+
+-- A __host__ __device__ function compiles for the device like a __device__
+-- one (NVRTC never builds the host side), so the pair reads as __device__.
+local function host_device(code)
+  return (code:gsub("__host__%s+__device__", "__device__"):gsub("__device__%s+__host__", "__device__"))
+end
+
+-- The runs of added lines as one text each, as the compiler reads them: the
+-- object-like macros they define expanded, white space (line breaks too)
+-- one space. The line-by-line check names the line; this one sees what is
+-- split over lines or hidden in a macro ("__device__ int\n g;",
+-- "#define KEEP __device__" then "KEEP int g;", "malloc\n(4)").
+local function check_joined(lines)
+  -- (lines the diff keeps between two runs are not joined in: a changed
+  -- "__device__ float" line before an unchanged "f(float v) {" is no
+  -- variable with what a later hunk adds)
+  local runs = {}
+  for _, l in ipairs(lines) do
+    runs[l.run] = runs[l.run] or {}
+    local r = runs[l.run]
+    r[#r + 1] = l.code
+  end
   local all = {}
-  for i, r in ipairs(runs) do all[i] = table.concat(r, "\n") end
-  local defs = table.concat(all, "\n"):gsub("/%*.-%*/", " "):gsub("//[^\n]*", "")
+  for _, r in pairs(runs) do all[#all + 1] = table.concat(r, "\n") end
+  -- the object-like macros the edit defines, expanded (nested ones too)
   local names, macros = {}, {}
-  for name, body in defs:gmatch("#%s*define%s+([%a_][%w_]*)[ \t]+([^\n(][^\n]*)") do
+  for name, body in table.concat(all, "\n"):gmatch("#%s*define%s+([%a_][%w_]*)[ \t]+([^\n(][^\n]*)") do
     if not macros[name] then names[#names + 1] = name end
     macros[name] = body
   end
   table.sort(names)
   for _, run in ipairs(all) do
-    local text = run:gsub("/%*.-%*/", " "):gsub("//[^\n]*", ""):gsub("#[^\n]*", " ")
+    local text = run:gsub("#[^\n]*", " ")
     for _ = 1, 4 do
       for _, name in ipairs(names) do
         text = text:gsub("%f[%w_]" .. name .. "%f[^%w_]", (macros[name]:gsub("%%", "%%%%")))
       end
     end
-    text = text:gsub("%s+", " ")
-    for _, f in ipairs(M.FORBIDDEN) do
-      local at = text:find(f[1])
-      if at then return nil, string.format("the edit adds %s: %q", f[2], text:sub(at, at + 60)) end
-    end
-    for _, f in ipairs(JOINED_ONLY) do
-      local at = text:find(f[1])
-      if at then return nil, string.format("the edit adds %s: %q", f[2], text:sub(at, at + 60)) end
+    text = host_device(text:gsub("%s+", " "))
+    for _, list in ipairs({ M.FORBIDDEN, JOINED_ONLY }) do
+      for _, f in ipairs(list) do
+        local at = text:find(f[1])
+        if at then return nil, string.format("the edit adds %s: %q", f[2], text:sub(at, at + 60)) end
+      end
     end
     local at = M.device_variable(text)
     if at then
@@ -154,28 +277,57 @@ local function check_joined(diff)
   return true
 end
 
--- The #define and #undef lines of `source` that set a knob outside a guard
--- of its own (#ifndef K, #if !defined(K), or the #else of #ifdef K):
--- { [name] = count }.
+-- The names a preprocessor condition proves undefined where it holds (the
+-- "!defined(K)" terms of a condition joined by && only: one joined by ||
+-- proves nothing, "#if !defined(VEC) || 1" holds always) and, when it is
+-- "defined(K)" alone, the name its later branches prove undefined.
+local function condition_names(cond)
+  local undefined, later = {}, {}
+  if not cond:find("||", 1, true) then
+    for name in cond:gmatch("!%s*%(?%s*defined%s*%(?%s*([%a_][%w_]*)") do undefined[name] = true end
+  end
+  local only = cond:match("^%s*defined%s*%(?%s*([%a_][%w_]*)%s*%)?%s*$")
+  if only then later[only] = true end
+  return undefined, later
+end
+
+local function union(a, b)
+  local u = {}
+  for k in pairs(a) do u[k] = true end
+  for k in pairs(b) do u[k] = true end
+  return u
+end
+
+-- The #define and #undef lines of `source` that set a knob where a branch
+-- does not prove it undefined (#ifndef K, #if !defined(K), the #else or
+-- #elif of #ifdef K): { [name] = count }.
 local function unguarded_knob_lines(source, knobs)
   local counts, stack = {}, {}
-  local text = strip_comments(source):gsub("\\\r?\n", " ")
-  for line in (text .. "\n"):gmatch("(.-)\n") do
+  for line in (M.code_only(source) .. "\n"):gmatch("(.-)\n") do
     local dir, rest = line:match("^%s*#%s*(%a+)%s*(.*)$")
-    -- each open conditional: the knob its branch leaves undefined (where a
-    -- define is a default, not an override), and the one its #else would
+    -- each open conditional: the names its current branch proves
+    -- undefined (where a define is a default, not an override), and those
+    -- every later branch will
+    local top = stack[#stack]
     if dir == "ifndef" then
-      stack[#stack + 1] = { rest:match("^([%a_][%w_]*)") or false, false }
+      local name = rest:match("^([%a_][%w_]*)")
+      stack[#stack + 1] = { cur = name and { [name] = true } or {}, later = {} }
     elseif dir == "ifdef" then
-      stack[#stack + 1] = { false, rest:match("^([%a_][%w_]*)") or false }
+      local name = rest:match("^([%a_][%w_]*)")
+      stack[#stack + 1] = { cur = {}, later = name and { [name] = true } or {} }
     elseif dir == "if" then
-      local neg = rest:match("^!%s*defined%s*%(?%s*([%a_][%w_]*)")
-      local pos = not neg and rest:match("^defined%s*%(?%s*([%a_][%w_]*)%s*%)?%s*$")
-      stack[#stack + 1] = { neg or false, pos or false }
-    elseif dir == "else" then
-      if #stack > 0 then stack[#stack] = { stack[#stack][2], false } end
-    elseif dir == "elif" or dir == "elifdef" or dir == "elifndef" then
-      if #stack > 0 then stack[#stack] = { false, false } end
+      local undefined, later = condition_names(rest)
+      stack[#stack + 1] = { cur = undefined, later = later }
+    elseif top and dir == "elif" then
+      local undefined, later = condition_names(rest)
+      top.cur, top.later = union(top.later, undefined), union(top.later, later)
+    elseif top and (dir == "elifdef" or dir == "elifndef") then
+      local name = rest:match("^([%a_][%w_]*)")
+      local one = name and { [name] = true } or {}
+      top.cur = dir == "elifndef" and union(top.later, one) or top.later
+      if dir == "elifdef" then top.later = union(top.later, one) end
+    elseif top and dir == "else" then
+      top.cur, top.later = top.later, {}
     elseif dir == "endif" then
       stack[#stack] = nil
     elseif dir == "define" or dir == "undef" then
@@ -183,7 +335,7 @@ local function unguarded_knob_lines(source, knobs)
       if name and knobs[name] then
         local guarded = false
         if dir == "define" then
-          for _, g in ipairs(stack) do if g[1] == name then guarded = true end end
+          for _, g in ipairs(stack) do if g.cur[name] then guarded = true end end
         end
         if not guarded then counts[name] = (counts[name] or 0) + 1 end
       end
@@ -213,47 +365,47 @@ end
 
 -- Checks the added lines of a diff: includes from the allow-list only, none
 -- of M.FORBIDDEN, no new global __device__ variables (state that survives
--- between runs), no redefinition of the tuning knobs. opts.knobs: names.
+-- between runs), the tuning knobs left settable. opts.knobs: names;
+-- opts.base, opts.new: the sources before and after (with them, the lines
+-- are read in the new source's context, and a knob's default may change
+-- inside its guard; without them, any #define of a knob is refused).
 function M.check(diff, opts)
   opts = opts or {}
   local allow = {}
   for _, h in ipairs(opts.include_allow or M.INCLUDE_ALLOW) do allow[h] = true end
   local knobs = {}
   for _, k in ipairs(opts.knobs or {}) do knobs[k] = true end
-  local n = 0
-  for line in (diff .. "\n"):gmatch("(.-)\n") do
-    n = n + 1
-    if line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then
-      local code = line:sub(2):gsub("/%*.-%*/", " "):gsub("//.*$", "")
-      if code:find("^%s*#%s*include") then
-        local inc = code:match("^%s*#%s*include%s*[<\"]([^>\"]+)[>\"]")
-        if not inc then
-          return nil, string.format("line %d includes a file named by a macro, which the allow-list cannot check", n)
-        end
-        if not allow[inc] then
-          return nil, string.format("line %d includes <%s>, which is not on the allow-list", n, inc)
-        end
+  local whole = opts.base ~= nil and opts.new ~= nil
+  local lines = added_lines(diff, opts.new)
+  for _, l in ipairs(lines) do
+    local n, code = l.n, host_device(l.code)
+    if l.raw:find("^%s*#%s*include") then
+      local inc = l.raw:match("^%s*#%s*include%s*[<\"]([^>\"]+)[>\"]")
+      if not inc then
+        return nil, string.format("line %d includes a file named by a macro, which the allow-list cannot check", n)
       end
-      for _, f in ipairs(M.FORBIDDEN) do
-        if code:find(f[1]) then
-          return nil, string.format("line %d adds %s: %q", n, f[2], code:sub(1, 80))
-        end
-      end
-      if M.device_variable(code) then
-        return nil, string.format("line %d adds a global __device__ variable: %q", n, code:sub(1, 80))
-      end
-      local def = code:match("^%s*#%s*define%s+([%w_]+)") or code:match("^%s*#%s*undef%s+([%w_]+)")
-      if def and knobs[def] then
-        return nil, string.format("line %d redefines the tuning knob %s", n, def)
+      if not allow[inc] then
+        return nil, string.format("line %d includes <%s>, which is not on the allow-list", n, inc)
       end
     end
+    for _, f in ipairs(M.FORBIDDEN) do
+      if code:find(f[1]) then
+        return nil, string.format("line %d adds %s: %q", n, f[2], l.raw:sub(1, 80))
+      end
+    end
+    if M.device_variable(code) then
+      return nil, string.format("line %d adds a global __device__ variable: %q", n, l.raw:sub(1, 80))
+    end
+    local def = not whole and code:match("^%s*#%s*define%s+([%w_]+)") or code:match("^%s*#%s*undef%s+([%w_]+)")
+    if def and knobs[def] then
+      return nil, string.format("line %d redefines the tuning knob %s", n, def)
+    end
   end
-  if opts.base and opts.new then
+  if whole then
     local ok, why = M.check_knob_guards(opts.base, opts.new, opts.knobs or {})
     if not ok then return nil, why end
   end
-  return check_joined(diff)
+  return check_joined(lines)
 end
-
 
 return M

@@ -537,15 +537,45 @@ function whole_file_diff(text)
   return table.concat(hunks[1].new, "\n") .. "\n"
 end
 
--- Elisions a model writes in place of code it did not repeat ("// ...",
--- "rest of the kernel unchanged"). A replacement source with one its base
--- lacks is not a whole source: compiled, it loses the elided code.
-local ELISIONS = { "/%*%s*%.%.%.", "//%s*%.%.%.", "^%s*%.%.%.%s*\n", "\n%s*%.%.%.%s*\n", "\n%s*%.%.%.%s*$",
-                   "[Ee]xisting code", "[Rr]est [%w ]-unchanged", "[Ss]ame as before", "[Uu]nchanged code" }
+-- Elisions a model writes in place of code it did not repeat: a line that
+-- is only "..." (or a comment of only dots), a comment that begins with
+-- "..." and says what it stands for ("// ... rest unchanged"), or a comment
+-- that is only such a phrase ("// rest of the kernel unchanged", "// existing
+-- code"). A replacement source with one its base lacks is not a whole
+-- source: compiled, it loses the elided code. Comments that merely use the
+-- words ("// the rest of y stays unchanged", "// ... then fold the sums")
+-- are code's comments, not elisions.
+local ELIDED_WORDS = { "unchanged", "same", "existing", "omitted", "as before", "rest of", "remaining", "original",
+                       "elided", "not shown", "as is" }
+local ELISION_PHRASES = { "^rest of [%a ]+ unchanged$", "^rest of [%a ]+ as before$", "^rest of [%a ]+ the same$",
+                          "^rest of [%a ]+ omitted$", "^rest unchanged$", "^rest is unchanged$", "^rest as before$",
+                          "^existing code$", "^existing code unchanged$", "^unchanged code$", "^code unchanged$",
+                          "^unchanged$", "^same as before$", "^same as above$", "^as before$", "^omitted$",
+                          "^code omitted$", "^remaining code unchanged$", "^remaining code$" }
+local function elided_comment(raw)
+  raw = raw:lower():gsub("\226\128\166", "...")
+  local c = raw:gsub("^[%s%(%[]+", ""):gsub("[%s%)%]%.:;,!]+$", "")
+  if c == "" or c:find("^%.%.%.[%.%s]*$") then return raw:find("...", 1, true) ~= nil end
+  if c:find("^%.%.%.") then
+    for _, w in ipairs(ELIDED_WORDS) do
+      if c:find(w, 1, true) then return true end
+    end
+    return false
+  end
+  for _, pat in ipairs(ELISION_PHRASES) do
+    if c:find(pat) then return true end
+  end
+  return false
+end
 function M.elision(source)
-  for _, pat in ipairs(ELISIONS) do
-    local a, e = source:find(pat)
-    if a then return (source:sub(a, e):gsub("^%s+", ""):gsub("%s+$", "")) end
+  for line in (source .. "\n"):gmatch("(.-)\n") do
+    if line:find("^%s*%.%.%.%s*$") or line:find("^%s*\226\128\166%s*$") then return (line:gsub("^%s+", "")) end
+    local comments = {}
+    for c in line:gmatch("/%*(.-)%*/") do comments[#comments + 1] = c end
+    comments[#comments + 1] = line:gsub("/%*.-%*/", " "):match("//+(.*)$")
+    for _, c in ipairs(comments) do
+      if c:find("%S") and elided_comment(c) then return (line:gsub("^%s+", ""):gsub("%s+$", "")) end
+    end
   end
 end
 

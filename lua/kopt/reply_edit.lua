@@ -46,7 +46,7 @@ end
 local TEXT_KEYS = { "diff", "patch", "text", "unified_diff", "content", "code", "hunk", "body" }
 local SOURCE_KEYS = { "source", "new_source", "kernel", "kernel_source" }
 -- The proposal fields that carry an edit, for the note when none is read.
-local EDIT_FIELDS = { "patch", "diff", "edit", "edits", "source", "kernel", "kernel_source" }
+local EDIT_FIELDS = { "patch", "diff", "edit", "edits" }
 
 -- The edit a proposal carries, or nil: { kind=, text=, blocks= }. An edit
 -- field that is an object or a list holds search/replace pairs or a
@@ -71,7 +71,13 @@ local function edit_of(p)
   end
   local text = text_of(p.patch) or text_of(p.diff) or text_of(p.edit) or text_of(p.edits)
   if text then return { text = text } end
-  local src = text_of(p.source) or text_of(p.kernel) or text_of(p.kernel_source)
+  -- (a one-line "kernel" or "source" names the kernel or its file; code
+  -- has lines)
+  local function code_of(v)
+    local t = text_of(v)
+    if t and (t:find("\n") or t:find("__global__", 1, true)) then return t end
+  end
+  local src = code_of(p.source) or code_of(p.kernel) or code_of(p.kernel_source)
   if src then return { kind = "source", text = src } end
   local blocks = {}
   local b1 = pair_of(p)
@@ -107,11 +113,22 @@ local function edit_of(p)
     end
   end
   if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
+  -- (a field that holds nothing but empty text, nulls and "none" is no
+  -- edit: {"diff": ""}, [{"search": "", "replace": ""}], {"type": "none"})
+  local function empty(v, depth)
+    if v == nil or v == false or type(v) == "userdata" then return true end  -- (userdata: JSON null)
+    if type(v) == "string" then return not v:find("%S") or says_no_edit(v) end
+    if type(v) == "table" and depth < 4 then
+      for _, x in pairs(v) do
+        if not empty(x, depth + 1) then return false end
+      end
+      return true
+    end
+    return false
+  end
   for _, key in ipairs(EDIT_FIELDS) do
     local v = p[key]
-    local empty = v == nil or v == false or (type(v) == "string" and (not v:find("%S") or says_no_edit(v)))
-      or (type(v) == "table" and next(v) == nil) or type(v) == "userdata"  -- (JSON null)
-    if not empty then
+    if not empty(v, 0) then
       return nil, string.format("its \"%s\" field (%s) is not an edit kopt reads: a unified diff, " ..
         "search/replace pairs or a whole kernel source", key, type(v) == "table" and "an object or list" or type(v))
     end

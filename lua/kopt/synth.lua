@@ -319,7 +319,7 @@ end
 -- non-empty space. Returns K (with K.space, K.exprs, K.default) or nil, why.
 function M.check(K, spec)
   local src = K.source
-  local ok, why = patch.check_kernel_only(patch.diff("", src), { knobs = {} })
+  local ok, why = patch.check_kernel_only(patch.diff("", src), { knobs = {}, base = "", new = src })
   if not ok then return nil, "refused: " .. why end
   if type(K.entry) ~= "string" or not K.entry:match(IDENT) then
     return nil, string.format("the entry '%s' is not an identifier", tostring(K.entry))

@@ -64,6 +64,42 @@ for _, good in ipairs({
   T.check(ok, "allows %q (%s)", good, tostring(why))
 end
 T.check(device_only.device_variable("auto f = [] __device__ (int i) { return i; };") == nil, "a device lambda")
+-- honest code that looks like a variable to a careless reader
+for _, good in ipairs({
+  "__device__ __forceinline__ float4 &operator+=(float4 &a, const float4 &b) { a.x += b.x; return a; }\n",
+  "struct K { float s; __device__ K &operator+=(float v) { s += v; return *this; }\n" ..
+    "  __device__ bool operator<=(const K &o) const { return s <= o.s; } };\n",
+  "template <int N>\n__device__ cuda::std::enable_if_t<(N >= 2), float2> load2(const float *p) { return {p[0], p[1]}; }\n",
+  "__device__ decltype(0.f) zero() { return 0.f; }\n",
+  "__device__ inline float mad3(float a, float b, float c) noexcept(true) { return a * b + c; }\n",
+  "struct P { float v; __device__ P(float x) : v(x * 2.0f) {} };\n",
+  "__host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }\n",
+  "__device__ const float kWeights[4] = { 0.1f, 0.2f, 0.3f, 0.4f };\n",
+  "__device__ float shout(float v) { printf(\"new row sum %f\\n\", v); return v; }\n",
+  "static_assert(VEC <= 8, \"VEC > 8 would need a new register budget\");\n",
+}) do
+  ok, why = policy(good)
+  T.check(ok, "allows %q (%s)", good, tostring(why))
+end
+-- a line inside a block comment the diff does not show opening is comment,
+-- read in the new source's context
+do
+  local base = "/* The kernel:\n * one row per block\n */\n" .. BASE
+  local new = base:gsub(" %* one row per block", " * one row per block; a new <<<grid>>> needs main() (none here)")
+  ok, why = patch.check_kernel_only(patch.diff(base, new), { knobs = { "VEC" }, base = base, new = new })
+  T.check(ok, "words inside a block comment: %s", tostring(why))
+end
+-- a knob's default may change inside its guard, and guards of several knobs
+-- may share one #if
+ok, why = guard_check((BASE:gsub("#define VEC 4", "#define VEC 8")))
+T.check(ok, "a default changed inside its guard: %s", tostring(why))
+ok, why = guard_check((BASE:gsub("#ifndef VEC\n#define VEC 4\n#endif\n#if !defined%(UNROLL%)",
+                                 "#if !defined(VEC) && !defined(UNROLL)\n#define VEC 4")))
+T.check(ok, "two guards in one #if: %s", tostring(why))
+ok, why = guard_check((BASE:gsub("#ifndef VEC\n", "#if !defined(VEC) || 1\n")))
+T.check(not ok and why:find("VEC", 1, true), "a guard joined by || guards nothing: %s", tostring(why))
+ok, why = guard_check((BASE:gsub("#ifndef VEC\n#define VEC 4", "#ifndef VEC\n#define VEC 4\n#endif\n#def\\\nine VEC 8\n#if 1")))
+T.check(not ok and why:find("VEC", 1, true), "a define spliced over two lines: %s", tostring(why))
 
 -- 3. includes the allow-list cannot read, and device-side new
 ok, why = policy("#include /* io */ <stdio.h>\n")
@@ -90,6 +126,17 @@ local entry = { entry = "k" }
 local elided = BASE:gsub("y%[threadIdx.x%] = VEC %* UNROLL;", "// ... rest of the kernel unchanged ...")
 local new, err = patch.apply_edit(BASE, { kind = "source", text = elided }, entry)
 T.check(not new and err:find("leaves code out", 1, true), "an elided source: %s", tostring(err))
+for _, honest in ipairs({ "// same as before for the tail: one vector per step", "// ... then fold the partial sums",
+                         "// lane 0 writes; the rest of y stays unchanged", "// keeps the existing code path for VEC == 1" }) do
+  local src_h = BASE:gsub("(extern)", honest .. "\n%1")
+  new, err = patch.apply_edit(BASE, { kind = "source", text = src_h }, entry)
+  T.check(new, "an honest comment %q: %s", honest, tostring(err))
+end
+for _, elision in ipairs({ "    // ...", "  /* ... */", "...", "// (rest of the kernel unchanged)", "// existing code" }) do
+  local src_e = BASE:gsub("(extern)", elision .. "\n%1")
+  new, err = patch.apply_edit(BASE, { kind = "source", text = src_e }, entry)
+  T.check(not new and err:find("leaves code out", 1, true), "an elision %q: %s", elision, tostring(err))
+end
 local base2 = "// ... helpers come first\n" .. BASE
 new, err = patch.apply_edit(base2, { kind = "source", text = base2:gsub("VEC %* UNROLL", "UNROLL * VEC") }, entry)
 T.check(new, "a base with the same words: %s", tostring(err))
@@ -114,8 +161,12 @@ for what, p in pairs({ ["patch true"] = { patch = true }, ["patch 3"] = { diff =
   local e, w = experts.edit_of(p)
   T.check(not e and w and w:find("not an edit kopt reads", 1, true), "%s: %s", what, tostring(w))
 end
-T.check(experts.edit_of({ patch = "none" }) == nil and select(2, experts.edit_of({ patch = "none" })) == nil,
-        "\"none\" is no edit, without a complaint")
+for what, p in pairs({ ["\"none\""] = { patch = "none" }, ["an empty diff"] = { patch = { diff = "" } },
+                       ["empty pairs"] = { edits = { { search = "", replace = "" } } },
+                       ["type none"] = { edit = { type = "none" } }, ["the kernel's name"] = { kernel = "k" } }) do
+  local e, w = experts.edit_of(p)
+  T.check(e == nil and w == nil, "%s is no edit, without a complaint (%s)", what, tostring(w))
+end
 
 -- 7. cut at a character boundary
 local s = string.rep("a", 199) .. "\u{e9}tude"
