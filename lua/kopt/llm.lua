@@ -96,18 +96,25 @@ end
 -- llm_model, llm_key_env, llm_timeout, llm_mode, llm_replay): nil and why
 -- when it is off or no endpoint is configured. Its transcript is the run
 -- folder's llm_transcript.jsonl; a resumed run first answers from it, so it
--- asks what it asked before and gets the same answers. A bad setting is a
--- usage error naming `who`.
+-- asks what it asked before and gets the same answers (with no endpoint,
+-- from it alone). A bad setting is a usage error naming `who`.
 function M.for_run(ctx, o, who)
   if o.llm == "off" then return nil, "llm=off" end
   local options = { llm_base_url = o.llm_base_url, llm_model = o.llm_model, llm_timeout = o.llm_timeout,
                     llm_mode = o.llm_mode, llm_replay = o.llm_replay }
   local cfg = M.config(options)
   if o.llm_key_env and o.llm_key_env ~= "" then cfg.api_key = os.getenv(o.llm_key_env) end
-  if not cfg.base_url and not cfg.replay then return nil, "no LLM endpoint configured" end
-  if ctx.run_dir then
+  local own = ctx.run_dir and (ctx.run_dir .. "/llm_transcript.jsonl")
+  if not cfg.base_url and not cfg.replay then
+    -- a run resumed with no endpoint still gets the answers it was given
+    -- (so it proposes what it proposed before); the questions after them go
+    -- to the heuristics. Its transcript is read, not written to.
+    if not (own and sys.stat(own)) then return nil, "no LLM endpoint configured" end
+    cfg.replay, own = own, nil
+  end
+  if own then
     sys.mkdir_p(ctx.run_dir)
-    cfg.transcript = ctx.run_dir .. "/llm_transcript.jsonl"
+    cfg.transcript = own
     if not cfg.replay and sys.stat(cfg.transcript) then cfg.prefix = cfg.transcript end
   end
   local client, err = M.new(cfg)

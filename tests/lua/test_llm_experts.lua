@@ -200,6 +200,30 @@ do
   T.check(fell_back > 0, "resume: no iteration went past the transcript")
 end
 
+-- The same resume with no endpoint at all: the transcript alone answers
+-- what it holds (before, every iteration went to the heuristics, and the
+-- run proposed other states than the interrupted one did).
+local d8 = T.tmpdir("experts-resume-offline")
+local args8 = string.format("experts --backend replay:%s --out %s/run -q --seed 5 --opt iterations=6 --opt patience=6",
+                            REC, d8)
+code, _, err = T.run(args8 .. " --budget 12", llm_env("ok"))
+T.eq(code, 0, "offline resume: first part exit code (" .. err .. ")")
+local transcript_before = T.slurp(d8 .. "/run/llm_transcript.jsonl")
+code, _, err = T.run(args8 .. " --budget 30 --resume", "KOPT_LLM_BASE_URL=")
+T.eq(code, 0, "offline resume: second part exit code (" .. err .. ")")
+do
+  local from_transcript = 0
+  local resumed = false
+  for _, ev in ipairs(events(d8 .. "/run")) do
+    if ev.event == "resume" then resumed = true end
+    if resumed and ev.event == "log" and ev.msg:match("^iteration %d+: ") and ev.msg:find("(llm)", 1, true) then
+      from_transcript = from_transcript + 1
+    end
+  end
+  T.check(from_transcript > 0, "offline resume: no iteration was answered from the transcript")
+  T.eq(T.slurp(d8 .. "/run/llm_transcript.jsonl"), transcript_before, "offline resume: the transcript was rewritten")
+end
+
 server:stop()
 
 -- 7. A custom expert from a file, and an unknown one.
