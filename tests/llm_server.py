@@ -22,6 +22,7 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   noschema   400 on response_format json_schema (like older servers); ok otherwise
   garbage    prose without any JSON
   length     finish_reason "length" with cut-off JSON
+  filtered   finish_reason "content_filter" after a whole first proposal
   quota      429 insufficient_quota
   ratelimit  ok, with x-ratelimit-remaining-requests: 0 and a 1 s reset
   echokey    echoes the Authorization header back (the transcript must redact it)
@@ -657,6 +658,8 @@ class Handler(BaseHTTPRequestHandler):
         doc = json.dumps(proposals_for(req, scenario))
         if scenario == "length":
             return self.completion(req, doc[: len(doc) // 2], finish="length")
+        if scenario == "filtered":
+            return self.completion(req, doc[: len(doc) * 3 // 4], finish="content_filter")
         if scenario == "prose":
             return self.completion(req, "Looking at the results, here is my answer:\n" + doc +
                                    "\nThese should help with occupancy.")

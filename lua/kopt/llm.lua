@@ -289,6 +289,11 @@ local function decode_content(req, reply, finish_reason)
     reply.kind, reply.err = "length", "the reply was cut off at the token limit (finish_reason=length)"
     return reply
   end
+  if finish_reason == "content_filter" then
+    -- (cut off too: what was sent before the stop is no whole answer)
+    reply.kind, reply.err = "refusal", "the server's content filter stopped the reply (finish_reason=content_filter)"
+    return reply
+  end
   local value, err = M.extract_json(reply.content, req.schema and req.schema.accept)
   if value == nil then
     reply.kind, reply.err = "parse", err

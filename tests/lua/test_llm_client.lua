@@ -98,7 +98,7 @@ do
 end
 
 -- Schema violations, prose without JSON, cut-off replies, quota.
-local cases = { badschema = "schema", garbage = "parse", length = "length", quota = "http" }
+local cases = { badschema = "schema", garbage = "parse", length = "length", quota = "http", filtered = "refusal" }
 for sc, kind in pairs(cases) do
   local r = ask(client(sc))
   check(not r.ok and r.kind == kind, "%s: expected kind %s, got %s (%s)", sc, kind, tostring(r.kind), tostring(r.err))
