@@ -18,8 +18,9 @@
 -- Outside the bandit, a stalled search (`stall` evaluations without a new
 -- best by `stall_gain`) gives its free iterations (`stall_share` of them) to
 -- `stall_move` until it makes progress again: region descents (region_rec
--- below, the default), two-knob moves of the best state (propose_pair) or
--- the ei arm.
+-- below) or the ei arm, chosen by a bandit of their own (adaptive, the
+-- default), region descents alone, two-knob moves of the best state
+-- (propose_pair) or the ei arm alone.
 --
 -- The arm is chosen by a discounted UCB bandit on the reward of the
 -- evaluations it caused (its own candidate, and the rollout steps that
@@ -203,6 +204,7 @@ function M.record(ctx, p, arm, id, t, rarm)
     reward = q ^ ctx.options.arm_power
   end
   pay(ctx, p, arm, reward)
+  if p.stall_bandit then pay(ctx, p.stall_bandit, arm, reward) end
   if p.roll and rarm then pay(ctx, p.roll, rarm, reward) end
 end
 
@@ -711,17 +713,24 @@ function M.arm_rec(ctx, st, ops)
   -- iterations, so the arms that find a way out on their own keep finding it)
   if stalled and o.stall_share < 1 then stalled = p.rng:uniform() < o.stall_share end
   local arm
-  if stalled and o.stall_move == "region" then
+  local move = o.stall_move
+  if stalled and move == "adaptive" then
+    -- region descents or the ei arm's proposals, by a bandit of their own
+    -- paid like the portfolio's (what each found lately, wherever it ran)
+    p.stall_bandit = p.stall_bandit or bandit({ "region", "ei" })
+    move = choose(ctx, p.stall_bandit)
+  end
+  if stalled and move == "region" then
     local rec = M.region_rec(ctx, st, p, ops)
     if rec then return rec end  -- (no region left: the bandit's turn)
-  elseif o.stall > 0 and o.stall_move == "region" and o.sweep_at > 0 and #st.expensive == 0
+  elseif not stalled and o.stall > 0 and (o.stall_move == "region" or o.stall_move == "adaptive") and o.sweep_at > 0 and #st.expensive == 0
          and st.progress_at and ctx.evaluations - st.progress_at >= o.sweep_at then
     -- (only without expensive generators: an early sweep takes the free
     -- iterations from the tree, and the tree is what asks them for moves)
     local rec = M.region_rec(ctx, st, p, ops, true)
     if rec then return rec end
   elseif stalled then
-    arm = o.stall_move  -- "pair", or "ei" (the surrogate strategy's move)
+    arm = move  -- "pair", or "ei" (the surrogate strategy's move)
   end
   local strict = arm == "pair"
   arm = arm or M.choose(ctx, p)
@@ -736,12 +745,17 @@ function M.arm_rec(ctx, st, ops)
   return { path = { e }, leaf = id, sample = true, arm = arm, strict = strict or nil }
 end
 
--- Counters for stats(): evaluations paid per arm and per rollout choice.
+-- Counters for stats(): evaluations paid per arm and per rollout choice,
+-- and the stall bandit's choices.
 function M.stats(p)
   local out = {}
   for _, a in ipairs(p.arms) do out["arm_" .. a .. "_evals"] = p.evals[a] end
   if p.roll then
     for _, a in ipairs(p.roll.arms) do out["rollout_" .. a] = p.roll.evals[a] end
+  end
+  -- (stall_move=adaptive: how often a stalled iteration went to each move)
+  if p.stall_bandit then
+    for _, a in ipairs(p.stall_bandit.arms) do out["stall_" .. a] = p.stall_bandit.pulls[a] end
   end
   return out
 end

@@ -129,13 +129,13 @@ end
 
 local total = { sweeps = 0, pairs = 0, off_bad = 0, knob_repeats = 0 }
 for seed = 1, 6 do
-  local on = T.mcgs_replay(tmp, space, 160, seed, "--opt stall=15")
+  local on = T.mcgs_replay(tmp, space, 160, seed, "--opt stall=15 --opt stall_move=region")
   local bad, sweeps = sweep_violations(on)
   T.eq(bad, 0, "seed " .. seed .. ": descents start after the sweep of the small knobs")
   local repeats, n = turn_repeats(on)
   T.eq(repeats, 0, "seed " .. seed .. ": the first two regions of a best state change different knobs")
   total.sweeps, total.pairs = total.sweeps + sweeps, total.pairs + n
-  local off = T.mcgs_replay(tmp, space, 160, seed, "--opt stall=15 --opt stall_sweep=0 --opt region_order=knob")
+  local off = T.mcgs_replay(tmp, space, 160, seed, "--opt stall=15 --opt stall_move=region --opt stall_sweep=0 --opt region_order=knob")
   total.off_bad = total.off_bad + sweep_violations(off)
   total.knob_repeats = total.knob_repeats + turn_repeats(off)
 end
@@ -164,9 +164,9 @@ local idle_expert = tmp_early .. "/idle_expert.lua"
 T.write(idle_expert, [[return { name = "idle_expert", expensive = true, propose = function() return {} end }]])
 local early = { plain = 0, expert = 0 }
 for seed = 1, 6 do
-  early.plain = early.plain + early_sweeps(T.mcgs_replay(tmp_early, space, 160, seed, "--opt stall=15"))
+  early.plain = early.plain + early_sweeps(T.mcgs_replay(tmp_early, space, 160, seed, "--opt stall=15 --opt stall_move=region"))
   early.expert = early.expert + early_sweeps(T.mcgs_replay(tmp_early, space, 160, seed,
-                                                           "--opt stall=15 --opt moves=rules," .. idle_expert))
+                                                           "--opt stall=15 --opt stall_move=region --opt moves=rules," .. idle_expert))
 end
 T.check(early.plain > 0, "without an expensive generator the sweep comes before the stall (%d times)", early.plain)
 T.eq(early.expert, 0, "with an expensive generator no sweep comes before the stall")
@@ -179,9 +179,9 @@ local fine = T.grid_space(tmp_fine .. "/fine.json", { { "M", 3 }, { "S", 10 }, {
                           fine_time)
 local forgot = 0
 for seed = 1, 6 do
-  T.eq(region_repeats(T.mcgs_replay(tmp_fine, fine, 160, seed, "--opt stall=15")), 0,
+  T.eq(region_repeats(T.mcgs_replay(tmp_fine, fine, 160, seed, "--opt stall=15 --opt stall_move=region")), 0,
        "seed " .. seed .. ": no region descended twice without progress")
-  forgot = forgot + region_repeats(T.mcgs_replay(tmp_fine, fine, 160, seed, "--opt stall=15 --opt region_memory=false"))
+  forgot = forgot + region_repeats(T.mcgs_replay(tmp_fine, fine, 160, seed, "--opt stall=15 --opt stall_move=region --opt region_memory=false"))
 end
 T.check(forgot > 0, "with region_memory=false a region is descended again after a small gain")
 
