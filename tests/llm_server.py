@@ -38,7 +38,7 @@ Edits, made against the ```cuda source in the prompt: the statement with
   e_noheader    +/- lines without --- / +++ / @@ headers
   e_fenced      a unified diff inside a ```diff fence, inside the JSON string
   e_crlf        a unified diff with CRLF line ends
-  e_nonewline   a unified diff without its last newline ("\ No newline at end of file")
+  e_nonewline   a unified diff without its last newline ("\\ No newline at end of file")
   e_blankend    a diff made against the source followed by a blank line, removing it
   e_searchreplace  a <<<<<<< SEARCH / ======= / >>>>>>> REPLACE block
   e_source      the whole new kernel in "source"
