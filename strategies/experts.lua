@@ -288,6 +288,7 @@ local function start_repairs(ctx, st)
       ch.content = r.content
       local e = st.expert_by_name[ch.expert]
       local moves, rejected = e.parse(r.value, st.view)
+      moves = moves or {}
       for _, rj in ipairs(rejected or {}) do notes[#notes + 1] = string.format("proposal %d rejected: %s", rj.index, rj.why) end
       -- the proposals in order until one gives a candidate: a second
       -- proposal may hold the fix when the first does not apply

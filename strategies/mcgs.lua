@@ -53,12 +53,13 @@
 -- strategy's); their proposals join the root like fresh samples. With
 -- `rollout_bandit` a second bandit decides per rollout step between the
 -- model's child and the highest prior's. A search without progress for
--- `stall` evaluations gives its free iterations to region descents
--- (`stall_move`): first the best state's other settings of its small knobs
--- measured alone (`stall_sweep`; already after `sweep_at` evaluations when
--- no expensive generator is in use), then descents with a knob of the best
--- state set to another value and held while a rollout retunes the others,
--- the knobs by turns (`region_order`).
+-- `stall` evaluations gives its free iterations to region descents or the
+-- expected-improvement proposal, chosen by a bandit of their own
+-- (`stall_move=adaptive`). A region descent: first the best state's other
+-- settings of its small knobs measured alone (`stall_sweep`; already after
+-- `sweep_at` evaluations when no expensive generator is in use), then a
+-- knob of the best state set to another value and held while a rollout
+-- retunes the others, the knobs by turns (`region_order`).
 --
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to

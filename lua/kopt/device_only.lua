@@ -38,7 +38,13 @@ function M.code_only(source, keep_strings)
     if not a then break end
     local c = text:sub(a, a)
     local nxt = text:sub(a + 1, a + 1)
-    if c == "/" and nxt == "/" then
+    -- (a ' inside a number is a digit separator, 1'000 or 0xFF'FF, not a
+    -- character literal: the token before it begins with a digit)
+    local token = c == "'" and text:sub(math.max(1, a - 64), a - 1):match("[%w_.]*$") or ""
+    if token:find("^%d") then
+      out[#out + 1] = text:sub(at, a)
+      at = a + 1
+    elseif c == "/" and nxt == "/" then
       out[#out + 1] = text:sub(at, a - 1)
       at = text:find("\n", a + 2, true) or n + 1
     elseif c == "/" and nxt == "*" then
@@ -171,6 +177,8 @@ end
 
 -- Constructs the joined text is checked for (comments out, so English in a
 -- comment does not count).
+local MAX_EXPANDED = 1024 * 1024
+
 local JOINED_ONLY = {
   { "%f[%w_]new%s+[%a_:]", "dynamic allocation (new)" },
 }
@@ -191,7 +199,9 @@ local function added_lines(diff, new)
     local hunk = line:match("^@@ %-%d+,?%d* %+(%d+)")
     if hunk then
       c, prev = tonumber(hunk), false
-    elseif line:sub(1, 1) == "+" and not line:match("^%+%+%+ ") then
+    elseif line:sub(1, 1) == "+" and not (c == nil and line:match("^%+%+%+ ")) then
+      -- ("+++ b/file" is a header before the first hunk; inside one, an
+      -- added line that begins "++ ")
       if not prev then run = run + 1 end
       plus[#plus + 1] = { n = n, text = line:sub(2), run = run }
       newline_of[#plus] = c
@@ -212,6 +222,15 @@ local function added_lines(diff, new)
   end
   if mapped then
     code_lines, raw_lines = split(M.code_only(new)), split(M.code_only(new, true))
+    -- a line that continues a spliced one ("\" at the end of the line
+    -- before) is read as the joined line, where code_only put it
+    local start, k, spliced = {}, 0, false
+    for l in (new:gsub("\r\n", "\n") .. "\n"):gmatch("(.-)\n") do
+      k = k + 1
+      start[k] = spliced and start[k - 1] or k
+      spliced = l:sub(-1) == "\\"
+    end
+    for i, k2 in ipairs(newline_of) do newline_of[i] = start[k2] or k2 end
   else
     local texts = {}
     for i, p in ipairs(plus) do texts[i], newline_of[i] = p.text, i end
@@ -260,6 +279,11 @@ local function check_joined(lines)
     for _ = 1, 4 do
       for _, name in ipairs(names) do
         text = text:gsub("%f[%w_]" .. name .. "%f[^%w_]", (macros[name]:gsub("%%", "%%%%")))
+        -- (macros that each expand to copies of the next grow the text
+        -- exponentially: no honest edit needs this much)
+        if #text > MAX_EXPANDED then
+          return nil, string.format("the edit's macros expand to more than %d bytes", MAX_EXPANDED)
+        end
       end
     end
     text = host_device(text:gsub("%s+", " "))
@@ -283,10 +307,33 @@ end
 -- "defined(K)" alone, the name its later branches prove undefined.
 local function condition_names(cond)
   local undefined, later = {}, {}
-  if not cond:find("||", 1, true) then
-    for name in cond:gmatch("!%s*%(?%s*defined%s*%(?%s*([%a_][%w_]*)") do undefined[name] = true end
+  -- the terms of a conjunction at the top level: a condition with anything
+  -- looser than && there (||, or, ?:) is none, and a term guards only when
+  -- it is exactly !defined(K) (so "!defined(K) | 1" and "!!defined(K)" do not)
+  local terms, depth, from, loose = {}, 0, 1, false
+  local i = 1
+  while i <= #cond do
+    local ch = cond:sub(i, i)
+    if ch == "(" then depth = depth + 1
+    elseif ch == ")" then depth = depth - 1
+    elseif depth == 0 and cond:sub(i, i + 1) == "&&" then
+      terms[#terms + 1], from, i = cond:sub(from, i - 1), i + 2, i + 1
+    elseif depth == 0 and (cond:sub(i, i + 1) == "||" or ch == "?"
+                           or cond:find("^%f[%w_]or%f[^%w_]", i)) then
+      loose = true
+    end
+    i = i + 1
   end
-  local only = cond:match("^%s*defined%s*%(?%s*([%a_][%w_]*)%s*%)?%s*$")
+  terms[#terms + 1] = cond:sub(from)
+  if not loose then
+    for _, t in ipairs(terms) do
+      local name = t:match("^%s*!%s*defined%s*%(%s*([%a_][%w_]*)%s*%)%s*$")
+        or t:match("^%s*!%s*defined%s+([%a_][%w_]*)%s*$")
+        or t:match("^%s*!%s*%(%s*defined%s*%(%s*([%a_][%w_]*)%s*%)%s*%)%s*$")
+      if name then undefined[name] = true end
+    end
+  end
+  local only = cond:match("^%s*defined%s*%(%s*([%a_][%w_]*)%s*%)%s*$") or cond:match("^%s*defined%s+([%a_][%w_]*)%s*$")
   if only then later[only] = true end
   return undefined, later
 end

@@ -636,6 +636,7 @@ function M.generator(list, opts)
     if not r.ok then return {}, string.format("reply failed: %s: %s", tostring(r.kind), tostring(r.err)) end
     chain.content = r.content
     local moves, rejected = e.parse(r.value, chain.view)
+    moves = moves or {}
     local notes = {}
     for _, rj in ipairs(rejected or {}) do notes[#notes + 1] = string.format("proposal %d rejected: %s", rj.index, rj.why) end
     for _, mv in ipairs(moves) do
@@ -740,6 +741,8 @@ function M.ask_all(experts, view, rng, client, opts)
       local r = replies[i]
       if r.ok then
         local moves, rejected, notes = e.parse(r.value, view)
+        -- (a custom expert's parse may return its moves alone)
+        moves, rejected, notes = moves or {}, rejected or {}, notes or {}
         out[i] = { expert = e.name, moves = M.finish(moves, e.name), source = "llm", rejected = rejected,
                    notes = notes, analysis = type(r.value) == "table" and r.value.analysis or nil,
                    messages = reqs[i].messages, content = r.content, usage = r.usage,

@@ -723,6 +723,8 @@ function M.arm_rec(ctx, st, ops)
   if stalled and move == "region" then
     local rec = M.region_rec(ctx, st, p, ops)
     if rec then return rec end  -- (no region left: the bandit's turn)
+    -- (not a region descent after all: the stall bandit's count says so)
+    if p.stall_bandit then p.stall_bandit.pulls.region = p.stall_bandit.pulls.region - 1 end
   elseif not stalled and o.stall > 0 and (o.stall_move == "region" or o.stall_move == "adaptive") and o.sweep_at > 0 and #st.expensive == 0
          and st.progress_at and ctx.evaluations - st.progress_at >= o.sweep_at then
     -- (only without expensive generators: an early sweep takes the free

@@ -483,8 +483,8 @@ function M.apply_search_replace(source, blocks)
       local old = split_lines(search)
       local pos, count = find_block(src, old, 1, nil)
       if not pos and count then
-        return nil, string.format("search/replace block %d: the SEARCH part matches %d places once white space " ..
-                                  "is ignored; quote more lines around the one to change", i, count)
+        return nil, string.format("search/replace block %d: the SEARCH part matches %d places compared line by " ..
+                                  "line; quote more lines around the one to change", i, count)
       end
       if not pos then
         return nil, string.format("search/replace block %d does not apply: %s", i,

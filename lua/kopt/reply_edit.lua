@@ -115,12 +115,20 @@ local function edit_of(p)
   if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
   -- (a field that holds nothing but empty text, nulls and "none" is no
   -- edit: {"diff": ""}, [{"search": "", "replace": ""}], {"type": "none"})
+  -- (an object's text fields decide: {"type": "unified", "diff": ""} is no
+  -- edit; an object with no such field is none when all it holds is empty)
+  local CARRIES = {}
+  for _, k in ipairs(TEXT_KEYS) do CARRIES[k] = true end
+  for _, k in ipairs(SOURCE_KEYS) do CARRIES[k] = true end
+  for _, pk in ipairs(PAIR_KEYS) do CARRIES[pk[1]], CARRIES[pk[2]] = true, true end
   local function empty(v, depth)
     if v == nil or v == false or type(v) == "userdata" then return true end  -- (userdata: JSON null)
     if type(v) == "string" then return not v:find("%S") or says_no_edit(v) end
     if type(v) == "table" and depth < 4 then
-      for _, x in pairs(v) do
-        if not empty(x, depth + 1) then return false end
+      local carries = false
+      for k in pairs(v) do if CARRIES[k] or math.type(k) == "integer" then carries = true end end
+      for k, x in pairs(v) do
+        if (not carries or CARRIES[k] or math.type(k) == "integer") and not empty(x, depth + 1) then return false end
       end
       return true
     end

@@ -96,10 +96,44 @@ T.check(ok, "a default changed inside its guard: %s", tostring(why))
 ok, why = guard_check((BASE:gsub("#ifndef VEC\n#define VEC 4\n#endif\n#if !defined%(UNROLL%)",
                                  "#if !defined(VEC) && !defined(UNROLL)\n#define VEC 4")))
 T.check(ok, "two guards in one #if: %s", tostring(why))
-ok, why = guard_check((BASE:gsub("#ifndef VEC\n", "#if !defined(VEC) || 1\n")))
-T.check(not ok and why:find("VEC", 1, true), "a guard joined by || guards nothing: %s", tostring(why))
+for _, cond in ipairs({ "!defined(VEC) || 1", "!defined(VEC) or 1", "!defined(VEC) | 1", "!defined(VEC) + 1",
+                        "!defined(VEC) ? 1 : 1", "!defined(VEC) == 0", "!!defined(VEC)", "!defined(VEC) && 1 || 1" }) do
+  ok, why = guard_check((BASE:gsub("#ifndef VEC\n", "#if " .. cond .. "\n")))
+  T.check(not ok and why:find("VEC", 1, true), "#if %s guards nothing: %s", cond, tostring(why))
+end
+ok, why = guard_check((BASE:gsub("#ifndef VEC\n", "#if !defined(VEC) && __CUDA_ARCH__ >= 800\n")))
+T.check(ok, "a guard in a conjunction: %s", tostring(why))
 ok, why = guard_check((BASE:gsub("#ifndef VEC\n#define VEC 4", "#ifndef VEC\n#define VEC 4\n#endif\n#def\\\nine VEC 8\n#if 1")))
 T.check(not ok and why:find("VEC", 1, true), "a define spliced over two lines: %s", tostring(why))
+
+-- what the line mapping must not lose: an edited continuation line of a
+-- multi-line macro (read as the joined line), an added line that begins
+-- "++ " (no file header inside a hunk), a digit separator (no character
+-- literal), a macro chain that doubles at each step
+do
+  local base = "#define LOAD(i) \\\n  (y[i])\n" .. BASE
+  local new = base:gsub("  %(y%[i%]%)", "  (y[(size_t)malloc(4) + i])")
+  ok, why = patch.check_kernel_only(patch.diff(base, new), { knobs = { "VEC" }, base = base, new = new })
+  T.check(not ok and why:find("allocation", 1, true), "a continuation line: %s", tostring(why))
+  local base2 = BASE .. "__device__ int bump(int i)\n{\n  return i;\n}\n"
+  local new2 = base2:gsub("  return i;\n}\n", "++ i;\n  return i;\n}\n__device__ int g_state;\n")
+  ok, why = patch.check_kernel_only(patch.diff(base2, new2), { knobs = { "VEC" }, base = base2, new = new2 })
+  T.check(not ok and why:find("__device__ variable", 1, true), "after a line beginning ++: %s", tostring(why))
+end
+ok, why = policy("__device__ int scaled(int i) { const int N = 1'000; return i * N; } __device__ int g_hidden;\n")
+T.check(not ok and why:find("__device__ variable", 1, true), "after a digit separator: %s", tostring(why))
+do
+  -- (Ma is Mb Mb, Mb is Mc Mc, ...: in the order the names are expanded)
+  local defs = {}
+  for i = 1, 24 do
+    local a, b = string.char(96 + i), string.char(97 + i)
+    defs[i] = string.format("#define M%s M%s M%s", a, b, b)
+  end
+  local t0 = os.clock()
+  ok, why = policy(table.concat(defs, "\n") .. "\n__device__ int f(int x) { return Ma; }\n")
+  T.check(not ok and why:find("expand", 1, true) and os.clock() - t0 < 5, "a macro chain: %s in %.1f s",
+          tostring(why), os.clock() - t0)
+end
 
 -- 3. includes the allow-list cannot read, and device-side new
 ok, why = policy("#include /* io */ <stdio.h>\n")
@@ -143,7 +177,7 @@ T.check(new, "a base with the same words: %s", tostring(err))
 -- a SEARCH part that matches several places only once white space is ignored
 local twice = BASE .. BASE:gsub("void k%(", "void k2(")
 new, err = patch.apply_edit(twice, "<<<<<<< SEARCH\n#define  VEC 4\n=======\n#define VEC 4 \n>>>>>>> REPLACE\n", entry)
-T.check(not new and err:find("matches 2 places once white space is ignored", 1, true), "loose twice: %s", tostring(err))
+T.check(not new and err:find("matches 2 places compared line by line", 1, true), "loose twice: %s", tostring(err))
 
 -- 6. edit fields in other shapes: read, or refused with the field named
 local DIFF = "@@ -1,1 +1,1 @@\n-#ifndef VEC\n+#ifndef VEC \n"
@@ -163,7 +197,9 @@ for what, p in pairs({ ["patch true"] = { patch = true }, ["patch 3"] = { diff =
 end
 for what, p in pairs({ ["\"none\""] = { patch = "none" }, ["an empty diff"] = { patch = { diff = "" } },
                        ["empty pairs"] = { edits = { { search = "", replace = "" } } },
-                       ["type none"] = { edit = { type = "none" } }, ["the kernel's name"] = { kernel = "k" } }) do
+                       ["type none"] = { edit = { type = "none" } }, ["the kernel's name"] = { kernel = "k" },
+                       ["an empty diff with its type"] = { diff = { type = "unified", diff = "" } },
+                       ["an empty diff with its file"] = { patch = { file = "kernel.cu", diff = "" } } }) do
   local e, w = experts.edit_of(p)
   T.check(e == nil and w == nil, "%s is no edit, without a complaint (%s)", what, tostring(w))
 end
@@ -238,5 +274,22 @@ local _, missing = stderr:gsub("fell back to its heuristic: replay", "")
 T.eq(prose, 1, "notes of the prose reply")
 -- (three experts: three notes each, then one at 10 and one at 100)
 T.check(missing >= 3 and missing <= 15, "notes of missing replies: %d", missing)
+-- 11. a custom expert whose parse returns its moves alone (as the experts
+-- module's header documents) runs; it used to end kopt with an internal error
+T.write(dir .. "/myexp.lua", [[
+local experts = require("kopt.experts")
+local E = { name = "myexp", summary = "parse returns moves only", temperature = 0.4 }
+function E.prompt(view) return { { role = "user", content = "propose" } } end
+function E.parse(value, view) return (experts.parse(value, view, E.name)) end
+function E.heuristic(view, rng) return {} end
+return E
+]])
+T.write(dir .. "/myexp.jsonl", json.encode({ kind = "reply", id = 1, tag = "myexp", status = 200, ok = true,
+  content = json.encode({ analysis = "a", proposals = { { method = "more_threads", changes = { BLOCK_SIZE = 128 },
+                                                          reason = "r" } } }) }) .. "\n")
+code, _, stderr = T.run(string.format(
+  "experts specs/reduce.json --backend replay:tests/data/reduce_h200.t4.json --no-db -q --out %s/myexp " ..
+  "--opt experts=%s/myexp.lua --opt llm_replay=%s/myexp.jsonl --opt iterations=1 --opt init=1", dir, dir, dir))
+T.eq(code, 0, "a custom expert's moves-only parse (" .. stderr:sub(-300) .. ")")
 os.execute("rm -rf '" .. dir .. "'")
 return T.done()
