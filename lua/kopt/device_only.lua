@@ -189,7 +189,7 @@ local JOINED_ONLY = {
 -- comment or string it is), else from the added lines alone. Returns a list
 -- of { n = diff line number, code = text, raw = comment-free text with its
 -- strings (for #include names), run = index of its run of consecutive
--- added lines }.
+-- added lines (consecutive in the new source, blank lines aside) }.
 local function added_lines(diff, new)
   local out, plus, newline_of = {}, {}, {}
   local c, run, prev = nil, 0, false
@@ -231,6 +231,20 @@ local function added_lines(diff, new)
       spliced = l:sub(-1) == "\\"
     end
     for i, k2 in ipairs(newline_of) do newline_of[i] = start[k2] or k2 end
+    -- two runs of added lines with only blank or comment lines of the new
+    -- source between them are one run: "__device__ unsigned", a blank line
+    -- the base had, "g;" is one declaration
+    local r = 0
+    for i, p in ipairs(plus) do
+      local joined = i > 1 and p.run ~= plus[i - 1].run
+      if joined then
+        for k2 = newline_of[i - 1] + 1, newline_of[i] - 1 do
+          if (code_lines[k2] or ""):find("%S") then joined = false break end
+        end
+      end
+      if i == 1 or (p.run ~= plus[i - 1].run and not joined) then r = r + 1 end
+      p.run = r
+    end
   else
     local texts = {}
     for i, p in ipairs(plus) do texts[i], newline_of[i] = p.text, i end

@@ -120,6 +120,13 @@ do
   ok, why = patch.check_kernel_only(patch.diff(base2, new2), { knobs = { "VEC" }, base = base2, new = new2 })
   T.check(not ok and why:find("__device__ variable", 1, true), "after a line beginning ++: %s", tostring(why))
 end
+do
+  -- a declaration split around a blank line the base already has
+  local base = BASE .. "\n__device__ float half(float x) { return x / 2; }\n"
+  local new = base:gsub("\n\n__device__ float half", "__device__ unsigned int\n\ng_count;\n__device__ float half")
+  ok, why = patch.check_kernel_only(patch.diff(base, new), { knobs = { "VEC" }, base = base, new = new })
+  T.check(not ok and why:find("__device__ variable", 1, true), "around a kept blank line: %s", tostring(why))
+end
 ok, why = policy("__device__ int scaled(int i) { const int N = 1'000; return i * N; } __device__ int g_hidden;\n")
 T.check(not ok and why:find("__device__ variable", 1, true), "after a digit separator: %s", tostring(why))
 do
