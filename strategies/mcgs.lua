@@ -54,12 +54,11 @@
 -- `rollout_bandit` a second bandit decides per rollout step between the
 -- model's child and the highest prior's. A search without progress for
 -- `stall` evaluations gives its free iterations to region descents or the
--- expected-improvement proposal, chosen by a bandit of their own
--- (`stall_move=adaptive`). A region descent: first the best state's other
--- settings of its small knobs measured alone (`stall_sweep`; already after
--- `sweep_at` evaluations when no expensive generator is in use), then a
--- knob of the best state set to another value and held while a rollout
--- retunes the others, the knobs by turns (`region_order`).
+-- expected-improvement proposal, chosen by a bandit (`stall_move`). A region
+-- descent: first the best state's other settings of its small knobs alone
+-- (`stall_sweep`; already after `sweep_at` evaluations when no expensive
+-- generator is in use), then a knob of the best state set to another value
+-- and held while a rollout retunes the others, by turns (`region_order`).
 --
 -- Deterministic given the seed and the results: a resumed run replays the
 -- same questions and rebuilds the same graph. The graph is snapshotted to
