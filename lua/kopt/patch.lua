@@ -203,12 +203,19 @@ function M.parse(diff)
       if kind == "+" or kind == "-" then changes = true end
     end
     if changes then
-      local ops, oi, ni = {}, 0, 0
+      local ops, oi, ni, prose_at = {}, 0, 0, nil
+      local changed = false
       for k, kind in ipairs(h.kinds) do
         local o, w
         if kind ~= "+" then oi = oi + 1 o = h.old[oi] end
         if kind ~= "-" then ni = ni + 1 w = h.new[ni] end
         if not (kind == "?" and (k < first or k > last)) then
+          -- (where a blank line is followed by an unprefixed one after a
+          -- change: prose may begin there, "Notes:" and its bullets)
+          if kind == "?" and changed and not prose_at and #ops > 0 and ops[#ops][1] == " " and ops[#ops][2] == "" then
+            prose_at = #ops
+          end
+          if kind == "+" or kind == "-" then changed = true end
           ops[#ops + 1] = { kind == "?" and " " or kind, o, w }
         end
       end
@@ -217,7 +224,13 @@ function M.parse(diff)
       -- the lines the header's counts cover, when the hunk runs on past
       -- them (prose bullets after the diff read as "-" lines): tried when
       -- the whole hunk does not apply
-      if h.want_old and h.want_new then
+      if not (h.want_old and h.want_new) and prose_at then
+        -- without counts: the lines before the blank line that prose follows
+        local short = {}
+        for q = 1, prose_at - 1 do short[q] = ops[q] end
+        h.short = {}
+        h.short.old, h.short.new, h.short.ctx = M.sides(short)
+      elseif h.want_old and h.want_new then
         local no, nn = 0, 0
         for k, op in ipairs(ops) do
           if op[1] ~= "+" then no = no + 1 end

@@ -186,6 +186,15 @@ local twice = BASE .. BASE:gsub("void k%(", "void k2(")
 new, err = patch.apply_edit(twice, "<<<<<<< SEARCH\n#define  VEC 4\n=======\n#define VEC 4 \n>>>>>>> REPLACE\n", entry)
 T.check(not new and err:find("matches 2 places compared line by line", 1, true), "loose twice: %s", tostring(err))
 
+-- a diff with no line numbers, followed by notes after a blank line: the
+-- notes' bullets are not removals
+for _, head in ipairs({ "@@\n", "" }) do
+  local d = head .. "#ifndef VEC\n-#define VEC 4\n+#define VEC 8\n #endif\n\nNotes:\n- a wider default\n- nothing else\n"
+  new, err = patch.apply_edit(BASE, d, entry)
+  T.check(new and new:find("#define VEC 8", 1, true), "a diff %s then notes: %s", head == "" and "without @@" or "with a bare @@",
+          tostring(err))
+end
+
 -- 6. edit fields in other shapes: read, or refused with the field named
 local DIFF = "@@ -1,1 +1,1 @@\n-#ifndef VEC\n+#ifndef VEC \n"
 for what, p in pairs({
