@@ -280,7 +280,7 @@ local function check_joined(lines)
     r[#r + 1] = l.code
   end
   local all = {}
-  for _, r in pairs(runs) do all[#all + 1] = table.concat(r, "\n") end
+  for _, r in ipairs(runs) do all[#all + 1] = table.concat(r, "\n") end
   -- the object-like macros the edit defines, expanded (nested ones too)
   local names, macros = {}, {}
   for name, body in table.concat(all, "\n"):gmatch("#%s*define%s+([%a_][%w_]*)[ \t]+([^\n(][^\n]*)") do
