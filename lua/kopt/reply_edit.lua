@@ -48,6 +48,13 @@ local SOURCE_KEYS = { "source", "new_source", "kernel", "kernel_source" }
 -- The proposal fields that carry an edit, for the note when none is read.
 local EDIT_FIELDS = { "patch", "diff", "edit", "edits" }
 
+-- The keys of an edit object that carry its text (what decides whether an
+-- object is an empty edit).
+local CARRIES = {}
+for _, k in ipairs(TEXT_KEYS) do CARRIES[k] = true end
+for _, k in ipairs(SOURCE_KEYS) do CARRIES[k] = true end
+for _, pk in ipairs(PAIR_KEYS) do CARRIES[pk[1]], CARRIES[pk[2]] = true, true end
+
 -- The edit a proposal carries, or nil: { kind=, text=, blocks= }. An edit
 -- field that is an object or a list holds search/replace pairs or a
 -- {diff=} / {patch=} / {source=} text (a list of hunk objects: their texts
@@ -117,10 +124,6 @@ local function edit_of(p)
   -- edit: {"diff": ""}, [{"search": "", "replace": ""}], {"type": "none"})
   -- (an object's text fields decide: {"type": "unified", "diff": ""} is no
   -- edit; an object with no such field is none when all it holds is empty)
-  local CARRIES = {}
-  for _, k in ipairs(TEXT_KEYS) do CARRIES[k] = true end
-  for _, k in ipairs(SOURCE_KEYS) do CARRIES[k] = true end
-  for _, pk in ipairs(PAIR_KEYS) do CARRIES[pk[1]], CARRIES[pk[2]] = true, true end
   local function empty(v, depth)
     if v == nil or v == false or type(v) == "userdata" then return true end  -- (userdata: JSON null)
     if type(v) == "string" then return not v:find("%S") or says_no_edit(v) end
