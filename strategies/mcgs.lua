@@ -23,8 +23,8 @@
 -- measures unmeasured children of its best state so far (epsilon-greedy on
 -- Q - lambda * N, never a measured or pending state, so it cannot cycle),
 -- moving on whenever a child is faster, until `rollout_misses` steps in a
--- row bring nothing or `rollout_depth` steps are spent. Every rollout step
--- is a real evaluation and is backed up along its own path.
+-- row bring no gain of `rollout_gain` or `rollout_depth` steps are spent.
+-- Every rollout step is a real evaluation, backed up along its own path.
 --
 -- The virtual root holds the start state (the spec's default config, or a
 -- sample) and random restart states: the first `init_samples` iterations
@@ -35,10 +35,11 @@
 -- sample. Batches use virtual loss so ask(ctx, n) returns n distinct states.
 --
 -- The value model (`model`, on by default): a random forest of log(time)
--- over the successful states and a forest on the failure indicator (the
--- surrogate strategy's trees, kopt.classic), refitted as data grows. A
--- rollout step measures the child it expects fastest (optimistically:
--- mu - model_kappa * spread, weighted by the chance of success), and after
+-- over the measured states, a failure standing for the slowest success
+-- plus `fail_penalty` (the surrogate strategy's trees, kopt.classic; with
+-- `fail_model` a forest on the failure indicator instead), refitted as data
+-- grows. A rollout step measures the child it expects fastest
+-- (optimistically: mu - model_kappa * spread), and after
 -- the initial samples a fresh sample is the best of `model_pool` random
 -- configurations by expected improvement. With `model_prior` it also
 -- weighs the priors of new moves, exp(predicted gain / model_tau), and
@@ -83,14 +84,10 @@ local S = {
 local PENDING, DEAD, ONPATH, EXPANDED, EXHAUSTED, MEASURED = 1, 2, 4, 8, 16, 32
 local BLOCK = PENDING | DEAD | ONPATH | EXHAUSTED
 
-local function fail_reward(o, status)
-  if status == "invalid" then return o.fail_invalid end
-  if status == "compile_error" then return o.fail_compile end
-  if status == "launch_error" then return o.fail_launch end
-  if status == "wrong" or status == "suspect" then return o.fail_wrong end
-  if status == "timeout" then return o.fail_timeout end
-  return o.fail_crash
-end
+-- the option that holds a failure's reward, by status (any other: fail_crash)
+local FAIL_OPTION = { invalid = "fail_invalid", compile_error = "fail_compile", launch_error = "fail_launch",
+                      wrong = "fail_wrong", suspect = "fail_wrong", timeout = "fail_timeout" }
+local function fail_reward(o, status) return o[FAIL_OPTION[status] or "fail_crash"] end
 
 local function set_flag(g, id, bit) g:set_flags(id, g:flags(id) | bit) end
 local function clear_flag(g, id, bit) g:set_flags(id, g:flags(id) & ~bit) end
@@ -755,7 +752,9 @@ function S.tell(ctx, results)
         anchor, apath, misses, steps = rec.anchor, rec.anchor_path, rec.misses, rec.rollout
         if not failed and v > (g:reward(anchor) or -math.huge) then
           if rec.freeze then portfolio.region_moved(st, rec.freeze, anchor, leaf) end
-          anchor, apath, misses = leaf, rec.path, 0
+          -- (a gain within the noise moves the anchor but counts as a miss)
+          local small = v - (g:reward(anchor) or -math.huge) < math.log(1 + o.rollout_gain)
+          anchor, apath, misses = leaf, rec.path, small and misses + 1 or 0
         else
           misses = misses + 1
         end

@@ -49,6 +49,15 @@ function M.get(ctx, st)
     fy[i] = m.t[i] and 0 or 1
   end
   local fo = { trees = o.model_trees, features = 0.5, min_leaf = 2, max_depth = 12, free = m.free, knobs = m.mem.knobs }
+  if o.fail_penalty > 0 and m.fails > 0 then
+    -- (the surrogate strategy's way: a failure stands for the slowest
+    -- success plus fail_penalty log-units, in the regression itself)
+    local worst = -math.huge
+    for _, v in ipairs(y) do worst = math.max(worst, v) end
+    for i = 1, n do
+      if not m.t[i] then Xok[#Xok + 1], y[#y + 1] = m.X[i], worst + o.fail_penalty end
+    end
+  end
   m.forest = classic.forest(m.rng, Xok, y, fo)
   if o.fail_model and m.fails > 0 then
     fo.trees = math.max(4, o.model_trees // 2)

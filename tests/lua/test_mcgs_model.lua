@@ -87,7 +87,8 @@ local model_mod = require("kopt.mcgs_model")
 local space_mod = require("kopt.space")
 local mspace = space_mod.new({ knobs = knobs })
 local mctx = { space = mspace, rng = rng_mod.new(9),
-               options = { model_min = 4, model_refit = 0.1, model_trees = 8, fail_model = true, model_kappa = 0 } }
+               options = { model_min = 4, model_refit = 0.1, model_trees = 8, fail_model = true, model_kappa = 0,
+                           fail_penalty = 0 } }
 local mst = { model = model_mod.new(mctx) }
 for _ = 1, 3 do
   for bv = 1, 2 do
@@ -104,5 +105,30 @@ local lt4 = model_mod.predict(mctx, mm_, { A = 4, B = 1 })
 local _, ok1 = model_mod.predict(mctx, mm_, { A = 1, B = 2 })
 T.check(math.abs(lt3) < 0.3 and lt4 > lt3 + 1, "log-times beside their configs: A=3 %s, A=4 %s", lt3, lt4)
 T.check(ok1 < 0.2 and ok3 > 0.8, "the failing value fails, the others do not: %s %s", ok1, ok3)
+
+-- 6. fail_penalty: the failures join the regression as the slowest success
+-- (log 10) plus the penalty, so the failing value is predicted slowest of
+-- all (without it, as above, the regression never saw A = 1 and prices it
+-- like its fast neighbour); without the classifier every config's chance
+-- of success is 1
+local _, _, mu1_without = model_mod.predict(mctx, mm_, { A = 1, B = 1 })
+T.check(mu1_without < lt4 - 1, "without the penalty A=1 is priced like A=2: %s", mu1_without)
+mctx.options.fail_penalty, mctx.options.fail_model = 1.0, false
+mst = { model = model_mod.new(mctx) }
+for _ = 1, 3 do
+  for bv = 1, 2 do
+    model_mod.record(mst, { A = 1, B = bv }, nil)
+    model_mod.record(mst, { A = 2, B = bv }, 1.0)
+    model_mod.record(mst, { A = 3, B = bv }, 1.0)
+    model_mod.record(mst, { A = 4, B = bv }, 10.0)
+  end
+end
+mm_ = model_mod.get(mctx, mst)
+local _, okp, mu1 = model_mod.predict(mctx, mm_, { A = 1, B = 1 })
+local _, _, mu4 = model_mod.predict(mctx, mm_, { A = 4, B = 2 })
+local _, _, mu2 = model_mod.predict(mctx, mm_, { A = 2, B = 2 })
+T.check(mu1 > math.log(10) and mu4 > mu2 + 1 and mu1 > mu4 + 0.5,
+        "a failure stands for the slowest success plus the penalty: A=1 %s, A=4 %s, A=2 %s", mu1, mu4, mu2)
+T.eq(okp, 1, "no classifier: no chance of failure")
 
 return T.done()
