@@ -32,7 +32,8 @@ end
 
 function M.get(ctx, st)
   local m, o = st.model, ctx.options
-  if not m or m.ok < o.model_min then return nil end
+  -- (one success at least, model_min=0 too: a forest of no times predicts NaN)
+  if not m or m.ok < math.max(1, o.model_min) then return nil end
   local n = #m.X
   if m.forest and n - m.fitted_at < math.max(1, math.floor(m.fitted_at * o.model_refit)) then return m end
   local t0 = os.clock()
@@ -49,9 +50,10 @@ function M.get(ctx, st)
     fy[i] = m.t[i] and 0 or 1
   end
   local fo = { trees = o.model_trees, features = 0.5, min_leaf = 2, max_depth = 12, free = m.free, knobs = m.mem.knobs }
-  if o.fail_penalty > 0 and m.fails > 0 then
+  if o.fail_penalty > 0 and m.fails > 0 and #y > 0 then
     -- (the surrogate strategy's way: a failure stands for the slowest
-    -- success plus fail_penalty log-units, in the regression itself)
+    -- success plus fail_penalty log-units, in the regression itself; with
+    -- no success yet, model_min=0, there is no slowest to stand for)
     local worst = -math.huge
     for _, v in ipairs(y) do worst = math.max(worst, v) end
     for i = 1, n do

@@ -62,13 +62,13 @@ local OPTIONS = {
   min_pred_gain = { default = 0.02, help = "weak-move pruning: a move predicted to gain less than this fraction over its parent keeps only prune_factor of its prior (so it waits behind better ones)" },
   prune_factor = { default = 0.05, help = "weak-move pruning: prior factor of a weak move (1 = no pruning)" },
   fail_model = { default = false, help = "model: a classifier (forest on failed / ok) weighs the model's choices by their chance of success" },
-  fail_penalty = { default = 1.0, min = 0, help = "model: failures join the regression of log(time) as the slowest success plus this many log-units (0: the regression sees successes only)" },
+  fail_penalty = { default = 1.0, help = "model: failures join the regression of log(time) as the slowest success plus this many log-units (0: the regression sees successes only)" },
   portfolio = { default = "tree ei cross", help = "arms that share the free iterations, chosen by a bandit (kopt.mcgs_portfolio): " ..
                 "tree (MCGS's descent), ei (the model's expected improvement over random configs and one-knob " ..
                 "neighbours of the best), cross (crossover of the best states), jump (one knob of the best far away), sample (a uniform random config); " ..
                 "space- or comma-separated; tree alone: plain MCGS" },
   rollout_bandit = { default = true, help = "portfolio: a bandit chooses, per rollout step, between the model's child and the highest prior's (model_rollout)" },
-  rollout_gain = { default = 0.005, min = 0, help = "a rollout step that beats its anchor by less than this fraction (measurement noise on a GPU) moves the anchor but counts as a miss" },
+  rollout_gain = { default = 0.005, help = "a rollout step that beats its anchor by less than this fraction (measurement noise on a GPU) moves the anchor but counts as a miss" },
   init_design = { default = "uniform", choices = { "uniform", "maximin" },
                   help = "initial samples: uniform, or each the farthest of design_pool uniform samples from those drawn before" },
   design_pool = { default = 16, help = "init_design=maximin: uniform candidates per initial sample" },
@@ -113,7 +113,8 @@ for kind, names in pairs({
   positive = { "dirichlet_alpha", "pw_c", "model_tau", "arm_power", "restart_c", "model_trees", "max_depth",
                "arm_discount" },
   nonneg = { "c_puct", "expert_c", "fpu_reduction", "rollout_lambda", "sample_margin", "restart_prior", "learn",
-             "arm_c", "arm_xi", "stall_gain", "min_pred_gain", "model_kappa", "rollout_prior", "model_refit" },
+             "arm_c", "arm_xi", "stall_gain", "min_pred_gain", "model_kappa", "rollout_prior", "model_refit",
+             "fail_penalty", "rollout_gain" },
 }) do
   for _, name in ipairs(names) do
     local o = assert(OPTIONS[name], name)

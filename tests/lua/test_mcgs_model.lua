@@ -131,4 +131,16 @@ T.check(mu1 > math.log(10) and mu4 > mu2 + 1 and mu1 > mu4 + 0.5,
         "a failure stands for the slowest success plus the penalty: A=1 %s, A=4 %s, A=2 %s", mu1, mu4, mu2)
 T.eq(okp, 1, "no classifier: no chance of failure")
 
+-- 7. model_min=0 with failures only: no model yet (a forest of no times
+-- would predict NaN, and the penalty would have no slowest success)
+mctx.options.model_min = 0
+mst = { model = model_mod.new(mctx) }
+model_mod.record(mst, { A = 1, B = 1 }, nil)
+model_mod.record(mst, { A = 2, B = 1 }, nil)
+T.eq(model_mod.get(mctx, mst), nil, "no success: no model")
+model_mod.record(mst, { A = 3, B = 1 }, 2.0)
+local m0 = model_mod.get(mctx, mst)
+local lt0 = m0 and model_mod.predict(mctx, m0, { A = 4, B = 2 })
+T.check(lt0 and lt0 == lt0 and lt0 > -math.huge, "one success: a finite prediction, got %s", lt0)
+
 return T.done()
