@@ -90,14 +90,18 @@ local mctx = { space = mspace, rng = rng_mod.new(9),
                options = { model_min = 4, model_refit = 0.1, model_trees = 8, fail_model = true, model_kappa = 0,
                            fail_penalty = 0 } }
 local mst = { model = model_mod.new(mctx) }
-for _ = 1, 3 do
-  for bv = 1, 2 do
-    model_mod.record(mst, { A = 1, B = bv }, nil)
-    model_mod.record(mst, { A = 2, B = bv }, 1.0)
-    model_mod.record(mst, { A = 3, B = bv }, 1.0)
-    model_mod.record(mst, { A = 4, B = bv }, 10.0)
+-- A = 1 fails, A = 2 and 3 take 1 ms, A = 4 takes 10; three times each
+local function record_grid(st)
+  for _ = 1, 3 do
+    for bv = 1, 2 do
+      model_mod.record(st, { A = 1, B = bv }, nil)
+      model_mod.record(st, { A = 2, B = bv }, 1.0)
+      model_mod.record(st, { A = 3, B = bv }, 1.0)
+      model_mod.record(st, { A = 4, B = bv }, 10.0)
+    end
   end
 end
+record_grid(mst)
 local mm_ = model_mod.get(mctx, mst)
 T.eq(#mm_.t, #mm_.X, "one outcome per measured config")
 local lt3, ok3 = model_mod.predict(mctx, mm_, { A = 3, B = 1 })
@@ -115,14 +119,7 @@ local _, _, mu1_without = model_mod.predict(mctx, mm_, { A = 1, B = 1 })
 T.check(mu1_without < lt4 - 1, "without the penalty A=1 is priced like A=2: %s", mu1_without)
 mctx.options.fail_penalty, mctx.options.fail_model = 1.0, false
 mst = { model = model_mod.new(mctx) }
-for _ = 1, 3 do
-  for bv = 1, 2 do
-    model_mod.record(mst, { A = 1, B = bv }, nil)
-    model_mod.record(mst, { A = 2, B = bv }, 1.0)
-    model_mod.record(mst, { A = 3, B = bv }, 1.0)
-    model_mod.record(mst, { A = 4, B = bv }, 10.0)
-  end
-end
+record_grid(mst)
 mm_ = model_mod.get(mctx, mst)
 local _, okp, mu1 = model_mod.predict(mctx, mm_, { A = 1, B = 1 })
 local _, _, mu4 = model_mod.predict(mctx, mm_, { A = 4, B = 2 })
