@@ -133,8 +133,8 @@ end
 M.new_ranking, M.rank_insert, M.rank_nth = new_ranking, rank_insert, rank_nth
 
 local function bandit(arms)
-  local b = { arms = arms, n = {}, s = {}, pulls = {}, evals = {}, total = 0 }
-  for _, a in ipairs(arms) do b.n[a], b.s[a], b.pulls[a], b.evals[a] = 0, 0, 0, 0 end
+  local b = { arms = arms, n = {}, s = {}, evals = {}, total = 0 }
+  for _, a in ipairs(arms) do b.n[a], b.s[a], b.evals[a] = 0, 0, 0 end
   return b
 end
 
@@ -169,7 +169,6 @@ local function choose(ctx, b)
     end
     if not best or score > best_score then best, best_score = a, score end
   end
-  b.pulls[best] = b.pulls[best] + 1
   return best
 end
 
@@ -716,15 +715,18 @@ function M.arm_rec(ctx, st, ops)
   local move = o.stall_move
   if stalled and move == "adaptive" then
     -- region descents or the ei arm's proposals, by a bandit of their own
-    -- paid like the portfolio's (what each found lately, wherever it ran)
+    -- paid like the portfolio's (what each found lately, wherever it ran);
+    -- stall_used counts the stalled iterations each move took, for stats()
     p.stall_bandit = p.stall_bandit or bandit({ "region", "ei" })
+    p.stall_used = p.stall_used or { region = 0, ei = 0 }
     move = choose(ctx, p.stall_bandit)
   end
   if stalled and move == "region" then
     local rec = M.region_rec(ctx, st, p, ops)
-    if rec then return rec end  -- (no region left: the bandit's turn)
-    -- (not a region descent after all: the stall bandit's count says so)
-    if p.stall_bandit then p.stall_bandit.pulls.region = p.stall_bandit.pulls.region - 1 end
+    if rec then
+      if p.stall_used then p.stall_used.region = p.stall_used.region + 1 end
+      return rec
+    end  -- (no region left: the bandit's turn)
   elseif not stalled and o.stall > 0 and (o.stall_move == "region" or o.stall_move == "adaptive") and o.sweep_at > 0 and #st.expensive == 0
          and st.progress_at and ctx.evaluations - st.progress_at >= o.sweep_at then
     -- (only without expensive generators: an early sweep takes the free
@@ -741,6 +743,7 @@ function M.arm_rec(ctx, st, ops)
     return not id or ops.idle(st, id)
   end)
   if not c then return nil, arm end
+  if stalled and p.stall_used and arm == move then p.stall_used[arm] = p.stall_used[arm] + 1 end
   local e, id = root_edge(ctx, st, ops, c, arm)
   -- a two-knob move starts a descent only as a new best (strict): else the
   -- rollouts around the best state it missed would take the budget back
@@ -757,7 +760,7 @@ function M.stats(p)
   end
   -- (stall_move=adaptive: how often a stalled iteration went to each move)
   if p.stall_bandit then
-    for _, a in ipairs(p.stall_bandit.arms) do out["stall_" .. a] = p.stall_bandit.pulls[a] end
+    for _, a in ipairs(p.stall_bandit.arms) do out["stall_" .. a] = p.stall_used[a] end
   end
   return out
 end
