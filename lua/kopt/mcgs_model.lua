@@ -1,6 +1,7 @@
 -- MCGS's value model (strategies/mcgs.lua, --opt model): a forest of
--- log(time) over the measured states and, when some failed, a forest on the
--- failure indicator; it prices new moves, rollout steps and model samples.
+-- log(time) over the measured states (failures priced as the slowest success
+-- plus fail_penalty) and, with fail_model, a forest on the failure
+-- indicator; it prices new moves, rollout steps and model samples.
 -- The state it keeps lives in st.model (M.new); the search's own state (st)
 -- is read, never changed, apart from st.model.
 local classic = require("kopt.classic")
@@ -17,9 +18,9 @@ function M.new(ctx)
 end
 
 -- The value model. Every told state's ordinal vector and outcome are kept;
--- a forest of log(time) over the successes is refitted when the data grew
--- by model_refit, and, when failures were seen, a second forest on the
--- failure indicator gives the chance that a state fails. Nil until model_min
+-- a forest of log(time) is refitted when the data grew by model_refit, and,
+-- with fail_model and failures seen, a second forest on the failure
+-- indicator gives the chance that a state fails. Nil until model_min
 -- successes are in (the first states are priced by the rules alone).
 function M.record(st, config, t)
   local m = st.model
@@ -37,10 +38,9 @@ function M.get(ctx, st)
   local n = #m.X
   if m.forest and n - m.fitted_at < math.max(1, math.floor(m.fitted_at * o.model_refit)) then return m end
   local t0 = os.clock()
-  -- the regression sees successes only (a failure has no time; standing in
-  -- a penalty for it would make the trees' spread, and so the expected
-  -- improvement, largest right at the border of the failing region); the
-  -- classifier sees everything
+  -- the regression fits log(time) of the successes, plus the failures at a
+  -- penalty (below) unless fail_penalty=0; the classifier, when on, sees
+  -- every state as failed or not
   local Xok, y, fy = {}, {}, {}
   for i = 1, n do
     if m.t[i] then
