@@ -758,8 +758,13 @@ function S.tell(ctx, results)
         else
           misses = misses + 1
         end
-      elseif not failed and (rec.freeze  -- (a region's start descends whatever its time)
-             or not rec.init and (not o.rollout_improving or not pv or v > pv)
+      elseif rec.freeze and (not failed or o.region_repair) then
+        -- a region's start descends whatever its time; with region_repair
+        -- a failed one too, over its neighbours that keep the held knob
+        -- (the value may need another knob changed with it: a larger tile
+        -- with a smaller block, a size that must divide another)
+        anchor, apath, misses, steps = leaf, rec.path, failed and 1 or 0, 0
+      elseif not failed and (not rec.init and (not o.rollout_improving or not pv or v > pv)
              and (not rec.sample or v >= (st.best_v or 0) - (rec.strict and 0 or o.sample_margin))) then
         -- (a strict proposal descends only as a new best: v is best_v then)
         anchor, apath, misses, steps = leaf, rec.path, 0, 0

@@ -37,6 +37,7 @@ local OPTIONS = {
   fail_timeout = { default = -1.0, help = "reward of a timeout" },
   vl_value = { default = -1.0, help = "value of a virtual loss (pending evaluation) in Q" },
   learn = { default = 1.0, help = "weight of this run's per-method gains in new priors (0 = off)" },
+  region_repair = { default = false, help = "stall: a region descent whose start fails goes on from there, over the neighbours that keep the held knob's value" },
   learn_floor = { default = -0.1, help = "lowest mean gain a method's learned prior counts (a floor on the penalty: moves that rarely help alone, such as toggles, stay in play)" },
   priors = { default = "", help = "method statistics from `kopt regraph` (JSON) to weight move priors" },
   regraph = { default = "auto", help = "ReGraph for expert moves: the transition graph of earlier runs as their " ..

@@ -637,9 +637,10 @@ function M.region_rec(ctx, st, p, ops, sweep_only)
       local id = st.g:find(ctx:key(c))
       if id and st.measured[id] then
         -- measured already (a one-knob move of the best, as a rule): the
-        -- descent starts from it, if it succeeded
-        if st.time[id] then
-          local rec = ops.rollout_step(ctx, st, id, st.path_to[id], 1, 0, freeze)
+        -- descent starts from it, if it succeeded (or with region_repair
+        -- from its neighbours in the region: mcgs.lua's tell)
+        if st.time[id] or ctx.options.region_repair then
+          local rec = ops.rollout_step(ctx, st, id, st.path_to[id], 1, st.time[id] and 0 or 1, freeze)
           if rec then
             rec.arm = "region"
             return rec

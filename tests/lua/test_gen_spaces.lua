@@ -23,7 +23,7 @@ local function generate(dir, seed, count)
 end
 
 local a = generate(tmp .. "/a", 7, 12)
-local b = generate(tmp .. "/b", 7, 12)
+generate(tmp .. "/b", 7, 12)
 local c = generate(tmp .. "/c", 8, 12)
 T.eq(#a, 12, "one line per space")
 
