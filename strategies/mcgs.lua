@@ -620,11 +620,10 @@ local function reward_of(ctx, st, r, t)
 end
 
 -- A rollout is a greedy descent: each step measures one unmeasured, idle
--- child of the rollout's anchor (its best state so far) chosen
--- epsilon-greedily on Q - lambda * N; a faster child becomes the anchor. It
--- ends after rollout_misses steps in a row without a new anchor, or
--- rollout_depth steps. Measured states and states in flight are never chosen,
--- so rollouts cannot cycle.
+-- child of the rollout's anchor (its best state so far) chosen epsilon-greedily
+-- on Q - lambda * N; a faster child becomes the anchor. It ends after
+-- rollout_misses steps in a row without a new anchor, or rollout_depth steps.
+-- Measured states and states in flight are never chosen: no cycles.
 -- freeze (a region descent of the portfolio's stall): { name =, value = },
 -- a knob the descent keeps at its value, so it explores that region.
 function rollout_step(ctx, st, anchor, apath, steps, misses, freeze)
@@ -759,10 +758,7 @@ function S.tell(ctx, results)
           misses = misses + 1
         end
       elseif rec.freeze and (not failed or o.region_repair) then
-        -- a region's start descends whatever its time; with region_repair
-        -- a failed one too, over its neighbours that keep the held knob
-        -- (the value may need another knob changed with it: a larger tile
-        -- with a smaller block, a size that must divide another)
+        -- (a region's start descends whatever its time; region_repair: failed too)
         anchor, apath, misses, steps = leaf, rec.path, failed and 1 or 0, 0
       elseif not failed and (not rec.init and (not o.rollout_improving or not pv or v > pv)
              and (not rec.sample or v >= (st.best_v or 0) - (rec.strict and 0 or o.sample_margin))) then
