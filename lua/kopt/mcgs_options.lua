@@ -37,7 +37,6 @@ local OPTIONS = {
   fail_timeout = { default = -1.0, help = "reward of a timeout" },
   vl_value = { default = -1.0, help = "value of a virtual loss (pending evaluation) in Q" },
   learn = { default = 1.0, help = "weight of this run's per-method gains in new priors (0 = off)" },
-  region_repair = { default = false, help = "stall: a region descent whose start fails goes on from there, over the neighbours that keep the held knob's value" },
   learn_floor = { default = -0.1, help = "lowest mean gain a method's learned prior counts (a floor on the penalty: moves that rarely help alone, such as toggles, stay in play)" },
   priors = { default = "", help = "method statistics from `kopt regraph` (JSON) to weight move priors" },
   regraph = { default = "auto", help = "ReGraph for expert moves: the transition graph of earlier runs as their " ..
@@ -84,6 +83,7 @@ local OPTIONS = {
   stall_move = { default = "adaptive", choices = { "adaptive", "region", "ei", "pair" },
                  help = "stall: descents with one knob of the best state set to another value and held (region), the ei arm's proposals (ei), the two chosen by a bandit of their own paid like the portfolio's (adaptive), or two-knob moves of the best state (pair)" },
   region_steps = { default = 0, help = "region descents (stall_move=region, adaptive): a region descent still slower than the best by more than sample_margin after this many steps ends there (0 = no limit)" },
+  region_repair = { default = false, help = "region descents: one whose start fails still goes on from there, over the neighbours that keep the held knob's value" },
   stall_sweep = { default = 6, help = "region descents: before the descents, the best state's other settings of each knob with at most this many values are measured alone (0 = none)" },
   sweep_at = { default = 5, help = "region descents: the sweep (stall_sweep) already after this many evaluations without progress, when no expensive move generator (LLM experts) is in use (0: at the stall; an earlier sweep would leave the tree, which asks those generators, few iterations)" },
   region_order = { default = "turns", choices = { "knob", "turns" },
