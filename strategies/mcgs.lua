@@ -749,11 +749,11 @@ function S.tell(ctx, results)
       local anchor, apath, misses, steps
       if rec.rollout then
         anchor, apath, misses, steps = rec.anchor, rec.anchor_path, rec.misses, rec.rollout
-        if not failed and v > (g:reward(anchor) or -math.huge) then
+        local av = g:reward(anchor) or -math.huge
+        if not failed and v > av then
           if rec.freeze then portfolio.region_moved(st, rec.freeze, anchor, leaf) end
           -- (a gain within the noise moves the anchor but counts as a miss)
-          local small = v - (g:reward(anchor) or -math.huge) < math.log(1 + o.rollout_gain)
-          anchor, apath, misses = leaf, rec.path, small and misses + 1 or 0
+          anchor, apath, misses = leaf, rec.path, v - av < math.log(1 + o.rollout_gain) and misses + 1 or 0
         else
           misses = misses + 1
         end
