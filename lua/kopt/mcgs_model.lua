@@ -5,15 +5,14 @@
 -- The state it keeps lives in st.model (M.new); the search's own state (st)
 -- is read, never changed, apart from st.model.
 local classic = require("kopt.classic")
+local features = require("kopt.model_features")
 local moves_mod = require("kopt.moves")
 
 local M = {}
 
 -- The model's state for a space, or nil when model=false.
 function M.new(ctx)
-  local free = {}
-  for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then free[#free + 1] = j end end
-  return { mem = classic.memory(ctx.space), free = free, rng = ctx.rng:fork(), X = {}, t = {}, ok = 0,
+  return { enc = features.encoder(ctx.space, ctx.options.model_features), rng = ctx.rng:fork(), X = {}, t = {}, ok = 0,
            fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
 end
 
@@ -27,7 +26,7 @@ function M.record(st, config, t)
   if not m then return end
   -- a failure is kept as false, not nil, so m.t stays aligned with m.X
   local n = #m.X + 1
-  m.X[n], m.t[n] = m.mem:vector(config), t or false
+  m.X[n], m.t[n] = m.enc:vector(config), t or false
   if t then m.ok = m.ok + 1 else m.fails = m.fails + 1 end
 end
 
@@ -49,7 +48,8 @@ function M.get(ctx, st)
     end
     fy[i] = m.t[i] and 0 or 1
   end
-  local fo = { trees = o.model_trees, features = 0.5, min_leaf = 2, max_depth = 12, free = m.free, knobs = m.mem.knobs }
+  local fo = { trees = o.model_trees, features = 0.5, min_leaf = 2, max_depth = 12, free = m.enc.free,
+              knobs = m.enc.knobs }
   if o.fail_penalty > 0 and m.fails > 0 and #y > 0 then
     -- (the surrogate strategy's way: a failure stands for the slowest
     -- success plus fail_penalty log-units, in the regression itself; with
@@ -75,7 +75,7 @@ end
 -- Optimistic predicted log-time of a config, and its chance of success.
 function M.predict(ctx, m, config)
   local t0 = os.clock()
-  local x = m.mem:vector(config)
+  local x = m.enc:vector(config)
   local mu, sd = classic.predict(m.forest, x)
   local p_ok = 1
   if m.classifier then p_ok = 1 - classic.predict(m.classifier, x) end

@@ -50,6 +50,8 @@ local OPTIONS = {
   start = { default = "default", choices = { "default", "random" },
             help = "start state: the spec's default config (when it has one) or a random sample" },
   model = { default = true, help = "learned value model: a random forest of log(time) (kopt.classic) and a failure classifier guide rollouts and pick the fresh samples (docs/SEARCH.md)" },
+  model_features = { default = "ordinal", choices = { "ordinal", "bits" },
+                     help = "model: the columns its trees split on: each knob's value index (ordinal), plus, for a knob of positive integers, power of two or not and trailing zero bits (bits; kopt.model_features)" },
   model_trees = { default = 12, help = "model: trees in the forest" },
   model_min = { default = 8, help = "model: successful measurements before the first fit" },
   model_refit = { default = 0.1, help = "model: refit once the measured set grew by this fraction" },

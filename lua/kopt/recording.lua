@@ -474,6 +474,9 @@ local function from_t4(doc, file, r)
     else
       entry.status = status
       entry.log = type(value) == "string" and value or res.invalidity
+      -- T4 has no class for a crash: kopt writes it as invalidity
+      -- "runtime" with the measurement "crash", and reads it back as one
+      if status == "launch_error" and value == "crash" then entry.status = "crash" end
     end
     local t = res.times or {}
     if type(t) ~= "table" then bad(".times: expected an object") end

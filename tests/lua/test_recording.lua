@@ -60,5 +60,21 @@ T.eq(#rec.entries, 14, "entries of a cache cut in the middle of its last entry")
 T.write(tmp .. "/header.json", text:sub(1, 200))
 local bad, err = recording.read(tmp .. "/header.json")
 T.check(bad == nil and err:find("could not be repaired", 1, true), "a cache cut in its header: %s", tostring(err))
+
+-- kopt's own T4 export read back: every status keeps its class (a crash,
+-- which T4 has no class for, too).
+local rundir = require("kopt.rundir")
+local json = require("kopt.json")
+local statuses = { "ok", "crash", "launch_error", "compile_error", "wrong", "timeout", "invalid" }
+local records = {}
+for i, s in ipairs(statuses) do
+  records[i] = { config = { x = i }, timestamp = "2026-01-01T00:00:00Z",
+                 result = { status = s, time_ms = s == "ok" and 1.5 or nil } }
+end
+json.write_file(tmp .. "/export.json", rundir.t4(records, { kopt = "test" }))
+rec = assert(recording.read(tmp .. "/export.json"))
+local back = {}
+for _, e in ipairs(rec.entries) do back[math.tointeger(e.config.x)] = e.status end
+T.eq(table.concat(back, " "), table.concat(statuses, " "), "statuses after a T4 export and read")
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
