@@ -67,9 +67,9 @@ local rundir = require("kopt.rundir")
 local json = require("kopt.json")
 local statuses = { "ok", "crash", "launch_error", "compile_error", "wrong", "timeout", "invalid" }
 local records = {}
-for i, s in ipairs(statuses) do
+for i, status in ipairs(statuses) do
   records[i] = { config = { x = i }, timestamp = "2026-01-01T00:00:00Z",
-                 result = { status = s, time_ms = s == "ok" and 1.5 or nil } }
+                 result = { status = status, time_ms = status == "ok" and 1.5 or nil } }
 end
 json.write_file(tmp .. "/export.json", rundir.t4(records, { kopt = "test" }))
 rec = assert(recording.read(tmp .. "/export.json"))
