@@ -74,15 +74,9 @@ T.check(o256 > 0.9 and math.abs(o256 - o240) < 0.05, "ordinal: 256 (%.3f) no fas
 -- 4. MCGS runs
 local tmp = T.tmpdir("model_features")
 local conv = "tests/data/convolution_A4000.json"
-local function run(dir, opts)
-  local code, _, err = T.run(string.format("mcgs --backend replay:%s --budget 120 --seed 2 -q %s --out %s/%s",
-                                           conv, opts, tmp, dir))
-  T.eq(code, 0, dir .. " exit code (" .. err .. ")")
-  return (T.events(tmp .. "/" .. dir))
-end
-local a = run("a", "--opt model_features=bits")
-local b = run("b", "--opt model_features=bits")
-local c = run("c", "")
+local a = T.mcgs_replay(tmp .. "/a", conv, 120, 2, "--opt model_features=bits")
+local b = T.mcgs_replay(tmp .. "/b", conv, 120, 2, "--opt model_features=bits")
+local c = T.mcgs_replay(tmp, conv, 120, 2, "")
 local same, differ = #a == #b, false
 for i = 1, #a do
   if a[i].key ~= (b[i] and b[i].key) then same = false end
