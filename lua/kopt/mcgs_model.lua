@@ -12,8 +12,8 @@ local M = {}
 
 -- The model's state for a space, or nil when model=false.
 function M.new(ctx)
-  return { enc = features.encoder(ctx.space, ctx.options.model_features), rng = ctx.rng:fork(), X = {}, t = {}, ok = 0,
-           fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
+  return { enc = features.encoder(ctx.space, ctx.options.model_features), rng = ctx.rng:fork(), X = {}, t = {},
+           ok = 0, fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
 end
 
 -- The value model. Every told state's ordinal vector and outcome are kept;

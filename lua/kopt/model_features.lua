@@ -8,6 +8,8 @@
 -- alternate with slow ones (64, 128, 256 fast; 80, 96, 112 slow). A derived
 -- column is kept only where it orders the values differently from the list
 -- (for 1, 2, 4, 8 it would repeat the ordinal).
+local classic = require("kopt.classic")
+
 local M = {}
 
 local function is_positive_integer(v)
@@ -58,10 +60,8 @@ local DERIVED = { { name = "pow2", f = is_power_of_two }, { name = "tz", f = tra
 -- or "bits".
 function M.encoder(space, kind)
   kind = kind or "ordinal"
-  local knobs, index, cols, free = space.knobs, {}, {}, {}
+  local mem, knobs, cols, free = classic.memory(space), space.knobs, {}, {}
   for j, k in ipairs(knobs) do
-    index[j] = {}
-    for i, v in ipairs(k.values) do index[j][v] = i end
     cols[j] = k
     if #k.values > 1 then free[#free + 1] = j end
   end
@@ -89,15 +89,13 @@ function M.encoder(space, kind)
     error("model features: unknown kind '" .. tostring(kind) .. "' (ordinal, bits)", 2)
   end
   local nk = #knobs
-  local enc = { knobs = cols, free = free, derived = #derived }
+  local enc = { knobs = cols, free = free }
   function enc.vector(_, config)
-    local x = {}
-    for j, k in ipairs(knobs) do x[j] = index[j][config[k.name]] or 1 end
+    local x = mem:vector(config)
     for c, d in ipairs(derived) do x[nk + c] = d.level[x[d.j]] end
     return x
   end
   return enc
 end
-
 
 return M
