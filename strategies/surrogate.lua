@@ -1,5 +1,5 @@
--- Model-based search: a random-forest surrogate of log(time) with expected
--- improvement.
+-- Model-based search: a random-forest surrogate of log(time) (or, with
+-- model=gp, a Gaussian process) with expected improvement.
 --
 -- After `init` random configurations, a forest of regression trees is fitted
 -- on the measured ones (features: the index of each knob's value, so splits
@@ -17,6 +17,8 @@ local S = {
   description = "random-forest model of log(time), expected improvement over random and neighbouring configs",
   options = {
     init = { default = 10, min = 0, help = "random configurations measured before the first model" },
+    model = { default = "forest", choices = { "forest", "gp" },
+      help = "the surrogate: a random forest (forest) or a Gaussian process over the knobs' value indices scaled to [0,1] (gp; kopt.classic.gp)" },
     trees = { default = 16, min = 1, help = "trees in the forest" },
     features = { default = 0.5, gt = 0, max = 1, help = "fraction of the knobs each split may choose from" },
     min_leaf = { default = 2, min = 1, help = "fewest samples in a leaf" },
@@ -39,7 +41,7 @@ function S.init(ctx)
   local free = {}
   for j, k in ipairs(ctx.space.knobs) do if #k.values > 1 then free[#free + 1] = j end end
   ctx.surrogate = { o = classic.options(S, ctx), mem = mem, free = free, X = {}, f = {},
-                    ranked = {}, fitted_at = 0, ok = 0 }
+                    ranked = {}, fitted_at = 0, ok = 0, gp_cache = {} }
 end
 
 local function fit_and_rank(ctx, st)
@@ -52,8 +54,14 @@ local function fit_and_rank(ctx, st)
     end
   end
   for i, f in ipairs(st.f) do if f == math.huge then y[i] = worst + o.failure_penalty end end
-  local forest = classic.forest(rng, X, y, { trees = o.trees, features = o.features, min_leaf = o.min_leaf,
-                                             max_depth = o.max_depth, free = st.free, knobs = mem.knobs })
+  local fo = { trees = o.trees, features = o.features, min_leaf = o.min_leaf, max_depth = o.max_depth,
+               free = st.free, knobs = mem.knobs }
+  local forest
+  if o.model == "gp" and classic.gp_fits(st.free) then
+    forest = classic.gp(st.gp_cache, X, y, fo)
+  else
+    forest = classic.forest(rng, X, y, fo)
+  end
   -- Candidate pool: random fresh configurations plus fresh neighbours of the best.
   local pool, inpool = {}, {}
   local function add(c)

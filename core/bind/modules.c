@@ -25,6 +25,7 @@ static const luaL_Reg c_modules[] = {
 	{"kopt.ptx", luaopen_kopt_ptx},
 	{"kopt.mpi", luaopen_kopt_mpi},
 	{"kopt.db", luaopen_kopt_db},
+	{"kopt.gp", luaopen_kopt_gp},
 	{NULL, NULL},
 };
 

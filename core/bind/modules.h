@@ -18,5 +18,6 @@ int luaopen_kopt_http(lua_State *L);
 int luaopen_kopt_ptx(lua_State *L);
 int luaopen_kopt_mpi(lua_State *L);
 int luaopen_kopt_db(lua_State *L);
+int luaopen_kopt_gp(lua_State *L);
 
 #endif

@@ -7,6 +7,7 @@
 -- for cached configurations would never finish. When no new configuration is
 -- left the helpers return nil and the strategy answers {} (done).
 local errors = require("kopt.errors")
+local gp = require("kopt.gp")
 
 local M = {}
 
@@ -228,8 +229,45 @@ function M.forest(rng, X, y, o)
   return forest
 end
 
--- Mean and spread of the trees' answers for the ordinal vector x.
+-- A Gaussian process (kopt.gp) over the same vectors, the free knobs'
+-- value indices scaled to [0,1]: classic.predict reads it like a forest.
+-- The grids: length scales in that unit cube (neighbouring values of an
+-- 8-value knob are 1/7 apart) and noise variances of the standardised
+-- targets. The pair is chosen again by marginal likelihood each time the
+-- data has doubled since the last choice, kept in `cache` (a table the
+-- caller keeps between fits); in between, the last pair is refitted.
+local GP_SCALES = { 0.05, 0.1, 0.2, 0.4, 0.8, 1.6 }
+local GP_NOISES = { 1e-4, 1e-2, 0.1 }
+
+function M.gp(cache, X, y, o)
+  local opts = { cols = o.free, levels = {}, scales = GP_SCALES, noises = GP_NOISES }
+  for i, j in ipairs(o.free) do opts.levels[i] = #o.knobs[j].values end
+  if cache.pair and #X < 2 * cache.pair.n then
+    opts.scales, opts.noises = { cache.pair.scale }, { cache.pair.noise }
+  end
+  local model, err = gp.fit(X, y, opts)
+  if not model and #opts.scales == 1 then
+    -- (the last pair no longer factorises: choose again over the grids)
+    opts.scales, opts.noises = GP_SCALES, GP_NOISES
+    model, err = gp.fit(X, y, opts)
+  end
+  if not model then error("value model: " .. err, 0) end
+  if #opts.scales > 1 then
+    local scale, noise = model:params()
+    cache.pair = { n = #X, scale = scale, noise = noise }
+  end
+  return { gp = model }
+end
+
+-- Whether a GP can model the free knobs `free` (1 to kopt.gp.MAX_COLUMNS).
+function M.gp_fits(free)
+  return #free >= 1 and #free <= gp.MAX_COLUMNS
+end
+
+-- Mean and spread of the trees' answers for the ordinal vector x (or of a
+-- Gaussian process's posterior, for a model from M.gp).
 function M.predict(forest, x)
+  if forest.gp then return forest.gp:predict(x) end
   local s1, s2 = 0, 0
   for _, T in ipairs(forest) do
     local node = 1

@@ -60,7 +60,12 @@ function M.get(ctx, st)
       if not m.t[i] then Xok[#Xok + 1], y[#y + 1] = m.X[i], worst + o.fail_penalty end
     end
   end
-  m.forest = classic.forest(m.rng, Xok, y, fo)
+  if o.model_kind == "gp" and classic.gp_fits(m.enc.free) then
+    m.gp_cache = m.gp_cache or {}
+    m.forest = classic.gp(m.gp_cache, Xok, y, fo)
+  else
+    m.forest = classic.forest(m.rng, Xok, y, fo)
+  end
   if o.fail_model and m.fails > 0 then
     fo.trees = math.max(4, o.model_trees // 2)
     m.classifier = classic.forest(m.rng, m.X, fy, fo)

@@ -52,6 +52,8 @@ local OPTIONS = {
   model = { default = true, help = "learned value model: a random forest of log(time) (kopt.classic) and a failure classifier guide rollouts and pick the fresh samples (docs/SEARCH.md)" },
   model_features = { default = "ordinal", choices = { "ordinal", "bits" },
                      help = "model: the columns its trees split on: each knob's value index (ordinal), plus, for a knob of positive integers, power of two or not and trailing zero bits (bits; kopt.model_features)" },
+  model_kind = { default = "forest", choices = { "forest", "gp" },
+                 help = "model: a random forest of log(time) (forest), or a Gaussian process over the knobs' value indices scaled to [0,1], Matern 5/2, length scale and noise by marginal likelihood (gp; kopt.gp)" },
   model_trees = { default = 12, help = "model: trees in the forest" },
   model_min = { default = 8, help = "model: successful measurements before the first fit" },
   model_refit = { default = 0.1, help = "model: refit once the measured set grew by this fraction" },

@@ -1,0 +1,100 @@
+-- Gaussian-process regression (kopt.gp, core/gp.c) and MCGS's model_kind=gp:
+--  1. on a smooth function of two knobs it interpolates the points it saw
+--     (small spread there) and predicts the points it did not see within
+--     0.05, with a larger spread far from every point;
+--  2. the marginal likelihood chooses a long length scale for a smooth
+--     function and a short one for a rugged one;
+--  3. only the listed columns are read (a column left out changes nothing);
+--  4. bad input: targets that are not finite and grid values that are not
+--     positive give nil and the reason; malformed options raise;
+--  5. an MCGS run with model_kind=gp is deterministic given the seed, differs
+--     from the forest's run, and reports its fits in graph.json.
+local T = require("testlib")
+local gp = require("kopt.gp")
+local json = require("kopt.json")
+
+local SCALES = { 0.05, 0.1, 0.2, 0.4, 0.8, 1.6 }
+local NOISES = { 1e-4, 1e-2, 0.1 }
+
+local function grid_fit(f, keep, opts)
+  local X, y = {}, {}
+  for a = 1, 9 do
+    for b = 1, 9 do
+      if keep(a, b) then
+        X[#X + 1] = { a, b, 1 }
+        y[#y + 1] = f(a, b)
+      end
+    end
+  end
+  opts = opts or {}
+  return gp.fit(X, y, { cols = opts.cols or { 1, 2 }, levels = opts.levels or { 9, 9 },
+                        scales = opts.scales or SCALES, noises = opts.noises or NOISES })
+end
+
+-- 1. a smooth bowl, every other point seen
+local function bowl(a, b) return ((a - 6) / 4) ^ 2 + 0.5 * ((b - 3) / 4) ^ 2 end
+local seen = function(a, b) return (a + b) % 2 == 0 end
+local m = assert(grid_fit(bowl, seen))
+local worst_seen, worst_new, sd_seen = 0, 0, 0
+for a = 1, 9 do
+  for b = 1, 9 do
+    local mu, sd = m:predict({ a, b, 1 })
+    if seen(a, b) then
+      worst_seen, sd_seen = math.max(worst_seen, math.abs(mu - bowl(a, b))), math.max(sd_seen, sd)
+    else
+      worst_new = math.max(worst_new, math.abs(mu - bowl(a, b)))
+    end
+  end
+end
+T.check(worst_seen < 0.01, "seen points interpolated (worst error %.4f)", worst_seen)
+T.check(worst_new < 0.05, "unseen points predicted (worst error %.4f)", worst_new)
+local _, sd_far = assert(grid_fit(bowl, function(a) return a <= 3 end)):predict({ 9, 5, 1 })
+T.check(sd_far > 5 * sd_seen, "spread far from the data (%.4f) above the spread at a point seen (%.4f)", sd_far, sd_seen)
+
+-- 2. length scales
+local smooth_scale = m:params()
+local rugged = assert(grid_fit(function(a, b) return ((a * 7 + b * 13) % 5) / 4 end, function() return true end))
+local rugged_scale = rugged:params()
+T.check(smooth_scale >= 0.4, "smooth: long length scale (%.2f)", smooth_scale)
+T.check(rugged_scale <= 0.1, "rugged: short length scale (%.2f)", rugged_scale)
+
+-- 3. columns: the third column is never read
+local only = assert(grid_fit(bowl, seen))
+local mu1 = only:predict({ 4, 4, 1 })
+local mu2 = only:predict({ 4, 4, 99 })
+T.eq(mu1, mu2, "a column not listed is not read")
+
+-- 4. bad input
+local fit, err = gp.fit({ { 1 }, { 2 } }, { 0, 0 / 0 }, { cols = { 1 }, levels = { 2 }, scales = { 1 }, noises = { 1 } })
+T.check(fit == nil and err:find("target 2 is not finite"), "a NaN target: %s", tostring(err))
+fit, err = gp.fit({ { 1 }, { 2 } }, { 0, 1 }, { cols = { 1 }, levels = { 2 }, scales = { 0 }, noises = { 1 } })
+T.check(fit == nil and err:find("length scale 1 is not a positive number"), "a zero scale: %s", tostring(err))
+fit, err = gp.fit({}, {}, { cols = { 1 }, levels = { 2 }, scales = { 1 }, noises = { 1 } })
+T.check(fit == nil and err:find("no points"), "no points: %s", tostring(err))
+local ok, msg = pcall(gp.fit, { { 1 } }, { 0 }, { cols = { 1 }, levels = { 2 }, noises = { 1 } })
+T.check(not ok and msg:find("options.scales"), "missing scales raise: %s", tostring(msg))
+ok, msg = pcall(gp.fit, { { 1 } }, { 0, 1 }, { cols = { 1 }, levels = { 2 }, scales = { 1 }, noises = { 1 } })
+T.check(not ok and msg:find("as many targets"), "more targets than vectors raise: %s", tostring(msg))
+ok, msg = pcall(gp.fit, { { "x" } }, { 0 }, { cols = { 1 }, levels = { 2 }, scales = { 1 }, noises = { 1 } })
+T.check(not ok and msg:find("vector 1: column 1 is not a number"), "a string in a vector raises: %s", tostring(msg))
+
+-- 5. MCGS runs
+local tmp = T.tmpdir("gp")
+local conv = "tests/data/convolution_A4000.json"
+local a = T.mcgs_replay(tmp .. "/a", conv, 120, 2, "--opt model_kind=gp")
+local b = T.mcgs_replay(tmp .. "/b", conv, 120, 2, "--opt model_kind=gp")
+local c = T.mcgs_replay(tmp, conv, 120, 2, "")
+local same, differ = #a == #b, false
+for i = 1, #a do
+  if a[i].key ~= (b[i] and b[i].key) then same = false end
+  if a[i].key ~= (c[i] and c[i].key) then differ = true end
+end
+T.eq(#a, 120, "gp run: evaluations")
+T.check(same, "the same seed gives the same evaluations")
+T.check(differ, "the GP changes what the model chooses")
+local f = assert(io.open(tmp .. "/a/s2-__opt_model_kind_gp/graph.json"))
+local graph = json.decode(f:read("a"))
+f:close()
+T.check(graph.model and graph.model.fits > 5, "graph.json reports the GP's fits (%s)", tostring(graph.model and graph.model.fits))
+
+return T.done()
