@@ -1,5 +1,6 @@
-/* Gaussian-process regression (gp.h): Matern 5/2, grid-chosen length scale
- * and noise, Cholesky of the kernel matrix. */
+/* Gaussian-process regression (gp.h): Matern 5/2 with a length scale per
+ * coordinate, hyperparameters by grid and coordinate search on the log
+ * marginal likelihood, Cholesky of the kernel matrix. */
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,29 +10,27 @@
 
 struct kopt_gp {
 	size_t n, d;
-	double scale, noise, lml;
+	double noise, lml;
 	double y_mean, y_sd;
-	double *X;     /* n*d, scaled by 1/scale */
+	double *inv2;  /* d: 1 / scale^2 per coordinate */
+	double *X;     /* n*d */
 	double *L;     /* n*n lower Cholesky factor of K + noise I */
 	double *alpha; /* (K + noise I)^-1 (y - mean) / sd */
 	double *work;  /* n, for predict's triangular solve */
 };
 
-/* Matern 5/2 of the distance r (already divided by the length scale). */
+/* What a fit works on: the points' squared differences per coordinate, the
+ * standardised targets, and scratch for one factorisation. */
+struct fit_data {
+	size_t n, d;
+	double *diff2; /* pairs i > j, row by row: (i*(i-1)/2 + j) * d + k */
+	double *yt, *L, *alpha, *z;
+};
+
 static double matern52(double r2)
 {
 	double r = sqrt(5.0 * r2);
 	return (1.0 + r + r * r / 3.0) * exp(-r);
-}
-
-static double dist2(const double *a, const double *b, size_t d)
-{
-	double s = 0;
-	for (size_t k = 0; k < d; k++) {
-		double t = a[k] - b[k];
-		s += t * t;
-	}
-	return s;
 }
 
 /* In-place lower Cholesky of the n*n row-major A (the lower triangle is read
@@ -58,8 +57,8 @@ static int cholesky(double *A, size_t n)
 	return 0;
 }
 
-/* Solves L z = b (forward) into z. */
-static void forward(const double *L, size_t n, const double *b, double *z)
+/* Solves L z = b (forward), then L^T x = z (backward). */
+static void solve(const double *L, size_t n, const double *b, double *z, double *x)
 {
 	for (size_t i = 0; i < n; i++) {
 		const double *ri = L + i * n;
@@ -68,11 +67,6 @@ static void forward(const double *L, size_t n, const double *b, double *z)
 			t -= ri[k] * z[k];
 		z[i] = t / ri[i];
 	}
-}
-
-/* Solves L^T x = z (backward) into x. */
-static void backward(const double *L, size_t n, const double *z, double *x)
-{
 	for (size_t i = n; i-- > 0;) {
 		double t = z[i];
 		for (size_t k = i + 1; k < n; k++)
@@ -81,128 +75,222 @@ static void backward(const double *L, size_t n, const double *z, double *x)
 	}
 }
 
-/* Factorises K + noise I for the points Xs (already scaled) into L and
- * solves for alpha; returns the log marginal likelihood, or -INFINITY when
- * the factorisation fails. D holds the pairwise squared distances. */
-static double fit_one(const double *D, size_t n, double inv_scale2, double noise, const double *yt,
-		      double *L, double *alpha, double *z)
+/* Factorises K + noise I into f->L and solves for f->alpha; returns the log
+ * marginal likelihood, or -INFINITY when the factorisation fails. */
+static double likelihood(struct fit_data *f, const double *inv2, double noise)
 {
+	size_t n = f->n, d = f->d;
+	const double *dp = f->diff2;
 	for (size_t i = 0; i < n; i++) {
-		for (size_t j = 0; j < i; j++)
-			L[i * n + j] = matern52(D[i * n + j] * inv_scale2);
-		L[i * n + i] = 1.0 + noise;
+		for (size_t j = 0; j < i; j++, dp += d) {
+			double r2 = 0;
+			for (size_t k = 0; k < d; k++)
+				r2 += dp[k] * inv2[k];
+			f->L[i * n + j] = matern52(r2);
+		}
+		f->L[i * n + i] = 1.0 + noise;
 	}
-	if (cholesky(L, n) != 0)
+	if (cholesky(f->L, n) != 0)
 		return -INFINITY;
-	forward(L, n, yt, z);
-	backward(L, n, z, alpha);
+	solve(f->L, n, f->yt, f->z, f->alpha);
 	double fit = 0, logdet = 0;
 	for (size_t i = 0; i < n; i++) {
-		fit += yt[i] * alpha[i];
-		logdet += log(L[i * n + i]);
+		fit += f->yt[i] * f->alpha[i];
+		logdet += log(f->L[i * n + i]);
 	}
 	return -0.5 * fit - logdet - 0.5 * (double)n * log(2 * M_PI);
 }
 
-struct kopt_gp *kopt_gp_fit(const double *X, const double *y, int n, int d,
-			    const double *scales, int nscales,
-			    const double *noises, int nnoises,
-			    char *err, size_t errlen)
+static int check_input(const double *X, const double *y, int n, int d, char *err, size_t errlen)
 {
-	if (n < 1 || d < 1 || nscales < 1 || nnoises < 1) {
-		snprintf(err, errlen, "gp: need at least one point, one coordinate and one grid value (n=%d, d=%d)", n, d);
-		return NULL;
+	if (n < 1 || d < 1) {
+		snprintf(err, errlen, "gp: need at least one point and one coordinate (n=%d, d=%d)", n, d);
+		return -1;
 	}
 	for (int i = 0; i < n * d; i++)
 		if (!isfinite(X[i])) {
 			snprintf(err, errlen, "gp: point %d coordinate %d is not finite", i / d + 1, i % d + 1);
-			return NULL;
+			return -1;
 		}
 	for (int i = 0; i < n; i++)
 		if (!isfinite(y[i])) {
 			snprintf(err, errlen, "gp: target %d is not finite", i + 1);
-			return NULL;
+			return -1;
 		}
-	for (int i = 0; i < nscales; i++)
-		if (!(scales[i] > 0) || !isfinite(scales[i])) {
-			snprintf(err, errlen, "gp: length scale %d is not a positive number", i + 1);
-			return NULL;
+	return 0;
+}
+
+static int check_positive(const double *v, int count, const char *what, char *err, size_t errlen)
+{
+	for (int i = 0; i < count; i++)
+		if (!(v[i] > 0) || !isfinite(v[i])) {
+			snprintf(err, errlen, "gp: %s %d is not a positive number", what, i + 1);
+			return -1;
 		}
-	for (int i = 0; i < nnoises; i++)
-		if (!(noises[i] > 0) || !isfinite(noises[i])) {
-			snprintf(err, errlen, "gp: noise %d is not a positive number", i + 1);
-			return NULL;
-		}
-	size_t un = (size_t)n, ud = (size_t)d;
+	return 0;
+}
+
+static void free_data(struct fit_data *f)
+{
+	free(f->diff2), free(f->yt), free(f->L), free(f->alpha), free(f->z);
+}
+
+/* The model shell and the fit's working data; standardises y and fills the
+ * pairwise differences. NULL when memory runs out. */
+static struct kopt_gp *prepare(const double *X, const double *y, size_t n, size_t d, struct fit_data *f)
+{
+	memset(f, 0, sizeof *f);
+	f->n = n, f->d = d;
+	f->diff2 = malloc(sizeof(double) * (n * (n - 1) / 2 * d + 1));
+	f->yt = malloc(sizeof(double) * n);
+	f->L = malloc(sizeof(double) * n * n);
+	f->alpha = malloc(sizeof(double) * n);
+	f->z = malloc(sizeof(double) * n);
 	struct kopt_gp *gp = calloc(1, sizeof *gp);
-	double *D = malloc(sizeof(double) * un * un);
-	double *yt = malloc(sizeof(double) * un);
-	double *Lt = malloc(sizeof(double) * un * un);
-	double *at = malloc(sizeof(double) * un);
 	if (gp) {
-		gp->X = malloc(sizeof(double) * un * ud);
-		gp->L = malloc(sizeof(double) * un * un);
-		gp->alpha = malloc(sizeof(double) * un);
-		gp->work = malloc(sizeof(double) * un);
+		gp->inv2 = malloc(sizeof(double) * d);
+		gp->X = malloc(sizeof(double) * n * d);
+		gp->L = malloc(sizeof(double) * n * n);
+		gp->alpha = malloc(sizeof(double) * n);
+		gp->work = malloc(sizeof(double) * n);
 	}
-	if (!gp || !D || !yt || !Lt || !at || !gp->X || !gp->L || !gp->alpha || !gp->work) {
-		snprintf(err, errlen, "gp: out of memory for %d points", n);
-		free(D), free(yt), free(Lt), free(at);
+	if (!gp || !f->diff2 || !f->yt || !f->L || !f->alpha || !f->z || !gp->inv2 || !gp->X || !gp->L ||
+	    !gp->alpha || !gp->work) {
+		free_data(f);
 		kopt_gp_free(gp);
 		return NULL;
 	}
-	gp->n = un, gp->d = ud;
+	gp->n = n, gp->d = d;
+	memcpy(gp->X, X, sizeof(double) * n * d);
 	double mean = 0, var = 0;
-	for (size_t i = 0; i < un; i++)
+	for (size_t i = 0; i < n; i++)
 		mean += y[i];
-	mean /= n;
-	for (size_t i = 0; i < un; i++)
+	mean /= (double)n;
+	for (size_t i = 0; i < n; i++)
 		var += (y[i] - mean) * (y[i] - mean);
 	/* (one point, or all equal: unit spread, so the prior's scale holds) */
-	double sd = n > 1 && var > 0 ? sqrt(var / n) : 1.0;
+	double sd = n > 1 && var > 0 ? sqrt(var / (double)n) : 1.0;
 	gp->y_mean = mean, gp->y_sd = sd;
-	for (size_t i = 0; i < un; i++)
-		yt[i] = (y[i] - mean) / sd;
-	for (size_t i = 0; i < un; i++)
-		for (size_t j = 0; j < i; j++)
-			D[i * un + j] = dist2(X + i * ud, X + j * ud, ud);
-	gp->lml = -INFINITY;
-	for (int a = 0; a < nscales; a++)
-		for (int b = 0; b < nnoises; b++) {
-			double lml = fit_one(D, un, 1.0 / (scales[a] * scales[a]), noises[b], yt, Lt, at, gp->work);
-			if (lml > gp->lml) {
-				double *t = gp->L;
-				gp->L = Lt, Lt = t;
-				t = gp->alpha, gp->alpha = at, at = t;
-				gp->lml = lml, gp->scale = scales[a], gp->noise = noises[b];
+	for (size_t i = 0; i < n; i++)
+		f->yt[i] = (y[i] - mean) / sd;
+	double *dp = f->diff2;
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < i; j++, dp += d)
+			for (size_t k = 0; k < d; k++) {
+				double t = X[i * d + k] - X[j * d + k];
+				dp[k] = t * t;
 			}
-		}
-	free(D), free(yt), free(Lt), free(at);
+	gp->lml = -INFINITY;
+	return gp;
+}
+
+/* Tries inv2/noise; when its likelihood beats the model's, the model takes
+ * it (the factor and alpha swapped in, inv2 and noise copied). */
+static int try_params(struct kopt_gp *gp, struct fit_data *f, const double *inv2, double noise)
+{
+	double lml = likelihood(f, inv2, noise);
+	if (!(lml > gp->lml))
+		return 0;
+	double *t = gp->L;
+	gp->L = f->L, f->L = t;
+	t = gp->alpha, gp->alpha = f->alpha, f->alpha = t;
+	memcpy(gp->inv2, inv2, sizeof(double) * gp->d);
+	gp->noise = noise, gp->lml = lml;
+	return 1;
+}
+
+static struct kopt_gp *finish(struct kopt_gp *gp, struct fit_data *f, char *err, size_t errlen)
+{
+	free_data(f);
 	if (gp->lml == -INFINITY) {
-		snprintf(err, errlen, "gp: the kernel matrix is not positive definite for any noise of the grid");
+		snprintf(err, errlen, "gp: the kernel matrix is not positive definite for any choice of noise");
 		kopt_gp_free(gp);
 		return NULL;
 	}
-	for (size_t i = 0; i < un * ud; i++)
-		gp->X[i] = X[i] / gp->scale;
 	return gp;
+}
+
+#define MAX_D 256
+
+struct kopt_gp *kopt_gp_fit(const double *X, const double *y, int n, int d,
+			    const struct kopt_gp_grid *grid, char *err, size_t errlen)
+{
+	if (check_input(X, y, n, d, err, errlen) != 0)
+		return NULL;
+	if (d > MAX_D || grid->nscales < 1 || grid->nnoises < 1) {
+		snprintf(err, errlen, "gp: 1 to %d coordinates and non-empty grids expected", MAX_D);
+		return NULL;
+	}
+	if (check_positive(grid->scales, grid->nscales, "length scale", err, errlen) != 0 ||
+	    check_positive(grid->noises, grid->nnoises, "noise", err, errlen) != 0)
+		return NULL;
+	struct fit_data f;
+	size_t ud = (size_t)d;
+	struct kopt_gp *gp = prepare(X, y, (size_t)n, ud, &f);
+	if (!gp) {
+		snprintf(err, errlen, "gp: out of memory for %d points", n);
+		return NULL;
+	}
+	double inv2[MAX_D];
+	for (int a = 0; a < grid->nscales; a++)
+		for (int b = 0; b < grid->nnoises; b++) {
+			for (size_t k = 0; k < ud; k++)
+				inv2[k] = 1.0 / (grid->scales[a] * grid->scales[a]);
+			try_params(gp, &f, inv2, grid->noises[b]);
+		}
+	if (grid->ard && gp->lml > -INFINITY) {
+		static const double factors[] = {0.25, 0.5, 2, 4, 16};
+		for (int sweep = 0; sweep < 2; sweep++)
+			for (size_t k = 0; k < ud; k++) {
+				double start = gp->inv2[k];
+				for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++) {
+					memcpy(inv2, gp->inv2, sizeof(double) * ud);
+					inv2[k] = start / (factors[i] * factors[i]);
+					try_params(gp, &f, inv2, gp->noise);
+				}
+			}
+	}
+	return finish(gp, &f, err, errlen);
+}
+
+struct kopt_gp *kopt_gp_refit(const double *X, const double *y, int n, int d,
+			      const double *scales, double noise, char *err, size_t errlen)
+{
+	if (check_input(X, y, n, d, err, errlen) != 0)
+		return NULL;
+	if (d > MAX_D) {
+		snprintf(err, errlen, "gp: 1 to %d coordinates expected", MAX_D);
+		return NULL;
+	}
+	if (check_positive(scales, d, "length scale", err, errlen) != 0 ||
+	    check_positive(&noise, 1, "noise", err, errlen) != 0)
+		return NULL;
+	struct fit_data f;
+	size_t ud = (size_t)d;
+	struct kopt_gp *gp = prepare(X, y, (size_t)n, ud, &f);
+	if (!gp) {
+		snprintf(err, errlen, "gp: out of memory for %d points", n);
+		return NULL;
+	}
+	double inv2[MAX_D];
+	for (size_t k = 0; k < ud; k++)
+		inv2[k] = 1.0 / (scales[k] * scales[k]);
+	try_params(gp, &f, inv2, noise);
+	return finish(gp, &f, err, errlen);
 }
 
 void kopt_gp_predict(const struct kopt_gp *gp, const double *x, double *mean, double *sd)
 {
 	size_t n = gp->n, d = gp->d;
-	double xs[64], *xv = xs, *heap = NULL;
-	if (d > 64)
-		xv = heap = malloc(sizeof(double) * d);
-	if (!xv) {
-		*mean = gp->y_mean, *sd = gp->y_sd;
-		return;
-	}
-	for (size_t k = 0; k < d; k++)
-		xv[k] = x[k] / gp->scale;
 	double *kx = gp->work, m = 0;
 	for (size_t i = 0; i < n; i++) {
-		kx[i] = matern52(dist2(gp->X + i * d, xv, d));
+		const double *xi = gp->X + i * d;
+		double r2 = 0;
+		for (size_t k = 0; k < d; k++) {
+			double t = xi[k] - x[k];
+			r2 += t * t * gp->inv2[k];
+		}
+		kx[i] = matern52(r2);
 		m += kx[i] * gp->alpha[i];
 	}
 	/* var = k(x,x) - |L^-1 k|^2, solved in place over kx */
@@ -215,21 +303,22 @@ void kopt_gp_predict(const struct kopt_gp *gp, const double *x, double *mean, do
 		kx[i] = t / ri[i];
 		q += kx[i] * kx[i];
 	}
-	free(heap);
 	double var = 1.0 - q;
 	*mean = gp->y_mean + gp->y_sd * m;
 	*sd = gp->y_sd * sqrt(var > 0 ? var : 0);
 }
 
-void kopt_gp_params(const struct kopt_gp *gp, double *scale, double *noise, double *lml)
+void kopt_gp_params(const struct kopt_gp *gp, double *scales, double *noise, double *lml)
 {
-	*scale = gp->scale, *noise = gp->noise, *lml = gp->lml;
+	for (size_t k = 0; k < gp->d; k++)
+		scales[k] = 1.0 / sqrt(gp->inv2[k]);
+	*noise = gp->noise, *lml = gp->lml;
 }
 
 void kopt_gp_free(struct kopt_gp *gp)
 {
 	if (!gp)
 		return;
-	free(gp->X), free(gp->L), free(gp->alpha), free(gp->work);
+	free(gp->inv2), free(gp->X), free(gp->L), free(gp->alpha), free(gp->work);
 	free(gp);
 }

@@ -17,8 +17,8 @@ local S = {
   description = "random-forest model of log(time), expected improvement over random and neighbouring configs",
   options = {
     init = { default = 10, min = 0, help = "random configurations measured before the first model" },
-    model = { default = "forest", choices = { "forest", "gp" },
-      help = "the surrogate: a random forest (forest) or a Gaussian process over the knobs' value indices scaled to [0,1] (gp; kopt.classic.gp)" },
+    model = { default = "forest", choices = { "forest", "gp", "gp_iso" },
+      help = "the surrogate: a random forest (forest), or a Gaussian process over the knobs' value indices scaled to [0,1] with a length scale per knob (gp) or one for every knob (gp_iso; kopt.classic.gp)" },
     trees = { default = 16, min = 1, help = "trees in the forest" },
     features = { default = 0.5, gt = 0, max = 1, help = "fraction of the knobs each split may choose from" },
     min_leaf = { default = 2, min = 1, help = "fewest samples in a leaf" },
@@ -57,7 +57,8 @@ local function fit_and_rank(ctx, st)
   local fo = { trees = o.trees, features = o.features, min_leaf = o.min_leaf, max_depth = o.max_depth,
                free = st.free, knobs = mem.knobs }
   local forest
-  if o.model == "gp" and classic.gp_fits(st.free) then
+  if o.model ~= "forest" and classic.gp_fits(st.free) then
+    fo.ard = o.model == "gp"
     forest = classic.gp(st.gp_cache, X, y, fo)
   else
     forest = classic.forest(rng, X, y, fo)

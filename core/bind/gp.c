@@ -2,14 +2,18 @@
  * ordinal vectors, as a "kopt.GP" object.
  *
  *   local model, err = gp.fit(X, y, {cols = {j, ...}, levels = {n, ...},
- *                                    scales = {...}, noises = {...}})
+ *                                    scales = {...}, noises = {...}, ard = true})
+ *   local model, err = gp.fit(X, y, {cols = ..., levels = ...,
+ *                                    fixed = {scales = {one per column}, noise = v}})
  *   local mean, sd = model:predict(x)
- *   local scale, noise, lml = model:params()
+ *   local scales, noise, lml = model:params()   -- scales: one per column
  *
  * X is a list of vectors (Lua arrays of value indices 1..levels), y their
  * targets. Only the columns in cols are read; column cols[k] with levels[k]
- * values is mapped to [0,1] as (index - 1) / (levels - 1). Bad arguments
- * raise; a fit that cannot be made returns nil and the reason. */
+ * values is mapped to [0,1] as (index - 1) / (levels - 1). The first form
+ * chooses the length scales and the noise (struct kopt_gp_grid); the second
+ * refits with the ones given (a previous fit's params). Bad arguments raise;
+ * a fit that cannot be made returns nil and the reason. */
 #include <stdlib.h>
 
 #include <lauxlib.h>
@@ -31,9 +35,9 @@ struct lgp {
 
 /* A list of positive numbers at field `name` of the options table, into a
  * scratch array owned by the Lua stack (a userdata, so an error frees it). */
-static double *number_list(lua_State *L, int opts, const char *name, int *count)
+static double *number_list(lua_State *L, int opts, const char *key, const char *name, int *count)
 {
-	if (lua_getfield(L, opts, name) != LUA_TTABLE)
+	if (lua_getfield(L, opts, key) != LUA_TTABLE)
 		luaL_error(L, "gp.fit: options.%s: expected a list of numbers", name);
 	int n = (int)luaL_len(L, -1);
 	if (n < 1)
@@ -91,9 +95,26 @@ static int l_fit(lua_State *L)
 		lua_pop(L, 2);
 	}
 	lua_pop(L, 2);
-	int ns, nn;
-	double *scales = number_list(L, 3, "scales", &ns);
-	double *noises = number_list(L, 3, "noises", &nn);
+	int fixed = lua_getfield(L, 3, "fixed") == LUA_TTABLE;
+	lua_pop(L, 1);
+	int ns = 0, nn = 0, ard = 0;
+	double *scales = NULL, *noises = NULL, noise = 0;
+	if (fixed) {
+		lua_getfield(L, 3, "fixed");
+		scales = number_list(L, lua_gettop(L), "scales", "fixed.scales", &ns);
+		if (ns != m->d)
+			return luaL_error(L, "gp.fit: options.fixed.scales: one per column expected (%d, got %d)", m->d, ns);
+		if (lua_getfield(L, -2, "noise") != LUA_TNUMBER)
+			return luaL_error(L, "gp.fit: options.fixed.noise: expected a number");
+		noise = lua_tonumber(L, -1);
+		lua_pop(L, 1);
+	} else {
+		scales = number_list(L, 3, "scales", "scales", &ns);
+		noises = number_list(L, 3, "noises", "noises", &nn);
+		lua_getfield(L, 3, "ard");
+		ard = lua_toboolean(L, -1);
+		lua_pop(L, 1);
+	}
 	if (n == 0)
 		return kopt_bind_fail(L, "gp: no points to fit");
 	double *X = lua_newuserdatauv(L, sizeof(double) * (size_t)n * (size_t)m->d, 0);
@@ -111,7 +132,12 @@ static int l_fit(lua_State *L)
 		lua_pop(L, 1);
 	}
 	char err[256];
-	m->gp = kopt_gp_fit(X, y, n, m->d, scales, ns, noises, nn, err, sizeof err);
+	if (fixed) {
+		m->gp = kopt_gp_refit(X, y, n, m->d, scales, noise, err, sizeof err);
+	} else {
+		struct kopt_gp_grid grid = {scales, ns, noises, nn, ard};
+		m->gp = kopt_gp_fit(X, y, n, m->d, &grid, err, sizeof err);
+	}
 	if (m->gp == NULL)
 		return kopt_bind_fail(L, err);
 	lua_pushvalue(L, model);
@@ -140,9 +166,13 @@ static int l_predict(lua_State *L)
 static int l_params(lua_State *L)
 {
 	struct lgp *m = check_gp(L);
-	double scale, noise, lml;
-	kopt_gp_params(m->gp, &scale, &noise, &lml);
-	lua_pushnumber(L, scale);
+	double scales[MAX_COLS], noise, lml;
+	kopt_gp_params(m->gp, scales, &noise, &lml);
+	lua_createtable(L, m->d, 0);
+	for (int k = 0; k < m->d; k++) {
+		lua_pushnumber(L, scales[k]);
+		lua_rawseti(L, -2, k + 1);
+	}
 	lua_pushnumber(L, noise);
 	lua_pushnumber(L, lml);
 	return 3;

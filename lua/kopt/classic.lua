@@ -233,28 +233,28 @@ end
 -- value indices scaled to [0,1]: classic.predict reads it like a forest.
 -- The grids: length scales in that unit cube (neighbouring values of an
 -- 8-value knob are 1/7 apart) and noise variances of the standardised
--- targets. The pair is chosen again by marginal likelihood each time the
--- data has doubled since the last choice, kept in `cache` (a table the
--- caller keeps between fits); in between, the last pair is refitted.
+-- targets; then, with o.ard, a length scale per knob. The choice is made
+-- again by marginal likelihood each time the data has doubled since the
+-- last one, kept in `cache` (a table the caller keeps between fits); in
+-- between, the last choice is refitted.
 local GP_SCALES = { 0.05, 0.1, 0.2, 0.4, 0.8, 1.6 }
 local GP_NOISES = { 1e-4, 1e-2, 0.1 }
 
 function M.gp(cache, X, y, o)
-  local opts = { cols = o.free, levels = {}, scales = GP_SCALES, noises = GP_NOISES }
+  local opts = { cols = o.free, levels = {}, scales = GP_SCALES, noises = GP_NOISES, ard = o.ard }
   for i, j in ipairs(o.free) do opts.levels[i] = #o.knobs[j].values end
-  if cache.pair and #X < 2 * cache.pair.n then
-    opts.scales, opts.noises = { cache.pair.scale }, { cache.pair.noise }
+  local model, err
+  if cache.choice and #X < 2 * cache.choice.n then
+    opts.fixed = cache.choice
+    model = gp.fit(X, y, opts)
+    -- (the last choice no longer factorises: choose again over the grids)
+    opts.fixed = nil
   end
-  local model, err = gp.fit(X, y, opts)
-  if not model and #opts.scales == 1 then
-    -- (the last pair no longer factorises: choose again over the grids)
-    opts.scales, opts.noises = GP_SCALES, GP_NOISES
+  if not model then
     model, err = gp.fit(X, y, opts)
-  end
-  if not model then error("value model: " .. err, 0) end
-  if #opts.scales > 1 then
-    local scale, noise = model:params()
-    cache.pair = { n = #X, scale = scale, noise = noise }
+    if not model then error("value model: " .. err, 0) end
+    local scales, noise = model:params()
+    cache.choice = { n = #X, scales = scales, noise = noise }
   end
   return { gp = model }
 end

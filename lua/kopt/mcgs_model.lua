@@ -60,8 +60,9 @@ function M.get(ctx, st)
       if not m.t[i] then Xok[#Xok + 1], y[#y + 1] = m.X[i], worst + o.fail_penalty end
     end
   end
-  if o.model_kind == "gp" and classic.gp_fits(m.enc.free) then
+  if o.model_kind ~= "forest" and classic.gp_fits(m.enc.free) then
     m.gp_cache = m.gp_cache or {}
+    fo.ard = o.model_kind == "gp"
     m.forest = classic.gp(m.gp_cache, Xok, y, fo)
   else
     m.forest = classic.forest(m.rng, Xok, y, fo)

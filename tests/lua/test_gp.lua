@@ -3,7 +3,9 @@
 --     (small spread there) and predicts the points it did not see within
 --     0.05, with a larger spread far from every point;
 --  2. the marginal likelihood chooses a long length scale for a smooth
---     function and a short one for a rugged one;
+--     function and a short one for a rugged one; with ard, a knob the
+--     function ignores gets a longer scale than the one it follows, and a
+--     refit with a fit's own parameters predicts as that fit did;
 --  3. only the listed columns are read (a column left out changes nothing);
 --  4. bad input: targets that are not finite and grid values that are not
 --     positive give nil and the reason; malformed options raise;
@@ -28,7 +30,8 @@ local function grid_fit(f, keep, opts)
   end
   opts = opts or {}
   return gp.fit(X, y, { cols = opts.cols or { 1, 2 }, levels = opts.levels or { 9, 9 },
-                        scales = opts.scales or SCALES, noises = opts.noises or NOISES })
+                        scales = opts.scales or SCALES, noises = opts.noises or NOISES, ard = opts.ard,
+                        fixed = opts.fixed })
 end
 
 -- 1. a smooth bowl, every other point seen
@@ -52,11 +55,27 @@ local _, sd_far = assert(grid_fit(bowl, function(a) return a <= 3 end)):predict(
 T.check(sd_far > 5 * sd_seen, "spread far from the data (%.4f) above the spread at a point seen (%.4f)", sd_far, sd_seen)
 
 -- 2. length scales
-local smooth_scale = m:params()
+local smooth_scale = m:params()[1]
 local rugged = assert(grid_fit(function(a, b) return ((a * 7 + b * 13) % 5) / 4 end, function() return true end))
-local rugged_scale = rugged:params()
+local rugged_scale = rugged:params()[1]
 T.check(smooth_scale >= 0.4, "smooth: long length scale (%.2f)", smooth_scale)
 T.check(rugged_scale <= 0.1, "rugged: short length scale (%.2f)", rugged_scale)
+local wiggle = function(a) return math.sin(a * 1.3) end
+local iso = assert(grid_fit(wiggle, function() return true end))
+local ard = assert(grid_fit(wiggle, function() return true end, { ard = true }))
+local s_iso, s_ard = iso:params(), ard:params()
+T.eq(s_iso[1], s_iso[2], "without ard one scale for both knobs")
+T.check(s_ard[2] > 2 * s_ard[1], "ard: the ignored knob's scale (%.2f) above the followed one's (%.2f)",
+        s_ard[2], s_ard[1])
+local _, _, lml_iso = iso:params()
+local _, noise, lml_ard = ard:params()
+T.check(lml_ard >= lml_iso, "ard's likelihood (%.2f) at least the single scale's (%.2f)", lml_ard, lml_iso)
+local again = assert(grid_fit(wiggle, function() return true end, { fixed = { scales = s_ard, noise = noise } }))
+local mu_a, sd_a = ard:predict({ 4, 7, 1 })
+local mu_b, sd_b = again:predict({ 4, 7, 1 })
+T.check(math.abs(mu_a - mu_b) < 1e-9 and math.abs(sd_a - sd_b) < 1e-9, "a refit with the fit's parameters predicts the same")
+local ok_fixed, msg_fixed = pcall(grid_fit, wiggle, function() return true end, { fixed = { scales = { 1 }, noise = 0.1 } })
+T.check(not ok_fixed and msg_fixed:find("one per column"), "fixed scales: one per column (%s)", tostring(msg_fixed))
 
 -- 3. columns: the third column is never read
 local only = assert(grid_fit(bowl, seen))
