@@ -235,16 +235,43 @@ end
 -- 8-value knob are 1/7 apart) and noise variances of the standardised
 -- targets; then, with o.ard, a length scale per knob. The choice is made
 -- again by marginal likelihood each time the data has doubled since the
--- last one, kept in `cache` (a table the caller keeps between fits); in
+-- last one (on the subset below, past GP_MAX_POINTS), kept in `cache` (a table the caller keeps between fits); in
 -- between, the last choice is refitted.
 local GP_SCALES = { 0.05, 0.1, 0.2, 0.4, 0.8, 1.6 }
 local GP_NOISES = { 1e-4, 1e-2, 0.1 }
 
+-- The points a GP is fitted on, at most GP_MAX_POINTS of them (its cost
+-- grows with the cube of their number): half the best targets, the rest the
+-- most recent of the others (where the search is now).
+local GP_MAX_POINTS = 256
+
+local function gp_subset(X, y)
+  local n = #X
+  if n <= GP_MAX_POINTS then return X, y end
+  local order = {}
+  for i = 1, n do order[i] = i end
+  table.sort(order, function(a, b) if y[a] ~= y[b] then return y[a] < y[b] end return a < b end)
+  local keep = {}
+  for r = 1, GP_MAX_POINTS // 2 do keep[order[r]] = true end
+  local left = GP_MAX_POINTS - GP_MAX_POINTS // 2
+  for i = n, 1, -1 do
+    if left == 0 then break end
+    if not keep[i] then keep[i], left = true, left - 1 end
+  end
+  local Xs, ys = {}, {}
+  for i = 1, n do
+    if keep[i] then Xs[#Xs + 1], ys[#ys + 1] = X[i], y[i] end
+  end
+  return Xs, ys
+end
+
 function M.gp(cache, X, y, o)
+  local total = #X
+  X, y = gp_subset(X, y)
   local opts = { cols = o.free, levels = {}, scales = GP_SCALES, noises = GP_NOISES, ard = o.ard }
   for i, j in ipairs(o.free) do opts.levels[i] = #o.knobs[j].values end
   local model, err
-  if cache.choice and #X < 2 * cache.choice.n then
+  if cache.choice and total < 2 * cache.choice.n then
     opts.fixed = cache.choice
     model = gp.fit(X, y, opts)
     -- (the last choice no longer factorises: choose again over the grids)
@@ -254,7 +281,7 @@ function M.gp(cache, X, y, o)
     model, err = gp.fit(X, y, opts)
     if not model then error("value model: " .. err, 0) end
     local scales, noise = model:params()
-    cache.choice = { n = #X, scales = scales, noise = noise }
+    cache.choice = { n = total, scales = scales, noise = noise }
   end
   return { gp = model }
 end
