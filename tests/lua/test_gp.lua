@@ -7,6 +7,8 @@
 --     function ignores gets a longer scale than the one it follows, and a
 --     refit with a fit's own parameters predicts as that fit did;
 --  3. only the listed columns are read (a column left out changes nothing);
+--  3b. kopt.classic.gp past its 256 points: a fit of 900 points takes the
+--     best and the most recent, and still predicts the bowl's floor;
 --  4. bad input: targets that are not finite and grid values that are not
 --     positive give nil and the reason; malformed options raise;
 --  5. an MCGS run with model_kind=gp is deterministic given the seed, differs
@@ -82,6 +84,26 @@ local only = assert(grid_fit(bowl, seen))
 local mu1 = only:predict({ 4, 4, 1 })
 local mu2 = only:predict({ 4, 4, 99 })
 T.eq(mu1, mu2, "a column not listed is not read")
+
+-- 3b. many points
+local classic = require("kopt.classic")
+local big_knobs, values = {}, {}
+for v = 1, 30 do values[v] = v end
+big_knobs[1], big_knobs[2] = { name = "a", values = values }, { name = "b", values = values }
+local BX, By = {}, {}
+for a = 1, 30 do
+  for b = 1, 30 do
+    BX[#BX + 1], By[#By + 1] = { a, b }, ((a - 20) / 10) ^ 2 + ((b - 8) / 10) ^ 2
+  end
+end
+local t0 = os.clock()
+local cache = {}
+local big = classic.gp(cache, BX, By, { free = { 1, 2 }, knobs = big_knobs, ard = true })
+local secs = os.clock() - t0
+T.eq(cache.choice.n, 900, "the choice counts every point")
+local floor = classic.predict(big, { 20, 8 })
+T.check(math.abs(floor) < 0.02, "900 points: the floor predicted (%.4f)", floor)
+T.check(secs < 5, "900 points fitted in %.2f s", secs)
 
 -- 4. bad input
 local fit, err = gp.fit({ { 1 }, { 2 } }, { 0, 0 / 0 }, { cols = { 1 }, levels = { 2 }, scales = { 1 }, noises = { 1 } })
