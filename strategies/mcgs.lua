@@ -38,8 +38,8 @@
 -- over the measured states, a failure standing for the slowest success
 -- plus `fail_penalty` (the surrogate strategy's trees, kopt.classic; with
 -- `fail_model` a forest on the failure indicator instead), refitted as data
--- grows. A rollout step measures the child it expects fastest
--- (optimistically: mu - model_kappa * spread), and after
+-- grows (`model_kind=gp`: a Gaussian process). A rollout step measures
+-- the child it expects fastest (optimistically: mu - model_kappa * spread), and after
 -- the initial samples a fresh sample is the best of `model_pool` random
 -- configurations by expected improvement. With `model_prior` it also
 -- weighs the priors of new moves, exp(predicted gain / model_tau), and

@@ -292,9 +292,18 @@ function M.gp_fits(free)
 end
 
 -- Mean and spread of the trees' answers for the ordinal vector x (or of a
--- Gaussian process's posterior, for a model from M.gp).
+-- Gaussian process's posterior, for a model from M.gp; or of the mixture
+-- of the two, for a model from M.gp whose field `with` holds a forest).
 function M.predict(forest, x)
-  if forest.gp then return forest.gp:predict(x) end
+  if forest.gp then
+    local mu, sd = forest.gp:predict(x)
+    if not forest.with then return mu, sd end
+    -- a mixture of the GP and a forest, equal weights: the mean of the two
+    -- means, and the spread of the mixture (each one's and their gap)
+    local mf, sf = M.predict(forest.with, x)
+    local gap = (mu - mf) / 2
+    return (mu + mf) / 2, math.sqrt((sd * sd + sf * sf) / 2 + gap * gap)
+  end
   local s1, s2 = 0, 0
   for _, T in ipairs(forest) do
     local node = 1

@@ -62,8 +62,9 @@ function M.get(ctx, st)
   end
   if o.model_kind ~= "forest" and classic.gp_fits(m.enc.free) then
     m.gp_cache = m.gp_cache or {}
-    fo.ard = o.model_kind == "gp"
+    fo.ard = o.model_kind ~= "gp_iso"
     m.forest = classic.gp(m.gp_cache, Xok, y, fo)
+    if o.model_kind == "mix" then m.forest.with = classic.forest(m.rng, Xok, y, fo) end
   else
     m.forest = classic.forest(m.rng, Xok, y, fo)
   end
