@@ -12,7 +12,8 @@
 --  4. bad input: targets that are not finite and grid values that are not
 --     positive give nil and the reason; malformed options raise;
 --  5. an MCGS run with model_kind=gp is deterministic given the seed, differs
---     from the forest's run, and reports its fits in graph.json.
+--     from the forest's run, and reports its fits in graph.json; mix and the
+--     surrogate strategy's model=gp run and differ from the forest's too.
 local T = require("testlib")
 local gp = require("kopt.gp")
 local json = require("kopt.json")
@@ -137,5 +138,23 @@ local f = assert(io.open(tmp .. "/a/s2-__opt_model_kind_gp/graph.json"))
 local graph = json.decode(f:read("a"))
 f:close()
 T.check(graph.model and graph.model.fits > 5, "graph.json reports the GP's fits (%s)", tostring(graph.model and graph.model.fits))
+
+local mix = T.mcgs_replay(tmp, conv, 120, 2, "--opt model_kind=mix")
+local mixed = false
+for i = 1, #mix do
+  if mix[i].key ~= (c[i] and c[i].key) and mix[i].key ~= (a[i] and a[i].key) then mixed = true end
+end
+T.eq(#mix, 120, "mix run: evaluations")
+T.check(mixed, "the mixture chooses unlike either model alone")
+local function surrogate(model)
+  local dir = string.format("%s/surrogate-%s", tmp, model)
+  local code, _, err = T.run(string.format("surrogate --backend replay:%s --budget 60 --seed 2 -q --opt model=%s --out %s",
+                                           conv, model, dir))
+  T.eq(code, 0, "surrogate model=" .. model .. " (" .. err .. ")")
+  return T.keys(dir)
+end
+local sg, sf = surrogate("gp"), surrogate("forest")
+T.eq(#sg, 60, "surrogate model=gp: evaluations")
+T.check(table.concat(sg, ";") ~= table.concat(sf, ";"), "surrogate: the GP chooses unlike the forest")
 
 return T.done()
