@@ -148,9 +148,9 @@ T.eq(#mix, 120, "mix run: evaluations")
 T.check(mixed, "the mixture chooses unlike either model alone")
 local function surrogate(model)
   local dir = string.format("%s/surrogate-%s", tmp, model)
-  local code, _, err = T.run(string.format("surrogate --backend replay:%s --budget 60 --seed 2 -q --opt model=%s --out %s",
+  local code, _, stderr = T.run(string.format("surrogate --backend replay:%s --budget 60 --seed 2 -q --opt model=%s --out %s",
                                            conv, model, dir))
-  T.eq(code, 0, "surrogate model=" .. model .. " (" .. err .. ")")
+  T.eq(code, 0, "surrogate model=" .. model .. " (" .. stderr .. ")")
   return T.keys(dir)
 end
 local sg, sf = surrogate("gp"), surrogate("forest")
