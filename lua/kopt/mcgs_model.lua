@@ -60,11 +60,12 @@ function M.get(ctx, st)
       if not m.t[i] then Xok[#Xok + 1], y[#y + 1] = m.X[i], worst + o.fail_penalty end
     end
   end
-  if o.model_kind ~= "forest" and classic.gp_fits(m.enc.free) then
+  local kind = o.model_kind or "forest"
+  if kind ~= "forest" and classic.gp_fits(m.enc.free) then
     m.gp_cache = m.gp_cache or {}
-    fo.ard = o.model_kind ~= "gp_iso"
+    fo.ard = kind ~= "gp_iso"
     m.forest = classic.gp(m.gp_cache, Xok, y, fo)
-    if o.model_kind == "mix" then m.forest.with = classic.forest(m.rng, Xok, y, fo) end
+    if kind == "mix" then m.forest.with = classic.forest(m.rng, Xok, y, fo) end
   else
     m.forest = classic.forest(m.rng, Xok, y, fo)
   end
