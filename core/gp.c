@@ -101,10 +101,12 @@ static double likelihood(struct fit_data *f, const double *inv2, double noise)
 	return -0.5 * fit - logdet - 0.5 * (double)n * log(2 * M_PI);
 }
 
+#define MAX_D 256
+
 static int check_input(const double *X, const double *y, int n, int d, char *err, size_t errlen)
 {
-	if (n < 1 || d < 1) {
-		snprintf(err, errlen, "gp: need at least one point and one coordinate (n=%d, d=%d)", n, d);
+	if (n < 1 || d < 1 || d > MAX_D) {
+		snprintf(err, errlen, "gp: need at least one point and 1 to %d coordinates (n=%d, d=%d)", MAX_D, n, d);
 		return -1;
 	}
 	for (int i = 0; i < n * d; i++)
@@ -136,8 +138,9 @@ static void free_data(struct fit_data *f)
 }
 
 /* The model shell and the fit's working data; standardises y and fills the
- * pairwise differences. NULL when memory runs out. */
-static struct kopt_gp *prepare(const double *X, const double *y, size_t n, size_t d, struct fit_data *f)
+ * pairwise differences. NULL, with the message in err, when memory runs out. */
+static struct kopt_gp *prepare(const double *X, const double *y, size_t n, size_t d, struct fit_data *f,
+			       char *err, size_t errlen)
 {
 	memset(f, 0, sizeof *f);
 	f->n = n, f->d = d;
@@ -156,6 +159,7 @@ static struct kopt_gp *prepare(const double *X, const double *y, size_t n, size_
 	}
 	if (!gp || !f->diff2 || !f->yt || !f->L || !f->alpha || !f->z || !gp->inv2 || !gp->X || !gp->L ||
 	    !gp->alpha || !gp->work) {
+		snprintf(err, errlen, "gp: out of memory for %zu points", n);
 		free_data(f);
 		kopt_gp_free(gp);
 		return NULL;
@@ -210,15 +214,13 @@ static struct kopt_gp *finish(struct kopt_gp *gp, struct fit_data *f, char *err,
 	return gp;
 }
 
-#define MAX_D 256
-
 struct kopt_gp *kopt_gp_fit(const double *X, const double *y, int n, int d,
 			    const struct kopt_gp_grid *grid, char *err, size_t errlen)
 {
 	if (check_input(X, y, n, d, err, errlen) != 0)
 		return NULL;
-	if (d > MAX_D || grid->nscales < 1 || grid->nnoises < 1) {
-		snprintf(err, errlen, "gp: 1 to %d coordinates and non-empty grids expected", MAX_D);
+	if (grid->nscales < 1 || grid->nnoises < 1) {
+		snprintf(err, errlen, "gp: empty grid of length scales or noises");
 		return NULL;
 	}
 	if (check_positive(grid->scales, grid->nscales, "length scale", err, errlen) != 0 ||
@@ -226,11 +228,9 @@ struct kopt_gp *kopt_gp_fit(const double *X, const double *y, int n, int d,
 		return NULL;
 	struct fit_data f;
 	size_t ud = (size_t)d;
-	struct kopt_gp *gp = prepare(X, y, (size_t)n, ud, &f);
-	if (!gp) {
-		snprintf(err, errlen, "gp: out of memory for %d points", n);
+	struct kopt_gp *gp = prepare(X, y, (size_t)n, ud, &f, err, errlen);
+	if (!gp)
 		return NULL;
-	}
 	double inv2[MAX_D];
 	for (int a = 0; a < grid->nscales; a++)
 		for (int b = 0; b < grid->nnoises; b++) {
@@ -258,20 +258,14 @@ struct kopt_gp *kopt_gp_refit(const double *X, const double *y, int n, int d,
 {
 	if (check_input(X, y, n, d, err, errlen) != 0)
 		return NULL;
-	if (d > MAX_D) {
-		snprintf(err, errlen, "gp: 1 to %d coordinates expected", MAX_D);
-		return NULL;
-	}
 	if (check_positive(scales, d, "length scale", err, errlen) != 0 ||
 	    check_positive(&noise, 1, "noise", err, errlen) != 0)
 		return NULL;
 	struct fit_data f;
 	size_t ud = (size_t)d;
-	struct kopt_gp *gp = prepare(X, y, (size_t)n, ud, &f);
-	if (!gp) {
-		snprintf(err, errlen, "gp: out of memory for %d points", n);
+	struct kopt_gp *gp = prepare(X, y, (size_t)n, ud, &f, err, errlen);
+	if (!gp)
 		return NULL;
-	}
 	double inv2[MAX_D];
 	for (size_t k = 0; k < ud; k++)
 		inv2[k] = 1.0 / (scales[k] * scales[k]);

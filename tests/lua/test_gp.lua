@@ -123,17 +123,7 @@ T.check(not ok and msg:find("vector 1: column 1 is not a number"), "a string in 
 -- 5. MCGS runs
 local tmp = T.tmpdir("gp")
 local conv = "tests/data/convolution_A4000.json"
-local a = T.mcgs_replay(tmp .. "/a", conv, 120, 2, "--opt model_kind=gp")
-local b = T.mcgs_replay(tmp .. "/b", conv, 120, 2, "--opt model_kind=gp")
-local c = T.mcgs_replay(tmp, conv, 120, 2, "")
-local same, differ = #a == #b, false
-for i = 1, #a do
-  if a[i].key ~= (b[i] and b[i].key) then same = false end
-  if a[i].key ~= (c[i] and c[i].key) then differ = true end
-end
-T.eq(#a, 120, "gp run: evaluations")
-T.check(same, "the same seed gives the same evaluations")
-T.check(differ, "the GP changes what the model chooses")
+local a, c = T.option_changes_run(tmp, conv, 120, 2, "--opt model_kind=gp", "model_kind=gp")
 local f = assert(io.open(tmp .. "/a/s2-__opt_model_kind_gp/graph.json"))
 local graph = json.decode(f:read("a"))
 f:close()

@@ -74,16 +74,6 @@ T.check(o256 > 0.9 and math.abs(o256 - o240) < 0.05, "ordinal: 256 (%.3f) no fas
 -- 4. MCGS runs
 local tmp = T.tmpdir("model_features")
 local conv = "tests/data/convolution_A4000.json"
-local a = T.mcgs_replay(tmp .. "/a", conv, 120, 2, "--opt model_features=bits")
-local b = T.mcgs_replay(tmp .. "/b", conv, 120, 2, "--opt model_features=bits")
-local c = T.mcgs_replay(tmp, conv, 120, 2, "")
-local same, differ = #a == #b, false
-for i = 1, #a do
-  if a[i].key ~= (b[i] and b[i].key) then same = false end
-  if a[i].key ~= (c[i] and c[i].key) then differ = true end
-end
-T.eq(#a, 120, "bits run: evaluations")
-T.check(same, "the same seed gives the same evaluations")
-T.check(differ, "the bits change what the model chooses")
+T.option_changes_run(tmp, conv, 120, 2, "--opt model_features=bits", "model_features=bits")
 
 return T.done()

@@ -108,6 +108,25 @@ function T.mcgs_replay(tmp, space, budget, seed, opts)
   return (T.events(dir))
 end
 
+-- An MCGS option checked on a replay (T.mcgs_replay): two runs with `opts`
+-- and the same seed measure the same states in the same order, `budget` of
+-- them, and not the default's. The runs go to tmp/a, tmp/b and tmp; returns
+-- the option's events and the default's.
+function T.option_changes_run(tmp, space, budget, seed, opts, what)
+  local a = T.mcgs_replay(tmp .. "/a", space, budget, seed, opts)
+  local b = T.mcgs_replay(tmp .. "/b", space, budget, seed, opts)
+  local c = T.mcgs_replay(tmp, space, budget, seed, "")
+  local same, differ = #a == #b, false
+  for i = 1, #a do
+    if a[i].key ~= (b[i] and b[i].key) then same = false end
+    if a[i].key ~= (c[i] and c[i].key) then differ = true end
+  end
+  T.eq(#a, budget, what .. ": evaluations")
+  T.check(same, "%s: the same seed gives the same evaluations", what)
+  T.check(differ, "%s: the run differs from the default's", what)
+  return a, c
+end
+
 -- Of `seeds` seeds, those where hit(seed, off) is false (trapped) and of
 -- them those where hit(seed, on) is true (freed): the count of each.
 function T.trapped_and_freed(seeds, hit, off, on)
