@@ -36,9 +36,9 @@
 --
 -- The value model (`model`, on by default): a random forest of log(time)
 -- over the measured states, a failure standing for the slowest success
--- plus `fail_penalty` (the surrogate strategy's trees, kopt.classic; with
--- `fail_model` a forest on the failure indicator instead), refitted as data
--- grows (`model_kind=gp`: a Gaussian process). A rollout step measures
+-- plus `fail_penalty` (kopt.classic), and beside it a Gaussian process of
+-- the successes with a failure classifier; refitted as data grows, the one
+-- that ranked the recent fast results better is read (`model_kind=auto`). A rollout step measures
 -- the child it expects fastest (optimistically: mu - model_kappa * spread), and after
 -- the initial samples a fresh sample is the best of `model_pool` random
 -- configurations by expected improvement. With `model_prior` it also
@@ -687,7 +687,7 @@ local function save_snapshot(ctx, st)
   -- checked and atomic like every summary file: a failed write stops the run
   local m = st.model
   local model = m and { fits = m.fits, fit_ms = m.fit_s * 1e3, predictions = m.predicts,
-                        predict_ms = m.predict_s * 1e3, pruned = m.pruned } or nil
+                        predict_ms = m.predict_s * 1e3, pruned = m.pruned, gp_chosen = m.chose_gp } or nil
   json.write_file(ctx.run_dir .. "/graph.json", json.encode({ nodes = nodes, edges = edges, digest = st.g:digest(),
     evaluations = ctx.evaluations, baseline_ms = st.baseline, restarts = st.restarts, model = model }) .. "\n", true)
 end
@@ -788,12 +788,12 @@ end
 -- Counters for benchmarks (kopt compare sums them over seeds): calls of the
 -- expensive generators (an LLM expert: one request each) and evaluations
 -- through an edge they proposed (their own moves and repairs, and cheap
--- moves they proposed too, whose priors they raised).
+-- moves they proposed too, whose priors they raised); model_kind=auto's fits that chose the GP.
 function S.stats(ctx)
   local st = ctx.mcgs
   if not st then return {} end
   local out = st.portfolio and portfolio.stats(st.portfolio) or {}
-  out.expert_calls, out.expert_evals = st.expensive_calls, st.expensive_evals
+  out.expert_calls, out.expert_evals, out.model_gp_fits = st.expensive_calls, st.expensive_evals, st.model and st.model.chose_gp
   return out
 end
 

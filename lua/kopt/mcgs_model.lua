@@ -1,7 +1,9 @@
 -- MCGS's value model (strategies/mcgs.lua, --opt model): a forest of
 -- log(time) over the measured states (failures priced as the slowest success
--- plus fail_penalty) and, with fail_model, a forest on the failure
--- indicator; it prices new moves, rollout steps and model samples.
+-- plus fail_penalty), a Gaussian process (model_kind), or by default
+-- (model_kind=auto) both, read by turns as below; with fail_model, or with
+-- the GP, a forest on the failure indicator too. It prices new moves,
+-- rollout steps and model samples.
 -- The state it keeps lives in st.model (M.new); the search's own state (st)
 -- is read, never changed, apart from st.model.
 local classic = require("kopt.classic")
@@ -9,6 +11,7 @@ local features = require("kopt.model_features")
 local moves_mod = require("kopt.moves")
 
 local M = {}
+local score_candidates
 
 -- The model's state for a space, or nil when model=false.
 function M.new(ctx)
@@ -27,7 +30,56 @@ function M.record(st, config, t)
   -- a failure is kept as false, not nil, so m.t stays aligned with m.X
   local n = #m.X + 1
   m.X[n], m.t[n] = m.enc:vector(config), t or false
+  if t and m.candidates then
+    local t0 = os.clock()
+    score_candidates(m, m.X[n], math.log(t))
+    m.predict_s = m.predict_s + (os.clock() - t0)
+  end
   if t then m.ok = m.ok + 1 else m.fails = m.fails + 1 end
+end
+
+-- model_kind=auto: both a forest and a GP are fitted, and the search reads
+-- the one that ranked the recent successes better, each success predicted
+-- by both before it was measured (prequential: no refit, no held-out set).
+-- Ranking, not error, because the search only compares configs; pairs
+-- with one of the fastest AUTO_TOP of the window, because telling the fast
+-- configs apart is what finds the optimum; the last AUTO_WINDOW
+-- successes, because that is where the search is now.
+local AUTO_WINDOW, AUTO_TOP, AUTO_MIN = 32, 0.25, 8
+
+function score_candidates(m, x, lt)
+  local w = m.window
+  local k = w.n % AUTO_WINDOW + 1
+  w.n = w.n + 1
+  w.forest[k] = (classic.predict(m.candidates.forest, x))
+  w.gp[k] = (classic.predict(m.candidates.gp, x))
+  w.actual[k] = lt
+end
+
+local function sign(v) return v > 0 and 1 or (v < 0 and -1 or 0) end
+
+-- The candidate to read, from a window { n, actual, gp, forest } (the
+-- log-times measured, and each candidate's prediction of them): the forest
+-- until AUTO_MIN are in, then the GP if it ordered more of the pairs
+-- with a fast member rightly than the forest did, else the forest.
+function M.choose(w)
+  if w.n < AUTO_MIN then return "forest" end
+  local n = math.min(w.n, AUTO_WINDOW)
+  local order = {}
+  for i = 1, n do order[i] = i end
+  table.sort(order, function(a, b) if w.actual[a] ~= w.actual[b] then return w.actual[a] < w.actual[b] end return a < b end)
+  local rank = {}
+  for r, i in ipairs(order) do rank[i] = r end
+  local top, lead = math.max(2, math.floor(AUTO_TOP * n + 0.5)), 0
+  for i = 1, n - 1 do
+    for j = i + 1, n do
+      if math.min(rank[i], rank[j]) <= top then
+        local da = w.actual[i] - w.actual[j]
+        lead = lead + sign(da * (w.gp[i] - w.gp[j])) - sign(da * (w.forest[i] - w.forest[j]))
+      end
+    end
+  end
+  return lead > 0 and "gp" or "forest"
 end
 
 function M.get(ctx, st)
@@ -61,7 +113,23 @@ function M.get(ctx, st)
     end
   end
   local kind = o.model_kind or "forest"
-  if kind ~= "forest" and classic.gp_fits(m.enc.free) then
+  m.read_classifier = o.fail_model
+  if kind == "auto" and classic.gp_fits(m.enc.free) then
+    -- the GP sees the successes only, the classifier the failures (the
+    -- pairing measured best, docs/SEARCH.md); the forest as configured
+    local Xs, ys = {}, {}
+    for i = 1, n do
+      if m.t[i] then Xs[#Xs + 1], ys[#ys + 1] = m.X[i], math.log(m.t[i]) end
+    end
+    m.gp_cache = m.gp_cache or {}
+    m.window = m.window or { n = 0, forest = {}, gp = {}, actual = {} }
+    fo.ard = true
+    m.candidates = { forest = classic.forest(m.rng, Xok, y, fo), gp = classic.gp(m.gp_cache, Xs, ys, fo) }
+    m.chosen = M.choose(m.window)
+    m.forest = m.candidates[m.chosen]
+    m.read_classifier = m.chosen == "gp" or o.fail_model
+    m.chose_gp = (m.chose_gp or 0) + (m.chosen == "gp" and 1 or 0)
+  elseif kind ~= "forest" and classic.gp_fits(m.enc.free) then
     m.gp_cache = m.gp_cache or {}
     fo.ard = kind ~= "gp_iso"
     m.forest = classic.gp(m.gp_cache, Xok, y, fo)
@@ -69,7 +137,7 @@ function M.get(ctx, st)
   else
     m.forest = classic.forest(m.rng, Xok, y, fo)
   end
-  if o.fail_model and m.fails > 0 then
+  if (o.fail_model or kind == "auto") and m.fails > 0 then
     fo.trees = math.max(4, o.model_trees // 2)
     m.classifier = classic.forest(m.rng, m.X, fy, fo)
   else
@@ -86,7 +154,7 @@ function M.predict(ctx, m, config)
   local x = m.enc:vector(config)
   local mu, sd = classic.predict(m.forest, x)
   local p_ok = 1
-  if m.classifier then p_ok = 1 - classic.predict(m.classifier, x) end
+  if m.classifier and m.read_classifier then p_ok = 1 - classic.predict(m.classifier, x) end
   m.predicts = m.predicts + 1
   m.predict_s = m.predict_s + (os.clock() - t0)
   return mu - ctx.options.model_kappa * sd, p_ok, mu, sd

@@ -13,7 +13,13 @@
 --     positive give nil and the reason; malformed options raise;
 --  5. an MCGS run with model_kind=gp is deterministic given the seed, differs
 --     from the forest's run, and reports its fits in graph.json; mix and the
---     surrogate strategy's model=gp run and differ from the forest's too.
+--     surrogate strategy's model=gp run and differ from the forest's too;
+--  6. model_kind=auto (kopt.mcgs_model.choose): the forest until 8
+--     successes were predicted, then the candidate that ordered the pairs
+--     with a fast member better: a GP right about the fast configs wins
+--     over a forest right only about the slow ones, a tie keeps the forest;
+--     MCGS's default run (auto) reports how many fits chose the GP, some
+--     but not all, and a run with model_kind=forest differs from it.
 local T = require("testlib")
 local gp = require("kopt.gp")
 local json = require("kopt.json")
@@ -146,5 +152,40 @@ end
 local sg, sf = surrogate("gp"), surrogate("forest")
 T.eq(#sg, 60, "surrogate model=gp: evaluations")
 T.check(table.concat(sg, ";") ~= table.concat(sf, ";"), "surrogate: the GP chooses unlike the forest")
+
+-- 6. model_kind=auto
+local choose = require("kopt.mcgs_model").choose
+local function window(n, gp_pred, forest_pred)
+  local w = { n = n, actual = {}, gp = {}, forest = {} }
+  for i = 1, math.min(n, 32) do
+    w.actual[i], w.gp[i], w.forest[i] = i, gp_pred(i), forest_pred(i)
+  end
+  return w
+end
+local right = function(i) return i end
+local reversed = function(i) return -i end
+T.eq(choose(window(7, right, reversed)), "forest", "auto: the forest until 8 successes were predicted")
+T.eq(choose(window(20, right, reversed)), "gp", "auto: the GP when it ranks and the forest reverses")
+T.eq(choose(window(20, reversed, right)), "forest", "auto: the forest when it ranks and the GP reverses")
+T.eq(choose(window(20, right, right)), "forest", "auto: a tie keeps the forest")
+-- the GP orders the five fastest of 20 rightly and the rest backwards; the
+-- forest the other way round: the fast pairs decide
+local fast_only = function(i) return i <= 5 and i or 100 - i end
+local slow_only = function(i) return i <= 5 and -i or i end
+T.eq(choose(window(20, fast_only, slow_only)), "gp", "auto: ranking the fast configs counts, not the slow ones")
+T.eq(choose(window(20, slow_only, fast_only)), "forest", "auto: the same, the other way round")
+-- only the last 32 predictions are kept: n past 32 reads the ring as it is
+T.eq(choose(window(100, right, reversed)), "gp", "auto: a full window")
+
+local tmp_auto = T.tmpdir("gp-auto")
+-- (auto is the default: the run without options, against the forest's)
+local _, auto = T.option_changes_run(tmp_auto, conv, 120, 2, "--opt model_kind=forest", "model_kind=forest")
+f = assert(io.open(tmp_auto .. "/s2-/graph.json"))
+graph = json.decode(f:read("a"))
+f:close()
+T.eq(#auto, 120, "auto: evaluations")
+T.check(graph.model and graph.model.gp_chosen and graph.model.gp_chosen >= 1 and graph.model.gp_chosen < graph.model.fits,
+        "auto: graph.json reports fits that chose the GP (%s of %s)", tostring(graph.model and graph.model.gp_chosen),
+        tostring(graph.model and graph.model.fits))
 
 return T.done()

@@ -51,8 +51,8 @@ local function run(dir, opts, budget, space)
   T.eq(code, 0, dir .. " exit code (" .. err .. ")")
   return (T.events(tmp .. "/" .. dir)), out
 end
-local a = run("a", "--opt model=true", 150)
-local b = run("b", "--opt model=true", 150)
+local a = run("a", "--opt model=true --opt model_kind=forest", 150)
+local b = run("b", "--opt model=true --opt model_kind=forest", 150)
 local c = run("c", "--opt model=false", 150)
 T.eq(#a, 150, "model run: evaluations")
 local same, differ, model_samples = true, false, 0
