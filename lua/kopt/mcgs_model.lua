@@ -19,11 +19,13 @@ function M.new(ctx)
            ok = 0, fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
 end
 
--- The value model. Every told state's ordinal vector and outcome are kept;
--- a forest of log(time) is refitted when the data grew by model_refit, and,
--- with fail_model and failures seen, a second forest on the failure
--- indicator gives the chance that a state fails. Nil until model_min
--- successes are in (the first states are priced by the rules alone).
+-- The value model. Every told state's ordinal vector and outcome are kept
+-- (and, with model_kind=auto, each success is first scored against both
+-- candidates); the model of log(time) is refitted when the data grew by
+-- model_refit, and, with fail_model or auto's GP and failures seen, a
+-- forest on the failure indicator gives the chance that a state fails.
+-- Nil until model_min successes are in (the first states are priced by
+-- the rules alone).
 function M.record(st, config, t)
   local m = st.model
   if not m then return end
@@ -137,7 +139,7 @@ function M.get(ctx, st)
   else
     m.forest = classic.forest(m.rng, Xok, y, fo)
   end
-  if (o.fail_model or kind == "auto") and m.fails > 0 then
+  if (o.fail_model or m.candidates) and m.fails > 0 then
     fo.trees = math.max(4, o.model_trees // 2)
     m.classifier = classic.forest(m.rng, m.X, fy, fo)
   else
