@@ -104,6 +104,7 @@ function M.get(ctx, st)
   end
   local fo = { trees = o.model_trees, features = 0.5, min_leaf = 2, max_depth = 12, free = m.enc.free,
               knobs = m.enc.knobs }
+  local n_ok = #y -- Xok and y hold the successes first, then any priced failures
   if o.fail_penalty > 0 and m.fails > 0 and #y > 0 then
     -- (the surrogate strategy's way: a failure stands for the slowest
     -- success plus fail_penalty log-units, in the regression itself; with
@@ -119,10 +120,7 @@ function M.get(ctx, st)
   if kind == "auto" and classic.gp_fits(m.enc.free) then
     -- the GP sees the successes only, the classifier the failures (the
     -- pairing measured best, docs/SEARCH.md); the forest as configured
-    local Xs, ys = {}, {}
-    for i = 1, n do
-      if m.t[i] then Xs[#Xs + 1], ys[#ys + 1] = m.X[i], math.log(m.t[i]) end
-    end
+    local Xs, ys = table.move(Xok, 1, n_ok, 1, {}), table.move(y, 1, n_ok, 1, {})
     m.gp_cache = m.gp_cache or {}
     m.window = m.window or { n = 0, forest = {}, gp = {}, actual = {} }
     fo.ard = true
