@@ -16,7 +16,8 @@ local score_candidates
 -- The model's state for a space, or nil when model=false.
 function M.new(ctx)
   return { enc = features.encoder(ctx.space, ctx.options.model_features), rng = ctx.rng:fork(), X = {}, t = {},
-           ok = 0, fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0 }
+           ok = 0, fails = 0, fitted_at = 0, fits = 0, fit_s = 0, predicts = 0, predict_s = 0, pruned = 0,
+           chose_gp = 0 }
 end
 
 -- The value model. Every told state's ordinal vector and outcome are kept
@@ -125,10 +126,10 @@ function M.get(ctx, st)
     m.window = m.window or { n = 0, forest = {}, gp = {}, actual = {} }
     fo.ard = true
     m.candidates = { forest = classic.forest(m.rng, Xok, y, fo), gp = classic.gp(m.gp_cache, Xs, ys, fo) }
-    m.chosen = M.choose(m.window)
-    m.forest = m.candidates[m.chosen]
-    m.read_classifier = m.chosen == "gp" or o.fail_model
-    m.chose_gp = (m.chose_gp or 0) + (m.chosen == "gp" and 1 or 0)
+    local chosen = M.choose(m.window)
+    m.forest = m.candidates[chosen]
+    m.read_classifier = chosen == "gp" or o.fail_model
+    if chosen == "gp" then m.chose_gp = m.chose_gp + 1 end
   elseif kind ~= "forest" and classic.gp_fits(m.enc.free) then
     m.gp_cache = m.gp_cache or {}
     fo.ard = kind ~= "gp_iso"
