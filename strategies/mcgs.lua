@@ -2,7 +2,7 @@
 --
 -- Nodes are states (configs, or a config plus a source patch) in the graph
 -- store kopt.graph, keyed by state hash, so a state reached along two paths
--- is one node; edges are moves from the move generators (rules by default)
+-- is one node; edges are moves from the move generators (rules, heuristics)
 -- and carry N, the value sum and max, the prior and the failure count.
 --
 -- An iteration descends from a virtual root by PUCT

@@ -565,8 +565,9 @@ local function note_once(ctx, text)
 end
 
 -- A generator that asks the named experts (heuristics, or the LLM when
--- `client` is given) about a state. expensive = true: MCGS calls it only when
--- a node may grow.
+-- `client` is given or the context has one) about a state; opts.offline:
+-- the heuristics only, whatever client the context holds. expensive = true:
+-- MCGS calls it only when a node may grow.
 function M.generator(list, opts)
   opts = opts or {}
   local experts = M.resolve(list or M.DEFAULT)
@@ -587,7 +588,7 @@ function M.generator(list, opts)
     if not source then edits = false end
     local view = M.view(ctx, state, { n = opts.n or 3, history = opts.history, edits = edits, source = source })
     local moves = {}
-    local client = opts.client or ctx.llm
+    local client = not opts.offline and (opts.client or ctx.llm) or nil
     local answers = M.ask_all(experts, view, ctx.rng, client,
                               { tools = client and M.tool_options(ctx, state, { source = source, history = opts.history,
                                                                                rounds = opts.tool_rounds }) })
@@ -624,7 +625,7 @@ function M.generator(list, opts)
   -- shown (or, failing that, to its own broken version). Returns the fixed
   -- moves (each with the chain, its attempt counted) and a note for the log.
   function gen.repair(ctx, chain, feedback, failed_patch)
-    local client = opts.client or ctx.llm
+    local client = not opts.offline and (opts.client or ctx.llm) or nil
     if not client then return {}, "no LLM" end
     local spec_src = ctx.spec.kernel.source
     local failed_source = failed_patch and patch_mod.apply(spec_src, failed_patch)

@@ -2,7 +2,9 @@
 -- `kopt mcgs --help` lists them, `--opt key=value` sets them. docs/SEARCH.md
 -- says how the defaults were chosen.
 local OPTIONS = {
-  moves = { default = "rules", help = "move generators, comma-separated (names or .lua files)" },
+  moves = { default = "rules,heuristics",
+            help = "move generators, comma-separated (names or .lua files): rules, heuristics (the experts' " ..
+                   "heuristics, never an LLM), experts (the LLM when one is configured), a .lua file" },
   expert_c = { default = 0.5, help = "expensive generators: the n-th call on a state once expert_c * (visits+1)^pw_alpha >= n" },
   expert_max = { default = 3, help = "expensive generators: most calls per state" },
   repairs = { default = 2, help = "expert edits: follow-up turns in which the expert may fix an edit that failed " ..

@@ -224,6 +224,26 @@ do
   T.eq(T.slurp(d8 .. "/run/llm_transcript.jsonl"), transcript_before, "offline resume: the transcript was rewritten")
 end
 
+-- 9. MCGS's default moves (rules,heuristics) ask the experts' heuristics and
+-- never the LLM the environment configures; moves=rules,experts asks it.
+local d9 = T.tmpdir("experts-default-offline")
+local mcgs9 = string.format("mcgs --backend replay:%s -q --seed 3 --budget 60", REC)
+code, _, err = T.run(string.format("%s --out %s/default", mcgs9, d9), llm_env("ok"))
+T.eq(code, 0, "default MCGS with an LLM configured, exit code (" .. err .. ")")
+T.check(not T.exists(d9 .. "/default/llm_transcript.jsonl"), "MCGS's default moves asked the LLM")
+code, _, err = T.run(string.format("%s --opt moves=rules,experts --out %s/experts", mcgs9, d9), llm_env("ok"))
+T.eq(code, 0, "MCGS with moves=rules,experts, exit code (" .. err .. ")")
+T.check(T.exists(d9 .. "/experts/llm_transcript.jsonl"), "moves=rules,experts did not ask the configured LLM")
+code, _, err = T.run(string.format("compare --strategies mcgs --spaces %s --seeds 2 --budgets 100 --out %s/cmp -q",
+                                   REC, d9), llm_env("ok"))
+T.eq(code, 0, "compare exit code (" .. err .. ")")
+do
+  local st = json.decode(T.slurp(d9 .. "/cmp/benchmark.json")).spaces[1].strategies
+  local calls
+  for _, s in ipairs(st) do if s.name == "mcgs" then calls = s.stats.expert_calls end end
+  T.check((calls or 0) > 0, "the default's heuristic experts were not asked (expert_calls %s)", tostring(calls))
+end
+
 server:stop()
 
 -- 7. A custom expert from a file, and an unknown one.

@@ -44,9 +44,11 @@ end
 -- (arm_c=0.3, the portfolio's former exploration weight: with the default
 -- 0.6 the plain search leaves this trap on every seed by itself; and
 -- model_kind=forest: a GP, which the default model_kind=auto may choose,
--- follows M = 1's steady slope out of it)
-local trapped, freed = T.trapped_and_freed(16, escaped, "--opt stall=0 --opt arm_c=0.3 --opt model_kind=forest",
-                                           "--opt stall=15 --opt stall_move=region --opt arm_c=0.3 --opt model_kind=forest")
+-- follows M = 1's steady slope out of it; moves=rules: the trap is for the
+-- rule moves alone)
+local PLAIN = "--opt arm_c=0.3 --opt model_kind=forest --opt moves=rules"
+local trapped, freed = T.trapped_and_freed(16, escaped, "--opt stall=0 " .. PLAIN,
+                                           "--opt stall=15 --opt stall_move=region " .. PLAIN)
 T.check(trapped >= 2, "without stall some seeds stay in the trap for 150 evaluations: %d of 16", trapped)
 T.eq(freed, trapped, "with region descents each of them beats the trap")
 -- The stall bandit's choices (kopt compare sums MCGS's counters): stalled

@@ -31,8 +31,8 @@ local without, with = 0, 0
 for seed = 1, 4 do
   -- (model_kind=forest: its rollouts take F steps one by one, where a GP
   -- may jump along the smooth slope)
-  without = math.max(without, longest_f_walk(T.mcgs_replay(tmp, space, 120, seed, "--opt rollout_gain=0 --opt model_kind=forest")))
-  with = math.max(with, longest_f_walk(T.mcgs_replay(tmp, space, 120, seed, "--opt rollout_gain=0.005 --opt model_kind=forest")))
+  without = math.max(without, longest_f_walk(T.mcgs_replay(tmp, space, 120, seed, "--opt rollout_gain=0 --opt model_kind=forest --opt moves=rules")))
+  with = math.max(with, longest_f_walk(T.mcgs_replay(tmp, space, 120, seed, "--opt rollout_gain=0.005 --opt model_kind=forest --opt moves=rules")))
 end
 T.check(without >= 8, "without rollout_gain a rollout walks F step by step: longest walk %d", without)
 T.check(with <= 6, "with rollout_gain 0.5 %% the walk ends after rollout_misses (5) gains in the noise: longest %d", with)

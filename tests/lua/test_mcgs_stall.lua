@@ -28,9 +28,10 @@ end
 
 -- (model_kind=forest: the trap is built for a forest, which splits B = 1
 -- off as slow; the GP of the default model_kind=auto, smooth along A, leaves
--- it by itself)
-local trapped, escaped = T.trapped_and_freed(6, needle_at, "--opt stall=0 --opt model_kind=forest",
-                                             "--opt stall=15 --opt stall_move=pair --opt model_kind=forest")
+-- it by itself; moves=rules: the trap is for the rule moves alone)
+local PLAIN = "--opt model_kind=forest --opt moves=rules"
+local trapped, escaped = T.trapped_and_freed(6, needle_at, "--opt stall=0 " .. PLAIN,
+                                             "--opt stall=15 --opt stall_move=pair " .. PLAIN)
 T.check(trapped >= 2, "without stall some seeds stay in the trap for 100 evaluations: %d of 6", trapped)
 T.eq(escaped, trapped, "with stall = 15 each of them finds the needle")
 

@@ -164,7 +164,8 @@ local idle_expert = tmp_early .. "/idle_expert.lua"
 T.write(idle_expert, [[return { name = "idle_expert", expensive = true, propose = function() return {} end }]])
 local early = { plain = 0, expert = 0 }
 for seed = 1, 6 do
-  early.plain = early.plain + early_sweeps(T.mcgs_replay(tmp_early, space, 160, seed, "--opt stall=15 --opt stall_move=region"))
+  early.plain = early.plain + early_sweeps(T.mcgs_replay(tmp_early, space, 160, seed,
+                                                         "--opt stall=15 --opt stall_move=region --opt moves=rules"))
   early.expert = early.expert + early_sweeps(T.mcgs_replay(tmp_early, space, 160, seed,
                                                            "--opt stall=15 --opt stall_move=region --opt moves=rules," .. idle_expert))
 end

@@ -47,9 +47,13 @@ T.eq((T.run(string.format("mcgs %s --budget 50 --seed 9 --opt regraph=%s/learned
      0, "named")
 T.eq(digest(tmp .. "/named"), digest(tmp .. "/with"), "regraph=FILE and KOPT_EXPERIENCE=FILE")
 -- rule moves alone are not touched
-T.eq((T.run(string.format("mcgs --backend replay:tests/data/convolution_A100.json -q --budget 40 --seed 3 --out %s/r1", tmp), env)), 0, "rules")
-T.eq((T.run(string.format("mcgs --backend replay:tests/data/convolution_A100.json -q --budget 40 --seed 3 --opt regraph=off --out %s/r2", tmp))), 0, "rules off")
+local conv = "mcgs --backend replay:tests/data/convolution_A100.json -q --budget 40 --seed 3"
+T.eq((T.run(string.format("%s --opt moves=rules --out %s/r1", conv, tmp), env)), 0, "rules")
+T.eq((T.run(string.format("%s --opt moves=rules --opt regraph=off --out %s/r2", conv, tmp))), 0, "rules off")
 T.eq(digest(tmp .. "/r1"), digest(tmp .. "/r2"), "MCGS without expert moves ignores the dataset")
+-- the default's offline expert moves (moves=rules,heuristics) take the priors
+T.eq((T.run(string.format("%s --out %s/h1", conv, tmp), env)), 0, "default moves")
+T.check(T.slurp(tmp .. "/h1/trace.md"):find("regraph: ", 1, true), "the default's heuristic moves read no graph")
 
 -- 3. The filter restricts expansion and changes the search.
 T.eq((T.run(string.format("mcgs %s --budget 50 --seed 9 --opt regraph_filter=on --out %s/filter", space, tmp), env)), 0, "filter")
