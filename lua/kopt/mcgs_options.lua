@@ -91,7 +91,7 @@ local OPTIONS = {
   region_steps = { default = 0, help = "region descents (stall_move=region, adaptive): a region descent still slower than the best by more than sample_margin after this many steps ends there (0 = no limit)" },
   region_repair = { default = false, help = "region descents: one whose start fails still goes on from there, over the neighbours that keep the held knob's value" },
   stall_sweep = { default = 6, help = "region descents: before the descents, the best state's other settings of each knob with at most this many values are measured alone (0 = none)" },
-  sweep_at = { default = 5, help = "region descents: the sweep (stall_sweep) already after this many evaluations without progress, when no expensive move generator (LLM experts) is in use (0: at the stall; an earlier sweep would leave the tree, which asks those generators, few iterations)" },
+  sweep_at = { default = 5, help = "region descents: the sweep (stall_sweep) already after this many evaluations without progress, when no expensive move generator is in use (moves=rules: the default's heuristics are one; 0: at the stall; an earlier sweep would leave the tree, which asks those generators, few iterations)" },
   region_order = { default = "turns", choices = { "knob", "turns" },
                    help = "region descents: every value of a knob before the next knob's (knob), or the knobs by turns, each one's value the model expects fastest first (turns)" },
   region_score = { default = "reach", choices = { "start", "reach" }, help = "region_order=turns: a region's promise is the model's time of its start (start) or of the best state one step into it (reach)" },
