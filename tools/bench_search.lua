@@ -5,7 +5,8 @@
 --    noise), driven through its ask/tell callbacks with a minimal ctx until the
 --    graph holds 10^5 nodes; then the mean time of one iteration (ask + tell:
 --    selection, expansion, backup, rollout bookkeeping) over the next 2000,
---    split into the move generator (the rules' proposals), the checking and
+--    split into the move generators (the rules' and the heuristics'
+--    proposals), the checking and
 --    merging of proposals (kopt.moves.collect_lists), the value model's fits and
 --    predictions, and the rest (MCGS itself: selection, graph updates,
 --    backup, rollout choice).
@@ -68,8 +69,11 @@ local function timed(f, add)
     return a, b
   end
 end
-local rules = moves.get("rules")
-rules.propose = timed(rules.propose, function(dt) t_gen = t_gen + dt end)
+-- every built-in generator a run may use (the default's heuristics too)
+for _, name in ipairs({ "rules", "heuristics", "experts" }) do
+  local gen = moves.get(name)
+  gen.propose = timed(gen.propose, function(dt) t_gen = t_gen + dt end)
+end
 for _, name in ipairs({ "collect_lists" }) do  -- collect and propose go through it
   if moves[name] then moves[name] = timed(moves[name], function(dt) t_moves = t_moves + dt end) end
 end
@@ -139,6 +143,7 @@ local model = ctx.mcgs.model
 local fit0, fits0, pred0, preds0 = 0, 0, 0, 0
 if model then fit0, fits0, pred0, preds0 = model.fit_s, model.fits, model.predict_s, model.predicts end
 local m = 2000
+local calls0 = ctx.mcgs.expensive_calls
 t_gen, t_moves, window = 0, 0, {}
 local w3, c3 = sys.now(), clock()
 for _ = 1, m do iterate() end
@@ -157,6 +162,10 @@ print(string.format("mcgs at %d-%d nodes (%d-%d edges): %.3f ms CPU per iteratio
 print(string.format("  move generator %.3f ms, checking and merging its proposals %.3f ms, value model fits %.3f ms,"
                     .. " predictions %.3f ms, MCGS itself (selection, expansion into the graph, backup, rollout"
                     .. " choice) %.3f ms", gen, mv, fit, pred, per - gen - mv - fit - pred))
+if ctx.mcgs.expensive_calls > 0 then
+  print(string.format("  expensive generators (heuristics, experts): %d calls in these %d iterations",
+                      ctx.mcgs.expensive_calls - calls0, m))
+end
 if model then
   print(string.format("  value model in these %d iterations: %d fits (%.1f ms each), %d predictions (%.1f us each);"
                       .. " whole run (%d measured states): %d fits, %.1f ms each; %d predictions, %.1f us each;"

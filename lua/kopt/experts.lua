@@ -155,14 +155,27 @@ end
 
 -- opts: history (list of {config=, result=, origin=}), n (proposals wanted),
 -- edits (bool), source (current best source, when edits are on).
+-- The view's knob list of a space, classified once per space (MCGS asks the
+-- heuristics about thousands of states): shared by every view of the space,
+-- so experts read it and never change it.
+local knobs_of_space = setmetatable({}, { __mode = "k" })
+local function view_knobs(space)
+  local knobs = knobs_of_space[space]
+  if not knobs then
+    knobs = {}
+    for i, k in ipairs(space.knobs) do
+      local fam = rules.classify(k)
+      knobs[i] = { name = k.name, values = k.values, tags = k.tags, family = fam }
+    end
+    knobs_of_space[space] = knobs
+  end
+  return knobs
+end
+
 function M.view(ctx, state, opts)
   opts = opts or {}
   local space = ctx.space
-  local knobs = {}
-  for i, k in ipairs(space.knobs) do
-    local fam = rules.classify(k)
-    knobs[i] = { name = k.name, values = k.values, tags = k.tags, family = fam }
-  end
+  local knobs = view_knobs(space)
   local spec = ctx.spec
   local v = {
     space = space, knobs = knobs, config = state.config, result = state.result, key = state.key,
@@ -474,9 +487,23 @@ end
 ---------------------------------------------------------------------------
 -- Helpers for heuristics
 
--- Position of a value in its knob's list.
+-- Position of a value in its knob's list (the first, should a list repeat
+-- one). The positions are kept per value list: heuristics ask for them on
+-- every state.
+local positions_of = setmetatable({}, { __mode = "k" })
 function M.pos(knob, v)
-  for j, x in ipairs(knob.values) do if x == v then return j end end
+  local values = knob.values
+  local at = positions_of[values]
+  if not at then
+    at = {}
+    for j = #values, 1, -1 do
+      local x = values[j]
+      if x == x then at[x] = j end  -- (a NaN is no key; it matches nothing, as ==)
+    end
+    positions_of[values] = at
+  end
+  if v == nil then return nil end
+  return at[v]
 end
 
 -- A move that steps knob k by `step` positions from the view's config, or nil
@@ -489,12 +516,33 @@ function M.step(view, k, step, method)
   return { changes = { [k.name] = k.values[q] }, method = method }
 end
 
--- Knobs of the given families, in knob order.
+-- Knobs of the given families, in knob order. A new list each call (the
+-- caller may keep or change it); one family's list is built from a per-list
+-- index kept with the view's knobs.
+local by_family_of = setmetatable({}, { __mode = "k" })
 function M.knobs_in(view, families)
+  local knobs = view.knobs
+  if #families == 1 then
+    local by_family = by_family_of[knobs]
+    if not by_family then
+      by_family = {}
+      for _, k in ipairs(knobs) do
+        local f = k.family
+        if f ~= nil then
+          by_family[f] = by_family[f] or {}
+          table.insert(by_family[f], k)
+        end
+      end
+      by_family_of[knobs] = by_family
+    end
+    local list, out = by_family[families[1]], {}
+    if list then for i = 1, #list do out[i] = list[i] end end
+    return out
+  end
   local want = {}
   for _, f in ipairs(families) do want[f] = true end
   local out = {}
-  for _, k in ipairs(view.knobs) do if want[k.family] then out[#out + 1] = k end end
+  for _, k in ipairs(knobs) do if want[k.family] then out[#out + 1] = k end end
   return out
 end
 

@@ -167,57 +167,6 @@ local function copy(t)
 end
 M.copy = copy
 
--- The config a move leads to and its key, or nil when a change names an
--- unknown knob or a value the knob does not allow, or the result breaks a
--- constraint.
--- `parts` (optional) are the formatted values of `config` in knob order, so
--- the key of a one-knob change costs one format instead of one per knob.
-function M.apply(space, config, move, parts)
-  local c = copy(config)
-  local changed
-  for k, v in pairs(move.changes or {}) do
-    local ix = space.index[k]
-    if not ix or ix.pos[v] == nil then return nil end
-    c[k] = v
-    if parts then
-      changed = changed or {}
-      changed[ix.i] = space_mod.format_value(v)
-    end
-  end
-  local key
-  if parts then
-    local p = {}
-    for i = 1, #parts do p[i] = changed and changed[i] or parts[i] end
-    key = table.concat(p, ",")
-  else
-    key = space:key(c)
-  end
-  if space.members then
-    -- a recorded space: membership is the whole check (as in is_valid)
-    if not space.members[key] then return nil end
-  elseif not space:is_valid(c) then
-    return nil
-  end
-  return c, key
-end
-
--- A canonical action id for a move: its changes sorted by knob name, plus a
--- short hash of the patch. Two moves with the same id lead to the same state.
-function M.action_id(space, move)
-  local k1, v1 = next(move.changes or {})
-  if k1 ~= nil and next(move.changes, k1) == nil and not move.patch then
-    return k1 .. "=" .. space_mod.format_value(v1)  -- one change: the common case
-  end
-  local parts = {}
-  for _, k in ipairs(space.knobs) do
-    local v = move.changes and move.changes[k.name]
-    if v ~= nil then parts[#parts + 1] = k.name .. "=" .. space_mod.format_value(v) end
-  end
-  local id = table.concat(parts, ",")
-  if move.patch then id = id .. "#" .. sys.sha256(move.patch):sub(1, 12) end
-  return id
-end
-
 -- Per-space tables that make checking a proposal cheap: the formatted value
 -- and the action id of every allowed (knob, value), a copier that builds a
 -- config table in one allocation, and whether validity needs more than
@@ -285,6 +234,60 @@ local function changed_config(space, config, changes)
 end
 
 M.changed_config = changed_config
+
+-- The config a move leads to and its key, or nil when a change names an
+-- unknown knob or a value the knob does not allow, or the result breaks a
+-- constraint.
+-- `parts` (optional) are the formatted values of `config` in knob order, so
+-- the key of a one-knob change costs one format instead of one per knob.
+-- `base_valid`: config is known valid, so in a space without constraints
+-- the changed config (allowed values only) is valid too, unchecked.
+function M.apply(space, config, move, parts, base_valid)
+  local fmt, index = fast(space).fmt, space.index
+  local changes = move.changes or {}
+  local changed
+  for k, v in pairs(changes) do
+    local ix = index[k]
+    if not ix or ix.pos[v] == nil then return nil end
+    if parts then
+      changed = changed or {}
+      changed[ix.i] = fmt[ix.i][v]
+    end
+  end
+  local c = changed_config(space, config, changes)
+  local key
+  if parts then
+    local p = {}
+    for i = 1, #parts do p[i] = changed and changed[i] or parts[i] end
+    key = table.concat(p, ",")
+  else
+    key = space:key(c)
+  end
+  if space.members then
+    -- a recorded space: membership is the whole check (as in is_valid)
+    if not space.members[key] then return nil end
+  elseif not (base_valid and fast(space).unconstrained) and not space:is_valid(c) then
+    return nil
+  end
+  return c, key
+end
+
+-- A canonical action id for a move: its changes sorted by knob name, plus a
+-- short hash of the patch. Two moves with the same id lead to the same state.
+function M.action_id(space, move)
+  local k1, v1 = next(move.changes or {})
+  if k1 ~= nil and next(move.changes, k1) == nil and not move.patch then
+    return k1 .. "=" .. space_mod.format_value(v1)  -- one change: the common case
+  end
+  local parts, act = {}, fast(space).act
+  for i, k in ipairs(space.knobs) do
+    local v = move.changes and move.changes[k.name]
+    if v ~= nil then parts[#parts + 1] = act[i][v] or (k.name .. "=" .. space_mod.format_value(v)) end
+  end
+  local id = table.concat(parts, ",")
+  if move.patch then id = id .. "#" .. sys.sha256(move.patch):sub(1, 12) end
+  return id
+end
 
 -- The config a move of `collect` leads to (a new table each call).
 function M.config_of(space, state, m)
@@ -452,7 +455,7 @@ function M.collect_lists(ctx, state, generators)
         end
       else
         if lazy then lazy, left, right = false, keys_to_strings(parts, out, by_key, n_out) end
-        cfg, key = M.apply(space, state.config, mv, parts)
+        cfg, key = M.apply(space, state.config, mv, parts, base_ok)
       end
       local patch = mv.patch
       if key and patch then
