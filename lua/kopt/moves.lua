@@ -453,6 +453,22 @@ function M.collect_lists(ctx, state, generators)
             end
           end
         end
+      elseif lazy and plain_state and mv.patch == nil then
+        -- several changes, keys still lazy: a move that changes one knob in
+        -- effect is that knob's move (its key, code and merges), one that
+        -- changes two or more has a string key that only such moves can
+        -- share, so the one-knob moves keep their lazy keys
+        local n_eff, all_allowed = 0, true
+        for k, v in pairs(changes) do
+          local ix = index[k]
+          if not ix or ix.pos[v] == nil then all_allowed = false break end
+          if fmt[ix.i][v] ~= parts[ix.i] then n_eff, i, v1 = n_eff + 1, ix.i, v end
+        end
+        if all_allowed and n_eff == 1 then
+          code = code_of[i][v1]
+        elseif all_allowed and n_eff > 1 then
+          cfg, key = M.apply(space, state.config, mv, parts, base_ok)
+        end
       else
         if lazy then lazy, left, right = false, keys_to_strings(parts, out, by_key, n_out) end
         cfg, key = M.apply(space, state.config, mv, parts, base_ok)

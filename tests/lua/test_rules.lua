@@ -179,20 +179,40 @@ do
   local mv = moves.collect(ctx, state, { R, twice })[j]
   T.check(mv and mv.key == "48,1,3" and mv.method == "b" and l.method[j] == "b", "merged: the larger prior's method")
   -- one-knob moves of a valid state in an unconstrained space carry no key
-  -- string (knob, value and the state's parts instead); a move of another
-  -- kind turns the keys into strings, and moves are merged across the switch
+  -- string (knob, value and the state's parts instead). A move of several
+  -- changes that changes one knob in effect is that knob's move (merged with
+  -- it, no key string); one that changes two has a key string, and the
+  -- one-knob moves after it keep theirs lazy; a patch turns every key into a
+  -- string, and moves are merged across the switch
   T.check(l.key[j] == nil and l.knob[j] == 2 and l.value[j] == "1" and table.concat(l.parts, ",") == "48,0,3",
           "a one-knob move as knob and value")
   local other = { name = "other", propose = function()
     return { { changes = { block_size_x = 64 }, method = "d", prior = 1 },
              { changes = { block_size_x = 64, use_shmem = 0 }, method = "e", prior = 5 },  -- the same state
+             { changes = { block_size_x = 64, use_shmem = 1 }, method = "g", prior = 1 },  -- two knobs
+             { changes = { block_size_x = 64, use_shmem = 1 }, method = "h", prior = 2 },  -- the same two
+             { changes = { block_size_x = 65, use_shmem = 1 }, method = "bad", prior = 1 },  -- not allowed
              { changes = { use_shmem = 1 }, method = "f", prior = 1 } }
   end }
   l = moves.collect_lists(ctx, state, { other })
-  T.eq(l.n, 2, "merged across the switch to string keys")
-  T.check(l.key[1] == "64,0,3" and l.method[1] == "e" and math.abs(l.prior[1] - 6 / 7) < 1e-12
-          and l.key[2] == "48,1,3", "string keys after a move of another kind: %s %s %s", tostring(l.key[1]),
-          tostring(l.method[1]), tostring(l.key[2]))
+  T.eq(l.n, 3, "several changes: merged with the one-knob move they amount to, and with each other")
+  T.check(l.key[1] == nil and l.knob[1] == 1 and moves.key_of(l, 1) == "64,0,3" and l.method[1] == "e"
+          and math.abs(l.prior[1] - 6 / 10) < 1e-12, "one knob in effect: that knob's move, the larger prior's method")
+  T.check(l.key[2] == "64,1,3" and l.method[2] == "h" and math.abs(l.prior[2] - 3 / 10) < 1e-12
+          and l.config[2] and l.config[2].block_size_x == 64 and l.config[2].use_shmem == 1,
+          "two knobs: a string key and its config (%s %s)", tostring(l.key[2]), tostring(l.method[2]))
+  T.check(l.key[3] == nil and moves.key_of(l, 3) == "48,1,3", "the one-knob move after them keeps its lazy key")
+  other.propose = function()
+    return { { changes = { block_size_x = 64 }, method = "d", prior = 1 },
+             { changes = { block_size_x = 64 }, method = "p", patch = "diff", prior = 1 },
+             { changes = { block_size_x = 64, use_shmem = 0 }, method = "e", prior = 5 },  -- the first's state
+             { changes = { use_shmem = 1 }, method = "f", prior = 1 } }
+  end
+  l = moves.collect_lists(ctx, state, { other })
+  T.eq(l.n, 3, "merged across the switch to string keys")
+  T.check(l.key[1] == "64,0,3" and l.method[1] == "e" and math.abs(l.prior[1] - 6 / 8) < 1e-12
+          and l.key[2]:find("#", 1, true) and l.key[3] == "48,1,3", "string keys after a patch: %s %s %s",
+          tostring(l.key[1]), tostring(l.method[1]), tostring(l.key[3]))
   -- the loop over one-knob moves runs in C (kopt.graph.one_knob_moves) and
   -- decides as the Lua loop does: the same lists as for the same moves
   -- behind a metatable, which the C loop leaves to Lua; it stops at a patch
