@@ -153,8 +153,6 @@ function M.has_symptom(view, name)
   return false
 end
 
--- opts: history (list of {config=, result=, origin=}), n (proposals wanted),
--- edits (bool), source (current best source, when edits are on).
 -- The view's knob list of a space, classified once per space (MCGS asks the
 -- heuristics about thousands of states): shared by every view of the space,
 -- so experts read it and never change it.
@@ -172,6 +170,8 @@ local function view_knobs(space)
   return knobs
 end
 
+-- opts: history (list of {config=, result=, origin=}), n (proposals wanted),
+-- edits (bool), source (current best source, when edits are on).
 function M.view(ctx, state, opts)
   opts = opts or {}
   local space = ctx.space
