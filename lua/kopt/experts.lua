@@ -153,19 +153,21 @@ function M.has_symptom(view, name)
   return false
 end
 
--- The view's knob list of a space, classified once per space (MCGS asks the
--- heuristics about thousands of states): shared by every view of the space,
--- so experts read it and never change it.
-local knobs_of_space = setmetatable({}, { __mode = "k" })
+-- The view's knob list: its own list and entries (an expert may sort or
+-- change them), with the families classified once per space (MCGS asks the
+-- heuristics about thousands of states; the classification is string
+-- matching per knob).
+local families_of_space = setmetatable({}, { __mode = "k" })
 local function view_knobs(space)
-  local knobs = knobs_of_space[space]
-  if not knobs then
-    knobs = {}
-    for i, k in ipairs(space.knobs) do
-      local fam = rules.classify(k)
-      knobs[i] = { name = k.name, values = k.values, tags = k.tags, family = fam }
-    end
-    knobs_of_space[space] = knobs
+  local families = families_of_space[space]
+  if not families then
+    families = {}
+    for i, k in ipairs(space.knobs) do families[i] = (rules.classify(k)) end
+    families_of_space[space] = families
+  end
+  local knobs = {}
+  for i, k in ipairs(space.knobs) do
+    knobs[i] = { name = k.name, values = k.values, tags = k.tags, family = families[i] }
   end
   return knobs
 end
@@ -517,8 +519,8 @@ function M.step(view, k, step, method)
 end
 
 -- Knobs of the given families, in knob order. A new list each call (the
--- caller may keep or change it); one family's list is built from a per-list
--- index kept with the view's knobs.
+-- caller may keep or change it); one family's list comes from an index of
+-- the view's knob list, built at the first such call on that list.
 local by_family_of = setmetatable({}, { __mode = "k" })
 function M.knobs_in(view, families)
   local knobs = view.knobs

@@ -7,8 +7,9 @@
 --  2. kopt.experts.knobs_in: knobs of one family or several, in knob order,
 --     a fresh list each call (a caller that changes it changes no later
 --     answer);
---  3. kopt.experts.view: the knob list is classified once per space and
---     shared by the views of that space, not by another space's;
+--  3. kopt.experts.view: each view has its own knob list (an expert that
+--     sorts or changes it changes no later view), with the families of its
+--     space;
 --  4. kopt.moves.apply with a valid base state: in a space without
 --     constraints the changed config is valid unchecked; in one with
 --     constraints a change that breaks one is still refused; an unknown knob
@@ -51,11 +52,19 @@ local function view_of(space)
   local c = space:sample(require("kopt.rng").new(1))
   return X.view({ space = space }, { config = c, key = space:key(c) })
 end
-local v1, v1b, v2 = view_of(s1), view_of(s1), view_of(s2)
-T.check(v1.knobs == v1b.knobs, "view: one knob list per space")
-T.check(v1.knobs ~= v2.knobs and #v2.knobs == 1 and v2.knobs[1].name == "NUM_WARPS", "view: each space its own")
+local v1 = view_of(s1)
 T.check(v1.knobs[1].family == "block" and v1.knobs[2].family == "tile_m", "view: families %s %s",
         tostring(v1.knobs[1].family), tostring(v1.knobs[2].family))
+T.eq(#X.knobs_in(v1, { "block" }), 1, "knobs_in on a view")
+table.sort(v1.knobs, function(p, q) return p.name > q.name end)
+v1.knobs[1].family = "changed"
+local v1b, v2 = view_of(s1), view_of(s2)
+T.check(v1b.knobs ~= v1.knobs and v1b.knobs[1].name == "BLOCK_SIZE_X" and v1b.knobs[1].family == "block",
+        "view: an expert's change to one view's knobs is not seen by the next")
+T.check(#X.knobs_in(v1b, { "block" }) == 1 and X.knobs_in(v1b, { "block" })[1].name == "BLOCK_SIZE_X",
+        "knobs_in on the next view: its own knobs")
+T.check(#v2.knobs == 1 and v2.knobs[1].name == "NUM_WARPS" and v2.knobs[1].family == "warps",
+        "view: each space its own knobs and families (%s)", tostring(v2.knobs[1].family))
 
 -- 4. apply from a valid base
 local knobs = { { name = "X", values = { 1, 2, 4 } }, { name = "Y", values = { 1, 2, 4 } } }
