@@ -487,86 +487,11 @@ function M.parse(value, view, expert_name)
 end
 
 ---------------------------------------------------------------------------
--- Helpers for heuristics
-
--- Position of a value in its knob's list (the first, should a list repeat
--- one). The positions are kept per value list: heuristics ask for them on
--- every state.
-local positions_of = setmetatable({}, { __mode = "k" })
-function M.pos(knob, v)
-  local values = knob.values
-  local at = positions_of[values]
-  if not at then
-    at = {}
-    for j = #values, 1, -1 do
-      local x = values[j]
-      if x == x then at[x] = j end  -- (a NaN is no key; it matches nothing, as ==)
-    end
-    positions_of[values] = at
-  end
-  if v == nil then return nil end
-  return at[v]
-end
-
--- A move that steps knob k by `step` positions from the view's config, or nil
--- at the end of the list.
-function M.step(view, k, step, method)
-  local p = M.pos(k, view.config[k.name])
-  if not p then return nil end
-  local q = p + step
-  if q < 1 or q > #k.values then return nil end
-  return { changes = { [k.name] = k.values[q] }, method = method }
-end
-
--- Knobs of the given families, in knob order. A new list each call (the
--- caller may keep or change it); one family's list comes from an index of
--- the view's knob list, built at the first such call on that list.
-local by_family_of = setmetatable({}, { __mode = "k" })
-function M.knobs_in(view, families)
-  local knobs = view.knobs
-  if #families == 1 then
-    local by_family = by_family_of[knobs]
-    if not by_family then
-      by_family = {}
-      for _, k in ipairs(knobs) do
-        local f = k.family
-        if f ~= nil then
-          by_family[f] = by_family[f] or {}
-          table.insert(by_family[f], k)
-        end
-      end
-      by_family_of[knobs] = by_family
-    end
-    local list, out = by_family[families[1]], {}
-    if list then for i = 1, #list do out[i] = list[i] end end
-    return out
-  end
-  local want = {}
-  for _, f in ipairs(families) do want[f] = true end
-  local out = {}
-  for _, k in ipairs(knobs) do if want[k.family] then out[#out + 1] = k end end
-  return out
-end
-
--- Merges moves' changes (a combined move), nil on conflicts.
-function M.combine(a, b, method)
-  local c = {}
-  for k, v in pairs(a.changes) do c[k] = v end
-  for k, v in pairs(b.changes) do
-    if c[k] ~= nil and c[k] ~= v then return nil end
-    c[k] = v
-  end
-  return { changes = c, method = method or a.method }
-end
-
--- Numbered priors in list order and the expert's name on each move.
-function M.finish(moves, name)
-  for i, m in ipairs(moves) do
-    m.prior = m.prior or 1 / i
-    m.expert = name
-  end
-  return moves
-end
+-- Helpers for heuristics (kopt.expert_helpers): pos, step, knobs_in,
+-- combine, finish, as X.pos and so on.
+local helpers = require("kopt.expert_helpers")
+M.pos, M.step, M.knobs_in, M.combine, M.finish = helpers.pos, helpers.step, helpers.knobs_in, helpers.combine,
+  helpers.finish
 
 -- Feedback for a failed edit and the repair turn (kopt.repair).
 local repair = require("kopt.repair")

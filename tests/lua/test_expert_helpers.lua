@@ -6,7 +6,7 @@
 --     not mixed up with another list's;
 --  2. kopt.experts.knobs_in: knobs of one family or several, in knob order,
 --     a fresh list each call (a caller that changes it changes no later
---     answer);
+--     answer), read from the view's knobs as they are when asked;
 --  3. kopt.experts.view: each view has its own knob list (an expert that
 --     sorts or changes it changes no later view), with the families of its
 --     space;
@@ -43,6 +43,11 @@ T.check(#again == 2 and again[1].name == "W" and again[2].name == "W2", "knobs_i
 local both = X.knobs_in(view, { "tile_n", "tile_m" })
 T.check(#both == 2 and both[1].name == "TM" and both[2].name == "TN", "knobs_in: several families in knob order")
 T.eq(#X.knobs_in(view, { "stages" }), 0, "knobs_in: a family with no knob")
+view.knobs[1], view.knobs[2] = view.knobs[2], view.knobs[1]
+view.knobs[3].family = "warps"
+w = X.knobs_in(view, { "warps" })
+T.check(#w == 3 and w[1].name == "W" and w[2].name == "TN" and w[3].name == "W2",
+        "knobs_in: the view's knobs as they are now, after an expert reordered and changed them")
 
 -- 3. views share their space's classified knobs
 local s1 = space_mod.new({ knobs = { { name = "BLOCK_SIZE_X", values = { 32, 64 } },
