@@ -243,7 +243,8 @@ M.changed_config = changed_config
 -- `base_valid`: config is known valid, so in a space without constraints
 -- the changed config (allowed values only) is valid too, unchecked.
 function M.apply(space, config, move, parts, base_valid)
-  local fmt, index = fast(space).fmt, space.index
+  local f, index = fast(space), space.index
+  local fmt = f.fmt
   local changes = move.changes or {}
   local changed
   for k, v in pairs(changes) do
@@ -266,13 +267,13 @@ function M.apply(space, config, move, parts, base_valid)
   if space.members then
     -- a recorded space: membership is the whole check (as in is_valid)
     if not space.members[key] then return nil end
-  elseif not (base_valid and fast(space).unconstrained) and not space:is_valid(c) then
+  elseif not (base_valid and f.unconstrained) and not space:is_valid(c) then
     return nil
   end
   return c, key
 end
 
--- A canonical action id for a move: its changes sorted by knob name, plus a
+-- A canonical action id for a move: its changes in knob order, plus a
 -- short hash of the patch. Two moves with the same id lead to the same state.
 function M.action_id(space, move)
   local k1, v1 = next(move.changes or {})
