@@ -30,7 +30,7 @@ M.GAP_BEHIND, M.GAP_LEVEL, M.GAP_DRAWS = 0.005, 0.9, 2000
 local USAGE = [[
 usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N|A-B]
                     [--budgets 25,50,...] [--out DIR] [--opt STRATEGY.KEY=VALUE]
-                    [--replay-check strict|lenient] [-q]
+                    [--replay-check strict|lenient] [--jobs N|auto] [-q]
   --strategies  built-in names or paths (default: random, anneal, genetic,
                 surrogate, and mcgs and rules when built in); NAME@K=V+K=V is a
                 variant with its own options (mcgs@pw_c=1+model=false), reported
@@ -47,6 +47,8 @@ usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N|A-B]
   --opt         a strategy option, e.g. --opt anneal.t0=0.2 (repeatable)
   --replay-check  a bad entry in a space is an error (strict, the default) or
                 skipped and counted (lenient), as for a run
+  --jobs        runs in N processes at once (auto: one per CPU; default 1);
+                every number but the timings is the same as with one
 ]]
 
 -- "NAME@K=V+K=V" -> "NAME", { {K, V}, ... } (no '@': no variant options).
@@ -83,6 +85,11 @@ local function parse(argv)
     elseif a == "--strategies" then o.strategies = split(value(a))
     elseif a == "--spaces" then o.spaces = split(value(a))
     elseif a == "--replay-check" then o.check = recording.check_mode(value(a), "compare: --replay-check")
+    elseif a == "--jobs" then
+      local v = value(a)
+      o.jobs = v == "auto" and sys.cpu_count() or math.tointeger(tonumber(v))
+      if not o.jobs or o.jobs < 1 then errors.usage("compare: --jobs: expected a positive integer or auto, got '%s'", v) end
+    elseif a == "--shard" then o.shard = value(a)
     elseif a == "--out" then
       o.out = value(a)
       if not o.out:find("%S") then errors.usage("compare: --out: expected a folder name, got an empty string") end
@@ -204,9 +211,104 @@ local function space_names(files)
   return names
 end
 
+-- Parallel runs (--jobs): each run depends only on its strategy, options,
+-- space and seed, so the runs are dealt out to child processes of this
+-- kopt (`kopt compare --shard JOBFILE`), which write their curves to
+-- JOBFILE.out; the report is made from them exactly as from runs made here.
+-- A curve travels as its steps { evaluation, best time } (a failure-only
+-- prefix is absent), so a run of 400 evaluations is a few dozen numbers.
+local function curve_steps(curve)
+  local out, last = {}, math.huge
+  for n, t in ipairs(curve) do
+    if t ~= last then out[#out + 1] = { n, t } last = t end
+  end
+  return out
+end
+
+local function curve_of(steps, length)
+  local curve, best, k = {}, math.huge, 1
+  for n = 1, length do
+    if steps[k] and steps[k][1] == n then best, k = steps[k][2], k + 1 end
+    curve[n] = best
+  end
+  return curve
+end
+
+local function shell_quote(x) return "'" .. tostring(x):gsub("'", "'\\''") .. "'" end
+
+-- The child: runs the units of its job file in order.
+local function run_shard(path)
+  local job, err = json.read_file(path)
+  if not job then errors.usage("compare: --shard: %s", err) end
+  local backends, out = {}, {}
+  for i, u in ipairs(job.units) do
+    local backend = backends[u.file]
+    if not backend then
+      backend = replay.open(nil, { file = u.file, check = u.check })
+      backends[u.file] = backend
+    end
+    local saved = package.path
+    local s = strategy_mod.load(u.label)
+    package.path = saved
+    local options = strategy_mod.options(s, u.pairs)
+    local t0, c0 = sys.now(), os.clock()
+    local curve, counters, made = run_one(u.base, u.label, options, backend, u.seed, u.length)
+    out[i] = { steps = curve_steps(curve), stats = counters, made = made, seconds = sys.now() - t0,
+               cpu_s = os.clock() - c0 }
+  end
+  for _, b in pairs(backends) do b:close() end
+  json.write_file(path .. ".out", json.encode({ results = out }), true)
+  return 0
+end
+
+-- The parent: deals the units out round-robin to `jobs` children, waits for
+-- them all and returns the results in the units' order.
+local function run_parallel(units, jobs, dir)
+  local made, merr = sys.mkdir_p(dir)
+  if not made then errors.usage("compare: --jobs: %s", tostring(merr)) end
+  jobs = math.min(jobs, #units)
+  local exe = sys.realpath("/proc/self/exe")
+  local shards, procs = {}, {}
+  for j = 1, jobs do shards[j] = {} end
+  for i, u in ipairs(units) do table.insert(shards[(i - 1) % jobs + 1], u) end
+  for j = 1, jobs do
+    local path = string.format("%s/shard_%d.json", dir, j)
+    json.write_file(path, json.encode({ units = shards[j] }), true)
+    os.remove(path .. ".out")
+    procs[j] = { path = path, pipe = assert(io.popen(shell_quote(exe) .. " compare --shard " .. shell_quote(path))) }
+  end
+  local failed = {}
+  for j, p in ipairs(procs) do
+    p.pipe:read("a")
+    local ok, how, code = p.pipe:close()
+    if not ok then failed[#failed + 1] = string.format("%d (%s %s)", j, tostring(how), tostring(code)) end
+  end
+  local results, unread = {}, nil
+  for j, p in ipairs(procs) do
+    if #failed == 0 then
+      local got, err = json.read_file(p.path .. ".out")
+      if got then
+        for k, r in ipairs(got.results) do results[(k - 1) * jobs + j] = r end
+      else
+        unread = unread or err
+      end
+    end
+    os.remove(p.path .. ".out")
+    os.remove(p.path)
+  end
+  sys.rmdir(dir)
+  if #failed > 0 then
+    errors.raise(errors.RUNTIME, "compare: --jobs: child process %s of %d failed; its messages are above",
+                 table.concat(failed, ", "), jobs)
+  end
+  if unread then errors.raise(errors.RUNTIME, "compare: --jobs: %s", unread) end
+  return results
+end
+
 function M.main(argv)
   local o = parse(argv)
   if o.help then io.stdout:write(USAGE) return 0 end
+  if o.shard then return run_shard(o.shard) end
   local files = o.spaces or default_spaces()
   local defaulted = o.spaces == nil
   local strategies = o.strategies or default_strategies()
@@ -223,7 +325,7 @@ function M.main(argv)
     for _, kv in ipairs(o.opts[name] or o.opts[label] or {}) do pairs_list[#pairs_list + 1] = kv end
     for _, kv in ipairs(variant) do pairs_list[#pairs_list + 1] = kv end
     loaded[i] = { label = label, name = #variant > 0 and (name .. full:sub(#label + 1)) or name, base = name,
-                  options = strategy_mod.options(s, pairs_list) }
+                  options = strategy_mod.options(s, pairs_list), pairs = pairs_list }
     for j = 1, i - 1 do
       if loaded[j].name == loaded[i].name then
         if loaded[j].label ~= loaded[i].label then
@@ -264,6 +366,35 @@ function M.main(argv)
     end
   end
   local names = space_names(files)
+  -- with --jobs, every run first, in child processes: ran[fi][si][run]
+  local ran
+  if (o.jobs or 1) > 1 then
+    local units, where = {}, {}
+    for fi, file in ipairs(files) do
+      local length = math.max(maxb, benchstats.cutoff(opened[fi].facts, M.P))
+      for si, st in ipairs(loaded) do
+        for run = 1, o.seeds do
+          units[#units + 1] = { file = file, check = o.check, label = st.label, base = st.base, pairs = st.pairs,
+                                seed = o.first_seed + run - 1, length = length }
+          where[#units] = { fi, si, run }
+        end
+      end
+    end
+    if not o.quiet then
+      io.stderr:write(string.format("compare: %d runs in %d processes\n", #units, math.min(o.jobs, #units)))
+    end
+    local t0 = sys.now()
+    local results = run_parallel(units, o.jobs, o.out .. "/.shards")
+    ran = {}
+    for i, r in ipairs(results) do
+      local fi, si, run = where[i][1], where[i][2], where[i][3]
+      ran[fi] = ran[fi] or {}
+      ran[fi][si] = ran[fi][si] or {}
+      r.curve = curve_of(r.steps, units[i].length)
+      ran[fi][si][run] = r
+    end
+    if not o.quiet then io.stderr:write(string.format("compare: runs done in %.1f s\n", sys.now() - t0)) end
+  end
   for fi, file in ipairs(files) do
     local backend, facts = opened[fi].backend, opened[fi].facts
     local cutoff = benchstats.cutoff(facts, M.P)
@@ -275,17 +406,26 @@ function M.main(argv)
     for i, b in ipairs(budgets) do exact.fraction[i] = rfrac[math.min(b, #rfrac)] end
     for _, tol in ipairs({ 0.05, 0.01 }) do exact.within[tol] = (benchstats.random_evals_within(facts, tol)) end
     sp.exact = exact
-    for _, st in ipairs(loaded) do
+    for si, st in ipairs(loaded) do
       local t0, c0 = sys.now(), os.clock()
       local curves, stats, evals = {}, {}, 0
+      local seconds, cpu_s = 0, 0
       for run = 1, o.seeds do
-        local c, counters, n = run_one(st.base, st.label, st.options, backend, o.first_seed + run - 1, length)
+        local c, counters, n
+        local r = ran and ran[fi][si][run]
+        if r then
+          c, counters, n = r.curve, r.stats, r.made
+          seconds, cpu_s = seconds + r.seconds, cpu_s + r.cpu_s
+        else
+          c, counters, n = run_one(st.base, st.label, st.options, backend, o.first_seed + run - 1, length)
+        end
         curves[run], evals = c, evals + n
         for k, v in pairs(counters) do stats[k] = (stats[k] or 0) + v end
       end
       local sum = benchstats.summarise(facts, curves, budgets, cutoff, rtimes)
-      sum.name, sum.base, sum.seconds = st.name, st.base, sys.now() - t0
-      sum.cpu_s, sum.evals, sum.stats = os.clock() - c0, evals, stats
+      -- (with --jobs: the runs' own times, summed, as if made one after another)
+      sum.name, sum.base, sum.seconds = st.name, st.base, ran and seconds or sys.now() - t0
+      sum.cpu_s, sum.evals, sum.stats = ran and cpu_s or os.clock() - c0, evals, stats
       sum.curve = {}
       for n = 1, maxb do
         local acc = 0

@@ -1,0 +1,75 @@
+-- `kopt compare --jobs N`: the runs made in N child processes give the same
+-- report as the runs made in one, every figure but the timings; a bad --jobs
+-- is refused; a run that fails in a child fails the whole compare, with the
+-- child's message, and leaves no report behind.
+local T = require("testlib")
+local cjson = require("cjson")
+
+local tmp = T.tmpdir("compare_jobs")
+local SPACES = "tests/data/pnpoly_RTX_3090.json,tests/data/vector_add_A4000.json"
+local ARGS = "compare --strategies random,rules,mcgs@model=false --spaces " .. SPACES ..
+             " --seeds 5 --budgets 10,25,50 -q --out "
+
+-- The report without its timings, which differ from run to run.
+local function untimed(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do
+    if k ~= "seconds" and k ~= "cpu_s" then out[k] = untimed(x) end
+  end
+  return out
+end
+
+local function same(a, b, where)
+  if type(a) ~= type(b) then return T.check(false, "%s: %s against %s", where, tostring(a), tostring(b)) end
+  if type(a) ~= "table" then return T.check(a == b, "%s: %s against %s", where, tostring(a), tostring(b)) end
+  for k, x in pairs(a) do same(x, b[k], where .. "." .. tostring(k)) end
+  for k, x in pairs(b) do if a[k] == nil then same(nil, x, where .. "." .. tostring(k)) end end
+end
+
+local code, _, err = T.run(ARGS .. tmp .. "/one")
+T.eq(code, 0, "compare in one process (" .. err .. ")")
+code, _, err = T.run(ARGS:gsub(" %-q", "") .. tmp .. "/three --jobs 3")
+T.eq(code, 0, "compare in three processes (" .. err .. ")")
+T.check(err:find("runs in 3 processes", 1, true) ~= nil, "the parallel compare says how many processes: %s", err)
+local one = cjson.decode(T.slurp(tmp .. "/one/benchmark.json"))
+local three = cjson.decode(T.slurp(tmp .. "/three/benchmark.json"))
+same(untimed(one), untimed(three), "benchmark.json")
+T.check(#one.spaces == 2 and #one.spaces[1].strategies == 4, "the report holds 2 spaces of 3 strategies and exact random search: %d, %d", #one.spaces, #one.spaces[1].strategies)
+T.check(not T.exists(tmp .. "/three/.shards"), "the job files are gone after the runs")
+
+-- more processes than runs: one per run
+code, _, err = T.run("compare --strategies random --spaces tests/data/vector_add_A4000.json --seeds 2 " ..
+                     "--budgets 5 --out " .. tmp .. "/many --jobs 16")
+T.eq(code, 0, "compare with more processes than runs (" .. err .. ")")
+T.check(err:find("2 runs in 2 processes", 1, true) ~= nil, "as many processes as runs: %s", err)
+
+for _, bad in ipairs({ "0", "-2", "x", "1.5" }) do
+  code, _, err = T.run(ARGS .. tmp .. "/bad --jobs " .. bad)
+  T.eq(code, 2, "--jobs " .. bad .. " is a usage error")
+  T.check(err:find("--jobs: expected a positive integer or auto", 1, true) ~= nil, "--jobs %s: %s", bad, err)
+end
+
+-- A strategy whose run with seed 3 raises: the child's message is shown and
+-- the compare fails without writing a report.
+T.write(tmp .. "/flaky.lua", [[
+local S = { name = "flaky", options = {} }
+function S.init(ctx) ctx.n = 0 end
+function S.ask(ctx, n)
+  if ctx.seed == 3 then error("flaky: no configs for seed 3") end
+  local out = {}
+  for _ = 1, n do out[#out + 1] = { config = ctx.space:sample(ctx.rng) } end
+  return out
+end
+return S
+]])
+code, _, err = T.run("compare --strategies " .. tmp .. "/flaky.lua --spaces tests/data/vector_add_A4000.json " ..
+                     "--seeds 4 --budgets 5 --out " .. tmp .. "/flaky --jobs 2")
+T.check(code ~= 0, "a failing run fails the compare (exit %s)", tostring(code))
+T.check(err:find("no configs for seed 3", 1, true) ~= nil, "the child's message is shown: %s", err)
+T.check(err:find("child process", 1, true) ~= nil, "the parent names the failed child: %s", err)
+T.check(not T.exists(tmp .. "/flaky/benchmark.json"), "no report after a failed run")
+T.check(not T.exists(tmp .. "/flaky/.shards"), "no job files left after a failed run")
+
+os.execute("rm -rf '" .. tmp .. "'")
+T.done()
