@@ -241,6 +241,7 @@ local function run_shard(path)
   local job, err = json.read_file(path)
   if not job then errors.usage("compare: --shard: %s", err) end
   local backends, out = {}, {}
+  local t_start, step = sys.now(), math.max(1, math.ceil(#job.units / 10))
   for i, u in ipairs(job.units) do
     local backend = backends[u.file]
     if not backend then
@@ -255,6 +256,11 @@ local function run_shard(path)
     local curve, counters, made = run_one(u.base, u.label, options, backend, u.seed, u.length)
     out[i] = { steps = curve_steps(curve), stats = counters, made = made, seconds = sys.now() - t0,
                cpu_s = os.clock() - c0 }
+    -- (progress: about ten lines per process, one line per write)
+    if job.progress and (i % step == 0 or i == #job.units) then
+      io.stderr:write(string.format("compare: process %d of %d: %d of %d runs in %.1f s\n", job.index, job.of, i,
+                                    #job.units, sys.now() - t_start))
+    end
   end
   for _, b in pairs(backends) do b:close() end
   json.write_file(path .. ".out", json.encode({ results = out }), true)
@@ -263,7 +269,7 @@ end
 
 -- The parent: deals the units out round-robin to `jobs` children, waits for
 -- them all and returns the results in the units' order.
-local function run_parallel(units, jobs, dir)
+local function run_parallel(units, jobs, dir, progress)
   local made, merr = sys.mkdir_p(dir)
   if not made then errors.usage("compare: --jobs: %s", tostring(merr)) end
   jobs = math.min(jobs, #units)
@@ -273,7 +279,7 @@ local function run_parallel(units, jobs, dir)
   for i, u in ipairs(units) do table.insert(shards[(i - 1) % jobs + 1], u) end
   for j = 1, jobs do
     local path = string.format("%s/shard_%d.json", dir, j)
-    json.write_file(path, json.encode({ units = shards[j] }), true)
+    json.write_file(path, json.encode({ units = shards[j], index = j, of = jobs, progress = progress }), true)
     os.remove(path .. ".out")
     procs[j] = { path = path, pipe = assert(io.popen(shell_quote(exe) .. " compare --shard " .. shell_quote(path))) }
   end
@@ -384,7 +390,7 @@ function M.main(argv)
       io.stderr:write(string.format("compare: %d runs in %d processes\n", #units, math.min(o.jobs, #units)))
     end
     local t0 = sys.now()
-    local results = run_parallel(units, o.jobs, o.out .. "/.shards")
+    local results = run_parallel(units, o.jobs, o.out .. "/.shards", not o.quiet)
     ran = {}
     for i, r in ipairs(results) do
       local fi, si, run = where[i][1], where[i][2], where[i][3]
