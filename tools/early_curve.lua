@@ -10,6 +10,7 @@
 -- For MCGS it also counts, per run, the evaluations of each kind (initial
 -- samples, rollout steps by model or prior, the portfolio's arms, the
 -- stall's sweep and regions) and the log-gain of those that set a new best.
+local benchstats = require("kopt.benchstats")
 local replay = require("kopt.backends.replay")
 local engine_mod = require("kopt.engine")
 local strategy_mod = require("kopt.strategy")
@@ -42,11 +43,8 @@ end
 
 local function screen(file)
   local backend = replay.open(nil, { file = file })
-  local opt = math.huge
-  for _, e in ipairs(backend.rec.entries) do
-    local t = e.time_ms or (e.result and e.result.time_ms)
-    if type(t) == "number" and t < opt and (e.status == nil or e.status == "ok") then opt = t end
-  end
+  -- (the optimum as `kopt compare` takes it)
+  local opt = benchstats.space_facts(backend.rec.entries).opt
   local at, count, gain = {}, {}, {}
   for seed = 1, seeds do
     local s = strategy_mod.load(name)

@@ -64,7 +64,7 @@ local function shell_quote(x) return "'" .. tostring(x):gsub("'", "'\\''") .. "'
 function M.shard(path)
   local job, err = json.read_file(path)
   if not job then errors.usage("compare: --shard: %s", err) end
-  local backends, out = {}, {}
+  local backends, options_of, out = {}, {}, {}
   local t_start, step = sys.now(), math.max(1, math.ceil(#job.units / 10))
   for i, u in ipairs(job.units) do
     local backend = backends[u.file]
@@ -72,10 +72,15 @@ function M.shard(path)
       backend = replay.open(nil, { file = u.file, check = u.check })
       backends[u.file] = backend
     end
-    local saved = package.path
-    local s = strategy_mod.load(u.label)
-    package.path = saved
-    local options = strategy_mod.options(s, u.pairs)
+    -- (each strategy's options resolved once: run_one loads it per run)
+    local okey = u.label .. "\0" .. json.encode(u.pairs)
+    local options = options_of[okey]
+    if not options then
+      local saved = package.path
+      options = strategy_mod.options(strategy_mod.load(u.label), u.pairs)
+      package.path = saved
+      options_of[okey] = options
+    end
     local t0, c0 = sys.now(), os.clock()
     local curve, counters, made = M.run_one(u.base, u.label, options, backend, u.seed, u.length)
     out[i] = { steps = curve_steps(curve), stats = counters, made = made, seconds = sys.now() - t0,
