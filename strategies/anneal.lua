@@ -16,6 +16,9 @@ local classic = require("kopt.classic")
 local S = {
   name = "anneal",
   description = "simulated annealing on log(time) over neighbouring configs, with restarts",
+  -- (its cooling is spread over the budget: `kopt compare` runs it once per
+  -- reported budget)
+  plans_with_budget = true,
   options = {
     t0 = { default = 0.15, gt = 0,
       help = "initial temperature (log-time units: 0.15 accepts a 15 % slower neighbour with probability 1/e)" },

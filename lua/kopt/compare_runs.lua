@@ -58,6 +58,77 @@ function M.curve_of(steps, length)
   return curve
 end
 
+-- A strategy that plans with its budget (anneal's cooling; a strategy
+-- declares it with `plans_with_budget = true`, or `kopt compare
+-- --per-budget` assumes it of every one) would see a longer budget in the
+-- long run than the one reported. It gets a run of its own for each
+-- reported budget shorter than the long run: { {index in budgets, budget} }.
+function M.own_budgets(st, budgets, length)
+  local out = {}
+  if not st.per_budget then return out end
+  for i, b in ipairs(budgets) do
+    if b < length then out[#out + 1] = { i, b } end
+  end
+  return out
+end
+
+-- Every run of a compare as units for --jobs: for each space, strategy and
+-- seed the long run (`length` evaluations), then its runs of their own
+-- budgets (`own` = the budget's index).
+function M.units(files, lengths, loaded, budgets, o)
+  local units = {}
+  for fi, file in ipairs(files) do
+    for si, st in ipairs(loaded) do
+      for run = 1, o.seeds do
+        local function unit(length, own)
+          units[#units + 1] = { file = file, check = o.check, label = st.label, base = st.base, pairs = st.pairs,
+                                seed = o.first_seed + run - 1, length = length, fi = fi, si = si, run = run,
+                                own = own }
+        end
+        unit(lengths[fi])
+        for _, ib in ipairs(M.own_budgets(st, budgets, lengths[fi])) do unit(ib[2], ib[1]) end
+      end
+    end
+  end
+  return units
+end
+
+-- The units' results by space, strategy and seed: ran[fi][si][run] is the
+-- long run's result with its curve, `own[i]` the best time of the run of
+-- budgets[i] evaluations, and `extra` the cost of those runs.
+function M.gather(units, results)
+  local ran = {}
+  for i, r in ipairs(results) do
+    local u = units[i]
+    ran[u.fi] = ran[u.fi] or {}
+    ran[u.fi][u.si] = ran[u.fi][u.si] or {}
+    local slot = ran[u.fi][u.si][u.run] or { own = {}, extra = { seconds = 0, cpu_s = 0, made = 0 } }
+    ran[u.fi][u.si][u.run] = slot
+    local curve = M.curve_of(r.steps, u.length)
+    if u.own then
+      slot.own[u.own] = curve[u.length]
+      slot.extra.seconds, slot.extra.cpu_s = slot.extra.seconds + r.seconds, slot.extra.cpu_s + r.cpu_s
+      slot.extra.made = slot.extra.made + r.made
+    else
+      slot.curve, slot.stats, slot.made, slot.seconds, slot.cpu_s = curve, r.stats, r.made, r.seconds, r.cpu_s
+    end
+  end
+  return ran
+end
+
+-- Replaces a summary's fractions at the budgets that had runs of their own:
+-- own[s][i] is seed s's best time in its run of budgets[i] evaluations.
+function M.apply_own_budgets(sum, facts, own)
+  for i in pairs(own[1] or {}) do
+    local acc = 0
+    for s, row in ipairs(own) do
+      local f = row[i] < math.huge and facts.opt / row[i] or 0
+      sum.seed_fraction[s][i], acc = f, acc + f
+    end
+    sum.fraction[i] = acc / #own
+  end
+end
+
 local function shell_quote(x) return "'" .. tostring(x):gsub("'", "'\\''") .. "'" end
 
 -- The child: runs the units of its job file in order.

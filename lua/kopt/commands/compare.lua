@@ -30,7 +30,7 @@ M.GAP_BEHIND, M.GAP_LEVEL, M.GAP_DRAWS = 0.005, 0.9, 2000
 local USAGE = [[
 usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N|A-B]
                     [--budgets 25,50,...] [--out DIR] [--opt STRATEGY.KEY=VALUE]
-                    [--replay-check strict|lenient] [--jobs N|auto] [-q]
+                    [--replay-check strict|lenient] [--jobs N|auto] [--per-budget] [-q]
   --strategies  built-in names or paths (default: random, anneal, genetic,
                 surrogate, and mcgs and rules when built in); NAME@K=V+K=V is a
                 variant with its own options (mcgs@pw_c=1+model=false), reported
@@ -42,13 +42,17 @@ usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N|A-B]
                 A-B for seeds A..B (fresh seeds for a check of settings
                 chosen on 1..N)
   --budgets     evaluation counts to report (default 25,50,100,200,400); every
-                run goes on to the largest, or to the methodology cutoff when larger
+                run goes on to the largest, or to the methodology cutoff when larger;
+                a strategy that plans with its budget (anneal) also gets a run of
+                each smaller budget, and its fraction there is that run's
   --out         output directory (default compare/): benchmark.md, benchmark.json, img/*.svg
   --opt         a strategy option, e.g. --opt anneal.t0=0.2 (repeatable)
   --replay-check  a bad entry in a space is an error (strict, the default) or
                 skipped and counted (lenient), as for a run
   --jobs        runs in N processes at once (auto: one per CPU; default 1);
                 every number but the timings is the same as with one
+  --per-budget  a run of each budget for every strategy (for one that reads
+                its budget without declaring plans_with_budget)
 ]]
 
 -- "NAME@K=V+K=V" -> "NAME", { {K, V}, ... } (no '@': no variant options).
@@ -90,6 +94,7 @@ local function parse(argv)
       o.jobs = v == "auto" and sys.cpu_count() or math.tointeger(tonumber(v))
       if not o.jobs or o.jobs < 1 then errors.usage("compare: --jobs: expected a positive integer or auto, got '%s'", v) end
     elseif a == "--shard" then o.shard = value(a)
+    elseif a == "--per-budget" then o.per_budget = true
     elseif a == "--out" then
       o.out = value(a)
       if not o.out:find("%S") then errors.usage("compare: --out: expected a folder name, got an empty string") end
@@ -204,7 +209,8 @@ function M.main(argv)
     for _, kv in ipairs(o.opts[name] or o.opts[label] or {}) do pairs_list[#pairs_list + 1] = kv end
     for _, kv in ipairs(variant) do pairs_list[#pairs_list + 1] = kv end
     loaded[i] = { label = label, name = #variant > 0 and (name .. full:sub(#label + 1)) or name, base = name,
-                  options = strategy_mod.options(s, pairs_list), pairs = pairs_list }
+                  options = strategy_mod.options(s, pairs_list), pairs = pairs_list,
+                  per_budget = o.per_budget or s.plans_with_budget == true }
     for j = 1, i - 1 do
       if loaded[j].name == loaded[i].name then
         if loaded[j].label ~= loaded[i].label then
@@ -248,30 +254,14 @@ function M.main(argv)
   -- with --jobs, every run first, in child processes: ran[fi][si][run]
   local ran
   if (o.jobs or 1) > 1 then
-    local units, where = {}, {}
-    for fi, file in ipairs(files) do
-      local length = math.max(maxb, benchstats.cutoff(opened[fi].facts, M.P))
-      for si, st in ipairs(loaded) do
-        for run = 1, o.seeds do
-          units[#units + 1] = { file = file, check = o.check, label = st.label, base = st.base, pairs = st.pairs,
-                                seed = o.first_seed + run - 1, length = length }
-          where[#units] = { fi, si, run }
-        end
-      end
-    end
+    local lengths = {}
+    for fi in ipairs(files) do lengths[fi] = math.max(maxb, benchstats.cutoff(opened[fi].facts, M.P)) end
+    local units = runs.units(files, lengths, loaded, budgets, o)
     if not o.quiet then
       io.stderr:write(string.format("compare: %d runs in %d processes\n", #units, math.min(o.jobs, #units)))
     end
     local t0 = sys.now()
-    local results = runs.parallel(units, o.jobs, o.out .. "/.shards", not o.quiet)
-    ran = {}
-    for i, r in ipairs(results) do
-      local fi, si, run = where[i][1], where[i][2], where[i][3]
-      ran[fi] = ran[fi] or {}
-      ran[fi][si] = ran[fi][si] or {}
-      r.curve = runs.curve_of(r.steps, units[i].length)
-      ran[fi][si][run] = r
-    end
+    ran = runs.gather(units, runs.parallel(units, o.jobs, o.out .. "/.shards", not o.quiet))
     if not o.quiet then io.stderr:write(string.format("compare: runs done in %.1f s\n", sys.now() - t0)) end
   end
   for fi, file in ipairs(files) do
@@ -287,21 +277,28 @@ function M.main(argv)
     sp.exact = exact
     for si, st in ipairs(loaded) do
       local t0, c0 = sys.now(), os.clock()
-      local curves, stats, evals = {}, {}, 0
+      local curves, stats, evals, own = {}, {}, 0, {}
       local seconds, cpu_s = 0, 0
       for run = 1, o.seeds do
         local c, counters, n
-        local r = ran and ran[fi][si][run]
+        local r, seed = ran and ran[fi][si][run], o.first_seed + run - 1
         if r then
-          c, counters, n = r.curve, r.stats, r.made
-          seconds, cpu_s = seconds + r.seconds, cpu_s + r.cpu_s
+          c, counters, n, own[run] = r.curve, r.stats, r.made + r.extra.made, r.own
+          seconds, cpu_s = seconds + r.seconds + r.extra.seconds, cpu_s + r.cpu_s + r.extra.cpu_s
         else
-          c, counters, n = runs.run_one(st.base, st.label, st.options, backend, o.first_seed + run - 1, length)
+          c, counters, n = runs.run_one(st.base, st.label, st.options, backend, seed, length)
+          own[run] = {}
+          for _, ib in ipairs(runs.own_budgets(st, budgets, length)) do
+            local oc, _, on = runs.run_one(st.base, st.label, st.options, backend, seed, ib[2])
+            own[run][ib[1]], n = oc[ib[2]], n + on
+          end
         end
         curves[run], evals = c, evals + n
         for k, v in pairs(counters) do stats[k] = (stats[k] or 0) + v end
       end
       local sum = benchstats.summarise(facts, curves, budgets, cutoff, rtimes)
+      runs.apply_own_budgets(sum, facts, own)
+      sum.per_budget = st.per_budget
       -- (with --jobs: the runs' own times, summed, as if made one after another)
       sum.name, sum.base, sum.seconds = st.name, st.base, ran and seconds or sys.now() - t0
       sum.cpu_s, sum.evals, sum.stats = ran and cpu_s or os.clock() - c0, evals, stats
@@ -375,6 +372,15 @@ function M.markdown(report)
     .. "evaluations to get within 5 %% / 1 %% of the optimum (median over seeds; random: exact median); "
     .. "score: methodology score against exact random search, mean over evaluations 1..cutoff (p = %.2f).\n\n",
     seed_label(report), report.p)
+  local planners = {}
+  for _, r in ipairs(report.spaces[1] and report.spaces[1].results or {}) do
+    if r.per_budget then planners[#planners + 1] = r.name end
+  end
+  if #planners > 0 then
+    out[#out + 1] = string.format("Planned with the budget, so run once per budget: %s. Its fraction after N "
+      .. "evaluations is that of runs of N evaluations; its evaluations to 5 %% / 1 %%, score and curve are those "
+      .. "of the runs to the longest budget or the cutoff.\n\n", table.concat(planners, ", "))
+  end
   for _, sp in ipairs(report.spaces) do
     local length = math.max(budgets[#budgets], sp.cutoff)
     out[#out + 1] = string.format("### %s\n\n%d configurations (%d ok), optimum %.5g ms, median %.5g ms, "
@@ -671,7 +677,7 @@ function M.plain(report)
       s.strategies[#s.strategies + 1] = { name = r.name, fraction = r.fraction, score = r.score,
         evals_to_5pct = w5 < math.huge and w5 or json.null, evals_to_1pct = w1 < math.huge and w1 or json.null,
         seconds = r.seconds, cpu_s = r.cpu_s, evaluations = r.evals, stats = r.stats,
-        seed_fraction = r.seed_fraction }
+        seed_fraction = r.seed_fraction, per_budget = r.per_budget }
     end
     out.spaces[#out.spaces + 1] = s
   end
