@@ -6,7 +6,9 @@
 -- 0 while nothing succeeded) at every tenth evaluation and at BUDGET.
 -- Unlike `kopt compare`, the runs stop at BUDGET (compare runs on to the
 -- space's methodology cutoff for its score), so a 120-seed screen of 12
--- spaces at 50 evaluations takes about a minute.
+-- spaces at 50 evaluations takes about a minute. A strategy that plans with
+-- its budget (anneal) plans with BUDGET here, as in compare's run of that
+-- budget; the fractions at the tenths before it are from the same runs.
 -- For MCGS it also counts, per run, the evaluations of each kind (initial
 -- samples, rollout steps by model or prior, the portfolio's arms, the
 -- stall's sweep and regions) and the log-gain of those that set a new best.
