@@ -123,6 +123,9 @@ function M.load(arg)
   if s.name ~= nil and (type(s.name) ~= "string" or s.name == "") then
     errors.usage("strategy %s: 'name' must be a non-empty string, got %s", label, type(s.name))
   end
+  if s.plans_with_budget ~= nil and type(s.plans_with_budget) ~= "boolean" then
+    errors.usage("strategy %s: 'plans_with_budget' must be true or false, got %s", label, type(s.plans_with_budget))
+  end
   s.name = s.name or (label:match("([%w_]+)%.lua$") or label)
   return s, label
 end

@@ -110,6 +110,16 @@ for s = 1, SEEDS do
           "--per-budget: the walker's seed %d at %d is its run of %d", s, BUDGETS[1], BUDGETS[1])
 end
 
+-- a strategy that says it plans with something other than true or false
+T.write(tmp .. "/vague.lua", [[
+return { name = "vague", options = {}, plans_with_budget = "yes",
+         ask = function(ctx) return { { config = ctx.space:sample(ctx.rng) } } end }
+]])
+local code, _, err = T.run("compare --strategies " .. tmp .. "/vague.lua --spaces " .. SPACE .. " --seeds 1 -q --out "
+                           .. tmp .. "/vague")
+T.eq(code, 2, "plans_with_budget = \"yes\" is a usage error")
+T.check(err:find("'plans_with_budget' must be true or false, got string", 1, true) ~= nil, "the error says so: %s", err)
+
 backend:close()
 os.execute("rm -rf '" .. tmp .. "'")
 T.done()
