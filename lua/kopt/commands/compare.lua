@@ -377,8 +377,8 @@ function M.markdown(report)
     if r.per_budget then planners[#planners + 1] = r.name end
   end
   if #planners > 0 then
-    out[#out + 1] = string.format("Planned with the budget, so run once per budget: %s. Its fraction after N "
-      .. "evaluations is that of runs of N evaluations; its evaluations to 5 %% / 1 %%, score and curve are those "
+    out[#out + 1] = string.format("Run once per budget (they plan with it): %s. For these, the fraction after N "
+      .. "evaluations is that of runs of N evaluations; evaluations to 5 %% / 1 %%, score and curve are those "
       .. "of the runs to the longest budget or the cutoff.\n\n", table.concat(planners, ", "))
   end
   for _, sp in ipairs(report.spaces) do
