@@ -10,23 +10,6 @@ local SPACES = "tests/data/pnpoly_RTX_3090.json,tests/data/vector_add_A4000.json
 local ARGS = "compare --strategies random,rules,mcgs@model=false --spaces " .. SPACES ..
              " --seeds 5 --budgets 10,25,50 -q --out "
 
--- The report without its timings, which differ from run to run.
-local function untimed(v)
-  if type(v) ~= "table" then return v end
-  local out = {}
-  for k, x in pairs(v) do
-    if k ~= "seconds" and k ~= "cpu_s" then out[k] = untimed(x) end
-  end
-  return out
-end
-
-local function same(a, b, where)
-  if type(a) ~= type(b) then return T.check(false, "%s: %s against %s", where, tostring(a), tostring(b)) end
-  if type(a) ~= "table" then return T.check(a == b, "%s: %s against %s", where, tostring(a), tostring(b)) end
-  for k, x in pairs(a) do same(x, b[k], where .. "." .. tostring(k)) end
-  for k, x in pairs(b) do if a[k] == nil then same(nil, x, where .. "." .. tostring(k)) end end
-end
-
 local code, _, err = T.run(ARGS .. tmp .. "/one")
 T.eq(code, 0, "compare in one process (" .. err .. ")")
 code, _, err = T.run(ARGS:gsub(" %-q", "") .. tmp .. "/three --jobs 3")
@@ -35,7 +18,7 @@ T.check(err:find("runs in 3 processes", 1, true) ~= nil, "the parallel compare s
 T.check(err:find("process 2 of 3: 10 of 10 runs", 1, true) ~= nil, "each process reports its progress: %s", err)
 local one = cjson.decode(T.slurp(tmp .. "/one/benchmark.json"))
 local three = cjson.decode(T.slurp(tmp .. "/three/benchmark.json"))
-same(untimed(one), untimed(three), "benchmark.json")
+T.same_tree(T.untimed(one), T.untimed(three), "benchmark.json")
 T.check(#one.spaces == 2 and #one.spaces[1].strategies == 4, "the report holds 2 spaces of 3 strategies and exact random search: %d, %d", #one.spaces, #one.spaces[1].strategies)
 T.check(not T.exists(tmp .. "/three/.shards"), "the job files are gone after the runs")
 

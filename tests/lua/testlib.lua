@@ -191,6 +191,26 @@ function T.exists(path)
   return require("kopt.sys").stat(path) ~= nil
 end
 
+-- A decoded report without its timings (seconds, cpu_s), which differ
+-- from run to run.
+function T.untimed(v)
+  if type(v) ~= "table" then return v end
+  local out = {}
+  for k, x in pairs(v) do
+    if k ~= "seconds" and k ~= "cpu_s" then out[k] = T.untimed(x) end
+  end
+  return out
+end
+
+-- Checks two decoded JSON values equal, field by field (a check per leaf,
+-- named by its path from `where`).
+function T.same_tree(a, b, where)
+  if type(a) ~= type(b) then return T.check(false, "%s: %s against %s", where, tostring(a), tostring(b)) end
+  if type(a) ~= "table" then return T.check(a == b, "%s: %s against %s", where, tostring(a), tostring(b)) end
+  for k, x in pairs(a) do T.same_tree(x, b[k], where .. "." .. tostring(k)) end
+  for k, x in pairs(b) do if a[k] == nil then T.same_tree(nil, x, where .. "." .. tostring(k)) end end
+end
+
 -- Ends the test: exit code 0 when every check passed.
 function T.done()
   io.stdout:write(string.format("%d checks, %d failed\n", T.count, T.failures))
