@@ -3,6 +3,8 @@
 -- file is a Kernel Tuner cache that `kopt compare` reads (each entry carries
 -- every knob and a positive time or a failure, the restriction leaves
 -- configurations out); the traits the generator prints are in the files.
+-- --rough keeps each space's configurations and failures, changes its times,
+-- and makes the spaces harder for a value model (tools/model_quality.lua).
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -13,8 +15,9 @@ end
 local tmp = T.tmpdir("gen_spaces")
 local gen = T.source_dir .. "/tools/gen_spaces.py"
 
-local function generate(dir, seed, count)
-  local p = assert(io.popen(string.format("python3 '%s' '%s' --count %d --seed %d 2>&1", gen, dir, count, seed)))
+local function generate(dir, seed, count, flags)
+  local p = assert(io.popen(string.format("python3 '%s' '%s' --count %d --seed %d %s 2>&1", gen, dir, count, seed,
+                                          flags or "")))
   local lines = {}
   for l in p:lines() do lines[#lines + 1] = l end
   local ok = p:close()
@@ -81,6 +84,42 @@ end
 T.check(traits.failures > 0 and traits.clean > 0 and traits.restricted > 0,
         "seed 7 mixes spaces with and without failures and a restriction (%d, %d, %d)",
         traits.failures, traits.clean, traits.restricted)
+
+-- --rough: the same configurations and failures, other times, and a value
+-- model fitted to 20 samples ranks them worse (the median over the spaces)
+local rough = generate(tmp .. "/r", 7, 12, "--rough")
+T.eq(#rough, 12, "--rough: 12 spaces")
+local same_keys, changed, rough_files = 0, 0, {}
+for i = 0, 11 do
+  local plain = cjson.decode(T.slurp(string.format("%s/a/gen_7_%d.json", tmp, i)))
+  local path = string.format("%s/r/genr_7_%d.json", tmp, i)
+  rough_files[#rough_files + 1] = path
+  local r = cjson.decode(T.slurp(path))
+  local keys_match, times_differ = true, false
+  for key, e in pairs(plain.cache) do
+    local o = r.cache[key]
+    if not o or (e.time == "RuntimeFailedConfig") ~= (o.time == "RuntimeFailedConfig") then keys_match = false
+    elseif e.time ~= o.time then times_differ = true end
+  end
+  for key in pairs(r.cache) do if not plain.cache[key] then keys_match = false end end
+  if keys_match then same_keys = same_keys + 1 end
+  if times_differ then changed = changed + 1 end
+end
+T.eq(same_keys, 12, "--rough: every space keeps its configurations and failures")
+T.eq(changed, 12, "--rough: every space's times change")
+local function median_spearman(list)
+  local code, out, err = T.run(string.format("script %s/tools/model_quality.lua %s 20 3", T.source_dir,
+                                             table.concat(list, ",")))
+  T.eq(code, 0, "model_quality exit code (" .. err .. ")")
+  local v = {}
+  for s in out:gmatch("\n%S+%s+([%d.-]+) /") do v[#v + 1] = tonumber(s) end
+  table.sort(v)
+  return #v == #list and v[(#v + 1) // 2] or nil
+end
+local m_plain, m_rough = median_spearman(files), median_spearman(rough_files)
+T.check(m_plain and m_rough and m_rough < m_plain - 0.05,
+        "--rough: the Gaussian process ranks the rough spaces worse (median Spearman %s against %s)",
+        tostring(m_rough), tostring(m_plain))
 
 -- kopt compare reads them
 local code, _, err = T.run(string.format("compare --strategies random,rules --spaces %s,%s --seeds 2 --budgets 10,20 --out %s/cmp -q",
