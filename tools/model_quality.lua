@@ -30,19 +30,32 @@ if not files or not n_fit or n_fit < 3 or not trials or trials < 1 or #arg > 3 t
 end
 local N_TEST, N_STEPS, DRAWS = 300, 400, 20000
 
+-- Ranks of v, ties sharing their mean rank (a forest predicts the same
+-- time for every configuration in one leaf).
 local function ranks(v)
   local order = {}
   for i = 1, #v do order[i] = i end
   table.sort(order, function(a, b) if v[a] ~= v[b] then return v[a] < v[b] end return a < b end)
-  local r = {}
-  for k, i in ipairs(order) do r[i] = k end
+  local r, k = {}, 1
+  while k <= #order do
+    local last = k
+    while last < #order and v[order[last + 1]] == v[order[k]] do last = last + 1 end
+    for m = k, last do r[order[m]] = (k + last) / 2 end
+    k = last + 1
+  end
   return r
 end
 
+-- (the Pearson correlation of the ranks: exact with ties too)
 local function spearman(a, b)
-  local n, ra, rb, d2 = #a, ranks(a), ranks(b), 0
-  for i = 1, n do d2 = d2 + (ra[i] - rb[i]) ^ 2 end
-  return 1 - 6 * d2 / (n * (n * n - 1))
+  local n, ra, rb = #a, ranks(a), ranks(b)
+  local mean, sab, saa, sbb = (n + 1) / 2, 0, 0, 0
+  for i = 1, n do
+    local da, db = ra[i] - mean, rb[i] - mean
+    sab, saa, sbb = sab + da * db, saa + da * da, sbb + db * db
+  end
+  if saa == 0 or sbb == 0 then return 0 end
+  return sab / math.sqrt(saa * sbb)
 end
 
 -- The quantile among `actual` of the entry `predicted` puts first.
