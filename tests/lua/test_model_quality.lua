@@ -1,8 +1,9 @@
 -- tools/model_quality.lua on spaces whose answer is known: a time that
 -- grows with both knobs (the models rank it well, the predicted fastest is
 -- near the fastest, one-knob steps change the time less than random pairs)
--- and a time drawn at random per configuration (no ranking, steps as rough
--- as random pairs); bad arguments are refused with the usage line.
+-- a time drawn at random per configuration (no ranking, steps as rough
+-- as random pairs), and one time for all (nothing to rank, no step to
+-- compare, no crash); bad arguments are refused with the usage line.
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -26,14 +27,19 @@ math.randomseed(42)
 local function scrambled() return math.exp(3 * math.random()) end
 t4(tmp .. "/smooth.json", function(x, y) return 1 + x + 2 * y end)
 t4(tmp .. "/random.json", scrambled)
+t4(tmp .. "/flat.json", function() return 1.5 end)
 
-local code, out, err = T.run(string.format("script %s %s/smooth.json,%s/random.json 20 6", TOOL, tmp, tmp))
+local code, out, err = T.run(string.format("script %s %s/smooth.json,%s/random.json,%s/flat.json 20 6", TOOL, tmp,
+                                           tmp, tmp))
 T.eq(code, 0, "model_quality exit code (" .. err .. ")")
 local rows = {}
 for name, sg, sf, tg, tf, step in out:gmatch("(%w+)%s+([%d.-]+) / ([%d.-]+)%s+([%d.-]+) / ([%d.-]+)%s+([%d.-]+)") do
   rows[name] = { sg = tonumber(sg), sf = tonumber(sf), tg = tonumber(tg), tf = tonumber(tf), step = tonumber(step) }
 end
 local s, r = rows.smooth, rows.random
+local flat_gp, flat_forest, flat_step = out:match("\nflat%s+([%d.-]+) / ([%d.-]+)%s+[%d.-]+ / [%d.-]+%s+(%S+)")
+T.check(flat_gp == "0.00" and flat_forest == "0.00" and flat_step == "-",
+        "flat space: Spearman 0 and no step ratio: %s", out)
 T.check(s and r, "a row per space: %s", out)
 if s and r then
   T.check(s.sg > 0.9 and s.sf > 0.7, "smooth space: the models rank it (gp %s, forest %s)", s.sg, s.sf)
