@@ -3,6 +3,7 @@
 -- written; bad input is one sentence on stderr and exit code 2.
 local errors = require("kopt.errors")
 local recording = require("kopt.recording")
+local range_probe = require("kopt.range_probe")
 local sanitize = require("kopt.sanitize")
 local strategy = require("kopt.strategy")
 local sys = require("kopt.sys")
@@ -22,6 +23,7 @@ M.flags = {
   { "--profile", "profile", "P", "whom to profile with CUPTI: none (default), top-k (the current best 3, as they appear), top-N (the best N), every-N (every N-th valid result)" },
   { "--finalists", "count", "K", "re-measure the K best configs, interleaved, before naming the winner (GPU; default 3, 1 = off)" },
   { "--sanitize", "sanitize", "TOOLS", "check the winner under compute-sanitizer: racecheck (the default on a GPU), none, or a list of racecheck,memcheck,synccheck,initcheck (docs/TRUST.md)" },
+  { "--range-probe", "range_probe", "MODE", "check the winner on inputs scaled 10-1000x against the reference: note (the default on a GPU: say when it is wrong there), strict (then name the next config that passes), off (docs/TRUST.md)" },
   { "--db", "string", "PATH", "the experience database (default $XDG_DATA_HOME/kopt/experience.db or $KOPT_DB; docs/DATABASE.md)" },
   { "--no-db", "flag", nil, "no experience database and no learned method names: nothing read or written outside the run folder but the compiled-kernel cache" },
   { "--fresh", "flag", nil, "search again: no known best, no results served from the experience database" },
@@ -89,6 +91,11 @@ function convert.sanitize(v, flag)
   local list, why = sanitize.parse_tools(v)
   if not list then errors.usage("%s: %s", flag, why) end
   return list
+end
+function convert.range_probe(v, flag)
+  local mode, why = range_probe.parse_mode(v)
+  if not mode then errors.usage("%s: %s", flag, why) end
+  return mode
 end
 function convert.replay_check(v, flag) return recording.check_mode(v, flag) end
 function convert.mpi_root(v, flag)

@@ -15,6 +15,7 @@ local relabel = require("kopt.relabel")
 local report = require("kopt.report")
 local rng_mod = require("kopt.rng")
 local rundir_mod = require("kopt.rundir")
+local range_probe = require("kopt.range_probe")
 local sanitize = require("kopt.sanitize")
 local space_mod = require("kopt.space")
 local spec_mod = require("kopt.spec")
@@ -207,6 +208,11 @@ function M.main(opts, pos)
   if opts.sanitize and #opts.sanitize > 0 and choice.kind ~= "cuda" then
     errors.usage("--sanitize: checks the winner on a GPU; this run replays %s (no kernel runs)", choice.file)
   end
+  if opts.range_probe and opts.range_probe ~= "off" and choice.kind ~= "cuda" then
+    errors.usage("--range-probe: checks the winner on a GPU; this run replays %s (no kernel runs)", choice.file)
+  end
+  -- by default a GPU run's winner is also checked on larger inputs (kopt.range_probe)
+  opts.range_probe = opts.range_probe or (choice.kind == "cuda" and "note" or "off")
   -- by default a GPU run's winner goes through racecheck (kopt.sanitize)
   if opts.sanitize == nil then opts.sanitize = choice.kind == "cuda" and { "racecheck" } or {} end
   if choice.kind == "cuda" and opts.cluster and not opts.gpus then
@@ -460,13 +466,43 @@ function M.locked(opts, r)
       io.stderr:write("kopt: the sanitizer check failed: ", tostring(lines), "\n")
     end
   end
+  local probe_row
+  if opts.range_probe ~= "off" and here and here.check_variants and engine.best and spec
+     and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
+    local popts = M.sanitize_opts(engine, spec, here, nil, final_verdict)
+    popts.mode, popts.args_for = opts.range_probe, function(rec) return spec:args(rec.config) end
+    -- (the sanitizer may have named another winner: the probe checks that one first)
+    if popts.ranked[1].key ~= engine.best.key then
+      for i, rec in ipairs(popts.ranked) do
+        if rec.key == engine.best.key then table.remove(popts.ranked, i) table.insert(popts.ranked, 1, rec) break end
+      end
+    end
+    if not opts.q then popts.progress = function(text) io.stderr:write(text) end end
+    local ok, lines, row = pcall(range_probe.run, popts)
+    if not ok and errors.is_interrupt(lines) then
+      ok, lines, row = true, { "  range probe: interrupted; the winner stays" }, { note = "interrupted" }
+    end
+    if ok then
+      probe_row = row
+      finalist_lines = finalist_lines or {}
+      for _, l in ipairs(lines) do finalist_lines[#finalist_lines + 1] = l end
+      if engine.rundir then
+        local ev = { event = "range_probe", mode = opts.range_probe }
+        for k, v in pairs(row) do ev[k] = v end
+        engine.rundir:event(ev)
+        engine.rundir:trace("\n## Range probe\n\n```\n%s\n```", table.concat(lines, "\n"))
+      end
+    else
+      io.stderr:write("kopt: the range probe failed: ", tostring(lines), "\n")
+    end
+  end
   local spec_warnings = here and here.spec_warnings
   local meta = {
     problem = problem, backend_label = backend_label, finalists = finalist_lines, warnings = spec_warnings,
     t4 = { kopt = sys.version, strategy = strategy.name, seed = seed, backend = backend:describe(),
            timeunit = "milliseconds", llm = engine.ctx.llm_usage,
            objective = spec and spec.objective and { metric = spec.objective.metric, goal = spec.objective.goal } or nil,
-           spec_warnings = spec_warnings and #spec_warnings > 0 and spec_warnings or nil },
+           spec_warnings = spec_warnings and #spec_warnings > 0 and spec_warnings or nil, range_probe = probe_row },
   }
   meta.after_finish = function(e, d)  -- best/REPORT.md: speed of light, counters, symptoms
     artifacts:finish(e)

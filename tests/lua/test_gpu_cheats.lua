@@ -41,7 +41,7 @@ local CAUGHT = {
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
-  { "fastmath_range", "__sinf: within tolerance on the tested distributions only" },
+  { "fastmath_range", "__sinf: within tolerance on the tested distributions only (per evaluation; the range probe on the winner finds it: test_gpu_range_probe)" },
   { "benign_race", "an end-of-tile barrier dropped (per evaluation; racecheck on the winner catches it: test_gpu_sanitize)" },
 }
 

@@ -621,41 +621,79 @@ function Cuda:profile(job, metrics)
   return out, nil, reply.profile_warning and { warning = reply.profile_warning } or nil
 end
 
--- One check of a candidate in a worker run under a tool (kopt.sanitize: the
--- compute sanitizer): `wrap` is the command that starts the worker, writing
--- its report where the caller reads it. One "run" request, check 1 only (no
--- timing: the tool slows kernels by 10-100x), then the worker is let exit so
--- the tool writes its summary. Returns { status=, log=, how= } or nil, why.
-function Cuda:check_under(job, wrap, limit_s)
+-- A run request whose inputs `files` ({ [arg index] = path }) read a
+-- file's values instead of drawing their own.
+function M.with_files(req, files)
+  for a, path in pairs(files or {}) do
+    local p = "a" .. a .. "."
+    req[p .. "init"], req[p .. "file"], req[p .. "file_offset"] = "zeros", path, 0
+    req[p .. "init_value"], req[p .. "fixed"] = nil, nil
+  end
+  return req
+end
+
+-- Check-1-only requests for one candidate in a worker of its own (started
+-- under `wrap` when given: kopt.sanitize's compute sanitizer). Each entry of
+-- `variants` is one request: { args = { [i] = path } } replaces input i's
+-- drawn values by a file's (kopt.range_probe), reference = true runs the
+-- reference as the candidate. The worker is let exit after the last one, so
+-- a tool writes its summary. Returns { {status=, log=}, ... }, how the worker
+-- ended and the candidate's lowered name, or nil, why.
+function Cuda:check_variants(job, variants, limit_s, wrap)
   local res = compile.compile(self:prepare(job, 0))
   if not res or not res.ok then return nil, "the candidate did not compile again" end
+  local label = wrap and wrap[1] or "the worker"
   local w, err = gpu.spawn(self.slots_state[1].device, wrap)
   if not w then return nil, err end
   local msg, why = w:recv(READY_TIMEOUT_S)
   if not msg or msg.op ~= "ready" then
-    return nil, "the worker did not start under " .. wrap[1] .. " (" .. tostring(msg and msg.log or why) ..
+    return nil, "the worker did not start under " .. label .. " (" .. tostring(msg and msg.log or why) ..
       ", " .. w:stop(5) .. ")"
   end
   local ref = self:reference_for(job.config)
   local sent, serr = w:send({ op = "set_ref", cubin = ref.cubin, entry = ref.entry })
   local r = sent and w:recv(limit_s)
   if not r or r.op ~= "ok" then
-    return nil, "the reference did not load under " .. wrap[1] .. ": " .. tostring(r and r.log or serr) ..
+    return nil, "the reference did not load under " .. label .. ": " .. tostring(r and r.log or serr) ..
       " (" .. w:stop(5) .. ")"
   end
-  local req, rerr = self:request(0, job.config, res.cubin, res.lowered or self.spec:entry(job.config))
-  if not req then w:stop(); return nil, rerr end
-  req.dump = nil
-  req.time, req.verify2 = false, false
-  req.timeout_ms = math.tointeger(limit_s * 1000)
-  sent, serr = w:send(self:check_request(req))
-  if not sent then return nil, "the worker under " .. wrap[1] .. " is gone: " .. tostring(serr) .. " (" .. w:stop(5) .. ")" end
-  local raw, rwhy = w:recv(limit_s + 30)
-  local reply = raw and reply_view(raw)
+  local out = {}
+  for i, v in ipairs(variants) do
+    local req, rerr
+    if v.reference then
+      req, rerr = self:request(0, job.config, ref.cubin, ref.entry, true)
+    else
+      req, rerr = self:request(0, job.config, res.cubin, res.lowered or self.spec:entry(job.config))
+    end
+    if not req then w:stop(); return nil, rerr end
+    M.with_files(req, v.args)
+    req.dump = nil
+    req.time, req.verify2 = false, false
+    req.timeout_ms = math.tointeger(limit_s * 1000)
+    sent, serr = w:send(self:check_request(req))
+    if not sent then
+      return nil, label .. " is gone: " .. tostring(serr) .. " (" .. w:stop(5) .. ")"
+    end
+    local raw, rwhy = w:recv(limit_s + 30)
+    local reply = raw and reply_view(raw)
+    out[i] = reply and { status = reply.status, log = reply.log } or { status = "no reply", log = tostring(rwhy) }
+    if not reply or reply.status == "crash" or reply.status == "timeout" then break end  -- (the worker ends)
+  end
   pcall(w.send, w, { op = "quit" })
-  local how = w:stop(30)  -- the tool writes its report as the worker exits
-  if not reply then return { status = "no reply", log = tostring(rwhy), how = how, lowered = res.lowered } end
-  return { status = reply.status, log = reply.log, how = how, lowered = res.lowered }
+  local how = w:stop(30)  -- a tool writes its report as the worker exits
+  return out, how, res.lowered
+end
+
+-- One check of a candidate in a worker run under a tool (kopt.sanitize: the
+-- compute sanitizer): `wrap` is the command that starts the worker, writing
+-- its report where the caller reads it. One "run" request, check 1 only (no
+-- timing: the tool slows kernels by 10-100x). Returns { status=, log=, how=,
+-- lowered= } or nil, why.
+function Cuda:check_under(job, wrap, limit_s)
+  local out, how, lowered = self:check_variants(job, { {} }, limit_s, wrap)
+  if not out then return nil, how end
+  local r = out[1]
+  return { status = r.status, log = r.log, how = how, lowered = lowered }
 end
 
 -- For tests without a GPU: an object that builds requests but has no workers.

@@ -10,6 +10,7 @@ local json = require("kopt.json")
 local recording = require("kopt.recording")
 local rundir_mod = require("kopt.rundir")
 local run = require("kopt.run")
+local range_probe = require("kopt.range_probe")
 local sanitize = require("kopt.sanitize")
 local spec_mod = require("kopt.spec")
 local strategy_mod = require("kopt.strategy")
@@ -42,7 +43,7 @@ usage: kopt suite [STRATEGY] [DIR|SPEC ...] [options]
                     not run again; an interrupted one resumes
   --backend B       cuda; replay (each spec's own recording); replay:DIR (DIR/<problem>.t4.json
                     or DIR/<problem>.json)
-  --seed N, --gpus LIST, --finalists K, --sanitize TOOLS, --opt K=V, --db PATH, --no-db, --fresh,
+  --seed N, --gpus LIST, --finalists K, --sanitize TOOLS, --range-probe MODE, --opt K=V, --db PATH, --no-db, --fresh,
   --replay-check strict|lenient, -q, -v
                     as for a run (--fresh: measure again what the experience
                     database already knows)
@@ -100,6 +101,10 @@ local function parse(argv)
       local list, why = sanitize.parse_tools(value(a))
       if not list then errors.usage("suite: --sanitize: %s", why) end
       o.sanitize = list
+    elseif a == "--range-probe" then
+      local mode, why = range_probe.parse_mode(value(a))
+      if not mode then errors.usage("suite: --range-probe: %s", why) end
+      o.range_probe = mode
     elseif a == "--gpus" then
       o.gpus = {}
       for _, g in ipairs(split_list(value(a))) do
@@ -262,7 +267,7 @@ local function run_problem(o, strategy, p, dir, resume, device, base)
   local work_of = function(c) return p.spec:work(c) end
   local ropts = { opt = o.opt, budget = o.budget or M.DEFAULT_BUDGET, time_limit = o.time_limit, out = dir,
                   resume = resume or nil, backend = backend, seed = o.seed, gpus = o.gpus,
-                  finalists = o.finalists, sanitize = o.sanitize, q = o.q, v = o.v, db = o.db, no_db = o.no_db, fresh = o.fresh,
+                  finalists = o.finalists, sanitize = o.sanitize, range_probe = o.range_probe, q = o.q, v = o.v, db = o.db, no_db = o.no_db, fresh = o.fresh,
                   replay_check = o.replay_check,
                   stop_when = suite.stop_when(o.target, base, work_of, device, suite.precision(p.spec)) }
   local ok, rc = pcall(run.main, ropts, { strategy, p.path })
@@ -293,6 +298,9 @@ function M.main(argv)
   local device = live_device(o)
   if o.sanitize and #o.sanitize > 0 and not device then
     errors.usage("suite: --sanitize: checks each winner on a GPU, and this suite replays recordings")
+  end
+  if o.range_probe and o.range_probe ~= "off" and not device then
+    errors.usage("suite: --range-probe: checks each winner on a GPU, and this suite replays recordings")
   end
   if not device and not o.backend then
     local any = false

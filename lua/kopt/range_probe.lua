@@ -1,0 +1,181 @@
+-- The range probe (`--range-probe`): after the finalists, the winner is
+-- checked once more on inputs far larger than the spec's distributions.
+--
+-- Checks 1 and 2 draw float inputs from N(0,1), U(-1,1) or U(0,1). A kernel
+-- that takes a shortcut valid only there (`__sinf` and `__expf` are within
+-- the tolerance for small arguments and wrong for large ones:
+-- tests/cheats/fastmath_range.cu) passes both. The probe draws every such
+-- input again from its own distribution times a scale (1000, else 100, else
+-- 10) and compares the winner with the reference there, check 1 only. The
+-- scale is the largest at which the reference itself, run as the candidate,
+-- passes: where the reference overflows, the problem has no answer to hold
+-- the winner to, so that scale says nothing.
+--
+-- The spec's distributions are the contract, so by default (note) a winner
+-- wrong on the larger inputs stays the winner and the run says so; strict
+-- hands the title to the next fastest ok config that passes (at most
+-- max_tries checked), as the sanitizer does. Inputs read from a file, made
+-- by a generator, held fixed or copied are the spec's own choice and are
+-- never scaled.
+local hostdata = require("kopt.hostdata")
+local rng_mod = require("kopt.rng")
+local sys = require("kopt.sys")
+
+local M = {}
+
+M.SCALES = { 1000, 100, 10 }
+M.MODES = { off = true, note = true, strict = true }
+
+local FLOAT = { f32 = true, f64 = true, f16 = true, bf16 = true }
+local DRAWN = { normal = true, uniform = true, uniform01 = true }
+
+-- "off", "note" or "strict"; nil, why otherwise.
+function M.parse_mode(text)
+  if M.MODES[text] then return text end
+  return nil, string.format("expected off, note or strict, got '%s'", tostring(text))
+end
+
+-- The indices (in spec:args order) of the inputs the probe scales: float
+-- arrays that are not outputs, drawn by kopt from a named distribution.
+function M.scaled_inputs(args)
+  local out = {}
+  for i, a in ipairs(args) do
+    local init = a.init or { dist = "normal" }
+    if (a.kind == "array" or a.kind == "constant") and not a.output and FLOAT[a.type]
+       and DRAWN[init.dist] and not init.fixed then
+      out[#out + 1] = i
+    end
+  end
+  return out
+end
+
+-- count values of `dist` times `scale`, packed as `dtype` (seeded). Drawing
+-- and packing every element in Lua would take minutes for a 256 MB input,
+-- so KINDS blocks of BLOCK values are drawn and the array is laid out from
+-- them in a random order: as large, as signed and as spread as the
+-- distribution, in the time of a copy.
+local BLOCK, KINDS = 8192, 16
+
+local function draw(r, dist)
+  if dist == "normal" then return r:normal() end
+  if dist == "uniform" then return 2 * r:uniform() - 1 end
+  return r:uniform()
+end
+
+function M.scaled_bytes(dist, dtype, count, scale, seed)
+  local r, blocks = rng_mod.new(seed), {}
+  local kinds = math.max(1, math.min(KINDS, (count + BLOCK - 1) // BLOCK))
+  for b = 1, kinds do
+    local chunk = {}
+    for i = 1, BLOCK do chunk[i] = draw(r, dist) * scale end
+    blocks[b] = hostdata.pack(chunk, dtype)
+  end
+  local parts, full = {}, count // BLOCK
+  for i = 1, full do parts[i] = blocks[r:random(1, kinds)] end
+  local rest = count - full * BLOCK
+  if rest > 0 then parts[#parts + 1] = blocks[r:random(1, kinds)]:sub(1, rest * (#blocks[1] // BLOCK)) end
+  return table.concat(parts)
+end
+
+-- The data files of one scale: { [arg index] = path }, or nil, why. Every
+-- path written is listed in dir.written, for M.run to remove.
+local function files_for(args, inputs, scale, dir)
+  local files = {}
+  for _, i in ipairs(inputs) do
+    local a = args[i]
+    local bytes = M.scaled_bytes((a.init or { dist = "normal" }).dist, a.type, a.count, scale, 7919 * i + scale)
+    local path, why = hostdata.store(dir.path, bytes)
+    if not path then return nil, why end
+    files[i], dir.written[#dir.written + 1] = path, path
+  end
+  return files
+end
+
+-- The first line of a worker's log (what the comparison found).
+local function first_line(log)
+  return (tostring(log or ""):match("[^\n]+") or ""):gsub("%s+$", "")
+end
+
+-- Runs the probe. opts: backend (with check_variants), ranked (ok records,
+-- the winner first), job_for(rec), args_for(rec) (spec:args of its
+-- config), describe(rec), make_best(rec), mode ("note" or "strict"),
+-- max_tries, limit_s, progress(text) or nil, interrupted() or nil.
+-- Returns lines for the summary and the row of the "range_probe" event.
+local probe
+
+function M.run(opts)
+  -- (the files live as long as the probe: a 256 MB input at three scales
+  -- is not kept anywhere)
+  local dir = { path = os.tmpname(), written = {} }
+  os.remove(dir.path)
+  assert(sys.mkdir_p(dir.path))
+  local ok, lines, row = pcall(probe, opts, dir)
+  for _, path in ipairs(dir.written) do os.remove(path) end
+  sys.rmdir(dir.path)
+  if not ok then error(lines, 0) end
+  return lines, row
+end
+
+probe = function(opts, dir)
+  local winner = opts.ranked[1]
+  local args = opts.args_for(winner)
+  local inputs = M.scaled_inputs(args)
+  if #inputs == 0 then
+    local why = "no float input is drawn from a distribution (file, generated, fixed and copied inputs are the spec's own)"
+    return { "  range probe not run: " .. why }, { note = why }
+  end
+  local names = {}
+  for k, i in ipairs(inputs) do names[k] = args[i].name end
+  local label = table.concat(names, ", ")
+  local limit_s = opts.limit_s or 120
+  local refused = {}
+  for _, scale in ipairs(M.SCALES) do
+    if opts.progress then
+      opts.progress(string.format("kopt: range probe: %s scaled %gx, on %s\n", label, scale, opts.describe(winner)))
+    end
+    local files, why = files_for(args, inputs, scale, dir)
+    if not files then return { "  range probe not run: " .. why }, { note = why } end
+    local out, err = opts.backend:check_variants(opts.job_for(winner), { { reference = true, args = files },
+                                                                       { args = files } }, limit_s)
+    if not out then return { "  range probe not run: " .. tostring(err) }, { note = tostring(err) } end
+    if out[1].status == "ok" then
+      local w = out[2] or { status = "no reply", log = "the worker ended before the winner's check" }
+      local row = { scale = scale, inputs = names, status = w.status, log = first_line(w.log), winner = winner.key,
+                    refused_scales = #refused > 0 and refused or nil }
+      winner.result.range_probe = { scale = scale, status = w.status }
+      if w.status == "ok" then
+        return { string.format("  range probe: the winner matches the reference on %s scaled %gx", label, scale) }, row
+      end
+      local lines = { string.format("  range probe: on %s scaled %gx the winner is %s (%s): it matches the " ..
+        "reference only on the spec's input ranges (docs/TRUST.md, \"The range probe\")", label, scale, w.status,
+        row.log) }
+      if opts.mode ~= "strict" then
+        lines[#lines + 1] = "  range probe: the winner stays (--range-probe strict hands the title to a config that passes)"
+        return lines, row
+      end
+      row.tried = {}
+      for i = 2, math.min(#opts.ranked, opts.max_tries or 4) do
+        if opts.interrupted and opts.interrupted() then break end
+        local rec = opts.ranked[i]
+        local o2, e2 = opts.backend:check_variants(opts.job_for(rec), { { args = files_for(opts.args_for(rec), inputs,
+                                                                                      scale, dir) or files } }, limit_s)
+        local st = o2 and o2[1] and o2[1].status or ("not run: " .. tostring(e2))
+        row.tried[#row.tried + 1] = { key = rec.key, status = st }
+        rec.result.range_probe = { scale = scale, status = st }
+        if st == "ok" then
+          opts.make_best(rec)
+          row.new_winner = rec.key
+          lines[#lines + 1] = string.format("  the range probe changed the winner: %s passes", opts.describe(rec))
+          return lines, row
+        end
+      end
+      lines[#lines + 1] = "  range probe: no config checked passes; the winner stays, flagged"
+      return lines, row
+    end
+    refused[#refused + 1] = scale
+  end
+  local why = "the reference itself does not pass on inputs scaled 10x to 1000x (its output overflows there)"
+  return { "  range probe not run: " .. why }, { note = why, refused_scales = refused }
+end
+
+return M

@@ -1,0 +1,45 @@
+-- The range probe on a GPU (kopt.range_probe): tests/cheats/fastmath_range
+-- (CHEAT=1 uses __sinf, within the tolerance on the spec's inputs in [0,1)
+-- and wrong for large ones) passes checks 1 and 2 but is wrong on x scaled
+-- by the probe; the honest kernel matches the reference there. In strict
+-- mode the honest kernel takes the title from the cheat. Needs a GPU: exits
+-- 77 with the reason otherwise.
+local T = require("testlib")
+local cuda = require("kopt.backends.cuda")
+local probe = require("kopt.range_probe")
+local spec_mod = require("kopt.spec")
+local ok, why = cuda.available()
+if not ok then
+  print("skipped: " .. why)
+  return 77
+end
+
+local spec = spec_mod.load("tests/cheats/fastmath_range.json")
+local be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.3 } })
+local res = be:evaluate({ { key = "honest", config = { CHEAT = 0 } }, { key = "cheat", config = { CHEAT = 1 } } })
+T.eq(res[1].status, "ok", "the honest kernel passes checks 1 and 2")
+T.eq(res[2].status, "ok", "the cheat passes checks 1 and 2 (what the probe is for)")
+print(string.format("times: honest %.4f ms, cheat %.4f ms", res[1].time_ms or -1, res[2].time_ms or -1))
+
+local function rec(key, cheat, r) return { key = key, config = { CHEAT = cheat }, result = r } end
+local function run(ranked, mode)
+  local made
+  local lines, row = probe.run({
+    backend = be, ranked = ranked, mode = mode, max_tries = 4,
+    job_for = function(r) return { config = r.config } end,
+    args_for = function(r) return spec:args(r.config) end,
+    describe = function(r) return "CHEAT=" .. r.config.CHEAT end,
+    make_best = function(r) made = r.key end,
+  })
+  print(table.concat(lines, "\n"))
+  return row, made
+end
+
+local row, made = run({ rec("cheat", 1, res[2]), rec("honest", 0, res[1]) }, "strict")
+T.eq(row.scale, 1000, "the reference passes on x scaled 1000x")
+T.eq(row.status, "wrong", "the cheat is wrong there")
+T.eq(made, "honest", "strict: the honest kernel takes the title")
+row = run({ rec("honest", 0, res[1]) }, "note")
+T.eq(row.status, "ok", "the honest kernel matches the reference on x scaled 1000x")
+be:close()
+return T.done()

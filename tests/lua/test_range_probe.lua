@@ -1,0 +1,149 @@
+-- The range probe's parts that need no GPU (kopt.range_probe): which inputs
+-- it scales, the scaled data, the request that reads them, and its
+-- decisions over scripted worker replies: the largest scale at which the
+-- reference passes, a winner wrong there noted (note) or replaced by the
+-- next config that passes (strict), and the cases where it cannot say.
+local T = require("testlib")
+local cuda = require("kopt.backends.cuda")
+local hostdata = require("kopt.hostdata")
+local probe = require("kopt.range_probe")
+local spec_mod = require("kopt.spec")
+
+-- modes
+T.eq(probe.parse_mode("note"), "note", "note")
+T.eq(probe.parse_mode("strict"), "strict", "strict")
+T.eq(probe.parse_mode("off"), "off", "off")
+local m, why = probe.parse_mode("loud")
+T.check(m == nil and why:find("expected off, note or strict", 1, true), "bad mode refused: " .. tostring(why))
+
+-- which inputs: float arrays and constants drawn from a named distribution,
+-- never outputs, integers, fixed, file, generated or copied ones
+local args = {
+  { name = "x", kind = "array", type = "f32", init = { dist = "uniform01" }, count = 8 },
+  { name = "w", kind = "constant", type = "f16", init = { dist = "normal" }, count = 8 },
+  { name = "idx", kind = "array", type = "i32", init = { dist = "uniform" }, count = 8 },
+  { name = "c", kind = "array", type = "f32", init = { dist = "constant", value = 2, fixed = true }, count = 8 },
+  { name = "f", kind = "array", type = "f32", init = { dist = "file" }, count = 8 },
+  { name = "g", kind = "array", type = "f64", init = { dist = "generate" }, count = 8 },
+  { name = "y", kind = "array", type = "f32", output = true, init = { dist = "zeros" }, count = 8 },
+  { name = "n", kind = "scalar", type = "i32", value = 8 },
+  { name = "u", kind = "array", type = "bf16", init = { dist = "uniform" }, count = 8 },
+}
+T.eq(table.concat(probe.scaled_inputs(args), ","), "1,2,9", "x, w and u are scaled, nothing else")
+
+-- the cheat spec of tests/cheats: its input x is the one scaled
+local cheat = spec_mod.load("tests/cheats/fastmath_range.json")
+local cargs = cheat:args({ CHEAT = 1 })
+T.eq(table.concat(probe.scaled_inputs(cargs), ","), "1", "fastmath_range: x")
+
+-- the data: the arg's distribution times the scale, seeded, packed
+local n = 20000
+local bytes = probe.scaled_bytes("uniform01", "f32", n, 1000, 5)
+T.eq(#bytes, 4 * n, "f32 bytes")
+T.eq(probe.scaled_bytes("uniform01", "f32", n, 1000, 5), bytes, "same seed, same bytes")
+T.check(probe.scaled_bytes("uniform01", "f32", n, 1000, 6) ~= bytes, "another seed, other bytes")
+local vals = hostdata.unpack(bytes, "f32")
+local lo, hi, sum = math.huge, -math.huge, 0
+for _, v in ipairs(vals) do lo, hi, sum = math.min(lo, v), math.max(hi, v), sum + v end
+T.check(lo >= 0 and hi < 1000 and hi > 990, string.format("uniform01 x1000 spans [0, 1000): %g..%g", lo, hi))
+T.check(math.abs(sum / n - 500) < 10, "its mean is near 500: " .. sum / n)
+local nv = hostdata.unpack(probe.scaled_bytes("normal", "f16", n, 100, 1), "f16")
+T.eq(#nv, n, "f16: two bytes a value")
+local sq = 0
+for _, v in ipairs(nv) do sq = sq + v * v end
+T.check(math.abs(math.sqrt(sq / n) - 100) < 3, "normal x100 has a spread near 100: " .. math.sqrt(sq / n))
+local uv = hostdata.unpack(probe.scaled_bytes("uniform", "f64", 4000, 10, 1), "f64")
+local neg, top = 0, 0
+for _, v in ipairs(uv) do
+  if v < 0 then neg = neg + 1 end
+  top = math.max(top, math.abs(v))
+end
+T.check(top <= 10 and top > 9.9, "uniform x10 within 10: " .. top)
+T.check(neg > 1500 and neg < 2500, "uniform is signed: " .. neg .. " of 4000 negative")
+
+-- the request reads the file instead of drawing: the worker's field list accepts it
+local be = cuda._offline(cheat, { seed = 1 })
+local req = assert(be:request(0, { CHEAT = 1 }, "CUBIN", "cheat"))
+T.eq(req["a1.init"], "uniform01", "drawn before")
+cuda.with_files(req, { [1] = "/tmp/x.bin" })
+T.eq(req["a1.init"], "zeros", "init cleared")
+T.eq(req["a1.file"], "/tmp/x.bin", "the file")
+T.eq(req["a1.file_offset"], 0, "from its start")
+T.check(pcall(be.check_request, be, req), "the worker's field list accepts the request")
+
+-- decisions over scripted replies. A fake backend answers check_variants
+-- from a script: reply(scale, variant, rec) -> status.
+local function run_with(reply, mode, ranked_n)
+  local ranked, calls, made = {}, {}, nil
+  for i = 1, ranked_n or 3 do ranked[i] = { key = "k" .. i, config = { CHEAT = i }, result = { status = "ok" } } end
+  local fake = {}
+  function fake.check_variants(_, job, variants)
+    local out = {}
+    for i, v in ipairs(variants) do
+      -- (the scale, read back from the data file's values)
+      local path = select(2, next(v.args))
+      local f = assert(io.open(path, "rb"))
+      local first = string.unpack("<f", f:read(4))
+      f:close()
+      calls[#calls + 1] = { rec = job.rec, reference = v.reference }
+      out[i] = { status = reply(first, v.reference, job.rec), log = "rel L2 0.3 > 1e-05\nmore" }
+    end
+    return out
+  end
+  local lines, row = probe.run({
+    backend = fake, ranked = ranked, mode = mode, max_tries = 3,
+    job_for = function(rec) return { rec = rec.key } end,
+    args_for = function() return cargs end,
+    describe = function(rec) return "config " .. rec.key end,
+    make_best = function(rec) made = rec.key end,
+  })
+  return table.concat(lines, "\n"), row, made, calls
+end
+-- (every value of x at scale s lies in [0, s): the first one tells s apart)
+local function scale_of(v) return v < 10 and 10 or (v < 100 and 100 or 1000) end
+
+-- the reference passes at 1000, the winner too
+local text, row, made = run_with(function() return "ok" end, "note")
+T.check(text:find("matches the reference on x scaled 1000x", 1, true), text)
+T.eq(row.scale, 1000, "scale 1000")
+T.eq(made, nil, "no change")
+
+-- the reference overflows at 1000 and 100: the probe steps down to 10
+text, row = run_with(function(v, ref) if ref and scale_of(v) > 10 then return "wrong" end return "ok" end, "note")
+T.check(text:find("scaled 10x", 1, true), text)
+T.eq(row.scale, 10, "the largest scale the reference passes")
+T.eq(table.concat(row.refused_scales, ","), "1000,100", "the scales refused")
+
+-- the winner is wrong where the reference passes: noted, it stays
+local cheat_reply = function(_, ref, rec) if ref or rec ~= "k1" then return "ok" end return "wrong" end
+text, row, made = run_with(cheat_reply, "note")
+T.check(text:find("the winner is wrong (rel L2 0.3 > 1e-05)", 1, true), text)
+T.check(text:find("the winner stays", 1, true), "note mode keeps it")
+T.eq(made, nil, "note: no change")
+T.eq(row.status, "wrong", "the row")
+
+-- strict: the next config that passes wins
+local calls
+text, row, made, calls = run_with(cheat_reply, "strict")
+T.eq(made, "k2", "strict: the next config")
+T.eq(row.new_winner, "k2", "the row names it")
+T.check(text:find("the range probe changed the winner", 1, true), text)
+T.eq(#calls, 3, "reference, winner, next config")
+
+-- strict, and nothing checked passes: the winner stays, flagged
+text, row, made = run_with(function(_, ref) return ref and "ok" or "wrong" end, "strict")
+T.eq(made, nil, "no config passes: no change")
+T.check(text:find("no config checked passes", 1, true), text)
+T.eq(#row.tried, 2, "max_tries 3: the winner and two more")
+
+-- the reference never passes: nothing said about the winner
+text, row = run_with(function() return "wrong" end, "note")
+T.check(text:find("range probe not run: the reference itself does not pass", 1, true), text)
+T.eq(row.scale, nil, "no scale")
+
+-- no input to scale
+local lines = probe.run({ ranked = { { key = "a", config = {}, result = {} } },
+  args_for = function() return { { name = "n", kind = "scalar", type = "i32" } } end })
+T.check(lines[1]:find("no float input is drawn from a distribution", 1, true), lines[1])
+
+T.done()
