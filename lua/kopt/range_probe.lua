@@ -17,6 +17,7 @@
 -- max_tries checked), as the sanitizer does. Inputs read from a file, made
 -- by a generator, held fixed or copied are the spec's own choice and are
 -- never scaled.
+local errors = require("kopt.errors")
 local hostdata = require("kopt.hostdata")
 local rng_mod = require("kopt.rng")
 local sys = require("kopt.sys")
@@ -176,6 +177,38 @@ probe = function(opts, dir)
   end
   local why = "the reference itself does not pass on inputs scaled 10x to 1000x (its output overflows there)"
   return { "  range probe not run: " .. why }, { note = why, refused_scales = refused }
+end
+
+-- The probe at the end of a run (kopt.run): opts as kopt.run's
+-- sanitize_opts gives them, the sanitizer's winner checked first; its lines
+-- appended to `lines`, its row in the event log and trace.md. Returns the
+-- row (results.json's metadata.range_probe), or nil when the probe failed.
+function M.for_run(engine, spec, opts, mode, verbose, lines)
+  opts.mode, opts.args_for = mode, function(rec) return spec:args(rec.config) end
+  for i, rec in ipairs(opts.ranked) do
+    if rec.key == engine.best.key and i > 1 then
+      table.remove(opts.ranked, i)
+      table.insert(opts.ranked, 1, rec)
+      break
+    end
+  end
+  if verbose then opts.progress = function(text) io.stderr:write(text) end end
+  local ok, out, row = pcall(M.run, opts)
+  if not ok and errors.is_interrupt(out) then
+    ok, out, row = true, { "  range probe: interrupted; the winner stays" }, { note = "interrupted" }
+  end
+  if not ok then
+    io.stderr:write("kopt: the range probe failed: ", tostring(out), "\n")
+    return nil
+  end
+  for _, l in ipairs(out) do lines[#lines + 1] = l end
+  if engine.rundir then
+    local ev = { event = "range_probe", mode = mode }
+    for field, v in pairs(row) do ev[field] = v end
+    engine.rundir:event(ev)
+    engine.rundir:trace("\n## Range probe\n\n```\n%s\n```", table.concat(out, "\n"))
+  end
+  return row
 end
 
 return M

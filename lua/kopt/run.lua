@@ -470,31 +470,8 @@ function M.locked(opts, r)
   if opts.range_probe ~= "off" and here and here.check_variants and engine.best and spec
      and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then
     local popts = M.sanitize_opts(engine, spec, here, nil, final_verdict)
-    popts.mode, popts.args_for = opts.range_probe, function(rec) return spec:args(rec.config) end
-    -- (the sanitizer may have named another winner: the probe checks that one first)
-    if popts.ranked[1].key ~= engine.best.key then
-      for i, rec in ipairs(popts.ranked) do
-        if rec.key == engine.best.key then table.remove(popts.ranked, i) table.insert(popts.ranked, 1, rec) break end
-      end
-    end
-    if not opts.q then popts.progress = function(text) io.stderr:write(text) end end
-    local ok, lines, row = pcall(range_probe.run, popts)
-    if not ok and errors.is_interrupt(lines) then
-      ok, lines, row = true, { "  range probe: interrupted; the winner stays" }, { note = "interrupted" }
-    end
-    if ok then
-      probe_row = row
-      finalist_lines = finalist_lines or {}
-      for _, l in ipairs(lines) do finalist_lines[#finalist_lines + 1] = l end
-      if engine.rundir then
-        local ev = { event = "range_probe", mode = opts.range_probe }
-        for k, v in pairs(row) do ev[k] = v end
-        engine.rundir:event(ev)
-        engine.rundir:trace("\n## Range probe\n\n```\n%s\n```", table.concat(lines, "\n"))
-      end
-    else
-      io.stderr:write("kopt: the range probe failed: ", tostring(lines), "\n")
-    end
+    finalist_lines = finalist_lines or {}
+    probe_row = range_probe.for_run(engine, spec, popts, opts.range_probe, not opts.q, finalist_lines)
   end
   local spec_warnings = here and here.spec_warnings
   local meta = {

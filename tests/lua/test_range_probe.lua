@@ -146,4 +146,35 @@ local lines = probe.run({ ranked = { { key = "a", config = {}, result = {} } },
   args_for = function() return { { name = "n", kind = "scalar", type = "i32" } } end })
 T.check(lines[1]:find("no float input is drawn from a distribution", 1, true), lines[1])
 
+-- at the end of a run: the sanitizer's winner is checked first, the lines
+-- join the summary's, the row goes to the event log and trace.md
+do
+  local events, traces = {}, {}
+  local engine = { best = { key = "k2" },
+                   rundir = { event = function(_, ev) events[#events + 1] = ev end,
+                              trace = function(_, fmt, ...) traces[#traces + 1] = string.format(fmt, ...) end } }
+  local checked = {}
+  local fake = { check_variants = function(_, job, variants)
+    local out = {}
+    for i, v in ipairs(variants) do
+      if not v.reference then checked[#checked + 1] = job.rec end
+      out[i] = { status = "ok" }
+    end
+    return out
+  end }
+  local opts = { backend = fake, ranked = { { key = "k1", config = {}, result = {} }, { key = "k2", config = {}, result = {} } },
+                 job_for = function(rec) return { rec = rec.key } end,
+                 describe = function(rec) return rec.key end, make_best = function() end }
+  local summary = { "  finalists: ..." }
+  local frow = probe.for_run(engine, cheat, opts, "note", false, summary)
+  T.eq(checked[1], "k2", "the current winner is probed, not the fastest before the sanitizer")
+  T.eq(#summary, 2, "the probe's line joins the summary")
+  T.check(summary[2]:find("matches the reference", 1, true), summary[2])
+  T.eq(events[1].event, "range_probe", "event")
+  T.eq(events[1].mode, "note", "its mode")
+  T.eq(events[1].scale, 1000, "its scale")
+  T.eq(frow.winner, "k2", "the row")
+  T.check(traces[1]:find("## Range probe", 1, true), "trace.md section")
+end
+
 T.done()
