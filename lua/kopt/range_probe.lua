@@ -28,6 +28,9 @@ M.SCALES = { 1000, 100, 10 }
 M.MODES = { off = true, note = true, strict = true }
 
 local FLOAT = { f32 = true, f64 = true, f16 = true, bf16 = true }
+local SIZE = { f32 = 4, f64 = 8, f16 = 2, bf16 = 2 }
+-- (each input is one Lua string and one file while its check runs)
+M.MAX_BYTES = 2 * 2 ^ 30
 local DRAWN = { normal = true, uniform = true, uniform01 = true }
 
 -- "off", "note" or "strict"; nil, why otherwise.
@@ -125,8 +128,13 @@ probe = function(opts, dir)
     local why = "no float input is drawn from a distribution (file, generated, fixed and copied inputs are the spec's own)"
     return { "  range probe not run: " .. why }, { note = why }
   end
-  local names = {}
-  for k, i in ipairs(inputs) do names[k] = args[i].name end
+  local names, bytes = {}, 0
+  for k, i in ipairs(inputs) do names[k], bytes = args[i].name, bytes + args[i].count * SIZE[args[i].type] end
+  if bytes > M.MAX_BYTES then
+    local why = string.format("the inputs to scale hold %.1f GB, more than the probe draws on the host (%.1f GB)",
+                              bytes / 1e9, M.MAX_BYTES / 1e9)
+    return { "  range probe not run: " .. why }, { note = why }
+  end
   local label = table.concat(names, ", ")
   local limit_s = opts.limit_s or 120
   local refused = {}

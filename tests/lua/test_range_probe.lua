@@ -141,6 +141,14 @@ text, row = run_with(function() return "wrong" end, "note")
 T.check(text:find("range probe not run: the reference itself does not pass", 1, true), text)
 T.eq(row.scale, nil, "no scale")
 
+-- inputs too large to draw on the host
+do
+  local big = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 2 ^ 30 } }
+  local l2, r2 = probe.run({ ranked = { { key = "a", config = {}, result = {} } }, args_for = function() return big end })
+  T.check(l2[1]:find("hold 4.3 GB, more than the probe draws", 1, true), l2[1])
+  T.check(r2.note ~= nil, "noted in the row")
+end
+
 -- no input to scale
 local lines = probe.run({ ranked = { { key = "a", config = {}, result = {} } },
   args_for = function() return { { name = "n", kind = "scalar", type = "i32" } } end })
