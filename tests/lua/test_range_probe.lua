@@ -117,7 +117,7 @@ T.eq(table.concat(row.refused_scales, ","), "1000,100", "the scales refused")
 -- the winner is wrong where the reference passes: noted, it stays
 local cheat_reply = function(_, ref, rec) if ref or rec ~= "k1" then return "ok" end return "wrong" end
 text, row, made = run_with(cheat_reply, "note")
-T.check(text:find("the winner is wrong (rel L2 0.3 > 1e-05)", 1, true), text)
+T.check(text:find("the winner fails (wrong: rel L2 0.3 > 1e-05)", 1, true), text)
 T.check(text:find("the winner stays", 1, true), "note mode keeps it")
 T.eq(made, nil, "note: no change")
 T.eq(row.status, "wrong", "the row")
