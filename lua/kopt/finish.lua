@@ -124,8 +124,12 @@ function M.summary(engine, meta)
     local flagged = {}  -- errors kopt.sanitize found in this config's own kernel
     for tool, rep in pairs(r.result.sanitizer or {}) do if rep.blamed then flagged[#flagged + 1] = tool end end
     table.sort(flagged)
+    local notes = {}
+    if #flagged > 0 then notes[1] = table.concat(flagged, ", ") .. " errors" end
+    local probe = r.result.range_probe  -- kopt.range_probe: checked on larger inputs and not ok there
+    if probe and probe.status ~= "ok" then notes[#notes + 1] = string.format("fails at %gx inputs", probe.scale) end
     lines[#lines + 1] = string.format("  %-4d %-12.5g %-8s %s%s", i, r.result.time_ms, col, engine.space:describe(r.config),
-                                      #flagged > 0 and ("  (" .. table.concat(flagged, ", ") .. " errors)") or "")
+                                      #notes > 0 and ("  (" .. table.concat(notes, "; ") .. ")") or "")
   end
   return table.concat(lines, "\n") .. "\n"
 end

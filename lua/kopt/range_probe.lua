@@ -175,7 +175,7 @@ probe = function(opts, dir)
         local o2, e2 = opts.backend:check_variants(opts.job_for(rec), { { args = mine } }, limit_s)
         local st = o2 and o2[1] and o2[1].status or ("not run: " .. tostring(e2))
         row.tried[#row.tried + 1] = { key = rec.key, status = st }
-        rec.result.range_probe = { scale = scale, status = st }
+        if o2 and o2[1] then rec.result.range_probe = { scale = scale, status = st } end
         if st == "ok" then
           opts.make_best(rec)
           row.new_winner = rec.key

@@ -185,4 +185,21 @@ do
   T.check(traces[1]:find("## Range probe", 1, true), "trace.md section")
 end
 
+-- the summary's rank table marks a config that failed the probe
+do
+  local finish = require("kopt.finish")
+  local recs = {
+    { key = "a", n = 2, config = { CHEAT = 1 }, result = { status = "ok", time_ms = 0.17, range_probe = { scale = 1000, status = "wrong" } } },
+    { key = "b", n = 1, config = { CHEAT = 0 }, result = { status = "ok", time_ms = 0.43, range_probe = { scale = 1000, status = "ok" } } },
+  }
+  local engine = { strategy_name = "exhaustive", evaluations = 2, records = recs, stop_reason = "strategy finished",
+                   backend = { name = "cuda" }, best = recs[2], cache = {}, ctx = {},
+                   clock = function() return 1 end,
+                   space = { default = function() return nil end, key = function() return "" end,
+                             describe = function(_, c) return "CHEAT=" .. c.CHEAT end } }
+  local summary_text = finish.summary(engine, { problem = "p", backend_label = "cuda" })
+  T.check(summary_text:find("CHEAT=1  (fails at 1000x inputs)", 1, true), summary_text)
+  T.check(not summary_text:find("CHEAT=0  (", 1, true), "the config that passed is not marked")
+end
+
 T.done()
