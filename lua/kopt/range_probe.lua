@@ -198,13 +198,18 @@ end
 -- row (results.json's metadata.range_probe), or nil when the probe failed.
 function M.for_run(engine, spec, opts, mode, verbose, lines)
   opts.mode, opts.args_for = mode, function(rec) return spec:args(rec.config) end
-  for i, rec in ipairs(opts.ranked) do
-    if rec.key == engine.best.key and i > 1 then
-      table.remove(opts.ranked, i)
-      table.insert(opts.ranked, 1, rec)
-      break
+  -- the winner first; never a config the sanitizer found errors in
+  local ranked = {}
+  for _, rec in ipairs(opts.ranked) do
+    local blamed = false
+    for _, rep in pairs(rec.result.sanitizer or {}) do blamed = blamed or rep.blamed end
+    if rec.key == engine.best.key then
+      table.insert(ranked, 1, rec)
+    elseif not blamed then
+      ranked[#ranked + 1] = rec
     end
   end
+  opts.ranked = ranked
   if verbose then opts.progress = function(text) io.stderr:write(text) end end
   local ok, out, row = pcall(M.run, opts)
   if not ok and errors.is_interrupt(out) then

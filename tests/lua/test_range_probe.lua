@@ -170,12 +170,15 @@ do
     end
     return out
   end }
-  local opts = { backend = fake, ranked = { { key = "k1", config = {}, result = {} }, { key = "k2", config = {}, result = {} } },
+  local opts = { backend = fake, ranked = { { key = "k1", config = {}, result = {} }, { key = "k2", config = {}, result = {} },
+                                            { key = "k3", config = {}, result = { sanitizer = { racecheck = { blamed = true } } } } },
                  job_for = function(rec) return { rec = rec.key } end,
                  describe = function(rec) return rec.key end, make_best = function() end }
   local summary = { "  finalists: ..." }
   local frow = probe.for_run(engine, cheat, opts, "note", false, summary)
   T.eq(checked[1], "k2", "the current winner is probed, not the fastest before the sanitizer")
+  T.eq(#opts.ranked, 2, "a config with sanitizer errors of its own is never a fallback")
+  T.eq(opts.ranked[2].key, "k1", "the others keep their order")
   T.eq(#summary, 2, "the probe's line joins the summary")
   T.check(summary[2]:find("matches the reference", 1, true), summary[2])
   T.eq(events[1].event, "range_probe", "event")
