@@ -52,6 +52,10 @@ T.eq(#nv, n, "f16: two bytes a value")
 local sq = 0
 for _, v in ipairs(nv) do sq = sq + v * v end
 T.check(math.abs(math.sqrt(sq / n) - 100) < 3, "normal x100 has a spread near 100: " .. math.sqrt(sq / n))
+local bv = hostdata.unpack(probe.scaled_bytes("normal", "bf16", 5000, 1000, 2), "bf16")
+local bsq = 0
+for _, v in ipairs(bv) do bsq = bsq + v * v end
+T.check(#bv == 5000 and math.abs(math.sqrt(bsq / 5000) - 1000) < 60, "bf16 normal x1000: spread " .. math.sqrt(bsq / 5000))
 local uv = hostdata.unpack(probe.scaled_bytes("uniform", "f64", 4000, 10, 1), "f64")
 local neg, top = 0, 0
 for _, v in ipairs(uv) do
