@@ -55,6 +55,10 @@ case("random --sanitize helgrind --backend replay:" .. replay, 2,
      "kopt: --sanitize: expected none or a comma-separated list of racecheck, memcheck, synccheck, initcheck; got 'helgrind'")
 case("random --sanitize racecheck --backend replay:" .. replay, 2,
      "kopt: --sanitize: checks the winner on a GPU; this run replays " .. replay .. " (no kernel runs)")
+case("random --range-probe loud --backend replay:" .. replay, 2,
+     "kopt: --range-probe: expected off, note or strict, got 'loud'")
+case("random --range-probe strict --backend replay:" .. replay, 2,
+     "kopt: --range-probe: checks the winner on a GPU; this run replays " .. replay .. " (no kernel runs)")
 case("", 2, "kopt: missing STRATEGY (see kopt --help)")
 case("random", 2, "kopt: missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
 case("random a.json b.json c.json", 2, "kopt: too many arguments: 'b.json' (expected STRATEGY [SPEC])")
@@ -193,6 +197,10 @@ case("suite mcsg tests/data/specs --out " .. tmp .. "/suite_typo", 2,
      "kopt: unknown strategy 'mcsg': not a file, and not a built-in strategy (", { prefix = true })
 case("suite random tests/data/specs --replay-check loose --out " .. tmp .. "/suite_check", 2,
      "kopt: suite: --replay-check: expected strict or lenient, got 'loose'")
+case("suite random tests/data/specs --range-probe wild --out " .. tmp .. "/suite_probe", 2,
+     "kopt: suite: --range-probe: expected off, note or strict, got 'wild'")
+case("suite random " .. root .. "/specs/suite --range-probe note --out " .. tmp .. "/suite_probe", 2,
+     "kopt: suite: --range-probe: checks each winner on a GPU, and this suite replays recordings")
 case("db --db " .. tmp .. "/none.db list -o " .. tmp .. "/x.json", 2, "kopt: kopt db list: -o is for export only")
 T.write(tmp .. "/empty_transitions.jsonl", "")
 case("regraph " .. tmp .. "/empty_transitions.jsonl", 2, "kopt: regraph: " .. tmp .. "/empty_transitions.jsonl: no " ..
