@@ -105,6 +105,9 @@ end
 -- config), describe(rec), make_best(rec), mode ("note" or "strict"),
 -- max_tries, limit_s, progress(text) or nil, interrupted() or nil.
 -- Returns lines for the summary and the row of the "range_probe" event.
+-- The summary line and event row of a probe that could not say anything.
+local function not_run(why) return { "  range probe not run: " .. why }, { note = why } end
+
 local probe
 
 function M.run(opts)
@@ -126,14 +129,24 @@ probe = function(opts, dir)
   local inputs = M.scaled_inputs(args)
   if #inputs == 0 then
     local why = "no float input is drawn from a distribution (file, generated, fixed and copied inputs are the spec's own)"
-    return { "  range probe not run: " .. why }, { note = why }
+    return not_run(why)
   end
   local names, bytes = {}, 0
   for k, i in ipairs(inputs) do names[k], bytes = args[i].name, bytes + args[i].count * SIZE[args[i].type] end
   if bytes > M.MAX_BYTES then
     local why = string.format("the inputs to scale hold %.1f GB, more than the probe draws on the host (%.1f GB)",
                               bytes / 1e9, M.MAX_BYTES / 1e9)
-    return { "  range probe not run: " .. why }, { note = why }
+    return not_run(why)
+  end
+  -- (an output left to the spec's own Lua check, compare=false, is not
+  -- compared by check 1, and the probe does not run that check)
+  local compared = false
+  for _, a in ipairs(args) do
+    if a.output and not (a.verify and a.verify.compare == false) then compared = true end
+  end
+  if not compared then
+    local why = "every output is left to the spec's own check (verify.outputs.*.compare = false), which the probe does not run"
+    return not_run(why)
   end
   local label = table.concat(names, ", ")
   local limit_s = opts.limit_s or 120
@@ -143,10 +156,10 @@ probe = function(opts, dir)
       opts.progress(string.format("kopt: range probe: %s scaled %gx, on %s\n", label, scale, opts.describe(winner)))
     end
     local files, why = files_for(args, inputs, scale, dir)
-    if not files then return { "  range probe not run: " .. why }, { note = why } end
+    if not files then return not_run(why) end
     local out, err = opts.backend:check_variants(opts.job_for(winner), { { reference = true, args = files },
                                                                        { args = files } }, limit_s)
-    if not out then return { "  range probe not run: " .. tostring(err) }, { note = tostring(err) } end
+    if not out then return not_run(tostring(err)) end
     if out[1].status == "ok" then
       local w = out[2] or { status = "no reply", log = "the worker ended before the winner's check" }
       local row = { scale = scale, inputs = names, status = w.status, log = first_line(w.log), winner = winner.key,
@@ -188,8 +201,9 @@ probe = function(opts, dir)
     end
     refused[#refused + 1] = scale
   end
-  local why = "the reference itself does not pass on inputs scaled 10x to 1000x (its output overflows there)"
-  return { "  range probe not run: " .. why }, { note = why, refused_scales = refused }
+  local lines, row = not_run("the reference itself does not pass on inputs scaled 10x to 1000x (its output overflows there)")
+  row.refused_scales = refused
+  return lines, row
 end
 
 -- The probe at the end of a run (kopt.run): opts as kopt.run's
