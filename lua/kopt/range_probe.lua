@@ -6,7 +6,9 @@
 -- the tolerance for small arguments and wrong for large ones:
 -- tests/cheats/fastmath_range.cu) passes both. The probe draws every such
 -- input again from its own distribution times a scale (1000, else 100, else
--- 10) and compares the winner with the reference there, check 1 only. The
+-- 10) and compares the winner with the reference there, check 1 only, by
+-- the relative tolerances alone (an absolute bound, max_abs, is set for
+-- the spec's magnitudes: one f16 rounding step is 16 at 20000). The
 -- scale is the largest at which the reference itself, run as the candidate,
 -- passes: where the reference overflows, the problem has no answer to hold
 -- the winner to, so that scale says nothing.
@@ -157,8 +159,9 @@ probe = function(opts, dir)
     end
     local files, why = files_for(args, inputs, scale, dir)
     if not files then return not_run(why) end
-    local out, err = opts.backend:check_variants(opts.job_for(winner), { { reference = true, args = files },
-                                                                       { args = files } }, limit_s)
+    local variants = { { reference = true, args = files, relative_only = true },
+                       { args = files, relative_only = true } }
+    local out, err = opts.backend:check_variants(opts.job_for(winner), variants, limit_s)
     if not out then return not_run(tostring(err)) end
     if out[1].status == "ok" then
       local w = out[2] or { status = "no reply", log = "the worker ended before the winner's check" }
@@ -185,7 +188,8 @@ probe = function(opts, dir)
         for _, a in ipairs(inputs) do
           if rargs[a].count ~= args[a].count then mine = files_for(rargs, inputs, scale, dir) or files break end
         end
-        local o2, e2 = opts.backend:check_variants(opts.job_for(rec), { { args = mine } }, limit_s)
+        local o2, e2 = opts.backend:check_variants(opts.job_for(rec), { { args = mine, relative_only = true } },
+                                                    limit_s)
         local st = o2 and o2[1] and o2[1].status or ("not run: " .. tostring(e2))
         row.tried[#row.tried + 1] = { key = rec.key, status = st }
         if o2 and o2[1] then rec.result.range_probe = { scale = scale, status = st } end

@@ -75,6 +75,21 @@ T.eq(req["a1.file"], "/tmp/x.bin", "the file")
 T.eq(req["a1.file_offset"], 0, "from its start")
 T.check(pcall(be.check_request, be, req), "the worker's field list accepts the request")
 
+-- the probe compares by relative tolerances only: an absolute bound set for
+-- the spec's magnitudes is dropped, the relative ones stay
+local saved_tol = cheat.tolerance
+cheat.tolerance = { rel_l2 = 1e-4, max_abs = 0.5 }
+local treq = assert(be:request(0, { CHEAT = 1 }, "CUBIN", "cheat"))
+cheat.tolerance = saved_tol
+T.eq(treq.tol_max_abs, 0.5, "the spec's absolute bound is in a plain request")
+treq["a2.tol_max_abs"], treq["a2.tol_rel_l2"] = 2.0, 1e-3
+cuda.relative_only(treq)
+T.eq(treq.tol_max_abs, nil, "relative_only: the request's absolute bound dropped")
+T.eq(treq["a2.tol_max_abs"], nil, "relative_only: an output's absolute bound dropped")
+T.eq(treq.tol_rel_l2, 1e-4, "relative_only: the relative L2 tolerance kept")
+T.eq(treq["a2.tol_rel_l2"], 1e-3, "relative_only: an output's relative tolerance kept")
+T.check(pcall(be.check_request, be, treq), "the worker's field list accepts the relative-only request")
+
 -- decisions over scripted replies. A fake backend answers check_variants
 -- from a script: reply(scale, variant, rec) -> status.
 local function run_with(reply, mode, ranked_n)
@@ -89,7 +104,7 @@ local function run_with(reply, mode, ranked_n)
       local f = assert(io.open(path, "rb"))
       local first = string.unpack("<f", f:read(4))
       f:close()
-      calls[#calls + 1] = { rec = job.rec, reference = v.reference }
+      calls[#calls + 1] = { rec = job.rec, reference = v.reference, relative_only = v.relative_only }
       out[i] = { status = reply(first, v.reference, job.rec), log = "rel L2 0.3 > 1e-05\nmore" }
     end
     return out
@@ -133,6 +148,9 @@ T.eq(made, "k2", "strict: the next config")
 T.eq(row.new_winner, "k2", "the row names it")
 T.check(text:find("the range probe changed the winner", 1, true), text)
 T.eq(#calls, 3, "reference, winner, next config")
+local all_relative = true
+for _, c in ipairs(calls) do all_relative = all_relative and c.relative_only == true end
+T.check(all_relative, "every probe check (reference, winner, next config) asks for relative tolerances only")
 
 -- strict, and nothing checked passes: the winner stays, flagged
 text, row, made = run_with(function(_, ref) return ref and "ok" or "wrong" end, "strict")

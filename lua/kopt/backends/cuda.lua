@@ -632,11 +632,27 @@ function M.with_files(req, files)
   return req
 end
 
+-- The request with no absolute error bound (the spec's tolerance.max_abs
+-- and each output's verify.max_abs): such a bound is set for the spec's own
+-- input ranges, and an output grown 100x by larger inputs breaks it by
+-- rounding alone. The relative L2 tolerance and the worker's per-element
+-- bound relative to each value (numerics.h, KOPT_CHECK_ELEMENT_FACTOR),
+-- which replaces the absolute one, hold at any scale.
+function M.relative_only(req)
+  local drop = {}
+  for k in pairs(req) do
+    if k == "tol_max_abs" or k:match("^a%d+%.tol_max_abs$") then drop[#drop + 1] = k end
+  end
+  for _, k in ipairs(drop) do req[k] = nil end
+  return req
+end
+
 -- Check-1-only requests for one candidate in a worker of its own (started
 -- under `wrap` when given: kopt.sanitize's compute sanitizer). Each entry of
 -- `variants` is one request: { args = { [i] = path } } replaces input i's
 -- drawn values by a file's (kopt.range_probe), reference = true runs the
--- reference as the candidate. The worker is let exit after the last one, so
+-- reference as the candidate, relative_only = true drops the absolute error
+-- bounds (M.relative_only). The worker is let exit after the last one, so
 -- a tool writes its summary. Returns { {status=, log=}, ... }, how the worker
 -- ended and the candidate's lowered name, or nil, why.
 function Cuda:check_variants(job, variants, limit_s, wrap)
@@ -667,6 +683,7 @@ function Cuda:check_variants(job, variants, limit_s, wrap)
     end
     if not req then w:stop(); return nil, rerr end
     M.with_files(req, v.args)
+    if v.relative_only then M.relative_only(req) end
     req.dump = nil
     req.time, req.verify2 = false, false
     req.timeout_ms = math.tointeger(limit_s * 1000)
