@@ -104,6 +104,46 @@ START_TEST(test_fill_seeded_and_distributions)
 }
 END_TEST
 
+START_TEST(test_fill_scaled)
+{
+	/* the range probe's inputs: the same draws times the scale, for float
+	 * types and the drawn distributions only */
+	enum { N = 4097 };
+	double *one = malloc(N * 8), *big = malloc(N * 8);
+	enum kopt_dist drawn[] = {KOPT_DIST_NORMAL, KOPT_DIST_UNIFORM, KOPT_DIST_UNIFORM01};
+	for (int k = 0; k < 3; k++) {
+		kopt_check_fill(KOPT_F64, one, N, drawn[k], 0, 7, 3);
+		kopt_check_fill_scaled(KOPT_F64, big, N, drawn[k], 0, 1000.0, 7, 3);
+		for (int i = 0; i < N; i++)
+			ck_assert_double_le(fabs(big[i] - 1000.0 * one[i]), 1e-9 * fabs(big[i]) + 1e-12);
+	}
+	float *f = malloc(N * 4);
+	kopt_check_fill_scaled(KOPT_F32, f, N, KOPT_DIST_UNIFORM, 0, 100.0, 1, 0);
+	float top = 0;
+	for (int i = 0; i < N; i++)
+		top = fabsf(f[i]) > top ? fabsf(f[i]) : top;
+	ck_assert(top > 90.0f && top <= 100.0f);
+	/* a constant, an arange and an integer type keep their values */
+	kopt_check_fill_scaled(KOPT_F32, f, N, KOPT_DIST_CONSTANT, 3.5, 1000.0, 1, 0);
+	ck_assert(f[0] == 3.5f && f[N - 1] == 3.5f);
+	kopt_check_fill_scaled(KOPT_F32, f, N, KOPT_DIST_ARANGE, 0, 1000.0, 1, 0);
+	ck_assert(f[7] == 7.0f);
+	int32_t *a = malloc(N * 4), *b = malloc(N * 4);
+	kopt_check_fill(KOPT_I32, a, N, KOPT_DIST_UNIFORM, 0, 5, 0);
+	kopt_check_fill_scaled(KOPT_I32, b, N, KOPT_DIST_UNIFORM, 0, 1000.0, 5, 0);
+	ck_assert_mem_eq(a, b, N * 4);
+	/* f16 past its range: the largest magnitude (an output that overflows
+	 * from there fails the probe's control, the reference against itself) */
+	uint16_t h[64];
+	kopt_check_fill_scaled(KOPT_F16, h, 64, KOPT_DIST_NORMAL, 0, 1e6, 9, 0);
+	int top16 = 0;
+	for (int i = 0; i < 64; i++)
+		top16 += fabsf(kopt_f16_to_f32(h[i])) >= 65504.0f;
+	ck_assert_int_gt(top16, 48);
+	free(one), free(big), free(f), free(a), free(b);
+}
+END_TEST
+
 START_TEST(test_alternate_distribution)
 {
 	/* the second trial must change the sign range of [0,1) inputs */
@@ -560,6 +600,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_f16_rounding);
 	tcase_add_test(tc, test_bf16);
 	tcase_add_test(tc, test_fill_seeded_and_distributions);
+	tcase_add_test(tc, test_fill_scaled);
 	tcase_add_test(tc, test_alternate_distribution);
 	tcase_add_test(tc, test_poison_is_nan_and_changes);
 	tcase_add_test(tc, test_integer_poison_collisions);

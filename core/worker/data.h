@@ -25,6 +25,7 @@ struct warg {
 	int output;
 	enum kopt_dist dist;
 	double init_value;
+	double scale; /* float draws times this (the range probe; 1 otherwise) */
 	double value;	/* scalar by value */
 	int64_t ivalue; /* scalar, exact for integers */
 	/* arrays: elements read from a file (raw, little-endian) instead of a

@@ -305,6 +305,7 @@ struct fill_part {
 	size_t begin, end; /* begin is even */
 	enum kopt_dist d;
 	double value;
+	double scale; /* float draws only (kopt_check_fill_scaled) */
 	uint64_t s0;
 	size_t forced; /* KOPT_DIST_NEAR: an element always moved */
 };
@@ -348,7 +349,7 @@ static void *fill_range(void *arg)
 			/* Box-Muller: element pair (i, i+1) from draws i and i+1 */
 			double u1 = 1.0 - unit_at(p->s0, i), u2 = unit_at(p->s0, i + 1);
 			double r = sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
-			double scale = is_float ? 1.0 : 16.0;
+			double scale = is_float ? p->scale : 16.0;
 			if (i + 1 < p->end)
 				kopt_check_store(t, p->data, i + 1, scale * r * sin(a));
 			v = scale * r * cos(a);
@@ -358,12 +359,12 @@ static void *fill_range(void *arg)
 		}
 		case KOPT_DIST_UNIFORM:
 			v = unit_at(p->s0, i);
-			v = is_float	  ? 2.0 * v - 1.0
+			v = is_float	  ? p->scale * (2.0 * v - 1.0)
 			    : is_unsigned ? floor(v * 65.0)
 					  : floor(v * 129.0) - 64.0;
 			break;
 		case KOPT_DIST_UNIFORM01:
-			v = is_float ? unit_at(p->s0, i) : (double)(mix_at(p->s0, i) & 1u);
+			v = is_float ? p->scale * unit_at(p->s0, i) : (double)(mix_at(p->s0, i) & 1u);
 			break;
 		case KOPT_DIST_NEAR:
 			v = near_value(p, i, p->value);
@@ -408,6 +409,12 @@ static size_t thread_count(size_t n)
 void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
 		     uint64_t seed, uint64_t stream)
 {
+	kopt_check_fill_scaled(t, data, n, d, value, 1.0, seed, stream);
+}
+
+void kopt_check_fill_scaled(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
+			    double scale, uint64_t seed, uint64_t stream)
+{
 	uint64_t s0 = seed * 0x2545f4914f6cdd1dull ^ (stream + 1) * 0x9e3779b97f4a7c15ull;
 	size_t forced = n ? (size_t)(mix_at(s0 ^ 0x6e656172ull, 0) % n) : 0;
 	size_t parts = thread_count(n);
@@ -419,7 +426,7 @@ void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, 
 		       end = (n * (k + 1) / parts) & ~(size_t)1;
 		if (k + 1 == parts)
 			end = n;
-		part[k] = (struct fill_part){t, data, begin, end, d, value, s0, forced};
+		part[k] = (struct fill_part){t, data, begin, end, d, value, scale, s0, forced};
 		if (k > 0)
 			started[k] = pthread_create(&tid[k], NULL, fill_range, &part[k]) == 0;
 	}

@@ -76,6 +76,12 @@ void kopt_check_store(enum kopt_dtype t, void *data, size_t i, double v);
 /* Fills n elements; the stream is a pure function of (seed, stream id). */
 void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
 		     uint64_t seed, uint64_t stream);
+/* The same, with a float type's normal, uniform and uniform01 draws
+ * multiplied by `scale` before they are rounded to the type (the range
+ * probe's inputs: the same draws, larger). Other distributions and integer
+ * types ignore it. */
+void kopt_check_fill_scaled(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
+			    double scale, uint64_t seed, uint64_t stream);
 
 /* A 32-bit word to memset (cuMemsetD32) over an output buffer such that every
  * element of type t reads as NaN (floats; the payload and sign change with

@@ -20,9 +20,6 @@
 -- by a generator, held fixed or copied are the spec's own choice and are
 -- never scaled.
 local errors = require("kopt.errors")
-local hostdata = require("kopt.hostdata")
-local rng_mod = require("kopt.rng")
-local sys = require("kopt.sys")
 
 local M = {}
 
@@ -30,9 +27,6 @@ M.SCALES = { 1000, 100, 10 }
 M.MODES = { off = true, note = true, strict = true }
 
 local FLOAT = { f32 = true, f64 = true, f16 = true, bf16 = true }
-local SIZE = { f32 = 4, f64 = 8, f16 = 2, bf16 = 2 }
--- (each input is one Lua string and one file while its check runs)
-M.MAX_BYTES = 2 * 2 ^ 30
 local DRAWN = { normal = true, uniform = true, uniform01 = true }
 
 -- "off", "note" or "strict"; nil, why otherwise.
@@ -55,46 +49,14 @@ function M.scaled_inputs(args)
   return out
 end
 
--- count values of `dist` times `scale`, packed as `dtype` (seeded). Drawing
--- and packing every element in Lua would take minutes for a 256 MB input,
--- so KINDS blocks of BLOCK values are drawn and the array is laid out from
--- them in a random order: as large, as signed and as spread as the
--- distribution, in the time of a copy.
-local BLOCK, KINDS = 8192, 16
-
-local function draw(r, dist)
-  if dist == "normal" then return r:normal() end
-  if dist == "uniform" then return 2 * r:uniform() - 1 end
-  return r:uniform()
-end
-
-function M.scaled_bytes(dist, dtype, count, scale, seed)
-  local r, blocks = rng_mod.new(seed), {}
-  local kinds = math.max(1, math.min(KINDS, (count + BLOCK - 1) // BLOCK))
-  for b = 1, kinds do
-    local chunk = {}
-    for i = 1, BLOCK do chunk[i] = draw(r, dist) * scale end
-    blocks[b] = hostdata.pack(chunk, dtype)
-  end
-  local parts, full = {}, count // BLOCK
-  for i = 1, full do parts[i] = blocks[r:random(1, kinds)] end
-  local rest = count - full * BLOCK
-  if rest > 0 then parts[#parts + 1] = blocks[r:random(1, kinds)]:sub(1, rest * (#blocks[1] // BLOCK)) end
-  return table.concat(parts)
-end
-
--- The data files of one scale: { [arg index] = path }, or nil, why. Every
--- path written is listed in dir.written, for M.run to remove.
-local function files_for(args, inputs, scale, dir)
-  local files = {}
-  for _, i in ipairs(inputs) do
-    local a = args[i]
-    local bytes = M.scaled_bytes((a.init or { dist = "normal" }).dist, a.type, a.count, scale, 7919 * i + scale)
-    local path, why = hostdata.store(dir.path, bytes)
-    if not path then return nil, why end
-    files[i], dir.written[#dir.written + 1] = path, path
-  end
-  return files
+-- { [arg index] = scale } for the inputs to scale: the worker draws each
+-- from its own distribution as in check 1 and multiplies the draws by the
+-- scale before rounding to the type (kopt_check_fill_scaled), so no data
+-- passes through the host and no input is too large to probe.
+local function scales_of(inputs, scale)
+  local out = {}
+  for _, i in ipairs(inputs) do out[i] = scale end
+  return out
 end
 
 -- The first line of a worker's log (what the comparison found).
@@ -102,30 +64,16 @@ local function first_line(log)
   return (tostring(log or ""):match("[^\n]+") or ""):gsub("%s+$", "")
 end
 
+-- The summary line and event row of a probe that could not say anything.
+local function not_run(why) return { "  range probe not run: " .. why }, { note = why } end
+
 -- Runs the probe. opts: backend (with check_variants), ranked (ok records,
 -- the winner first), job_for(rec), args_for(rec) (spec:args of its
 -- config), describe(rec), make_best(rec), mode ("note" or "strict"),
 -- max_tries, limit_s, progress(text) or nil, interrupted() or nil.
 -- Returns lines for the summary and the row of the "range_probe" event.
--- The summary line and event row of a probe that could not say anything.
-local function not_run(why) return { "  range probe not run: " .. why }, { note = why } end
-
-local probe
 
 function M.run(opts)
-  -- (the files live as long as the probe: a 256 MB input at three scales
-  -- is not kept anywhere)
-  local dir = { path = os.tmpname(), written = {} }
-  os.remove(dir.path)
-  assert(sys.mkdir_p(dir.path))
-  local ok, lines, row = pcall(probe, opts, dir)
-  for _, path in ipairs(dir.written) do os.remove(path) end
-  sys.rmdir(dir.path)
-  if not ok then error(lines, 0) end
-  return lines, row
-end
-
-probe = function(opts, dir)
   local winner = opts.ranked[1]
   local args = opts.args_for(winner)
   local inputs = M.scaled_inputs(args)
@@ -133,13 +81,8 @@ probe = function(opts, dir)
     local why = "no float input is drawn from a distribution (file, generated, fixed and copied inputs are the spec's own)"
     return not_run(why)
   end
-  local names, bytes = {}, 0
-  for k, i in ipairs(inputs) do names[k], bytes = args[i].name, bytes + args[i].count * SIZE[args[i].type] end
-  if bytes > M.MAX_BYTES then
-    local why = string.format("the inputs to scale hold %.1f GB, more than the probe draws on the host (%.1f GB)",
-                              bytes / 1e9, M.MAX_BYTES / 1e9)
-    return not_run(why)
-  end
+  local names = {}
+  for k, i in ipairs(inputs) do names[k] = args[i].name end
   -- (an output left to the spec's own Lua check, compare=false, is not
   -- compared by check 1, and the probe does not run that check)
   local compared = false
@@ -157,10 +100,9 @@ probe = function(opts, dir)
     if opts.progress then
       opts.progress(string.format("kopt: range probe: %s scaled %gx, on %s\n", label, scale, opts.describe(winner)))
     end
-    local files, why = files_for(args, inputs, scale, dir)
-    if not files then return not_run(why) end
-    local variants = { { reference = true, args = files, relative_only = true },
-                       { args = files, relative_only = true } }
+    local scales = scales_of(inputs, scale)
+    local variants = { { reference = true, scales = scales, relative_only = true },
+                       { scales = scales, relative_only = true } }
     local out, err = opts.backend:check_variants(opts.job_for(winner), variants, limit_s)
     if not out then return not_run(tostring(err)) end
     if out[1].status == "ok" then
@@ -182,13 +124,7 @@ probe = function(opts, dir)
       for i = 2, math.min(#opts.ranked, opts.max_tries or 4) do
         if opts.interrupted and opts.interrupted() then break end
         local rec = opts.ranked[i]
-        -- (the same files, unless this config's inputs differ in size)
-        local mine = files
-        local rargs = opts.args_for(rec)
-        for _, a in ipairs(inputs) do
-          if rargs[a].count ~= args[a].count then mine = files_for(rargs, inputs, scale, dir) or files break end
-        end
-        local o2, e2 = opts.backend:check_variants(opts.job_for(rec), { { args = mine, relative_only = true } },
+        local o2, e2 = opts.backend:check_variants(opts.job_for(rec), { { scales = scales, relative_only = true } },
                                                     limit_s)
         local st = o2 and o2[1] and o2[1].status or ("not run: " .. tostring(e2))
         row.tried[#row.tried + 1] = { key = rec.key, status = st }

@@ -1,11 +1,10 @@
 -- The range probe's parts that need no GPU (kopt.range_probe): which inputs
--- it scales, the scaled data, the request that reads them, and its
+-- it scales, the request that asks the worker for them, and its
 -- decisions over scripted worker replies: the largest scale at which the
 -- reference passes, a winner wrong there noted (note) or replaced by the
 -- next config that passes (strict), and the cases where it cannot say.
 local T = require("testlib")
 local cuda = require("kopt.backends.cuda")
-local hostdata = require("kopt.hostdata")
 local probe = require("kopt.range_probe")
 local spec_mod = require("kopt.spec")
 
@@ -36,43 +35,17 @@ local cheat = spec_mod.load("tests/cheats/fastmath_range.json")
 local cargs = cheat:args({ CHEAT = 1 })
 T.eq(table.concat(probe.scaled_inputs(cargs), ","), "1", "fastmath_range: x")
 
--- the data: the arg's distribution times the scale, seeded, packed
-local n = 20000
-local bytes = probe.scaled_bytes("uniform01", "f32", n, 1000, 5)
-T.eq(#bytes, 4 * n, "f32 bytes")
-T.eq(probe.scaled_bytes("uniform01", "f32", n, 1000, 5), bytes, "same seed, same bytes")
-T.check(probe.scaled_bytes("uniform01", "f32", n, 1000, 6) ~= bytes, "another seed, other bytes")
-local vals = hostdata.unpack(bytes, "f32")
-local lo, hi, sum = math.huge, -math.huge, 0
-for _, v in ipairs(vals) do lo, hi, sum = math.min(lo, v), math.max(hi, v), sum + v end
-T.check(lo >= 0 and hi < 1000 and hi > 990, string.format("uniform01 x1000 spans [0, 1000): %g..%g", lo, hi))
-T.check(math.abs(sum / n - 500) < 10, "its mean is near 500: " .. sum / n)
-local nv = hostdata.unpack(probe.scaled_bytes("normal", "f16", n, 100, 1), "f16")
-T.eq(#nv, n, "f16: two bytes a value")
-local sq = 0
-for _, v in ipairs(nv) do sq = sq + v * v end
-T.check(math.abs(math.sqrt(sq / n) - 100) < 3, "normal x100 has a spread near 100: " .. math.sqrt(sq / n))
-local bv = hostdata.unpack(probe.scaled_bytes("normal", "bf16", 5000, 1000, 2), "bf16")
-local bsq = 0
-for _, v in ipairs(bv) do bsq = bsq + v * v end
-T.check(#bv == 5000 and math.abs(math.sqrt(bsq / 5000) - 1000) < 60, "bf16 normal x1000: spread " .. math.sqrt(bsq / 5000))
-local uv = hostdata.unpack(probe.scaled_bytes("uniform", "f64", 4000, 10, 1), "f64")
-local neg, top = 0, 0
-for _, v in ipairs(uv) do
-  if v < 0 then neg = neg + 1 end
-  top = math.max(top, math.abs(v))
-end
-T.check(top <= 10 and top > 9.9, "uniform x10 within 10: " .. top)
-T.check(neg > 1500 and neg < 2500, "uniform is signed: " .. neg .. " of 4000 negative")
-
--- the request reads the file instead of drawing: the worker's field list accepts it
+-- the request asks the worker to draw the input times the scale; the
+-- worker's field list accepts it (the draws themselves: check_numerics,
+-- test_fill_scaled)
 local be = cuda._offline(cheat, { seed = 1 })
 local req = assert(be:request(0, { CHEAT = 1 }, "CUBIN", "cheat"))
-T.eq(req["a1.init"], "uniform01", "drawn before")
-cuda.with_files(req, { [1] = "/tmp/x.bin" })
-T.eq(req["a1.init"], "zeros", "init cleared")
-T.eq(req["a1.file"], "/tmp/x.bin", "the file")
-T.eq(req["a1.file_offset"], 0, "from its start")
+T.eq(req["a1.init"], "uniform01", "drawn from the spec's distribution")
+T.eq(req["a1.scale"], nil, "at scale 1 in a plain request")
+cuda.with_scales(req, { [1] = 1000 })
+T.eq(req["a1.init"], "uniform01", "still its own distribution")
+T.eq(req["a1.scale"], 1000.0, "times 1000")
+T.eq(math.type(req["a1.scale"]), "float", "sent as a number field")
 T.check(pcall(be.check_request, be, req), "the worker's field list accepts the request")
 
 -- the probe compares by relative tolerances only: an absolute bound set for
@@ -99,13 +72,11 @@ local function run_with(reply, mode, ranked_n)
   function fake.check_variants(_, job, variants)
     local out = {}
     for i, v in ipairs(variants) do
-      -- (the scale, read back from the data file's values)
-      local path = select(2, next(v.args))
-      local f = assert(io.open(path, "rb"))
-      local first = string.unpack("<f", f:read(4))
-      f:close()
+      -- (x is the one input scaled)
+      local scale = v.scales[1]
+      T.eq(next(v.scales, 1), nil, "only x is scaled")
       calls[#calls + 1] = { rec = job.rec, reference = v.reference, relative_only = v.relative_only }
-      out[i] = { status = reply(first, v.reference, job.rec), log = "rel L2 0.3 > 1e-05\nmore" }
+      out[i] = { status = reply(scale, v.reference, job.rec), log = "rel L2 0.3 > 1e-05\nmore" }
     end
     return out
   end
@@ -118,8 +89,6 @@ local function run_with(reply, mode, ranked_n)
   })
   return table.concat(lines, "\n"), row, made, calls
 end
--- (every value of x at scale s lies in [0, s): the first one tells s apart)
-local function scale_of(v) return v < 10 and 10 or (v < 100 and 100 or 1000) end
 
 -- the reference passes at 1000, the winner too
 local text, row, made = run_with(function() return "ok" end, "note")
@@ -128,7 +97,7 @@ T.eq(row.scale, 1000, "scale 1000")
 T.eq(made, nil, "no change")
 
 -- the reference overflows at 1000 and 100: the probe steps down to 10
-text, row = run_with(function(v, ref) if ref and scale_of(v) > 10 then return "wrong" end return "ok" end, "note")
+text, row = run_with(function(v, ref) if ref and v > 10 then return "wrong" end return "ok" end, "note")
 T.check(text:find("scaled 10x", 1, true), text)
 T.eq(row.scale, 10, "the largest scale the reference passes")
 T.eq(table.concat(row.refused_scales, ","), "1000,100", "the scales refused")
@@ -163,12 +132,20 @@ text, row = run_with(function() return "wrong" end, "note")
 T.check(text:find("range probe not run: the reference itself does not pass", 1, true), text)
 T.eq(row.scale, nil, "no scale")
 
--- inputs too large to draw on the host
+-- an input of 4 GB is probed like any other: the worker draws it
 do
-  local big = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 2 ^ 30 } }
-  local l2, r2 = probe.run({ ranked = { { key = "a", config = {}, result = {} } }, args_for = function() return big end })
-  T.check(l2[1]:find("hold 4.3 GB, more than the probe draws", 1, true), l2[1])
-  T.check(r2.note ~= nil, "noted in the row")
+  local big = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 2 ^ 30 },
+                { name = "y", kind = "array", type = "f32", output = true, init = { dist = "zeros" }, count = 2 ^ 30 } }
+  local asked
+  local fake = { check_variants = function(_, _, variants)
+    asked = variants[1].scales[1]
+    return { { status = "ok" }, { status = "ok" } }
+  end }
+  local l2 = probe.run({ backend = fake, ranked = { { key = "a", config = {}, result = {} } },
+                         args_for = function() return big end, job_for = function() return {} end,
+                         describe = function() return "a" end })
+  T.eq(asked, 1000, "a 4 GB input is scaled in the worker")
+  T.check(l2[1]:find("matches the reference on x scaled 1000x", 1, true), l2[1])
 end
 
 -- nothing the worker compares: the probe would pass whatever the kernel does

@@ -621,14 +621,11 @@ function Cuda:profile(job, metrics)
   return out, nil, reply.profile_warning and { warning = reply.profile_warning } or nil
 end
 
--- A run request whose inputs `files` ({ [arg index] = path }) read a
--- file's values instead of drawing their own.
-function M.with_files(req, files)
-  for a, path in pairs(files or {}) do
-    local p = "a" .. a .. "."
-    req[p .. "init"], req[p .. "file"], req[p .. "file_offset"] = "zeros", path, 0
-    req[p .. "init_value"], req[p .. "fixed"] = nil, nil
-  end
+-- A run request whose inputs `scales` ({ [arg index] = factor }) are drawn
+-- as in check 1 and multiplied by the factor (the worker's a<i>.scale: a
+-- float input's normal and uniform draws only).
+function M.with_scales(req, scales)
+  for a, scale in pairs(scales or {}) do req["a" .. a .. ".scale"] = scale + 0.0 end
   return req
 end
 
@@ -649,8 +646,8 @@ end
 
 -- Check-1-only requests for one candidate in a worker of its own (started
 -- under `wrap` when given: kopt.sanitize's compute sanitizer). Each entry of
--- `variants` is one request: { args = { [i] = path } } replaces input i's
--- drawn values by a file's (kopt.range_probe), reference = true runs the
+-- `variants` is one request: { scales = { [i] = factor } } draws input i
+-- times the factor (kopt.range_probe, M.with_scales), reference = true runs the
 -- reference as the candidate, relative_only = true drops the absolute error
 -- bounds (M.relative_only). The worker is let exit after the last one, so
 -- a tool writes its summary. Returns { {status=, log=}, ... }, how the worker
@@ -682,7 +679,7 @@ function Cuda:check_variants(job, variants, limit_s, wrap)
       req, rerr = self:request(0, job.config, res.cubin, res.lowered or self.spec:entry(job.config))
     end
     if not req then w:stop(); return nil, rerr end
-    M.with_files(req, v.args)
+    M.with_scales(req, v.scales)
     if v.relative_only then M.relative_only(req) end
     req.dump = nil
     req.time, req.verify2 = false, false
