@@ -177,6 +177,14 @@ function M.row(p, base, device, target)
   return r
 end
 
+-- True when the range probe found the row's winner wrong on larger inputs
+-- and it stayed the winner (--range-probe note: the spec's distributions
+-- are the contract, so the row is still correct, and the report says so).
+function M.probe_flagged(r)
+  local pr = r.range_probe
+  return pr ~= nil and pr.status ~= nil and pr.status ~= "ok" and pr.new_winner == nil
+end
+
 -- fast_p over rows, per baseline: among the n problems that have a time for
 -- that baseline, the fraction correct with speedup > p. Returns
 -- { eager = { n =, ["0"] =, ["1"] =, ["1.5"] =, ["2"] = }, compile = {...} }

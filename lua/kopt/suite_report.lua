@@ -59,7 +59,8 @@ function M.markdown(doc)
   w("| problem | correct | kopt ms | eager ms | compile ms | vs eager | vs compile | of speed of light | evals | stopped |")
   w("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
   for _, r in ipairs(doc.rows) do
-    w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", r.name, r.correct and "yes" or "**no**",
+    local correct = r.correct and (suite.probe_flagged(r) and "yes, on the spec's inputs only" or "yes") or "**no**"
+    w("| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |", r.name, correct,
       ms(r.time_ms), ms(r.eager_ms), ms(r.compile_ms), times(r.speedup_eager), times(r.speedup_compile),
       pct(r.sol_frac), r.evaluations and tostring(r.evaluations) or "-", r.stop_reason or "-")
   end
@@ -67,6 +68,14 @@ function M.markdown(doc)
   for _, r in ipairs(doc.rows) do
     if r.error then notes[#notes + 1] = string.format("- %s: %s", r.name, r.error) end
     if r.baseline_error then notes[#notes + 1] = string.format("- %s (baseline): %s", r.name, r.baseline_error) end
+    local pr = r.range_probe
+    if suite.probe_flagged(r) then
+      notes[#notes + 1] = string.format("- %s: range probe: the winner fails on inputs scaled %gx (%s: %s); "
+        .. "it stays the winner (--range-probe strict would replace it)", r.name, pr.scale or 0, pr.status, pr.log or "")
+    elseif pr and pr.new_winner then
+      notes[#notes + 1] = string.format("- %s: range probe: the fastest config failed on inputs scaled %gx; "
+        .. "the winner shown is the next one that passes", r.name, pr.scale or 0)
+    end
   end
   if #notes > 0 then
     w("")

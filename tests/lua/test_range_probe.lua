@@ -92,20 +92,20 @@ end
 
 -- the reference passes at 1000, the winner too
 local text, row, made = run_with(function() return "ok" end, "note")
-T.check(text:find("matches the reference on x scaled 1000x", 1, true), text)
+T.check(text:find("matches the reference on x scaled 1000x", 1, true), "%s", text)
 T.eq(row.scale, 1000, "scale 1000")
 T.eq(made, nil, "no change")
 
 -- the reference overflows at 1000 and 100: the probe steps down to 10
 text, row = run_with(function(v, ref) if ref and v > 10 then return "wrong" end return "ok" end, "note")
-T.check(text:find("scaled 10x", 1, true), text)
+T.check(text:find("scaled 10x", 1, true), "%s", text)
 T.eq(row.scale, 10, "the largest scale the reference passes")
 T.eq(table.concat(row.refused_scales, ","), "1000,100", "the scales refused")
 
 -- the winner is wrong where the reference passes: noted, it stays
 local cheat_reply = function(_, ref, rec) if ref or rec ~= "k1" then return "ok" end return "wrong" end
 text, row, made = run_with(cheat_reply, "note")
-T.check(text:find("the winner fails (wrong: rel L2 0.3 > 1e-05)", 1, true), text)
+T.check(text:find("the winner fails (wrong: rel L2 0.3 > 1e-05)", 1, true), "%s", text)
 T.check(text:find("the winner stays", 1, true), "note mode keeps it")
 T.eq(made, nil, "note: no change")
 T.eq(row.status, "wrong", "the row")
@@ -115,7 +115,7 @@ local calls
 text, row, made, calls = run_with(cheat_reply, "strict")
 T.eq(made, "k2", "strict: the next config")
 T.eq(row.new_winner, "k2", "the row names it")
-T.check(text:find("the range probe changed the winner", 1, true), text)
+T.check(text:find("the range probe changed the winner", 1, true), "%s", text)
 T.eq(#calls, 3, "reference, winner, next config")
 local all_relative = true
 for _, c in ipairs(calls) do all_relative = all_relative and c.relative_only == true end
@@ -124,12 +124,12 @@ T.check(all_relative, "every probe check (reference, winner, next config) asks f
 -- strict, and nothing checked passes: the winner stays, flagged
 text, row, made = run_with(function(_, ref) return ref and "ok" or "wrong" end, "strict")
 T.eq(made, nil, "no config passes: no change")
-T.check(text:find("no config checked passes", 1, true), text)
+T.check(text:find("no config checked passes", 1, true), "%s", text)
 T.eq(#row.tried, 2, "max_tries 3: the winner and two more")
 
 -- the reference never passes: nothing said about the winner
 text, row = run_with(function() return "wrong" end, "note")
-T.check(text:find("range probe not run: the reference itself does not pass", 1, true), text)
+T.check(text:find("range probe not run: the reference itself does not pass", 1, true), "%s", text)
 T.eq(row.scale, nil, "no scale")
 
 -- an input of 4 GB is probed like any other: the worker draws it
@@ -209,8 +209,39 @@ do
                    space = { default = function() return nil end, key = function() return "" end,
                              describe = function(_, c) return "CHEAT=" .. c.CHEAT end } }
   local summary_text = finish.summary(engine, { problem = "p", backend_label = "cuda" })
-  T.check(summary_text:find("CHEAT=1  (fails at 1000x inputs)", 1, true), summary_text)
+  T.check(summary_text:find("CHEAT=1  (fails at 1000x inputs)", 1, true), "%s", summary_text)
   T.check(not summary_text:find("CHEAT=0  (", 1, true), "the config that passed is not marked")
+end
+
+-- in a suite: the problem's row keeps the probe's finding, suite.md says
+-- it in the "correct" column and the notes, the summary names the problem
+do
+  local suite = require("kopt.suite")
+  local report = require("kopt.suite_report")
+  local suite_cmd = require("kopt.commands.suite")
+  local base = { eager = 1.0, compile = 0.5 }
+  local flagged = suite.row({ name = "sinf", time_ms = 0.5, range_probe = { scale = 1000, status = "wrong",
+                                                                           log = "check 1: relative L2 6e-05" } }, base)
+  local replaced = suite.row({ name = "swapped", time_ms = 0.9, range_probe = { scale = 100, status = "wrong",
+                                                                               new_winner = "k2" } }, base)
+  local passed = suite.row({ name = "relu", time_ms = 0.4, range_probe = { scale = 1000, status = "ok" } }, base)
+  local unprobed = suite.row({ name = "argmax", time_ms = 0.4, range_probe = { note = "no float input" } }, base)
+  T.check(suite.probe_flagged(flagged), "a winner wrong at scale and kept is flagged")
+  T.check(not suite.probe_flagged(replaced), "a winner replaced under strict is not")
+  T.check(not suite.probe_flagged(passed) and not suite.probe_flagged(unprobed), "passed or not run: not flagged")
+  T.check(flagged.correct, "still correct on the spec's own inputs")
+  local rows = { flagged, replaced, passed, unprobed }
+  local doc = { strategy = "mcgs", budget = 10, backend = "cuda", rows = rows, fast_p = suite.fast_p(rows) }
+  local md = report.markdown(doc)
+  T.check(md:find("| sinf | yes, on the spec's inputs only |", 1, true), "%s", md)
+  T.check(md:find("| relu | yes |", 1, true), "%s", md)
+  T.check(md:find("- sinf: range probe: the winner fails on inputs scaled 1000x (wrong: check 1: relative L2 6e-05)",
+                  1, true), "%s", md)
+  T.check(md:find("- swapped: range probe: the fastest config failed on inputs scaled 100x", 1, true), "%s", md)
+  T.check(not md:find("- relu: range probe", 1, true) and not md:find("- argmax: range probe", 1, true),
+          "no note for a winner that passed or was not probed")
+  local stext = suite_cmd.summary_text(doc, "/tmp/s")
+  T.check(stext:find("range probe: 1 winner(s) wrong on larger inputs: sinf", 1, true), "%s", stext)
 end
 
 T.done()

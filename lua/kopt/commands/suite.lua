@@ -202,10 +202,11 @@ end
 local function state_of(dir)
   local ok, events = pcall(rundir_mod.read_events, dir .. "/events.jsonl")
   if not ok or not events or #events == 0 then return "none" end
-  local stop
+  local stop, probe
   for _, ev in ipairs(events) do
     if ev.event == "stop" then stop = ev end
-    if ev.event == "resume" then stop = nil end
+    if ev.event == "range_probe" then probe = ev end
+    if ev.event == "resume" then stop, probe = nil, nil end
   end
   if stop and stop.reason ~= "interrupted" and stop.reason ~= "error" then
     -- (killed after its stop event, before results.json or best/ were
@@ -213,16 +214,21 @@ local function state_of(dir)
     if not sys.stat(dir .. "/results.json") or (stop.best and not sys.stat(dir .. "/best/config.json")) then
       return "partial"
     end
-    return "done", stop
+    return "done", stop, probe
   end
   return "partial"
 end
 
 -- What a finished run left: its best (time, config) and how it stopped.
 local function outcome(p, dir)
-  local st, stop = state_of(dir)
+  local st, stop, probe = state_of(dir)
   if st ~= "done" then return { error = "the run did not finish" } end
   local r = { evaluations = math.tointeger(stop.evaluations) or stop.evaluations, stop_reason = stop.reason }
+  -- (kopt.range_probe's finding on the winner, for the report)
+  if probe then
+    r.range_probe = { scale = probe.scale, status = probe.status, log = probe.log, note = probe.note,
+                      new_winner = probe.new_winner }
+  end
   if stop.best and type(stop.best.time_ms) == "number" then
     r.time_ms = stop.best.time_ms
     local config = json.read_file(dir .. "/best/config.json")
@@ -421,6 +427,14 @@ function M.summary_text(doc, out)
   for _, r in ipairs(doc.rows) do if r.correct then correct = correct + 1 end end
   local L = { string.format("kopt suite: %s on %d problems, %d correct, %.0f s", doc.strategy, #doc.rows, correct,
                             doc.wall_s or 0) }
+  local flagged = {}
+  for _, r in ipairs(doc.rows) do
+    if suite.probe_flagged(r) then flagged[#flagged + 1] = r.name end
+  end
+  if #flagged > 0 then
+    L[#L + 1] = string.format("  range probe: %d winner(s) wrong on larger inputs: %s (suite.md, Notes)", #flagged,
+                              table.concat(flagged, ", "))
+  end
   for _, b in ipairs(suite.BASES) do
     local f = doc.fast_p[b]
     if f.n > 0 then
