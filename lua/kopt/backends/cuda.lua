@@ -655,19 +655,19 @@ end
 function Cuda:check_variants(job, variants, limit_s, wrap)
   local res = compile.compile(self:prepare(job, 0))
   if not res or not res.ok then return nil, "the candidate did not compile again" end
-  local label = wrap and wrap[1] or "the worker"
+  local label = wrap and ("the worker under " .. wrap[1]) or "the worker"
   local w, err = gpu.spawn(self.slots_state[1].device, wrap)
   if not w then return nil, err end
   local msg, why = w:recv(READY_TIMEOUT_S)
   if not msg or msg.op ~= "ready" then
-    return nil, "the worker did not start under " .. label .. " (" .. tostring(msg and msg.log or why) ..
+    return nil, label .. " did not start (" .. tostring(msg and msg.log or why) ..
       ", " .. w:stop(5) .. ")"
   end
   local ref = self:reference_for(job.config)
   local sent, serr = w:send({ op = "set_ref", cubin = ref.cubin, entry = ref.entry })
   local r = sent and w:recv(limit_s)
   if not r or r.op ~= "ok" then
-    return nil, "the reference did not load under " .. label .. ": " .. tostring(r and r.log or serr) ..
+    return nil, "the reference did not load in " .. label .. ": " .. tostring(r and r.log or serr) ..
       " (" .. w:stop(5) .. ")"
   end
   local out = {}
