@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -82,6 +83,35 @@ static void take_lua_dev(struct main_args *args)
 		args->lua_dev = NULL;
 }
 
+static int is_dir(const char *dir, const char *sub)
+{
+	char path[4096];
+	struct stat st;
+	if (snprintf(path, sizeof path, "%s%s", dir, sub) >= (int)sizeof path)
+		return 0;
+	return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* A --lua-dev folder that is not there (a typo) would silently run the
+ * built-in copies: refused, as any bad flag, with exit code 2. */
+static int check_lua_dev(const char *dir)
+{
+	if (dir == NULL)
+		return 0;
+	if (!is_dir(dir, "")) {
+		fprintf(stderr, "kopt: --lua-dev (or KOPT_LUA_DEV) %s: no such directory\n", dir);
+		return 2;
+	}
+	if (!is_dir(dir, "/lua/kopt") && !is_dir(dir, "/strategies")) {
+		fprintf(stderr,
+			"kopt: --lua-dev (or KOPT_LUA_DEV) %s has neither lua/kopt/ nor strategies/: "
+			"name the root of a kopt source tree\n",
+			dir);
+		return 2;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	/* A GPU worker process (core/worker.c), started by kopt itself: no Lua. */
@@ -89,6 +119,8 @@ int main(int argc, char **argv)
 		return kopt_worker_main(argc, argv);
 	struct main_args args = {argc, argv, NULL, 1};
 	take_lua_dev(&args);
+	if (check_lua_dev(args.lua_dev) != 0)
+		return 2;
 	/* the state's memory comes from a pool (core/pool.h), under a ceiling
 	 * (core/memlimit.h); its warnings are off, as luaL_newstate leaves them */
 	static struct kopt_memlimit mem;

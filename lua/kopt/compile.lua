@@ -111,17 +111,32 @@ local function read_file(path)
   return text
 end
 
--- The cache key covers the source text; a header it includes with
--- #include "x" (found next to the including file or in `dirs`, the way
--- NVRTC looks) is covered by this digest of every such header, followed
--- recursively. nil when the source includes none. Toolkit headers (<...>)
--- are covered by NVRTC's version in the key.
+-- The cache key covers the source text; a header it includes is covered by
+-- this digest of every such header, followed recursively: #include "x"
+-- found next to the including file or in `dirs`, and #include <x> found in
+-- `dirs` but not in the toolkit's include directories (NVRTC searches
+-- those first). nil when the source includes none. Toolkit headers are
+-- covered by NVRTC's version in the key.
+local function in_toolkit(name)
+  for _, d in ipairs(M.include_dirs()) do
+    if exists(d .. "/" .. name) then return true end
+  end
+  return false
+end
+
 function M.include_digest(source, source_dir, dirs)
   local seen, parts = {}, {}
   local function scan(text, dir, depth)
     if depth > 32 then return end
-    for name in text:gmatch('#%s*include%s*"([^"]+)"') do
-      local search = { dir }
+    local names = {}
+    for name in text:gmatch('#%s*include%s*"([^"]+)"') do names[#names + 1] = { name, true } end
+    for name in text:gmatch('#%s*include%s*<([^>]+)>') do
+      if name:sub(1, 1) == "/" or not in_toolkit(name) then names[#names + 1] = { name, false } end
+    end
+    for _, inc in ipairs(names) do
+      local name = inc[1]
+      local search = {}
+      if inc[2] then search[1] = dir end  -- (a quoted name is looked for next to its includer first)
       for _, d in ipairs(dirs) do search[#search + 1] = d end
       for _, d in ipairs(search) do
         local path = name:sub(1, 1) == "/" and name or (d .. "/" .. name)

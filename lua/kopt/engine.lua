@@ -164,8 +164,16 @@ function M.new(opts)
   -- trace.md. Anything it says differently (an answer now taken from a
   -- transcript, say) is new and written.
   self.logged, self.logged_next = {}, 1
+  -- resumed_left: evaluations on record not asked for again yet; they count
+  -- against the budget (kept at the end if never asked). last_n: the
+  -- highest evaluation number on record, so a new one never repeats one.
+  self.resumed_left, self.last_n = 0, 0
   for _, ev in ipairs(opts.resume_events or {}) do
-    if ev.event == "eval" then self.resumed[ev.key] = ev end
+    if ev.event == "eval" then
+      if not self.resumed[ev.key] then self.resumed_left = self.resumed_left + 1 end
+      self.resumed[ev.key] = ev
+      if math.type(ev.n) == "integer" and ev.n > self.last_n then self.last_n = ev.n end
+    end
     if ev.event == "log" then self.logged[#self.logged + 1] = ev.msg end
   end
   self.progress = progress_mod.new({ quiet = opts.quiet or not opts.progress, budget = self.budget,
@@ -342,8 +350,16 @@ function Engine:record(job, result, eval_s, from_log)
   self.evaluations = self.evaluations + 1
   self.ctx.evaluations = self.evaluations
   if result.status ~= "ok" then self.failures = self.failures + 1 end
+  -- its number: the one on record when it comes from the log; else the next
+  -- after every number used (equal to the count unless a resumed strategy
+  -- asked for others than it did before)
+  local n = from_log and math.type(from_log.n) == "integer" and from_log.n or nil
+  if not n then
+    n = math.max(self.evaluations, self.last_n + 1)
+    self.last_n = n
+  end
   local rec = { key = job.key, config = job.config, origin = job.candidate.origin, result = result,
-                candidate = job.candidate, n = self.evaluations, from_db = job.from_db, eval_s = eval_s,
+                candidate = job.candidate, n = n, from_db = job.from_db, eval_s = eval_s,
                 resumed = from_log ~= nil or nil,
                 timestamp = from_log and from_log.timestamp or sys.utc_iso() }
   self.records[#self.records + 1] = rec
@@ -351,20 +367,20 @@ function Engine:record(job, result, eval_s, from_log)
   if improved then
     -- (the engine's own copy decides; ctx.best is the strategy's to read)
     self.best = { key = job.key, config = job.config, result = result, candidate = job.candidate,
-                  source = job.source, n = self.evaluations }
+                  source = job.source, n = n }
     self.ctx.best = M.best_view(self.best)
   end
   self:ensure_rundir()
   if self.rundir and not from_log then
     local r = shallow(result)
     r.key, r.cached, r.cost = nil, nil, nil
-    self.rundir:event({ event = "eval", n = self.evaluations, key = job.key, config = job.config,
+    self.rundir:event({ event = "eval", n = n, key = job.key, config = job.config,
                         origin = job.candidate.origin, patch = job.candidate.patch, result = r,
                         eval_s = eval_s, timestamp = rec.timestamp, from_db = job.from_db })
   end
   if self.rundir and improved and not from_log then
     local obj = self.spec and self.spec.objective
-    self.rundir:trace("- [%d] new best %.5g ms%s: %s%s", self.evaluations, result.time_ms,
+    self.rundir:trace("- [%d] new best %.5g ms%s: %s%s", n, result.time_ms,
                       obj and type(result.objective) == "number" and
                         string.format(" (%s %.5g)", obj.metric, result.objective) or "",
                       self.space:describe(job.config),
@@ -419,6 +435,7 @@ function Engine:round(n)
       results[i] = { dup_of = seen_in_batch[job.key] }
     elseif self.resumed[job.key] then
       local ev = self.resumed[job.key]
+      self.resumed_left = self.resumed_left - 1
       local r = ev.result
       self.restored_clock = self.restored_clock + (ev.eval_s or 0)
       self:record(job, r, ev.eval_s, ev)
@@ -436,6 +453,12 @@ function Engine:round(n)
       results[i].cached = true
       new_evals = new_evals + 1
       seen_in_batch[job.key] = i
+    elseif self.resumed_left > 0 and #pending >= self.budget - self.evaluations - self.resumed_left then
+      -- a new measurement the budget has no room for once the evaluations
+      -- on record that were not asked for again are counted: the run ends
+      -- at its budget (only a strategy that asks otherwise than before
+      -- gets here)
+      self.budget_spent = true
     else
       seen_in_batch[job.key] = i
       pending[#pending + 1] = { i = i, job = job }
@@ -469,6 +492,7 @@ function Engine:round(n)
       end
     end
   end
+  if self.budget_spent then return true end  -- (not told: the run ends here)
   self.stalled = new_evals == 0 and (self.stalled or 0) + 1 or 0
   if self.on_round then self.on_round(self) end
   call_strategy(self, "tell", self.ctx, results)
@@ -480,7 +504,7 @@ function Engine:loop()
   call_strategy(self, "init", self.ctx)
   while true do
     if sys.interrupted() then return "interrupted" end
-    if self.evaluations >= self.budget then return "budget" end
+    if self.evaluations >= self.budget or self.budget_spent then return "budget" end
     if self:clock() >= self.time_limit then return "time limit" end
     if (self.stalled or 0) >= M.STALL_ROUNDS then return "stalled" end
     local why = self.stop_when and self.stop_when(self)

@@ -7,7 +7,7 @@
 -- computes and how it is checked), of the kernel source, of the search space
 -- (knobs and constraints), the device's name and the toolkit (NVRTC's
 -- version; for replay, the recording's hash). A run whose question was
--- already answered (same key, strategy, options and seed, a finished run
+-- already answered (same key, strategy and its code, options and seed, a finished run
 -- with at least this budget) is a hit: kopt prints the known best and its
 -- evidence and evaluates nothing. Otherwise every state measured before
 -- under the same key is served from the file, not measured again (a warm
@@ -25,7 +25,7 @@ local sys = require("kopt.sys")
 
 local M = {}
 
-M.SCHEMA_VERSION = 1
+M.SCHEMA_VERSION = 2
 M.BUSY_MS = 15000
 
 -- Schema migrations: MIGRATIONS[v] takes a file from version v-1 to v; the
@@ -54,6 +54,12 @@ CREATE INDEX evaluations_run ON evaluations(run_id, n);
 CREATE TABLE llm_attempts (
   id INTEGER PRIMARY KEY, evaluation_id INTEGER NOT NULL REFERENCES evaluations(id),
   attempt INTEGER, expert TEXT, model TEXT, hint TEXT, outcome TEXT, detail TEXT);
+]],
+  -- the digest of the strategy's code (kopt.strategy.code_digest): a run
+  -- answers only a question asked of the same code; runs from before it
+  -- have none, so they answer nothing (their evaluations are still served)
+  [2] = [[
+ALTER TABLE runs ADD COLUMN strategy_code TEXT;
 ]],
 }
 
@@ -272,8 +278,9 @@ end
 function DB:known_best(id, q)
   local p = self:problem(id, false)
   if not p then return nil end
-  local runs = self:rows("SELECT * FROM runs WHERE problem_id = ? AND strategy = ? AND options = ? AND seed = ?"
-                         .. " AND finished IS NOT NULL ORDER BY id DESC", p.id, q.strategy, canon(q.options), q.seed)
+  local runs = self:rows("SELECT * FROM runs WHERE problem_id = ? AND strategy = ? AND strategy_code = ? AND options = ?"
+                         .. " AND seed = ? AND finished IS NOT NULL ORDER BY id DESC", p.id, q.strategy,
+                         q.strategy_code or "", canon(q.options), q.seed)
   for _, r in ipairs(runs) do
     if covers(r, q) then
       local top = self:rows("SELECT * FROM evaluations WHERE run_id = ? AND status = 'ok' AND time_ms IS NOT NULL"
@@ -360,11 +367,11 @@ function Session:start_run()
   if self.id.source then
     db:run("INSERT OR IGNORE INTO sources (hash, text) VALUES (?, ?)", self.id.source_hash, self.id.source)
   end
-  local _, rid = db:run("INSERT INTO runs (problem_id, strategy, options, seed, budget, time_limit, backend, driver, device,"
-                        .. " out_dir, host, kopt, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                        p.id, i.strategy, canon(i.options), i.seed, i.budget ~= math.huge and i.budget or nil,
-                        i.time_limit, i.backend_label, self.id.driver, self.id.device, i.out_dir, sys.hostname(),
-                        sys.version, sys.utc_iso())
+  local _, rid = db:run("INSERT INTO runs (problem_id, strategy, strategy_code, options, seed, budget, time_limit, backend,"
+                        .. " driver, device, out_dir, host, kopt, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        p.id, i.strategy, i.strategy_code or "", canon(i.options), i.seed,
+                        i.budget ~= math.huge and i.budget or nil, i.time_limit, i.backend_label, self.id.driver,
+                        self.id.device, i.out_dir, sys.hostname(), sys.version, sys.utc_iso())
   self.run_id = rid
 end
 
@@ -495,7 +502,7 @@ end
 
 -- The database session of one run, or nil when the database is off.
 -- info: spec, space, choice, backend (replay), gpus, problem, strategy,
--- options, seed, budget, time_limit, out_dir, backend_label, fresh, resume.
+-- strategy_code (kopt.strategy.code_digest), options, seed, budget, time_limit, out_dir, backend_label, fresh, resume.
 -- Looks for a hit unless --fresh or --resume; loads what was measured
 -- unless --fresh.
 function M.session(opts, info)

@@ -185,7 +185,7 @@ end
 function M.main(opts, pos)
   if #pos == 0 then errors.usage("missing STRATEGY (see kopt --help)") end
   if #pos > 2 then errors.usage("too many arguments: '%s' (expected STRATEGY [SPEC])", pos[3]) end
-  local strategy, strategy_label = strategy_mod.load(pos[1])
+  local strategy, strategy_label, strategy_code = strategy_mod.load(pos[1])
   if opts.help then
     io.stdout:write(strategy_mod.help(strategy))
     return 0
@@ -232,7 +232,8 @@ function M.main(opts, pos)
   experience.set_persistent(not opts.no_db)
   local memory = expdb.session(opts, {
     spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,
-    strategy = strategy.name, options = options, seed = opts.seed or 1, budget = budget, time_limit = opts.time_limit,
+    strategy = strategy.name, strategy_code = strategy_code, options = options, seed = opts.seed or 1, budget = budget,
+    time_limit = opts.time_limit,
     out_dir = dir, backend_label = backend_label, fresh = opts.fresh, resume = opts.resume })
   if memory and memory.hit then
     opts.db_hit = memory:hit_summary()  -- for a caller such as kopt suite: no run folder is written

@@ -3,6 +3,7 @@
 -- table is checked, and --opt values are converted by the type of each
 -- option's default.
 local errors = require("kopt.errors")
+local sys = require("kopt.sys")
 
 local M = {}
 
@@ -67,11 +68,32 @@ end
 -- The same sandbox for a user's move generator file (kopt.moves).
 function M.env(label, dir, what) return strategy_env(label, dir, what) end
 
+-- The digest of the Lua library kopt runs strategies on (the built-in
+-- modules, or those of --lua-dev): computed once, about 10 ms.
+local library_digest
+local function library()
+  if not library_digest then
+    local names = package.builtin.list()
+    table.sort(names)
+    local parts = {}
+    for _, n in ipairs(names) do parts[#parts + 1] = n .. "\0" .. (package.builtin.read(n) or "") end
+    library_digest = sys.sha256(table.concat(parts, "\0"))
+  end
+  return library_digest
+end
+
+-- What identifies a strategy's code for the experience database: its file's
+-- text and the library's. Two files with the same name, an edited file, or
+-- a --lua-dev tree are other strategies, whose runs answer nothing of each
+-- other's. (Modules a user's file requires from its own folder are not read.)
+function M.code_digest(text) return sys.sha256(text .. "\0" .. library()):sub(1, 16) end
+
 function M.load(arg)
-  local chunk, err, label
+  local chunk, err, label, text
   if M.is_path(arg) then
     local f = io.open(arg, "r")
     if not f then errors.usage("strategy file '%s' not found", arg) end
+    text = f:read("a") or ""
     f:close()
     local dir = arg:match("^(.*)/[^/]*$") or "."
     chunk, err = loadfile(arg, "t", strategy_env(arg, dir))
@@ -83,8 +105,8 @@ function M.load(arg)
       errors.usage("unknown strategy '%s': not a file, and not a built-in strategy (%s)", arg,
                    table.concat(M.builtins(), ", "))
     end
-    chunk, err = load(package.builtin.read("strategies/" .. arg .. ".lua"), "@strategies/" .. arg .. ".lua", "t",
-                      strategy_env(arg, nil))
+    text = package.builtin.read("strategies/" .. arg .. ".lua")
+    chunk, err = load(text, "@strategies/" .. arg .. ".lua", "t", strategy_env(arg, nil))
     if not chunk then errors.usage("built-in strategy %s", err) end
     label = arg
   end
@@ -127,7 +149,7 @@ function M.load(arg)
     errors.usage("strategy %s: 'plans_with_budget' must be true or false, got %s", label, type(s.plans_with_budget))
   end
   s.name = s.name or (label:match("([%w_]+)%.lua$") or label)
-  return s, label
+  return s, label, M.code_digest(text)
 end
 
 local function convert(name, o, text)

@@ -187,6 +187,10 @@ case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 
      "kopt: compare: --out: " .. tmp .. "/cmp_dirjson/benchmark.json is a directory, not a file")
 case("compare --strategies random,anneal,random --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
      "/cmp_dup", 2, "kopt: compare: --strategies names 'random' twice (its rows would be one strategy's, reported twice)")
+case("compare --strategies '' --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp .. "/cmp_none", 2,
+     "kopt: compare: --strategies: an empty list, no strategy to run")
+case("compare --strategies , --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp .. "/cmp_none", 2,
+     "kopt: compare: --strategies: an empty list, no strategy to run")
 case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 5 --out ''", 2,
      "kopt: compare: --out: expected a folder name, got an empty string")
 case("compare --strategies random --spaces " .. replay .. "," .. tmp .. "/absent.json --seeds 1 --budgets 5 --out " ..

@@ -92,6 +92,14 @@ T.eq(code, 0, "exit code with --lua-dev")
 T.check(o:find("1 evaluation (1 ok)", 1, true) ~= nil, "dev strategy ran:\n%s", o)
 _, o = T.run("--lua-dev " .. tmp .. "/dev --help")
 T.check(o:find("first", 1, true) ~= nil, "--help lists the dev tree's strategy")
+-- a --lua-dev folder that is not there (a typo), or not a source tree, is
+-- refused: the built-in copies must not run in its place
+local e
+code, _, e = T.run(string.format("--lua-dev %s/devv first --backend replay:%s -q --out %s/dev_typo", tmp, replay, tmp))
+T.check(code == 2 and e:find("devv: no such directory", 1, true) ~= nil, "--lua-dev typo refused (%d):\n%s", code, e)
+code, _, e = T.run("--version", "KOPT_LUA_DEV=" .. tmp .. "/floats")
+T.check(code == 2 and e:find("has neither lua/kopt/ nor strategies/", 1, true) ~= nil,
+        "KOPT_LUA_DEV not a source tree refused (%d):\n%s", code, e)
 
 code, o = T.run("--version")
 T.check(code == 0 and o:match("^kopt %d+%.%d+%.%d+\n$") ~= nil, "--version prints the version: %s", o)

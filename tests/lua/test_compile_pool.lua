@@ -140,6 +140,20 @@ check(d2 and d2 ~= d1, "digest unchanged after editing a nested header")
 j.salt = d2
 check(not compile.compile(j, { cache_dir = dir .. "/cache" }).cached, "edited header answered from the cache")
 
+-- 6. so is one included with #include <...> from the spec's folders (they
+-- are on the include path), nested ones too; a toolkit header is not hashed
+write(dir .. "/inc/tile.cuh", "#include <scale.cuh>\n#define TILE 4\n")
+local asrc = '#include <tile.cuh>\n#include <cuda_fp16.h>\nextern "C" __global__ void k(float *x) { x[0] *= TILE; }\n'
+local a1 = compile.include_digest(asrc, dir, { dir .. "/inc" })
+check(a1 ~= nil, "no digest for a source with an angle-bracket include of a spec folder's header")
+write(dir .. "/inc/scale.cuh", "#define FACTOR 4.0f\n")
+local a2 = compile.include_digest(asrc, dir, { dir .. "/inc" })
+check(a2 and a2 ~= a1, "digest unchanged after editing a header included with <...> two levels down")
+if #compile.include_dirs() > 0 then
+  check(compile.include_digest('#include <cuda_fp16.h>\n', dir, { dir .. "/inc" }) == nil,
+        "a toolkit header is hashed (its version is in the key)")
+end
+
 os.execute("rm -rf '" .. dir .. "'")
 print("compile pool: ok")
 return 0

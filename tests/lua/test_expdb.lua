@@ -72,6 +72,50 @@ T.check(out:find("0 evaluations", 1, true) ~= nil, "the same command, same folde
 code, out = T.run(cmd("random", REC, 25, tmp .. "/b25"), env())
 T.check(code == 0 and out:find("0 evaluations", 1, true) ~= nil, "a smaller budget is a hit:\n%s", out)
 
+-- 1b. The strategy's code is part of the question: another file with the
+-- same name, or the same file edited, is searched again, not answered.
+local function hc_file(path, value)
+  T.write(path, string.format([[
+local S = { name = "hc" }
+local asked = false
+function S.ask(ctx, n)
+  if asked then return {} end
+  asked = true
+  local c = ctx.space:sample(ctx.rng)
+  c.block_size_x = %d
+  return { { config = c } }
+end
+return S
+]], value))
+end
+sys.mkdir_p(tmp .. "/s1")
+sys.mkdir_p(tmp .. "/s2")
+hc_file(tmp .. "/s1/hc.lua", 128)
+hc_file(tmp .. "/s2/hc.lua", 256)
+-- (the one state the run measured, by its block_size_x)
+local function hc_best(dir)
+  local ev = T.events(dir)
+  for _, e in ipairs(ev) do
+    if e.event == "eval" then return e.config and e.config.block_size_x end
+  end
+end
+code, _, err = T.run(cmd(tmp .. "/s1/hc.lua", VA, 5, tmp .. "/hc1", "-q"), env())
+T.eq(code, 0, "strategy hc (first file)\n" .. err)
+T.eq(hc_best(tmp .. "/hc1"), 128, "the first file's run")
+code, out, err = T.run(cmd(tmp .. "/s2/hc.lua", VA, 5, tmp .. "/hc2", "-q"), env())
+T.eq(code, 0, "strategy hc (second file)\n" .. err)
+T.check(not out:find("answered from the experience database", 1, true),
+        "another file of the same name is not answered by the first one's run:\n%s", out)
+T.eq(hc_best(tmp .. "/hc2"), 256, "the second file ran")
+code, out = T.run(cmd(tmp .. "/s1/hc.lua", VA, 5, tmp .. "/hc3"), env())
+T.check(code == 0 and out:find("0 evaluations", 1, true) ~= nil, "the first file again is a hit:\n%s", out)
+hc_file(tmp .. "/s1/hc.lua", 512)
+code, _, err = T.run(cmd(tmp .. "/s1/hc.lua", VA, 5, tmp .. "/hc4", "-q"), env())
+T.eq(code, 0, "strategy hc (edited)\n" .. err)
+T.eq(hc_best(tmp .. "/hc4"), 512, "an edited file is searched again")
+local codes = query(DB, "SELECT DISTINCT strategy_code FROM runs WHERE strategy = 'hc'")
+T.eq(#codes, 3, "three versions of hc, three code digests")
+
 -- 2. --fresh searches again: every state measured, none served.
 code, out, err = T.run(cmd("random", REC, 40, tmp .. "/fresh", "--fresh -q"), env())
 T.eq(code, 0, "--fresh: exit code\n" .. err)
@@ -208,7 +252,28 @@ os.execute(string.format("cp '%s' '%s'", KDB, newer))
 h = assert(dbm.open(newer))
 assert(h:run("INSERT INTO schema_version (version, applied) VALUES (99, 'later')"))
 h:close()
-refused(newer, "has schema version 99, newer than this kopt's (1)", "a newer schema")
+refused(newer, "has schema version 99, newer than this kopt's (2)", "a newer schema")
+
+-- 7b. A file of schema version 1 (before strategy_code) is migrated in
+-- place: its runs are kept, answer nothing (no code digest), and what they
+-- measured is still served.
+local expdb = require("kopt.expdb")
+local v1 = tmp .. "/v1.db"
+h = assert(dbm.open(v1))
+assert(h:exec(expdb.MIGRATIONS[1]))
+assert(h:run("INSERT INTO schema_version (version, applied) VALUES (1, 'then')"))
+h:close()
+code, _, err = T.run(cmd("random", VA, 5, tmp .. "/v1a", "-q"), env(v1))
+T.eq(code, 0, "a version-1 file: the run\n" .. err)
+T.eq(query(v1, "SELECT max(version) AS v FROM schema_version")[1].v, 2, "a version-1 file is migrated to 2")
+h = assert(dbm.open(v1))
+assert(h:run("UPDATE runs SET strategy_code = NULL"))
+h:close()
+code, out, err = T.run(cmd("random", VA, 5, tmp .. "/v1b"), env(v1))
+T.eq(code, 0, "a run recorded before version 2: exit code\n" .. err)
+T.check(not out:find("answered from the experience database", 1, true),
+        "a run with no code digest answers nothing:\n%s", out)
+T.eq(count_from_db(tmp .. "/v1b"), 5, "a run with no code digest: its evaluations are served")
 
 -- 8. --no-db writes nothing outside the run folder, not even the method
 -- names MCGS learns (KOPT_METHODS unset, as a user has it; it wrote

@@ -9,7 +9,10 @@
 --   GPUs' measurements without a word;
 -- * resuming mcgs with the same command noted "other options" (-2.0 was
 --   -2);
--- * an evaluation line edited by hand (no status) ended in an internal error.
+-- * an evaluation line edited by hand (no status) ended in an internal error;
+-- * a resumed strategy that asked for other states than before ran past its
+--   --budget by the evaluations it did not ask for again, and numbered new
+--   evaluations with numbers already on record.
 local T = require("testlib")
 
 local tmp = T.tmpdir("resume-more")
@@ -115,6 +118,20 @@ return S
   T.eq(code, 0, "a strategy that asks for others: exit code\n" .. err)
   T.check(err:find("is it deterministic", 1, true) and not err:find("past this run's budget", 1, true),
           "a strategy that asks for others: %s", err)
+  -- the three on record it did not ask for again count against --budget 6
+  -- (they were measured), and no evaluation number is used twice
+  local ns, seen, dups = {}, {}, 0
+  for _, ev in ipairs((T.events(dir))) do
+    if ev.event == "eval" then
+      ns[#ns + 1] = ev.n
+      if seen[ev.n] then dups = dups + 1 end
+      seen[ev.n] = true
+    end
+  end
+  T.eq(#ns, 6, "a strategy that asks for others: evaluations on record after a resume under --budget 6")
+  T.eq(dups, 0, "a strategy that asks for others: evaluation numbers used twice")
+  local t4 = require("cjson").decode(T.slurp(dir .. "/results.json") or "{}")
+  T.eq(#(t4.results or {}), 6, "a strategy that asks for others: results in results.json")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

@@ -197,6 +197,7 @@ function M.main(argv)
   local defaulted = o.spaces == nil
   local strategies = o.strategies or default_strategies()
   if #files == 0 then errors.usage("compare: no spaces to run on") end
+  if #strategies == 0 then errors.usage("compare: --strategies: an empty list, no strategy to run") end
   -- Load every strategy once up front, so a typo fails before hours of runs.
   local loaded = {}
   for i, full in ipairs(strategies) do
