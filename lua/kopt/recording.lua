@@ -16,6 +16,7 @@
 -- either mode, so it can never be the best.
 local errors = require("kopt.errors")
 local json = require("kopt.json")
+local sys = require("kopt.sys")
 
 local M = {}
 local drop_duplicates  -- (below)
@@ -284,7 +285,31 @@ local function from_kt(doc, file, repaired, r)
     end
     rec.knobs[i] = { name = name, values = values }
   end
-  local function entry_of(e)
+  -- a parameter tuned but left out of tune_params_keys would be dropped
+  -- from every configuration (and its values read as duplicates)
+  local extra = {}
+  for name in pairs(doc.tune_params) do
+    if not allowed[name] then extra[#extra + 1] = tostring(name) end
+  end
+  if #extra > 0 then
+    table.sort(extra)
+    return nil, string.format("replay file %s: tune_params.%s is not in tune_params_keys (the cache's keys and " ..
+                              "configurations are made of those)", file, extra[1])
+  end
+  -- Kernel Tuner's key of an entry is its values in tune_params_keys' order,
+  -- joined by commas (Python's str: True, 0.5, 1e-07); checked against the
+  -- entry's own fields where a split by commas gives one part per knob
+  local function check_key(ck, config)
+    local parts = {}
+    for part in (ck .. ","):gmatch("([^,]*),") do parts[#parts + 1] = part end
+    if #parts ~= #keys then return end
+    for i, name in ipairs(keys) do
+      local v, p = config[name], parts[i]
+      local same = (type(v) == "number" and tonumber(p) == v) or tostring(v) == p
+      if not same then bad(": the key says %s=%s, the entry says %s=%s", name, p, name, show(v)) end
+    end
+  end
+  local function entry_of(e, ck)
     if type(e) ~= "table" or e == json.null or #e > 0 then bad(": expected an object, got %s", show(e)) end
     local config = {}
     for _, name in ipairs(keys) do
@@ -292,6 +317,7 @@ local function from_kt(doc, file, repaired, r)
       if not allowed[name][v] then bad(".%s: %s is not one of the recording's tune_params.%s", name, show(v), name) end
       config[name] = v
     end
+    check_key(ck, config)
     local cost = number_or_nil(e.compile_time, ".compile_time") + number_or_nil(e.verification_time, ".verification_time")
       + number_or_nil(e.benchmark_time, ".benchmark_time")
     local entry = { config = config, cost_s = cost / 1000 }
@@ -340,7 +366,7 @@ local function from_kt(doc, file, repaired, r)
   table.sort(cache_keys)
   for _, ck in ipairs(cache_keys) do
     local label = string.format("cache[\"%s\"]", ck)
-    local entry = r:each(label, entry_of, doc.cache[ck])
+    local entry = r:each(label, entry_of, doc.cache[ck], ck)
     if entry then
       entry.label = label
       rec.entries[#rec.entries + 1] = entry
@@ -348,6 +374,11 @@ local function from_kt(doc, file, repaired, r)
   end
   return rec
 end
+
+-- KTT's ResultStatus names of a failure (ComputationFailed and any other:
+-- a launch error)
+local KTT_FAILURES = { DeviceLimitsExceeded = "invalid", CompilationFailed = "compile_error",
+                       ValidationFailed = "wrong" }
 
 local T4_INVALIDITY = { correct = "ok", compile = "compile_error", runtime = "launch_error",
                         correctness = "wrong", constraints = "invalid", timeout = "timeout" }
@@ -385,6 +416,11 @@ local function from_t4(doc, file, r)
   local md = type(doc.metadata) == "table" and doc.metadata or {}
   local mdev = type(md.backend) == "table" and md.backend.device or md.device
   if type(mdev) == "string" then rec.device = mdev end
+  -- kopt's own results.json of a spec with an objective (GFLOP/s, say)
+  -- records each entry's time as the objective and names the spec's in its
+  -- metadata: replayed by the time, with the note a rate's file gets
+  local mobj = type(md.objective) == "table" and md.objective.metric
+  if type(mobj) == "string" and mobj ~= "time" then rec.objective_replaced = mobj end
   local sets, first_names, cost_unit = {}, nil, nil
   local meta_unit = type(doc.metadata) == "table" and doc.metadata.timeunit or nil
   local default_unit = 1
@@ -433,10 +469,15 @@ local function from_t4(doc, file, r)
       if m.name == objective then value, unit, found = m.value, m.unit, j end
       if finite(m.value) then entry.metrics[m.name] = m.value end
     end
+    -- (a file tuned for another quantity that also records a time is not
+    -- replayed by that time: it would rank by something the file was not
+    -- tuned for; only a rate's time is, above)
+    local also_time = time_measurement(res, objective)
+    local besides = also_time and string.format(" (its '%s' ranks by something else)", also_time)
+      or ", and no measurement is a time"
     if found and (unit == nil or unit == "") and meta_unit == nil and not M.time_like(objective) then
-      bad_file(".measurements[%d]: objective '%s' has no unit and its name is not a time, and no measurement is " ..
-               "a time; kopt replays time objectives",
-          found, objective)
+      bad_file(".measurements[%d]: objective '%s' has no unit and its name is not a time%s; kopt replays time " ..
+               "objectives", found, objective, besides)
     end
     if found and type(unit) == "string" and unit ~= "" and unit_to_ms(unit) then
       cost_unit = cost_unit or unit_to_ms(unit)
@@ -451,9 +492,8 @@ local function from_t4(doc, file, r)
       if unit ~= nil and unit ~= "" then
         scale, shown = unit_to_ms(unit), unit
         if not scale and not M.time_like(objective) then
-          bad_file(".measurements[%d]: objective '%s' is not a time (unit %s), and no measurement is a time; " ..
-                   "kopt replays time objectives", found,
-              objective, show(unit))
+          bad_file(".measurements[%d]: objective '%s' is not a time (unit %s)%s; kopt replays time objectives",
+                   found, objective, show(unit), besides)
         elseif not scale then
           bad(".measurements[%d].unit: unknown time unit %s (kopt knows ms, s, us, ns)", found, show(unit))
         end
@@ -531,7 +571,7 @@ local function from_ktt(doc, file, r)
     if res.Status == "Ok" and type(res.TotalDuration) == "number" then
       r:time(entry, ".TotalDuration", res.TotalDuration, scale, unit_label)
     else
-      entry.status = res.Status == "DeviceLimitsExceeded" and "invalid" or "launch_error"
+      entry.status = KTT_FAILURES[res.Status] or "launch_error"
       entry.log = type(res.Status) == "string" and res.Status or "no status"
     end
     local cr = type(res.ComputationResults) == "table" and res.ComputationResults[1]
@@ -604,13 +644,20 @@ end
 function M.read(file, mode)
   local text, terr = json.read_text(file)
   if not text then return nil, "cannot read replay file " .. terr end
+  if text:sub(1, 2) == "\31\139" then
+    return nil, string.format("replay file %s is gzip-compressed: gunzip it first", file)
+  end
   local doc, derr = json.decode_with_nonfinite(text)
   local repaired = false
   if doc == nil then
     -- only a cache cut short (no closing brace at the end) is repaired: a
     -- complete file that does not parse is an error, not entries to drop
+    -- (cut right after an entry's closing brace, the file ends in one too:
+    -- more braces opened than closed tells it from a complete file)
+    local _, opened = text:gsub("{", "")
+    local _, closed = text:gsub("}", "")
     if text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true)
-       and not text:find("}%s*$") then
+       and (not text:find("}%s*$") or opened > closed) then
       doc = repair_kt(text)
       repaired = true
     end
@@ -640,6 +687,9 @@ function M.read(file, mode)
     return nil, "replay file " .. file .. " records no configurations"
   end
   rec.file = file
+  -- (what a resumed run checks: the same file name with other contents is
+  -- another recording)
+  rec.digest = sys.sha256(text):sub(1, 16)
   local dup_err = drop_duplicates(rec, r)
   if dup_err then return nil, dup_err end
   if r.skipped > 0 then rec.skipped = { count = r.skipped, first = r.first_skipped } end
@@ -661,7 +711,7 @@ function M.notes(rec)
                                   rec.objective_replaced)
   end
   if rec.repaired then
-    out[#out + 1] = string.format("replay file %s was cut short (an interrupted run): its last entry was incomplete; " ..
+    out[#out + 1] = string.format("replay file %s was cut short (an interrupted run): " ..
                                   "the %d complete entries are read", rec.file, #rec.entries)
   end
   if rec.bad_times then

@@ -57,6 +57,11 @@ T.check(rec.repaired, "the reader says it repaired the file")
 T.write(tmp .. "/torn.json", cut:sub(1, #cut - 300))
 rec = assert(recording.read(tmp .. "/torn.json"))
 T.eq(#rec.entries, 14, "entries of a cache cut in the middle of its last entry")
+-- cut right after an entry's closing brace (before its comma): the file
+-- ends in a brace like a complete one, but opens more than it closes
+T.write(tmp .. "/brace.json", cut)
+rec = assert(recording.read(tmp .. "/brace.json"))
+T.eq(#rec.entries, 15, "entries of a cache cut right after an entry's closing brace")
 T.write(tmp .. "/header.json", text:sub(1, 200))
 local bad, err = recording.read(tmp .. "/header.json")
 T.check(bad == nil and err:find("could not be repaired", 1, true), "a cache cut in its header: %s", tostring(err))

@@ -21,6 +21,17 @@
 --   they replay as the strings "True" and "False".
 -- * A knob of thousands of values made MCGS's region scoring quadratic in
 --   them: 20 evaluations of one 5000-value knob took 20 s.
+-- * A Kernel Tuner cache key that disagrees with its entry's fields was
+--   read by the fields without a word (Kernel Tuner reads it by the key).
+-- * A parameter of tune_params missing from tune_params_keys was dropped
+--   from every configuration: half the entries refused as duplicates.
+-- * --resume on a recording whose contents changed since mixed old and new
+--   times.
+-- * kopt's own results.json of a spec tuned for GFLOP/s replayed by time
+--   without the note a Kernel Tuner file of that objective gets.
+-- * KTT's CompilationFailed and ValidationFailed replayed as launch errors;
+--   a gzip-compressed file was "not valid JSON"; a T4 energy objective that
+--   also records a time said no measurement is a time.
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -233,6 +244,92 @@ do
   T.eq(code, 0, "a 4000-value knob: exit code\n" .. err)
   T.eq(#(T.events(tmp .. "/long")), 25, "a 4000-value knob: 25 evaluations")
   T.check(took < 8, "a 4000-value knob: 25 MCGS evaluations took %.1f s", took)
+end
+
+-- a Kernel Tuner key that names other values than its entry: refused in
+-- strict mode (naming both), skipped in lenient mode
+do
+  local function kt(cache, params)
+    return cjson.encode({ tune_params_keys = { "x", "y" }, tune_params = params or { x = { 1, 2 }, y = { 0.5, 8 } },
+                          objective = "time", cache = cache })
+  end
+  T.write(tmp .. "/keymis.json", kt({ ["1,0.5"] = { x = 2, y = 0.5, time = 0.5 }, ["2,8"] = { x = 2, y = 8, time = 3 },
+                                      ["1,8"] = { x = 1, y = 8, time = 4 } }))
+  code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/keymis.json -q --out " .. tmp .. "/keymis")
+  T.check(code == 2 and err:find('cache["1,0.5"]: the key says x=1, the entry says x=2', 1, true) ~= nil,
+          "a key that disagrees with its entry (%d):\n%s", code, err)
+  code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/keymis.json --replay-check lenient -q --out " ..
+                       tmp .. "/keymis_l")
+  T.eq(code, 0, "a key that disagrees with its entry, lenient: exit code\n" .. err)
+  T.eq(#(T.events(tmp .. "/keymis_l")), 2, "a key that disagrees with its entry, lenient: the two others replayed")
+  -- Python's spellings of the same values agree: 8.0 for 8, 5e-01 for 0.5
+  T.write(tmp .. "/keyok.json", kt({ ["1,5e-01"] = { x = 1, y = 0.5, time = 1 }, ["2,8.0"] = { x = 2, y = 8, time = 2 } }))
+  code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/keyok.json -q --out " .. tmp .. "/keyok")
+  T.eq(code, 0, "keys in Python's other spellings of the values\n" .. err)
+  -- a tuned parameter left out of tune_params_keys
+  T.write(tmp .. "/nokey.json", cjson.encode({ tune_params_keys = { "x" }, tune_params = { x = { 1, 2 }, b = { 10, 20 } },
+                                               objective = "time", cache = { ["1,10"] = { x = 1, b = 10, time = 2 },
+                                                                             ["1,20"] = { x = 1, b = 20, time = 0.5 } } }))
+  code, _, err = T.run("exhaustive --backend replay:" .. tmp .. "/nokey.json -q --out " .. tmp .. "/nokey")
+  T.check(code == 2 and err:find("tune_params.b is not in tune_params_keys", 1, true) ~= nil,
+          "a parameter missing from tune_params_keys (%d):\n%s", code, err)
+end
+
+-- --resume refuses a recording whose contents changed since the run began
+do
+  local function rec(times)
+    local results = {}
+    for i, ms in ipairs(times) do results[i] = res({ x = i }, ms) end
+    T.write(tmp .. "/changing.t4.json", t4(results))
+  end
+  rec({ 1, 2, 3, 4 })
+  local cmd = "exhaustive --backend replay:" .. tmp .. "/changing.t4.json -q --out " .. tmp .. "/changing"
+  code, _, err = T.run(cmd .. " --budget 2")
+  T.eq(code, 0, "a recording, first run\n" .. err)
+  code, _, err = T.run(cmd .. " --budget 3 --resume")
+  T.eq(code, 0, "the same recording, resumed\n" .. err)
+  rec({ 1000, 2000, 3000, 0.9 })
+  code, _, err = T.run(cmd .. " --budget 4 --resume")
+  T.check(code == 2 and err:find("the file has changed since", 1, true) ~= nil,
+          "a changed recording is not resumed (%d):\n%s", code, err)
+  T.eq(#(T.events(tmp .. "/changing")), 3, "a changed recording: the record is left as it was")
+end
+
+-- KTT failure statuses keep their kind; a gzip file and an energy objective
+-- are named for what they are
+do
+  local recording = require("kopt.recording")
+  local function ktt(status)
+    return { KernelName = "k", Status = status, TotalDuration = 5, TotalOverhead = 0,
+             ComputationResults = { { Configuration = { { Name = "x", Value = 1 } } } },
+             Configuration = { { Name = "x", Value = status == "Ok" and 1 or (status == "CompilationFailed" and 2 or 3) } } }
+  end
+  T.write(tmp .. "/ktt.json", cjson.encode({ Metadata = { TimeUnit = "Microseconds" },
+                                             Results = { ktt("Ok"), ktt("CompilationFailed"), ktt("ValidationFailed") } }))
+  local r, e = recording.read(tmp .. "/ktt.json")
+  T.check(r ~= nil, "a KTT file: %s", tostring(e))
+  local by = {}
+  for _, entry in ipairs(r and r.entries or {}) do by[entry.config.x] = entry.status end
+  T.eq(by[2], "compile_error", "KTT CompilationFailed")
+  T.eq(by[3], "wrong", "KTT ValidationFailed")
+  os.execute(string.format("gzip -c '%s' > '%s'", tmp .. "/ktt.json", tmp .. "/ktt.json.gz"))
+  r, e = recording.read(tmp .. "/ktt.json.gz")
+  T.check(r == nil and tostring(e):find("gzip-compressed: gunzip it first", 1, true) ~= nil, "a gzip file: %s",
+          tostring(e))
+  local function energy(ms)
+    return { configuration = { x = ms }, invalidity = "correct", objectives = { "energy" },
+             measurements = { { name = "energy", unit = "J", value = ms / 2 }, { name = "time", unit = "ms", value = ms } } }
+  end
+  -- kopt's own results.json of a spec tuned for GFLOP/s: replayed by time, said so
+  T.write(tmp .. "/own.t4.json", cjson.encode({ schema_version = "1.0.0",
+    metadata = { objective = { metric = "GFLOP/s", goal = "max" } }, results = { res({ x = 1 }, 2), res({ x = 2 }, 1) } }))
+  r, e = recording.read(tmp .. "/own.t4.json")
+  T.check(r ~= nil and table.concat(recording.notes(r), "\n"):find("was tuned for 'GFLOP/s'", 1, true) ~= nil,
+          "kopt's results.json of a GFLOP/s objective: a note (%s)", tostring(e))
+  T.write(tmp .. "/energy.t4.json", t4({ energy(1), energy(2) }))
+  r, e = recording.read(tmp .. "/energy.t4.json")
+  T.check(r == nil and tostring(e):find("objective 'energy' is not a time (unit 'J') (its 'time' ranks by something " ..
+                                        "else)", 1, true) ~= nil, "an energy objective beside a time: %s", tostring(e))
 end
 
 os.execute("rm -rf '" .. tmp .. "' '" .. d1 .. "' '" .. d2 .. "'")

@@ -91,7 +91,8 @@ function Replay:elapsed() return self.clock end
 
 function Replay:describe()
   return { backend = "replay", file = self.rec.file, format = self.rec.format,
-           device = self.rec.device, kernel = self.rec.kernel, objective = self.rec.objective }
+           device = self.rec.device, kernel = self.rec.kernel, objective = self.rec.objective,
+           recording = self.rec.digest }
 end
 
 function Replay:close() end
