@@ -30,11 +30,12 @@ function M.parse(mode)
 end
 
 -- opts: mode (the --profile string), backend, spec (or nil), device (table
--- or nil), metrics (names; default: spec.profile_metrics, then the backend's).
+-- or nil), report_device (the device REPORT.md names, when not that one), metrics (names; default: spec.profile_metrics, then the backend's).
 function M.new(opts)
   local policy = assert(M.parse(opts.mode))
   local self = setmetatable({ policy = policy, backend = opts.backend, spec = opts.spec,
                               device = opts.device or (opts.spec and opts.spec.device),
+                              report_device = opts.report_device,
                               metrics = opts.metrics or (opts.spec and opts.spec.profile_metrics),
                               profiled = {}, valid_seen = 0, count = 0, seconds = 0 }, P)
   self.matrix = opts.matrix
@@ -203,7 +204,7 @@ function P:finish(engine)
     self:process(engine, { key = best.key, config = best.config, result = best.result,
                            candidate = best.candidate }, true)
   end
-  local facts = { name = self.spec and self.spec.name, device = self.device, matrix = self.matrix,
+  local facts = { name = self.spec and self.spec.name, device = self.report_device or self.device, matrix = self.matrix,
                   profiling = self.off or (self.policy.kind == "none" and "--profile none" or nil) }
   if best and self.spec then
     local f = self:facts(best.config, best.result)

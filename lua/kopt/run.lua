@@ -424,7 +424,12 @@ function M.locked(opts, r)
   -- a strategy that draws from math.random instead of ctx.rng still makes
   -- the same run for the same seed, and a resumed run asks what it asked
   math.randomseed(seed)
-  local profiler = profiling.new({ mode = opts.profile, backend = backend, spec = spec, quiet = opts.q })
+  -- a replay's report names the recording's GPU, not the device a spec's
+  -- expressions assumed (no peaks are known for it: no speed of light)
+  local recorded = backend.name == "replay" and backend:describe().device
+  local report_device = type(recorded) == "string" and { name = recorded .. " (recorded)" } or nil
+  local profiler = profiling.new({ mode = opts.profile, backend = backend, spec = spec, quiet = opts.q,
+                                   report_device = report_device })
   -- Per-variant files in variants/ (kopt.artifacts); none without a spec.
   local artifacts = artifacts_mod.new({ dir = dir, spec = spec, mode = opts.artifacts,
                                         compile = backend.name ~= "replay",

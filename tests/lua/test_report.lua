@@ -67,6 +67,22 @@ os.remove(dir .. "/best")
 os.remove(dir)
 assert(sys)
 
+-- a replay's REPORT.md names the recording's GPU, not the H100 a spec's
+-- expressions assume without one
+do
+  local kopt = os.getenv("KOPT") or "./build/kopt"
+  local out = os.tmpname()
+  os.remove(out)
+  os.execute(string.format("KOPT_DB=off %s random tests/data/specs/vector_add.json --backend " ..
+                           "replay:tests/data/vector_add_A4000.json --budget 3 --out %s -q >/dev/null 2>&1", kopt, out))
+  local r = io.open(out .. "/best/REPORT.md", "rb")
+  local text = r and r:read("a") or ""
+  if r then r:close() end
+  check(text:find("Device: NVIDIA RTX A4000 (recorded).", 1, true) ~= nil and not text:find("assumed", 1, true),
+        "a replay's REPORT.md names the recorded device:\n%s", text)
+  os.execute("rm -rf '" .. out .. "'")
+end
+
 if failures > 0 then
   io.stderr:write(failures, " check(s) failed\n")
   return 1
