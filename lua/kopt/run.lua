@@ -103,8 +103,21 @@ function M.build_space(spec)
     for _, k in ipairs(spec.knobs) do
       if rawget(space.values, k.name) ~= nil then parts[#parts + 1] = k.name .. "=" .. tostring(space.values[k.name]) end
     end
-    errors.usage("%s: %s (at %s)", spec.path, (tostring(first):gsub("^(constraints%[%d+%]):%d+:", "%1:")),
-                 table.concat(parts, ", "))
+    local msg = tostring(first):gsub("^(constraints%[%d+%]):%d+:", "%1:")
+    -- a device field a constraint reads that this device does not know (the
+    -- GPU's clocks, with no GPU attached) is nil: named, as Lua's error is not
+    local ci = tonumber(msg:match("^constraints%[(%d+)%]"))
+    local e = ci and type(spec.constraints) == "table" and spec.constraints[ci]
+    local text = type(e) == "table" and e.text or e
+    local unknown = {}
+    for field in (type(text) == "string" and text or ""):gmatch("%f[%w_]device%s*%.%s*([%a_][%w_]*)") do
+      if type(spec.device) == "table" and spec.device[field] == nil then unknown[#unknown + 1] = "device." .. field end
+    end
+    if #unknown > 0 then
+      msg = msg .. string.format(" (%s is not known on this device%s)", table.concat(unknown, ", "),
+                                 spec.device.assumed and ": no GPU is attached" or "")
+    end
+    errors.usage("%s: %s%s", spec.path, msg, #parts > 0 and " (at " .. table.concat(parts, ", ") .. ")" or "")
   end
   if not first and walk_cut then
     errors.usage("%s: constraints: no configuration of the %d found that satisfies every constraint (random samples " ..

@@ -252,6 +252,13 @@ s = spec_file("div_zero", { constraints = '["block_size_x // (unroll - unroll) >
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: attempt to divide by zero (at block_size_x=128, unroll=1)")
 -- kopt compile checks a spec as a run does: one sentence, no traceback
 case("compile " .. s, 2, "kopt: " .. s .. ": constraints[1]: attempt to divide by zero (at block_size_x=128, unroll=1)")
+-- a device field that is known on a GPU but not without one: named (on a
+-- GPU it is known, and there is no error to check)
+if not require("kopt.backends.cuda").available() then
+  s = spec_file("dev_clock", { constraints = '["device.clock_khz > 5"]' })
+  case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: attempt to compare number with nil (device.clock_khz " ..
+       "is not known on this device: no GPU is attached)")
+end
 s = spec_file("typo", { knbos = "[]" })
 case("random " .. s, 2, "kopt: " .. s .. ": knbos: unknown field (expected one of: ", { prefix = true })
 s = spec_file("nokernel", { kernel = '{"source": "missing.cu", "entry": "k"}' })
