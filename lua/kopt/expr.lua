@@ -2,7 +2,8 @@
 -- shapes and work are Lua expressions over knob values, problem sizes and
 -- `device`. They are compiled once with `load` into an environment that holds
 -- only arithmetic helpers: no io, os, require, load, debug, string or table.
--- `function` is rejected so an expression cannot loop.
+-- `function` is rejected so an expression cannot loop, and string methods
+-- (reached through any string value) are out of reach (below).
 local M = {}
 
 local helpers = {
@@ -32,6 +33,32 @@ local function free_names(text)
   return names
 end
 
+-- Why `text` reaches beyond its values, or nil. Every string has the string
+-- library as its methods (("a"):rep(1e9), ("a").find with a pattern that
+-- backtracks for hours), so an expression may read fields of `device` only:
+-- no ':' call, no '[' index, no '.' after anything but `device`.
+local function reach(text)
+  local s = text:gsub("\\.", ""):gsub('"[^"]*"', '""'):gsub("'[^']*'", "''")
+  if s:find(":", 1, true) then return "calls a method (':')" end  -- (Lua's only other ':' is goto's label)
+  if s:find("[", 1, true) then return "indexes a value ('[')" end
+  local at = 1
+  while true do
+    local dot = s:find(".", at, true)
+    if not dot then return nil end
+    if s:sub(dot + 1, dot + 1) == "." then
+      at = dot + 2  -- ('..', concatenation)
+    else
+      at = dot + 1
+      local before = s:sub(1, dot - 1)
+      -- (a number such as 1.e5 is not a field access)
+      if s:find("^%s*[%a_]", dot + 1) and not before:find("%f[%w_]device%s*$") and not before:find("%f[%w_]%d+$") then
+        local name = before:match("%f[%w_]([%a_][%w_]*)%s*$")
+        return name and string.format("reads a field of '%s'", name) or "reads a field of a value"
+      end
+    end
+  end
+end
+
 -- Compiles `text` (a string or a number). Returns a callable object, or nil
 -- and a message. `label` names the field for messages (e.g. "constraints[2]").
 function M.compile(text, label)
@@ -43,6 +70,11 @@ function M.compile(text, label)
   end
   if text:find("%f[%w_]function%f[^%w_]") or text:find("%f[%w_]goto%f[^%w_]") then
     return nil, string.format("expression '%s' may not define functions", text)
+  end
+  local why = reach(text)
+  if why then
+    return nil, string.format("expression '%s' %s; only device has fields (knobs, problem sizes and device are known)",
+                              text, why)
   end
   local env = {}
   local chunk, err = load("return " .. text, "=" .. (label or "expression"), "t", env)

@@ -245,9 +245,17 @@ case("random " .. s, 2, "kopt: " .. s .. ": constraints: no configuration of the
 s = spec_file("syntax_expr", { constraints = '["block_size_x >"]' })
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'block_size_x >' has a syntax error: unexpected symbol near <eof>")
 s = spec_file("os_expr", { constraints = '["os.time() > 0"]' })
-case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'os.time() > 0' uses unknown name 'os' (knobs, problem sizes, device and ceil/floor/min/max/abs/sqrt/log/log2/exp/cdiv are known)")
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'os.time() > 0' reads a field of 'os'; only device has fields (knobs, problem sizes and device are known)")
 s = spec_file("func_expr", { constraints = '["(function() while true do end end)()"]' })
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression '(function() while true do end end)()' may not define functions")
+-- string methods are reachable from any string value: a pattern that
+-- backtracks for hours, or a string of 1e9 bytes, is refused before it runs
+s = spec_file("str_method", { constraints = '["((\\"a\\").rep(\\"a\\", 3000)).find(\\"b\\") == nil"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression '((\"a\").rep(\"a\", 3000)).find(\"b\") == nil' " ..
+     "reads a field of a value; only device has fields (knobs, problem sizes and device are known)")
+s = spec_file("str_colon", { constraints = '["(\\"a\\"):rep(9) ~= \\"\\""]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression '(\"a\"):rep(9) ~= \"\"' calls a method (':'); " ..
+     "only device has fields (knobs, problem sizes and device are known)")
 s = spec_file("div_zero", { constraints = '["block_size_x // (unroll - unroll) > 0"]' })
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: attempt to divide by zero (at block_size_x=128, unroll=1)")
 -- kopt compile checks a spec as a run does: one sentence, no traceback

@@ -153,12 +153,22 @@ local function fails(text, pattern)
   end
   T.check(err and err:find(pattern, 1, true), "expression %q: expected an error containing %q, got %s", text, pattern, tostring(err))
 end
-fails("os.exit(1)", "unknown name 'os'")
-fails("io.open('x')", "unknown name 'io'")
+fails("os.exit(1)", "reads a field of 'os'")
+fails("io.open('x')", "reads a field of 'io'")
 fails("require('os')", "unknown name 'require'")
 fails("load('return 1')()", "unknown name 'load'")
-fails("debug.getinfo(1)", "unknown name 'debug'")
-fails("string.rep('x', 10)", "unknown name 'string'")
+fails("debug.getinfo(1)", "reads a field of 'debug'")
+fails("string.rep('x', 10)", "reads a field of 'string'")
+-- every string value has the string library as its methods: out of reach
+fails("('a'):rep(1e9)", "calls a method (':')")
+fails("s:rep(1e9)", "calls a method (':')")
+fails("('a').rep('a', 3000)", "reads a field of a value")
+fails("layout.find", "reads a field of 'layout'")
+fails("('a')['rep']('a', 9)", "indexes a value ('[')")
+for _, ok in ipairs({ "device.sm_count * 2", "device . max_smem_optin", "a .. 'x.y:z'", "2.5 * x", "1.e5", "x..y" }) do
+  local e, err = expr.compile(ok, "x")
+  T.check(e ~= nil, "expression %q compiles: %s", ok, tostring(err))
+end
 fails("(function() return 1 end)()", "may not define functions")
 fails("1 +", "syntax error")
 -- Space:first and Space:with (--config K=V of kopt compile and kopt ptx)
