@@ -332,6 +332,10 @@ end
 -- two anchoring lines where the hunk has them). This recovers hunks glued
 -- together without headers and hunks with a stale or invented context line.
 -- Returns the lines to emit and the next source position, or nil.
+-- (only the context nearest a change anchors it, GROUP_CONTEXT lines each
+-- side: without a bound, a hunk of thousands of context lines costs that
+-- many squared searches)
+local GROUP_CONTEXT = 8
 local function apply_groups(src, h, from)
   local ops = h.ops or {}
   local groups, k = {}, 1
@@ -339,10 +343,11 @@ local function apply_groups(src, h, from)
     if ops[k][1] ~= " " then
       local g = { lead = {}, change = {}, trail = {} }
       local j = k - 1
-      while j >= 1 and ops[j][1] == " " do table.insert(g.lead, 1, ops[j]) j = j - 1 end
+      while j >= 1 and ops[j][1] == " " and k - j <= GROUP_CONTEXT do j = j - 1 end
+      table.move(ops, j + 1, k - 1, 1, g.lead)
       while k <= #ops and ops[k][1] ~= " " do g.change[#g.change + 1] = ops[k] k = k + 1 end
       j = k
-      while j <= #ops and ops[j][1] == " " do g.trail[#g.trail + 1] = ops[j] j = j + 1 end
+      while j <= #ops and ops[j][1] == " " and #g.trail < GROUP_CONTEXT do g.trail[#g.trail + 1] = ops[j] j = j + 1 end
       groups[#groups + 1] = g
     else
       k = k + 1

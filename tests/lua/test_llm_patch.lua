@@ -149,4 +149,18 @@ do
   check(not out and e:find("no __global__ function", 1, true), "prose as a source: %s", tostring(e))
 end
 
+-- a hunk of 40,000 context lines (a model that pads its diff) is refused in
+-- linear time: before, its change-by-change fallback took minutes
+do
+  local lines = { "@@ @@" }
+  for _ = 1, 40000 do lines[#lines + 1] = " {" end
+  lines[#lines + 1] = "-    c[i] = a[i] + b[i];"
+  lines[#lines + 1] = "+    c[i] = b[i] + a[i];"
+  local t0 = os.clock()
+  local out, e = patch.apply(kernel, table.concat(lines, "\n") .. "\n")
+  local took = os.clock() - t0
+  check(not out and e ~= nil, "a padded hunk that does not apply: refused")
+  check(took < 2, "a hunk of 40000 context lines took %.1f s of CPU", took)
+end
+
 print("ok")
