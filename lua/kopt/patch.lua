@@ -480,6 +480,10 @@ function M.apply_search_replace(source, blocks)
     local replace = type(b.replace) == "table" and table.concat(b.replace, "\n") or tostring(b.replace or "")
     search, replace = search:gsub("\r\n", "\n"), replace:gsub("\r\n", "\n")
     if not search:find("%S") then return nil, string.format("search/replace block %d: the SEARCH part is empty", i) end
+    -- whole lines searched for, replaced by text without the line end: the
+    -- line end stays (else the next source line joins the replacement's,
+    -- behind its comment, say)
+    if search:sub(-1) == "\n" and replace ~= "" and replace:sub(-1) ~= "\n" then replace = replace .. "\n" end
     local a, e = text:find(search, 1, true)
     local again = a and text:find(search, e + 1, true)
     if again then

@@ -149,6 +149,16 @@ do
   check(not out and e:find("no __global__ function", 1, true), "prose as a source: %s", tostring(e))
 end
 
+-- a search/replace pair that searches whole lines (its SEARCH ends with a
+-- line end) and replaces them without one keeps the line end: the next
+-- source line does not join a comment
+do
+  local out, e = patch.apply_search_replace(kernel, { { search = "    int i = blockIdx.x * BLOCK + threadIdx.x;\n\n",
+                                                        replace = "    int i = blockIdx.x * blockDim.x + threadIdx.x;  // any block" } })
+  check(out and out:find("// any block\n    if (i < n)", 1, true), "a pair without its line end: %s",
+        tostring(out or e))
+end
+
 -- a hunk of 40,000 context lines (a model that pads its diff) is refused in
 -- linear time: before, its change-by-change fallback took minutes
 do
