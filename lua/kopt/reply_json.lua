@@ -133,18 +133,19 @@ local function decode_table(s)
   end
 end
 
--- The fenced blocks of a reply, in order (``` with an optional language).
+-- The fenced blocks of a reply, in order (``` with an optional language),
+-- and where each begins.
 local function fences(text)
-  local out, pos = {}, 1
+  local out, at, pos = {}, {}, 1
   while true do
     local a, b = text:find("```[%w_%-+]*[ \t]*\r?\n", pos)
     if not a then break end
     local c, d = text:find("```", b + 1, true)
     if not c then break end
-    out[#out + 1] = text:sub(b + 1, c - 1)
+    out[#out + 1], at[#out + 1] = text:sub(b + 1, c - 1), a
     pos = d + 1
   end
-  return out
+  return out, at
 end
 M.fences = fences
 
@@ -220,7 +221,8 @@ function M.strip_reasoning(text)
 end
 
 -- The JSON value in a model's reply, after any reasoning block
--- (strip_reasoning): the whole text, else a fenced block, else a maximal
+-- (strip_reasoning): the whole text, else a fenced block or a bare object
+-- (with accept: the two kinds read together in the order they come), else a maximal
 -- balanced span that decodes to a table (objects before arrays; spans whose
 -- strings may span lines only when none decodes otherwise), each also tried
 -- with near-JSON repaired. With accept (value -> true, or a rank, when it is
@@ -246,10 +248,30 @@ function M.extract_json(text, accept)
   end
   local v = decode_table(text)
   if v then return v end
-  local from_fences = {}
-  for _, body in ipairs(fences(text)) do from_fences[#from_fences + 1] = decode_table(body) end
-  v = consider(from_fences)
-  if v then return v end
+  -- fenced blocks and bare objects together, in the order they come: a
+  -- fenced draft the reply then corrects in prose is not its answer
+  local bodies, starts = fences(text)
+  local placed = {}
+  for i, body in ipairs(bodies) do
+    local fv = decode_table(body)
+    if fv then placed[#placed + 1] = { starts[i], fv } end
+  end
+  if not accept and #placed > 0 then return placed[1][2] end
+  if #placed > 0 then
+    local objects = {}
+    for _, sp in ipairs(balanced_spans(text, true)) do
+      if text:byte(sp[1]) == 123 then objects[#objects + 1] = sp end
+    end
+    for k = math.max(1, #objects - M.MAX_SPANS + 1), #objects do
+      local ov = decode_table(text:sub(objects[k][1], objects[k][2]))
+      if ov then placed[#placed + 1] = { objects[k][1], ov } end
+    end
+    table.sort(placed, function(a, b) return a[1] < b[1] end)
+    local ordered = {}
+    for i, p in ipairs(placed) do ordered[i] = p[2] end
+    v = consider(ordered)
+    if v then return v end
+  end
   for _, newline_ends_string in ipairs({ true, false }) do
     local spans = balanced_spans(text, newline_ends_string)
     for pass = 1, 2 do

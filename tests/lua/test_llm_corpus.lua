@@ -90,6 +90,20 @@ end
 local v = llm.extract_json('Answer:\n{"a": [1, 2,], "b": "x, ]", // note\n "c": /* c */ 3,}\nThanks.')
 T.check(v and v.a[2] == 2 and v.b == "x, ]" and v.c == 3, "near-JSON repair")
 
+-- A fenced draft that the reply then corrects in prose is not its answer:
+-- fenced and bare objects are read in the order they come.
+do
+  local accept = function(x) return type(x) == "table" and x.block_size_x ~= nil end
+  local reply = 'My first idea:\n```json\n{"block_size_x": 128}\n```\nWait, 128 is slow here. Corrected final ' ..
+                'answer:\n{"block_size_x": 256}\n'
+  local got = llm.extract_json(reply, accept)
+  T.check(got and got.block_size_x == 256, "a corrected answer after a fenced draft: got %s",
+          tostring(got and got.block_size_x))
+  -- a fenced answer followed by prose with no answer in it stays the answer
+  got = llm.extract_json('```json\n{"block_size_x": 64}\n```\nThis keeps {"note": 1} in mind.', accept)
+  T.check(got and got.block_size_x == 64, "a fenced answer before a fragment: got %s", tostring(got and got.block_size_x))
+end
+
 -- Errors name the first line that could not be matched, and why.
 local src = "a\nb\nc\nd\n"
 local _, err = patch.apply(src, "@@ -1,3 +1,3 @@\n a\n b\n-x\n+y\n")
