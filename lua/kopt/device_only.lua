@@ -96,7 +96,8 @@ M.INCLUDE_ALLOW = {
 M.FORBIDDEN = {
   { "%f[%w_]main%s*%(", "a main function" },
   { "%f[%w_]cuda[A-Z]%w*%s*%(", "a CUDA runtime API call" },
-  { "%f[%w_]cu[A-Z]%w*%s*%(", "a CUDA driver API call" },
+  -- (the driver API's families by name: a kernel's own helper may be
+  -- called cuSq)
   { "<<<", "a kernel launch" },
   { "%f[%w_]__host__%f[^%w_]", "host code (__host__)" },
   { "%f[%w_]__managed__%f[^%w_]", "managed memory" },
@@ -107,6 +108,12 @@ M.FORBIDDEN = {
   { "%f[%w_]system%s*%(", "process control" },
   { "#%s*pragma%s+comment", "linker directives" },
 }
+for _, family in ipairs({ "Init", "Driver", "Device", "Ctx", "Module", "Library", "Kernel", "Func", "Launch", "Mem",
+                          "Array", "Mipmapped", "Pointer", "Stream", "Event", "Graph", "Tex", "Surf", "Link", "Ipc",
+                          "Occupancy", "TensorMap", "Profiler", "External", "Multicast", "Get", "Param", "Coredump",
+                          "UserObject", "Flush", "Wait", "Signal" }) do
+  M.FORBIDDEN[#M.FORBIDDEN + 1] = { "%f[%w_]cu" .. family .. "%w*%s*%(", "a CUDA driver API call" }
+end
 
 -- Qualifiers that may stand between __device__ and a declaration's type.
 local ATTRIBUTES = { "__align__%s*%b()", "__attribute__%s*%b()", "alignas%s*%b()", "__declspec%s*%b()",
@@ -152,10 +159,21 @@ function M.device_variable(text)
                :gsub("decltype%s*%b()", "decltype")
     local seg, term = rest:match("^([^;{]*)([;{]?)")
     local open = seg:find("(", 1, true)
+    -- const or constexpr anywhere among the declaration's specifiers, before
+    -- __device__ ("static constexpr __device__") or after it, behind other
+    -- specifiers ("__device__ static const"): a table, not state
+    -- (the words before __device__ only when they are words alone: not
+    -- "template <const int N>")
+    local prefix = text:sub(1, at - 1):match("[^;{}]*$") or ""
+    local specifiers = (prefix:find("^[%s%w_]*$") and prefix or "") .. " " .. (seg:match("^[%s%w_]*") or "")
+    local constant = false
+    for word in specifiers:gmatch("[%w_]+") do
+      if word == "const" or word == "constexpr" then constant = true end
+    end
     local var
     if seg:find("^%s*$") then
       var = term == ";"  -- (a trailing qualifier: "unsigned g __device__;")
-    elseif (seg:find("^%s*const%f[^%w_]") or seg:find("^%s*constexpr%f[^%w_]")) and not seg:find("*", 1, true) then
+    elseif constant and not seg:find("*", 1, true) then
       var = false
     elseif not open then
       var = (term ~= "" and seg:find("[%w_%]>]%s*$") ~= nil) or seg:find("[=%[]") ~= nil
@@ -260,8 +278,25 @@ end
 
 -- A __host__ __device__ function compiles for the device like a __device__
 -- one (NVRTC never builds the host side), so the pair reads as __device__.
+-- "__host__ __device__" functions are device code too, with specifiers
+-- between the two in any order ("__host__ __forceinline__ __device__")
+local FUNCTION_SPECIFIERS = { inline = true, __forceinline__ = true, __noinline__ = true, static = true,
+                              constexpr = true, __inline__ = true }
 local function host_device(code)
-  return (code:gsub("__host__%s+__device__", "__device__"):gsub("__device__%s+__host__", "__device__"))
+  -- (words: nearest first; true when __device__ comes before another word)
+  local function beside(words)
+    for _, word in ipairs(words) do
+      if word == "__device__" then return true end
+      if not FUNCTION_SPECIFIERS[word] then return false end
+    end
+    return false
+  end
+  return (code:gsub("%f[%w_]()__host__()%f[^%w_]", function(at, e)
+    local after, before = {}, {}
+    for word in code:sub(e):match("^[%s%w_]*"):gmatch("[%w_]+") do after[#after + 1] = word end
+    for word in code:sub(1, at - 1):match("[%s%w_]*$"):gmatch("[%w_]+") do table.insert(before, 1, word) end
+    if beside(after) or beside(before) then return "" end
+  end))
 end
 
 -- The runs of added lines as one text each, as the compiler reads them: the

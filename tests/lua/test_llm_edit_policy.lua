@@ -49,6 +49,10 @@ for _, bad in ipairs({
   "__device__ unsigned int g_count\n{0};\n",
   "__device__ float g_last = -1.0f;\n",
   "__device__ float *g_cache = nullptr;\n",
+  -- a const word that is no specifier of the variable
+  "template <const int N> __device__ int g_st[N];\n",
+  "__device__ Foo<const int> g_state;\n",
+  "static __device__ float g_acc[4];\n",
 }) do
   ok, why = policy(bad)
   T.check(not ok and why:find("__device__ variable", 1, true), "refuses %q (%s)", bad, tostring(why))
@@ -69,6 +73,14 @@ for _, good in ipairs({
   "struct P { float v; __device__ P(float x) : v(x * 2.0f) {} };\n",
   "__host__ __device__ inline int ceil_div(int a, int b) { return (a + b - 1) / b; }\n",
   "__device__ const float kWeights[4] = { 0.1f, 0.2f, 0.3f, 0.4f };\n",
+  -- the specifiers in any order
+  "constexpr __device__ float kOne = 1.0f;\n",
+  "static constexpr __device__ float kT[4] = { 1.f, 2.f, 3.f, 4.f };\n",
+  "__device__ static const float kW[4] = { 1.f, 2.f, 3.f, 4.f };\n",
+  "__host__ __forceinline__ __device__ float sq(float x) { return x * x; }\n",
+  "__device__ inline __host__ float cube(float x) { return x * x * x; }\n",
+  -- a helper named like the driver API's prefix
+  "__device__ float cuSq(float x) { return x * x; }\n",
   "__device__ float shout(float v) { printf(\"new row sum %f\\n\", v); return v; }\n",
   "static_assert(VEC <= 8, \"VEC > 8 would need a new register budget\");\n",
 }) do
