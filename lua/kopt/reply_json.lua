@@ -23,6 +23,8 @@ M.MAX_SPANS = 1024
 
 -- Removes trailing commas and comments outside strings (one pass). Returns
 -- the repaired text, or nil when there was nothing to repair.
+local VALID_ESCAPE = { [34] = true, [92] = true, [47] = true, [98] = true, [102] = true, [110] = true, [114] = true,
+                       [116] = true }
 function M.repair_json(s)
   local out, n, i, len, changed = {}, 0, 1, #s, false
   local in_str, esc = false, false
@@ -34,7 +36,21 @@ function M.repair_json(s)
     local c = s:byte(i)
     if in_str then
       if esc then esc = false
-      elseif c == 92 then esc = true
+      elseif c == 92 then
+        -- an escape JSON does not have: \' is a quote (C's habit), any other
+        -- (\0, \x41, \d in a regex) a backslash written once
+        local d = s:byte(i + 1)
+        if d == 39 then
+          flush(i - 1)
+          seg, changed = i + 1, true
+        elseif d and not (VALID_ESCAPE[d] or (d == 117 and s:find("^%x%x%x%x", i + 2))) then
+          flush(i)
+          n = n + 1
+          out[n] = "\\"
+          seg, changed = i + 1, true
+        else
+          esc = true
+        end
       elseif c == 34 then in_str = false end
       i = i + 1
     elseif c == 34 then in_str = true i = i + 1

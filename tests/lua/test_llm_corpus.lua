@@ -90,6 +90,12 @@ end
 local v = llm.extract_json('Answer:\n{"a": [1, 2,], "b": "x, ]", // note\n "c": /* c */ 3,}\nThanks.')
 T.check(v and v.a[2] == 2 and v.b == "x, ]" and v.c == 3, "near-JSON repair")
 
+-- Escapes JSON does not have: \' is a quote, \0 or \x41 a backslash written
+-- once (C source in a patch string); valid escapes are left alone.
+v = llm.extract_json([[{"analysis": "Don\'t unroll", "patch": "c = '\0'; s = \"\x41\"", "ok": "\u0041\n"}]])
+T.check(v and v.analysis == "Don't unroll" and v.patch == "c = '\\0'; s = \"\\x41\"" and v.ok == "A\n",
+        "invalid escapes repaired: %s", v and (tostring(v.analysis) .. " | " .. tostring(v.patch)) or "nil")
+
 -- A fenced draft that the reply then corrects in prose is not its answer:
 -- fenced and bare objects are read in the order they come.
 do
