@@ -329,6 +329,23 @@ function M.content_text(content)
   return #parts > 0 and table.concat(parts, "\n") or nil
 end
 
+-- What a server said about a failed request, in the shapes servers use:
+-- {"error": {"message": ...}} (OpenAI, Anthropic), {"error": "..."}
+-- (Ollama), {"message": ...} (vLLM), {"detail": ...} (FastAPI), else the
+-- body's first line (an HTML page, a proxy's text). nil when empty.
+function M.server_message(body)
+  if type(body) ~= "string" or not body:find("%S") then return nil end
+  local doc = json.decode(body)
+  if type(doc) == "table" then
+    local e = doc.error
+    local msg = type(e) == "table" and e.message or e or doc.message or doc.detail
+    if type(msg) == "string" and msg:find("%S") then return msg:sub(1, 300) end
+    if type(msg) == "table" then return json.encode(msg):sub(1, 300) end
+  end
+  local line = body:gsub("<[^>]*>", " "):match("%S[^\n]*") or ""
+  return (line:gsub("%s+", " "):gsub("%s$", ""):sub(1, 200))
+end
+
 -- Turns an HTTP response into a reply table (see the top of the file).
 function Client:interpret(req, resp)
   local reply = { status = resp.status, attempts = resp.attempts, elapsed_s = resp.elapsed_s,
@@ -338,10 +355,9 @@ function Client:interpret(req, resp)
     return reply
   end
   if resp.status ~= 200 then
-    local doc = json.decode(resp.body or "")
-    local msg = type(doc) == "table" and type(doc.error) == "table" and doc.error.message
+    local msg = M.server_message(resp.body)
     reply.kind = "http"
-    reply.err = string.format("HTTP %d%s", resp.status, msg and (": " .. tostring(msg)) or "")
+    reply.err = string.format("HTTP %d%s", resp.status, msg and (": " .. msg) or "")
     return reply
   end
   local doc, derr = json.decode(resp.body or "")
@@ -531,14 +547,17 @@ function Client:chat_many(reqs, opts)
       for _, i in ipairs(todo) do out[i] = { kind = "transport", err = err } end
       break
     end
-    local again = {}
+    local again, last_said = {}, nil
     for j, i in ipairs(todo) do
       local resp = resps[j]
       self:note_limits(resp)
       local no_tools = rejects_tools(reqs[i], resp)
       local downgrade = not no_tools and wants_downgrade(resp) and reqs[i].schema and mode ~= "none"
-      local reply = downgrade and { kind = "http", status = 400, err = "HTTP 400 (retrying without " .. mode .. ")" }
+      local said = downgrade and M.server_message(resp.body)
+      local reply = downgrade and { kind = "http", status = 400, err = "HTTP 400" .. (said and (": " .. said) or "") ..
+                                    " (retrying without " .. mode .. ")", said = said }
         or self:interpret(reqs[i], resp)
+      if downgrade then last_said = said end
       reply.tools_rejected = no_tools or nil
       self:log({ kind = "reply", id = ids[j], tag = reqs[i].tag, status = resp.status, attempts = resp.attempts,
                  elapsed_s = resp.elapsed_s, request_id = resp.headers and resp.headers["x-request-id"],
@@ -551,7 +570,11 @@ function Client:chat_many(reqs, opts)
     end
     if #again > 0 then
       self.mode = mode == "json_schema" and "json_object" or "none"
-      self:log({ kind = "note", msg = "server rejected response_format " .. mode .. "; now using " .. self.mode })
+      -- (a server rarely says that the format was the problem; what it did
+      -- say is kept, so a context too long is not read as a format refused)
+      self:log({ kind = "note", msg = string.format("HTTP 400 with response_format %s%s; now using %s", mode,
+                                                    last_said and (" (the server said: " .. last_said .. ")") or "",
+                                                    self.mode) })
     end
     todo = again
   end

@@ -82,4 +82,18 @@ for _, wrap in ipairs({ "```cuda-c\n%s```", "~~~cuda\n%s~~~", "Here is the kerne
   T.eq(parsed.source, K, "synth source in " .. wrap:gsub("\n", "\\n"))
 end
 
+-- a failed request names what the server said, in the shapes servers use
+for _, case in ipairs({
+  { 400, '{"error": {"message": "bad schema", "type": "invalid_request_error"}}', "HTTP 400: bad schema" },
+  { 404, '{"error": "model \\"m\\" not found, try pulling it first"}', 'HTTP 404: model "m" not found, try pulling it first' },
+  { 400, '{"object": "error", "message": "maximum context length is 4096 tokens"}',
+    "HTTP 400: maximum context length is 4096 tokens" },
+  { 422, '{"detail": "field required"}', "HTTP 422: field required" },
+  { 502, "<html><body><h1>502 Bad Gateway</h1></body></html>", "HTTP 502: 502 Bad Gateway" },
+  { 500, "", "HTTP 500" },
+}) do
+  local r = client:interpret(req, { status = case[1], body = case[2], headers = {} })
+  T.eq(r.err, case[3], "the server's message of an HTTP " .. case[1])
+end
+
 return T.done()
