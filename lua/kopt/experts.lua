@@ -212,7 +212,9 @@ local function config_json(view, c)
   return "{" .. table.concat(parts, ", ") .. "}"
 end
 
-M.SOURCE_CAP = 12000
+-- The most of a kernel's source a prompt shows, in bytes (about 12k tokens;
+-- a longer source is cut at a line end, and the prompt says so).
+M.SOURCE_CAP = 48 * 1024
 
 -- The common user message; `focus` is the expert's own paragraph.
 function M.user_prompt(view, focus, edit_format)
@@ -279,10 +281,21 @@ function M.user_prompt(view, focus, edit_format)
   end
   if view.edits and view.source then
     add("")
-    add("Current best kernel source (exactly as it is; edits are applied to this text):")
+    local src = view.source
+    if #src > M.SOURCE_CAP then
+      -- whole lines only, and said plainly: a model that copies what it was
+      -- shown must not send back a kernel without its end (a whole source
+      -- holding the marker is refused as elided, kopt.patch)
+      local head = src:sub(1, M.SOURCE_CAP):match("^(.*\n)") or ""
+      local _, shown = head:gsub("\n", "")
+      local _, total = src:gsub("\n", "")
+      add("Current best kernel source, its first %d of %d lines (the rest is not shown; edit these lines with a " ..
+          "diff or search/replace: a whole-source reply cannot be used):", shown, total)
+      src = head .. "// [truncated]\n"
+    else
+      add("Current best kernel source (exactly as it is; edits are applied to this text):")
+    end
     add("```cuda")
-    local src = #view.source > M.SOURCE_CAP and (view.source:sub(1, M.SOURCE_CAP) .. "\n// [truncated]\n")
-      or view.source
     -- Byte for byte: the fence closes right after the source's last line.
     L[#L + 1] = src:sub(-1) == "\n" and src:sub(1, -2) or src
     add("```")

@@ -573,7 +573,8 @@ local ELISION_PHRASES = { "^rest of [%a ]+ unchanged$", "^rest of [%a ]+ as befo
                           "^rest of [%a ]+ omitted$", "^rest unchanged$", "^rest is unchanged$", "^rest as before$",
                           "^existing code$", "^existing code unchanged$", "^unchanged code$", "^code unchanged$",
                           "^unchanged$", "^same as before$", "^same as above$", "^as before$", "^omitted$",
-                          "^code omitted$", "^remaining code unchanged$", "^remaining code$" }
+                          "^code omitted$", "^remaining code unchanged$", "^remaining code$",
+                          "^truncated$" }  -- (the marker of a prompt's cut source, kopt.experts)
 local function elided_comment(raw)
   raw = raw:lower():gsub("\226\128\166", "...")
   local c = raw:gsub("^[%s%(%[]+", ""):gsub("[%s%)%]%.:;,!]+$", "")

@@ -185,6 +185,24 @@ for _, elision in ipairs({ "    // ...", "  /* ... */", "...", "// (rest of the 
   new, err = patch.apply_edit(BASE, { kind = "source", text = src_e }, entry)
   T.check(not new and err:find("leaves code out", 1, true), "an elision %q: %s", elision, tostring(err))
 end
+-- a source longer than a prompt shows is cut at a line end, the prompt says
+-- how much it shows, and a whole source sent back with the marker is refused
+do
+  local X = require("kopt.experts")
+  local long = {}
+  for i = 1, 3000 do long[i] = string.format("    float v%d = x[%d] * 2.0f; // line %d", i, i, i) end
+  local view = { name = "k", problem = {}, knobs = { { name = "VEC", values = { 1, 2 }, family = "vector" } },
+                 config = { VEC = 1 }, edits = true, source = table.concat(long, "\n") .. "\n", symptoms = {},
+                 history = {}, n = 2 }
+  local prompt = X.user_prompt(view)
+  local shown = tonumber(prompt:match("Current best kernel source, its first (%d+) of 3000 lines"))
+  T.check(shown and shown < 3000, "a long source: the prompt says how much it shows")
+  T.check(prompt:find(string.format("// line %d\n// [truncated]\n", shown or -1), 1, true) ~= nil,
+          "a long source is cut at a line end")
+  local copied = BASE:gsub("(extern)", "// [truncated]\n%1")
+  new, err = patch.apply_edit(BASE, { kind = "source", text = copied }, entry)
+  T.check(not new and err:find("leaves code out", 1, true), "a whole source with the prompt's marker: %s", tostring(err))
+end
 local base2 = "// ... helpers come first\n" .. BASE
 new, err = patch.apply_edit(base2, { kind = "source", text = base2:gsub("VEC %* UNROLL", "UNROLL * VEC") }, entry)
 T.check(new, "a base with the same words: %s", tostring(err))
