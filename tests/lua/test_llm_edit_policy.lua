@@ -203,6 +203,29 @@ do
   new, err = patch.apply_edit(BASE, { kind = "source", text = copied }, entry)
   T.check(not new and err:find("leaves code out", 1, true), "a whole source with the prompt's marker: %s", tostring(err))
 end
+-- the entry kernel's parameters keep their number and types (the worker
+-- passes the spec's arguments by them) and its extern "C"; a pointer may
+-- change its type, a parameter its name, const and sign
+do
+  local va = 'extern "C" __global__ void vector_add(float *c, const float *a, const float *b, int n)\n{\n' ..
+             '  int i = threadIdx.x;\n  if (i < n) c[i] = a[i] + b[i];\n}\n'
+  local function try(from, to)
+    return patch.apply_edit(va, { kind = "source", text = (va:gsub(from, to)) }, { entry = "vector_add" })
+  end
+  for _, bad in ipairs({ { "int n%)", "size_t n)", "parameters from" }, { "int n%)", "int n, int stride)", "parameters from" },
+                         { "float %*c, ", "", "parameters from" }, { 'extern "C" ', "", 'drops extern "C"' } }) do
+    local out, reason = try(bad[1], bad[2])
+    T.check(not out and tostring(reason):find(bad[3], 1, true), "a signature edit %s -> %s: %s", bad[1], bad[2], tostring(reason))
+  end
+  for _, good in ipairs({ { "const float %*a", "const float4 *__restrict__ a" }, { "int n%)", "const int count)" },
+                          { "int n%)", "unsigned int n)" } }) do
+    local out, reason = try(good[1], good[2])
+    T.check(out, "an honest signature edit %s -> %s: %s", good[1], good[2], tostring(reason))
+  end
+  -- as a diff too
+  local out, reason = patch.apply_edit(va, patch.diff(va, (va:gsub("int n%)", "long n)"))), { entry = "vector_add" })
+  T.check(not out and tostring(reason):find("parameters from", 1, true), "a diff that changes a parameter: %s", tostring(reason))
+end
 local base2 = "// ... helpers come first\n" .. BASE
 new, err = patch.apply_edit(base2, { kind = "source", text = base2:gsub("VEC %* UNROLL", "UNROLL * VEC") }, entry)
 T.check(new, "a base with the same words: %s", tostring(err))
