@@ -322,17 +322,19 @@ local function check_joined(lines)
     if not macros[name] then names[#names + 1] = name end
     macros[name] = body
   end
-  table.sort(names)
   for _, run in ipairs(all) do
     local text = run:gsub("#[^\n]*", " ")
-    for _ = 1, 4 do
-      for _, name in ipairs(names) do
-        text = text:gsub("%f[%w_]" .. name .. "%f[^%w_]", (macros[name]:gsub("%%", "%%%%")))
-        -- (macros that each expand to copies of the next grow the text
-        -- exponentially: no honest edit needs this much)
-        if #text > MAX_EXPANDED then
-          return nil, string.format("the edit's macros expand to more than %d bytes", MAX_EXPANDED)
-        end
+    -- one pass over the words per round, each macro's name replaced by its
+    -- body (nested ones in the next round, until none is left or 64 rounds):
+    -- linear in the text, however many macros the edit defines
+    for _ = 1, #names > 0 and 64 or 0 do
+      local before = text
+      text = text:gsub("%f[%w_][%a_][%w_]*", macros)
+      if text == before then break end
+      -- (macros that each expand to copies of the next grow the text
+      -- exponentially: no honest edit needs this much)
+      if #text > MAX_EXPANDED then
+        return nil, string.format("the edit's macros expand to more than %d bytes", MAX_EXPANDED)
       end
     end
     text = host_device(text:gsub("%s+", " "))
