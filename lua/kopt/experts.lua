@@ -405,11 +405,27 @@ local CHANGE_KEYS = { "changes", "config", "configuration", "knobs", "parameters
 
 -- The list of proposals in a reply: {proposals=[...]}, a bare list, a single
 -- proposal, or {proposal={...}}.
+local ONE_PROPOSAL_KEYS = { "changes", "patch", "diff", "config", "method", "edit", "source" }
 local function proposals_of(value)
   if type(value) ~= "table" then return nil end
-  if type(value.proposals) == "table" then
-    local p = value.proposals
-    if next(p) ~= nil and #p == 0 then return { p } end   -- one proposal, not in a list
+  local p = value.proposals
+  if type(p) == "string" then p = json.decode(p) end  -- (a list sent as a JSON string)
+  if type(p) == "table" then
+    if next(p) ~= nil and #p == 0 then
+      for _, k in ipairs(ONE_PROPOSAL_KEYS) do
+        if p[k] ~= nil then return { p } end   -- one proposal, not in a list
+      end
+      -- proposals keyed by a label ({"p1": {...}, "p2": {...}}), in key order
+      local keys = {}
+      for k, v in pairs(p) do
+        if type(v) ~= "table" then return { p } end
+        keys[#keys + 1] = tostring(k)
+      end
+      table.sort(keys)
+      local list = {}
+      for i, k in ipairs(keys) do list[i] = p[k] end
+      return list
+    end
     return p
   end
   if #value > 0 then return value end
@@ -447,6 +463,7 @@ function M.parse(value, view, expert_name)
   local moves, rejected, notes = {}, {}, {}
   local props = proposals_of(value)
   if type(props) ~= "table" then return moves, { { index = 0, why = "no proposals list" } }, notes end
+  if next(props) == nil then return moves, { { index = 0, why = "an empty proposals list (nothing proposed)" } }, notes end
   if type(props[1]) ~= "table" then
     return moves, { { index = 0, why = "no proposals list (a list, but not of proposal objects)" } }, notes
   end
@@ -458,7 +475,12 @@ function M.parse(value, view, expert_name)
     local given = {}
     for _, ck in ipairs(CHANGE_KEYS) do
       if type(p[ck]) == "table" then
-        for name, v in pairs(p[ck]) do given[name] = v end
+        for name, v in pairs(p[ck]) do
+          -- (a list of {"knob": ..., "value": ...} objects, as some models write it)
+          local pair = type(v) == "table" and math.type(name) == "integer"
+          local kname = pair and (v.knob or v.name or v.parameter or v.param)
+          if pair and type(kname) == "string" and v.value ~= nil then given[kname] = v.value else given[name] = v end
+        end
         break
       end
     end

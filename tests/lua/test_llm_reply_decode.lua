@@ -82,6 +82,24 @@ for _, wrap in ipairs({ "```cuda-c\n%s```", "~~~cuda\n%s~~~", "Here is the kerne
   T.eq(parsed.source, K, "synth source in " .. wrap:gsub("\n", "\\n"))
 end
 
+-- proposals in other shapes models write: keyed by a label, sent as a JSON
+-- string, changes as a list of {knob, value}; an empty list says so
+do
+  local function sizes(value)
+    local found, rej = X.parse(value, view, "t")
+    local out = {}
+    for _, m in ipairs(found) do out[#out + 1] = tostring(m.changes.block_size_x) end
+    return table.concat(out, ","), rej[1] and rej[1].why
+  end
+  T.eq(sizes({ proposals = { p2 = { method = "b", changes = { block_size_x = 512 } },
+                             p1 = { method = "a", changes = { block_size_x = 256 } } } }), "256,512", "keyed proposals")
+  T.eq(sizes({ proposals = '[{"method": "m", "changes": {"block_size_x": 1024}}]' }), "1024", "proposals as a string")
+  T.eq(sizes({ proposals = { { method = "m", changes = { { knob = "block_size_x", value = 256 } } } } }), "256",
+       "changes as a list of {knob, value}")
+  local _, why = sizes({ proposals = {} })
+  T.eq(why, "an empty proposals list (nothing proposed)", "an empty proposals list")
+end
+
 -- a failed request names what the server said, in the shapes servers use
 for _, case in ipairs({
   { 400, '{"error": {"message": "bad schema", "type": "invalid_request_error"}}', "HTTP 400: bad schema" },
@@ -92,8 +110,8 @@ for _, case in ipairs({
   { 502, "<html><body><h1>502 Bad Gateway</h1></body></html>", "HTTP 502: 502 Bad Gateway" },
   { 500, "", "HTTP 500" },
 }) do
-  local r = client:interpret(req, { status = case[1], body = case[2], headers = {} })
-  T.eq(r.err, case[3], "the server's message of an HTTP " .. case[1])
+  local got = client:interpret(req, { status = case[1], body = case[2], headers = {} })
+  T.eq(got.err, case[3], "the server's message of an HTTP " .. case[1])
 end
 
 return T.done()
