@@ -193,9 +193,12 @@ static int status_retryable(long status, const struct transfer *t)
 static double retry_delay(const struct transfer *t, int retry, const struct kopt_http_options *o,
 			  unsigned long long *rng)
 {
+	/* what the server asks, at most retry_after_max_s: a longer wait asked
+	 * for is waited up to that bound, not replaced by a short backoff that
+	 * would meet the same 429 */
 	double server = kopt_http_retry_after(t->head.data);
-	if (server > 0 && server <= o->retry_after_max_s)
-		return server;
+	if (server > 0)
+		return server < o->retry_after_max_s ? server : o->retry_after_max_s;
 	double d = o->backoff_initial_s;
 	for (int i = 0; i < retry && d < o->backoff_max_s; i++)
 		d *= 2;

@@ -100,6 +100,11 @@ static void *serve_one(void *arg)
 			reply(fd, 429, "Retry-After: 1\r\n", "{\"error\":{\"code\":\"rate_limit_exceeded\"}}");
 		else
 			reply(fd, 200, NULL, "after429");
+	} else if (strncmp(path, "/once429long/", 13) == 0) {
+		if (before == 0)
+			reply(fd, 429, "Retry-After: 120\r\n", "{\"error\":{\"code\":\"rate_limit_exceeded\"}}");
+		else
+			reply(fd, 200, NULL, "after429long");
 	} else if (strncmp(path, "/once500/", 9) == 0) {
 		reply(fd, before == 0 ? 500 : 200, NULL, before == 0 ? "oops" : "after500");
 	} else if (strcmp(path, "/always500") == 0) {
@@ -242,6 +247,24 @@ START_TEST(test_retry_after_429)
 }
 END_TEST
 
+/* A Retry-After past the bound is waited up to the bound, not replaced by
+ * the short backoff (which would meet the same 429 again). */
+START_TEST(test_retry_after_capped)
+{
+	struct kopt_http_options o;
+	fast_options(&o);
+	o.retry_after_max_s = 0.6;
+	struct kopt_http_response resp;
+	double t0 = kopt_sys_now();
+	one("/once429long/a", &o, &resp);
+	double dt = kopt_sys_now() - t0;
+	ck_assert_int_eq(resp.status, 200);
+	ck_assert_int_eq(resp.attempts, 2);
+	ck_assert_msg(dt >= 0.55 && dt < 3, "waited %.2f s", dt);
+	kopt_http_response_release(&resp);
+}
+END_TEST
+
 START_TEST(test_500_then_ok)
 {
 	struct kopt_http_options o;
@@ -365,6 +388,7 @@ static Suite *http_suite(void)
 	tcase_add_test(tc, test_ok_and_headers);
 	tcase_add_test(tc, test_parallel);
 	tcase_add_test(tc, test_retry_after_429);
+	tcase_add_test(tc, test_retry_after_capped);
 	tcase_add_test(tc, test_500_then_ok);
 	tcase_add_test(tc, test_no_retry_on_client_errors);
 	tcase_add_test(tc, test_timeout);
