@@ -214,7 +214,15 @@ local function knobs_of(v, notes)
     local names = {}
     for k in pairs(v) do names[#names + 1] = k end
     table.sort(names)
-    for _, k in ipairs(names) do out[#out + 1] = { name = k, values = v[k] } end
+    for _, k in ipairs(names) do
+      local d = v[k]
+      -- {"WARPS": [1, 2, 4]}, or {"WARPS": {"values": [...], "default": 4}}
+      if type(d) == "table" and #d == 0 and next(d) ~= nil then
+        out[#out + 1] = { name = k, values = d.values or d.allowed or d.choices, default = d.default }
+      else
+        out[#out + 1] = { name = k, values = d }
+      end
+    end
   else
     for i, k in ipairs(v) do
       if type(k) == "table" then

@@ -324,6 +324,11 @@ do
   local src, l = synth.materialize(K, { B = 128 }, spec)
   T.check(src and src:find("#define B 128", 1, true), "materialize: a missing #define is added")
   T.eq(l and l.grid[1], 32, "materialize: the launch at the config")
+  -- knobs as an object of objects: {"WARPS": {"values": [...], "default": 4}}
+  local K2 = synth.parse({ source = "extern \"C\" __global__ void k(float *y) { }",
+                           knobs = { WARPS = { values = { 2, 4, 8 }, default = 4 } }, launch = { grid = { 1 }, block = { 32 } } })
+  T.check(K2 and #K2.knobs == 1 and #K2.knobs[1].values == 3 and K2.knobs[1].default == 4,
+          "parse: knobs as an object of {values, default}")
   local _, why1 = synth.parse({ launch = { grid = { 1 }, block = { 1 } } })
   T.check(why1 and why1:find("no kernel source", 1, true), "parse: no source")
   local bad = synth.parse({ source = "#include <stdio.h>\nextern \"C\" __global__ void k(float *y) { }",
