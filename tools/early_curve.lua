@@ -65,6 +65,7 @@ local function screen(file)
     local best, k = math.huge, 0
     engine_mod.run({ strategy = s, strategy_name = s.name, options = options, space = backend.space,
       backend = backend, budget = budget, seed = seed, quiet = true,
+      profiler = require("kopt.profiling").new({ mode = "none", backend = backend, quiet = true }),
       on_eval = function(_, rec)
         k = k + 1
         local r, c = rec.result, kinds[k]

@@ -6,6 +6,7 @@
 local engine_mod = require("kopt.engine")
 local errors = require("kopt.errors")
 local json = require("kopt.json")
+local profiling = require("kopt.profiling")
 local replay = require("kopt.backends.replay")
 local strategy_mod = require("kopt.strategy")
 local sys = require("kopt.sys")
@@ -21,6 +22,9 @@ function M.run_one(name, label, options, backend, seed, length)
   local e = engine_mod.run({
     strategy = strategy, strategy_name = name, options = options, space = backend.space,
     backend = backend, budget = length, seed = seed, quiet = true,
+    -- (as `kopt STRATEGY` runs it: a recording's counters become the
+    -- results' symptoms, which MCGS and rules read)
+    profiler = profiling.new({ mode = "none", backend = backend, quiet = true }),
     on_eval = function(_, rec)
       local r = rec.result
       if r.status == "ok" and type(r.time_ms) == "number" and r.time_ms < best then best = r.time_ms end
