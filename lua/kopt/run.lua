@@ -185,14 +185,19 @@ local function check_resume(events, dir, info, opts)
     io.stderr:write(string.format("kopt: note: %s was started with the strategy file %s; resuming with %s\n", dir,
                                   tostring(start.strategy_file), info.strategy_file))
   end
-  if info.options and type(start.options) == "table" then
+  -- (with no --opt given, the run's own options are taken back, below)
+  local latest = start
+  for _, ev in ipairs(events) do
+    if ev.event == "start" or ev.event == "resume" then latest = ev end
+  end
+  if info.options and type(latest.options) == "table" and #(opts.opt or {}) > 0 then
     local diff = {}
     for k, v in pairs(info.options) do
-      local was = start.options[k]
+      local was = latest.options[k]
       -- (numbers by value: the log reads -2.0 back as -2)
       local same = type(was) == "number" and type(v) == "number" and was == v or tostring(was) == tostring(v)
       if was ~= nil and not same then
-        diff[#diff + 1] = string.format("%s=%s (was %s)", k, tostring(v), tostring(start.options[k]))
+        diff[#diff + 1] = string.format("%s=%s (was %s)", k, tostring(v), tostring(was))
       end
     end
     table.sort(diff)
@@ -401,11 +406,26 @@ function M.locked(opts, r)
   if opts.resume then
     local start = check_resume(existing, dir, info, opts)
     seed = start.seed
-    -- the budget and time limit of the run resumed, unless given again
-    if opts.budget == nil and (type(start.budget) == "number" or start.budget == nil) then
-      budget = start.budget or math.huge
+    -- the budget, time limit and options of the run resumed (as its latest
+    -- start or resume event gives them: a resume may have extended it),
+    -- unless given again
+    local latest = start
+    for _, ev in ipairs(existing) do
+      if ev.event == "start" or ev.event == "resume" then latest = ev end
     end
-    if opts.time_limit == nil and type(start.time_limit) == "number" then opts.time_limit = start.time_limit end
+    if opts.budget == nil and (type(latest.budget) == "number" or latest.budget == nil) then
+      budget = latest.budget or math.huge
+    end
+    if opts.time_limit == nil and type(latest.time_limit) == "number" then opts.time_limit = latest.time_limit end
+    if #(opts.opt or {}) == 0 and type(latest.options) == "table" then
+      for k, v in pairs(latest.options) do
+        if options[k] ~= nil and type(v) == type(options[k]) then
+          -- (the log reads -2.0 back as -2: a float option stays a float)
+          if math.type(options[k]) == "float" and math.type(v) == "integer" then v = v + 0.0 end
+          options[k] = v
+        end
+      end
+    end
     resume_events = existing
     for _, ev in ipairs(existing) do if ev.event == "eval" then prior = prior + 1 end end
   elseif existing and #existing > 0 then

@@ -10,6 +10,8 @@
 -- * resuming mcgs with the same command noted "other options" (-2.0 was
 --   -2);
 -- * an evaluation line edited by hand (no status) ended in an internal error;
+-- * a plain --resume of a run extended by --resume --budget N went back to
+--   the first budget, and to the default options;
 -- * a resumed strategy that asked for other states than before ran past its
 --   --budget by the evaluations it did not ask for again, and numbered new
 --   evaluations with numbers already on record.
@@ -132,6 +134,23 @@ return S
   T.eq(dups, 0, "a strategy that asks for others: evaluation numbers used twice")
   local t4 = require("cjson").decode(T.slurp(dir .. "/results.json") or "{}")
   T.eq(#(t4.results or {}), 6, "a strategy that asks for others: results in results.json")
+end
+
+-- a run extended by `--resume --budget 40` and killed keeps that budget on a
+-- plain --resume; a plain --resume keeps the run's --opt values too
+do
+  local dir = tmp .. "/extend"
+  local base = string.format("mcgs --backend replay:%s --out %s -q", REC, dir)
+  T.run(base .. " --budget 20 --opt rollout_misses=3")
+  T.run(base .. " --resume --budget 40 --opt rollout_misses=3", "KOPT_TEST_SIGKILL_AFTER=30")
+  local code, _, err = T.run(base .. " --resume")
+  T.eq(code, 0, "a plain resume of an extended run: exit code\n" .. err)
+  T.eq(#(T.events(dir)), 40, "a plain resume of an extended run: its budget is the extension's")
+  T.check(not err:find("not asked for again", 1, true) and not err:find("other options", 1, true),
+          "a plain resume keeps the run's options:\n%s", err)
+  local ref = tmp .. "/extend_ref"
+  T.run(string.format("mcgs --backend replay:%s --out %s -q --budget 40 --opt rollout_misses=3", REC, ref))
+  T.same_list(T.keys(dir), T.keys(ref), "an extended, killed and resumed run: the uninterrupted run's states")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
