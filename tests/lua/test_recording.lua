@@ -66,6 +66,25 @@ T.write(tmp .. "/header.json", text:sub(1, 200))
 local bad, err = recording.read(tmp .. "/header.json")
 T.check(bad == nil and err:find("could not be repaired", 1, true), "a cache cut in its header: %s", tostring(err))
 
+-- a replay's results.json keeps what each evaluation cost: replayed again
+-- under --time-limit it spends the same simulated time
+do
+  local kopt = os.getenv("KOPT") or "./build/kopt"
+  local a, b = tmp .. "/cost_a", tmp .. "/cost_b"
+  local function run(args)
+    local p = io.popen(string.format("KOPT_DB=off %s random --budget 30 --time-limit 3 -q %s 2>&1", kopt, args))
+    local out = p:read("a")
+    p:close()
+    return tonumber(out:match("(%d+) evaluations")), out
+  end
+  local n1 = run("--backend replay:tests/data/softmax_h200.t4.json --out " .. a)
+  os.execute(string.format("KOPT_DB=off %s random --budget 30 -q --backend replay:tests/data/softmax_h200.t4.json " ..
+                           "--out %s > /dev/null 2>&1", kopt, b))
+  local n2, out = run("--backend replay:" .. b .. "/results.json --out " .. tmp .. "/cost_c")
+  T.check(n1 and n1 < 30 and n1 == n2, "a results.json replayed under --time-limit: %s evaluations, the " ..
+          "recording %s:\n%s", tostring(n2), tostring(n1), out)
+end
+
 -- kopt's own T4 export read back: every status keeps its class (a crash,
 -- which T4 has no class for, too).
 local rundir = require("kopt.rundir")

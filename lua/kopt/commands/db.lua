@@ -148,7 +148,7 @@ local function export(db, p, run)
   local records = {}
   for i, e in ipairs(evs) do
     records[i] = { config = json.decode(e.config or "") or {}, result = json.decode(e.result or "") or { status = e.status },
-                   timestamp = e.timestamp }
+                   timestamp = e.timestamp, eval_s = e.eval_s }
   end
   return rundir_mod.t4(records, { kopt = sys.version, problem = p.name, key = p.key, device = p.device,
                                   toolkit = p.toolkit, run = run, database = db.path, timeunit = "milliseconds" })
