@@ -164,13 +164,17 @@ local function convert(name, o, text)
     if math.type(d) == "integer" then
       v = math.tointeger(v)
       if v == nil then errors.usage("--opt %s: expected an integer, got '%s'", name, text) end
+    else
+      v = v + 0.0  -- (a number option whose default is a float stays a float: --opt t=1 is 1.0)
     end
     -- (an option may declare its range: min, max inclusive, gt exclusive)
     if (o.min and v < o.min) or (o.max and v > o.max) or (o.gt and v <= o.gt) then
-      local range = o.gt and string.format("above %s", tostring(o.gt)) or string.format("at least %s", tostring(o.min))
+      local low = o.gt and string.format("above %s", tostring(o.gt)) or o.min and string.format("at least %s", tostring(o.min))
+      local range = low
       if o.max then
         range = o.min and string.format("from %s to %s", tostring(o.min), tostring(o.max))
-          or string.format("%s and at most %s", range, tostring(o.max))
+          or low and string.format("%s and at most %s", low, tostring(o.max))
+          or string.format("at most %s", tostring(o.max))
       end
       errors.usage("--opt %s: expected %s %s, got '%s'", name, what, range, text)
     end

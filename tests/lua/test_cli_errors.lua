@@ -174,6 +174,11 @@ case("mcgs --backend replay:" .. replay .. " --opt p_sample=2", 2,
      "kopt: --opt p_sample: expected a number from 0 to 1, got '2'")
 case("rules --backend replay:" .. replay .. " --opt tabu=-1", 2,
      "kopt: --opt tabu: expected an integer at least 0, got '-1'")
+-- an option with a maximum only
+T.write(tmp .. "/capped.lua", 'return { name = "capped", options = { cap = { default = 5, max = 10 } }, ' ..
+        'ask = function() return {} end }')
+case(tmp .. "/capped.lua --backend replay:" .. replay .. " --opt cap=20", 2,
+     "kopt: --opt cap: expected an integer at most 10, got '20'")
 -- a priors file whose statistics are not numbers (crashed ten evaluations in)
 T.write(tmp .. "/badpriors.json", '{"methods": {"block_x_up": {"count": "x"}}}')
 case("mcgs --backend replay:" .. replay .. " --opt priors=" .. tmp .. "/badpriors.json", 2,
