@@ -174,6 +174,14 @@ case("mcgs --backend replay:" .. replay .. " --opt p_sample=2", 2,
      "kopt: --opt p_sample: expected a number from 0 to 1, got '2'")
 case("rules --backend replay:" .. replay .. " --opt tabu=-1", 2,
      "kopt: --opt tabu: expected an integer at least 0, got '-1'")
+-- a kopt script that fails: the script's error, named as such (not kopt's
+-- "internal error"), exit 1
+do
+  T.write(tmp .. "/tool.lua", 'local t = nil\nreturn t.field\n')
+  local code, _, err = T.run("script " .. tmp .. "/tool.lua")
+  T.check(code == 1 and err:find("kopt: script " .. tmp .. "/tool.lua failed: ", 1, true) ~= nil
+          and not err:find("internal error", 1, true), "a failing script (%d):\n%s", code, err)
+end
 -- an option with a maximum only
 T.write(tmp .. "/capped.lua", 'return { name = "capped", options = { cap = { default = 5, max = 10 } }, ' ..
         'ask = function() return {} end }')

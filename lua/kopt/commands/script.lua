@@ -20,7 +20,17 @@ function M.main(argv)
   local dir = file:match("^(.*)/[^/]*$") or "."
   package.path = dir .. "/?.lua;" .. package.path
   _G.arg = { [0] = file, table.unpack(argv, 2) }
-  local rc = chunk(table.unpack(argv, 2))
+  -- an error of the script is the script's, named with its traceback, not
+  -- kopt's "internal error"; kopt's own usage errors pass through as such
+  local ok, rc = xpcall(chunk, function(e)
+    if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
+    return { script_error = tostring(e), trace = debug.traceback("", 2) }
+  end, table.unpack(argv, 2))
+  if not ok then
+    if type(rc) ~= "table" or not rc.script_error then error(rc, 0) end
+    io.stderr:write(string.format("kopt: script %s failed: %s%s\n", file, rc.script_error, rc.trace))
+    return 1
+  end
   return math.tointeger(rc) or 0
 end
 
