@@ -289,6 +289,9 @@ end
 function Space:neighbours(config, mode, opts)
   local out = {}
   local hold, span = opts and opts.hold, opts and opts.span
+  if span and not (type(opts.rng) == "table" and opts.rng.random) then
+    error("space:neighbours: opts.span needs opts.rng (such as ctx.rng) to draw the far values", 2)
+  end
   for _, k in ipairs(self.knobs) do
     local pos = self.index[k.name].pos[config[k.name]]
     local candidates = {}
