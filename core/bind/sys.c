@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -138,6 +139,17 @@ static int l_isatty(lua_State *L)
 static int l_getpid(lua_State *L)
 {
 	lua_pushinteger(L, getpid());
+	return 1;
+}
+
+/* sys.die_with_parent(pid): this process is killed when its parent exits (a
+ * kopt compare child whose parent was killed by SIGKILL must not run on for
+ * minutes); false when the parent is not pid any more (it died before). */
+static int l_die_with_parent(lua_State *L)
+{
+	lua_Integer parent = luaL_checkinteger(L, 1);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	lua_pushboolean(L, getppid() == (pid_t)parent);
 	return 1;
 }
 
@@ -488,6 +500,7 @@ static const luaL_Reg sys_funcs[] = {
 	{"sha256", l_sha256},
 	{"isatty", l_isatty},
 	{"getpid", l_getpid},
+	{"die_with_parent", l_die_with_parent},
 	{"cpu_count", l_cpu_count},
 	{"sleep", l_sleep},
 	{"install_signal_handlers", l_install_signal_handlers},

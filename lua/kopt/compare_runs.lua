@@ -139,6 +139,11 @@ local function shell_quote(x) return "'" .. tostring(x):gsub("'", "'\\''") .. "'
 function M.shard(path)
   local job, err = json.read_file(path)
   if not job then errors.usage("compare: --shard: %s", err) end
+  -- (killed with the parent: a compare killed by SIGKILL leaves no children
+  -- running on; they are started with exec, so kopt is their parent)
+  if math.type(job.parent) == "integer" and not sys.die_with_parent(job.parent) then
+    errors.raise(errors.RUNTIME, "compare: --shard: the parent process is gone")
+  end
   local backends, options_of, out = {}, {}, {}
   local t_start, step = sys.now(), math.max(1, math.ceil(#job.units / 10))
   for i, u in ipairs(job.units) do
@@ -183,9 +188,11 @@ function M.parallel(units, jobs, dir, progress)
   for i, u in ipairs(units) do table.insert(shards[(i - 1) % jobs + 1], u) end
   for j = 1, jobs do
     local path = string.format("%s/shard_%d.json", dir, j)
-    json.write_file(path, json.encode({ units = shards[j], index = j, of = jobs, progress = progress }), true)
+    json.write_file(path, json.encode({ units = shards[j], index = j, of = jobs, progress = progress,
+                                        parent = sys.getpid() }), true)
     os.remove(path .. ".out")
-    procs[j] = { path = path, pipe = assert(io.popen(shell_quote(exe) .. " compare --shard " .. shell_quote(path))) }
+    procs[j] = { path = path, pipe = assert(io.popen("exec " .. shell_quote(exe) .. " compare --shard " ..
+                                                     shell_quote(path))) }
   end
   local failed = {}
   for j, p in ipairs(procs) do

@@ -55,5 +55,32 @@ T.check(err:find("child process", 1, true) ~= nil, "the parent names the failed 
 T.check(not T.exists(tmp .. "/flaky/benchmark.json"), "no report after a failed run")
 T.check(not T.exists(tmp .. "/flaky/.shards"), "no job files left after a failed run")
 
+-- a compare killed by SIGKILL takes its children with it (before, they ran
+-- on to the end of their shards)
+do
+  local out = tmp .. "/killed"
+  local p = io.popen(string.format("KOPT_DB=off %s compare --strategies random,mcgs --spaces " ..
+                                   "tests/data/convolution_A100.json,tests/data/pnpoly_RTX_3090.json --seeds 8 " ..
+                                   "--budgets 100,200 --out %s --jobs 2 -q >/dev/null 2>&1 & echo $!", T.kopt, out))
+  local pid = p:read("l")
+  p:close()
+  local function shards()
+    local q = io.popen("ps -eo args | grep -c '[c]ompare --shard " .. out .. "/'")
+    local n = tonumber(q:read("l")) or 0
+    q:close()
+    return n
+  end
+  local seen = 0
+  for _ = 1, 50 do
+    seen = shards()
+    if seen > 0 then break end
+    os.execute("sleep 0.1")
+  end
+  os.execute("kill -9 " .. pid)
+  os.execute("sleep 0.5")
+  T.check(seen == 2, "the compare started its 2 children (saw %d)", seen)
+  T.eq(shards(), 0, "children left running after the compare was killed")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 T.done()
