@@ -145,7 +145,8 @@ M.SYNONYMS = {
 local function stem(w)
   if #w > 4 then
     for _, suf in ipairs({ "ing", "ed", "es", "s" }) do
-      if w:sub(-#suf) == suf and #w - #suf >= 3 then
+      -- (a word ending in "ss" is no plural: cross, pass, miss)
+      if w:sub(-#suf) == suf and #w - #suf >= 3 and not (suf == "s" and w:sub(-2) == "ss") then
         local s = w:sub(1, -#suf - 1)
         if M.SYNONYMS[s] then return s end
         if suf == "s" then return s end

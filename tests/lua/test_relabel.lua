@@ -35,6 +35,9 @@ T.eq(O:canonical("block_size_x_down"), "fewer_threads", "rule name with axis")
 T.eq(O:canonical("toggle_async"), "async_copy", "toggle of async")
 T.eq(O:canonical("nb_up"), "step_up", "rule move on an unknown knob")
 T.eq(O:canonical(""), "other", "empty label")
+-- a word ending in "ss" is no plural: MCGS's "cross" move stays "cross"
+T.eq(R.normalize("cross"), "cross", "cross is not stemmed to cros")
+T.eq(R.normalize("crosses"), "cross", "crosses is cross")
 T.eq(O:canonical(nil), "other", "no label")
 
 -- a new method, idempotent, deterministic
