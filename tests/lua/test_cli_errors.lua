@@ -220,6 +220,7 @@ case("suite random " .. root .. "/specs/suite --range-probe note --out " .. tmp 
      "kopt: suite: --range-probe: checks each winner on a GPU, and this suite replays recordings")
 case("db --db " .. tmp .. "/none.db list -o " .. tmp .. "/x.json", 2, "kopt: kopt db list: -o is for export only")
 T.write(tmp .. "/empty_transitions.jsonl", "")
+case("regraph " .. tmp .. "/no_such_run", 2, "kopt: regraph: " .. tmp .. "/no_such_run: no such file or directory")
 case("regraph " .. tmp .. "/empty_transitions.jsonl", 2, "kopt: regraph: " .. tmp .. "/empty_transitions.jsonl: no " ..
      "transitions (expected a run directory of mcgs, rules or experts, or a .jsonl file)")
 -- strategy values and errors

@@ -19,6 +19,7 @@
 local errors = require("kopt.errors")
 local experience = require("kopt.experience")
 local json = require("kopt.json")
+local sys = require("kopt.sys")
 
 local M = { summary = "aggregate search transitions of runs into method statistics (MCGS priors)" }
 
@@ -53,6 +54,7 @@ function M.main(argv)
   if #sources == 0 then errors.usage("regraph: no runs given (usage: kopt regraph RUN... [-o FILE])") end
   local agg = experience.aggregator()
   for _, src in ipairs(sources) do
+    if not sys.stat(src) then errors.usage("regraph: %s: no such file or directory", src) end
     local n = agg:read(src)
     if not n or n == 0 then
       errors.usage("regraph: %s: no transitions (expected a run directory of mcgs, rules or experts, or a .jsonl file)", src)
