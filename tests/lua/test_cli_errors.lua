@@ -200,6 +200,10 @@ case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 
      "kopt: compare: --out: " .. tmp .. "/cmp_dirjson/benchmark.json is a directory, not a file")
 case("compare --strategies random,anneal,random --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
      "/cmp_dup", 2, "kopt: compare: --strategies names 'random' twice (its rows would be one strategy's, reported twice)")
+for _, b in ipairs({ "10,,20", "10,", "1e2" }) do
+  case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets " .. b .. " --out " .. tmp ..
+       "/cmp_b", 2, "kopt: compare: --budgets: expected positive integers separated by commas, got '" .. b .. "'")
+end
 case("compare --strategies '' --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp .. "/cmp_none", 2,
      "kopt: compare: --strategies: an empty list, no strategy to run")
 case("compare --strategies , --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp .. "/cmp_none", 2,

@@ -108,7 +108,12 @@ local function parse(argv)
       o.first_seed, o.seeds = lo, hi - lo + 1
     elseif a == "--budgets" then
       o.budgets = {}
-      for _, b in ipairs(split(value(a))) do
+      local text = value(a)
+      -- (digits only: "10,,20", "1e2" or " 10" is a typo, not a budget)
+      if not text:find("^%d+[%d,]*$") or text:find(",,", 1, true) or text:find(",$") then
+        errors.usage("compare: --budgets: expected positive integers separated by commas, got '%s'", text)
+      end
+      for _, b in ipairs(split(text)) do
         local n = math.tointeger(tonumber(b))
         if not n or n < 1 then errors.usage("compare: --budgets: expected positive integers, got '%s'", b) end
         o.budgets[#o.budgets + 1] = n
