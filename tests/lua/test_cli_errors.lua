@@ -222,7 +222,7 @@ case("suite random tests/data/specs --range-probe wild --out " .. tmp .. "/suite
      "kopt: suite: --range-probe: expected off, note or strict, got 'wild'")
 case("suite random " .. root .. "/specs/suite --range-probe note --out " .. tmp .. "/suite_probe", 2,
      "kopt: suite: --range-probe: checks each winner on a GPU, and this suite replays recordings")
-case("db --db " .. tmp .. "/none.db list -o " .. tmp .. "/x.json", 2, "kopt: kopt db list: -o is for export only")
+case("db --db " .. tmp .. "/none.db list -o " .. tmp .. "/x.json", 2, "kopt: db list: -o is for export only")
 T.write(tmp .. "/empty_transitions.jsonl", "")
 case("regraph " .. tmp .. "/no_such_run", 2, "kopt: regraph: " .. tmp .. "/no_such_run: no such file or directory")
 case("regraph " .. tmp .. "/empty_transitions.jsonl", 2, "kopt: regraph: " .. tmp .. "/empty_transitions.jsonl: no " ..

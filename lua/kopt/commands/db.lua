@@ -33,16 +33,16 @@ local function parse(argv)
       o.help = true
     elseif a == "--db" or a == "--run" or a == "-o" then
       local v = argv[i + 1]
-      if not v then errors.usage("kopt db: %s needs a value", a) end
+      if not v then errors.usage("db: %s needs a value", a) end
       if a == "--run" then
         o.run = math.tointeger(tonumber(v))
-        if not o.run then errors.usage("kopt db: --run: expected a run number, got '%s'", v) end
+        if not o.run then errors.usage("db: --run: expected a run number, got '%s'", v) end
       else
         o[a == "--db" and "db" or "out"] = v
       end
       i = i + 1
     elseif a:sub(1, 1) == "-" then
-      errors.usage("kopt db: unknown option '%s' (see kopt db --help)", a)
+      errors.usage("db: unknown option '%s' (see kopt db --help)", a)
     else
       pos[#pos + 1] = a
     end
@@ -60,11 +60,11 @@ local function find_problem(db, what)
   if #rows == 0 then
     rows = db:rows("SELECT * FROM problems WHERE substr(name, 1, length(?)) = ?", what, what)
   end
-  if #rows == 0 then errors.usage("kopt db: no problem '%s' in %s (see kopt db list)", what, db.path) end
+  if #rows == 0 then errors.usage("db: no problem '%s' in %s (see kopt db list)", what, db.path) end
   if #rows > 1 then
     local ids = {}
     for i, r in ipairs(rows) do ids[i] = tostring(r.id) end
-    errors.usage("kopt db: '%s' names %d problems (%s); give the number", what, #rows, table.concat(ids, ", "))
+    errors.usage("db: '%s' names %d problems (%s); give the number", what, #rows, table.concat(ids, ", "))
   end
   return rows[1]
 end
@@ -116,7 +116,7 @@ local function show(db, p, run)
   local evs
   if run then
     evs = db:rows("SELECT * FROM evaluations WHERE problem_id = ? AND run_id = ? ORDER BY n", p.id, run)
-    if #evs == 0 then errors.usage("kopt db: problem %d has no run %d with evaluations", p.id, run) end
+    if #evs == 0 then errors.usage("db: problem %d has no run %d with evaluations", p.id, run) end
     out[#out + 1] = string.format("  run %d: %d evaluations", run, #evs)
   else
     evs = db:rows([[SELECT * FROM evaluations WHERE id IN (SELECT max(id) FROM evaluations
@@ -140,7 +140,7 @@ local function export(db, p, run)
   local evs
   if run then
     evs = db:rows("SELECT * FROM evaluations WHERE problem_id = ? AND run_id = ? ORDER BY n", p.id, run)
-    if #evs == 0 then errors.usage("kopt db: problem %d has no run %d with evaluations", p.id, run) end
+    if #evs == 0 then errors.usage("db: problem %d has no run %d with evaluations", p.id, run) end
   else
     evs = db:rows([[SELECT * FROM evaluations WHERE id IN (SELECT max(id) FROM evaluations
                      WHERE problem_id = ? AND served_from IS NULL GROUP BY state) ORDER BY id]], p.id)
@@ -162,15 +162,15 @@ function M.main(argv)
   end
   local cmd = pos[1]
   if cmd ~= "list" and cmd ~= "show" and cmd ~= "export" then
-    errors.usage("kopt db: unknown command '%s' (list, show or export)", cmd)
+    errors.usage("db: unknown command '%s' (list, show or export)", cmd)
   end
-  if cmd ~= "list" and not pos[2] then errors.usage("kopt db %s: which PROBLEM? (see kopt db list)", cmd) end
-  if #pos > (cmd == "list" and 1 or 2) then errors.usage("kopt db %s: too many arguments", cmd) end
+  if cmd ~= "list" and not pos[2] then errors.usage("db %s: which PROBLEM? (see kopt db list)", cmd) end
+  if #pos > (cmd == "list" and 1 or 2) then errors.usage("db %s: too many arguments", cmd) end
   -- (an option the command does not use is refused, not ignored)
-  if o.out and cmd ~= "export" then errors.usage("kopt db %s: -o is for export only", cmd) end
-  if o.run and cmd == "list" then errors.usage("kopt db list: --run is for show and export") end
+  if o.out and cmd ~= "export" then errors.usage("db %s: -o is for export only", cmd) end
+  if o.run and cmd == "list" then errors.usage("db list: --run is for show and export") end
   local path = expdb.path({ db = o.db })
-  if not path then errors.usage("kopt db: the experience database is off (KOPT_DB=off); name one with --db PATH") end
+  if not path then errors.usage("db: the experience database is off (KOPT_DB=off); name one with --db PATH") end
   local db = expdb.open(path, true)
   local text
   if cmd == "list" then
