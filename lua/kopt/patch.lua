@@ -453,12 +453,27 @@ function M.apply(source, diff)
   local src, trailing_nl = split_lines(source)
   if source == "" then src = {} end
   local out, from, offset = {}, 1, 0
+  -- trail: how many lines the previous hunk ended with that it kept as they
+  -- were (context): a hunk may begin on them again, as models write hunks
+  -- whose contexts overlap
+  local trail = 0
   for _, h in ipairs(hunks) do
     local pos, places
     if #h.old == 0 then
       pos = h.old_start and math.max(from, math.min(h.old_start + offset + 1, #src + 1)) or #src + 1
     else
       pos, places = find_block(src, h.old, from, h.old_start and (h.old_start + offset))
+      local lead = 0
+      while lead < #(h.ops or {}) and h.ops[lead + 1][1] == " " do lead = lead + 1 end
+      for back = math.min(trail, lead), 1, -1 do
+        if pos or places then break end
+        local p = find_block(src, h.old, from - back, from - back)
+        if p == from - back then
+          -- (those lines are out already, as the previous hunk's context)
+          for _ = 1, back do out[#out] = nil end
+          from, pos = from - back, p
+        end
+      end
       if not pos and not places and h.short then
         -- the lines the header counts, without what follows them
         local p2, n2 = find_block(src, h.short.old, from, h.old_start and (h.old_start + offset))
@@ -478,6 +493,8 @@ function M.apply(source, diff)
       end
       if h.old_start then offset = pos - h.old_start end
       from = pos + #h.old
+      trail = 0
+      while trail < #(h.ops or {}) and h.ops[#h.ops - trail][1] == " " do trail = trail + 1 end
     else
       local emit, next_from = apply_groups(src, h, from)
       if not emit then
@@ -485,7 +502,7 @@ function M.apply(source, diff)
                                   M.explain_miss(src, h.old, from, "hunk's old text"))
       end
       for _, l in ipairs(emit) do out[#out + 1] = l end
-      from = next_from
+      from, trail = next_from, 0
     end
   end
   for j = from, #src do out[#out + 1] = src[j] end

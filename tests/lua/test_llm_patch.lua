@@ -159,6 +159,17 @@ do
         tostring(out or e))
 end
 
+-- hunks whose contexts overlap (the second begins on a line the first kept
+-- as context), as models write them, apply as meant
+do
+  local d = "--- a/k.cu\n+++ b/k.cu\n@@ -4,3 +4,3 @@\n {\n-    int i = blockIdx.x * BLOCK + threadIdx.x;\n" ..
+            "+    int i = blockIdx.x * blockDim.x + threadIdx.x;\n     if (i < n)\n@@ -6,2 +6,2 @@\n     if (i < n)\n" ..
+            "-        y[i] = 2.0f * x[i];\n+        y[i] = x[i] + x[i];\n"
+  local out, e = patch.apply(kernel, d)
+  check(out and out:find("blockDim.x + threadIdx.x;\n    if (i < n)\n        y[i] = x[i] + x[i];", 1, true),
+        "overlapping hunks: %s", tostring(out or e))
+end
+
 -- a hunk of 40,000 context lines (a model that pads its diff) is refused in
 -- linear time: before, its change-by-change fallback took minutes
 do
