@@ -448,6 +448,17 @@ function M.apply(source, diff)
   end
   local hunks, err = M.parse(diff)
   if not hunks then return nil, err end
+  -- hunks given out of order, each with its line number: applied in the
+  -- source's order (the order is what the numbers say)
+  local numbered, sorted = true, true
+  for i, h in ipairs(hunks) do
+    numbered = numbered and h.old_start ~= nil
+    if i > 1 and numbered and h.old_start < hunks[i - 1].old_start then sorted = false end
+  end
+  if numbered and not sorted then
+    table.sort(hunks, function(a, b) if a.old_start ~= b.old_start then return a.old_start < b.old_start end
+                                      return a.n < b.n end)
+  end
   local crlf = source:find("\r\n", 1, true) ~= nil
   if crlf then source = source:gsub("\r\n", "\n") end
   local src, trailing_nl = split_lines(source)

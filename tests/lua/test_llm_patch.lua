@@ -170,6 +170,16 @@ do
         "overlapping hunks: %s", tostring(out or e))
 end
 
+-- hunks out of order, each with its line number, apply in the source's order
+do
+  local d = "--- a/k.cu\n+++ b/k.cu\n@@ -16,2 +16,2 @@\n     if (i < n)\n-        y[i] = x[i] + 1.0f;\n" ..
+            "+        y[i] = 1.0f + x[i];\n@@ -6,2 +6,2 @@\n     if (i < n)\n-        y[i] = 2.0f * x[i];\n" ..
+            "+        y[i] = x[i] * 2.0f;\n"
+  local out, e = patch.apply(kernel, d)
+  check(out and out:find("y[i] = x[i] * 2.0f;", 1, true) and out:find("y[i] = 1.0f + x[i];", 1, true),
+        "hunks out of order: %s", tostring(out or e))
+end
+
 -- a hunk of 40,000 context lines (a model that pads its diff) is refused in
 -- linear time: before, its change-by-change fallback took minutes
 do
