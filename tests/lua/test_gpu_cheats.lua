@@ -43,6 +43,9 @@ local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
   { "fastmath_range", "__sinf: within tolerance on the tested distributions only (per evaluation; the range probe on the winner finds it: test_gpu_range_probe)" },
   { "benign_race", "an end-of-tile barrier dropped (per evaluation; racecheck on the winner catches it: test_gpu_sanitize)" },
+  { "onepass_var", "variance as E[x^2] - E[x]^2, which cancels when |mean| >> std: no check or probe draws such rows" },
+  { "gen_index", "assumes the generator's index map (a transpose): generated inputs are the same in every check" },
+  { "softmax_nomax", "no max subtraction: exp overflows past 88 (per evaluation; the range probe on the winner finds it)" },
 }
 
 local spec_mod = require("kopt.spec")
