@@ -24,7 +24,7 @@ M.flags = {
   { "--finalists", "count", "K", "re-measure the K best configs, interleaved, before naming the winner (GPU; default 3, 1 = off)" },
   { "--sanitize", "sanitize", "TOOLS", "check the winner under compute-sanitizer: racecheck (the default on a GPU), none, or a list of racecheck,memcheck,synccheck,initcheck (docs/TRUST.md)" },
   { "--range-probe", "range_probe", "MODE", "check the winner on inputs scaled 10-1000x against the reference: note (the default on a GPU: say when it is wrong there), strict (then name the next config that passes), off (docs/TRUST.md)" },
-  { "--db", "string", "PATH", "the experience database (default $XDG_DATA_HOME/kopt/experience.db or $KOPT_DB; docs/DATABASE.md)" },
+  { "--db", "string", "PATH", "the experience database (default $KOPT_DB, else $XDG_DATA_HOME/kopt/experience.db, else ~/.local/share/kopt/experience.db; docs/DATABASE.md)" },
   { "--no-db", "flag", nil, "no experience database and no learned method names: nothing read or written outside the run folder but the compiled-kernel cache" },
   { "--fresh", "flag", nil, "search again: no known best, no results served from the experience database" },
   { "--replay-check", "replay_check", "MODE", "strict (default): a bad entry in a replay file is an error; lenient: skipped and counted" },
