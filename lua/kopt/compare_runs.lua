@@ -149,7 +149,8 @@ function M.shard(path)
   for i, u in ipairs(job.units) do
     local backend = backends[u.file]
     if not backend then
-      backend = replay.open(nil, { file = u.file, check = u.check })
+      -- (quiet: the parent has said the recording's notes once)
+      backend = replay.open(nil, { file = u.file, check = u.check, quiet = true })
       backends[u.file] = backend
     end
     -- (each strategy's options resolved once: run_one loads it per run)
