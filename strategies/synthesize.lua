@@ -236,7 +236,9 @@ local function took_attempt(ctx, st, r)
   st.pending = nil
   local status = r.status
   local hint = synth.hint(r, { spec = ctx.spec, reference = st.reference, baseline = st.baseline, launch = p.launch })
-  if r.cached then
+  -- (a repeat in this run; not a result a resumed run reads from its log,
+  -- which the uninterrupted run measured, nor one an earlier run measured)
+  if r.cached and not r.resumed and not r.served then
     hint = "This is the same kernel as an earlier attempt (" .. tostring(status) .. "). " .. hint
   end
   if status == "ok" and p.source == "template" and st.templates then
@@ -395,7 +397,7 @@ local function tuning_tell(ctx, st, results)
     merged[p.i] = r
     if not r.free then
       t._cache[p.key] = r
-      if not results[j].cached then
+      if not results[j].cached or results[j].resumed or results[j].served then
         t.evaluations, st.tuned = t.evaluations + 1, st.tuned + 1
       end
       if r.status == "ok" and type(r.time_ms) == "number" and (not t.best or r.time_ms < t.best.result.time_ms) then

@@ -440,7 +440,8 @@ function Engine:round(n)
       self.restored_clock = self.restored_clock + (ev.eval_s or 0)
       self:record(job, r, ev.eval_s, ev)
       results[i] = shallow(r)
-      results[i].cached = true
+      -- (resumed: measured before the interruption, not a repeat in this run)
+      results[i].cached, results[i].resumed = true, true
       new_evals = new_evals + 1
       seen_in_batch[job.key] = i
     elseif self.known[job.key] then
@@ -450,7 +451,8 @@ function Engine:round(n)
       self.served = self.served + 1
       self:record(job, shallow(k.result), k.eval_s)
       results[i] = shallow(self.cache[job.key])
-      results[i].cached = true
+      -- (served: measured by an earlier run, not a repeat in this one)
+      results[i].cached, results[i].served = true, true
       new_evals = new_evals + 1
       seen_in_batch[job.key] = i
     elseif self.resumed_left > 0 and #pending >= self.budget - self.evaluations - self.resumed_left then

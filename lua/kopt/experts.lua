@@ -615,7 +615,7 @@ function M.generator(list, opts)
         local ok, err = true
         if is_edit then
           ok, err = take_edit(ctx, mv, spec_src, { source }, view.entry)
-          if not ok and ctx.log then ctx:log("expert move %s/%s dropped: %s", a.expert, mv.method, err) end
+          if not ok then note_once(ctx, string.format("expert move %s/%s dropped: %s", a.expert, mv.method, err)) end
           -- an LLM edit keeps its conversation, for a repair turn if it fails
           if ok and a.source == "llm" and a.messages and a.content then
             mv.chain = { expert = a.expert, messages = a.messages, content = a.content, attempt = 0,

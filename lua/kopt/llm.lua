@@ -79,6 +79,8 @@ function M.new(cfg)
     if not recorded then return nil, err end
     self.replay = { by_tag = {}, next = {}, prefix = cfg.replay == nil }
     for _, rec in ipairs(recorded) do
+      -- (a resumed run appends to the same file: its ids go on from there)
+      if self.replay.prefix and math.type(rec.id) == "integer" and rec.id > self.seq then self.seq = rec.id end
       if rec.kind == "reply" and not rec.superseded then
         local tag = rec.tag or ""
         self.replay.by_tag[tag] = self.replay.by_tag[tag] or {}

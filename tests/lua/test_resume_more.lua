@@ -153,5 +153,44 @@ do
   T.same_list(T.keys(dir), T.keys(ref), "an extended, killed and resumed run: the uninterrupted run's states")
 end
 
+-- results a resumed run reads from its log are marked resumed, not only
+-- cached: a strategy can tell them from a repeat in this run (synthesis
+-- told its writer "the same kernel as an earlier attempt" for each)
+do
+  local dir, flags = tmp .. "/flags", tmp .. "/flags.txt"
+  local strat = tmp .. "/flags.lua"
+  T.write(strat, [[
+local S = { name = "flags", options = {} }
+local asked = 0
+function S.ask(ctx, n)
+  local list = ctx.space:enumerate()
+  asked = asked + 1
+  local i = asked
+  if i > 6 then return {} end
+  -- the third asks the first again: a repeat in this run
+  return { { config = i == 3 and list[1] or list[i] } }
+end
+function S.tell(ctx, results)
+  local f = io.open(os.getenv("FLAGS_FILE"), "a")
+  for _, r in ipairs(results) do
+    f:write(string.format("%s %s\n", r.cached and "cached" or "new", r.resumed and "resumed" or "-"))
+  end
+  f:close()
+end
+return S
+]])
+  local cmd = string.format("%s --backend replay:%s --budget 6 --out %s -q", strat, REC, dir)
+  T.run(cmd, "FLAGS_FILE=" .. flags .. " KOPT_TEST_SIGKILL_AFTER=2")
+  os.remove(flags)
+  local code, _, err = T.run(cmd .. " --resume", "FLAGS_FILE=" .. flags)
+  T.eq(code, 0, "flags: the resume\n" .. err)
+  local lines = {}
+  for l in (T.slurp(flags) or ""):gmatch("[^\n]+") do lines[#lines + 1] = l end
+  T.eq(lines[1], "cached resumed", "flags: the first result, read from the log")
+  T.eq(lines[2], "cached resumed", "flags: the second result, read from the log")
+  T.eq(lines[3], "cached -", "flags: a repeat in this run is cached, not resumed")
+  T.eq(lines[4], "new -", "flags: a new measurement")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
