@@ -102,6 +102,13 @@ function M.main(opts, pos)
     end
   end
   if rank ~= 0 then
+    -- (a job that lost a rank ends with rank 0's MPI_Abort, which ends this
+    -- rank too; under --enable-recovery it does not, so this rank leaves
+    -- after a while by itself: MPI_Finalize would wait for the lost rank)
+    if mpi_backend.aborting then
+      sys.sleep(5)
+      os.exit(0, false)
+    end
     mpi.finalize()
     -- rank 0 says it once (the same sentence N times helps nobody), naming
     -- this rank when only this rank failed
@@ -119,6 +126,14 @@ function M.main(opts, pos)
       io.stderr:write(string.format("kopt: %s lost during the run; the run is written, and the job ends with "
                                     .. "MPI_Abort (exit code %d), which Open MPI reports below\n",
                                     table.concat(names, ", "), code))
+      -- the ranks still serving are let go first: under --enable-recovery
+      -- MPI_Abort does not end them, and they would wait for rank 0 for ever
+      local gone = {}
+      for _, l in ipairs(self.lost) do gone[l.rank] = true end
+      for r = 1, size - 1 do
+        if not gone[r] then mpi.send(r, mpi_backend.encode({ op = "quit", abort = true })) end
+      end
+      sys.sleep(0.2)
       mpi.abort(code)
     end
     -- a user error is said before the other ranks are let go: one of them

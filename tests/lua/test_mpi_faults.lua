@@ -39,6 +39,14 @@ T.check(err:find("rank 2 2 %(lost%); 1 re%-queued from lost ranks") ~= nil, "kil
 T.check(err:find("lost during the run; the run is written", 1, true) ~= nil, "kill: the end is explained:\n%s", err)
 T.eq(M.ranks_used(dir)[2], 2, "kill: evaluations recorded from rank 2 (before it died)")
 
+-- the same with four ranks: the two still serving are let go before rank
+-- 0's MPI_Abort (under --enable-recovery it does not end them, and the job
+-- hung until mpirun's timeout)
+local t4 = require("kopt.sys").now()
+dir = lost_run("kill4", 4, "2:3:kill", "", "--enable-recovery")
+T.check(require("kopt.sys").now() - t4 < 60, "kill4: the job ends (it took %.0f s)", require("kopt.sys").now() - t4)
+M.same_evals(reference(4), dir, "kill4: eval events")
+
 -- rank 1 stops answering at its fourth chunk
 dir, err = lost_run("hang", 3, "1:4:hang", " --mpi-timeout 1")
 M.same_evals(one3, dir, "hang: eval events")

@@ -156,7 +156,10 @@ function M.serve(backend, comm, spec)
   end
   while true do
     local src, msg = recv(-1)
-    if src == 0 and msg.op == "quit" then return end
+    if src == 0 and msg.op == "quit" then
+      M.aborting = msg.abort and true or nil  -- (rank 0 ends the job with MPI_Abort: no MPI_Finalize here)
+      return
+    end
     if src == 0 and msg.op == "eval" then
       chunks = chunks + 1
       if fault_at == chunks then
