@@ -19,6 +19,7 @@
 -- blank lines after the end of the source (a prompt shows the source followed
 -- by a blank line).
 local device_only = require("kopt.device_only")
+local entry_mod = require("kopt.entry")
 
 local M = {}
 local whole_file_diff  -- (below)
@@ -87,74 +88,9 @@ function M.normalize(text)
   return table.concat(#diffs > 0 and diffs or bodies)
 end
 
--- Whether a source defines the __global__ function `entry`.
--- (an entry may be a template instance, "stencil<float, BLOCK>": the
--- function's name is what the source defines)
-local function entry_name(entry) return entry:match("^%s*([%a_][%w_]*)") or entry end
-
+local entry_name, signature_changed = entry_mod.name, entry_mod.signature_changed
 local strip_comments = device_only.strip_comments
-
--- (in code, not in a comment: "// was: __global__ void entry(" defines nothing)
-function M.defines_entry(source, entry)
-  local name = entry_name(entry)
-  return strip_comments(source):find("__global__[^;{]-%f[%w_]" .. name:gsub("%p", "%%%0") .. "%s*%(") ~= nil
-end
-
--- The entry kernel's parameters as the harness sees them: one word per
--- parameter, "pointer" for any pointer or array (all 8 bytes: a kernel may
--- read float * as float4 *), else its type without qualifiers and name;
--- and whether its declaration is extern "C" (nil when the source does not
--- define the entry).
-local QUALIFIERS = { const = true, volatile = true, __restrict__ = true, restrict = true, __restrict = true,
-                     __grid_constant__ = true, signed = true }
-local function parameter_kinds(params)
-  local kinds, depth, cur = {}, 0, {}
-  local function close()
-    local p = table.concat(cur):gsub("=.*$", "")
-    cur = {}
-    if not p:find("%S") or p:find("^%s*void%s*$") then return end
-    if p:find("[%*%[&]") then kinds[#kinds + 1] = "pointer" return end
-    local words = {}
-    for w in p:gmatch("[%a_][%w_:]*") do if not QUALIFIERS[w] then words[#words + 1] = w end end
-    if #words >= 2 then words[#words] = nil end  -- (its name)
-    -- (the sign does not change a parameter's size: int and unsigned launch alike)
-    if words[1] == "unsigned" then table.remove(words, 1) end
-    if #words == 0 then words[1] = "int" end
-    kinds[#kinds + 1] = table.concat(words, " ")
-  end
-  for i = 2, #params - 1 do
-    local c = params:sub(i, i)
-    if c == "(" or c == "<" or c == "[" then depth = depth + 1 elseif c == ")" or c == ">" or c == "]" then depth = depth - 1 end
-    if c == "," and depth == 0 then close() else cur[#cur + 1] = c end
-  end
-  close()
-  return kinds
-end
-
-function M.entry_signature(source, entry)
-  local code = strip_comments(source)
-  local name = entry_name(entry):gsub("%p", "%%%0")
-  local at, _, params = code:find("__global__[^;{]-%f[%w_]" .. name .. "%s*(%b())")
-  if not at then return nil end
-  local prefix = code:sub(1, at - 1):match("[^;{}]*$") or ""
-  local c_linkage = prefix:find('extern%s*"C"') ~= nil or code:sub(1, at - 1):find('extern%s*"C"%s*{') ~= nil
-  return { kinds = parameter_kinds(params), c_linkage = c_linkage, text = params:gsub("%s+", " ") }
-end
-
--- Why `new`'s entry kernel cannot be launched as `source`'s is (the worker
--- passes the spec's arguments, by the base's signature), or nil.
-local function signature_changed(source, new, entry)
-  local a, b = M.entry_signature(source, entry), M.entry_signature(new, entry)
-  if not a or not b then return nil end
-  if a.c_linkage and not b.c_linkage then
-    return string.format('the edit drops extern "C" from the entry kernel %s (the worker finds it by that name)', entry)
-  end
-  local same = #a.kinds == #b.kinds
-  for i = 1, #a.kinds do same = same and a.kinds[i] == b.kinds[i] end
-  if same then return nil end
-  return string.format("the edit changes the entry kernel's parameters from %s to %s; the worker passes the spec's " ..
-                       "arguments, so their number and types must stay", a.text, b.text)
-end
+M.defines_entry, M.entry_signature = entry_mod.defines, entry_mod.signature
 
 -- The kernel source an edit of kind "source" gives: with several fenced
 -- blocks ("before: ... after: ..."), the last that defines the entry kernel,

@@ -1,0 +1,77 @@
+-- The entry kernel of a source, as the worker launches it: whether a source
+-- defines it, its signature, and whether an edit changed that signature
+-- (kopt.patch refuses such edits; kopt.synth checks a synthesized kernel).
+local device_only = require("kopt.device_only")
+
+local M = {}
+
+local strip_comments = device_only.strip_comments
+
+-- (an entry may be a template instance, "stencil<float, BLOCK>": the
+-- function's name is what the source defines)
+function M.name(entry) return entry:match("^%s*([%a_][%w_]*)") or entry end
+
+-- Whether a source defines the __global__ function `entry` (in code, not in
+-- a comment: "// was: __global__ void entry(" defines nothing).
+function M.defines(source, entry)
+  local name = M.name(entry)
+  return strip_comments(source):find("__global__[^;{]-%f[%w_]" .. name:gsub("%p", "%%%0") .. "%s*%(") ~= nil
+end
+
+-- The entry kernel's parameters as the harness sees them: one word per
+-- parameter, "pointer" for any pointer or array (all 8 bytes: a kernel may
+-- read float * as float4 *), else its type without qualifiers and name.
+local QUALIFIERS = { const = true, volatile = true, __restrict__ = true, restrict = true, __restrict = true,
+                     __grid_constant__ = true, signed = true }
+local function parameter_kinds(params)
+  local kinds, depth, cur = {}, 0, {}
+  local function close()
+    local p = table.concat(cur):gsub("=.*$", "")
+    cur = {}
+    if not p:find("%S") or p:find("^%s*void%s*$") then return end
+    if p:find("[%*%[&]") then kinds[#kinds + 1] = "pointer" return end
+    local words = {}
+    for w in p:gmatch("[%a_][%w_:]*") do if not QUALIFIERS[w] then words[#words + 1] = w end end
+    if #words >= 2 then words[#words] = nil end  -- (its name)
+    -- (the sign does not change a parameter's size: int and unsigned launch alike)
+    if words[1] == "unsigned" then table.remove(words, 1) end
+    if #words == 0 then words[1] = "int" end
+    kinds[#kinds + 1] = table.concat(words, " ")
+  end
+  for i = 2, #params - 1 do
+    local c = params:sub(i, i)
+    if c == "(" or c == "<" or c == "[" then depth = depth + 1 elseif c == ")" or c == ">" or c == "]" then depth = depth - 1 end
+    if c == "," and depth == 0 then close() else cur[#cur + 1] = c end
+  end
+  close()
+  return kinds
+end
+
+-- { kinds = parameter kinds, c_linkage = whether it is extern "C", text = its
+-- parameter list }, or nil when the source does not define the entry.
+function M.signature(source, entry)
+  local code = strip_comments(source)
+  local name = M.name(entry):gsub("%p", "%%%0")
+  local at, _, params = code:find("__global__[^;{]-%f[%w_]" .. name .. "%s*(%b())")
+  if not at then return nil end
+  local prefix = code:sub(1, at - 1):match("[^;{}]*$") or ""
+  local c_linkage = prefix:find('extern%s*"C"') ~= nil or code:sub(1, at - 1):find('extern%s*"C"%s*{') ~= nil
+  return { kinds = parameter_kinds(params), c_linkage = c_linkage, text = params:gsub("%s+", " ") }
+end
+
+-- Why `new`'s entry kernel cannot be launched as `source`'s is (the worker
+-- passes the spec's arguments, by the base's signature), or nil.
+function M.signature_changed(source, new, entry)
+  local a, b = M.signature(source, entry), M.signature(new, entry)
+  if not a or not b then return nil end
+  if a.c_linkage and not b.c_linkage then
+    return string.format('the edit drops extern "C" from the entry kernel %s (the worker finds it by that name)', entry)
+  end
+  local same = #a.kinds == #b.kinds
+  for i = 1, #a.kinds do same = same and a.kinds[i] == b.kinds[i] end
+  if same then return nil end
+  return string.format("the edit changes the entry kernel's parameters from %s to %s; the worker passes the spec's " ..
+                       "arguments, so their number and types must stay", a.text, b.text)
+end
+
+return M
