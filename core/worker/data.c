@@ -257,6 +257,7 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		a->fixed = (int)kopt_msg_int(v, KEY("fixed"), 0);
 		kopt_msg_cstr(v, KEY("file"), a->file, sizeof a->file, "");
 		a->file_offset = kopt_msg_int(v, KEY("file_offset"), 0);
+		kopt_msg_cstr(v, KEY("file_b"), a->file_b, sizeof a->file_b, "");
 #undef KEY
 		if (a->kind == ARG_TMAP && read_tmap(a, v, i, n) != 0) {
 			snprintf(err, errlen, "argument %d (%s): bad tensor map (of, tmap_dims, box)",
@@ -278,9 +279,10 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		a->type = (enum kopt_dtype)t;
 		a->dist = (enum kopt_dist)d;
 		a->count = a->kind == ARG_SCALAR || a->kind == ARG_TMAP ? 1 : (size_t)count;
-		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g:%.17g:%d:%d:%d:%s@%lld;",
+		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g:%.17g:%d:%d:%d:%s@%lld:%s;",
 				  a->name, t, a->kind, a->count, a->output, d, a->init_value, a->scale,
-				  a->copy_from, a->param, a->fixed, a->file, (long long)a->file_offset);
+				  a->copy_from, a->param, a->fixed, a->file, (long long)a->file_offset,
+				  a->file_b);
 		if (wr > 0 && (size_t)wr < sizeof sig - sl)
 			sl += (size_t)wr;
 		else
@@ -382,18 +384,22 @@ int kopt_worker_hash_inputs(struct worker *w, struct inputset *s, uint64_t *out)
 	return kopt_worker_cu_check(r, "hashing the inputs", w->log, sizeof w->log);
 }
 
-/* The elements of a from its file (every input set reads the same bytes). */
-static int read_data_file(const struct warg *a, void *dst, char *err, size_t errlen)
+/* The elements of a from its file: every input set reads the same bytes,
+ * but set B (variant) reads file_b where the request gives one. */
+static int read_data_file(const struct warg *a, int variant, void *dst, char *err, size_t errlen)
 {
 	size_t bytes = a->count * kopt_dtype_size(a->type);
-	FILE *f = fopen(a->file, "rb");
+	int second = variant && a->file_b[0] != '\0';
+	const char *path = second ? a->file_b : a->file;
+	long offset = second ? 0 : (long)a->file_offset;
+	FILE *f = fopen(path, "rb");
 	if (f == NULL) {
-		snprintf(err, errlen, "argument '%s': cannot open '%s': %s", a->name, a->file,
+		snprintf(err, errlen, "argument '%s': cannot open '%s': %s", a->name, path,
 			 strerror(errno));
 		return -1;
 	}
 	size_t got = 0;
-	int sought = fseek(f, (long)a->file_offset, SEEK_SET) == 0;
+	int sought = fseek(f, offset, SEEK_SET) == 0;
 	if (sought)
 		got = fread(dst, 1, bytes, f);
 	/* say whether the file is short or unreadable, not only that it failed */
@@ -401,8 +407,8 @@ static int read_data_file(const struct warg *a, void *dst, char *err, size_t err
 	fclose(f);
 	if (sought && got == bytes)
 		return 0;
-	snprintf(err, errlen, "argument '%s': cannot read %zu bytes at offset %lld of '%s' (read %zu): %s",
-		 a->name, bytes, (long long)a->file_offset, a->file, got, why);
+	snprintf(err, errlen, "argument '%s': cannot read %zu bytes at offset %ld of '%s' (read %zu): %s",
+		 a->name, bytes, offset, path, got, why);
 	return -1;
 }
 
@@ -442,7 +448,7 @@ struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int varian
 		enum kopt_dist d =
 		    variant ? kopt_dist_alternate(a->dist, a->type, a->fixed) : a->dist;
 		if (a->file[0] != '\0') {
-			if (read_data_file(a, s->host[i], err, errlen) != 0) {
+			if (read_data_file(a, variant, s->host[i], err, errlen) != 0) {
 				free_set(w, s);
 				return NULL;
 			}

@@ -29,9 +29,11 @@ struct warg {
 	double value;	/* scalar by value */
 	int64_t ivalue; /* scalar, exact for integers */
 	/* arrays: elements read from a file (raw, little-endian) instead of a
-	 * distribution; the same bytes in every input set */
+	 * distribution; the same bytes in every input set but set B where
+	 * file_b is set (a generator's second draw, read whole) */
 	char file[1024];
 	int64_t file_offset;
+	char file_b[1024];
 	/* outputs: the input array (0-based) this one starts as a copy of, -1
 	 * when it starts poisoned */
 	int copy_from;

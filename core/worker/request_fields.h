@@ -85,6 +85,7 @@
 	X(fixed, FLAG, OPT, 0, "arrays: a constant kept in check 2 (the kernel may rely on it)") \
 	X(file, STR_1024, OPT, "", "arrays: file holding the elements (raw, little-endian)")  \
 	X(file_offset, INT, OPT, 0, "arrays: byte offset of the elements in file")            \
+	X(file_b, STR_1024, OPT, "", "arrays: the elements of set B (check 2), whole file; \"\": file's") \
 	X(dims, STR_256, OPT, "", "outputs with a region: the shape, outermost first")        \
 	X(region, STR_256, OPT, "", "outputs: the box compared, lo:hi per dimension")         \
 	X(compare, FLAG, OPT, 1, "outputs: compared element-wise with the reference")          \

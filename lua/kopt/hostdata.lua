@@ -219,9 +219,10 @@ local function generator_rng(seed)
   end })
 end
 
-function M.generate(init, arg, sizes, inputs)
+-- seed (nil: the spec's init.seed) gives another draw of the same generator.
+function M.generate(init, arg, sizes, inputs, seed)
   local ctx = { n = arg.count, shape = arg.shape, sizes = sizes, inputs = inputs,
-                rng = generator_rng(init.seed or 1), type = arg.type }
+                rng = generator_rng(seed or init.seed or 1), type = arg.type }
   local ok, out = pcall(init.fn, ctx)
   if not ok then return nil, tostring(out) end
   local bytes

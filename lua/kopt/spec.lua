@@ -630,8 +630,21 @@ INT_RANGE = {
   i64 = { math.mininteger, math.maxinteger }, u64 = { 0, math.maxinteger },
 }
 
-function Spec:args(config)
-  local out, generated = {}, {}
+-- second_seed (the cuda backend's input-set seed): each generated input that
+-- is not `fixed` is drawn a second time from a seed mixed of it and the
+-- spec's, for check 2 (docs/TRUST.md); r.data_b holds that draw where it
+-- differs from r.data.
+-- A seed for the second draw, apart from the spec's own and from every
+-- input set's (a hash of the two, kept to 31 bits).
+local function second_draw_seed(spec_seed, set_seed)
+  local h = 0x9E3779B9
+  for _, v in ipairs({ spec_seed, set_seed }) do h = ((h ~ v) * 0x85EBCA6B + 0x2545F491) & 0x7fffffff end
+  if h == spec_seed then h = h + 1 end
+  return h
+end
+
+function Spec:args(config, second_seed)
+  local out, generated, generated_b = {}, {}, {}
   for i, a in ipairs(self.arg_specs) do
     local r = { name = a.name, type = a.type, kind = a.kind, output = a.output, init = a.init, param = a.param }
     if a.kind == "scalar" then
@@ -670,6 +683,15 @@ function Spec:args(config)
       elseif init.dist == "generate" then
         local g = self:generated(i, r, config, generated)
         r.data, generated[a.name] = g.bytes, g.values
+        if second_seed then
+          local b = g
+          if not init.fixed then
+            r.seed_b = second_draw_seed(init.seed, second_seed)
+            b = self:generated(i, r, config, generated_b, r.seed_b)
+          end
+          generated_b[a.name] = b.values
+          if b.bytes ~= g.bytes then r.data_b = b.bytes end
+        end
       elseif init.dist == "copy" then
         local src = out[init.index] or { count = nil }
         if init.index > i then

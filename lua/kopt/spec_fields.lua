@@ -54,7 +54,7 @@ function M.check_init(c, v, p, arg, dir)
   end
   if init.file ~= nil and init.generate ~= nil then c:fail(p, "expected one of 'file' or 'generate', not both") end
   if init.generate ~= nil then
-    c:unknown_fields(init, { "generate", "seed" }, p)
+    c:unknown_fields(init, { "generate", "seed", "fixed" }, p)
     local text = c:string(init.generate, p .. ".generate", false, nil, "a Lua file or Lua code returning a function")
     local label = p .. ".generate"
     if text:match("%.lua$") and not text:find("\n") then
@@ -66,7 +66,12 @@ function M.check_init(c, v, p, arg, dir)
     if not fn then c:fail(p .. ".generate", "%s", err) end
     local seed = init.seed ~= nil and c:number(init.seed, p .. ".seed") or 1
     if math.type(seed) ~= "integer" then c:fail(p .. ".seed", "expected an integer, got %s", tostring(seed)) end
-    return { dist = "generate", fn = fn, seed = seed }
+    -- check 2 reads another draw of the generator (docs/TRUST.md); `fixed`
+    -- makes this seed's draw the contract, as for a constant
+    if init.fixed ~= nil and type(init.fixed) ~= "boolean" then
+      c:fail(p .. ".fixed", "expected true or false, got %s", c:type_name(init.fixed))
+    end
+    return { dist = "generate", fn = fn, seed = seed, fixed = init.fixed == true }
   end
   c:unknown_fields(init, { "file", "dtype", "offset" }, p)
   local rel = c:string(init.file, p .. ".file", false, nil, "a file name (.npy, or raw binary)")
@@ -234,11 +239,14 @@ end
 
 -- A generator's array for a config, cached by the values of the sizes and
 -- knobs it read (ctx.sizes is watched), so configs that differ only in
--- knobs it ignores share one array.
-function Methods:generated(i, r, config, inputs)
+-- knobs it ignores share one array. draw_seed (nil: the spec's seed) asks
+-- for another draw; only the latest such seed's arrays are kept.
+function Methods:generated(i, r, config, inputs, draw_seed)
   local a = self.arg_specs[i]
   a.memo = a.memo or { reads = nil, data = {} }
   local memo = a.memo
+  if draw_seed and memo.other_seed ~= draw_seed then memo.other_seed, memo.other = draw_seed, {} end
+  local data = draw_seed and memo.other or memo.data
   local function key()
     if not memo.reads then return nil end
     local parts = { tostring(r.count) }
@@ -246,7 +254,7 @@ function Methods:generated(i, r, config, inputs)
     return table.concat(parts, ",")
   end
   local k = key()
-  if k and memo.data[k] then return memo.data[k] end
+  if k and data[k] then return data[k] end
   local read, read_list = {}, {}
   local sizes = setmetatable({}, { __index = function(_, n)
     if not read[n] then read[n] = true; read_list[#read_list + 1] = n end
@@ -254,12 +262,17 @@ function Methods:generated(i, r, config, inputs)
     if v == nil then v = self.problem[n] end
     return v
   end })
-  local bytes, err, values = hostdata.generate(a.init, r, sizes, inputs)
+  local bytes, err, values = hostdata.generate(a.init, r, sizes, inputs, draw_seed)
   if not bytes then errors.usage("%s: args[%d].init.generate: %s (at %s)", self.path, i, err, U.describe(self, config)) end
+  table.sort(read_list)
+  -- (a generator may read fewer sizes on another draw: the union is the key)
+  for _, n in ipairs(memo.reads or {}) do
+    if not read[n] then read[n] = true; read_list[#read_list + 1] = n end
+  end
   table.sort(read_list)
   memo.reads = read_list
   local entry = { bytes = bytes, values = values or hostdata.unpack(bytes, r.type) }
-  memo.data[key()] = entry
+  data[key()] = entry
   return entry
 end
 

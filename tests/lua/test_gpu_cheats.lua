@@ -38,6 +38,7 @@ local CAUGHT = {
   { "batch_tail", "skips timed launches but the last of each batch of 4 (every timed launch compared)", { {}, { CHEAT = 2 } } },
   { "arange_float", "a float 'arange' input is sampled, never read (check 2 moves a few of its elements)" },
   { "u64_lowbits", "a u64 output rounded through a double (low bits lost above 2^53; compared exactly)" },
+  { "gen_draw", "a generated permutation recognised as the seed's draw, never read (check 2 reads another draw)" },
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
@@ -91,11 +92,12 @@ for _, c in ipairs(KNOWN) do
                       res[2].time_ms or -1, res[1].time_ms or -1, c[2]))
 end
 
--- The same shortcut where the spec declares w fixed ({"dist": "ones",
--- "fixed": true}): the kernel may rely on it, so both configs are ok.
-do
-  local res = evaluate("const_init_fixed")
-  T.eq(res[1].status, "ok", "const_init_fixed: the honest kernel (" .. show(res[1]) .. ")")
-  T.eq(res[2].status, "ok", "const_init_fixed: w declared fixed, the shortcut is allowed (" .. show(res[2]) .. ")")
+-- The same shortcuts where the spec declares the input fixed ({"dist":
+-- "ones", "fixed": true}; a generator's "fixed": true): the kernel may rely
+-- on it, so both configs are ok.
+for _, name in ipairs({ "const_init_fixed", "gen_draw_fixed" }) do
+  local res = evaluate(name)
+  T.eq(res[1].status, "ok", name .. ": the honest kernel (" .. show(res[1]) .. ")")
+  T.eq(res[2].status, "ok", name .. ": the input declared fixed, the shortcut is allowed (" .. show(res[2]) .. ")")
 end
 return T.done()

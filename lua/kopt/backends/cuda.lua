@@ -244,6 +244,29 @@ function Cuda:check_request(msg)
   return msg
 end
 
+-- The file holding a generated array's bytes (content-addressed, written
+-- once), or nil and why. Second draws (other = true) change with the input
+-- set's seed, so only the latest few are remembered.
+function Cuda:data_path(bytes, other)
+  local key = other and "data_paths_b" or "data_paths"
+  local known = self[key] or {}
+  self[key] = known
+  local path = known[bytes]
+  if path then return path end
+  local why
+  path, why = hostdata.store(self.data_dir or hostdata.data_dir(nil), bytes)
+  if not path then return nil, why end
+  if other then
+    self.data_paths_b_count = (self.data_paths_b_count or 0) + 1
+    if self.data_paths_b_count > 8 then
+      known, self.data_paths_b_count = {}, 1
+      self[key] = known
+    end
+  end
+  known[bytes] = path
+  return path
+end
+
 -- The request for one candidate (a flat table for kopt.gpu), checked against
 -- the worker's field list.
 function Cuda:request(id, config, cubin, entry, is_reference)
@@ -261,7 +284,7 @@ function Cuda:request(id, config, cubin, entry, is_reference)
   if not ok then return nil, err end
   ok, err = launch_fields(msg, "ref_", ref_launch)
   if not ok then return nil, err end
-  local args = spec:args(config)
+  local args = spec:args(config, msg.seed)
   msg.nargs = #args
   for i, a in ipairs(args) do
     local p = "a" .. i .. "."
@@ -283,17 +306,19 @@ function Cuda:request(id, config, cubin, entry, is_reference)
       elseif init.dist == "file" or init.dist == "generate" then
         local path = init.path
         if a.data then
-          self.data_paths = self.data_paths or {}
           local why
-          path = self.data_paths[a.data]
-          if not path then
-            path, why = hostdata.store(self.data_dir or hostdata.data_dir(nil), a.data)
-            if not path then return nil, "argument " .. a.name .. ": " .. why end
-          end
-          self.data_paths[a.data] = path
+          path, why = self:data_path(a.data)
+          if not path then return nil, "argument " .. a.name .. ": " .. why end
         end
         msg[p .. "init"], msg[p .. "file"] = "zeros", sys.realpath(path) or path
         msg[p .. "file_offset"] = math.tointeger(a.data and 0 or init.offset)
+        if a.data_b then
+          -- check 2's draw of a generator (docs/TRUST.md)
+          local why
+          path, why = self:data_path(a.data_b, true)
+          if not path then return nil, "argument " .. a.name .. ": " .. why end
+          msg[p .. "file_b"] = sys.realpath(path) or path
+        end
       else
         msg[p .. "init"] = init.dist
         if init.value then msg[p .. "init_value"] = init.value + 0.0 end
