@@ -26,6 +26,7 @@ enum state { WAITING, RUNNING, FINISHED };
 
 struct transfer {
 	CURL *easy;
+	double timeout_s; /* of one attempt */
 	struct curl_slist *hdrs;
 	struct buf body, head;
 	size_t max_body;
@@ -248,6 +249,7 @@ static int transfer_setup(struct transfer *t, const struct kopt_http_request *r,
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, ms(o->connect_timeout_s));
 	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, ms(timeout));
+	t->timeout_s = timeout;
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
 	curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
 	if (o->ca_file)
@@ -302,14 +304,20 @@ static void on_done(struct transfer *t, CURLcode code, struct kopt_http_response
 	} else if (code != CURLE_OK) {
 		snprintf(resp->err, sizeof resp->err, "%s",
 			 t->errbuf[0] ? t->errbuf : curl_easy_strerror(code));
-		retry = 1;
+		/* a URL or a certificate that is wrong stays wrong: no retry */
+		retry = code != CURLE_UNSUPPORTED_PROTOCOL && code != CURLE_URL_MALFORMAT &&
+			code != CURLE_PEER_FAILED_VERIFICATION && code != CURLE_SSL_CACERT_BADFILE;
 	} else {
 		retry = status_retryable(status, t);
 	}
 	if (retry && t->attempts <= o->max_retries) {
-		t->state = WAITING;
-		t->next_start = now + retry_delay(t, t->attempts - 1, o, rng);
-		return;
+		double start = now + retry_delay(t, t->attempts - 1, o, rng);
+		/* (a retry with under a tenth of a second left could not finish) */
+		if (o->deadline_s <= 0 || start < t0 + o->deadline_s - 0.1) {
+			t->state = WAITING;
+			t->next_start = start;
+			return;
+		}
 	}
 	finish(t, resp, status, now - t0);
 }
@@ -373,6 +381,11 @@ int kopt_http_request_many(const struct kopt_http_request *reqs, struct kopt_htt
 			t->overflow = 0;
 			t->errbuf[0] = '\0';
 			t->attempts++;
+			if (o.deadline_s > 0) {
+				double left_s = t0 + o.deadline_s - now;
+				double cap = left_s < t->timeout_s ? left_s : t->timeout_s;
+				curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS, ms(cap > 0.1 ? cap : 0.1));
+			}
 			if (curl_multi_add_handle(multi, t->easy) != CURLM_OK) {
 				snprintf(resps[i].err, sizeof resps[i].err, "curl_multi_add_handle failed");
 				finish(t, &resps[i], 0, now - t0);

@@ -42,6 +42,10 @@ struct kopt_http_options {
 	double backoff_initial_s;      /* default 0.5 */
 	double backoff_max_s;          /* default 8 */
 	double retry_after_max_s;      /* server delays above this are ignored, default 60 */
+	/* > 0: the whole batch, retry waits included, ends within this many
+	 * seconds: a retry that would start past it is not made, and an attempt
+	 * gets at most the time left. 0 (default): no limit */
+	double deadline_s;
 	size_t max_body;               /* cap on a response body, default 8 MiB; more is an error */
 	unsigned long seed;            /* jitter seed; 0 picks one from the clock */
 	const char *ca_file;           /* extra CA bundle (tests); NULL: system store */

@@ -29,6 +29,15 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   partial    proposals naming only the knobs they change, with an unknown key and an unknown knob
   nested     200 KB of nested brackets and no JSON at all
   stall      sends half of its body, then stalls for 30 s
+  keyerr     401 whose message quotes the Authorization header's key
+  keyslash   ok, with the key echoed inside the content (a key with '/' is escaped by JSON)
+  wait429    429 with retry-after: 30 on every hit
+  nototal    ok, with usage lacking total_tokens and counts sent as strings
+  error200   200 with an error object instead of a completion
+  html200    200 with an HTML page
+  sse        ok, sent as server-sent events (chunks with deltas, then [DONE])
+  latin1     ok, with a Latin-1 byte in the analysis (not UTF-8)
+  moved      307 with a Location header
 
 Edits, made against the ```cuda source in the prompt: the statement with
 "a[i] + b[i]" (the vector_add test kernel) becomes "__fadd_rn(a[i], b[i])"
@@ -623,6 +632,41 @@ class Handler(BaseHTTPRequestHandler):
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": doc}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
                 headers=[("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1s")])
+        auth = (self.headers.get("Authorization") or "")[len("Bearer "):]
+        if scenario == "keyerr":
+            return self.send(401, {"error": {"message": "Incorrect API key provided: " + auth + "."}})
+        if scenario == "wait429":
+            return self.send(429, {"error": {"message": "slow down"}}, headers=[("retry-after", "30")])
+        if scenario == "moved":
+            return self.send(307, {"error": {"message": "moved"}}, headers=[("Location", "http://example.invalid/v2/chat/completions")])
+        if scenario == "error200":
+            return self.send(200, {"error": {"message": "Provider returned error: model overloaded"}})
+        if scenario == "html200":
+            return self.send(200, raw=b"<html><body><h1>502 Bad Gateway</h1></body></html>")
+        if scenario in ("keyslash", "nototal", "sse", "latin1"):
+            doc = proposals_for(req, scenario)
+            if scenario == "keyslash":
+                doc["analysis"] = "your key is " + auth
+            if scenario == "latin1":
+                doc["analysis"] = "caf\u00e9"
+            content = json.dumps(doc, ensure_ascii=False)
+            if scenario == "latin1":
+                content = content.encode("utf-8").replace("\u00e9".encode("utf-8"), b"\xe9")
+                body = (b'{"choices": [{"index": 0, "message": {"role": "assistant", "content": ' +
+                        json.dumps(content.decode("latin-1"), ensure_ascii=False).encode("latin-1") +
+                        b'}, "finish_reason": "stop"}]}')
+                return self.send(200, raw=body)
+            if scenario == "sse":
+                half = len(content) // 2
+                chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": content[:half]}}]},
+                          {"choices": [{"index": 0, "delta": {"content": content[half:]}, "finish_reason": "stop"}]},
+                          {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12}}]
+                body = "".join("data: " + json.dumps(c) + "\n\n" for c in chunks) + "data: [DONE]\n\n"
+                return self.send(200, raw=body.encode())
+            return self.send(200, {
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": "1000", "completion_tokens": 500} if scenario == "nototal" else
+                         {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}})
         if scenario == "echokey":
             return self.completion(req, "You sent: " + (self.headers.get("Authorization") or ""))
         if scenario == "garbage":

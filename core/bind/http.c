@@ -62,6 +62,7 @@ static void read_options(lua_State *L, int t, struct kopt_http_options *o)
 	o->backoff_initial_s = opt_number(L, t, "backoff_initial_s", o->backoff_initial_s);
 	o->backoff_max_s = opt_number(L, t, "backoff_max_s", o->backoff_max_s);
 	o->retry_after_max_s = opt_number(L, t, "retry_after_max_s", o->retry_after_max_s);
+	o->deadline_s = opt_number(L, t, "deadline_s", o->deadline_s);
 	double max_body = opt_number(L, t, "max_body", (double)o->max_body);
 	double seed = opt_number(L, t, "seed", 0);
 	/* Range checks before the conversions, which are undefined outside them. */

@@ -93,12 +93,43 @@ local function with_placeholders(v, texts)
   return c
 end
 
-local function encode(v)
+-- s with each byte that starts no valid UTF-8 sequence replaced by U+FFFD
+-- (a server's message cut mid-character, a reply in Latin-1): JSON text is
+-- UTF-8, and strict readers refuse a line with such bytes.
+local function valid_utf8(s)
+  local parts, from = {}, 1
+  while true do
+    local n, bad = utf8.len(s, from)
+    if n then break end
+    parts[#parts + 1] = s:sub(from, bad - 1)
+    parts[#parts + 1] = "\239\191\189"
+    from = bad + 1
+  end
+  parts[#parts + 1] = s:sub(from)
+  return table.concat(parts)
+end
+
+local function with_valid_utf8(v, depth)
+  if type(v) == "string" then return utf8.len(v) and v or valid_utf8(v) end
+  if type(v) ~= "table" or v == cjson.null or depth > 200 then return v end
+  local c = setmetatable({}, getmetatable(v))
+  for k, x in pairs(v) do c[with_valid_utf8(k, depth + 1)] = with_valid_utf8(x, depth + 1) end
+  return c
+end
+
+local function encode_exact(v)
   if not has_inexact(v, 0) then return encoder.encode(v) end
   local texts = {}
   local text = encoder.encode(with_placeholders(v, texts))
   return (text:gsub('"\\u0001kopt#(%d+)\\u0001"', function(i) return texts[tonumber(i)] end))
 end
+
+local function encode(v)
+  local text = encode_exact(v)
+  if utf8.len(text) then return text end
+  return encode_exact(with_valid_utf8(v, 0))
+end
+M.valid_utf8 = valid_utf8
 
 function M.encode(v) return encode(v) end
 

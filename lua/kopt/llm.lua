@@ -75,7 +75,7 @@ function M.new(cfg)
   -- live: the same prompts get the same answers as before the interruption.
   local source = cfg.replay or cfg.prefix
   if source then
-    local recorded, err = M.read_transcript(source)
+    local recorded, err = M.read_transcript(source, cfg.transcript == source)
     if not recorded then return nil, err end
     self.replay = { by_tag = {}, next = {}, prefix = cfg.replay == nil }
     for _, rec in ipairs(recorded) do
@@ -105,7 +105,12 @@ function M.for_run(ctx, o, who)
   local options = { llm_base_url = o.llm_base_url, llm_model = o.llm_model, llm_timeout = o.llm_timeout,
                     llm_mode = o.llm_mode, llm_replay = o.llm_replay }
   local cfg = M.config(options)
-  if o.llm_key_env and o.llm_key_env ~= "" then cfg.api_key = os.getenv(o.llm_key_env) end
+  if o.llm_key_env and o.llm_key_env ~= "" then
+    cfg.api_key = os.getenv(o.llm_key_env)
+    if (cfg.api_key or "") == "" and (cfg.base_url or cfg.replay == nil) then
+      errors.usage("%s: llm_key_env names %s, which is not set (or empty): no key would be sent", who, o.llm_key_env)
+    end
+  end
   local own = ctx.run_dir and (ctx.run_dir .. "/llm_transcript.jsonl")
   if not cfg.base_url and not cfg.replay then
     -- a run resumed with no endpoint still gets the answers it was given
@@ -124,23 +129,31 @@ function M.for_run(ctx, o, who)
   return client
 end
 
-function M.read_transcript(path)
-  local f, err = io.open(path, "r")
-  if not f then return nil, "cannot read LLM transcript: " .. tostring(err) end
-  local out = {}
-  local n = 0
-  for line in f:lines() do
+-- The records of a transcript. A last line without its newline (a run
+-- killed mid-write) is dropped; with cut = true (the run appends to the
+-- file) the file is also cut back to its last whole line.
+function M.read_transcript(path, cut)
+  local text, err = json.read_text(path, math.maxinteger)
+  if not text then return nil, "cannot read LLM transcript: " .. tostring(err) end
+  local out, pos, n, good_end = {}, 1, 0, 0
+  while pos <= #text do
+    local nl = text:find("\n", pos, true)
+    if not nl then break end
     n = n + 1
+    local line = text:sub(pos, nl - 1)
     if line:match("%S") then
       local rec, derr = json.decode(line)
       if not rec then
-        f:close()
         return nil, string.format("%s:%d: malformed transcript line: %s", path, n, derr)
       end
       out[#out + 1] = rec
     end
+    good_end, pos = nl, nl + 1
   end
-  f:close()
+  if cut and good_end < #text then
+    local ok, terr = sys.truncate(path, good_end)
+    if not ok then return nil, string.format("%s: cannot cut its torn last line: %s", path, tostring(terr)) end
+  end
   return out
 end
 
@@ -149,16 +162,40 @@ function Client:describe()
   return string.format("%s (model %s)", self.cfg.base_url, self.cfg.model)
 end
 
--- Appends one record to the transcript; the key is scrubbed from every line
--- in case a server echoes it back.
+-- s with the API key replaced by "[redacted]" (a server may echo it back,
+-- in an error message or a reply); other values as they are.
+function Client:redact(s)
+  local key = self.cfg.api_key
+  if type(s) ~= "string" or not key or #key < 4 then return s end
+  local at = s:find(key, 1, true)
+  if not at then return s end
+  local parts, from = {}, 1
+  while at do
+    parts[#parts + 1] = s:sub(from, at - 1)
+    parts[#parts + 1] = "[redacted]"
+    from = at + #key
+    at = s:find(key, from, true)
+  end
+  parts[#parts + 1] = s:sub(from)
+  return table.concat(parts)
+end
+
+-- A copy of v with every string redacted (tables walked, keys too).
+local function redact_deep(self, v, depth)
+  if type(v) == "string" then return self:redact(v) end
+  if type(v) ~= "table" or v == json.null or depth > 32 then return v end
+  local out = {}
+  for k, x in pairs(v) do out[redact_deep(self, k, depth + 1)] = redact_deep(self, x, depth + 1) end
+  return setmetatable(out, getmetatable(v))
+end
+
+-- Appends one record to the transcript. The key is scrubbed from its
+-- strings before they are encoded (an escape such as "\/" would hide it
+-- from a scrub of the encoded line).
 function Client:log(rec)
   if not self.transcript then return end
   rec.t = sys.utc_iso()
-  local line = json.encode(rec)
-  local key = self.cfg.api_key
-  if key and #key >= 4 then
-    line = line:gsub(key:gsub("%p", "%%%0"), "[redacted]")
-  end
+  local line = json.encode(redact_deep(self, rec, 0))
   self.transcript:write(line, "\n")
   self.transcript:flush()
 end
@@ -279,11 +316,20 @@ function Client:body(req, mode)
   return b
 end
 
+-- Adds a reply's usage to total. Counts sent as strings are read; a usage
+-- without total_tokens counts prompt plus completion (the token cap reads
+-- the total).
 local function usage_add(total, u)
   if type(u) ~= "table" then return end
+  local n = {}
   for _, k in ipairs({ "prompt_tokens", "completion_tokens", "total_tokens" }) do
-    if type(u[k]) == "number" then total[k] = total[k] + u[k] end
+    local v = tonumber(u[k])
+    if v and v >= 0 and v < math.huge then n[k] = v end
   end
+  if not n.total_tokens and (n.prompt_tokens or n.completion_tokens) then
+    n.total_tokens = (n.prompt_tokens or 0) + (n.completion_tokens or 0)
+  end
+  for k, v in pairs(n) do total[k] = total[k] + v end
 end
 
 local function decode_content(req, reply, finish_reason)
@@ -348,23 +394,59 @@ function M.server_message(body)
   return (line:gsub("%s+", " "):gsub("%s$", ""):sub(1, 200))
 end
 
+-- A reply sent as server-sent events (a server that streams although the
+-- request says stream=false): its chunks' deltas joined into one completion
+-- { choices = { { message = { content = }, finish_reason = } }, usage = },
+-- or nil when body is not such a stream.
+function M.assemble_stream(body)
+  if type(body) ~= "string" or not body:match("^%s*data:") then return nil end
+  local parts, finish, usage, seen = {}, nil, nil, false
+  for line in body:gmatch("[^\r\n]+") do
+    local data = line:match("^data:%s*(.-)%s*$")
+    if data and data ~= "[DONE]" then
+      local chunk = json.decode(data)
+      if type(chunk) ~= "table" then return nil end
+      seen = true
+      local c = type(chunk.choices) == "table" and chunk.choices[1]
+      if type(c) == "table" then
+        local d = type(c.delta) == "table" and c.delta or type(c.message) == "table" and c.message or {}
+        local text = M.content_text(d.content)
+        if text then parts[#parts + 1] = text end
+        if type(c.finish_reason) == "string" then finish = c.finish_reason end
+      end
+      if type(chunk.usage) == "table" then usage = chunk.usage end
+    end
+  end
+  if not seen then return nil end
+  return { choices = { { message = { content = table.concat(parts) }, finish_reason = finish } }, usage = usage }
+end
+
 -- Turns an HTTP response into a reply table (see the top of the file).
 function Client:interpret(req, resp)
   local reply = { status = resp.status, attempts = resp.attempts, elapsed_s = resp.elapsed_s,
                   request_id = resp.headers and resp.headers["x-request-id"] }
   if resp.err then
+    -- (curl names the host in some errors, not in "Empty reply from server")
+    local host = (self.url or ""):match("^%a+://([^/]+)")
     reply.kind, reply.err = "transport", resp.err
+    if host and not resp.err:find(host:match("^[^:]+"), 1, true) then reply.err = resp.err .. " (" .. host .. ")" end
     return reply
   end
   if resp.status ~= 200 then
     local msg = M.server_message(resp.body)
+    local location = resp.status >= 300 and resp.status < 400 and resp.headers and resp.headers.location
     reply.kind = "http"
-    reply.err = string.format("HTTP %d%s", resp.status, msg and (": " .. msg) or "")
+    reply.err = string.format("HTTP %d%s%s", resp.status, msg and (": " .. msg) or "",
+                              location and ("; redirected to " .. location .. " (kopt does not follow redirects: " ..
+                                            "set llm_base_url to it)") or "")
     return reply
   end
   local doc, derr = json.decode(resp.body or "")
+  if type(doc) ~= "table" then doc = M.assemble_stream(resp.body) end
   if type(doc) ~= "table" then
-    reply.kind, reply.err = "parse", "the response body is not JSON: " .. tostring(derr)
+    local said = M.server_message(resp.body)
+    reply.kind, reply.err = "parse", "the response body is not JSON: " .. tostring(derr) ..
+                            (said and ("; it begins: " .. said) or "")
     return reply
   end
   reply.usage = doc.usage
@@ -372,7 +454,10 @@ function Client:interpret(req, resp)
   local choice = type(doc.choices) == "table" and doc.choices[1]
   local msg = type(choice) == "table" and choice.message
   if type(msg) ~= "table" then
-    reply.kind, reply.err = "parse", "the response has no choices[1].message"
+    -- (some gateways answer 200 with an error object)
+    local said = M.server_message(resp.body)
+    reply.kind, reply.err = "parse", "the response has no choices[1].message" ..
+                            (said and ("; the server said: " .. said) or "")
     return reply
   end
   if type(msg.refusal) == "string" and msg.refusal:find("%S") then
@@ -507,8 +592,8 @@ end
 
 -- Sends every request at once; returns replies in the same order. Never
 -- raises for network or model trouble: those are replies with ok=false.
--- opts.deadline_s: the whole batch, retries included, ends within about this
--- long (the per-attempt timeout and the retries are cut to fit).
+-- opts.deadline_s: the whole batch, retries, their waits and the format
+-- fallback included, ends within about this long (kopt.http's deadline_s).
 function Client:chat_many(reqs, opts)
   if #reqs == 0 then return {} end
   opts = opts or {}
@@ -522,7 +607,14 @@ function Client:chat_many(reqs, opts)
     for _, i in ipairs(todo) do out[i] = { kind = "replay", err = "no endpoint to go on from the transcript" } end
     todo = {}
   end
+  local started = sys.now()
   while #todo > 0 do
+    if opts.deadline_s and sys.now() - started >= opts.deadline_s then
+      for _, i in ipairs(todo) do
+        out[i] = { kind = "transport", err = string.format("the batch's deadline (%g s) passed", opts.deadline_s) }
+      end
+      break
+    end
     self:pace()
     local mode = self.mode
     local batch, ids = {}, {}
@@ -536,13 +628,15 @@ function Client:chat_many(reqs, opts)
       self:log({ kind = "request", id = self.seq, tag = req.tag, url = self.url, mode = mode, body = body })
       batch[j] = { url = self.url, headers = headers, body = json.encode(body), timeout_s = self.cfg.timeout_s }
     end
-    local timeout_s, retries = self.cfg.timeout_s, self.cfg.max_retries
+    local timeout_s, retries, left_s = self.cfg.timeout_s, self.cfg.max_retries, nil
     if opts.deadline_s then
-      timeout_s = math.max(0.5, math.min(timeout_s, opts.deadline_s))
-      retries = math.max(0, math.min(retries, math.floor(opts.deadline_s / timeout_s) - 1))
+      -- (the format fallback's second batch gets what the first one left)
+      left_s = math.max(0.5, opts.deadline_s - (sys.now() - started))
+      timeout_s = math.max(0.5, math.min(timeout_s, left_s))
       for _, b in ipairs(batch) do b.timeout_s = timeout_s end
     end
     local resps, err = http.request_many(batch, { timeout_s = timeout_s, max_retries = retries,
+                                                  deadline_s = left_s,
                                                   backoff_initial_s = self.cfg.backoff_initial_s,
                                                   connect_timeout_s = self.cfg.connect_timeout_s })
     if not resps then
@@ -566,7 +660,7 @@ function Client:chat_many(reqs, opts)
                  content = reply.content, tool_calls = reply.tool_calls, tools_rejected = reply.tools_rejected,
                  usage = reply.usage, ok = reply.ok or false,
                  error_kind = reply.kind, err = reply.err,
-                 body = (not reply.ok and resp.status ~= 200) and (resp.body or ""):sub(1, 2000) or nil,
+                 body = (not reply.ok and reply.content == nil) and (resp.body or ""):sub(1, 2000) or nil,
                  superseded = downgrade or nil })
       if downgrade then again[#again + 1] = i else out[i] = reply end
     end
@@ -581,6 +675,8 @@ function Client:chat_many(reqs, opts)
     todo = again
   end
   for i, r in ipairs(out) do
+    -- what a reply carries reaches the run's log, events and prompts
+    r.err, r.content, r.said = self:redact(r.err), self:redact(r.content), self:redact(r.said)
     local u = self:tag_usage(reqs[i].tag)
     u.requests = u.requests + 1
     usage_add(u, r.usage)

@@ -219,9 +219,10 @@ function M.converse(client, reqs, opts)
     end
     if #batch == 0 then break end
     local replies = client:chat_many(batch, round_opts)
-    local called_now = false
+    local called_now, answered_now = false, false
     for j, i in ipairs(active) do
       local s, r, req = st[i], replies[j], reqs[i]
+      answered_now = answered_now or r.ok == true
       local function fall_back(why)
         if not client.tools_off then
           client.tools_off = why
@@ -263,7 +264,8 @@ function M.converse(client, reqs, opts)
         out[i] = r
       end
     end
-    if first_batch and not called_now and not client.tools_seen and not client.tools_off then
+    -- (a batch the server failed, an outage or a 400, says nothing about tools)
+    if first_batch and answered_now and not called_now and not client.tools_seen and not client.tools_off then
       client.tools_ignored = (client.tools_ignored or 0) + 1
       if client.tools_ignored >= M.IGNORED_BATCHES then
         client.tools_off = string.format("no tool was called in %d batches (the server seems to ignore tools)",
