@@ -536,7 +536,10 @@ function Engine:keep_unasked(reason)
   for _ in pairs(self.resumed) do on_record = on_record + 1 end
   -- (past the budget only when more are on record than it allows: a
   -- strategy that asks for others under the same budget is not deterministic)
-  if (reason == "budget" and on_record > self.budget) or reason == "time limit" then
+  if reason == "error" then
+    msg = string.format("%d evaluation%s on record kept in the results (the strategy stopped with an error " ..
+                        "before asking for %s again)", #left, #left == 1 and "" or "s", #left == 1 and "it" or "them")
+  elseif (reason == "budget" and on_record > self.budget) or reason == "time limit" then
     msg = string.format("%d evaluation%s on record %s past this run's %s (--%s); kept in the results",
                         #left, #left == 1 and "" or "s", #left == 1 and "lies" or "lie",
                         reason == "budget" and ("budget of " .. self.budget) or "time limit",
@@ -556,6 +559,9 @@ function M.run(opts)
   if ok then
     local kept, err = pcall(self.keep_unasked, self, reason)
     if not kept then ok, reason = false, err end
+  elseif not errors.is_interrupt(reason) then
+    -- (a strategy that fails on resume still leaves the run what is on record)
+    pcall(self.keep_unasked, self, "error")
   end
   self.progress:finish()
   if not ok and errors.is_interrupt(reason) then

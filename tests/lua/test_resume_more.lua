@@ -14,7 +14,9 @@
 --   the first budget, and to the default options;
 -- * a resumed strategy that asked for other states than before ran past its
 --   --budget by the evaluations it did not ask for again, and numbered new
---   evaluations with numbers already on record.
+--   evaluations with numbers already on record;
+-- * a resumed strategy that failed before asking for anything again ended
+--   with "0 evaluations ... nothing measured" over a run with 4 on record.
 local T = require("testlib")
 
 local tmp = T.tmpdir("resume-more")
@@ -134,6 +136,29 @@ return S
   T.eq(dups, 0, "a strategy that asks for others: evaluation numbers used twice")
   local t4 = require("cjson").decode(T.slurp(dir .. "/results.json") or "{}")
   T.eq(#(t4.results or {}), 6, "a strategy that asks for others: results in results.json")
+end
+
+-- a resumed strategy that fails in init(): the summary counts what is on
+-- record, and says it was kept
+do
+  local dir, strat = tmp .. "/boom", tmp .. "/boom.lua"
+  T.write(strat, [[
+local S = { name = "boom", options = {} }
+function S.init(ctx) if os.getenv("BOOM") == "1" then error("boom at start") end end
+function S.ask(ctx, n)
+  for _, c in ipairs(ctx.space:enumerate()) do if not ctx:lookup(c) then return { { config = c } } end end
+  return {}
+end
+return S
+]])
+  T.run(string.format("%s --backend replay:%s --budget 4 --out %s -q", strat, REC, dir))
+  local code, out, err = T.run(string.format("%s --backend replay:%s --budget 8 --out %s --resume", strat, REC, dir),
+                               "BOOM=1")
+  T.check(code ~= 0 and err:find("boom at start", 1, true), "boom: the error (exit %d)\n%s", code, err)
+  T.check(err:find("4 evaluations on record kept in the results (the strategy stopped with an error", 1, true),
+          "boom: the kept evaluations are named: %s", err)
+  T.check(out:find("4 evaluations (4 ok)", 1, true) and not out:find("nothing measured", 1, true),
+          "boom: the summary counts what is on record:\n%s", out)
 end
 
 -- a run extended by `--resume --budget 40` and killed keeps that budget on a
