@@ -110,7 +110,10 @@ end
 
 function Run:trace(fmt, ...)
   if not self.trace_file then return end
-  local ok, err = self.trace_file:write(string.format(fmt, ...) .. "\n")
+  local text = string.format(fmt, ...)
+  -- (a server's message cut mid-character: trace.md stays UTF-8 text)
+  if not utf8.len(text) then text = json.valid_utf8(text) end
+  local ok, err = self.trace_file:write(text .. "\n")
   if not ok then self:fail(self.trace_path, err) end
 end
 
