@@ -11,9 +11,41 @@ void *kopt_memlimit_alloc(void *ud, void *ptr, size_t osize, size_t nsize)
 {
 	struct kopt_memlimit *m = ud;
 	size_t old = ptr != NULL ? osize : 0; /* without ptr, osize is a type tag */
-	if (nsize > old && m->limit != 0 && m->used + (nsize - old) > m->limit) {
-		m->hit = 1;
-		return NULL; /* Lua collects garbage and tries once more, then raises */
+	if (nsize > old && m->limit != 0) {
+		/* Lua answers a refusal with a full collection and the same
+		 * request again, and a refused retry either raises the error or,
+		 * for a request Lua can do without (growing the string table),
+		 * is dropped. A strategy whose live data grows at the limit while
+		 * it makes strings had that string-table growth refused, with a
+		 * full collection, at every new string, each small request still
+		 * fitting: kopt spun for minutes instead of raising the error.
+		 * So refused retries are counted, and after STRIKES of them with
+		 * no room won back every request must leave a sixteenth of the
+		 * limit free, which ends such a spin with the error; the squeeze
+		 * lifts once it refused a retry (the error's handler needs
+		 * memory) or there is room again. */
+		int retry = m->refused && m->refused_ptr == ptr && m->refused_osize == osize &&
+			    m->refused_nsize == nsize;
+		size_t margin = m->limit - m->limit / 16;
+		size_t ceiling = retry || m->squeeze ? margin : m->limit;
+		m->refused = 0;
+		if (m->used + (nsize - old) > ceiling) {
+			m->hit = 1;
+			if (!retry) {
+				m->refused = 1;
+				m->refused_ptr = ptr;
+				m->refused_osize = osize;
+				m->refused_nsize = nsize;
+			} else if (m->squeeze) {
+				m->squeeze = 0;
+			} else if (++m->strikes >= KOPT_MEMLIMIT_STRIKES) {
+				m->squeeze = 1;
+				m->strikes = 0;
+			}
+			return NULL;
+		}
+		if (m->used + (nsize - old) <= margin)
+			m->strikes = 0;
 	}
 	void *p = kopt_pool_realloc(m->pool, ptr, osize, nsize);
 	if (p != NULL || nsize == 0)
@@ -62,6 +94,7 @@ int kopt_memlimit_grant(struct kopt_memlimit *m)
 	if (m->granted || m->limit == 0)
 		return 0;
 	m->granted = 1;
+	m->refused = m->squeeze = m->strikes = 0;
 	m->limit = m->base + m->reserve;
 	return 1;
 }
@@ -72,6 +105,7 @@ int kopt_memlimit_rearm(struct kopt_memlimit *m)
 		return 0;
 	m->granted = 0;
 	m->hit = 0;
+	m->refused = m->squeeze = m->strikes = 0;
 	m->limit = m->base;
 	return 1;
 }

@@ -11,6 +11,10 @@
 
 struct kopt_pool;
 
+/* Refused retries, with no room won back between them, after which every
+ * request must leave a sixteenth of the limit free (memlimit.c). */
+#define KOPT_MEMLIMIT_STRIKES 8
+
 struct kopt_memlimit {
 	struct kopt_pool *pool;
 	size_t used;	/* bytes the state holds */
@@ -18,6 +22,13 @@ struct kopt_memlimit {
 	size_t base;	/* the limit asked for (KOPT_MEMORY_LIMIT or the default) */
 	size_t reserve; /* granted once after the limit was hit, until rearmed */
 	int hit;	/* an allocation was refused */
+	/* the last request refused, whose retry after Lua's collection must
+	 * leave a margin; retries refused in a row, and the squeeze they set
+	 * off (memlimit.c) */
+	int refused;
+	void *refused_ptr;
+	size_t refused_osize, refused_nsize;
+	int strikes, squeeze;
 	int granted;
 };
 

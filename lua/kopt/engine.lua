@@ -24,7 +24,7 @@ M.LOG_CAP = 8192
 -- A copy of a result or config for the strategy, nested tables too (a
 -- result's metrics, resources, errors): what a strategy does to its copy,
 -- in tell() or through ctx.best, never reaches what was recorded. (Results
--- are plain data: no cycles.)
+-- are plain data: no cycles.) Despite its name, a copy all the way down.
 local function shallow(t)
   local c = {}
   for k, v in pairs(t) do c[k] = type(v) == "table" and shallow(v) or v end
@@ -80,12 +80,16 @@ function Ctx:key(config) return self._engine.space:key(config) end
 -- The last n evaluations (default all), oldest first: {config=, key=,
 -- origin=, result=} (an LLM expert's history tool reads them).
 function Ctx:recent(n)
+  if n ~= nil and (math.type(n) ~= "integer" or n < 0) then
+    error(string.format("ctx:recent(n): n must be a whole number of evaluations (0 or more), got %s", tostring(n)), 2)
+  end
   local recs = self._engine.records
   local out = {}
   for i = math.max(1, #recs - (n or #recs) + 1), #recs do
     local r = recs[i]
     -- (copies: a strategy that edits what it reads must not rewrite the record)
-    out[#out + 1] = { config = shallow(r.config), key = r.key, origin = r.origin, result = shallow(r.result) }
+    out[#out + 1] = { config = shallow(r.config), key = r.key, result = shallow(r.result),
+                      origin = type(r.origin) == "table" and shallow(r.origin) or r.origin }
   end
   return out
 end
@@ -94,9 +98,16 @@ end
 -- reason otherwise.
 function Ctx:profile(candidate)
   local e = self._engine
-  if e.profiler then return e.profiler:profile(e, candidate) end
-  if not e.backend.profile then return nil, "the " .. e.backend.name .. " backend cannot profile" end
-  return e.backend:profile(e:job_for(candidate))
+  local a, b
+  if e.profiler then
+    a, b = e.profiler:profile(e, candidate)
+  elseif not e.backend.profile then
+    return nil, "the " .. e.backend.name .. " backend cannot profile"
+  else
+    a, b = e.backend:profile(e:job_for(candidate))
+  end
+  -- (copies: the metrics are the record's)
+  return type(a) == "table" and shallow(a) or a, type(b) == "table" and shallow(b) or b
 end
 
 -- The innermost line of the strategy's own code on the stack of an error
@@ -119,6 +130,8 @@ local function call_strategy(self, fname, ...)
   sys.in_strategy(true)  -- a signal the strategy does not yield to is raised in it (kopt.sys)
   local ok, a = xpcall(f, function(err)
     if errors.is_user_error(err) or errors.is_interrupt(err) then return err end
+    -- past the memory limit, this handler itself may need the reserve
+    if select(3, sys.memory()) then sys.memory_grant() end
     local msg = errors.describe(err)
     if msg:find("^lua/kopt/") then
       local at = strategy_line()
@@ -168,6 +181,8 @@ function M.new(opts)
   -- against the budget (kept at the end if never asked). last_n: the
   -- highest evaluation number on record, so a new one never repeats one.
   self.resumed_left, self.last_n = 0, 0
+  -- resumed with other options or another strategy file (kopt.run said so)
+  self.resumed_changed = opts.resumed_changed
   for _, ev in ipairs(opts.resume_events or {}) do
     if ev.event == "eval" then
       if not self.resumed[ev.key] then self.resumed_left = self.resumed_left + 1 end
@@ -180,7 +195,9 @@ function M.new(opts)
                                      label = opts.label })
   self.ctx = setmetatable({
     _engine = self, spec = opts.spec, space = opts.space, rng = rng_mod.new(opts.seed or 1),
-    seed = opts.seed or 1, options = opts.options or {}, budget = self.budget, evaluations = 0,
+    -- (a copy: a strategy that edits its options must not change what the
+    -- run records as them, nor the next run of kopt compare)
+    seed = opts.seed or 1, options = shallow(opts.options or {}), budget = self.budget, evaluations = 0,
     best = nil, run_dir = opts.out_dir, backend_name = opts.backend.name,
   }, Ctx)
   self.on_eval = opts.on_eval
@@ -285,6 +302,9 @@ function Engine:check_candidate(i, cand)
       bad_candidate(self, i, ".origin: must be plain data (tables, strings, numbers, booleans): %s",
                     (tostring(err):gsub("^.-: ", "")))
     end
+    -- (the record keeps its own: a strategy that edits the table it returned
+    -- must not rewrite what events.jsonl already says)
+    if type(cand.origin) == "table" then cand.origin = shallow(cand.origin) end
   end
   local ok, why = self.space:is_valid(cand.config)
   if not ok then return why end
@@ -544,6 +564,10 @@ function Engine:keep_unasked(reason)
                         #left, #left == 1 and "" or "s", #left == 1 and "lies" or "lie",
                         reason == "budget" and ("budget of " .. self.budget) or "time limit",
                         reason == "budget" and "budget" or "time-limit")
+  elseif self.resumed_changed then
+    msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (resumed with " ..
+                        "other options or another strategy file, so another search); kept in the results",
+                        #left, #left == 1 and "" or "s", #left == 1 and "was" or "were")
   else
     msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (is it " ..
                         "deterministic? math.random is seeded by --seed; use ctx.rng); kept in the results",

@@ -44,6 +44,11 @@ end
 -- Uniform integer in [m, n] (or [1, m] with one argument), without modulo bias.
 function M:random(m, n)
   if n == nil then m, n = 1, m end
+  local im, in_ = math.tointeger(m), math.tointeger(n)
+  if not im or not in_ then
+    error(string.format("rng:random(m, n): the bounds must be whole numbers, got %s and %s", tostring(m), tostring(n)), 2)
+  end
+  m, n = im, in_
   assert(n >= m, "rng:random: empty interval")
   local range = n - m + 1
   local limit = (-1 >> 1) // range * range

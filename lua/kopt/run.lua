@@ -182,6 +182,7 @@ local function check_resume(events, dir, info, opts)
   -- a different file of the same strategy name, or other options, make
   -- another search: said, not refused (a fixed bug is a fair reason)
   if info.strategy_file and start.strategy_file and info.strategy_file ~= start.strategy_file then
+    info.changed = true
     io.stderr:write(string.format("kopt: note: %s was started with the strategy file %s; resuming with %s\n", dir,
                                   tostring(start.strategy_file), info.strategy_file))
   end
@@ -202,6 +203,7 @@ local function check_resume(events, dir, info, opts)
     end
     table.sort(diff)
     if #diff > 0 then
+      info.changed = true
       io.stderr:write(string.format("kopt: note: resuming %s with other options: %s\n", dir, table.concat(diff, ", ")))
     end
   end
@@ -470,7 +472,7 @@ function M.locked(opts, r)
   local engine = engine_mod.run({
     strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
     backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
-    run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events,
+    run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events, resumed_changed = info.changed,
     quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler, stop_when = opts.stop_when,
     on_eval = function(e, rec)
       if e.rundir then artifacts:record(e, rec) end

@@ -146,6 +146,15 @@ end
 -- space whose constraints prune nothing would not end); returns true when
 -- it stopped for that reason.
 function Space:walk(visit, max_steps)
+  if self.list then
+    -- a recorded space: its configs, in the recording's order
+    for _, c in ipairs(self.list) do
+      local x = {}
+      for k, v in pairs(c) do x[k] = v end
+      if visit(x) == false then return end
+    end
+    return
+  end
   local knobs, values, checks_at = self.knobs, self.values, self.checks_at
   local n = #knobs
   for _, check in ipairs(checks_at[0]) do if not check.fn() then return end end
@@ -287,6 +296,10 @@ end
 -- of more than 2N+1 values offers only its N nearest values and N random
 -- ones, so the cost grows with the number of knobs, not their lengths.
 function Space:neighbours(config, mode, opts)
+  if mode ~= nil and mode ~= "adjacent" and mode ~= "hamming" then
+    error(string.format("space:neighbours: mode must be \"adjacent\" (the default) or \"hamming\", got %s",
+                        type(mode) == "string" and ("'" .. mode .. "'") or tostring(mode)), 2)
+  end
   local out = {}
   local hold, span = opts and opts.hold, opts and opts.span
   if span and not (type(opts.rng) == "table" and opts.rng.random) then

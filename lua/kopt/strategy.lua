@@ -52,7 +52,14 @@ local function strategy_env(label, dir, what)
     local f = path and io.open(path, "r")
     if not f then
       if name == "os" then return os_env end
-      return require(name)
+      local ok, v = pcall(require, name)
+      if ok then return v end
+      if tostring(v):find("module '" .. tostring(name) .. "' not found", 1, true) then
+        -- (Lua's own message lists every path it tried, from kopt's require)
+        error(string.format("module '%s' not found: no %s beside the strategy, and no such module in kopt or Lua",
+                            tostring(name), path or "file"), 2)
+      end
+      error(v, 0)
     end
     f:close()
     local chunk, err = loadfile(path, "t", env)
@@ -133,6 +140,12 @@ function M.load(arg)
       errors.usage("strategy %s: options.%s: the default must be a number, a string or a boolean, got %s", label,
                    tostring(k), t)
     end
+    if t == "number" and ((o.min and o.default < o.min) or (o.max and o.default > o.max) or (o.gt and o.default <= o.gt)) then
+      errors.usage("strategy %s: options.%s: the default %s is outside the option's own range (%s)", label, tostring(k),
+                   tostring(o.default), table.concat({ o.min and ("min " .. tostring(o.min)) or nil,
+                                                       o.gt and ("gt " .. tostring(o.gt)) or nil,
+                                                       o.max and ("max " .. tostring(o.max)) or nil }, ", "))
+    end
     if o.choices ~= nil then
       local found = false
       for _, c in ipairs(type(o.choices) == "table" and o.choices or {}) do found = found or c == o.default end
@@ -147,6 +160,11 @@ function M.load(arg)
   end
   if s.plans_with_budget ~= nil and type(s.plans_with_budget) ~= "boolean" then
     errors.usage("strategy %s: 'plans_with_budget' must be true or false, got %s", label, type(s.plans_with_budget))
+  end
+  local db = s.default_budget
+  if db ~= nil and db ~= math.huge and (math.type(db) ~= "integer" or db < 1) then
+    errors.usage("strategy %s: 'default_budget' must be a positive integer (evaluations) or math.huge (none), got %s", label,
+                 type(db) == "number" and tostring(db) or type(db))
   end
   s.name = s.name or (label:match("([%w_]+)%.lua$") or label)
   return s, label, M.code_digest(text)

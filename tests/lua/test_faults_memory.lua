@@ -37,6 +37,31 @@ T.check(T.exists(dir .. "/results.json") and T.exists(dir .. "/best/config.json"
         "results.json and best/ are written after the error")
 T.strict_json(dir, "the run folder after the memory error")
 
+-- Live data that grows at the limit while new strings are made (a memo of
+-- keys): Lua's string table could not grow there, and each new string
+-- retried that growth after a full collection while its own small request
+-- still fit, so kopt spun for minutes instead of raising the error.
+T.write(tmp .. "/memo.lua", [[
+local S = { name = "memo", options = {} }
+function S.ask(ctx, n)
+  if ctx.evaluations >= 5 then
+    local t, i = {}, 0
+    while true do i = i + 1 t[i] = { i, tostring(i) } end
+  end
+  return { { config = ctx.space:sample(ctx.rng) } }
+end
+return S
+]])
+do
+  local t0 = os.time()
+  local mcode, _, merr = T.run(string.format("%s/memo.lua --backend replay:%s --budget 50 --out %s/memo -q", tmp,
+                                             replay, tmp), "KOPT_MEMORY_LIMIT=300M timeout 60")
+  T.eq(mcode, 1, "a memo of keys past the limit: exit code (124: still spinning after 60 s)")
+  T.check(merr:find("strategy 'memo' failed in ask(): not enough memory (kopt's Lua memory reached its limit", 1, true),
+          "the memo's message: %s", merr)
+  T.check(os.time() - t0 < 30, "the memo's error came after %d s", os.time() - t0)
+end
+
 -- Two runs in one process (as a suite makes them), both past the limit:
 -- the second gets its own reserve once the first's data is collected, so
 -- both are written, and both messages name the limit asked for.

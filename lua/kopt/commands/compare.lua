@@ -126,7 +126,9 @@ local function parse(argv)
       if #o.budgets == 0 then errors.usage("compare: --budgets: empty list") end
     elseif a == "--opt" then
       local v = value(a)
-      local s, k, x = v:match("^([^.=]+)%.([%w_%-]+)=(.*)$")
+      -- (STRATEGY may be a file's path, dots and all: the KEY is what follows
+      -- the last dot before the first '=')
+      local s, k, x = v:match("^([^=]+)%.([%w_%-]+)=(.*)$")
       if not s then errors.usage("compare: --opt: expected STRATEGY.KEY=VALUE, got '%s'", v) end
       o.opts[s] = o.opts[s] or {}
       table.insert(o.opts[s], { k, x })
@@ -226,6 +228,17 @@ function M.main(argv)
         errors.usage("compare: --strategies names '%s' twice (its rows would be one strategy's, reported twice)",
                      loaded[i].name)
       end
+    end
+  end
+  -- an --opt for a strategy that is not in the list would change nothing
+  for who in pairs(o.opts) do
+    local found = false
+    for _, l in ipairs(loaded) do found = found or l.base == who or l.label == who end
+    if not found then
+      local names = {}
+      for _, l in ipairs(loaded) do names[#names + 1] = l.base end
+      errors.usage("compare: --opt %s.KEY=VALUE: no strategy in --strategies is called '%s' (they are: %s)", who, who,
+                   table.concat(names, ", "))
     end
   end
   local budgets, maxb = o.budgets, o.budgets[#o.budgets]
