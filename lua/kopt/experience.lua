@@ -11,7 +11,7 @@
 --   {"kernel": "...", "from": "tile_m_up", "to": "warps_down", "status": "ok",
 --    "speedup": 1.07, "reward": 0.31, "strategy": "mcgs", "n": 42,
 --    "from_method": "tile_up", "to_method": "fewer_warps", "ok": true,
---    "source_hash": "<16 hex>", "device": "NVIDIA H200"}
+--    "source_hash": "<16 hex>", "device": "NVIDIA H200", "key": "<state key>"}
 -- speedup = parent time / child time (absent when either failed).
 -- from/to are the labels as the strategy wrote them; from_method/to_method
 -- their canonical methods (kopt.relabel's O), the names statistics count.
@@ -52,6 +52,12 @@ function M.open(ctx, strategy)
     paths[#paths + 1] = user
   end
   self.paths = paths
+  -- A resumed run replays its evaluations from its log, and the transitions
+  -- of those were written the first time, but for one whose evaluation was
+  -- on record when a kill came before its transition: the keys written are
+  -- read back, so that one is written now. (A file from before lines had
+  -- keys: every replayed transition is taken as written.)
+  if self.in_run_dir then self.written = M.written_keys(paths[1]) end
   local spec = ctx.spec
   local src = spec and spec.kernel and spec.kernel.source
   self.kernel = (spec and spec.name) or "?"
@@ -60,11 +66,34 @@ function M.open(ctx, strategy)
   return self
 end
 
--- Appends one transition. Results answered from the engine's cache (a
--- resumed run replaying its log) are skipped: they were written the first time.
+-- The state keys of a transitions file's lines, as a set; nil when a line
+-- has none (an older file) or the file cannot be read.
+function M.written_keys(path)
+  local f = io.open(path, "r")
+  if not f then return {} end
+  local keys = {}
+  for line in f:lines() do
+    local t = json.decode(line)
+    if type(t) == "table" then
+      if type(t.key) ~= "string" then f:close() return nil end
+      keys[t.key] = true
+    end
+  end
+  f:close()
+  return keys
+end
+
+-- Appends one transition. Results answered from the engine's cache are
+-- skipped: written when they were measured, except a resumed run's
+-- evaluation whose transition a kill left unwritten (self.written).
 function Log:add(t, result)
-  if result and result.cached then return end
+  if result and result.cached then
+    local missing = result.resumed and self.written and result.key and not self.written[result.key]
+    if not missing then return end
+  end
   if #self.paths == 0 then return end
+  t.key = t.key or (result and result.key)
+  if self.written and t.key then self.written[t.key] = true end
   t.kernel = t.kernel or self.kernel
   t.source_hash = t.source_hash or self.source_hash
   t.device = t.device or self.device

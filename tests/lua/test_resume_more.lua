@@ -15,6 +15,9 @@
 -- * a resumed strategy that asked for other states than before ran past its
 --   --budget by the evaluations it did not ask for again, and numbered new
 --   evaluations with numbers already on record;
+-- * a kill between an evaluation's line and its transition's left that
+--   transition out of transitions.jsonl for good (the resume replays the
+--   evaluation and wrote no transition for it);
 -- * a resumed strategy that failed before asking for anything again ended
 --   with "0 evaluations ... nothing measured" over a run with 4 on record.
 local T = require("testlib")
@@ -136,6 +139,30 @@ return S
   T.eq(dups, 0, "a strategy that asks for others: evaluation numbers used twice")
   local t4 = require("cjson").decode(T.slurp(dir .. "/results.json") or "{}")
   T.eq(#(t4.results or {}), 6, "a strategy that asks for others: results in results.json")
+end
+
+-- transitions: a run killed right after an evaluation's line (the test hook
+-- kills there, before the strategy's tell writes the transition) and
+-- resumed has the uninterrupted run's transitions, each once
+do
+  local function lines(dir)
+    local out = {}
+    for l in io.lines(dir .. "/transitions.jsonl") do
+      local t = require("cjson").decode(l)
+      out[#out + 1] = string.format("%s %s>%s %s n=%s %.6g", tostring(t.key), tostring(t.from), tostring(t.to),
+                                    tostring(t.status), tostring(t.n), tonumber(t.reward) or 0)
+    end
+    table.sort(out)
+    return out
+  end
+  local base = string.format("mcgs --backend replay:%s --budget 40 --seed 5 -q", REC)
+  T.run(base .. " --out " .. tmp .. "/tr_ref")
+  T.run(base .. " --out " .. tmp .. "/tr_kill", "KOPT_TEST_SIGKILL_AFTER=23")
+  local killed = #lines(tmp .. "/tr_kill")
+  local code, _, err = T.run(base .. " --out " .. tmp .. "/tr_kill --resume")
+  T.eq(code, 0, "transitions: the resume\n" .. err)
+  T.check(killed < 23, "transitions: the kill came before the transition of evaluation 23 (%d written)", killed)
+  T.same_list(lines(tmp .. "/tr_kill"), lines(tmp .. "/tr_ref"), "transitions after kill -9 and --resume")
 end
 
 -- a resumed strategy that fails in init(): the summary counts what is on
