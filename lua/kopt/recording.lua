@@ -533,6 +533,15 @@ local function from_t4(doc, file, r)
   local order = {}
   for name in pairs(sets) do order[#order + 1] = name end
   table.sort(order)
+  -- kopt's own results.json names its knobs in the spec's order: kept, when
+  -- it names exactly the parameters the results hold
+  if type(md.knobs) == "table" and #md.knobs == #order then
+    local named = {}
+    for _, n in ipairs(md.knobs) do if type(n) == "string" and sets[n] then named[n] = true end end
+    local count = 0
+    for _ in pairs(named) do count = count + 1 end
+    if count == #order then order = md.knobs end
+  end
   for i, name in ipairs(order) do rec.knobs[i] = { name = name, values = sorted_values(sets[name]) } end
   return rec
 end

@@ -210,6 +210,15 @@ local function check_resume(events, dir, info, opts)
   return start
 end
 
+-- The knobs' names in the space's order: results.json keeps it, so a replay
+-- of that file has its knobs in that order (the moves and their ties follow
+-- it), not in the order of names.
+local function knob_names(space)
+  local out = {}
+  for i, k in ipairs(space and space.knobs or {}) do out[i] = k.name end
+  return #out > 0 and out or nil
+end
+
 function M.main(opts, pos)
   if #pos == 0 then errors.usage("missing STRATEGY (see kopt --help)") end
   if #pos > 2 then errors.usage("too many arguments: '%s' (expected STRATEGY [SPEC])", pos[3]) end
@@ -526,6 +535,7 @@ function M.locked(opts, r)
   local meta = {
     problem = problem, backend_label = backend_label, finalists = finalist_lines, warnings = spec_warnings,
     t4 = { kopt = sys.version, strategy = strategy.name, seed = seed, backend = backend:describe(),
+           knobs = knob_names(space),
            timeunit = "milliseconds", llm = engine.ctx.llm_usage,
            objective = spec and spec.objective and { metric = spec.objective.metric, goal = spec.objective.goal } or nil,
            spec_warnings = spec_warnings and #spec_warnings > 0 and spec_warnings or nil, range_probe = probe_row },

@@ -309,5 +309,25 @@ code, _, err = T.run(cmd("random", VA, 5, tmp .. "/both", "--no-db --db " .. DB)
 T.eq(code, 2, "--db with --no-db: exit code")
 T.one_sentence(err, "--db with --no-db")
 
+-- db list lines its columns up by characters, not bytes: a device named in
+-- UTF-8 (here "GPÜ é") no longer shifts the columns after it
+do
+  local path, rec = tmp .. "/utf8.db", tmp .. "/utf8_space.json"
+  T.write(rec, '{"device_name": "GP\\u00dc \\u00e9", "kernel_name": "k\\u00e9", "tune_params_keys": ["b"], ' ..
+          '"tune_params": {"b": [1, 2]}, "cache": {"1": {"b": 1, "time": 1.5}, "2": {"b": 2, "time": 1.25}}}')
+  T.run(string.format("random --backend replay:%s --budget 2 --out %s/utf8_run -q", rec, tmp), env(path))
+  T.run(string.format("random --backend replay:tests/data/pnpoly_RTX_3090.json --budget 2 --out %s/ascii_run -q", tmp),
+        env(path))
+  local c, out = T.run("db list", env(path))
+  T.eq(c, 0, "db list with a UTF-8 device name")
+  local at = {}
+  for line in out:gmatch("[^\n]+") do
+    local b = line:find("replay ", 1, true) or line:find("toolkit", 1, true)
+    if b then at[#at + 1] = utf8.len(line:sub(1, b - 1)) end
+  end
+  T.check(#at == 3 and at[1] == at[2] and at[2] == at[3], "db list: the toolkit column starts at characters %s",
+          table.concat(at, ", "))
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -69,6 +69,12 @@ local function find_problem(db, what)
   return rows[1]
 end
 
+-- s padded to w characters (not bytes: a name in UTF-8 lines up too)
+local function cell(s, w)
+  s = tostring(s)
+  return s .. string.rep(" ", w - (utf8.len(s) or #s))
+end
+
 local function fmt_ms(v) return type(v) == "number" and string.format("%.5g", v) or "-" end
 
 local function config_text(text)
@@ -91,8 +97,9 @@ local function list(db)
                 string.format("  %-4s %-28s %-24s %-26s %5s %9s %-11s %s", "#", "name", "device", "toolkit", "runs",
                               "measured", "best (ms)", "key") }
   for _, r in ipairs(rows) do
-    out[#out + 1] = string.format("  %-4d %-28s %-24s %-26s %5d %9d %-11s %s", r.id, r.name or "?", r.device or "?",
-                                  r.toolkit or "?", r.runs, r.measured, fmt_ms(r.best), r.key:sub(1, 12))
+    out[#out + 1] = string.format("  %-4d %s %s %s %5d %9d %-11s %s", r.id, cell(r.name or "?", 28),
+                                  cell(r.device or "?", 24), cell(r.toolkit or "?", 26), r.runs, r.measured,
+                                  fmt_ms(r.best), r.key:sub(1, 12))
   end
   return table.concat(out, "\n") .. "\n"
 end
