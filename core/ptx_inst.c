@@ -192,6 +192,41 @@ long kopt_ptx_mma_flops(const char *opcode, size_t len)
 	return 0;
 }
 
+/* Bytes one thread moves with a wmma.load/.store: the fragment's matrix
+ * (a: m x k, b: k x n, c and d: m x n) over the warp's 32 threads; 0 for
+ * a shape or a type it cannot read (sub-byte types). */
+static long wmma_fragment_bytes(struct span op)
+{
+	long m = 0, n = 0, k = 0, elem = 0;
+	char which = 0;
+	size_t pos = 0;
+	struct span part;
+	while (ptx_next_part(op, &pos, &part)) {
+		char buf[48];
+		int used = 0;
+		if (part.n == 1 && strchr("abcd", part.s[0]) != NULL)
+			which = part.s[0];
+		if (part.n > 0 && part.n < sizeof buf && part.s[0] == 'm') {
+			memcpy(buf, part.s, part.n);
+			buf[part.n] = '\0';
+			if (sscanf(buf, "m%ldn%ldk%ld%n", &m, &n, &k, &used) != 3 || (size_t)used != part.n)
+				m = n = k = 0;
+		}
+		if (ptx_span_eq(part, "f16") || ptx_span_eq(part, "bf16"))
+			elem = 2;
+		else if (ptx_span_eq(part, "f32") || ptx_span_eq(part, "tf32") || ptx_span_eq(part, "s32"))
+			elem = 4;
+		else if (ptx_span_eq(part, "f64"))
+			elem = 8;
+		else if (ptx_span_eq(part, "s8") || ptx_span_eq(part, "u8"))
+			elem = 1;
+	}
+	if (m <= 0 || n <= 0 || k <= 0 || m > 1024 || n > 1024 || k > 1024 || elem == 0)
+		return 0;
+	long elems = which == 'a' ? m * k : which == 'b' ? k * n : m * n;
+	return elems * elem / 32;
+}
+
 /* Adds one instruction's static work to w. */
 void ptx_classify(const struct parsed *in, struct kopt_ptx_work *w)
 {
@@ -217,6 +252,25 @@ void ptx_classify(const struct parsed *in, struct kopt_ptx_work *w)
 				w->st_local++;
 			else
 				w->ld_local++;
+		} else if (st) {
+			w->st_generic++;
+		} else {
+			w->ld_generic++;
+		}
+	} else if (ptx_span_eq(base, "wmma") && (has_part(op, "load") || has_part(op, "store"))) {
+		/* a fragment: the warp moves its matrix, each thread a 32nd */
+		int st = has_part(op, "store");
+		long bytes = wmma_fragment_bytes(op);
+		if (has_part(op, "global")) {
+			if (st)
+				w->st_global++, w->st_global_bytes += bytes;
+			else
+				w->ld_global++, w->ld_global_bytes += bytes;
+		} else if (has_part_prefix(op, "shared")) {
+			if (st)
+				w->st_shared++, w->st_shared_bytes += bytes;
+			else
+				w->ld_shared++, w->ld_shared_bytes += bytes;
 		} else if (st) {
 			w->st_generic++;
 		} else {

@@ -191,6 +191,31 @@ START_TEST(test_mma_shapes)
 }
 END_TEST
 
+/* wmma fragments move memory: a 16x16 f16 A fragment is 16 B a thread, a
+ * 16x16 f32 D fragment 32 B (they counted as no work before). */
+static const char *wmma_text =
+    ".version 8.5\n.target sm_90\n.address_size 64\n"
+    ".visible .entry w()\n{\n"
+    "\t.reg .b32 %r<40>;\n\t.reg .f32 %f<10>;\n\t.reg .b64 %rd<4>;\n"
+    "\twmma.load.a.sync.aligned.row.m16n16k16.global.f16 {%r1, %r2, %r3, %r4, %r5, %r6, %r7, %r8}, [%rd1], %r9;\n"
+    "\twmma.load.b.sync.aligned.col.m16n16k16.shared.f16 {%r11, %r12, %r13, %r14, %r15, %r16, %r17, %r18}, [%rd2], %r9;\n"
+    "\twmma.store.d.sync.aligned.row.m16n16k16.global.f32 [%rd3], {%f1, %f2, %f3, %f4, %f5, %f6, %f7, %f8}, %r9;\n"
+    "\tret;\n}\n";
+
+START_TEST(test_wmma_memory)
+{
+	struct kopt_ptx *p = parse_ok(wmma_text);
+	const struct kopt_ptx_region *r = &p->regions[p->functions[0].region];
+	ck_assert_int_eq(r[0].total.ld_global, 1);
+	ck_assert_int_eq(r[0].total.ld_global_bytes, 16);
+	ck_assert_int_eq(r[0].total.ld_shared, 1);
+	ck_assert_int_eq(r[0].total.ld_shared_bytes, 16);
+	ck_assert_int_eq(r[0].total.st_global, 1);
+	ck_assert_int_eq(r[0].total.st_global_bytes, 32);
+	kopt_ptx_free(p);
+}
+END_TEST
+
 static void expect_error(const char *text, size_t len, const char *needle)
 {
 	struct kopt_ptx *p = (struct kopt_ptx *)1;
@@ -279,7 +304,7 @@ START_TEST(test_nvrtc_ptx)
 	struct kopt_nvrtc_job job = {.source = transpose_like, .name = "t.cu", .arch = "sm_90",
 				     .options = opts, .n_options = 1};
 	char *ptx, *log, err[256];
-	ck_assert_int_eq(kopt_nvrtc_ptx(&job, &ptx, &log, err, sizeof err), 0);
+	ck_assert_int_eq(kopt_nvrtc_ptx(&job, &ptx, &log, NULL, err, sizeof err), 0);
 	ck_assert_msg(ptx != NULL, "no PTX: %s", log);
 	ck_assert_ptr_nonnull(strstr(ptx, ".target sm_90"));
 	ck_assert_ptr_nonnull(strstr(ptx, ".loc"));
@@ -321,7 +346,7 @@ START_TEST(test_nvrtc_ptx)
 
 	/* a compile error: no PTX, the reason in the log */
 	job.source = "extern \"C\" __global__ void k() { nope; }\n";
-	ck_assert_int_eq(kopt_nvrtc_ptx(&job, &ptx, &log, err, sizeof err), 0);
+	ck_assert_int_eq(kopt_nvrtc_ptx(&job, &ptx, &log, NULL, err, sizeof err), 0);
 	ck_assert_ptr_null(ptx);
 	ck_assert_ptr_nonnull(strstr(log, "nope"));
 	free(log);
@@ -386,6 +411,7 @@ int main(void)
 	tcase_add_test(tc, test_simple_loop);
 	tcase_add_test(tc, test_nested_loops);
 	tcase_add_test(tc, test_mma_shapes);
+	tcase_add_test(tc, test_wmma_memory);
 	tcase_add_test(tc, test_malformed);
 	tcase_add_test(tc, test_fuzz);
 	tcase_add_test(tc, test_nvrtc_ptx);

@@ -127,23 +127,25 @@ static int l_cache_key(lua_State *L)
 static int ptx_box_gc(lua_State *L)
 {
 	char **box = luaL_checkudata(L, 1, PTX_BOX);
-	free(box[0]);
-	free(box[1]);
-	box[0] = box[1] = NULL;
+	for (int i = 0; i < 3; i++) {
+		free(box[i]);
+		box[i] = NULL;
+	}
 	return 0;
 }
 
-/* ptx(job) -> PTX text (compute_XX, -lineinfo), or nil, log when the
- * source does not compile. A separate compile, made only when asked. */
+/* ptx(job) -> PTX text (compute_XX, -lineinfo) and the entry's symbol in
+ * it (nil without an entry), or nil, log when the source does not compile.
+ * A separate compile, made only when asked. */
 static int l_ptx(lua_State *L)
 {
 	struct kopt_nvrtc_job job;
 	kopt_lua_check_job(L, 1, &job);
-	char **box = lua_newuserdatauv(L, 2 * sizeof *box, 0);
-	box[0] = box[1] = NULL;
+	char **box = lua_newuserdatauv(L, 3 * sizeof *box, 0);
+	box[0] = box[1] = box[2] = NULL;
 	luaL_setmetatable(L, PTX_BOX);
 	char err[256];
-	if (kopt_nvrtc_ptx(&job, &box[0], &box[1], err, sizeof err) != 0)
+	if (kopt_nvrtc_ptx(&job, &box[0], &box[1], &box[2], err, sizeof err) != 0)
 		return luaL_error(L, "nvrtc: %s", err);
 	if (box[0] == NULL) {
 		lua_pushnil(L);
@@ -151,7 +153,11 @@ static int l_ptx(lua_State *L)
 		return 2;
 	}
 	lua_pushstring(L, box[0]);
-	return 1;
+	if (box[2] != NULL)
+		lua_pushstring(L, box[2]);
+	else
+		lua_pushnil(L);
+	return 2;
 }
 
 /* version() -> "13.0", 13, 0 */
@@ -165,15 +171,22 @@ static int l_version(lua_State *L)
 	return 3;
 }
 
-/* parse_log(log, entry|nil) -> {regs=, ...}: the ptxas report of one entry. */
+/* parse_log(log, entry|nil [, cubin]) -> {regs=, ...}: the ptxas report of
+ * one entry (ok false when the log has none); with the module's cubin, its
+ * max_threads too (launch bounds and registers). */
 static int l_parse_log(lua_State *L)
 {
 	const char *log = luaL_checkstring(L, 1);
 	const char *entry = luaL_optstring(L, 2, NULL);
+	size_t cubin_size = 0;
+	const char *cubin = luaL_optlstring(L, 3, NULL, &cubin_size);
 	struct kopt_nvrtc_result res;
 	kopt_nvrtc_result_init(&res);
 	kopt_nvrtc_parse_log(log, entry, &res);
 	res.ok = res.regs >= 0;
+	if (res.ok && cubin != NULL && entry != NULL)
+		res.max_threads = kopt_nvrtc_entry_max_threads((const unsigned char *)cubin, cubin_size, entry,
+							       res.regs);
 	kopt_lua_push_result(L, &res);
 	return 1;
 }

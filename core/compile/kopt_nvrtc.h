@@ -67,15 +67,21 @@ void kopt_nvrtc_parse_log(const char *log, const char *entry, struct kopt_nvrtc_
  * the product of its maximum block shape, or -1 when it has none. */
 long kopt_nvrtc_cubin_max_threads(const unsigned char *cubin, size_t size, const char *entry);
 
+/* The most threads a block of `entry` may have: its launch bounds, and
+ * what its registers (`regs` per thread) leave of the register file. */
+long kopt_nvrtc_entry_max_threads(const unsigned char *cubin, size_t size, const char *entry, long regs);
+
 /* The PTX of job, for analysis: a separate NVRTC call to the virtual
  * architecture of job->arch (sm_90 -> compute_90; an arch option in the
  * job's options wins over job->arch) with -lineinfo; no cache, no CUBIN.
  * On return 0, *log is the compiler's log (caller frees) and *ptx the
  * NUL-terminated PTX (caller frees), or NULL when the source did not
- * compile (the reason in *log). Returns -1 with a message in err when kopt
- * cannot go on (out of memory, no PTX); then both are NULL. */
-int kopt_nvrtc_ptx(const struct kopt_nvrtc_job *job, char **ptx, char **log, char *err,
-		   size_t errlen);
+ * compile (the reason in *log). With job->entry and lowered not NULL,
+ * *lowered is the entry's symbol in the PTX (caller frees; a template entry
+ * is instantiated for it), or NULL. Returns -1 with a message in err when
+ * kopt cannot go on (out of memory, no PTX); then all are NULL. */
+int kopt_nvrtc_ptx(const struct kopt_nvrtc_job *job, char **ptx, char **log, char **lowered,
+		   char *err, size_t errlen);
 
 /* NVRTC's version. */
 void kopt_nvrtc_version(int *major, int *minor);

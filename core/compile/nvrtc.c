@@ -153,6 +153,13 @@ static long register_limited_threads(long regs)
 	return warps * 32 < 1024 ? warps * 32 : 1024;
 }
 
+long kopt_nvrtc_entry_max_threads(const unsigned char *cubin, size_t size, const char *entry, long regs)
+{
+	long bound = kopt_nvrtc_cubin_max_threads(cubin, size, entry);
+	long limit = register_limited_threads(regs);
+	return bound > 0 && bound < limit ? bound : limit;
+}
+
 /* Stores log (taking ownership), cut to the cap with a note. */
 static void set_log(struct kopt_nvrtc_result *res, char *log)
 {
@@ -262,9 +269,7 @@ int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_resul
 	nvrtcGetCUBIN(prog, (char *)res->cubin);
 	res->cubin_size = cubin_size;
 	kopt_nvrtc_parse_log(log, res->lowered, res);
-	long bound = kopt_nvrtc_cubin_max_threads(res->cubin, cubin_size, res->lowered);
-	long limit = register_limited_threads(res->regs);
-	res->max_threads = bound > 0 && bound < limit ? bound : limit;
+	res->max_threads = kopt_nvrtc_entry_max_threads(res->cubin, cubin_size, res->lowered, res->regs);
 	set_log(res, log);
 	log = NULL;
 	res->ok = 1;

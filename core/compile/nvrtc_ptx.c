@@ -23,11 +23,13 @@ static void virtual_arch(const char *arch, char *out, size_t n)
 		snprintf(out, n, "--gpu-architecture=%s", arch);
 }
 
-int kopt_nvrtc_ptx(const struct kopt_nvrtc_job *job, char **ptx, char **log, char *err,
-		   size_t errlen)
+int kopt_nvrtc_ptx(const struct kopt_nvrtc_job *job, char **ptx, char **log, char **lowered,
+		   char *err, size_t errlen)
 {
 	*ptx = NULL;
 	*log = NULL;
+	if (lowered != NULL)
+		*lowered = NULL;
 	int rc = -1;
 	nvrtcProgram prog = NULL;
 	char arch_opt[96];
@@ -55,6 +57,10 @@ int kopt_nvrtc_ptx(const struct kopt_nvrtc_job *job, char **ptx, char **log, cha
 		snprintf(err, errlen, "nvrtcCreateProgram: %s", nvrtcGetErrorString(r));
 		goto out;
 	}
+	/* a template entry ("ns::k<float, 128>") is instantiated only when
+	 * named, as for the CUBIN (nvrtc.c) */
+	if (job->entry != NULL)
+		nvrtcAddNameExpression(prog, job->entry);
 	nvrtcResult cr = nvrtcCompileProgram(prog, (int)n, opts);
 	size_t size = 0;
 	if (nvrtcGetProgramLogSize(prog, &size) != NVRTC_SUCCESS || size == 0)
@@ -83,6 +89,15 @@ int kopt_nvrtc_ptx(const struct kopt_nvrtc_job *job, char **ptx, char **log, cha
 	}
 	nvrtcGetPTX(prog, *ptx);
 	(*ptx)[size - 1] = '\0';
+	const char *name = NULL;
+	if (lowered != NULL && job->entry != NULL &&
+	    nvrtcGetLoweredName(prog, job->entry, &name) == NVRTC_SUCCESS && name != NULL) {
+		*lowered = strdup(name);
+		if (*lowered == NULL) {
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+	}
 	rc = 0;
 out:
 	if (prog != NULL)
@@ -92,6 +107,10 @@ out:
 		free(*ptx);
 		free(*log);
 		*ptx = *log = NULL;
+		if (lowered != NULL) {
+			free(*lowered);
+			*lowered = NULL;
+		}
 	}
 	return rc;
 }

@@ -181,6 +181,60 @@ function M.explain_error(text, derr)
   return msg
 end
 
+-- The first key an object of text (valid JSON) holds twice, as
+-- "path.to.key" with its line, or nil. cjson keeps the last of two and
+-- says nothing, so a block pasted twice would drop the first silently.
+function M.duplicate_key(text)
+  local stack = {}  -- per open container: { keys = set or nil (array), name =, index = }
+  local pos, n, line = 1, #text, 1
+  local function where()
+    local out = ""
+    for _, f in ipairs(stack) do
+      if f.name then out = out .. ((out == "" or f.name:sub(1, 1) == "[") and "" or ".") .. f.name end
+    end
+    return out
+  end
+  local expect_key = false
+  while pos <= n do
+    local c = text:sub(pos, pos)
+    if c == "\n" then
+      line = line + 1
+    elseif c == '"' then
+      local j = pos + 1
+      while true do
+        local q = text:find('["\\]', j)
+        if not q then return nil end
+        if text:sub(q, q) == "\\" then j = q + 2 else j = q break end
+      end
+      local raw = text:sub(pos + 1, j - 1)
+      local top = stack[#stack]
+      if expect_key and top and top.keys then
+        local key = M.decode('"' .. raw .. '"') or raw
+        if top.keys[key] then
+          local at = where()
+          return (at ~= "" and (at .. ".") or "") .. tostring(key), line
+        end
+        top.keys[key] = true
+        top.pending = key
+      end
+      expect_key = false
+      pos = j
+    elseif c == "{" or c == "[" then
+      local top = stack[#stack]
+      local name = top and (top.keys and top.pending or (top.index and ("[" .. top.index .. "]")))
+      stack[#stack + 1] = { keys = c == "{" and {} or nil, index = c == "[" and 0 or nil, name = name }
+      expect_key = c == "{"
+    elseif c == "}" or c == "]" then
+      stack[#stack] = nil
+    elseif c == "," then
+      local top = stack[#stack]
+      if top and top.keys then expect_key = true elseif top then top.index = top.index + 1 end
+    end
+    pos = pos + 1
+  end
+  return nil
+end
+
 -- Reads and decodes a file. Errors are returned as "<path>: <what>".
 function M.read_file(path)
   local text, err = M.read_text(path)

@@ -355,10 +355,35 @@ end
 function Space:with(base, text)
   local c = {}
   for k, v in pairs(base) do c[k] = v end
-  for item in text:gmatch("[^,%s]+") do
-    local name, value = item:match("^([%w_]+)=(.+)$")
-    if not name then return nil, string.format("expected K=V pairs, got '%s'", item) end
+  -- Items start at "NAME=" (at the start, or after a comma or a space), so
+  -- a value may hold spaces ("DTYPE=long long") or be empty ("QUAL="); a
+  -- value runs to the next item.
+  local starts = {}
+  local pos = 1
+  while true do
+    local a, b, name = text:find("([%a_][%w_]*)=", pos)
+    if not a then break end
+    local before = a == 1 and "" or text:sub(a - 1, a - 1)
+    if before == "" or before:match("[,%s]") then
+      starts[#starts + 1] = { at = a, name = name, value_at = b + 1 }
+    end
+    pos = b + 1
+  end
+  local items = {}
+  for j, st in ipairs(starts) do
+    local stop = starts[j + 1] and starts[j + 1].at - 1 or #text
+    items[j] = { st.name, (text:sub(st.value_at, stop):gsub("^%s+", ""):gsub("[,%s]+$", "")) }
+  end
+  local stray = text:sub(1, starts[1] and starts[1].at - 1 or #text):gsub("[,%s]", "")
+  if stray ~= "" then
+    local name = stray:match("^([%w_]+)=")
+    if name then return nil, string.format("%s is not a knob", name) end
+    return nil, string.format("expected K=V pairs, got '%s'", stray)
+  end
+  for _, item in ipairs(items) do
+    local name, value = item[1], item[2]
     local knob = self.index[name] and self.knobs[self.index[name].i]
+    if not knob then return nil, string.format("%s is not a knob", name) end
     if not knob then return nil, string.format("%s is not a knob", name) end
     local found
     for _, v in ipairs(knob.values) do

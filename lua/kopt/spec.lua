@@ -255,6 +255,14 @@ for w in ("alignas alignof asm auto bool break case catch char char16_t char32_t
           "gridDim warpSize __global__ __device__ __shared__ __constant__ __host__"):gmatch("%S+") do
   C_WORDS[w] = true
 end
+-- Names CUDA's own headers use, so that a define of one breaks NVRTC's
+-- built-in header in every config (measured with NVRTC 13: a knob named T,
+-- type or x fails before the kernel's first line), and the vector types.
+for w in ("T type value_type size_type reference size value x y iterator dim3"):gmatch("%S+") do C_WORDS[w] = true end
+for _, base in ipairs({ "char", "uchar", "short", "ushort", "int", "uint", "long", "ulong", "longlong", "ulonglong",
+                        "float", "double" }) do
+  for n = 1, 4 do C_WORDS[base .. n] = true end
+end
 
 local function check_knobs(c, knobs, reserved)
   c:array(knobs, "knobs", "a non-empty array of knobs ({\"name\": ..., \"values\": [...]})")
@@ -268,8 +276,12 @@ local function check_knobs(c, knobs, reserved)
     if reserved[name] then c:fail(p .. ".name", "'%s' is reserved (%s)", name, reserved[name]) end
     if LUA_WORDS[name] then c:fail(p .. ".name", "'%s' is a word of the expression language (Lua)", name) end
     if k.define ~= false and C_WORDS[name] then
-      c:fail(p .. ".name", "'%s' is a C++ keyword or CUDA built-in: it cannot be a -D define " ..
-             "(rename the knob, or set \"define\": false)", name)
+      c:fail(p .. ".name", "'%s' is a C++ keyword, a CUDA built-in or a name CUDA's headers use: it cannot be " ..
+             "a -D define (rename the knob, or set \"define\": false)", name)
+    end
+    if k.define ~= false and (name:match("^__") or name:match("^_%u")) then
+      c:fail(p .. ".name", "'%s' is a name C++ reserves for the compiler and its headers (a leading __ or _ and " ..
+             "a capital): as a -D define it can rewrite them (rename the knob, or set \"define\": false)", name)
     end
     seen[name] = true
     local what = "a non-empty array of numbers or strings"
@@ -278,6 +290,9 @@ local function check_knobs(c, knobs, reserved)
     for j, v in ipairs(values) do
       if type(v) ~= "number" and type(v) ~= "string" then
         c:fail(string.format("%s.values[%d]", p, j), "expected a number or a string, got %s", c:type_name(v))
+      end
+      if type(v) == "string" and v:find("%z") then
+        c:fail(string.format("%s.values[%d]", p, j), "a NUL character in a value (its -D define would end there)")
       end
       -- (1 and "1" are one value: the same -D define and config key)
       if as_text[tostring(v)] then c:fail(string.format("%s.values[%d]", p, j), "duplicate value %s", show_value(v)) end
@@ -307,8 +322,10 @@ local function check_knobs(c, knobs, reserved)
     if k.define ~= nil and type(k.define) ~= "boolean" then
       c:fail(p .. ".define", "expected true or false, got %s", c:type_name(k.define))
     end
+    local float = false
+    for _, v in ipairs(values) do float = float or (math.type(v) == "float" and v ~= math.floor(v)) end
     out[i] = { name = name, values = values, tags = tags, default = k.default, help = k.help,
-               options = options, define = k.define ~= false }
+               options = options, define = k.define ~= false, float = float }
   end
   return out
 end
@@ -452,8 +469,12 @@ end
 -- (default: M.default_device). Raises a user error on any problem.
 function M.load(path, opts)
   opts = opts or {}
-  local raw, err = json.read_file(path)
+  local raw, err, text = json.read_file(path)
   if raw == nil then errors.usage("%s", err) end
+  local dup, dup_line = json.duplicate_key(text)
+  if dup then
+    errors.usage("%s: line %d: '%s' is given twice (JSON keeps only the last one; merge the two)", path, dup_line, dup)
+  end
   local c = setmetatable({ file = path }, Checker)
   if type(raw) ~= "table" or #raw > 0 then errors.usage("%s: expected a JSON object at the top level", path) end
   c:unknown_fields(raw, top_fields, "")
@@ -717,15 +738,23 @@ function Spec:work(config)
   return w
 end
 
-local function define_value(v)
-  if math.type(v) == "float" then return string.format("%.17g", v) end
+-- A knob's value as its define's text. A knob with a fractional value
+-- (`[0.5, 1.0, 2.0]`) is a floating-point knob: its whole values keep a
+-- decimal point (JSON reads 2.0 as 2, and -DALPHA=2 would make 1 / ALPHA
+-- an integer division in some configs only).
+local function define_value(v, float)
+  if type(v) == "number" and (float or math.type(v) == "float") then
+    local text = string.format("%.17g", v)
+    if not text:find("[.eEn]") then text = text .. ".0" end
+    return text
+  end
   return tostring(v)
 end
 
 function Spec:defines(config)
   local out = {}
   for _, k in ipairs(self.knobs) do
-    if k.define ~= false then out[#out + 1] = "-D" .. k.name .. "=" .. define_value(config[k.name]) end
+    if k.define ~= false then out[#out + 1] = "-D" .. k.name .. "=" .. define_value(config[k.name], k.float) end
   end
   return out
 end

@@ -5,6 +5,7 @@
 local compile = require("kopt.compile")
 local errors = require("kopt.errors")
 local json = require("kopt.json")
+local nvrtc = require("kopt.nvrtc")
 local rng_mod = require("kopt.rng")
 local run_mod = require("kopt.run")
 local spec_mod = require("kopt.spec")
@@ -58,6 +59,9 @@ local function parse(argv)
     else o.spec = a end
     i = i + 1
   end
+  if o.all and (o.sample or #o.configs > 0) then
+    errors.usage("compile: --all compiles every config: not with %s", o.sample and "--sample" or "--config")
+  end
   return o
 end
 
@@ -103,6 +107,31 @@ local function indent(text, n)
   end
   if lines > n then out[#out + 1] = string.format("    ... (%d more lines; --log for all)", lines - n) end
   return table.concat(out, "\n")
+end
+
+-- A pipeline's later kernels, checked in the module compiled for config
+-- as the first is: there at all, their block within what their launch
+-- bounds and registers allow, their shared memory within the device's.
+-- nil when every one can launch, else what is wrong.
+local function pipeline_problem(spec, config, r)
+  for i = 2, #spec.pipeline do
+    local st = spec.pipeline[i]
+    local rep = nvrtc.parse_log(r.log or "", st.entry, r.cubin)
+    if not rep.ok then
+      return string.format("pipeline[%d]: no kernel '%s' in the module (an extern \"C\" __global__ of the source)",
+                           i, st.entry)
+    end
+    local l = spec:launch_for(st.launch, config)
+    local threads = l.block[1] * l.block[2] * l.block[3]
+    if rep.max_threads and rep.max_threads > 0 and rep.max_threads < threads then
+      return string.format("pipeline[%d] (%s) cannot launch: block of %d threads, at most %d", i, st.entry, threads,
+                           rep.max_threads)
+    end
+    local smem = (rep.smem_static or 0) + l.smem
+    if smem > spec.device.max_smem_optin then
+      return string.format("pipeline[%d] (%s): shared memory %d > %d", i, st.entry, smem, spec.device.max_smem_optin)
+    end
+  end
 end
 
 function M.main(argv)
@@ -169,17 +198,30 @@ function M.main(argv)
       local l = spec:launch(job.config)
       smem_dyn, threads = l.smem, l.block[1] * l.block[2] * l.block[3]
     end
+    if not r.ok and (r.log or ""):find("invalid value for --gpu-architecture", 1, true) then
+      -- (the architecture, not the kernel: every config would fail the same way)
+      errors.usage("compile: --arch %s: NVRTC %s does not compile for it", spec.kernel.arch or o.arch, compile.version())
+    end
+    local grid = job.config and spec.launch_exprs and spec:launch(job.config).grid
     if not r.ok then
       why = "compile error"
+    elseif grid and (grid[1] > 2147483647 or grid[2] > 65535 or grid[3] > 65535) then
+      why = string.format("cannot launch: grid %d x %d x %d (at most 2147483647 x 65535 x 65535)", grid[1], grid[2],
+                          grid[3])
     elseif threads and r.max_threads and r.max_threads < threads then
       why = string.format("cannot launch: block of %d threads, at most %d", threads, r.max_threads)
     elseif job.config and (r.smem_static or 0) + smem_dyn > spec.device.max_smem_optin then
       why = string.format("shared memory %d > %d", (r.smem_static or 0) + smem_dyn, spec.device.max_smem_optin)
+    elseif job.config and spec.pipeline then
+      why = pipeline_problem(spec, job.config, r)
     end
     if r.ok then
-      print(string.format("  %-4s regs %3d  smem %6d+%-6d  spills %4d  max_threads %4d  %5.2f s%s  %s",
+      -- (local memory: the stack frame of local arrays indexed at run time
+      -- and of spills, shown when there is one)
+      print(string.format("  %-4s regs %3d  smem %6d+%-6d  spills %4d  max_threads %4d  %5.2f s%s  %s%s",
                           why and "FAIL" or "ok", r.regs or -1, r.smem_static or 0, smem_dyn, r.spills or 0,
-                          r.max_threads or 0, r.compile_s, r.cached and " (cached)" or "", job.what))
+                          r.max_threads or 0, r.compile_s, r.cached and " (cached)" or "", job.what,
+                          (r.local_bytes or 0) > 0 and string.format("  [local %d B]", r.local_bytes) or ""))
     else
       print(string.format("  FAIL compile error  %s", job.what))
     end

@@ -73,9 +73,12 @@ local function ptx_text(o)
   if o.path:match("%.json$") then
     local spec = spec_mod.load(o.path)
     local c, text = config_of(o, spec)
-    local ptx, log = nvrtc.ptx(compile.job_for(spec, c, o.arch))
-    if not ptx then return nil, log end
-    return ptx, string.format("%s: %s, %s, NVRTC %s", spec.path, spec.kernel.entry, text, compile.version())
+    local ptx, lowered = nvrtc.ptx(compile.job_for(spec, c, o.arch))
+    if not ptx then return nil, string.format("%s: %s, %s:\n%s", spec.path, spec.kernel.entry, text, lowered) end
+    return ptx, string.format("%s: %s, %s, NVRTC %s", spec.path, spec.kernel.entry, text, compile.version()), lowered
+  end
+  if #o.configs > 0 or o.arch then
+    errors.usage("ptx: --config and --arch are for a spec; %s is PTX already", o.path)
   end
   local f, err = io.open(o.path, "rb")
   if not f then errors.usage("ptx: cannot read %s", err) end
@@ -165,9 +168,9 @@ function M.main(argv)
     return 0
   end
   if not o.path then errors.usage("ptx: missing FILE or SPEC (see kopt ptx --help)") end
-  local text, what = ptx_text(o)
+  local text, what, entry = ptx_text(o)
   if not text then
-    io.stdout:write("the kernel does not compile:\n", what, "\n")
+    io.stderr:write("kopt: ptx: the kernel does not compile: ", what, "\n")
     return 1
   end
   if o.save then
@@ -180,6 +183,15 @@ function M.main(argv)
   local a, err = kptx.parse(text)
   local dt = sys.now() - t0
   if not a then errors.usage("ptx: %s: %s", o.path, err) end
+  -- a spec's kernel: its entry (a template's instance, by its symbol) and
+  -- the device functions, not other kernels of the file
+  if entry and not o.func then
+    local kept = {}
+    for _, f in ipairs(a.functions) do
+      if not f.entry or f.name == entry then kept[#kept + 1] = f end
+    end
+    a.functions = kept
+  end
   local body = M.overview(a, o.func)
   if not body then errors.usage("ptx: no function '%s' in %s", o.func, o.path) end
   io.stdout:write(string.format("%s\n%d PTX lines, %d instructions, analysed in %.2f ms\n", what, a.lines,

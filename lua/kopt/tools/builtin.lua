@@ -96,16 +96,17 @@ function M.analysis(env, config)
   local hit = env.cache[key]
   if hit then return hit.value, hit.why end
   local job = compile.job_for(env.spec, config, env.arch, env.source)
-  local text, log = nvrtc.ptx(job)
+  -- (the second value: the entry's symbol, or the log when it did not compile)
+  local text, lowered_or_log = nvrtc.ptx(job)
   local value, why
   if not text then
-    why = "the kernel does not compile to PTX: " .. tostring(log):sub(1, 600)
+    why = "the kernel does not compile to PTX: " .. tostring(lowered_or_log):sub(1, 600)
   else
     local a, err = kptx.parse(text)
     if not a then
       why = "the PTX could not be analysed: " .. tostring(err)
     else
-      local entry = env.spec.kernel.entry
+      local entry = lowered_or_log or env.spec.kernel.entry
       local func
       for _, f in ipairs(a.functions) do
         if f.name == entry then func = f end
