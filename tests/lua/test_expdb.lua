@@ -318,10 +318,10 @@ do
   T.run(string.format("random --backend replay:%s --budget 2 --out %s/utf8_run -q", rec, tmp), env(path))
   T.run(string.format("random --backend replay:tests/data/pnpoly_RTX_3090.json --budget 2 --out %s/ascii_run -q", tmp),
         env(path))
-  local c, out = T.run("db list", env(path))
+  local c, listing = T.run("db list", env(path))
   T.eq(c, 0, "db list with a UTF-8 device name")
   local at = {}
-  for line in out:gmatch("[^\n]+") do
+  for line in listing:gmatch("[^\n]+") do
     local b = line:find("replay ", 1, true) or line:find("toolkit", 1, true)
     if b then at[#at + 1] = utf8.len(line:sub(1, b - 1)) end
   end
