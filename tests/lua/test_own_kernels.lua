@@ -86,7 +86,8 @@ do
   T.check(code == 0 and out:find("DTYPE=long long QUAL=", 1, true), "--config with a space and an empty value: exit %d\n%s%s",
           code, out, err)
   code, out, err = T.run("compile " .. p .. " --config 'DTYPE=long long NOPE=1'")
-  T.check(code == 2 and err:find("NOPE is not a knob", 1, true), "--config with an unknown knob after a spaced value: %s", err)
+  T.check(code == 2 and err:find("NOPE is not a knob", 1, true), "--config with an unknown knob after a spaced value: %s%s",
+          out, err)
 end
 
 -- knob names that break CUDA's headers, or C++ reserves; a NUL in a value;
