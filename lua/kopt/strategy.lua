@@ -246,7 +246,18 @@ function M.help(s)
     lines[#lines + 1] = "options (--opt key=value):"
     for _, k in ipairs(names) do
       local o = s.options[k]
-      lines[#lines + 1] = string.format("  %-18s %-10s %s", k, tostring(o.default), o.help or "")
+      -- (the range and the choices the option takes, as --opt checks them)
+      local limits = {}
+      if o.gt then limits[#limits + 1] = "> " .. tostring(o.gt) end
+      if o.min then limits[#limits + 1] = ">= " .. tostring(o.min) end
+      if o.max then limits[#limits + 1] = "<= " .. tostring(o.max) end
+      if type(o.choices) == "table" then
+        local cs = {}
+        for i, c in ipairs(o.choices) do cs[i] = tostring(c) end
+        limits[#limits + 1] = "one of " .. table.concat(cs, ", ")
+      end
+      lines[#lines + 1] = string.format("  %-18s %-10s %s%s", k, tostring(o.default), o.help or "",
+                                        #limits > 0 and (" [" .. table.concat(limits, ", ") .. "]") or "")
     end
   end
   return table.concat(lines, "\n") .. "\n"
