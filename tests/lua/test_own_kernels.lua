@@ -37,6 +37,12 @@ do
   T.eq(code, 0, "ptx of a template entry: exit code\n" .. err)
   T.check(out:find("_ZN2qa4gemvIfLi256ELi4EEEvPT_", 1, true) and not out:find("Li128ELi1E", 1, true),
           "ptx of a template entry analyses gemv<float, 256, 4> alone:\n%s", out)
+  -- its PTX, saved and read back: a file takes --function, not --config
+  T.run("ptx " .. p .. " --save " .. tmp .. "/tk.ptx")
+  code, out, err = T.run("ptx " .. tmp .. "/tk.ptx")
+  T.check(code == 0 and out:find("Li128ELi1E", 1, true), "ptx of a PTX file: exit %d\n%s%s", code, out, err)
+  code, out, err = T.run("ptx " .. tmp .. "/tk.ptx --config BLOCK=256")
+  T.check(code == 2 and err:find("--config and --arch are for a spec", 1, true), "--config on a PTX file: %s%s", out, err)
 end
 
 -- a pipeline whose second kernel is misspelt, or bound below its block

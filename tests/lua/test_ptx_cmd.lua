@@ -61,9 +61,12 @@ T.write(tmp .. "/s.json", [[{ "name": "bad", "kernel": { "source": "k.cu", "entr
   "knobs": [ { "name": "N", "values": [1, 2] } ],
   "launch": { "grid": [1, 1, 1], "block": [32, 1, 1] },
   "args": [ { "name": "x", "type": "f32", "shape": [32], "output": true } ] }]])
-code, out = T.run("ptx " .. tmp .. "/s.json")
+local cerr
+code, out, cerr = T.run("ptx " .. tmp .. "/s.json")
 T.eq(code, 1, "broken kernel: exit code")
-T.check(out:find('expected a ";"', 1, true), "broken kernel: the compiler's message:\n%s", out)
+T.check(cerr:find("kopt: ptx: the kernel does not compile: ", 1, true) and cerr:find("N=1", 1, true)
+        and cerr:find('expected a ";"', 1, true) and out == "",
+        "broken kernel: the compiler's message on stderr, naming the config:\n%s", cerr)
 
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -40,7 +40,7 @@ local function parse(argv)
     if a == "--help" or a == "-h" then o.help = true
     elseif a == "--config" then o.configs[#o.configs + 1] = value(a)
     elseif a == "--arch" then
-      o.arch = value(a)
+      o.arch, o.arch_given = value(a), true
       if not o.arch:match("^sm_%d+a?$") then errors.usage("ptx: --arch: expected sm_NN or sm_NNa, got '%s'", o.arch) end
     elseif a == "--function" then o.func = value(a)
     elseif a == "--save" then o.save = value(a)
@@ -77,7 +77,7 @@ local function ptx_text(o)
     if not ptx then return nil, string.format("%s: %s, %s:\n%s", spec.path, spec.kernel.entry, text, lowered) end
     return ptx, string.format("%s: %s, %s, NVRTC %s", spec.path, spec.kernel.entry, text, compile.version()), lowered
   end
-  if #o.configs > 0 or o.arch then
+  if #o.configs > 0 or o.arch_given then
     errors.usage("ptx: --config and --arch are for a spec; %s is PTX already", o.path)
   end
   local f, err = io.open(o.path, "rb")
