@@ -123,15 +123,31 @@ START_TEST(test_fill_scaled)
 	for (int i = 0; i < N; i++)
 		top = fabsf(f[i]) > top ? fabsf(f[i]) : top;
 	ck_assert(top > 90.0f && top <= 100.0f);
-	/* a constant, an arange and an integer type keep their values */
+	/* a constant and an arange keep their values */
 	kopt_check_fill_scaled(KOPT_F32, f, N, KOPT_DIST_CONSTANT, 3.5, 1000.0, 1, 0);
 	ck_assert(f[0] == 3.5f && f[N - 1] == 3.5f);
 	kopt_check_fill_scaled(KOPT_F32, f, N, KOPT_DIST_ARANGE, 0, 1000.0, 1, 0);
 	ck_assert(f[7] == 7.0f);
+	/* integers: scale 1 is the plain draw; 1000 widens [-64, 64] to
+	 * [-64000, 64000] (a kernel that narrowed its integer inputs to int8
+	 * passed every check: the probe's integer pass finds it) */
 	int32_t *a = malloc(N * 4), *b = malloc(N * 4);
 	kopt_check_fill(KOPT_I32, a, N, KOPT_DIST_UNIFORM, 0, 5, 0);
-	kopt_check_fill_scaled(KOPT_I32, b, N, KOPT_DIST_UNIFORM, 0, 1000.0, 5, 0);
+	kopt_check_fill_scaled(KOPT_I32, b, N, KOPT_DIST_UNIFORM, 0, 1.0, 5, 0);
 	ck_assert_mem_eq(a, b, N * 4);
+	kopt_check_fill_scaled(KOPT_I32, b, N, KOPT_DIST_UNIFORM, 0, 1000.0, 5, 0);
+	int32_t lo = 0, hi = 0;
+	for (int i = 0; i < N; i++) {
+		lo = b[i] < lo ? b[i] : lo;
+		hi = b[i] > hi ? b[i] : hi;
+	}
+	ck_assert(lo >= -64000 && lo < -50000 && hi <= 64000 && hi > 50000);
+	int8_t c8[256];
+	kopt_check_fill_scaled(KOPT_I8, c8, 256, KOPT_DIST_NORMAL, 0, 1000.0, 5, 0);
+	int at_edge = 0;
+	for (int i = 0; i < 256; i++)
+		at_edge += c8[i] == 127 || c8[i] == -128;
+	ck_assert_int_gt(at_edge, 200); /* clamped to the type */
 	/* f16 past its range: the largest magnitude (an output that overflows
 	 * from there fails the probe's control, the reference against itself) */
 	uint16_t h[64];

@@ -1,6 +1,7 @@
 /* Kernel timing in the worker: CUDA events on a harness-owned stream, an
  * nvbench-style blocking kernel so the queued samples start without launch
- * gaps, the L2 flushed (a memset of the device's L2 size) and the outputs
+ * gaps, the L2 emptied (kopt_worker_flush_l2: a sweep of twice its size with
+ * the evict_last policy, then a discard of the sweep's lines) and the outputs
  * re-poisoned before every sample, the SM clock stamped around each batch,
  * and sampling until the relative noise is under the target after a minimum
  * number of samples, or a cap on samples or wall time. */
@@ -15,6 +16,19 @@
 #define BATCH_MAX 4 /* samples queued behind one blocking kernel */
 #define SPIN_TIMEOUT_NS 2000000000ull
 
+
+CUresult kopt_worker_flush_l2(struct worker *w)
+{
+	unsigned long long lines = w->flush_bytes / 128;
+	void *args[] = {&w->flush, &lines};
+	unsigned blocks = (unsigned)(4 * w->dev.sm_count);
+	CUresult r = kopt_cu.cuLaunchKernel(w->flush_sweep, blocks, 1, 1, 256, 1, 1, 0, w->stream, args,
+					    NULL);
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuLaunchKernel(w->flush_discard, blocks, 1, 1, 256, 1, 1, 0, w->stream, args,
+					   NULL);
+	return r;
+}
 static int cmp_double(const void *a, const void *b)
 {
 	double x = *(const double *)a, y = *(const double *)b;
@@ -158,8 +172,7 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 		for (int i = 0; i < b; i++) {
 			if ((r = kopt_worker_before_launch(w)) != CUDA_SUCCESS ||
 			    (r = nudge_inputs(w)) != CUDA_SUCCESS ||
-			    (r = kopt_cu.cuMemsetD32Async(w->flush, 0, w->flush_bytes / 4,
-							  w->stream)) != CUDA_SUCCESS ||
+			    (r = kopt_worker_flush_l2(w)) != CUDA_SUCCESS ||
 			    (r = kopt_cu.cuEventRecord(ev[2 * i], w->stream)) != CUDA_SUCCESS) {
 				status = fail(w, r, "sample set-up");
 				goto out;

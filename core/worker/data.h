@@ -180,8 +180,11 @@ struct worker {
 	CUdevice cudev;
 	CUcontext ctx;
 	CUstream stream;
+	/* the L2 flush's buffer: twice the L2, swept and discarded between
+	 * timed samples (kopt_worker_flush_l2) */
 	CUdeviceptr flush;
 	size_t flush_bytes;
+	CUfunction flush_sweep, flush_discard;
 	CUmodule harness;
 	CUfunction spin, stamp, hash;
 	CUfunction guard_scan, nudge, compare, compare_bits, gather;
@@ -350,6 +353,10 @@ int kopt_worker_launch_fits(struct worker *w, CUfunction f, const struct launch 
 /* Launches f with l on w->stream: cuLaunchKernel, or cuLaunchKernelEx when l
  * has a cluster dimension or is cooperative. */
 CUresult kopt_worker_launch(struct worker *w, CUfunction f, const struct launch *l, void **params);
+
+/* Empties the L2 on w->stream before a timed sample (harness.cu,
+ * kopt_flush_sweep and kopt_flush_discard). */
+CUresult kopt_worker_flush_l2(struct worker *w);
 
 /* Launches the later kernels of w->cur_pr's pipeline on w->stream (nothing
  * for a single kernel); called right after every launch of the first. */

@@ -205,3 +205,25 @@ extern "C" __global__ void kopt_gather(const unsigned long long *list, unsigned 
 	for (unsigned long long k = threadIdx.x; k < size; k += blockDim.x)
 		out[at + k] = src[k];
 }
+// The L2 flush between timed samples, in two launches. kopt_flush_sweep
+// reads a buffer of twice the L2's size with the evict_last policy, which
+// replaces every line of the L2, those a kernel loaded with evict_last
+// itself included (a plain memset, of normal priority, left such lines in
+// place: a candidate that hinted its input evict_last was timed warm).
+// kopt_flush_discard then drops the buffer's lines (clean: only read), so
+// the timed kernel starts on an empty L2 with nothing to write back.
+extern "C" __global__ void kopt_flush_sweep(const unsigned *p, unsigned long long lines)
+{
+	unsigned long long pol;
+	asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < lines; i += stride) {
+		asm volatile("{ .reg .b32 v; ld.global.L2::cache_hint.u32 v, [%0], %1; }" : : "l"(p + 32 * i), "l"(pol));
+	}
+}
+extern "C" __global__ void kopt_flush_discard(const unsigned *p, unsigned long long lines)
+{
+	unsigned long long stride = (unsigned long long)gridDim.x * blockDim.x;
+	for (unsigned long long i = blockIdx.x * blockDim.x + threadIdx.x; i < lines; i += stride)
+		asm volatile("discard.global.L2 [%0], 128;" : : "l"(p + 32 * i) : "memory");
+}

@@ -58,7 +58,8 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 	    kopt_worker_cu_check(kopt_cu.cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING),
 				 "cuStreamCreate", err, errlen))
 		return -1;
-	w->flush_bytes = ((size_t)w->dev.l2_bytes + 3) & ~(size_t)3;
+	/* twice the L2, whole 128-byte lines (the sweep's unit) */
+	w->flush_bytes = (2 * (size_t)w->dev.l2_bytes + 127) & ~(size_t)127;
 	if (kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->flush, w->flush_bytes),
 				 "cuMemAlloc (L2 flush)", err, errlen) ||
 	    kopt_worker_cu_check(kopt_cu.cuMemHostAlloc(
@@ -97,6 +98,12 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 		"kopt_compare_bits", err, errlen) ||
 	    kopt_worker_cu_check(kopt_cu.cuModuleGetFunction(&w->gather, w->harness, "kopt_gather"),
 				 "kopt_gather", err, errlen) ||
+	    kopt_worker_cu_check(
+		kopt_cu.cuModuleGetFunction(&w->flush_sweep, w->harness, "kopt_flush_sweep"),
+		"kopt_flush_sweep", err, errlen) ||
+	    kopt_worker_cu_check(
+		kopt_cu.cuModuleGetFunction(&w->flush_discard, w->harness, "kopt_flush_discard"),
+		"kopt_flush_discard", err, errlen) ||
 	    kopt_worker_cu_check(
 		kopt_cu.cuMemAlloc(&w->compare_part, 8 * sizeof(double) * KOPT_COMPARE_BLOCKS),
 		"cuMemAlloc (comparison)", err, errlen) ||

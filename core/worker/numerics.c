@@ -305,7 +305,7 @@ struct fill_part {
 	size_t begin, end; /* begin is even */
 	enum kopt_dist d;
 	double value;
-	double scale; /* float draws only (kopt_check_fill_scaled) */
+	double scale; /* draws times this (kopt_check_fill_scaled) */
 	uint64_t s0;
 	size_t forced; /* KOPT_DIST_NEAR: an element always moved */
 };
@@ -349,7 +349,7 @@ static void *fill_range(void *arg)
 			/* Box-Muller: element pair (i, i+1) from draws i and i+1 */
 			double u1 = 1.0 - unit_at(p->s0, i), u2 = unit_at(p->s0, i + 1);
 			double r = sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
-			double scale = is_float ? p->scale : 16.0;
+			double scale = is_float ? p->scale : 16.0 * p->scale;
 			if (i + 1 < p->end)
 				kopt_check_store(t, p->data, i + 1, scale * r * sin(a));
 			v = scale * r * cos(a);
@@ -359,12 +359,14 @@ static void *fill_range(void *arg)
 		}
 		case KOPT_DIST_UNIFORM:
 			v = unit_at(p->s0, i);
+			/* (integers: [-64, 64], [0, 64] unsigned; the range probe
+			 * widens them by its scale, the type's range clamping) */
 			v = is_float	  ? p->scale * (2.0 * v - 1.0)
-			    : is_unsigned ? floor(v * 65.0)
-					  : floor(v * 129.0) - 64.0;
+			    : is_unsigned ? floor(v * (64.0 * p->scale + 1.0))
+					  : floor(v * (128.0 * p->scale + 1.0)) - 64.0 * p->scale;
 			break;
 		case KOPT_DIST_UNIFORM01:
-			v = is_float ? p->scale * unit_at(p->s0, i) : (double)(mix_at(p->s0, i) & 1u);
+			v = is_float ? p->scale * unit_at(p->s0, i) : p->scale * (double)(mix_at(p->s0, i) & 1u);
 			break;
 		case KOPT_DIST_NEAR:
 			v = near_value(p, i, p->value);

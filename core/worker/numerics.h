@@ -76,10 +76,10 @@ void kopt_check_store(enum kopt_dtype t, void *data, size_t i, double v);
 /* Fills n elements; the stream is a pure function of (seed, stream id). */
 void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
 		     uint64_t seed, uint64_t stream);
-/* The same, with a float type's normal, uniform and uniform01 draws
- * multiplied by `scale` before they are rounded to the type (the range
- * probe's inputs: the same draws, larger). Other distributions and integer
- * types ignore it. */
+/* The same, with the normal, uniform and uniform01 draws multiplied by
+ * `scale` before they are rounded (and, for integers, clamped) to the type
+ * (the range probe's inputs: the same draws, larger). Other distributions
+ * ignore it. */
 void kopt_check_fill_scaled(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
 			    double scale, uint64_t seed, uint64_t stream);
 

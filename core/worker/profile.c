@@ -53,7 +53,7 @@ static int cold_l2(struct worker *w)
 		unsigned blocks = (unsigned)(w->dev.sm_count > 0 ? w->dev.sm_count : 1) * 4;
 		r = kopt_cu.cuLaunchKernel(evict_fn, blocks, 1, 1, 256, 1, 1, 0, w->stream, params, NULL);
 	} else if (w->flush_bytes >= 4) {
-		r = kopt_cu.cuMemsetD32Async(w->flush, 0, w->flush_bytes / 4, w->stream);
+		r = kopt_worker_flush_l2(w);
 	}
 	int ws = r == CUDA_SUCCESS ? kopt_worker_wait(w, w->stream, w->timeout_ms, &r) : 2;
 	if (ws == 0)

@@ -18,7 +18,10 @@
 -- hands the title to the next fastest ok config that passes (at most
 -- max_tries checked), as the sanitizer does. Inputs read from a file, made
 -- by a generator, held fixed or copied are the spec's own choice and are
--- never scaled.
+-- never scaled. Integer inputs drawn by kopt (from [-64, 64], 16 N(0, 1)
+-- or {0, 1}) are probed the same way after the float ones, on their own: a
+-- kernel that narrowed them to 8 bits, or summed their products in 32 bits
+-- where the output has 64, passes every check and fails there.
 local errors = require("kopt.errors")
 
 local M = {}
@@ -36,12 +39,13 @@ function M.parse_mode(text)
 end
 
 -- The indices (in spec:args order) of the inputs the probe scales: float
--- arrays that are not outputs, drawn by kopt from a named distribution.
-function M.scaled_inputs(args)
+-- arrays (integer ones with `integers`) that are not outputs, drawn by kopt
+-- from a named distribution.
+function M.scaled_inputs(args, integers)
   local out = {}
   for i, a in ipairs(args) do
     local init = a.init or { dist = "normal" }
-    if (a.kind == "array" or a.kind == "constant") and not a.output and FLOAT[a.type]
+    if (a.kind == "array" or a.kind == "constant") and not a.output and (FLOAT[a.type] or false) ~= (integers or false)
        and DRAWN[init.dist] and not init.fixed then
       out[#out + 1] = i
     end
@@ -73,27 +77,12 @@ local function not_run(why) return { "  range probe not run: " .. why }, { note 
 -- max_tries, limit_s, progress(text) or nil, interrupted() or nil.
 -- Returns lines for the summary and the row of the "range_probe" event.
 
-function M.run(opts)
-  local winner = opts.ranked[1]
-  local args = opts.args_for(winner)
-  local inputs = M.scaled_inputs(args)
-  if #inputs == 0 then
-    local why = "no float input is drawn from a distribution (file, generated, fixed and copied inputs are the spec's own)"
-    return not_run(why)
-  end
+-- One family of inputs (floats, or integers) probed on the winner: lines
+-- and the row, as M.run returns them. what: "" or " (integers)".
+local function probe(opts, winner, args, inputs, what)
   local names = {}
   for k, i in ipairs(inputs) do names[k] = args[i].name end
-  -- (an output left to the spec's own Lua check, compare=false, is not
-  -- compared by check 1, and the probe does not run that check)
-  local compared = false
-  for _, a in ipairs(args) do
-    if a.output and not (a.verify and a.verify.compare == false) then compared = true end
-  end
-  if not compared then
-    local why = "every output is left to the spec's own check (verify.outputs.*.compare = false), which the probe does not run"
-    return not_run(why)
-  end
-  local label = table.concat(names, ", ")
+  local label = table.concat(names, ", ") .. what
   local limit_s = opts.limit_s or 120
   local refused = {}
   for _, scale in ipairs(M.SCALES) do
@@ -109,7 +98,9 @@ function M.run(opts)
       local w = out[2] or { status = "no reply", log = "the worker ended before the winner's check" }
       local row = { scale = scale, inputs = names, status = w.status, log = first_line(w.log), winner = winner.key,
                     refused_scales = #refused > 0 and refused or nil }
-      winner.result.range_probe = { scale = scale, status = w.status }
+      -- (the integer pass keeps a failure of the float one on record)
+      local prev = winner.result.range_probe
+      if not prev or prev.status == "ok" then winner.result.range_probe = { scale = scale, status = w.status } end
       if w.status == "ok" then
         return { string.format("  range probe: the winner matches the reference on %s scaled %gx", label, scale) }, row
       end
@@ -141,8 +132,42 @@ function M.run(opts)
     end
     refused[#refused + 1] = scale
   end
-  local lines, row = not_run("the reference itself does not pass on inputs scaled 10x to 1000x (its output overflows there)")
+  local lines, row = not_run(what == "" and
+    "the reference itself does not pass on inputs scaled 10x to 1000x (its output overflows there)" or
+    "the reference itself does not pass on integer inputs scaled 10x to 1000x (its output overflows there, " ..
+    "or they are indices or sizes)")
   row.refused_scales = refused
+  return lines, row
+end
+
+function M.run(opts)
+  local winner = opts.ranked[1]
+  local args = opts.args_for(winner)
+  local floats, ints = M.scaled_inputs(args), M.scaled_inputs(args, true)
+  if #floats == 0 and #ints == 0 then
+    local why = "no input is drawn from a distribution (file, generated, fixed and copied inputs are the spec's own)"
+    return not_run(why)
+  end
+  -- (an output left to the spec's own Lua check, compare=false, is not
+  -- compared by check 1, and the probe does not run that check)
+  local compared = false
+  for _, a in ipairs(args) do
+    if a.output and not (a.verify and a.verify.compare == false) then compared = true end
+  end
+  if not compared then
+    local why = "every output is left to the spec's own check (verify.outputs.*.compare = false), which the probe does not run"
+    return not_run(why)
+  end
+  -- floats, then integers on their own: an integer input can be an index,
+  -- whose larger draws fail the reference too, and must not cost the float
+  -- inputs their probe
+  local lines, row = {}, nil
+  if #floats > 0 then lines, row = probe(opts, winner, args, floats, "") end
+  if #ints > 0 then
+    local ilines, irow = probe(opts, opts.ranked[1], args, ints, " (integers)")
+    for _, l in ipairs(ilines) do lines[#lines + 1] = l end
+    if row then row.integers = irow else row = irow end
+  end
   return lines, row
 end
 

@@ -181,8 +181,9 @@ end
 -- and it stayed the winner (--range-probe note: the spec's distributions
 -- are the contract, so the row is still correct, and the report says so).
 function M.probe_flagged(r)
+  local function flagged(pr) return pr ~= nil and pr.status ~= nil and pr.status ~= "ok" and pr.new_winner == nil end
   local pr = r.range_probe
-  return pr ~= nil and pr.status ~= nil and pr.status ~= "ok" and pr.new_winner == nil
+  return flagged(pr) or (pr ~= nil and flagged(pr.integers))
 end
 
 -- fast_p over rows, per baseline: among the n problems that have a time for

@@ -2,7 +2,8 @@
 -- (CHEAT=1 uses __sinf, within the tolerance on the spec's inputs in [0,1)
 -- and wrong for large ones) passes checks 1 and 2 but is wrong on x scaled
 -- by the probe; the honest kernel matches the reference there. In strict
--- mode the honest kernel takes the title from the cheat. Needs a GPU: exits
+-- mode the honest kernel takes the title from the cheat. The same for
+-- integer inputs (tests/cheats/int8_dp4a). Needs a GPU: exits
 -- 77 with the reason otherwise.
 local T = require("testlib")
 local cuda = require("kopt.backends.cuda")
@@ -41,5 +42,20 @@ T.eq(row.status, "wrong", "the cheat is wrong there")
 T.eq(made, "honest", "strict: the honest kernel takes the title")
 row = run({ rec("honest", 0, res[1]) }, "note")
 T.eq(row.status, "ok", "the honest kernel matches the reference on x scaled 1000x")
+be:close()
+
+-- integer inputs: tests/cheats/int8_dp4a narrows an i32 GEMM's operands to
+-- int8 (right on every check, whose integers are small); the probe's
+-- integer pass finds it, and the honest kernel passes there
+spec = spec_mod.load("tests/cheats/int8_dp4a.json")
+be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.3 } })
+res = be:evaluate({ { key = "honest", config = { CHEAT = 0 } }, { key = "cheat", config = { CHEAT = 1 } } })
+T.eq(res[1].status, "ok", "int8_dp4a: the honest kernel passes checks 1 and 2")
+T.eq(res[2].status, "ok", "int8_dp4a: the cheat passes checks 1 and 2")
+row, made = run({ rec("cheat", 1, res[2]), rec("honest", 0, res[1]) }, "strict")
+T.eq(row.status, "wrong", "int8_dp4a: the cheat is wrong on integers scaled by the probe")
+T.eq(made, "honest", "int8_dp4a: strict: the honest kernel takes the title")
+row = run({ rec("honest", 0, res[1]) }, "note")
+T.eq(row.status, "ok", "int8_dp4a: the honest kernel matches the reference on the larger integers")
 be:close()
 return T.done()

@@ -16,7 +16,8 @@ local m, why = probe.parse_mode("loud")
 T.check(m == nil and why:find("expected off, note or strict", 1, true), "bad mode refused: " .. tostring(why))
 
 -- which inputs: float arrays and constants drawn from a named distribution,
--- never outputs, integers, fixed, file, generated or copied ones
+-- never outputs, fixed, file, generated or copied ones; the integer ones
+-- drawn by kopt in a pass of their own
 local args = {
   { name = "x", kind = "array", type = "f32", init = { dist = "uniform01" }, count = 8 },
   { name = "w", kind = "constant", type = "f16", init = { dist = "normal" }, count = 8 },
@@ -29,6 +30,7 @@ local args = {
   { name = "u", kind = "array", type = "bf16", init = { dist = "uniform" }, count = 8 },
 }
 T.eq(table.concat(probe.scaled_inputs(args), ","), "1,2,9", "x, w and u are scaled, nothing else")
+T.eq(table.concat(probe.scaled_inputs(args, true), ","), "3", "idx is the integer pass's")
 
 -- the cheat spec of tests/cheats: its input x is the one scaled
 local cheat = spec_mod.load("tests/cheats/fastmath_range.json")
@@ -132,6 +134,39 @@ text, row = run_with(function() return "wrong" end, "note")
 T.check(text:find("range probe not run: the reference itself does not pass", 1, true), "%s", text)
 T.eq(row.scale, nil, "no scale")
 
+-- integer inputs: a pass of their own after the float ones. A kernel that
+-- narrowed its integers to 8 bits (red-team int8_dp4a: 2.7x faster, right
+-- on every check) fails there; the float pass's result stands beside it,
+-- and an integer input the reference cannot take larger (an index) costs
+-- the float inputs nothing.
+do
+  local mixed = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 8 },
+                  { name = "A", kind = "array", type = "i32", init = { dist = "uniform" }, count = 8 },
+                  { name = "y", kind = "array", type = "f32", output = true, init = { dist = "zeros" }, count = 8 } }
+  local function with(reply)
+    local winner = { key = "w", config = {}, result = {} }
+    local fake = { check_variants = function(_, _, variants)
+      local out = {}
+      for i, v in ipairs(variants) do out[i] = { status = reply(v.scales[1] and "float" or "int", v.reference), log = "x" } end
+      return out
+    end }
+    local l, r = probe.run({ backend = fake, ranked = { winner }, args_for = function() return mixed end,
+                             job_for = function() return {} end, describe = function() return "w" end })
+    return table.concat(l, "\n"), r, winner
+  end
+  local text2, row2, w2 = with(function(kind, ref) return (ref or kind == "float") and "ok" or "wrong" end)
+  T.check(text2:find("matches the reference on x scaled 1000x", 1, true)
+          and text2:find("on A (integers) scaled 1000x the winner fails", 1, true), "%s", text2)
+  T.eq(row2.status, "ok", "the float pass's row")
+  T.eq(row2.integers and row2.integers.status, "wrong", "the integer pass's row, beside it")
+  T.eq(w2.result.range_probe.status, "wrong", "the winner's result keeps the failure")
+  local text3, row3 = with(function(kind, ref) return (kind == "int" and ref) and "crash" or "ok" end)
+  T.check(text3:find("matches the reference on x scaled 1000x", 1, true)
+          and text3:find("integer inputs scaled 10x to 1000x (its output overflows there, or they are indices", 1, true),
+          "%s", text3)
+  T.eq(row3.status, "ok", "an index-like integer input leaves the float pass's row alone")
+end
+
 -- an input of 4 GB is probed like any other: the worker draws it
 do
   local big = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 2 ^ 30 },
@@ -160,7 +195,7 @@ end
 -- no input to scale
 local lines = probe.run({ ranked = { { key = "a", config = {}, result = {} } },
   args_for = function() return { { name = "n", kind = "scalar", type = "i32" } } end })
-T.check(lines[1]:find("no float input is drawn from a distribution", 1, true), lines[1])
+T.check(lines[1]:find("no input is drawn from a distribution", 1, true), lines[1])
 
 -- at the end of a run: the sanitizer's winner is checked first, the lines
 -- join the summary's, the row goes to the event log and trace.md
