@@ -1,7 +1,7 @@
 /* Kernel timing in the worker: CUDA events on a harness-owned stream, an
  * nvbench-style blocking kernel so the queued samples start without launch
- * gaps, the L2 emptied (kopt_worker_flush_l2: a sweep of twice its size with
- * the evict_last policy, then a discard of the sweep's lines) and the outputs
+ * gaps, the L2 emptied (kopt_worker_flush_l2: evict_last lines swept out,
+ * normal ones by a memset, then the flush buffer's lines discarded) and the outputs
  * re-poisoned before every sample, the SM clock stamped around each batch,
  * and sampling until the relative noise is under the target after a minimum
  * number of samples, or a cap on samples or wall time. */
@@ -17,13 +17,24 @@
 #define SPIN_TIMEOUT_NS 2000000000ull
 
 
+/* Three steps: a sweep of evict_last reads replaces the lines of that
+ * priority (a candidate's own evict_last input among them), a memset of
+ * the L2's size the lines of normal priority (evict_last lines are capped
+ * at a part of the L2: the sweep alone left the rest, and every kernel's
+ * input from its last launch, in place), and a discard drops all the
+ * buffer's lines, clean or dirty, so the timed kernel starts on an empty
+ * L2 with nothing to write back. */
 CUresult kopt_worker_flush_l2(struct worker *w)
 {
 	unsigned long long lines = w->flush_bytes / 128;
 	void *args[] = {&w->flush, &lines};
 	unsigned blocks = (unsigned)(4 * w->dev.sm_count);
+	size_t l2 = ((size_t)w->dev.l2_bytes + 3) & ~(size_t)3;
 	CUresult r = kopt_cu.cuLaunchKernel(w->flush_sweep, blocks, 1, 1, 256, 1, 1, 0, w->stream, args,
 					    NULL);
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuMemsetD32Async(w->flush, 0, (l2 < w->flush_bytes ? l2 : w->flush_bytes) / 4,
+					     w->stream);
 	if (r == CUDA_SUCCESS)
 		r = kopt_cu.cuLaunchKernel(w->flush_discard, blocks, 1, 1, 256, 1, 1, 0, w->stream, args,
 					   NULL);

@@ -205,13 +205,14 @@ extern "C" __global__ void kopt_gather(const unsigned long long *list, unsigned 
 	for (unsigned long long k = threadIdx.x; k < size; k += blockDim.x)
 		out[at + k] = src[k];
 }
-// The L2 flush between timed samples, in two launches. kopt_flush_sweep
-// reads a buffer of twice the L2's size with the evict_last policy, which
-// replaces every line of the L2, those a kernel loaded with evict_last
-// itself included (a plain memset, of normal priority, left such lines in
-// place: a candidate that hinted its input evict_last was timed warm).
-// kopt_flush_discard then drops the buffer's lines (clean: only read), so
-// the timed kernel starts on an empty L2 with nothing to write back.
+// The L2 flush between timed samples (bench.c, kopt_worker_flush_l2):
+// kopt_flush_sweep reads a buffer of twice the L2's size with the
+// evict_last policy, which replaces the lines of that priority, those a
+// kernel loaded with evict_last itself included (a plain memset, of normal
+// priority, left them in place: a candidate that hinted its input
+// evict_last was timed warm); a memset then replaces the normal lines, and
+// kopt_flush_discard drops the buffer's lines, so the timed kernel starts
+// on an empty L2 with nothing to write back.
 extern "C" __global__ void kopt_flush_sweep(const unsigned *p, unsigned long long lines)
 {
 	unsigned long long pol;

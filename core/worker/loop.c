@@ -58,7 +58,8 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 	    kopt_worker_cu_check(kopt_cu.cuStreamCreate(&w->stream, CU_STREAM_NON_BLOCKING),
 				 "cuStreamCreate", err, errlen))
 		return -1;
-	/* twice the L2, whole 128-byte lines (the sweep's unit) */
+	/* twice the L2, whole 128-byte lines (the sweep's unit); four times
+	 * measured the same on an H200 (docs/TRUST.md) */
 	w->flush_bytes = (2 * (size_t)w->dev.l2_bytes + 127) & ~(size_t)127;
 	if (kopt_worker_cu_check(kopt_cu.cuMemAlloc(&w->flush, w->flush_bytes),
 				 "cuMemAlloc (L2 flush)", err, errlen) ||
