@@ -416,6 +416,12 @@ end
 -- Returns false when the strategy has nothing more to propose.
 function Engine:round(n)
   local cands = call_strategy(self, "ask", self.ctx, n)
+  -- a signal that came while ask() waited (an LLM request it then gave up
+  -- on) stops the run before its answer is measured
+  if sys.interrupted() then
+    self.interrupted_in_ask = true
+    return true
+  end
   if type(cands) ~= "table" then
     errors.usage("strategy '%s': ask() must return a table of candidates, got %s", self.strategy_name, type(cands))
   end
@@ -525,7 +531,7 @@ end
 function Engine:loop()
   call_strategy(self, "init", self.ctx)
   while true do
-    if sys.interrupted() then return "interrupted" end
+    if self.interrupted_in_ask or sys.interrupted() then return "interrupted" end
     if self.evaluations >= self.budget or self.budget_spent then return "budget" end
     if self:clock() >= self.time_limit then return "time limit" end
     if (self.stalled or 0) >= M.STALL_ROUNDS then return "stalled" end

@@ -11,6 +11,7 @@
 -- * a sibling module (require "util") that called os.exit ended kopt
 --   without results, and one that set a global broke kopt's own output;
 -- * Ctrl-C while a strategy waited in os.execute was lost;
+-- * Ctrl-C during an ask() that swallowed it still measured its answer;
 -- * a strategy whose every candidate was invalid stopped without saying so.
 local T = require("testlib")
 
@@ -198,6 +199,33 @@ return S
   T.check(took <= 4, "Ctrl-C during os.execute: stopped %d s after the signal (the sleep has 2 s left)", took)
   local evals = T.events(dir)
   T.check(#evals < 8, "Ctrl-C during os.execute: the run stopped early (%d evaluations)", #evals)
+end
+
+-- Ctrl-C during an ask() that gives up what it waited for (an LLM request
+-- the signal cut, a pcall around a long computation) and still returns a
+-- candidate: the run stops without measuring it
+do
+  local file = tmp .. "/giveup.lua"
+  T.write(file, [[
+local S = { name = "giveup" }
+local asked = 0
+function S.ask(ctx, n)
+  asked = asked + 1
+  if asked >= 2 then
+    pcall(function() local t0 = os.clock() while os.clock() - t0 < 3 do end end)
+  end
+  return { { config = ctx.space:sample(ctx.rng) } }
+end
+return S
+]])
+  local dir = tmp .. "/run_giveup"
+  local _, _, code = os.execute(string.format("KOPT_DB=off %s %s --backend replay:%s --budget 8 --out %s -q " ..
+                                              ">/dev/null 2>&1 & pid=$!; for i in $(seq 300); do " ..
+                                              "[ -s %s/events.jsonl ] && break; sleep 0.1; done; sleep 1; " ..
+                                              "kill -INT $pid; wait $pid", T.kopt, file, REC, dir, dir))
+  T.eq(code, 130, "Ctrl-C during a long ask: exit code 130")
+  local evals = T.events(dir)
+  T.eq(#evals, 1, "Ctrl-C during a long ask: the candidate it returned after the signal is not measured")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
