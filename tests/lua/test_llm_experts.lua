@@ -234,6 +234,24 @@ T.check(not T.exists(d9 .. "/default/llm_transcript.jsonl"), "MCGS's default mov
 code, _, err = T.run(string.format("%s --opt moves=rules,experts --out %s/experts", mcgs9, d9), llm_env("ok"))
 T.eq(code, 0, "MCGS with moves=rules,experts, exit code (" .. err .. ")")
 T.check(T.exists(d9 .. "/experts/llm_transcript.jsonl"), "moves=rules,experts did not ask the configured LLM")
+-- killed and resumed, moves=rules,experts answers from its transcript first:
+-- no request is sent twice (they were, before: the resume paid again and
+-- took another path)
+do
+  local function requests(dir)
+    local n = 0
+    for line in (T.slurp(dir .. "/llm_transcript.jsonl") or ""):gmatch("[^\n]+") do
+      if json.decode(line).kind == "request" then n = n + 1 end
+    end
+    return n
+  end
+  local base = string.format("%s --opt moves=rules,experts --out %s/killed", mcgs9, d9)
+  T.run(base, llm_env("ok", "KOPT_TEST_SIGKILL_AFTER=45"))
+  code, _, err = T.run(base .. " --resume", llm_env("ok"))
+  T.eq(code, 0, "moves=rules,experts resumed, exit code (" .. err .. ")")
+  T.eq(requests(d9 .. "/killed"), requests(d9 .. "/experts"), "moves=rules,experts: requests after a kill and a resume")
+  T.check(not err:find("not asked for again", 1, true), "moves=rules,experts: the resumed run took another path: %s", err)
+end
 code, _, err = T.run(string.format("compare --strategies mcgs --spaces %s --seeds 2 --budgets 100 --out %s/cmp -q",
                                    REC, d9), llm_env("ok"))
 T.eq(code, 0, "compare exit code (" .. err .. ")")

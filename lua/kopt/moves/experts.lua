@@ -6,7 +6,6 @@
 -- KOPT_EXPERTS picks the experts (default throughput,memory,robustness).
 local X = require("kopt.experts")
 local llm = require("kopt.llm")
-local sys = require("kopt.sys")
 
 local G = { name = "experts", expensive = true }
 local inner, client
@@ -14,15 +13,10 @@ local inner, client
 local function llm_client(ctx)
   if ctx.llm then return ctx.llm end
   if client == nil then
-    local cfg = llm.config({})
-    client = false
-    if cfg.base_url or cfg.replay then
-      if ctx.run_dir then
-        sys.mkdir_p(ctx.run_dir)
-        cfg.transcript = ctx.run_dir .. "/llm_transcript.jsonl"
-      end
-      client = llm.new(cfg) or false
-    end
+    -- (as the experts strategy's: the run folder's transcript, which a
+    -- resumed run answers from first, so it asks what it asked before and
+    -- is not charged twice for it)
+    client = llm.for_run(ctx, {}, "mcgs moves=experts") or false
   end
   return client or nil
 end
