@@ -281,6 +281,30 @@ code, _, err = T.run(string.format("experts --backend replay:%s --out %s/x -q --
 T.eq(code, 2, "unknown expert exit code")
 T.check(err:find("unknown expert 'wizard'", 1, true), "unknown expert message: %s", err)
 
+-- A custom expert whose heuristic returns malformed moves: each is rejected
+-- with its reason in trace.md, and the run goes on (a string for a move
+-- stopped it; a value outside a knob's list vanished without a word)
+do
+  local bad = d6 .. "/bad_expert.lua"
+  T.write(bad, [[
+local E = { name = "bad", description = "malformed moves" }
+function E.heuristic(view, rng)
+  return { "not a table", { changes = "nope", method = "x" }, { changes = { block_size_x = 123457 }, method = "y" },
+           { changes = { nope = 1 }, method = "z" } }
+end
+function E.prompt() return "" end
+return E
+]])
+  code, _, err = T.run(string.format("experts --backend replay:%s --out %s/bad -q --budget 10 --opt experts=%s", REC, d6, bad))
+  T.eq(code, 0, "a custom expert with malformed moves: exit code (" .. err .. ")")
+  local trace = T.slurp(d6 .. "/bad/trace.md") or ""
+  for _, want in ipairs({ "proposal 1 rejected: not a table", "proposal 2 rejected: changes: expected a table",
+                          "proposal 3 rejected: block_size_x=123457 is not one of the knob's values",
+                          "proposal 4 rejected: 'nope' is not a knob" }) do
+    T.check(trace:find(want, 1, true), "malformed heuristic moves: trace.md lacks '%s'", want)
+  end
+end
+
 -- 8. Experts as move generators in another strategy.
 code, _, err = T.run(string.format("rules --backend replay:%s --out %s/rules -q --budget 40 --opt moves=rules,experts",
                                    REC, d6))
