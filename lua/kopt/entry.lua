@@ -74,4 +74,57 @@ function M.signature_changed(source, new, entry)
                        "arguments, so their number and types must stay", a.text, b.text)
 end
 
+-- The C types a scalar parameter may have, as class and size: a kernel
+-- reads the bytes the worker passes by the spec's dtype, so an int where
+-- the spec passes a float, or a size_t where it passes an i32, reads
+-- garbage. Types not listed (a typedef, a template parameter) are not
+-- judged.
+local C_SCALARS = {
+  float = { "float", 4 }, double = { "float", 8 }, half = { "float", 2 }, __half = { "float", 2 },
+  __nv_bfloat16 = { "float", 2 }, nv_bfloat16 = { "float", 2 },
+  int = { "int", 4 }, int32_t = { "int", 4 }, uint32_t = { "int", 4 }, long = { "int", 8 },
+  ["long long"] = { "int", 8 }, ["long int"] = { "int", 8 }, ["long long int"] = { "int", 8 },
+  int64_t = { "int", 8 }, uint64_t = { "int", 8 }, size_t = { "int", 8 }, ptrdiff_t = { "int", 8 },
+  short = { "int", 2 }, int16_t = { "int", 2 }, uint16_t = { "int", 2 }, char = { "int", 1 },
+  int8_t = { "int", 1 }, uint8_t = { "int", 1 }, bool = { "int", 1 },
+}
+local DTYPES = {
+  f32 = { "float", 4 }, f64 = { "float", 8 }, f16 = { "float", 2 }, bf16 = { "float", 2 },
+  i32 = { "int", 4 }, u32 = { "int", 4 }, i64 = { "int", 8 }, u64 = { "int", 8 }, i16 = { "int", 2 },
+  u16 = { "int", 2 }, i8 = { "int", 1 }, u8 = { "int", 1 },
+}
+
+-- Why a source's entry kernel cannot take the spec's arguments, or nil.
+-- params: the spec's kernel parameters in order ({name=, kind=, type=}):
+-- arrays are pointers, scalars by their dtype, tensor maps by value.
+function M.launch_mismatch(source, entry, params)
+  local sig = M.signature(source, entry)
+  if not sig then return nil end
+  local want = {}
+  for i, a in ipairs(params) do want[i] = a.name end
+  if #sig.kinds ~= #params then
+    return string.format("the entry kernel %s takes %d parameters %s; the spec passes %d (%s), in that order",
+                         M.name(entry), #sig.kinds, sig.text, #params, table.concat(want, ", "))
+  end
+  for i, a in ipairs(params) do
+    local got = sig.kinds[i]
+    local why
+    if a.kind == "array" then
+      if got ~= "pointer" then why = "an array, passed as a pointer" end
+    elseif a.kind == "scalar" then
+      local c, d = C_SCALARS[got], DTYPES[a.type]
+      if got == "pointer" then why = "a scalar " .. a.type .. ", passed by value"
+      elseif c and d and (c[1] ~= d[1] or c[2] ~= d[2]) then
+        why = string.format("a scalar %s (%s of %d bytes), not %s", a.type, d[1] == "float" and "a float" or "an integer", d[2], got)
+      end
+    elseif a.kind == "tensormap" and got == "pointer" then
+      why = "a tensor map, passed by value (const __grid_constant__ CUtensorMap)"
+    end
+    if why then
+      return string.format("the entry kernel %s's parameter %d (%s) is %s, but the spec's '%s' is %s", M.name(entry), i,
+                           got, got == "pointer" and "a pointer" or "a value", a.name, why)
+    end
+  end
+end
+
 return M

@@ -12,6 +12,7 @@
 --     origin = { expert=, method=, template= } }
 -- and kopt.synth.check turns it into one with a search space (`K.space`) over
 -- its knobs, or says why it cannot run.
+local entry_mod = require("kopt.entry")
 local expr = require("kopt.expr")
 local json = require("kopt.json")
 local patch = require("kopt.patch")
@@ -335,6 +336,13 @@ function M.check(K, spec)
   if not patch.defines_entry(src, K.entry) then
     return nil, string.format("the source defines no __global__ function '%s'", K.entry)
   end
+  -- the worker passes the spec's arguments: their number, order and types
+  local params = {}
+  for _, a in ipairs(spec.arg_specs or {}) do
+    if a.param ~= false and a.kind ~= "constant" then params[#params + 1] = a end
+  end
+  local mismatch = entry_mod.launch_mismatch(src, K.entry, params)
+  if mismatch then return nil, mismatch end
   if #K.knobs > M.MAX_KNOBS then return nil, string.format("%d knobs, more than %d", #K.knobs, M.MAX_KNOBS) end
   local names = { device = true }
   for k in pairs(spec.problem) do names[k] = true end

@@ -311,14 +311,14 @@ local function kernel(source, knob)
                        knobs = { { name = knob or "W", values = { 1, 2 } } },
                        launch = { grid = { 1, 1, 1 }, block = { 32, 1, 1 }, smem = 0 } })
 end
-local K = kernel('// was: #define W 8\n#define W 1\nextern "C" __global__ void k(float *y)\n{\n  y[0] = W;\n}\n')
+local K = kernel('// was: #define W 8\n#define W 1\nextern "C" __global__ void k(float *y, const float *x, int rows, int cols)\n{\n  y[0] = W;\n}\n')
 local src = K and synth.check(K, sspec) and synth.materialize(K, { W = 2 }, sspec)
 T.check(src and src:find("// was: #define W 8\n#define W 2\n", 1, true), "the commented define stays:\n%s",
         tostring(src))
-K = kernel('#define W 1 \\\n  + 0\nextern "C" __global__ void k(float *y)\n{\n  y[0] = W;\n}\n')
+K = kernel('#define W 1 \\\n  + 0\nextern "C" __global__ void k(float *y, const float *x, int rows, int cols)\n{\n  y[0] = W;\n}\n')
 ok, why = synth.check(K, sspec)
 T.check(not ok and why:find("over lines", 1, true), "a define over two lines: %s", tostring(why))
-K = kernel('extern "C" __global__ void k(float *y)\n{\n  y[0] = __CUDA_ARCH__;\n}\n', "__CUDA_ARCH__")
+K = kernel('extern "C" __global__ void k(float *y, const float *x, int rows, int cols)\n{\n  y[0] = __CUDA_ARCH__;\n}\n', "__CUDA_ARCH__")
 ok, why = synth.check(K, sspec)
 T.check(not ok and why:find("reserved", 1, true), "a reserved knob name: %s", tostring(why))
 K = kernel('// __global__ void k(float *y) was here\n__device__ float two() { return W; }\n')

@@ -239,11 +239,11 @@ T.check(T.exists(d9 .. "/experts/llm_transcript.jsonl"), "moves=rules,experts di
 -- took another path)
 do
   local function requests(dir)
-    local n = 0
+    local count = 0
     for line in (T.slurp(dir .. "/llm_transcript.jsonl") or ""):gmatch("[^\n]+") do
-      if json.decode(line).kind == "request" then n = n + 1 end
+      if json.decode(line).kind == "request" then count = count + 1 end
     end
-    return n
+    return count
   end
   local base = string.format("%s --opt moves=rules,experts --out %s/killed", mcgs9, d9)
   T.run(base, llm_env("ok", "KOPT_TEST_SIGKILL_AFTER=45"))
@@ -285,8 +285,8 @@ T.check(err:find("unknown expert 'wizard'", 1, true), "unknown expert message: %
 -- with its reason in trace.md, and the run goes on (a string for a move
 -- stopped it; a value outside a knob's list vanished without a word)
 do
-  local bad = d6 .. "/bad_expert.lua"
-  T.write(bad, [[
+  local bad_file = d6 .. "/bad_expert.lua"
+  T.write(bad_file, [[
 local E = { name = "bad", description = "malformed moves" }
 function E.heuristic(view, rng)
   return { "not a table", { changes = "nope", method = "x" }, { changes = { block_size_x = 123457 }, method = "y" },
@@ -295,7 +295,7 @@ end
 function E.prompt() return "" end
 return E
 ]])
-  code, _, err = T.run(string.format("experts --backend replay:%s --out %s/bad -q --budget 10 --opt experts=%s", REC, d6, bad))
+  code, _, err = T.run(string.format("experts --backend replay:%s --out %s/bad -q --budget 10 --opt experts=%s", REC, d6, bad_file))
   T.eq(code, 0, "a custom expert with malformed moves: exit code (" .. err .. ")")
   local trace = T.slurp(d6 .. "/bad/trace.md") or ""
   for _, want in ipairs({ "proposal 1 rejected: not a table", "proposal 2 rejected: changes: expected a table",

@@ -131,7 +131,7 @@ do
 end
 
 -- synthesis: the writer's line numbers survive an added #define
-local Kd = synth.parse({ analysis = "a", entry = "k", source = 'extern "C" __global__ void k(float *y)\n{\n  y[0] = W;\n}\n',
+local Kd = synth.parse({ analysis = "a", entry = "k", source = 'extern "C" __global__ void k(float *y, const float *x, int rows, int cols)\n{\n  y[0] = W;\n}\n',
                          knobs = { { name = "W", values = { 1, 2 } } }, constraints = {},
                          launch = { grid = { 1, 1, 1 }, block = { 32, 1, 1 }, smem = 0 } })
 local sspec = require("kopt.spec").load("examples/synth/row_softmax.json")

@@ -313,7 +313,8 @@ do
     end
   end
 
-  local K, notes = synth.parse({ kernel = { code = "```cuda\nextern \"C\" __global__ void k(float *y) { }\n```",
+  local K, notes = synth.parse({ kernel = { code = "```cuda\nextern \"C\" __global__ void k(float *y, const float *x, " ..
+                                                   "int rows, int cols) { }\n```",
                                             knobs = { B = { "64", 128 } }, launch = { grid = "cdiv(rows, B)", block = "B" } } })
   T.check(K ~= nil, "parse: a nested, fenced, stringly reply is read")
   T.eq(K and K.entry, "k", "parse: the entry from the source")
@@ -321,6 +322,18 @@ do
   T.check(notes and #notes == 1, "parse: one note")
   local ok, err = synth.check(K, spec)
   T.check(ok, "check: %s", tostring(err))
+  -- a kernel the worker could not launch with the spec's arguments: a
+  -- parameter more, one less, a size_t for an i32, a value for a pointer
+  for _, sig in ipairs({ { "float *y, const float *x, int rows, int cols, int extra", "takes 5 parameters" },
+                         { "float *y, const float *x, int rows", "takes 3 parameters" },
+                         { "float *y, const float *x, size_t rows, size_t cols", "'rows' is a scalar i32 (an integer of 4 bytes), not size_t" },
+                         { "float *y, float x, int rows, int cols", "'x' is an array, passed as a pointer" },
+                         { "float *y, const float *x, float rows, int cols", "'rows' is a scalar i32 (an integer of 4 bytes), not float" } }) do
+    local Kb = synth.parse({ source = "extern \"C\" __global__ void k(" .. sig[1] .. ") { }",
+                             launch = { grid = { 1 }, block = { 32 } } })
+    local okb, errb = synth.check(Kb, spec)
+    T.check(not okb and tostring(errb):find(sig[2], 1, true), "check refuses k(%s): %s", sig[1], tostring(errb))
+  end
   local src, l = synth.materialize(K, { B = 128 }, spec)
   T.check(src and src:find("#define B 128", 1, true), "materialize: a missing #define is added")
   T.eq(l and l.grid[1], 32, "materialize: the launch at the config")
@@ -339,7 +352,7 @@ do
                               launch = { grid = { 1 }, block = { 1 } } })
   local _, why3 = synth.check(hosty, spec)
   T.check(why3 and why3:find("main", 1, true), "check: a main() is refused: %s", tostring(why3))
-  local unknown = synth.parse({ source = "extern \"C\" __global__ void k(float *y) { }",
+  local unknown = synth.parse({ source = "extern \"C\" __global__ void k(float *y, const float *x, int rows, int cols) { }",
                                 launch = { grid = { "cdiv(rows, TILE)" }, block = { 32 } } })
   local _, why4 = synth.check(unknown, spec)
   T.check(why4 and why4:find("'TILE' is not a knob", 1, true), "check: a launch reading an unknown name: %s", tostring(why4))
