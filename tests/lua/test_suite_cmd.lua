@@ -163,6 +163,18 @@ T.eq(code, 0, "--resume of a finished suite (" .. err .. ")")
 T.eq(T.slurp(root .. "/all/relu/events.jsonl"), before, "a finished problem is read, not run again")
 T.eq(cjson.encode(read_json(root .. "/all/suite.json").fast_p), cjson.encode(f), "same fast_p")
 
+-- --resume with another --only keeps the rows of the problems not run this
+-- time (they were dropped from the report), and another --budget is refused
+-- (the report states one)
+code, _, err = suite("--only softmax,relu --out '" .. root .. "/grow'")
+T.eq(code, 0, "a first subset (" .. err .. ")")
+code, _, err = suite("--only gemv --out '" .. root .. "/grow' --resume")
+T.eq(code, 0, "--resume with another --only (" .. err .. ")")
+by = rows_by_name(read_json(root .. "/grow/suite.json"))
+T.check(by.softmax and by.relu and by.gemv, "--resume with another --only: softmax, relu and gemv are in the report")
+code, _, err = suite("--only gemv --out '" .. root .. "/grow' --resume --budget 7")
+T.check(code == 2 and err:find("was started with --budget", 1, true), "--resume with another --budget: %s", err)
+
 -- A problem whose run cannot start (here: no recording to replay) is a
 -- row with its error; the others run, the exit code is 1. Two folders.
 assert(os.execute("mkdir -p '" .. root .. "/more'"))

@@ -343,6 +343,16 @@ function M.main(argv)
     if previous.strategy ~= strategy then
       errors.usage("suite: --resume: %s was started with strategy '%s', not '%s'", out, tostring(previous.strategy), strategy)
     end
+    -- (the report states one budget and one backend for every problem)
+    if o.budget and previous.budget and o.budget ~= previous.budget then
+      errors.usage("suite: --resume: %s was started with --budget %s, not %d (its problems keep one budget)", out,
+                   tostring(previous.budget), o.budget)
+    end
+    o.budget = o.budget or math.tointeger(previous.budget)
+    if o.backend and previous.backend and o.backend ~= previous.backend then
+      errors.usage("suite: --resume: %s was started with --backend %s, not %s", out, tostring(previous.backend),
+                   o.backend)
+    end
   else
     if previous ~= nil then
       errors.usage("suite: %s already holds a suite run; continue it with --resume or choose another --out", out)
@@ -368,9 +378,20 @@ function M.main(argv)
                 only = o.only, rows = {}, state = "running" }
   local t_start = sys.now()
   local prior_wall = 0
+  -- a resumed suite with another --only keeps the rows of the problems it
+  -- does not run this time, in their place
+  local current = {}
+  for _, p in ipairs(problems) do current[p.name] = p end
   local function finish_doc(state)
-    local rows = {}
-    for _, p in ipairs(problems) do if p.row then rows[#rows + 1] = p.row end end
+    local rows, placed = {}, {}
+    for _, r in ipairs(type(previous) == "table" and type(previous.rows) == "table" and previous.rows or {}) do
+      if type(r) == "table" and type(r.name) == "string" and not placed[r.name] then
+        local p = current[r.name]
+        if not p then rows[#rows + 1], placed[r.name] = r, true
+        elseif p.row then rows[#rows + 1], placed[r.name] = p.row, true end
+      end
+    end
+    for _, p in ipairs(problems) do if p.row and not placed[p.name] then rows[#rows + 1] = p.row end end
     doc.rows, doc.state = rows, state
     doc.fast_p = suite.fast_p(rows)
     doc.wall_s = prior_wall + (sys.now() - t_start)
