@@ -111,9 +111,19 @@ function M.summary(engine, meta)
   local ranked = {}
   for _, r in ipairs(engine.records) do if r.result.status == "ok" then ranked[#ranked + 1] = r end end
   local spec = engine.ctx.spec
+  -- (ties: the best first, as the line above names it, then in the order
+  -- measured; table.sort alone ordered them at random)
+  local measured_at = {}
+  for i, r in ipairs(ranked) do measured_at[r] = i end
   table.sort(ranked, function(a, b)
-    if spec and spec.better then return spec:better(a.result, b.result) end
-    return a.result.time_ms < b.result.time_ms
+    if spec and spec.better then
+      if spec:better(a.result, b.result) then return true end
+      if spec:better(b.result, a.result) then return false end
+    elseif a.result.time_ms ~= b.result.time_ms then
+      return a.result.time_ms < b.result.time_ms
+    end
+    if (a.key == best.key) ~= (b.key == best.key) then return a.key == best.key end
+    return measured_at[a] < measured_at[b]
   end)
   lines[#lines + 1] = string.format("  %-4s %-12s %-8s %s", "rank", "time (ms)", by_obj and obj.metric or "speedup",
                                     "config")

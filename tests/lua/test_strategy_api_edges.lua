@@ -11,6 +11,8 @@
 --   took any mode as "adjacent"; ctx:recent(2.5) and rng:random(1.5, 3)
 --   crashed or returned a float;
 -- * require of a missing module named kopt's file and ended in a colon;
+-- * the summary ranked tied configs at random, so rank 1 was not always the
+--   config its best line named;
 -- * `compare --opt NAME.KEY=V` for a NAME not in --strategies was ignored,
 --   and a strategy given by its path could not be named at all.
 local T = require("testlib")
@@ -115,6 +117,23 @@ do
   code, _, err = T.run(string.format("compare --spaces %s --seeds 1 --budgets 5 --out %s/cmp3 --strategies %s/pick.lua " ..
                                      "--opt %s/pick.lua.nope=3", REC, tmp, tmp, tmp))
   T.check(code == 2 and err:find("nope", 1, true), "compare --opt with an unknown key by path: exit %d: %s", code, err)
+end
+
+-- the summary's rank 1 is the config its best line names, when times tie
+-- (table.sort put either first)
+do
+  local space = T.grid_space(tmp .. "/ties.json", { { "a", 8 }, { "b", 8 } },
+                             function(a, b) return (a + b) % 3 == 0 and 1.0 or 2.0 + a + b end)
+  for seed = 1, 5 do
+    local dir = string.format("%s/ties%d", tmp, seed)
+    local code, out, err = T.run(string.format("random --backend replay:%s --out %s --seed %d --budget 30", space, dir,
+                                               seed))
+    T.eq(code, 0, "ties: exit code\n" .. err)
+    local at = tonumber(out:match("best: [%d.]+ ms at evaluation (%d+)"))
+    local first = (events_of(dir, "eval")[at or 1] or {}).config or {}
+    local rank1 = out:match("\n  1%s+[%d.]+%s+%S+%s+(a=%d+ b=%d+)")
+    T.eq(rank1, string.format("a=%d b=%d", first.a or 0, first.b or 0), "ties: rank 1 is the best line's config (seed " .. seed .. ")")
+  end
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
