@@ -227,55 +227,43 @@ static long wmma_fragment_bytes(struct span op)
 	return elems * elem / 32;
 }
 
+/* One load or store of `bytes` per thread, by its state space. */
+static void count_access(struct kopt_ptx_work *w, struct span op, int st, long bytes)
+{
+	if (has_part(op, "global")) {
+		if (st)
+			w->st_global++, w->st_global_bytes += bytes;
+		else
+			w->ld_global++, w->ld_global_bytes += bytes;
+	} else if (has_part_prefix(op, "shared")) {
+		if (st)
+			w->st_shared++, w->st_shared_bytes += bytes;
+		else
+			w->ld_shared++, w->ld_shared_bytes += bytes;
+	} else if (has_part(op, "local")) {
+		if (st)
+			w->st_local++;
+		else
+			w->ld_local++;
+	} else if (st) {
+		w->st_generic++;
+	} else {
+		w->ld_generic++;
+	}
+}
+
 /* Adds one instruction's static work to w. */
 void ptx_classify(const struct parsed *in, struct kopt_ptx_work *w)
 {
 	struct span op = in->op, base = ptx_base_of(op);
 	w->insts++;
 	if (ptx_span_eq(base, "ld") || ptx_span_eq(base, "ldu") || ptx_span_eq(base, "st")) {
-		int st = ptx_span_eq(base, "st");
-		long bytes = ptx_access_bytes(op);
 		if (has_part(op, "param") || has_part(op, "const"))
 			return;
-		if (has_part(op, "global")) {
-			if (st)
-				w->st_global++, w->st_global_bytes += bytes;
-			else
-				w->ld_global++, w->ld_global_bytes += bytes;
-		} else if (has_part_prefix(op, "shared")) {
-			if (st)
-				w->st_shared++, w->st_shared_bytes += bytes;
-			else
-				w->ld_shared++, w->ld_shared_bytes += bytes;
-		} else if (has_part(op, "local")) {
-			if (st)
-				w->st_local++;
-			else
-				w->ld_local++;
-		} else if (st) {
-			w->st_generic++;
-		} else {
-			w->ld_generic++;
-		}
+		count_access(w, op, ptx_span_eq(base, "st"), ptx_access_bytes(op));
 	} else if (ptx_span_eq(base, "wmma") && (has_part(op, "load") || has_part(op, "store"))) {
 		/* a fragment: the warp moves its matrix, each thread a 32nd */
-		int st = has_part(op, "store");
-		long bytes = wmma_fragment_bytes(op);
-		if (has_part(op, "global")) {
-			if (st)
-				w->st_global++, w->st_global_bytes += bytes;
-			else
-				w->ld_global++, w->ld_global_bytes += bytes;
-		} else if (has_part_prefix(op, "shared")) {
-			if (st)
-				w->st_shared++, w->st_shared_bytes += bytes;
-			else
-				w->ld_shared++, w->ld_shared_bytes += bytes;
-		} else if (st) {
-			w->st_generic++;
-		} else {
-			w->ld_generic++;
-		}
+		count_access(w, op, has_part(op, "store"), wmma_fragment_bytes(op));
 	} else if (ptx_span_eq(base, "ldmatrix") || ptx_span_eq(base, "stmatrix")) {
 		long x = has_part(op, "x4") ? 4 : has_part(op, "x2") ? 2 : 1;
 		if (ptx_span_eq(base, "ldmatrix"))

@@ -521,40 +521,6 @@ function M.parse(value, view, expert_name)
   return moves, rejected, notes
 end
 
--- A heuristic's moves, checked as an LLM's proposals are: a custom
--- expert's move that is not a table, whose changes are not a table of
--- knobs to their values, or that names an unknown knob or value, is
--- rejected with its reason (it stopped the run, or vanished without one).
--- Returns the moves kept and the rejections ({index=, why=}).
-local function heuristic_moves(moves, view)
-  if type(moves) ~= "table" then return {}, { { index = 0, why = "the heuristic returned " .. type(moves) .. ", not a list of moves" } } end
-  local by_name = {}
-  for _, k in ipairs(view.knobs) do by_name[k.name] = k end
-  local kept, rejected = {}, {}
-  for i, m in ipairs(moves) do
-    local why
-    if type(m) ~= "table" then
-      why = "not a table ({changes = {...}, method = ...})"
-    elseif m.changes ~= nil and type(m.changes) ~= "table" then
-      why = "changes: expected a table of knob = value, got " .. type(m.changes)
-    elseif m.changes == nil and m.edit == nil and m.patch == nil then
-      why = "no changes and no edit"
-    else
-      for name, v in pairs(m.changes or {}) do
-        local k = by_name[name]
-        if not k then why = why or string.format("'%s' is not a knob", tostring(name))
-        else
-          local found = false
-          for _, x in ipairs(k.values) do found = found or x == v end
-          if not found then why = why or string.format("%s=%s is not one of the knob's values", name, tostring(v)) end
-        end
-      end
-    end
-    if why then rejected[#rejected + 1] = { index = i, why = why } else kept[#kept + 1] = m end
-  end
-  return kept, rejected
-end
-
 ---------------------------------------------------------------------------
 -- Helpers for heuristics (kopt.expert_helpers): pos, step, knobs_in,
 -- combine, finish, as X.pos and so on.
@@ -807,7 +773,7 @@ function M.ask_all(experts, view, rng, client, opts)
       local ok, moves = pcall(e.heuristic, view, rng)
       out[i] = out[i] or { expert = e.name, source = "heuristic" }
       if ok then
-        local kept, rejected = heuristic_moves(moves, view)
+        local kept, rejected = helpers.check_moves(moves, view)
         out[i].moves = M.finish(kept, e.name)
         if #rejected > 0 then out[i].rejected = rejected end
       else
