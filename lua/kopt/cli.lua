@@ -186,6 +186,12 @@ local function run(argv)
   local first = argv[1]
   if first == "--devices" then first = "devices" end
   if first and not first:find("[/.]") and first:sub(1, 1) ~= "-" then
+    -- (each rank would run the whole of it, into the same folder)
+    local size = tonumber(os.getenv("OMPI_COMM_WORLD_SIZE") or os.getenv("PMI_SIZE") or os.getenv("SLURM_NTASKS") or "")
+    if (first == "suite" or first == "compare") and size and size > 1 and require("kopt.mpi").launched() then
+      errors.usage("%s does not run under mpirun or srun (each of the %d ranks would run all of it, into the " ..
+                   "same folder): run it without them", first, size)
+    end
     local ok, cmd = pcall(require, "kopt.commands." .. first)
     if ok then return cmd.main({ table.unpack(argv, 2) }) or 0 end
     if not tostring(cmd):find("module 'kopt.commands." .. first .. "' not found", 1, true) then error(cmd, 0) end

@@ -60,6 +60,30 @@ code, _, err = mpmd(" --allow-mixed")
 T.eq(code, 0, "--allow-mixed: exit code\n" .. err)
 T.eq(#(T.events(mixed)), 10, "--allow-mixed: evaluations")
 
+-- A rank replaying another recording of the same GPU (a stale copy: here
+-- every time x10) is refused the same way: it mixed the two sets of times
+do
+  local stale = tmp .. "/stale.json"
+  local doc = require("cjson").decode(T.slurp(file))
+  for _, e in pairs(doc.cache) do if type(e.time) == "number" then e.time = e.time * 10 end end
+  T.write(stale, require("cjson").encode(doc))
+  local sdir = tmp .. "/stale_run"
+  code, _, err = M.mpirun(1, string.format("random --backend replay:%s --budget 10 --no-db -q --out %s : -np 1 %s "
+                                           .. "random --backend replay:%s --budget 10 --no-db -q --out %s",
+                                           file, sdir, T.kopt, stale, sdir))
+  T.eq(code, 2, "a stale recording on rank 1: exit code")
+  T.check(err:find("replays a recording of NVIDIA A100%-PCIE%-40GB other than rank 0's") ~= nil,
+          "a stale recording on rank 1: the sentence:\n%s", err)
+end
+
+-- kopt suite and kopt compare under mpirun: one sentence each, exit 2 (each
+-- rank ran all of it into the same folder, and the job was killed early)
+for _, cmd in ipairs({ "suite random specs/suite", "compare --strategies random --seeds 1 --budgets 5" }) do
+  code, _, err = M.mpirun(2, cmd .. " --out " .. tmp .. "/no_" .. cmd:match("^%a+"))
+  T.eq(code, 2, cmd .. " under mpirun: exit code")
+  T.check(err:find(cmd:match("^%a+") .. " does not run under mpirun or srun", 1, true), "%s under mpirun:\n%s", cmd, err)
+end
+
 -- A rank that cannot start (its recording is missing) stops the run the
 -- same way, named by rank 0 alone.
 local broken = tmp .. "/broken"

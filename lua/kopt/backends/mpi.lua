@@ -27,7 +27,11 @@ Mpi.__index = Mpi
 
 M.TIMEOUT_S = 120       -- default --mpi-timeout: silence that loses a rank
 M.HEARTBEAT_S = 2       -- a serving rank busy evaluating says it is alive this often
-M.HELLO_TIMEOUT_S = 600 -- a rank that has not said hello by then is lost at the start
+-- A rank that has not said hello by then is lost at the start: twice
+-- --mpi-timeout, at least HELLO_MIN_S (a rank on another host may take a
+-- while to load CUDA), so a rank killed while it started is not waited
+-- for 10 minutes whatever --mpi-timeout said.
+M.HELLO_MIN_S = 30
 
 -- --- codec: nested tables <-> one flat table of typed fields -----------------
 --
@@ -183,7 +187,8 @@ end
 -- the run (one sentence, nothing written), as does a rank with another GPU
 -- model unless --allow-mixed.
 local function gather(self, local_backend)
-  local want, deadline = 0, now() + (self.hello_timeout or M.HELLO_TIMEOUT_S)
+  local wait_s = self.hello_timeout or math.max(M.HELLO_MIN_S, 2 * self.timeout_s)
+  local want, deadline = 0, now() + wait_s
   for r = 1, self.comm.size - 1 do
     self.ranks[r] = { rank = r, load = 0, chunks = {}, heard = now() }
     want = want + 1
@@ -206,6 +211,15 @@ local function gather(self, local_backend)
           errors.usage("rank %d (%s) evaluates with the %s backend, rank 0 with %s: every rank must use the same",
                        src, tostring(msg.host), tostring(msg.name), local_backend.name)
         end
+        -- a recording with other contents under the same GPU's name (a
+        -- stale copy on another host) would mix two sets of times
+        local theirs = type(msg.describe) == "table" and msg.describe.recording
+        if local_backend.name == "replay" and theirs ~= mine.recording and msg.device == mine.device
+           and not self.allow_mixed then
+          errors.usage("rank %d (%s) replays a recording of %s other than rank 0's (contents %s, rank 0's %s): " ..
+                       "mixing them corrupts timings; give --allow-mixed to run anyway", src, tostring(msg.host),
+                       tostring(mine.device), tostring(theirs):sub(1, 12), tostring(mine.recording):sub(1, 12))
+        end
         if msg.device ~= mine.device and not self.allow_mixed then
           errors.usage("rank %d (%s) has %s, rank 0 has %s: mixing devices corrupts timings; "
                        .. "give --allow-mixed to run anyway (each result records its rank)", src,
@@ -215,7 +229,9 @@ local function gather(self, local_backend)
     end
   end
   for r = 1, self.comm.size - 1 do
-    if not self.ranks[r].slots then self:lose(self.ranks[r], "it did not say hello in time") end
+    if not self.ranks[r].slots then
+      self:lose(self.ranks[r], string.format("it did not say hello within %.0f s", wait_s))
+    end
   end
 end
 
