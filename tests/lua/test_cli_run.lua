@@ -37,7 +37,8 @@ for line in io.lines(out .. "/events.jsonl") do
   if ev.event == "eval" then n = n + 1 end
   if ev.event == "stop" then T.eq(ev.reason, "interrupted", "stop reason") end
 end
-T.check(n > 5 and n < 1000, "evaluations before the interrupt: %d", n)
+-- (at least the five seen; none asked for after the signal is measured)
+T.check(n >= 5 and n < 1000, "evaluations before the interrupt: %d", n)
 code = T.run(string.format("%s/slow.lua --backend replay:%s --budget %d --out %s --resume -q", tmp, replay, n + 5, out))
 T.eq(code, 0, "exit code of the resumed run")
 local m = 0
