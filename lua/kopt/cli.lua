@@ -188,6 +188,7 @@ local function run(argv)
   if first and not first:find("[/.]") and first:sub(1, 1) ~= "-" then
     -- (each rank would run the whole of it, into the same folder)
     local size = tonumber(os.getenv("OMPI_COMM_WORLD_SIZE") or os.getenv("PMI_SIZE") or os.getenv("SLURM_NTASKS") or "")
+    -- lazy: kopt.mpi is asked only for these two commands, under a launcher
     if (first == "suite" or first == "compare") and size and size > 1 and require("kopt.mpi").launched() then
       errors.usage("%s does not run under mpirun or srun (each of the %d ranks would run all of it, into the " ..
                    "same folder): run it without them", first, size)
