@@ -117,7 +117,12 @@ function M.main(opts, pos)
     return ok and rc or errors.RUNTIME
   else
     local code = ok and rc or (type(rc) == "table" and rc.code) or errors.RUNTIME
-    if self.backend and not opts.q then io.stderr:write("kopt: ", self.backend:summary(), "\n") end
+    -- (a run refused before it evaluated anything gets its one sentence alone)
+    local evaluated = false
+    for _, n in pairs(self.backend and self.backend.counts or {}) do evaluated = evaluated or n > 0 end
+    if self.backend and not opts.q and (ok or evaluated) then
+      io.stderr:write("kopt: ", self.backend:summary(), "\n")
+    end
     if #self.lost > 0 then
       local names = {}
       for i, l in ipairs(self.lost) do names[i] = string.format("rank %d (%s)", l.rank, l.host or "?") end

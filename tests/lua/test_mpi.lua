@@ -76,6 +76,18 @@ do
           "a stale recording on rank 1: the sentence:\n%s", err)
 end
 
+-- a run refused before it evaluates anything (its --out holds a run): its
+-- one sentence, without the line of evaluations by rank before it
+do
+  local held = tmp .. "/held"
+  local args = string.format("random --backend replay:%s --budget 5 --no-db --out %s", file, held)
+  M.mpirun(2, args .. " -q")
+  code, _, err = M.mpirun(2, args)
+  T.eq(code, 2, "a refused MPI run: exit code")
+  T.check(err:find("already holds a run", 1, true) and not err:find("evaluations by rank", 1, true),
+          "a refused MPI run: one sentence, no rank counts:\n%s", err)
+end
+
 -- kopt suite and kopt compare under mpirun: one sentence each, exit 2 (each
 -- rank ran all of it into the same folder, and the job was killed early)
 for _, cmd in ipairs({ "suite random specs/suite", "compare --strategies random --seeds 1 --budgets 5" }) do
