@@ -137,7 +137,7 @@ local function write_kernel(ctx, st)
     ctx:status(nil)
     if r.ok then
       st.last_content = r.content
-      local K, notes = synth.parse(r.value)
+      local K, notes = synth.parse(r.value, r.content)
       if not K then return nil, "llm", notes end
       for _, n in ipairs(notes) do ctx:log("attempt %d: %s", st.n, n) end
       if K.analysis then ctx:log("attempt %d: the writer's plan: %s", st.n, synth.oneline(K.analysis)) end

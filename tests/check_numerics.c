@@ -117,6 +117,22 @@ START_TEST(test_fill_scaled)
 		for (int i = 0; i < N; i++)
 			ck_assert_double_le(fabs(big[i] - 1000.0 * one[i]), 1e-9 * fabs(big[i]) + 1e-12);
 	}
+	/* a negative scale: one element in 64 scaled, the rest the plain draw
+	 * (the range probe's sparse pass) */
+	for (int k = 0; k < 3; k++) {
+		kopt_check_fill(KOPT_F64, one, N, drawn[k], 0, 7, 3);
+		kopt_check_fill_scaled(KOPT_F64, big, N, drawn[k], 0, -1000.0, 7, 3);
+		int scaled = 0, plain = 0;
+		for (int i = 0; i < N; i++) {
+			if (fabs(big[i] - 1000.0 * one[i]) <= 1e-9 * fabs(big[i]) + 1e-12 && one[i] != 0.0)
+				scaled++;
+			if (big[i] == one[i])
+				plain++;
+		}
+		ck_assert_int_eq(scaled + plain, N);
+		ck_assert_int_gt(scaled, N / 128);
+		ck_assert_int_lt(scaled, N / 32);
+	}
 	float *f = malloc(N * 4);
 	kopt_check_fill_scaled(KOPT_F32, f, N, KOPT_DIST_UNIFORM, 0, 100.0, 1, 0);
 	float top = 0;

@@ -81,16 +81,18 @@ static void summarise(const double *samples, int n, struct timing *t)
 	free(v);
 }
 
-/* Before a sample: one low bit of one word of each float input flipped, the
- * previous sample's flip undone (set_nudges in worker.c picks the arrays). */
+/* Before a sample: one low bit of one word of each float input flipped (of
+ * an f64, its low word's), the previous sample's flip undone (set_nudges in
+ * run.c picks the arrays). */
 static CUresult nudge_inputs(struct worker *w)
 {
 	CUresult r = CUDA_SUCCESS;
 	for (int i = 0; r == CUDA_SUCCESS && i < w->nudges; i++) {
-		unsigned long long n = w->nudge_words[i];
-		unsigned long long flip = (w->nonce++ * 0x9e3779b97f4a7c15ull >> 11) % n;
+		unsigned long long n = w->nudge_words[i], stride = w->nudge_stride[i];
+		unsigned long long pick = (w->nonce++ * 0x9e3779b97f4a7c15ull >> 11) % n;
+		unsigned long long flip = pick * stride;
 		if (flip == w->nudge_last[i])
-			flip = (flip + 1) % n;
+			flip = (pick + 1) % n * stride;
 		if (n == 1 && w->nudge_last[i] != ~0ull)
 			continue; /* a one-word input: flipping it back and forth repeats */
 		void *params[] = {&w->nudge_ptr[i], &w->nudge_last[i], &flip};

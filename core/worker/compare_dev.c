@@ -36,10 +36,18 @@ static int device_type(enum kopt_dtype t)
 	}
 }
 
+/* An output whose reference is kept on the device (a whole array: no
+ * region) ... */
+static int uploaded(const struct warg *a)
+{
+	return kopt_worker_is_output(a) && a->compare && a->nd == 0 && a->count > 0;
+}
+
+/* ... and one whose comparison the device makes alone: not an in/out
+ * buffer, whose elements left as they started the host counts (stale). */
 static int eligible(const struct warg *a)
 {
-	return kopt_worker_is_output(a) && a->compare && a->nd == 0 && a->copy_from < 0 &&
-	       a->count > 0;
+	return uploaded(a) && a->copy_from < 0;
 }
 
 /* An integer output: a clear pass is one identical to the reference, bit
@@ -100,7 +108,7 @@ void kopt_worker_upload_reference(struct worker *w, struct inputset *s)
 	kopt_worker_free_reference(w, s);
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
-		if (!eligible(a) || s->ref_out[i] == NULL)
+		if (!uploaded(a) || s->ref_out[i] == NULL)
 			continue;
 		size_t bytes = kopt_worker_arg_bytes(a), words = bytes / 4;
 		/* a copy only where the GPU has room to spare: the input sets
@@ -163,10 +171,8 @@ double kopt_worker_output_tol(const struct warg *a, double job_tol)
 }
 
 /* The outputs set s's comparison covers, when every one of them can be
- * compared on the device against an uploaded reference (floats_only: and
- * is a float one with a tolerance above 0); else -1. */
-static int device_outputs(const struct worker *w, const struct inputset *s, int floats_only,
-			  double tol_rel_l2)
+ * compared on the device against an uploaded reference; else -1. */
+static int device_outputs(const struct worker *w, const struct inputset *s)
 {
 	if (!w->compare_dev || s->ref_masked == NULL || !s->have_ref)
 		return -1;
@@ -177,9 +183,6 @@ static int device_outputs(const struct worker *w, const struct inputset *s, int 
 			continue;
 		if (!eligible(a) || !s->ref_masked[i])
 			return -1;
-		/* an exact output cannot take the nudge of its inputs */
-		if (floats_only && (device_type(a->type) < 0 || !(kopt_worker_output_tol(a, tol_rel_l2) > 0.0)))
-			return -1;
 		outs++;
 	}
 	return outs;
@@ -188,7 +191,7 @@ static int device_outputs(const struct worker *w, const struct inputset *s, int 
 int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, double tol_rel_l2,
 				  double tol_max_abs, double *rel_l2, double *max_abs)
 {
-	if (device_outputs(w, s, 0, tol_rel_l2) < 0)
+	if (device_outputs(w, s) < 0)
 		return 0;
 	static double part[KOPT_COMPARE_BLOCKS * 8];
 	*rel_l2 = *max_abs = 0.0;
@@ -253,12 +256,37 @@ static unsigned sample_blocks(size_t n)
 	return want < SAMPLE_BLOCKS ? (unsigned)want : SAMPLE_BLOCKS;
 }
 
+/* How a timed launch's output i is compared: SAMPLE_FLOAT (kopt_compare, a
+ * float output with a tolerance above 0), SAMPLE_BITS (kopt_compare_bits, an
+ * exact output: an integer one, tolerance 0) or SAMPLE_NONE (a boxed
+ * output, or one without a reference on the device; its last timed launch
+ * is still compared). An in/out buffer is compared too: each launch starts
+ * it from its input again, so a launch skipped leaves that input. Each output is judged alone: one that cannot be
+ * compared this way leaves the others compared. */
+enum { SAMPLE_NONE, SAMPLE_FLOAT, SAMPLE_BITS };
+static int sample_kind(const struct worker *w, const struct inputset *s, int i, double tol_rel_l2)
+{
+	const struct warg *a = &w->args[i];
+	if (!uploaded(a) || s->ref_masked == NULL || !s->ref_masked[i])
+		return SAMPLE_NONE;
+	double tol = kopt_worker_output_tol(a, tol_rel_l2);
+	if (device_type(a->type) >= 0)
+		return tol > 0.0 ? SAMPLE_FLOAT : SAMPLE_NONE;
+	return tol == 0.0 ? SAMPLE_BITS : SAMPLE_NONE;
+}
+
 void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, double tol_rel_l2,
 			       int cap)
 {
 	w->sample_set = NULL;
-	int outs = device_outputs(w, s, 1, tol_rel_l2);
-	if (outs <= 0 || cap <= 0)
+	if (!w->compare_dev || s->ref_masked == NULL || !s->have_ref || cap <= 0)
+		return;
+	int outs = 0;
+	for (int i = 0; i < w->nargs; i++)
+		if (kopt_worker_is_output(&w->args[i]) && w->args[i].compare &&
+		    sample_kind(w, s, i, tol_rel_l2) != SAMPLE_NONE)
+			outs++;
+	if (outs == 0)
 		return;
 	size_t bytes = (size_t)cap * (size_t)outs * SAMPLE_BLOCKS * 8 * sizeof(double);
 	if (bytes > w->sample_part_bytes) {
@@ -274,6 +302,7 @@ void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, doubl
 	w->sample_cap = cap;
 	w->sample_outputs = outs;
 	w->sample_tol_rel_l2 = tol_rel_l2;
+	w->sample_nudged = w->nudges;
 }
 
 
@@ -288,18 +317,101 @@ CUresult kopt_worker_samples_enqueue(struct worker *w, int k)
 		const struct warg *a = &w->args[i];
 		if (!kopt_worker_is_output(a) || !a->compare)
 			continue;
+		int kind = sample_kind(w, s, i, w->sample_tol_rel_l2);
+		if (kind == SAMPLE_NONE)
+			continue;
 		unsigned long long n = a->count;
 		int t = device_type(a->type);
 		CUdeviceptr out = w->out_dev[i], ref = s->ref_masked[i];
 		CUdeviceptr part = w->sample_part + ((size_t)k * (size_t)w->sample_outputs + (size_t)o) *
 							SAMPLE_BLOCKS * 8 * sizeof(double);
 		uint64_t key = s->ref_key[i];
-		void *params[] = {&out, &ref, &key, &n, &t, &part};
-		r = kopt_cu.cuLaunchKernel(w->compare, sample_blocks(a->count), 1, 1, 256, 1, 1, 0,
-					   w->stream, params, NULL);
+		if (kind == SAMPLE_FLOAT) {
+			void *params[] = {&out, &ref, &key, &n, &t, &part};
+			r = kopt_cu.cuLaunchKernel(w->compare, sample_blocks(a->count), 1, 1, 256, 1, 1,
+						   0, w->stream, params, NULL);
+		} else {
+			/* the count of differing words, in the slot's first 8 bytes */
+			size_t bytes = a->count * kopt_dtype_size(a->type);
+			unsigned long long words = (bytes + 3) / 4;
+			unsigned last_mask =
+			    bytes % 4 == 0 ? 0xffffffffu : (1u << (8 * (bytes % 4))) - 1u;
+			void *params[] = {&out, &ref, &key, &words, &last_mask, &part};
+			r = kopt_cu.cuMemsetD8Async(part, 0, 8, w->stream);
+			if (r == CUDA_SUCCESS)
+				r = kopt_cu.cuLaunchKernel(w->compare_bits, sample_blocks(words), 1, 1,
+							   256, 1, 1, 0, w->stream, params, NULL);
+		}
 		o++;
 	}
 	return r;
+}
+
+/* Whether a timed launch's exact output with `differ` of its `words`
+ * words unlike the reference is wrong whatever the nudge did: on inputs
+ * that were not nudged, any difference; on nudged ones (one low mantissa bit
+ * of one float word, which may move a few exact results: an index at a near
+ * tie), more than an eighth of the words, or all of them (a skipped launch
+ * leaves the poison). */
+static int bits_gross(unsigned long long differ, unsigned long long words, int nudged)
+{
+	if (!nudged)
+		return differ > 0;
+	return differ == words || differ > words / 8;
+}
+
+/* A kernel held to the tolerance only on the launch compared last: the
+ * last timed launch is compared at the tolerance itself, the others only
+ * grossly (the nudge), so a kernel that knows which launch comes last
+ * (sampling that always runs to its cap) could compute the others in a
+ * cheaper, coarser way (TF32 for f32) within the gross bar. An honest
+ * kernel's launches are alike but for the nudge, whose effect depends on
+ * the word it lands on, so the last launch is one draw among them; when 9
+ * in 10 of the launches before it miss the tolerance and the last is off
+ * by less than an eighth of each of theirs, the candidate is wrong (an f64
+ * dot product whose nudged word the sum is sensitive to spreads its errors
+ * over three decades, the last one among them: tests/byok/byok_f64_dot).
+ * Needs 8 samples at least. */
+static const char *less_exact_when_timed(struct worker *w, const struct inputset *s,
+					 const double *part, size_t row, int n)
+{
+	if (n < 8)
+		return NULL;
+	for (int i = 0, o = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (!kopt_worker_is_output(a) || !a->compare)
+			continue;
+		int kind = sample_kind(w, s, i, w->sample_tol_rel_l2);
+		if (kind == SAMPLE_NONE)
+			continue;
+		if (kind == SAMPLE_FLOAT) {
+			size_t at = (size_t)o * SAMPLE_BLOCKS * 8;
+			struct kopt_check_result last, cr;
+			merge(part + (size_t)(n - 1) * row + at, sample_blocks(a->count), a->count, &last);
+			double tol = kopt_worker_output_tol(a, w->sample_tol_rel_l2);
+			double bar = 8.0 * last.rel_l2 > tol ? 8.0 * last.rel_l2 : tol;
+			int worse = 0;
+			double median_like = 0.0;
+			for (int k = 0; k < n - 1; k++) {
+				merge(part + (size_t)k * row + at, sample_blocks(a->count), a->count, &cr);
+				if (cr.rel_l2 > bar) {
+					worse++;
+					median_like = cr.rel_l2;
+				}
+			}
+			if (10 * worse >= 9 * (n - 1)) {
+				snprintf(w->log, sizeof w->log,
+					 "timed launches, output '%s': %d of the %d launches before the "
+					 "last one are off by a relative L2 error above the tolerance "
+					 "%.3g (e.g. %.3g), the last one by %.3g: the kernel computes "
+					 "less exactly when timed than on the launch compared last",
+					 a->name, worse, n - 1, tol, median_like, last.rel_l2);
+				return "wrong";
+			}
+		}
+		o++;
+	}
+	return NULL;
 }
 
 const char *kopt_worker_samples_check(struct worker *w, int n)
@@ -326,8 +438,26 @@ const char *kopt_worker_samples_check(struct worker *w, int n)
 			const struct warg *a = &w->args[i];
 			if (!kopt_worker_is_output(a) || !a->compare)
 				continue;
-			struct kopt_check_result cr;
+			int kind = sample_kind(w, s, i, w->sample_tol_rel_l2);
+			if (kind == SAMPLE_NONE)
+				continue;
 			const double *p = part + (size_t)k * row + (size_t)o * SAMPLE_BLOCKS * 8;
+			if (kind == SAMPLE_BITS) {
+				unsigned long long differ, words =
+				    (a->count * kopt_dtype_size(a->type) + 3) / 4;
+				memcpy(&differ, p, sizeof differ);
+				if (bits_gross(differ, words, w->sample_nudged)) {
+					snprintf(w->log, sizeof w->log,
+						 "timed launch %d of %d, output '%s': %llu of its %llu "
+						 "words differ from the reference: the kernel did less "
+						 "on some timed launches than on the one compared last",
+						 k + 1, n, a->name, differ, words);
+					status = "wrong";
+				}
+				o++;
+				continue;
+			}
+			struct kopt_check_result cr;
 			merge(p, sample_blocks(a->count), a->count, &cr);
 			/* The cached reference is not the nudged inputs' one: a
 			 * sensitive function (sin of a large argument, an f64
@@ -360,6 +490,8 @@ const char *kopt_worker_samples_check(struct worker *w, int n)
 			o++;
 		}
 	}
+	if (status == NULL)
+		status = less_exact_when_timed(w, s, part, row, n);
 	free(part);
 	return status;
 }

@@ -194,7 +194,7 @@ struct worker {
 	const struct inputset *sample_set;
 	CUdeviceptr sample_part;
 	size_t sample_part_bytes;
-	int sample_cap, sample_outputs;
+	int sample_cap, sample_outputs, sample_nudged;
 	double sample_tol_rel_l2;
 	int compare_dev;      /* 0 with KOPT_VERIFY_OFF=devcmp: every comparison on the host */
 	/* per input-set variant (the spec's distributions, check 2's): the
@@ -242,7 +242,11 @@ struct worker {
 	int check_timed;      /* 0 with KOPT_VERIFY_OFF=timed: the last timed output is not compared */
 	int nudges;	      /* float input arrays of the timing copy, nudged per sample */
 	CUdeviceptr nudge_ptr[16];
+	/* nudge_words: the words a nudge may flip, one in every nudge_stride
+	 * (2 for f64: the low word, so the flip is the element's lowest
+	 * mantissa bit, not bit 32); nudge_last: the word flipped last */
 	unsigned long long nudge_words[16], nudge_last[16];
+	unsigned nudge_stride[16];
 	int nudge_arg[16]; /* the argument each nudged array is */
 	int64_t timeout_ms;   /* of the request in progress */
 	int hung;	      /* a kernel outlived its deadline: it still runs, so no

@@ -336,6 +336,20 @@ static double near_value(const struct fill_part *p, size_t i, double c)
 	return c * (1.0 + m);
 }
 
+/* A negative scale (the range probe's sparse pass): one element in
+ * SPARSE_EVERY is drawn times |scale|, the others as in check 1. A kernel
+ * that samples a few inputs to decide whether they are all small (and a
+ * shortcut safe) sees the whole-array pass's large values at once; here it
+ * must hit one of the few, while the output still depends on them. */
+#define SPARSE_EVERY 64u
+
+static double scale_at(const struct fill_part *p, size_t i)
+{
+	if (p->scale >= 0.0)
+		return p->scale;
+	return mix_at(p->s0 ^ 0x7370617273656ull, i) % SPARSE_EVERY == 0 ? -p->scale : 1.0;
+}
+
 static void *fill_range(void *arg)
 {
 	const struct fill_part *p = arg;
@@ -349,10 +363,10 @@ static void *fill_range(void *arg)
 			/* Box-Muller: element pair (i, i+1) from draws i and i+1 */
 			double u1 = 1.0 - unit_at(p->s0, i), u2 = unit_at(p->s0, i + 1);
 			double r = sqrt(-2.0 * log(u1)), a = 6.283185307179586 * u2;
-			double scale = is_float ? p->scale : 16.0 * p->scale;
+			double unit = is_float ? 1.0 : 16.0;
 			if (i + 1 < p->end)
-				kopt_check_store(t, p->data, i + 1, scale * r * sin(a));
-			v = scale * r * cos(a);
+				kopt_check_store(t, p->data, i + 1, unit * scale_at(p, i + 1) * r * sin(a));
+			v = unit * scale_at(p, i) * r * cos(a);
 			kopt_check_store(t, p->data, i, v);
 			i++;
 			continue;
@@ -361,12 +375,13 @@ static void *fill_range(void *arg)
 			v = unit_at(p->s0, i);
 			/* (integers: [-64, 64], [0, 64] unsigned; the range probe
 			 * widens them by its scale, the type's range clamping) */
-			v = is_float	  ? p->scale * (2.0 * v - 1.0)
-			    : is_unsigned ? floor(v * (64.0 * p->scale + 1.0))
-					  : floor(v * (128.0 * p->scale + 1.0)) - 64.0 * p->scale;
+			v = is_float	  ? scale_at(p, i) * (2.0 * v - 1.0)
+			    : is_unsigned ? floor(v * (64.0 * scale_at(p, i) + 1.0))
+					  : floor(v * (128.0 * scale_at(p, i) + 1.0)) - 64.0 * scale_at(p, i);
 			break;
 		case KOPT_DIST_UNIFORM01:
-			v = is_float ? p->scale * unit_at(p->s0, i) : p->scale * (double)(mix_at(p->s0, i) & 1u);
+			v = is_float ? scale_at(p, i) * unit_at(p->s0, i)
+				     : scale_at(p, i) * (double)(mix_at(p->s0, i) & 1u);
 			break;
 		case KOPT_DIST_NEAR:
 			v = near_value(p, i, p->value);

@@ -62,37 +62,56 @@ static int check_resources(struct worker *w, CUfunction f, const struct launch *
 	return impossible;
 }
 
-/* Launches f once and waits. Returns NULL on success or a status. */
+/* Launches f once and waits. Returns NULL on success or a status. With ms,
+ * the launch is bracketed by events and *ms gets its time (-1 when the
+ * events failed). */
 static const char *launch_and_wait(struct worker *w, CUfunction f, const struct launch *l,
-				   void **params, const char *who, int rest)
+				   void **params, const char *who, int rest, float *ms)
 {
+	CUevent ev[2] = {NULL, NULL};
+	if (ms != NULL) {
+		*ms = -1.0f;
+		if (kopt_cu.cuEventCreate(&ev[0], CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+		    kopt_cu.cuEventCreate(&ev[1], CU_EVENT_DEFAULT) != CUDA_SUCCESS ||
+		    kopt_cu.cuEventRecord(ev[0], w->stream) != CUDA_SUCCESS)
+			ms = NULL;
+	}
 	CUresult r = kopt_worker_launch(w, f, l, params);
 	if (r == CUDA_SUCCESS && rest)
 		r = kopt_worker_launch_rest(w); /* a pipeline's later kernels */
+	if (r == CUDA_SUCCESS && ms != NULL && kopt_cu.cuEventRecord(ev[1], w->stream) != CUDA_SUCCESS)
+		ms = NULL;
+	const char *st = NULL;
 	char buf[256];
 	if (r != CUDA_SUCCESS) {
 		snprintf(w->log, sizeof w->log, "%s launch: %s", who,
 			 kopt_cuda_strerror(r, buf, sizeof buf));
-		return kopt_cuda_error_is_sticky(r) ? "crash" : "launch_error";
+		st = kopt_cuda_error_is_sticky(r) ? "crash" : "launch_error";
+	} else {
+		int ws = kopt_worker_wait(w, w->stream, w->timeout_ms, &r);
+		if (ws == 1) {
+			snprintf(w->log, sizeof w->log, "%s still running after %lld ms", who,
+				 (long long)w->timeout_ms);
+			st = "timeout";
+		} else if (ws != 0) {
+			snprintf(w->log, sizeof w->log, "%s run: %s", who,
+				 kopt_cuda_strerror(r, buf, sizeof buf));
+			st = "crash";
+		} else if (ms != NULL) {
+			kopt_cu.cuEventElapsedTime(ms, ev[0], ev[1]);
+		}
 	}
-	int ws = kopt_worker_wait(w, w->stream, w->timeout_ms, &r);
-	if (ws == 1) {
-		snprintf(w->log, sizeof w->log, "%s still running after %lld ms", who,
-			 (long long)w->timeout_ms);
-		return "timeout";
-	}
-	if (ws != 0) {
-		snprintf(w->log, sizeof w->log, "%s run: %s", who,
-			 kopt_cuda_strerror(r, buf, sizeof buf));
-		return "crash";
-	}
-	return NULL;
+	/* (after a sticky error the context is gone, and so are its events) */
+	for (int i = 0; i < 2 && (st == NULL || strcmp(st, "crash") != 0); i++)
+		if (ev[i] != NULL)
+			kopt_cu.cuEventDestroy(ev[i]);
+	return st;
 }
 
 /* One launch of the candidate: outputs poisoned and declared state reset
  * first (kopt_worker_before_launch). */
 static const char *run_once(struct worker *w, CUfunction f, const struct launch *l, void **params,
-			    const char *who)
+			    const char *who, float *ms)
 {
 	CUresult r = kopt_worker_before_launch(w);
 	if (r != CUDA_SUCCESS) {
@@ -101,7 +120,7 @@ static const char *run_once(struct worker *w, CUfunction f, const struct launch 
 			 kopt_cuda_strerror(r, buf, sizeof buf));
 		return "crash";
 	}
-	return launch_and_wait(w, f, l, params, who, 1);
+	return launch_and_wait(w, f, l, params, who, 1, ms);
 }
 
 /* Compares the inputs on the device with their pristine copy (by hash, on
@@ -258,7 +277,7 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
 		const char *st =
 		    r != CUDA_SUCCESS
 			? "crash"
-			: launch_and_wait(w, w->ref_fn, &j->ref_launch, p.ptrs, "reference", 0);
+			: launch_and_wait(w, w->ref_fn, &j->ref_launch, p.ptrs, "reference", 0, NULL);
 		kopt_worker_free_params(&p);
 		if (st != NULL) {
 			char tmp[sizeof w->log];
@@ -377,7 +396,8 @@ static const char *compare_outputs(struct worker *w, struct inputset *s, const s
  * outputs against the reference's, the inputs unchanged, no module variable
  * changed. */
 static const char *check_run(struct worker *w, struct prepared *pr, struct inputset *s,
-			     const struct job *j, const char *what, struct trial_out *to)
+			     const struct job *j, const char *what, struct trial_out *to,
+			     float *launch_ms)
 {
 	memset(to, 0, sizeof *to);
 	char buf[256];
@@ -388,7 +408,7 @@ static const char *check_run(struct worker *w, struct prepared *pr, struct input
 			 kopt_cuda_strerror(r, buf, sizeof buf));
 		return "crash";
 	}
-	const char *st = run_once(w, pr->m.fn, &j->launch, pr->p.ptrs, "kernel");
+	const char *st = run_once(w, pr->m.fn, &j->launch, pr->p.ptrs, "kernel", launch_ms);
 	if (st == NULL)
 		st = kopt_worker_guard_check(w, s, what);
 	if (st == NULL)
@@ -461,6 +481,40 @@ static const char *check_timed_output(struct worker *w, const struct inputset *t
 	return st;
 }
 
+/* Whether the timed launches (median_ms) ran much faster than check 2's
+ * one launch, in the same module and buffers on new inputs (check2_ms): a
+ * kernel that keeps an answer across launches, keyed where kopt cannot see
+ * it (its input's address and a few of its words, with the nudged bits
+ * masked out), replays it on every timed launch, within the tolerance of
+ * the nudged inputs, and computes only on inputs new to it. Check 2's inputs
+ * were just copied in (a warm L2, which only favours check 2), so an honest
+ * kernel's launch there is not slower than its timed median but for a
+ * data-dependent kernel on other data, or a host delay of a few microseconds
+ * before the launch: hence a factor of 3 and 20 microseconds of slack. */
+#define TIMED_CHECKED_RATIO 3.0
+#define TIMED_CHECKED_SLACK_MS 0.020
+static int timed_faster_than_checked(double median_ms, double check2_ms)
+{
+	return median_ms > 0.0 && check2_ms > TIMED_CHECKED_RATIO * median_ms + TIMED_CHECKED_SLACK_MS;
+}
+
+/* NULL when set s's inputs on the device are as drawn; else "wrong" (and
+ * the inputs restored) or "crash". */
+static const char *inputs_kept(struct worker *w, struct inputset *s, const char *whose)
+{
+	char which[160];
+	int mod = check_inputs(w, s, which, sizeof which);
+	if (mod < 0)
+		return "crash";
+	if (mod == 0)
+		return NULL;
+	snprintf(w->log, sizeof w->log,
+		 "after its checks and timing, %s input '%s' was modified: a launch wrote to a "
+		 "buffer it was not given (its address kept from an earlier launch)",
+		 whose, which);
+	return "wrong";
+}
+
 /* One correctness trial of the candidate on set s with a freshly loaded module. */
 static const char *trial(struct worker *w, struct inputset *s, const struct job *j,
 			 const char *what, struct trial_out *to)
@@ -469,7 +523,7 @@ static const char *trial(struct worker *w, struct inputset *s, const struct job 
 	struct prepared pr;
 	const char *st = kopt_worker_prepare(w, j, s, &pr);
 	if (st == NULL)
-		st = check_run(w, &pr, s, j, what, to);
+		st = check_run(w, &pr, s, j, what, to, NULL);
 	kopt_worker_release(w, &pr);
 	return st;
 }
@@ -527,7 +581,8 @@ static void set_nudges(struct worker *w, const struct inputset *view, int on)
 		if (a->kind != ARG_ARRAY || a->output || !is_float || a->count == 0)
 			continue;
 		w->nudge_ptr[w->nudges] = view->dev[i];
-		w->nudge_words[w->nudges] = a->count * kopt_dtype_size(a->type) / 4;
+		w->nudge_stride[w->nudges] = a->type == KOPT_F64 ? 2 : 1;
+		w->nudge_words[w->nudges] = a->count * kopt_dtype_size(a->type) / 4 / w->nudge_stride[w->nudges];
 		w->nudge_last[w->nudges] = ~0ull;
 		w->nudge_arg[w->nudges] = i;
 		if (w->nudge_words[w->nudges] > 0)
@@ -651,20 +706,9 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			struct trial_out tt;
 			st = check_timed_output(w, &ta, &j, nudged, &tt);
 		}
-		if (st == NULL) {
-			KOPT_REPLY_NUM(m, time_ms, t.median_ms);
-			KOPT_REPLY_NUM(m, p10_ms, t.p10_ms);
-			KOPT_REPLY_NUM(m, p90_ms, t.p90_ms);
-			KOPT_REPLY_NUM(m, mean_ms, t.mean_ms);
-			KOPT_REPLY_NUM(m, min_ms, t.min_ms);
-			KOPT_REPLY_NUM(m, stdev_ms, t.stdev_ms);
-			KOPT_REPLY_NUM(m, noise, t.noise);
-			KOPT_REPLY_INT(m, samples, t.samples);
-			KOPT_REPLY_NUM(m, clock_mhz, t.clock_mhz);
-			KOPT_REPLY_STR(m, timer, t.timer);
-			KOPT_REPLY_NUM(m, events_ms, t.events_median_ms);
-			KOPT_REPLY_NUM(m, t_time_s, (kopt_worker_now_ms() - t0) / 1e3);
-		}
+		int timed = st == NULL;
+		double t_time_s = (kopt_worker_now_ms() - t0) / 1e3;
+		float check2_ms = -1.0f;
 		if (st == NULL && verify2) {
 			struct inputset *b = other_set(w, seed);
 			struct inputset tb;
@@ -679,10 +723,37 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 				st = check_run(w, &pr, &tb, &j,
 					       "check 2 (new inputs and distribution, in the module "
 					       "and buffers just timed)",
-					       &t2);
+					       &t2, &check2_ms);
 				b->have_ref = tb.have_ref;
 				put_trial(m, 1, &t2);
 			}
+		}
+		if (timed) {
+			double time_ms = t.median_ms;
+			if (st == NULL && check2_ms > 0.0f) {
+				KOPT_REPLY_NUM(m, check2_ms, (double)check2_ms);
+				if (timed_faster_than_checked(t.median_ms, check2_ms)) {
+					snprintf(w->log, sizeof w->log,
+						 "the timed launches (median %.4g ms) ran %.1fx faster "
+						 "than check 2's launch on new inputs (%.4g ms): the "
+						 "result is charged check 2's time",
+						 t.median_ms, check2_ms / t.median_ms, check2_ms);
+					time_ms = check2_ms;
+					KOPT_REPLY_INT(m, charged_check2, 1);
+				}
+			}
+			KOPT_REPLY_NUM(m, time_ms, time_ms);
+			KOPT_REPLY_NUM(m, p10_ms, t.p10_ms);
+			KOPT_REPLY_NUM(m, p90_ms, t.p90_ms);
+			KOPT_REPLY_NUM(m, mean_ms, t.mean_ms);
+			KOPT_REPLY_NUM(m, min_ms, t.min_ms);
+			KOPT_REPLY_NUM(m, stdev_ms, t.stdev_ms);
+			KOPT_REPLY_NUM(m, noise, t.noise);
+			KOPT_REPLY_INT(m, samples, t.samples);
+			KOPT_REPLY_NUM(m, clock_mhz, t.clock_mhz);
+			KOPT_REPLY_STR(m, timer, t.timer);
+			KOPT_REPLY_NUM(m, events_ms, t.events_median_ms);
+			KOPT_REPLY_NUM(m, t_time_s, t_time_s);
 		}
 		kopt_worker_release(w, &pr);
 		if (st != NULL) {
@@ -716,6 +787,18 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			return st;
 		}
 	}
+	/* The input sets' device buffers outlive this evaluation, and check 1
+	 * hashes only the set it runs on: a kernel that kept set A's address
+	 * from its check and wrote there later, from launches given other
+	 * buffers, would have the next candidate blamed. Hashed again here, so
+	 * the blame falls on the writer. */
+	st = inputs_kept(w, a, "check 1's");
+	if (st == NULL && verify2) {
+		struct inputset *b = other_set(w, seed);
+		st = b == NULL ? "error" : inputs_kept(w, b, "check 2's");
+	}
+	if (st != NULL)
+		return st;
 	/* trivial outputs that pass in both checks: the spec cannot tell them
 	 * from the problem's answer */
 	if (verify2 && w->trivial_probed[0] && w->trivial_probed[1]) {

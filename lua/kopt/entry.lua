@@ -11,11 +11,26 @@ local strip_comments = device_only.strip_comments
 -- function's name is what the source defines)
 function M.name(entry) return entry:match("^%s*([%a_][%w_]*)") or entry end
 
--- Whether a source defines the __global__ function `entry` (in code, not in
--- a comment: "// was: __global__ void entry(" defines nothing).
+-- Whether a source defines the __global__ function `entry`: its signature
+-- followed by a body, in code, not in a comment ("// was: __global__ void
+-- entry(" defines nothing, and neither does a declaration "...entry(...);"
+-- or a signature line quoted alone).
 function M.defines(source, entry)
   local name = M.name(entry)
-  return strip_comments(source):find("__global__[^;{]-%f[%w_]" .. name:gsub("%p", "%%%0") .. "%s*%(") ~= nil
+  return strip_comments(source):find("__global__[^;{]-%f[%w_]" .. name:gsub("%p", "%%%0") .. "%s*%b()%s*{") ~= nil
+end
+
+-- Whether a source's braces pair up, outside comments, strings and
+-- character literals: a whole kernel source does; a snippet cut from one
+-- ("__global__ void k(...) {" and two lines) or a reply cut short does not.
+function M.braces_balanced(source)
+  local code = device_only.code_only(source, false)
+  local depth = 0
+  for c in code:gmatch("[{}]") do
+    depth = depth + (c == "{" and 1 or -1)
+    if depth < 0 then return false end
+  end
+  return depth == 0
 end
 
 -- The entry kernel's parameters as the harness sees them: one word per

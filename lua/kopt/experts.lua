@@ -16,6 +16,7 @@
 local errors = require("kopt.errors")
 local json = require("kopt.json")
 local patch_mod = require("kopt.patch")
+local reply_changes = require("kopt.reply_changes")
 local reply_edit = require("kopt.reply_edit")
 local relabel = require("kopt.relabel")
 local rules = require("kopt.moves.rules")
@@ -375,7 +376,7 @@ function M.schema(view)
   local _ = loose_props
   return { name = "kopt_proposals",
            schema = doc(knob_props, { type = "string" }),
-           local_schema = { type = { "object", "array" } }, accept = M.has_proposals }
+           local_schema = { type = { "object", "array" } }, accept = M.has_proposals, gather = M.gather_proposals }
 end
 
 ---------------------------------------------------------------------------
@@ -385,6 +386,12 @@ end
 -- the knob's values are numbers; returns nil when not allowed.
 function M.coerce(knob, v)
   if v == nil or v == json.null then return nil end
+  -- (true / false for a switch of 0 and 1, or of "true" and "false")
+  if type(v) == "boolean" then
+    for _, x in ipairs(knob.values) do
+      if x == (v and 1 or 0) or x == tostring(v) then return x end
+    end
+  end
   for _, x in ipairs(knob.values) do
     if x == v then return x end
     if type(x) == "number" and tonumber(v) == x then return x end
@@ -449,6 +456,21 @@ function M.has_proposals(value)
   return whole and 2 or 1
 end
 
+-- Answers of one proposal each (a fence or a line per proposal, as some
+-- models write them): one list of them all, in order.
+function M.gather_proposals(values, rank)
+  if rank ~= 1 then return nil end
+  local list, seen = {}, {}
+  for _, v in ipairs(values) do
+    -- (a fenced object is also met as a bare one: once)
+    for _, p in ipairs(proposals_of(v) or {}) do
+      local key = json.encode(p)
+      if not seen[key] then seen[key] = true list[#list + 1] = p end
+    end
+  end
+  return { proposals = list }
+end
+
 local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
 
 local edit_of = reply_edit.edit_of
@@ -472,20 +494,10 @@ function M.parse(value, view, expert_name)
   for i, p in ipairs(props) do
     local changes, why, ignored = {}, nil, {}
     if type(p) ~= "table" then why = "not an object" p = {} end
-    local given = {}
-    for _, ck in ipairs(CHANGE_KEYS) do
-      if type(p[ck]) == "table" then
-        for name, v in pairs(p[ck]) do
-          -- (a list of {"knob": ..., "value": ...} objects, as some models write it)
-          local pair = type(v) == "table" and math.type(name) == "integer"
-          local kname = pair and (v.knob or v.name or v.parameter or v.param)
-          if pair and type(kname) == "string" and v.value ~= nil then given[kname] = v.value else given[name] = v end
-        end
-        break
-      end
-    end
+    local given = reply_changes.given(p, CHANGE_KEYS, by_name)
     for name, v in pairs(p) do
-      if by_name[name] then given[name] = v
+      local kname = not PROPOSAL_KEYS[name] and reply_changes.knob_name(name, by_name)
+      if kname and by_name[kname] then given[kname] = v
       elseif not PROPOSAL_KEYS[name] then ignored[#ignored + 1] = "key '" .. tostring(name) .. "'" end
     end
     local names = {}

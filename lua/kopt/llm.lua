@@ -342,7 +342,17 @@ local function decode_content(req, reply, finish_reason)
     reply.kind, reply.err = "refusal", "the server's content filter stopped the reply (finish_reason=content_filter)"
     return reply
   end
-  local value, err = M.extract_json(reply.content, req.schema and req.schema.accept)
+  local value, err = M.extract_json(reply.content, req.schema and req.schema.accept, req.schema and req.schema.gather)
+  if value == nil and reply.reasoning then
+    -- a server that puts a reply without its closing reasoning tag wholly in
+    -- reasoning_content (vLLM's reasoning parsers): the answer is in there;
+    -- the content then keeps it, so a transcript replays the same answer
+    local rv = M.extract_json(reply.reasoning, req.schema and req.schema.accept, req.schema and req.schema.gather)
+    if rv ~= nil then
+      value, err = rv, nil
+      reply.content = "<think>" .. reply.reasoning .. "</think>\n" .. (reply.content or "")
+    end
+  end
   if value == nil then
     reply.kind, reply.err = "parse", err
     return reply
@@ -400,7 +410,7 @@ end
 -- or nil when body is not such a stream.
 function M.assemble_stream(body)
   if type(body) ~= "string" or not body:match("^%s*data:") then return nil end
-  local parts, finish, usage, seen = {}, nil, nil, false
+  local parts, thoughts, finish, usage, seen = {}, {}, nil, nil, false
   for line in body:gmatch("[^\r\n]+") do
     local data = line:match("^data:%s*(.-)%s*$")
     if data and data ~= "[DONE]" then
@@ -412,13 +422,16 @@ function M.assemble_stream(body)
         local d = type(c.delta) == "table" and c.delta or type(c.message) == "table" and c.message or {}
         local text = M.content_text(d.content)
         if text then parts[#parts + 1] = text end
+        local thought = M.content_text(d.reasoning_content) or M.content_text(d.reasoning)
+        if thought then thoughts[#thoughts + 1] = thought end
         if type(c.finish_reason) == "string" then finish = c.finish_reason end
       end
       if type(chunk.usage) == "table" then usage = chunk.usage end
     end
   end
   if not seen then return nil end
-  return { choices = { { message = { content = table.concat(parts) }, finish_reason = finish } }, usage = usage }
+  return { choices = { { message = { content = table.concat(parts), reasoning_content = #thoughts > 0 and table.concat(thoughts) or nil },
+                        finish_reason = finish } }, usage = usage }
 end
 
 -- Turns an HTTP response into a reply table (see the top of the file).
@@ -465,6 +478,8 @@ function Client:interpret(req, resp)
     return reply
   end
   reply.content = M.content_text(msg.content)
+  local reasoning = M.content_text(msg.reasoning_content) or M.content_text(msg.reasoning)
+  if reasoning and reasoning:find("%S") then reply.reasoning = reasoning end
   if req.tools and type(msg.tool_calls) == "table" and #msg.tool_calls > 0 then
     reply.ok, reply.tool_calls = true, M.tool_calls_of(msg.tool_calls)
     return reply

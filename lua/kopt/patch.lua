@@ -47,7 +47,15 @@ function M.fenced_blocks(text)
   for line in (text .. (text:sub(-1) == "\n" and "" or "\n")):gmatch("(.-)\n") do
     if cur then
       local ind, mark = line:match("^([ \t]*)([`~]+)[ \t]*$")
-      if mark and mark:sub(1, 1) == cur.char and #mark >= cur.width and #ind <= #cur.indent + 3 then
+      -- (a fence closed on the code's last line, "}```": no CUDA line ends
+      -- in backticks)
+      local code, tail = line:match("^(.-%S)(```+)[ \t]*$")
+      if tail and cur.char == "`" and #tail >= cur.width and not code:find("`$") then
+        if line:sub(1, #cur.indent) == cur.indent then code = code:sub(#cur.indent + 1) end
+        cur.lines[#cur.lines + 1] = code
+        blocks[#blocks + 1] = { body = table.concat(cur.lines, "\n") .. "\n", info = cur.info }
+        cur = nil
+      elseif mark and mark:sub(1, 1) == cur.char and #mark >= cur.width and #ind <= #cur.indent + 3 then
         blocks[#blocks + 1] = { body = table.concat(cur.lines, "\n") .. (#cur.lines > 0 and "\n" or ""), info = cur.info }
         cur = nil
       else
@@ -68,6 +76,26 @@ function M.fenced_blocks(text)
   return blocks
 end
 
+-- The lines of a text outside its fenced blocks (fence lines dropped).
+function M.outside_fences(text)
+  local out, inside, char, width = {}, false, nil, 0
+  for line in (text .. (text:sub(-1) == "\n" and "" or "\n")):gmatch("(.-)\n") do
+    local mark = line:match("^[ \t]*(```+)") or line:match("^[ \t]*(~~~+)")
+    if not inside and mark then
+      inside, char, width = true, mark:sub(1, 1), #mark
+    elseif inside then
+      local close = line:match("^[ \t]*([`~]+)[ \t]*$")
+      local tail = line:match("%S(```+)[ \t]*$")
+      if (close and close:sub(1, 1) == char and #close >= width) or (tail and char == "`" and #tail >= width) then
+        inside = false
+      end
+    else
+      out[#out + 1] = line
+    end
+  end
+  return table.concat(out, "\n") .. "\n"
+end
+
 -- Line ends and fences: CRLF and lone CR become LF; a text with fenced
 -- blocks is reduced to their bodies, joined in order (prose around them is
 -- dropped; a diff or search/replace edit split over several fences is
@@ -76,6 +104,16 @@ function M.normalize(text)
   text = text:gsub("\r\n", "\n"):gsub("\r", "\n")
   local blocks = M.fenced_blocks(text)
   if #blocks == 0 then return text end
+  -- a diff written outside the fences, then a fenced "after the change, the
+  -- line reads:": the diff
+  local outside = M.outside_fences(text)
+  if outside:find("^@@") or outside:find("\n@@") then
+    local fenced_diff = false
+    for _, b in ipairs(blocks) do
+      if b.body:find("^@@") or b.body:find("\n@@") then fenced_diff = true end
+    end
+    if not fenced_diff then return outside end
+  end
   -- a diff fence followed by the whole kernel "for reference": the diff
   local diffs, bodies = {}, {}
   for i, b in ipairs(blocks) do
@@ -95,17 +133,50 @@ M.defines_entry, M.entry_signature = entry_mod.defines, entry_mod.signature
 -- The kernel source an edit of kind "source" gives: with several fenced
 -- blocks ("before: ... after: ..."), the last that defines the entry kernel,
 -- else the last one.
+-- A line of prose around an unfenced source ("Updated kernel:", "Here it
+-- is."): words ending in a colon or a full stop, no code punctuation (no C
+-- line ends in '.', and none at a file's edge in ':').
+local function prose_line(line)
+  local t = line:gsub("^%s+", ""):gsub("%s+$", "")
+  if t:find("[;{}#=]") or t:find("^/[/*]") or t:find("^%*") then return false end
+  return t:find("[:%.!]$") ~= nil and t:find("%a%a") ~= nil
+end
+
+-- An unfenced source without the prose before and after it, and without
+-- the indentation every line of it shares (a source indented as a block).
+local function unfenced_source(text)
+  local lines = split_lines(text)
+  local first, last = 1, #lines
+  while first <= last and (not lines[first]:find("%S") or prose_line(lines[first])) do first = first + 1 end
+  while last >= first and (not lines[last]:find("%S") or prose_line(lines[last])) do last = last - 1 end
+  if first == 1 and last == #lines then return text end
+  local indent
+  for i = first, last do
+    local ind = lines[i]:find("%S") and lines[i]:match("^[ \t]*")
+    if ind and (not indent or #ind < #indent) then indent = ind end
+  end
+  local out = {}
+  for i = first, last do out[#out + 1] = lines[i]:sub(#(indent or "") + 1) end
+  return table.concat(out, "\n") .. "\n"
+end
+
 local function replacement_source(text, entry, current)
   text = text:gsub("\r\n", "\n"):gsub("\r", "\n")
   local blocks = M.fenced_blocks(text)
-  if #blocks == 0 then return text end
+  if #blocks == 0 then return unfenced_source(text) end
   -- (a block that is the current source again, "the original, for
-  -- comparison", is not the edit)
+  -- comparison", is not the edit; nor is a snippet quoted after the
+  -- kernel, "the new signature:", whose braces do not pair up)
   local same = function(b) return current and squash(b) == squash(current) end
-  for _, want_new in ipairs({ true, false }) do
-    for i = #blocks, 1, -1 do
-      local b = blocks[i].body
-      if (not entry or M.defines_entry(b, entry)) and (not want_new or not same(b)) then return b end
+  for _, want_whole in ipairs({ true, false }) do
+    for _, want_new in ipairs({ true, false }) do
+      for i = #blocks, 1, -1 do
+        local b = blocks[i].body
+        if (not entry or M.defines_entry(b, entry)) and (not want_new or not same(b))
+           and (not want_whole or entry_mod.braces_balanced(b)) then
+          return b
+        end
+      end
     end
   end
   return blocks[#blocks].body
@@ -473,11 +544,14 @@ function M.parse_search_replace(text)
   text = M.normalize(text)
   local blocks, cur, part = {}, nil, nil
   for line in (text .. "\n"):gmatch("(.-)\n") do
-    if line:match("^%s*<<<<<+%s*SEARCH%s*$") or (not cur and line:match("^%s*<<<<<+%s*$")) then
+    -- (the dialects: "<<<<<<< SEARCH" or "<<<<<<< ORIGINAL" ... ">>>>>>>
+    -- REPLACE" or ">>>>>>> UPDATED", and "------- SEARCH" ... "+++++++ REPLACE")
+    if (not cur and (line:match("^%s*<<<<<+%s*[%a_]*%s*$") or line:match("^%s*%-%-%-%-%-+%s*SEARCH%s*$")))
+       or line:match("^%s*<<<<<+%s*SEARCH%s*$") then
       cur, part = { search = {}, replace = {} }, "search"
     elseif cur and part == "search" and line:match("^%s*=====+%s*$") then
       part = "replace"
-    elseif cur and part == "replace" and line:match("^%s*>>>>>+") then
+    elseif cur and part == "replace" and (line:match("^%s*>>>>>+") or line:match("^%s*%+%+%+%+%++%s*REPLACE%s*$")) then
       blocks[#blocks + 1] = cur
       cur, part = nil, nil
     elseif cur then
@@ -548,7 +622,9 @@ function M.detect(text)
   if type(text) ~= "string" or not text:find("%S") then return nil end
   local t = M.normalize(text)
   if (t:find("<<<<<<<", 1, true) and t:find("=======", 1, true) and t:find(">>>>>>>", 1, true))
-     or t:find("^%s*<<<<<+%s*SEARCH%s*\n") or t:find("\n%s*<<<<<+%s*SEARCH%s*\n") then
+     or t:find("^%s*<<<<<+%s*SEARCH%s*\n") or t:find("\n%s*<<<<<+%s*SEARCH%s*\n")
+     or ((t:find("^%s*%-%-%-%-%-+%s*SEARCH%s*\n") or t:find("\n%s*%-%-%-%-%-+%s*SEARCH%s*\n"))
+         and (t .. "\n"):find("\n%s*%+%+%+%+%++%s*REPLACE%s*\n")) then
     return "search_replace"
   end
   if t:find("^@@") or t:find("\n@@") or (t:find("^%-%-%- ") or t:find("\n%-%-%- ")) and t:find("\n%+%+%+ ") then
@@ -637,7 +713,10 @@ function M.apply_edit(source, edit, opts)
   if text and #text > M.MAX_EDIT then
     return nil, string.format("the edit is larger than %d bytes", M.MAX_EDIT), kind or "edit"
   end
-  kind = kind or M.detect(text)
+  -- (a "source" field that holds a diff or search/replace blocks is that)
+  local detected = M.detect(text)
+  if kind == "source" and detected and detected ~= "source" then kind = detected end
+  kind = kind or detected
   if not kind then return nil, "the edit is empty", "edit" end
   if kind == "diff" and text then
     -- a diff that creates the file (--- /dev/null, @@ -0,0 +1,N @@) is the
@@ -672,6 +751,10 @@ function M.apply_edit(source, edit, opts)
     if elided and not M.elision(source) then
       return nil, string.format("the replacement source leaves code out (%q): send the whole kernel or a diff",
                                 elided), kind
+    end
+    if not entry_mod.braces_balanced(new) and entry_mod.braces_balanced(source) then
+      return nil, "the replacement source's braces do not pair up (a part of a kernel, or a reply cut short): " ..
+                  "send the whole kernel or a diff", kind
     end
     if source:sub(-1) == "\n" and new:sub(-1) ~= "\n" then new = new .. "\n" end
   end

@@ -9,25 +9,49 @@ local M = {}
 
 local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
 
+-- A text escaped twice by its writer: no line break, but "\n" written out
+-- (two or more) where the breaks belong. Code needs lines, so such a text
+-- gets them back (with "\t" and "\""); any other text is returned as it is.
+function M.unflatten(t)
+  if type(t) ~= "string" or t:find("\n", 1, true) then return t end
+  local _, escapes = t:gsub("\\n", "")
+  if escapes < 2 then return t end
+  return (t:gsub("\\r\\n", "\n"):gsub("\\[nt\"]", { ["\\n"] = "\n", ["\\t"] = "\t", ['\\"'] = '"' }))
+end
+
 -- Text a model writes in an edit field to say there is no edit.
 local NO_EDIT_START = { "^no%s", "^no%-", "^none", "^not needed", "^not applicable", "^not required", "^unchanged",
                         "^nothing", "^n/a", "^na%s", "^knob", "^only knob", "^keep", "^same" }
+local NO_EDIT_PHRASES = { "unchanged", "no change", "no_change", "no code", "no edit", "no patch", "no diff",
+                          "no modification", "knob-only", "knob only", "knob change", "config-only", "config only",
+                          "configuration change only", "configuration only", "as is", "as-is", "not need to change",
+                          "n't need to change", "need not change", "not needed", "not required", "no need",
+                          "identical to the current", "same kernel", "same as current", "same as the current",
+                          "leave the kernel", "n.a" }
 local function says_no_edit(text)
   -- (brackets, quotes and trailing punctuation around the words do not count:
   -- "(none)", "<none>", "N/A (knob change only)")
   -- (nor an empty fence, or comment marks: "// no code change")
   local t = text:lower():gsub("^%s*```%w*", ""):gsub("```%s*$", "")
   t = t:gsub("^[%s%(%[<\"'`]+", ""):gsub("^//+", ""):gsub("^/%*", ""):gsub("%*/%s*$", "")
-  t = t:gsub("^[%s%(%[<\"'`]+", ""):gsub("[%s%.!%)%]>\"'`]+$", "")
-  if t == "" or t == "none" or t == "null" or t == "nil" or t == "n/a" or t == "na" or t == "-" or t == "no"
+  t = t:gsub("^[%s%(%[<\"'`]+", ""):gsub("[%s%.!;,%)%]>\"'`]+$", "")
+  if t == "" or t == "none" or t == "null" or t == "nil" or t == "n/a" or t == "na" or t == "-" or t == "no" or t == "empty"
      or t == "\226\128\148" or t == "\226\128\147" then  -- (an em or en dash)
     return true
   end
-  if #t >= 80 or t:find("\n") then return false end
+  if #t >= 200 or t:find("\n") then return false end
   for _, pat in ipairs(NO_EDIT_START) do
-    if t:find(pat) then return true end
+    if #t < 80 and t:find(pat) then return true end
   end
-  return false
+  -- a sentence that says so anywhere ("The kernel remains unchanged.", "This
+  -- is a knob-only change."), in a line with no code in it; a line that
+  -- describes an edit ("Replace the loop with float4 loads") is no edit
+  -- either, but a repair turn asks for the edit itself, so it stays one
+  if t:find("[{}=#]") then return false end
+  for _, phrase in ipairs(NO_EDIT_PHRASES) do
+    if t:find(phrase, 1, true) then return true end
+  end
+  return t:find("^only .* changes?$") ~= nil
 end
 
 -- A search/replace pair in the shapes models use: {search, replace},
@@ -64,7 +88,7 @@ for _, pk in ipairs(PAIR_KEYS) do CARRIES[pk[1]], CARRIES[pk[2]] = true, true en
 local function edit_of(p)
   local function text_of(v)
     local t = str(v)
-    if t and not says_no_edit(t) then return t end
+    if t and not says_no_edit(t) then return M.unflatten(t) end
   end
   local function object_text(b)
     for _, k in ipairs(TEXT_KEYS) do

@@ -247,19 +247,35 @@ end
 -- corrects itself ("no, final: {...}") puts the answer last, while a
 -- fragment after it (a recap) ranks lower; else the first that decodes.
 -- Linear in the reply's size. Returns value or nil, why.
-function M.extract_json(text, accept)
+local extract_from
+function M.extract_json(text, accept, gather)
   if type(text) ~= "string" then return nil, "the reply has no text" end
-  text = M.strip_reasoning(text)
+  local answer = M.strip_reasoning(text)
+  local v, why = extract_from(answer, accept, gather)
+  -- (an answer only inside the reasoning, then a closing sentence: the
+  -- reasoning's answer, the only one there is)
+  if v == nil and answer ~= text then v, why = extract_from(text, accept, gather) end
+  return v, why
+end
+
+function extract_from(text, accept, gather)
   local first
   local function consider(list)
-    local chosen, chosen_rank
+    local chosen, chosen_rank, peers
     for _, v in ipairs(list) do
       first = first or v
       if not accept then return v end
       local rank = accept(v)
       rank = rank == true and 1 or tonumber(rank)
-      if rank and rank > 0 and (not chosen_rank or rank >= chosen_rank) then chosen, chosen_rank = v, rank end
+      if rank and rank > 0 and (not chosen_rank or rank >= chosen_rank) then
+        if rank ~= chosen_rank then peers = {} end
+        chosen, chosen_rank = v, rank
+        peers[#peers + 1] = v
+      end
     end
+    -- (several answers of the best rank, one proposal per object: gather
+    -- may join them, where the last alone would drop the others)
+    if gather and peers and #peers > 1 then return gather(peers, chosen_rank) or chosen end
     return chosen
   end
   local v = decode_table(text)

@@ -16,6 +16,7 @@ local entry_mod = require("kopt.entry")
 local expr = require("kopt.expr")
 local json = require("kopt.json")
 local patch = require("kopt.patch")
+local reply_edit = require("kopt.reply_edit")
 local report = require("kopt.report")
 local space_mod = require("kopt.space")
 local sys = require("kopt.sys")
@@ -190,12 +191,18 @@ end
 
 -- A source given inside a fence (in the JSON string) is the fence's body:
 -- ``` or ~~~, any info string, prose around it; of several blocks, the last
--- that holds a __global__ function.
+-- that holds a __global__ function with a body (not a signature quoted
+-- after the kernel), else the last that names one.
 local function unfence(src)
   local blocks = patch.fenced_blocks((src:gsub("\r\n", "\n")))
   if #blocks == 0 then return src end
-  for i = #blocks, 1, -1 do
-    if blocks[i].body:find("__global__", 1, true) then return blocks[i].body end
+  for _, whole in ipairs({ true, false }) do
+    for i = #blocks, 1, -1 do
+      local b = blocks[i].body
+      if b:find("__global__", 1, true) and (not whole or (b:find("{", 1, true) and entry_mod.braces_balanced(b))) then
+        return b
+      end
+    end
   end
   return blocks[#blocks].body
 end
@@ -249,6 +256,10 @@ end
 
 local function dims_of(v)
   if type(v) ~= "table" then v = { v } end
+  -- ({"x": ..., "y": ..., "z": ...}, as a dim3 is written)
+  if #v == 0 and (v.x ~= nil or v.X ~= nil) then
+    v = { v.x or v.X, v.y or v.Y or 1, v.z or v.Z or 1 }
+  end
   local out = {}
   for i, e in ipairs(v) do out[i] = expr_of(e) end
   return out
@@ -259,7 +270,7 @@ end
 -- fenced inside its string, knobs may be an object NAME -> values, numbers
 -- may be strings, launch dimensions a single expression. Returns K and notes,
 -- or nil and why.
-function M.parse(value)
+function M.parse(value, reply_text)
   if type(value) ~= "table" then return nil, "the reply is not a JSON object" end
   if #value > 0 and type(value[1]) == "table" then value = value[1] end
   if type(value.kernel) == "table" then
@@ -269,6 +280,15 @@ function M.parse(value)
   end
   local notes = {}
   local src = str(value.source) or str(value.code) or str(value.cuda) or str(value.kernel_source)
+  if src then src = reply_edit.unflatten(src) end
+  if not src and type(reply_text) == "string" then
+    -- (the kernel in a code block of its own, the JSON beside it without it)
+    local fenced = unfence(reply_text)
+    if fenced ~= reply_text and fenced:find("__global__", 1, true) then
+      src = fenced
+      notes[#notes + 1] = "source taken from the reply's code block outside the JSON"
+    end
+  end
   if not src then return nil, "the reply has no kernel source (\"source\")" end
   src = unfence(src)
   if #src > M.SOURCE_CAP then return nil, string.format("the source is %d bytes, more than %d", #src, M.SOURCE_CAP) end

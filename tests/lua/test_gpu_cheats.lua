@@ -39,6 +39,12 @@ local CAUGHT = {
   { "arange_float", "a float 'arange' input is sampled, never read (check 2 moves a few of its elements)" },
   { "u64_lowbits", "a u64 output rounded through a double (low bits lost above 2^53; compared exactly)" },
   { "gen_draw", "a generated permutation recognised as the seed's draw, never read (check 2 reads another draw)" },
+  { "int_batch_skip", "an i32 output computed on the last timed launch of each batch of 4 only (exact outputs compared on every timed launch)",
+    { {}, { CHEAT = 2 } } },
+  { "inout_batch_skip", "the same with an in/out buffer (each launch restarts it from its input)", { {}, { CHEAT = 2 } } },
+  { "cap_last", "TF32 on every timed launch but the last (sampling kept noisy to run to its cap): the last exact",
+    { { SPIN_US = 20 }, { SPIN_US = 40 } }, { CAP = 100, SPIN_US = 20 } },
+  { "inout_nearcopy", "an in-place y += 1e-6 g(y) replaced by a one-ulp flip (the stale check)" },
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
@@ -49,6 +55,11 @@ local KNOWN = {
   { "i64_acc", "an i64 output summed in 32 bits (per evaluation; the range probe's integer pass finds it)" },
   { "gen_index", "assumes the generator's index map (a transpose): generated inputs are the same in every check" },
   { "softmax_nomax", "no max subtraction: exp overflows past 88 (per evaluation; the range probe on the winner finds it)" },
+  { "probe_dodge", "__sinf unless 32 sampled inputs are large (per evaluation; the range probe's sparse pass finds it: test_gpu_range_probe)" },
+  { "sanitizer_dodge", "benign_race that keeps its barrier when shared loads are slow, as under racecheck: the sanitizer sees an honest kernel",
+    { DODGE = 1 } },
+  { "oob_read", "float4 loads past each row and the buffer's end, masked: inside kopt's guard bands, so neither the bands (writes) nor memcheck see them" },
+  { "delta_gemm", "recomputes only the rows and columns of C whose inputs changed (the nudge changes few): right on every launch, and slower" },
 }
 
 local spec_mod = require("kopt.spec")
@@ -85,7 +96,7 @@ for _, c in ipairs(CAUGHT) do
   end
 end
 for _, c in ipairs(KNOWN) do
-  local res = evaluate(c[1])
+  local res = evaluate(c[1], nil, c[3])
   T.eq(res[1].status, "ok", c[1] .. ": the honest kernel (" .. show(res[1]) .. ")")
   -- (with the times: a cheat that passes at the honest kernel's time has
   -- not skipped any timed work, whatever it tried)
@@ -108,6 +119,36 @@ do
   local h, c = res[1].time_ms or 0, res[2].time_ms or 0
   print(string.format("timing game l2_pin: honest %.4f ms, cheat %.4f ms (%.2fx)", h, c, c > 0 and h / c or 0))
   T.check(c >= 0.90 * h, "l2_pin: the evict_last input outlived the L2 flush (%.4f ms against honest %.4f ms)", c, h)
+end
+
+-- A result cache keyed on the input's address and a few of its words with
+-- the low bits masked: it replays set A's answer on every timed launch
+-- (the nudge flips one low bit of one word, within the tolerance) and
+-- computes on new inputs. Its output passes every comparison; its check 2
+-- launch, on new inputs in the same module and buffers, is timed too, and
+-- a kernel far faster when timed is charged that time (19x before).
+do
+  local res = evaluate("const_replay")
+  T.eq(res[1].status, "ok", "const_replay: the honest kernel (" .. show(res[1]) .. ")")
+  T.check(not res[1].charged_check2, "const_replay: the honest kernel keeps its timed median")
+  local h, c = res[1].time_ms or 0, res[2].time_ms or 0
+  print(string.format("timing game const_replay: %s, honest %.4f ms, cheat %.4f ms (%.2fx), charged %s",
+                      show(res[2]), h, c, c > 0 and h / c or 0, tostring(res[2].charged_check2)))
+  T.check(res[2].status ~= "ok" or (res[2].charged_check2 and c >= 0.5 * h),
+          "const_replay: the replay was timed (%.4f ms against honest %.4f ms)", c, h)
+end
+
+-- sabotage_next wrote into check 1's input while timed; the candidate
+-- after it is honest and must stay ok (it was blamed before).
+do
+  local spec = spec_mod.load(DIR .. "/sabotage_next.json")
+  local be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.3 }, timeout_floor_ms = 3000 })
+  local res = {}
+  for k, cheat in ipairs({ 0, 1, 0 }) do res[k] = be:evaluate({ { key = "s" .. k, config = { CHEAT = cheat } } })[1] end
+  be:close()
+  T.eq(res[1].status, "ok", "sabotage_next: honest (" .. show(res[1]) .. ")")
+  T.check(res[2].status == "wrong", "sabotage_next: the cheat is blamed (%s)", show(res[2]))
+  T.eq(res[3].status, "ok", "sabotage_next: the honest candidate after it (" .. show(res[3]) .. ")")
 end
 
 -- The same shortcuts where the spec declares the input fixed ({"dist":

@@ -3,7 +3,8 @@
 -- and wrong for large ones) passes checks 1 and 2 but is wrong on x scaled
 -- by the probe; the honest kernel matches the reference there. In strict
 -- mode the honest kernel takes the title from the cheat. The same for
--- integer inputs (tests/cheats/int8_dp4a). Needs a GPU: exits
+-- integer inputs (tests/cheats/int8_dp4a), and for a kernel that samples
+-- its input to choose (tests/cheats/probe_dodge). Needs a GPU: exits
 -- 77 with the reason otherwise.
 local T = require("testlib")
 local cuda = require("kopt.backends.cuda")
@@ -57,5 +58,19 @@ T.eq(row.status, "wrong", "int8_dp4a: the cheat is wrong on integers scaled by t
 T.eq(made, "honest", "int8_dp4a: strict: the honest kernel takes the title")
 row = run({ rec("honest", 0, res[1]) }, "note")
 T.eq(row.status, "ok", "int8_dp4a: the honest kernel matches the reference on the larger integers")
+be:close()
+
+-- tests/cheats/probe_dodge: __sinf unless one of 32 sampled inputs is
+-- large, so the whole-array pass (every element scaled) sees the exact
+-- path; the sparse pass (one element in 64 scaled) finds it
+spec = spec_mod.load("tests/cheats/probe_dodge.json")
+be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.3 } })
+res = be:evaluate({ { key = "honest", config = { CHEAT = 0 } }, { key = "cheat", config = { CHEAT = 1 } } })
+T.eq(res[1].status, "ok", "probe_dodge: the honest kernel passes checks 1 and 2")
+T.eq(res[2].status, "ok", "probe_dodge: the cheat passes checks 1 and 2")
+row, made = run({ rec("cheat", 1, res[2]), rec("honest", 0, res[1]) }, "strict")
+T.eq(row.status, "wrong", "probe_dodge: the cheat is wrong with one element in 64 scaled")
+T.eq(row.sparse, true, "probe_dodge: found by the sparse pass")
+T.eq(made, "honest", "probe_dodge: strict: the honest kernel takes the title")
 be:close()
 return T.done()

@@ -171,15 +171,16 @@ end
 do
   local big = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 2 ^ 30 },
                 { name = "y", kind = "array", type = "f32", output = true, init = { dist = "zeros" }, count = 2 ^ 30 } }
-  local asked
+  local asked = {}
   local fake = { check_variants = function(_, _, variants)
-    asked = variants[1].scales[1]
+    asked[#asked + 1] = variants[1].scales[1]
     return { { status = "ok" }, { status = "ok" } }
   end }
   local l2 = probe.run({ backend = fake, ranked = { { key = "a", config = {}, result = {} } },
                          args_for = function() return big end, job_for = function() return {} end,
                          describe = function() return "a" end })
-  T.eq(asked, 1000, "a 4 GB input is scaled in the worker")
+  T.eq(asked[1], 1000, "a 4 GB input is scaled in the worker")
+  T.eq(asked[2], -1000, "then one element in 64 of it (a negative scale to the worker)")
   T.check(l2[1]:find("matches the reference on x scaled 1000x", 1, true), l2[1])
 end
 
@@ -277,6 +278,45 @@ do
           "no note for a winner that passed or was not probed")
   local stext = suite_cmd.summary_text(doc, "/tmp/s")
   T.check(stext:find("range probe: 1 winner(s) wrong on larger inputs: sinf", 1, true), "%s", stext)
+end
+
+
+-- A winner that samples its input to pick an exact path for large values:
+-- right with the whole array scaled, wrong with one element in 64 scaled.
+do
+  local sargs = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 4096 },
+                 { name = "y", kind = "array", type = "f32", output = true, init = { dist = "zeros" }, count = 4096 } }
+  local function run_sparse(sparse_status, ranked, mode)
+    local seen = {}
+    local fake = { check_variants = function(_, job, variants)
+      local out = {}
+      for i, v in ipairs(variants) do
+        local sparse = v.scales[1] < 0
+        seen[#seen + 1] = { job = job, sparse = sparse, reference = v.reference }
+        out[i] = { status = (v.reference or not sparse) and "ok" or sparse_status(job), log = "check 1: off" }
+      end
+      return out
+    end }
+    local l, r = probe.run({ backend = fake, ranked = ranked, mode = mode, make_best = function(rec) ranked.best = rec end,
+                               args_for = function() return sargs end, job_for = function(rec) return rec.key end,
+                               describe = function(rec) return rec.key end })
+    return table.concat(l, "\n"), r, seen
+  end
+  local w = { key = "dodge", config = {}, result = {} }
+  local stext, srow = run_sparse(function() return "wrong" end, { w }, "note")
+  T.check(stext:find("scaled 1000x at one element in 64 the winner fails", 1, true), "%s", stext)
+  T.eq(srow.status, "wrong", "the sparse pass decides")
+  T.eq(srow.sparse, true, "the row says which pass failed")
+  T.eq(w.result.range_probe.status, "wrong", "the winner's result keeps it")
+  -- strict: the next config must pass both passes to take the title
+  local a, b, c = { key = "a", config = {}, result = {} }, { key = "b", config = {}, result = {} },
+    { key = "c", config = {}, result = {} }
+  local ranked = { a, b, c }
+  local text2, row2 = run_sparse(function(job) return job == "c" and "ok" or "wrong" end, ranked, "strict")
+  T.eq(row2.new_winner, "c", "strict: the first config that passes both passes wins (%s)", text2)
+  T.eq(b.result.range_probe.status, "wrong", "b passed the whole-array pass only")
+  local text3 = run_sparse(function() return "ok" end, { { key = "h", config = {}, result = {} } }, "note")
+  T.check(text3:find("matches the reference on x scaled 1000x (all of them, and one element in 64)", 1, true), "%s", text3)
 end
 
 T.done()

@@ -1,0 +1,1 @@
+return { content = [==[{"analysis":"x","proposals":[{"method":"more_threads","changes":["block_size_x=256"],"reason":"r","patch":null}]}]==] }

@@ -1,0 +1,1 @@
+return { content = [[{"analysis":"x","proposals":[{"method":"loop_unrolling","changes":{},"reason":"r","patch":"```diff\n@@ -5,2 +5,2 @@\n     if (i < n)\n-        c[i] = a[i] + b[i];\n+        c[i] = b[i] + a[i];```"}]}]] }

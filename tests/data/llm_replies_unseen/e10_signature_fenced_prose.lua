@@ -1,0 +1,1 @@
+return { show_new = true, content = [==[{"analysis":"x","proposals":[{"method":"launch_bounds","changes":{},"reason":"cap registers","patch":"Change the kernel declaration to:\n```cuda\nextern \"C\" __global__ void __launch_bounds__(256, 4) vector_add(float *c, const float *a, const float *b, int n)\n```"}]}]==] }

@@ -1,0 +1,2 @@
+-- an unfenced diff, then a fenced snippet illustrating the result
+return { content = [==[{"analysis":"x","proposals":[{"method":"other","changes":{},"reason":"r","patch":"--- a/kernel.cu\n+++ b/kernel.cu\n@@ -5,2 +5,2 @@\n     if (i < n)\n-        c[i] = a[i] + b[i];\n+        c[i] = __fadd_rn(a[i], b[i]);\n\nAfter the change the store reads:\n```cuda\nc[i] = __fadd_rn(a[i], b[i]);\n```"}]}]==] }

@@ -1,0 +1,2 @@
+-- prose line, then the whole kernel as a markdown indented (4-space) code block, in "source"
+return { show_new = true, content = [==[{"analysis":"x","proposals":[{"method":"launch_bounds","changes":{},"reason":"r","source":"Updated kernel:\n\n    // Test kernel for specs: c = a + b, one element per thread.\n    extern \"C\" __global__ void __launch_bounds__(512) vector_add(float *c, const float *a, const float *b, int n)\n    {\n        int i = blockIdx.x * block_size_x + threadIdx.x;\n        if (i < n)\n            c[i] = a[i] + b[i];\n    }\n"}]}]==] }
