@@ -53,8 +53,8 @@ end
 
 -- "miliseconds" is how some T4 writers spell it (benchmark hub files).
 local UNITS = { ms = 1, millisecond = 1, milliseconds = 1, miliseconds = 1, s = 1e3, sec = 1e3, second = 1e3, seconds = 1e3,
-                us = 1e-3, ["µs"] = 1e-3, microsecond = 1e-3, microseconds = 1e-3,
-                ns = 1e-6, nanosecond = 1e-6, nanoseconds = 1e-6 }
+                us = 1e-3, ["µs"] = 1e-3, ["μs"] = 1e-3, microsecond = 1e-3, microseconds = 1e-3,
+                ns = 1e-6, nanosecond = 1e-6, nanoseconds = 1e-6, msec = 1, usec = 1e-3, nsec = 1e-6, secs = 1e3 }
 
 -- Milliseconds per `unit`, or nil for a unit kopt does not know.
 local function unit_to_ms(unit)
@@ -225,6 +225,40 @@ local function is_rate(res, objective)
   return false
 end
 
+local MINIMISED_WORDS = { "energy", "cost", "loss", "error", "power", "joule", "watt" }
+local function minimised(name)
+  local n = name:lower()
+  if M.time_like(n) then return true end
+  for _, w in ipairs(MINIMISED_WORDS) do
+    if n:find(w, 1, true) then return true end
+  end
+  return false
+end
+
+-- Where a configuration's value is not among tune_params' (a Kernel Tuner
+-- cache resumed with more values: its writer checks the parameters' names
+-- only, so the header keeps the first run's lists), the values the entries
+-- use are the space: added to the knob, in order when the list was sorted.
+local function extend_values(knob, added)
+  local all_numbers, sorted = true, true
+  for i, v in ipairs(knob.values) do
+    if type(v) ~= "number" then all_numbers = false end
+    if i > 1 and all_numbers and knob.values[i - 1] >= v then sorted = false end
+  end
+  local new = {}
+  for v in pairs(added) do
+    new[#new + 1] = v
+    if type(v) ~= "number" then all_numbers = false end
+  end
+  table.sort(new, function(a, b)
+    if type(a) == type(b) then return a < b end
+    return type(a) == "number"
+  end)
+  for _, v in ipairs(new) do knob.values[#knob.values + 1] = v end
+  if all_numbers and sorted then table.sort(knob.values) end
+  return new
+end
+
 local function from_kt(doc, file, repaired, r)
   local keys = doc.tune_params_keys
   if type(keys) ~= "table" or type(doc.tune_params) ~= "table" or type(doc.cache) ~= "table" then
@@ -236,8 +270,11 @@ local function from_kt(doc, file, repaired, r)
   end
   local rec = { format = "kernel_tuner", device = doc.device_name, kernel = doc.kernel_name,
                 objective = objective, knobs = {}, entries = {}, repaired = repaired }
+  -- Kernel Tuner's writer keeps the objective's name, not always its
+  -- direction: a time ("total_time", "time_ms"), an energy, a cost, a loss
+  -- or an error is minimised, anything else (GFLOP/s, a score) maximised
   local higher = doc.objective_higher_is_better
-  if higher == nil then higher = not (objective == "time" or objective == "energy" or objective == "cost") end
+  if higher == nil then higher = not minimised(objective) end
   if higher and times_recorded(doc.cache) then
     -- Kernel Tuner records every entry's time whatever it tuned for, so a
     -- cache tuned for a rate (GFLOP/s) replays by its times, which rank the
@@ -253,7 +290,7 @@ local function from_kt(doc, file, repaired, r)
   if not M.time_like(objective) then
     return nil, string.format("replay file %s: objective '%s' is not a time; kopt replays time objectives", file, objective)
   end
-  local allowed = {}
+  local allowed, added = {}, {}
   for i, name in ipairs(keys) do
     if allowed[name] then
       return nil, string.format("replay file %s: tune_params_keys names '%s' twice", file, tostring(name))
@@ -305,7 +342,11 @@ local function from_kt(doc, file, repaired, r)
     if #parts ~= #keys then return end
     for i, name in ipairs(keys) do
       local v, p = config[name], parts[i]
-      local same = (type(v) == "number" and tonumber(p) == v) or tostring(v) == p
+      -- (a numpy float32 knob: the key is str(float32) "0.1", the field
+      -- its double 0.10000000149011612; equal as float32)
+      local pv = tonumber(p)
+      local same = (type(v) == "number" and pv == v) or tostring(v) == p
+        or (math.type(v) == "float" and pv ~= nil and string.pack("<f", pv) == string.pack("<f", v))
       if not same then bad(": the key says %s=%s, the entry says %s=%s", name, p, name, show(v)) end
     end
   end
@@ -314,7 +355,18 @@ local function from_kt(doc, file, repaired, r)
     local config = {}
     for _, name in ipairs(keys) do
       local v = knob_value(e[name], "." .. name)
-      if not allowed[name][v] then bad(".%s: %s is not one of the recording's tune_params.%s", name, show(v), name) end
+      if not allowed[name][v] then
+        -- (a value of another type than the list's, "1" against 1, is a
+        -- fault of the file, not a value added by a resumed run)
+        local kind_known = false
+        for x in pairs(allowed[name]) do if type(x) == type(v) then kind_known = true end end
+        if not kind_known then
+          bad(".%s: %s is not one of the recording's tune_params.%s (they are %s)", name, show(v), name,
+              type(v) == "number" and "strings" or "numbers")
+        end
+        added[name] = added[name] or {}
+        added[name][v] = true
+      end
       config[name] = v
     end
     check_key(ck, config)
@@ -370,6 +422,15 @@ local function from_kt(doc, file, repaired, r)
     if entry then
       entry.label = label
       rec.entries[#rec.entries + 1] = entry
+    end
+  end
+  for i, name in ipairs(keys) do
+    if added[name] then
+      local new = extend_values(rec.knobs[i], added[name])
+      local shown = {}
+      for k, v in ipairs(new) do shown[k] = tostring(v) end
+      rec.extended = rec.extended or {}
+      rec.extended[#rec.extended + 1] = string.format("%s: %s", name, table.concat(shown, ", "))
     end
   end
   return rec
@@ -718,6 +779,11 @@ function M.notes(rec)
     out[#out + 1] = string.format("replay file %s was tuned for '%s'; it is replayed by the time each entry " ..
                                   "records (a spec's objective ranks by its own metric)", rec.file,
                                   rec.objective_replaced)
+  end
+  if rec.extended then
+    out[#out + 1] = string.format("replay file %s: its entries use values its tune_params do not list (%s): they " ..
+                                  "are in the space (a cache resumed with more values)", rec.file,
+                                  table.concat(rec.extended, "; "))
   end
   if rec.repaired then
     out[#out + 1] = string.format("replay file %s was cut short (an interrupted run): " ..

@@ -29,6 +29,14 @@
 --   times.
 -- * kopt's own results.json of a spec tuned for GFLOP/s replayed by time
 --   without the note a Kernel Tuner file of that objective gets.
+-- * A cache tuned for a time of another name (total_time), whose writer
+--   left out objective_higher_is_better, was taken as maximised and
+--   replayed by 'time': the slowest total crowned.
+-- * A cache resumed with more values of a parameter (Kernel Tuner checks
+--   only the names, so the header keeps the old lists) was refused.
+-- * A numpy float32 knob (key "0.1", field 0.10000000149011612) was
+--   refused as a key that disagrees with its entry.
+-- * The Greek mu (U+03BC) and msec/usec were unknown units.
 -- * KTT's CompilationFailed and ValidationFailed replayed as launch errors;
 --   a gzip-compressed file was "not valid JSON"; a T4 energy objective that
 --   also records a time said no measurement is a time.
@@ -330,6 +338,61 @@ do
   r, e = recording.read(tmp .. "/energy.t4.json")
   T.check(r == nil and tostring(e):find("objective 'energy' is not a time (unit 'J') (its 'time' ranks by something " ..
                                         "else)", 1, true) ~= nil, "an energy objective beside a time: %s", tostring(e))
+end
+
+-- Kernel Tuner caches as its writer leaves them
+do
+  local function best_of(name, doc)
+    T.write(tmp .. "/" .. name .. ".json", cjson.encode(doc))
+    local c, _, e = T.run("exhaustive --backend replay:" .. tmp .. "/" .. name .. ".json --out " .. tmp .. "/r_" .. name)
+    local _, st = T.events(tmp .. "/r_" .. name)
+    return c, st and st.best, e
+  end
+  -- tuned for total_time (a pipeline's), each entry also records its first kernel's time
+  local cache = {}
+  for i, bx in ipairs({ 128, 256, 512 }) do
+    cache[tostring(bx)] = { block_size_x = bx, time = 1.0 - 0.2 * i, total_time = 1.0 + 0.2 * i }
+  end
+  local c, best, e = best_of("kt_total_time", { tune_params_keys = { "block_size_x" },
+    tune_params = { block_size_x = { 128, 256, 512 } }, objective = "total_time", cache = cache })
+  T.eq(c, 0, "total_time: exit code\n" .. e)
+  T.check(best and best.key == "128" and math.abs(best.time_ms - 1.2) < 1e-9,
+          "total_time is minimised: the best is block_size_x=128 at 1.2 ms (%s)", cjson.encode(best or {}))
+  -- resumed with a larger bx: the header lists [16, 32], the entries use 64 too
+  cache = {}
+  for _, bx in ipairs({ 16, 32, 64 }) do
+    for _, by in ipairs({ 1, 2 }) do cache[bx .. "," .. by] = { bx = bx, by = by, time = 1 + 1 / bx + by / 8 } end
+  end
+  c, best, e = best_of("kt_resumed", { tune_params_keys = { "bx", "by" }, tune_params = { bx = { 16, 32 }, by = { 1, 2 } },
+                                       objective = "time", cache = cache })
+  T.eq(c, 0, "a resumed cache: exit code\n" .. e)
+  T.check(best and best.key == "64,1", "a resumed cache: the best uses the added value (%s)",
+          cjson.encode(best or {}))
+  T.check(e:find("use values its tune_params do not list (bx: 64)", 1, true), "a resumed cache: says so: %s", e)
+  -- float32 knob values: key "0.1", field as the double
+  cache = {}
+  for i, f in ipairs({ 0.1, 0.2, 0.3 }) do
+    local f32 = string.unpack("<f", string.pack("<f", f))
+    cache[tostring(f)] = { f = f32, time = i }
+  end
+  local list = {}
+  for i, f in ipairs({ 0.1, 0.2, 0.3 }) do list[i] = string.unpack("<f", string.pack("<f", f)) end
+  c, best, e = best_of("kt_f32", { tune_params_keys = { "f" }, tune_params = { f = list }, objective = "time", cache = cache })
+  T.eq(c, 0, "float32 knob values: exit code\n" .. e)
+  T.check(best and best.time_ms == 1, "float32 knob values: replayed (%s)", cjson.encode(best or {}))
+  -- a T4 time in μs (the Greek letter) and in usec
+  for _, unit in ipairs({ "\206\188s", "usec" }) do
+    local results = {}
+    for a = 1, 2 do
+      results[a] = { configuration = { a = a }, invalidity = "correct", objectives = { "time" },
+                     measurements = { { name = "time", value = 1000 * a, unit = unit } } }
+    end
+    T.write(tmp .. "/t4_unit.json", t4(results))
+    local c2, _, e2 = T.run("exhaustive --backend replay:" .. tmp .. "/t4_unit.json --out " .. tmp .. "/t4u")
+    local _, st = T.events(tmp .. "/t4u")
+    T.check(c2 == 0 and st and st.best and st.best.time_ms == 1, "a T4 time in %s is read (%s)", unit, e2)
+    os.execute("rm -rf '" .. tmp .. "/t4u'")
+  end
 end
 
 os.execute("rm -rf '" .. tmp .. "' '" .. d1 .. "' '" .. d2 .. "'")
