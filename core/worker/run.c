@@ -515,6 +515,18 @@ static const char *inputs_kept(struct worker *w, struct inputset *s, const char 
 	return "wrong";
 }
 
+/* A candidate that failed after check 1 may still have written into set
+ * A's inputs (their address kept from check 1): they are restored, so the
+ * next candidate is not blamed for it; its own status stands. After a crash
+ * or a timeout the worker ends, and the sets with it. */
+static const char *with_inputs_restored(struct worker *w, struct inputset *a, const char *st)
+{
+	if (strcmp(st, "crash") == 0 || strcmp(st, "timeout") == 0)
+		return st;
+	char which[160];
+	return check_inputs(w, a, which, sizeof which) < 0 ? "crash" : st;
+}
+
 /* One correctness trial of the candidate on set s with a freshly loaded module. */
 static const char *trial(struct worker *w, struct inputset *s, const struct job *j,
 			 const char *what, struct trial_out *to)
@@ -757,7 +769,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		}
 		kopt_worker_release(w, &pr);
 		if (st != NULL) {
-			return st;
+			return with_inputs_restored(w, a, st);
 		}
 	}
 
@@ -770,7 +782,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			st = kopt_worker_profile(w, pr.m.fn, &j.launch, pr.p.ptrs, rq, m);
 		kopt_worker_release(w, &pr);
 		if (st != NULL) {
-			return st;
+			return with_inputs_restored(w, a, st);
 		}
 	}
 
@@ -784,7 +796,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		st = trial(w, b, &j, "check 2 (other inputs and distribution)", &t2);
 		put_trial(m, 1, &t2);
 		if (st != NULL) {
-			return st;
+			return with_inputs_restored(w, a, st);
 		}
 	}
 	/* The input sets' device buffers outlive this evaluation, and check 1
