@@ -117,11 +117,17 @@ START_TEST(test_fill_scaled)
 		for (int i = 0; i < N; i++)
 			ck_assert_double_le(fabs(big[i] - 1000.0 * one[i]), 1e-9 * fabs(big[i]) + 1e-12);
 	}
-	/* a negative scale: one element in 64 scaled, the rest the plain draw
-	 * (the range probe's sparse pass) */
+	/* one element in 64 scaled, the rest the plain draw (the range
+	 * probe's sparse pass); then one element alone */
 	for (int k = 0; k < 3; k++) {
 		kopt_check_fill(KOPT_F64, one, N, drawn[k], 0, 7, 3);
-		kopt_check_fill_scaled(KOPT_F64, big, N, drawn[k], 0, -1000.0, 7, 3);
+		kopt_check_fill_sparse(KOPT_F64, big, N, drawn[k], 0, 1000.0, UINT64_MAX, 7, 3);
+		int alone = 0;
+		for (int i = 0; i < N; i++)
+			alone += big[i] != one[i];
+		ck_assert_int_le(alone, 2); /* (a normal pair's partner may round alike) */
+		ck_assert_int_ge(alone, 1);
+		kopt_check_fill_sparse(KOPT_F64, big, N, drawn[k], 0, 1000.0, 64, 7, 3);
 		int scaled = 0, plain = 0;
 		for (int i = 0; i < N; i++) {
 			if (fabs(big[i] - 1000.0 * one[i]) <= 1e-9 * fabs(big[i]) + 1e-12 && one[i] != 0.0)

@@ -248,6 +248,7 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		a->output = (int)kopt_msg_int(v, KEY("output"), 0);
 		a->init_value = kopt_msg_num(v, KEY("init_value"), 0.0);
 		a->scale = kopt_msg_num(v, KEY("scale"), 1.0);
+		a->scale_every = (uint64_t)kopt_msg_int(v, KEY("scale_every"), 0);
 		int d = kopt_dist_parse(kopt_msg_cstr(v, KEY("init"), buf, sizeof buf, "normal"),
 					&a->init_value);
 		a->value = kopt_msg_num(v, KEY("value"), 0.0);
@@ -279,8 +280,9 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 		a->type = (enum kopt_dtype)t;
 		a->dist = (enum kopt_dist)d;
 		a->count = a->kind == ARG_SCALAR || a->kind == ARG_TMAP ? 1 : (size_t)count;
-		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g:%.17g:%d:%d:%d:%s@%lld:%s;",
+		int wr = snprintf(sig + sl, sizeof sig - sl, "%s:%d:%d:%zu:%d:%d:%.17g:%.17g/%llu:%d:%d:%d:%s@%lld:%s;",
 				  a->name, t, a->kind, a->count, a->output, d, a->init_value, a->scale,
+				  (unsigned long long)a->scale_every,
 				  a->copy_from, a->param, a->fixed, a->file, (long long)a->file_offset,
 				  a->file_b);
 		if (wr > 0 && (size_t)wr < sizeof sig - sl)
@@ -453,8 +455,8 @@ struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int varian
 				return NULL;
 			}
 		} else {
-			kopt_check_fill_scaled(a->type, s->host[i], a->count, d, a->init_value,
-					       a->scale, seed, (uint64_t)i);
+			kopt_check_fill_sparse(a->type, s->host[i], a->count, d, a->init_value,
+					       a->scale, a->scale_every, seed, (uint64_t)i);
 		}
 		if (a->kind == ARG_ARRAY) {
 			if (kopt_worker_cu_check(kopt_worker_alloc_guarded(&s->dev[i], bytes),

@@ -26,6 +26,7 @@ struct warg {
 	enum kopt_dist dist;
 	double init_value;
 	double scale; /* float draws times this (the range probe; 1 otherwise) */
+	uint64_t scale_every; /* 0: every element; else kopt_check_fill_sparse's */
 	double value;	/* scalar by value */
 	int64_t ivalue; /* scalar, exact for integers */
 	/* arrays: elements read from a file (raw, little-endian) instead of a
@@ -195,7 +196,7 @@ struct worker {
 	CUdeviceptr sample_part;
 	size_t sample_part_bytes;
 	int sample_cap, sample_outputs, sample_nudged;
-	double sample_tol_rel_l2;
+	double sample_tol_rel_l2, sample_tol_max_abs;
 	int compare_dev;      /* 0 with KOPT_VERIFY_OFF=devcmp: every comparison on the host */
 	/* per input-set variant (the spec's distributions, check 2's): the
 	 * trivial outputs that pass against the first reference computed
@@ -389,7 +390,7 @@ int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, do
  * "wrong" with w->log, NULL when all pass or it was off, "crash" on a CUDA
  * error. */
 void kopt_worker_samples_begin(struct worker *w, const struct inputset *s, double tol_rel_l2,
-			       int cap);
+			       double tol_max_abs, int cap);
 CUresult kopt_worker_samples_enqueue(struct worker *w, int k);
 /* (a sample fails only grossly: NaN/Inf, poison, or a relative L2 error far
  * above the tolerance; compare_dev.c says why) */

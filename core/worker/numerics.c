@@ -305,9 +305,10 @@ struct fill_part {
 	size_t begin, end; /* begin is even */
 	enum kopt_dist d;
 	double value;
-	double scale; /* draws times this (kopt_check_fill_scaled) */
+	double scale; /* draws times this (kopt_check_fill_sparse) */
 	uint64_t s0;
-	size_t forced; /* KOPT_DIST_NEAR: an element always moved */
+	size_t forced; /* KOPT_DIST_NEAR: an element always moved; scaled, with `every` */
+	uint64_t every; /* 0: scale every element; else see scale_at */
 };
 
 /* KOPT_DIST_NEAR: one element in NEAR_EVERY (and always `forced`) moves off
@@ -336,18 +337,20 @@ static double near_value(const struct fill_part *p, size_t i, double c)
 	return c * (1.0 + m);
 }
 
-/* A negative scale (the range probe's sparse pass): one element in
- * SPARSE_EVERY is drawn times |scale|, the others as in check 1. A kernel
- * that samples a few inputs to decide whether they are all small (and a
- * shortcut safe) sees the whole-array pass's large values at once; here it
- * must hit one of the few, while the output still depends on them. */
-#define SPARSE_EVERY 64u
-
+/* Which elements the scale multiplies (the range probe's passes): every one
+ * (every = 0), one in `every` by a hash of the index and the element
+ * `forced` (the sparse pass), or `forced` alone (every = UINT64_MAX). A
+ * kernel that samples a few inputs to decide whether they are all small
+ * (and a shortcut safe) sees the whole-array pass's large values at once;
+ * here it must hit one of the few, or the one, while the output still
+ * depends on them (the per-element bound sees a single element off). */
 static double scale_at(const struct fill_part *p, size_t i)
 {
-	if (p->scale >= 0.0)
+	if (p->every == 0 || i == p->forced)
 		return p->scale;
-	return mix_at(p->s0 ^ 0x7370617273656ull, i) % SPARSE_EVERY == 0 ? -p->scale : 1.0;
+	if (p->every == UINT64_MAX)
+		return 1.0;
+	return mix_at(p->s0 ^ 0x7370617273656ull, i) % p->every == 0 ? p->scale : 1.0;
 }
 
 static void *fill_range(void *arg)
@@ -432,6 +435,12 @@ void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, 
 void kopt_check_fill_scaled(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
 			    double scale, uint64_t seed, uint64_t stream)
 {
+	kopt_check_fill_sparse(t, data, n, d, value, scale, 0, seed, stream);
+}
+
+void kopt_check_fill_sparse(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
+			    double scale, uint64_t every, uint64_t seed, uint64_t stream)
+{
 	uint64_t s0 = seed * 0x2545f4914f6cdd1dull ^ (stream + 1) * 0x9e3779b97f4a7c15ull;
 	size_t forced = n ? (size_t)(mix_at(s0 ^ 0x6e656172ull, 0) % n) : 0;
 	size_t parts = thread_count(n);
@@ -443,7 +452,7 @@ void kopt_check_fill_scaled(enum kopt_dtype t, void *data, size_t n, enum kopt_d
 		       end = (n * (k + 1) / parts) & ~(size_t)1;
 		if (k + 1 == parts)
 			end = n;
-		part[k] = (struct fill_part){t, data, begin, end, d, value, scale, s0, forced};
+		part[k] = (struct fill_part){t, data, begin, end, d, value, scale, s0, forced, every};
 		if (k > 0)
 			started[k] = pthread_create(&tid[k], NULL, fill_range, &part[k]) == 0;
 	}

@@ -82,6 +82,11 @@ void kopt_check_fill(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, 
  * ignore it. */
 void kopt_check_fill_scaled(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
 			    double scale, uint64_t seed, uint64_t stream);
+/* The same with the scale on some elements only: one in `every` (by a hash
+ * of the index) and one chosen element; every = UINT64_MAX: that element
+ * alone; 0: all of them (kopt_check_fill_scaled). */
+void kopt_check_fill_sparse(enum kopt_dtype t, void *data, size_t n, enum kopt_dist d, double value,
+			    double scale, uint64_t every, uint64_t seed, uint64_t stream);
 
 /* A 32-bit word to memset (cuMemsetD32) over an output buffer such that every
  * element of type t reads as NaN (floats; the payload and sign change with

@@ -79,6 +79,7 @@
 	X(init, STR_64, OPT, "normal", "arrays: input distribution")              \
 	X(init_value, NUM, OPT, 0.0, "arrays: the distribution's parameter")      \
 	X(scale, NUM, OPT, 1.0, "arrays: normal/uniform draws times this (range probe)") \
+	X(scale_every, INT, OPT, 0, "arrays: the scale on one element in this many (0: all; -1: one)") \
 	X(value, NUM, OPT, 0.0, "scalars: the value (integers exactly)")                  \
 	X(copy, INT, OPT, 0, "outputs: 1-based input array it starts as a copy of (0: none)") \
 	X(param, FLAG, OPT, 1, "passed to the kernel (0: only the source of a copy)")          \

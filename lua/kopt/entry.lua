@@ -112,9 +112,14 @@ local DTYPES = {
 -- Why a source's entry kernel cannot take the spec's arguments, or nil.
 -- params: the spec's kernel parameters in order ({name=, kind=, type=}):
 -- arrays are pointers, scalars by their dtype, tensor maps by value.
-function M.launch_mismatch(source, entry, params)
+function M.launch_mismatch(source, entry, params, certain)
   local sig = M.signature(source, entry)
   if not sig then return nil end
+  -- (certain: only what cannot be right whatever the source's macros and
+  -- types: no parameter list with preprocessor lines in it, whose branches
+  -- both count here, and an array refused only for a parameter of a known
+  -- scalar type, not for a pointer typedef)
+  if certain and sig.text:find("#", 1, true) then return nil end
   local want = {}
   for i, a in ipairs(params) do want[i] = a.name end
   if #sig.kinds ~= #params then
@@ -125,7 +130,7 @@ function M.launch_mismatch(source, entry, params)
     local got = sig.kinds[i]
     local why
     if a.kind == "array" then
-      if got ~= "pointer" then why = "an array, passed as a pointer" end
+      if got ~= "pointer" and (not certain or C_SCALARS[got]) then why = "an array, passed as a pointer" end
     elseif a.kind == "scalar" then
       local c, d = C_SCALARS[got], DTYPES[a.type]
       if got == "pointer" then why = "a scalar " .. a.type .. ", passed by value"

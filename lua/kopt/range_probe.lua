@@ -12,10 +12,10 @@
 -- scale is the largest at which the reference itself, run as the candidate,
 -- passes: where the reference overflows, the problem has no answer to hold
 -- the winner to, so that scale says nothing. A winner that passes there is
--- checked once more with only one element in 64 scaled (a negative scale
--- to the worker, kopt_check_fill_scaled), the rest drawn as in check 1: a
+-- checked again with only one element in 64 scaled, and then with one
+-- element alone (kopt_check_fill_sparse), the rest drawn as in check 1: a
 -- kernel that samples a few inputs and takes its exact path only when it
--- sees a large one passes the whole-array pass and fails this one.
+-- sees a large one passes the whole-array pass and fails one of these.
 --
 -- The spec's distributions are the contract, so by default (note) a winner
 -- wrong on the larger inputs stays the winner and the run says so; strict
@@ -31,6 +31,9 @@ local errors = require("kopt.errors")
 local M = {}
 
 M.SCALES = { 1000, 100, 10 }
+-- The passes after the whole-array one: one element in 64 scaled (and one
+-- chosen element), then that element alone (every = -1 to the worker).
+M.SPARSE = { { every = 64, what = "one element in 64" }, { every = -1, what = "one element alone" } }
 M.MODES = { off = true, note = true, strict = true }
 
 local FLOAT = { f32 = true, f64 = true, f16 = true, bf16 = true }
@@ -100,18 +103,19 @@ local function probe(opts, winner, args, inputs, what)
     if not out then return not_run(tostring(err)) end
     if out[1].status == "ok" then
       local w = out[2] or { status = "no reply", log = "the worker ended before the winner's check" }
-      -- then one element in 64 scaled, the rest as the spec draws them: a
-      -- kernel that samples its input to pick an exact path for large
-      -- values sees the whole array scaled at once (M.SPARSE)
+      -- then one element in 64 scaled, then one element alone, the rest
+      -- as the spec draws them: a kernel that samples its input to pick an
+      -- exact path for large values sees the whole array scaled at once
       local passes, how = { scales }, ""
-      if w.status == "ok" then
-        local sparse = scales_of(inputs, -scale)
+      for _, sp in ipairs(M.SPARSE) do
+        if w.status ~= "ok" then break end
+        local sparse = scales_of(inputs, { scale = scale, every = sp.every })
         local so = opts.backend:check_variants(opts.job_for(winner),
           { { reference = true, scales = sparse, relative_only = true }, { scales = sparse, relative_only = true } },
           limit_s)
         if so and so[1] and so[1].status == "ok" then
-          passes[2] = sparse
-          if so[2] and so[2].status ~= "ok" then w, how = so[2], " at one element in 64" end
+          passes[#passes + 1] = sparse
+          if so[2] and so[2].status ~= "ok" then w, how = so[2], " at " .. sp.what end
         end
       end
       local row = { scale = scale, inputs = names, status = w.status, log = first_line(w.log), winner = winner.key,
@@ -120,8 +124,8 @@ local function probe(opts, winner, args, inputs, what)
       local prev = winner.result.range_probe
       if not prev or prev.status == "ok" then winner.result.range_probe = { scale = scale, status = w.status } end
       if w.status == "ok" then
-        return { string.format("  range probe: the winner matches the reference on %s scaled %gx (all of them, and " ..
-          "one element in 64)", label, scale) }, row
+        return { string.format("  range probe: the winner matches the reference on %s scaled %gx (all of them, " ..
+          "one element in 64, one alone)", label, scale) }, row
       end
       local lines = { string.format("  range probe: on %s scaled %gx%s the winner fails (%s: %s): it matches the " ..
         "reference only on the spec's input ranges (docs/TRUST.md, \"The range probe\")", label, scale, how,
@@ -138,7 +142,9 @@ local function probe(opts, winner, args, inputs, what)
         for k, sc in ipairs(passes) do checks[k] = { scales = sc, relative_only = true } end
         local o2, e2 = opts.backend:check_variants(opts.job_for(rec), checks, limit_s)
         local st = o2 and o2[1] and o2[1].status or ("not run: " .. tostring(e2))
-        if st == "ok" and o2[2] and o2[2].status ~= "ok" then st = o2[2].status end
+        for k = 2, #checks do
+          if st == "ok" and o2[k] and o2[k].status ~= "ok" then st = o2[k].status end
+        end
         row.tried[#row.tried + 1] = { key = rec.key, status = st }
         if o2 and o2[1] then rec.result.range_probe = { scale = scale, status = st } end
         if st == "ok" then

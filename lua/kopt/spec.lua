@@ -1,6 +1,7 @@
 -- Spec loading and validation. Every error names the file, the field path and
 -- what was expected: "specs/x.json: knobs[2].values: expected a non-empty
 -- array of numbers or strings". The format is documented in specs/README.md.
+local entry_mod = require("kopt.entry")
 local errors = require("kopt.errors")
 local expr = require("kopt.expr")
 local fields = require("kopt.spec_fields")
@@ -167,6 +168,49 @@ local function check_entry(c, v, path)
     c:fail(path, "expected %s, got '%s'", ENTRY_WHAT, e)
   end
   return e
+end
+
+-- The kernel parameters the worker passes for args: every arg but the
+-- __constant__ inputs and those marked param=false, in order.
+local check_signatures  -- (below)
+local function kernel_params(args)
+  local out = {}
+  for _, a in ipairs(args or {}) do
+    if a.param ~= false and a.kind ~= "constant" then out[#out + 1] = a end
+  end
+  return out
+end
+
+-- The spec's args against the entry kernels' signatures, where the source
+-- shows them plainly (kopt.entry.launch_mismatch, certain): a parameter
+-- more or less, an array where the kernel takes a value, a float scalar in
+-- an int's place. Unchecked, the worker passes them all the same, and the
+-- kernel reads garbage. An entry whose name the source never mentions (and
+-- that no local header of it could define) is a typo, met otherwise as
+-- NVRTC's "identifier is undefined" in a name map, once per config.
+function check_signatures(c, self)
+  if self.pipeline then return end
+  local function check(k, path, args)
+    if not k or type(k.source) ~= "string" or type(k.entry) ~= "string" then return end
+    local name = entry_mod.name(k.entry)
+    if not k.source:find("%f[%w_]" .. name:gsub("%p", "%%%0") .. "%f[^%w_]")
+       and not k.source:find('#%s*include%s*"') then
+      c:fail(path .. ".entry", "'%s' appears nowhere in %s", name, k.path or "the source")
+      return
+    end
+    local why = entry_mod.launch_mismatch(k.source, k.entry, kernel_params(args), true)
+    if why then c:fail(path == "kernel" and "args" or path .. ".args", "%s", why) end
+  end
+  if not self.synthesis then check(self.kernel, "kernel", self.arg_specs) end
+  if self.reference then
+    -- (reference.args: indices into the args, the reference's own order)
+    local rargs
+    if self.reference.args then
+      rargs = {}
+      for i, k in ipairs(self.reference.args) do rargs[i] = self.arg_specs[k] end
+    end
+    check(self.reference, "reference", rargs or self.arg_specs)
+  end
 end
 
 local function check_kernel(c, k, path, dir, with_launch, names)
@@ -576,6 +620,7 @@ function M.load(path, opts)
     self.reference.args = fields.arg_list(c, raw.reference.args, "reference.args", self.arg_specs)
   end
   self.verify = fields.check_verify(c, raw.verify, self.arg_specs, names, dir)
+  check_signatures(c, self)
   self.metric_exprs, self.objective = fields.check_metrics(c, raw.metrics, raw.objective, names, self.work_expr)
   local prof = c:object(raw.profile, "profile", true) or {}
   c:unknown_fields(prof, { "metrics" }, "profile")

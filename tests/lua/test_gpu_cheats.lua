@@ -45,6 +45,12 @@ local CAUGHT = {
   { "cap_last", "TF32 on every timed launch but the last (sampling kept noisy to run to its cap): the last exact",
     { { SPIN_US = 20 }, { SPIN_US = 40 } }, { CAP = 100, SPIN_US = 20 } },
   { "inout_nearcopy", "an in-place y += 1e-6 g(y) replaced by a one-ulp flip (the stale check)" },
+  { "sort_exact", "an f32 output of tolerance 0 (a row sort): a third of the rows sorted on all but each batch's tail",
+    { {}, { CHEAT = 2 } }, { FRAC = 35 } },
+  { "mask_zeros", "an exact i32 mask (6 % ones) written as zeros on all but each batch's tail (under an eighth of its words)" },
+  { "tail_exact_tf32", "a GEMM exact on each batch's tail (the last launch is one), TF32 on the others (76 %)" },
+  { "luacheck_skip", "an output left to the spec's Lua check, a third computed on every timed launch (the check now sees the last)",
+    { {}, { CHEAT = 2 } }, { FRAC = 35 } },
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
@@ -60,6 +66,9 @@ local KNOWN = {
     { DODGE = 1 } },
   { "oob_read", "float4 loads past each row and the buffer's end, masked: inside kopt's guard bands, so neither the bands (writes) nor memcheck see them" },
   { "delta_gemm", "recomputes only the rows and columns of C whose inputs changed (the nudge changes few): right on every launch, and slower" },
+  { "region_partial", "a region output (a stencil's interior) computed a third on all but each batch's tail: regions are compared at the last timed launch only",
+    { FRAC = 35 } },
+  { "probe_dodge_dense", "probe_dodge sampling 1024 inputs (per evaluation; the range probe's single-element pass finds it)", { SAMPLES = 1024 } },
 }
 
 local spec_mod = require("kopt.spec")
@@ -136,6 +145,27 @@ do
                       show(res[2]), h, c, c > 0 and h / c or 0, tostring(res[2].charged_check2)))
   T.check(res[2].status ~= "ok" or (res[2].charged_check2 and c >= 0.5 * h),
           "const_replay: the replay was timed (%.4f ms against honest %.4f ms)", c, h)
+end
+
+-- The same replay paced to a part of its compute time (2.6x and 3.2x
+-- faster before the bar came down to 2x and 10 us), and a cache of answers
+-- kept in the device heap, which outlived each evaluation's module: from the
+-- second config on, check 1, the timed launches and check 2 all replayed
+-- (15x). A candidate whose code allocates on the heap now runs in a worker
+-- of its own, so it computes once and is charged like the replay.
+for _, c in ipairs({ { "replay_paced", { { PACE_PCT = 40 }, { PACE_PCT = 48 } }, { PACE_PCT = 40 } },
+                     { "heap_xeval", { {}, { UNROLL = 4 }, { UNROLL = 1 } }, { UNROLL = 1 } } }) do
+  local res = evaluate(c[1], c[2], c[3])
+  T.eq(res[1].status, "ok", c[1] .. ": the honest kernel (" .. show(res[1]) .. ")")
+  T.check(not res[1].charged_check2, "%s: the honest kernel keeps its timed median", c[1])
+  local h = res[1].time_ms or 0
+  for k = 2, #res do
+    local t = res[k].time_ms or 0
+    print(string.format("timing game %s #%d: %s, honest %.4f ms, cheat %.4f ms (%.2fx), charged %s", c[1], k - 1,
+                        show(res[k]), h, t, t > 0 and h / t or 0, tostring(res[k].charged_check2)))
+    T.check(res[k].status ~= "ok" or t >= 0.5 * h, "%s #%d: the replay was timed (%.4f ms against honest %.4f ms)",
+            c[1], k - 1, t, h)
+  end
 end
 
 -- sabotage_next wrote into check 1's input while timed; the candidate

@@ -74,8 +74,10 @@ local function run_with(reply, mode, ranked_n)
   function fake.check_variants(_, job, variants)
     local out = {}
     for i, v in ipairs(variants) do
-      -- (x is the one input scaled)
+      -- (x is the one input scaled; the sparse passes scale some elements
+      -- of it, { scale =, every = })
       local scale = v.scales[1]
+      if type(scale) == "table" then scale = scale.scale end
       T.eq(next(v.scales, 1), nil, "only x is scaled")
       calls[#calls + 1] = { rec = job.rec, reference = v.reference, relative_only = v.relative_only }
       out[i] = { status = reply(scale, v.reference, job.rec), log = "rel L2 0.3 > 1e-05\nmore" }
@@ -180,7 +182,9 @@ do
                          args_for = function() return big end, job_for = function() return {} end,
                          describe = function() return "a" end })
   T.eq(asked[1], 1000, "a 4 GB input is scaled in the worker")
-  T.eq(asked[2], -1000, "then one element in 64 of it (a negative scale to the worker)")
+  T.check(type(asked[2]) == "table" and asked[2].scale == 1000 and asked[2].every == 64,
+          "then one element in 64 of it")
+  T.check(type(asked[3]) == "table" and asked[3].scale == 1000 and asked[3].every == -1, "then one element alone")
   T.check(l2[1]:find("matches the reference on x scaled 1000x", 1, true), l2[1])
 end
 
@@ -291,9 +295,9 @@ do
     local fake = { check_variants = function(_, job, variants)
       local out = {}
       for i, v in ipairs(variants) do
-        local sparse = v.scales[1] < 0
+        local sparse = type(v.scales[1]) == "table" and v.scales[1].every or nil
         seen[#seen + 1] = { job = job, sparse = sparse, reference = v.reference }
-        out[i] = { status = (v.reference or not sparse) and "ok" or sparse_status(job), log = "check 1: off" }
+        out[i] = { status = (v.reference or not sparse) and "ok" or sparse_status(job, sparse), log = "check 1: off" }
       end
       return out
     end }
@@ -305,6 +309,11 @@ do
   local w = { key = "dodge", config = {}, result = {} }
   local stext, srow = run_sparse(function() return "wrong" end, { w }, "note")
   T.check(stext:find("scaled 1000x at one element in 64 the winner fails", 1, true), "%s", stext)
+  -- a kernel that samples more: right with one in 64 scaled, wrong with one alone
+  local w1 = { key = "dense", config = {}, result = {} }
+  local t1, r1 = run_sparse(function(job, sparse) return sparse == -1 and "wrong" or "ok" end, { w1 }, "note")
+  T.check(t1:find("scaled 1000x at one element alone the winner fails", 1, true), "%s", t1)
+  T.eq(r1.status, "wrong", "the single-element pass decides")
   T.eq(srow.status, "wrong", "the sparse pass decides")
   T.eq(srow.sparse, true, "the row says which pass failed")
   T.eq(w.result.range_probe.status, "wrong", "the winner's result keeps it")
@@ -316,7 +325,8 @@ do
   T.eq(row2.new_winner, "c", "strict: the first config that passes both passes wins (%s)", text2)
   T.eq(b.result.range_probe.status, "wrong", "b passed the whole-array pass only")
   local text3 = run_sparse(function() return "ok" end, { { key = "h", config = {}, result = {} } }, "note")
-  T.check(text3:find("matches the reference on x scaled 1000x (all of them, and one element in 64)", 1, true), "%s", text3)
+  T.check(text3:find("matches the reference on x scaled 1000x (all of them, one element in 64, one alone)", 1, true),
+          "%s", text3)
 end
 
 T.done()

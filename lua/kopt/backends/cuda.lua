@@ -13,6 +13,7 @@
 -- seed of the first check changes every `reseed_every` evaluations (default
 -- 64), which bounds how often the reference kernel runs.
 local compile = require("kopt.compile")
+local device_only = require("kopt.device_only")
 local errors = require("kopt.errors")
 local gpu = require("kopt.gpu")
 local hostdata = require("kopt.hostdata")
@@ -50,7 +51,7 @@ function Cuda:start_worker(s)
     error(string.format("GPU worker for GPU %d did not start: %s", s.device,
                         msg and msg.log or (tostring(why) .. " " .. tostring(detail) .. " " .. how)), 0)
   end
-  s.worker, s.info, s.busy, s.ref_key = w, msg, nil, nil
+  s.worker, s.info, s.busy, s.ref_key, s.ran = w, msg, nil, nil, nil
   if self.ref_cubin then self:load_reference(s, self.ref_key0) end
   local dt = now() - t0
   self.restart_s[#self.restart_s + 1] = dt
@@ -419,8 +420,12 @@ function Cuda:result(reply, job, cres)
 end
 
 -- The spec's own check (verify.check) on what the worker dumped for checks
--- 1 and 2: function(outputs, refs, inputs, sizes) -> true, or false/nil and
--- why. A failure, or an error in the check, makes the candidate wrong.
+-- 1 and 2 and for the last timed launch (its inputs the nudged ones it read,
+-- its refs set A's): function(outputs, refs, inputs, sizes) -> true, or
+-- false/nil and why. A failure, or an error in the check, makes the
+-- candidate wrong. (Without the timed dump, an output left to the spec's
+-- check was never checked where the kernel is timed: a kernel that computed
+-- a third of it on every timed launch passed.)
 function Cuda:custom_check(r, job, dir)
   local args = self.spec:args(job.config)
   local sizes = setmetatable({}, { __index = function(_, k)
@@ -428,13 +433,14 @@ function Cuda:custom_check(r, job, dir)
     if v == nil then v = self.spec.problem[k] end
     return v
   end })
-  for _, tag in ipairs({ "c1", "c2" }) do
+  local LABEL = { c1 = "check 1", c2 = "check 2", timed = "the last timed launch" }
+  for _, tag in ipairs({ "c1", "c2", "timed" }) do
     local out, ref, inp = hostdata.read_dump(dir, tag, args, r.status ~= "ok")
     if r.status == "ok" and next(out) then
       local ok, pass, why = pcall(self.spec.verify.check, out, ref, inp, sizes)
       if not ok or not pass then
         r.status = "wrong"
-        r.log = string.format("%s: verify.check %s: %s", tag == "c1" and "check 1" or "check 2",
+        r.log = string.format("%s: verify.check %s: %s", LABEL[tag],
                               ok and "failed" or "raised an error", tostring(ok and (why or "returned false") or pass))
       end
     end
@@ -479,8 +485,23 @@ end
 -- for the compiler's messages, and `launch` = { grid = {x, y, z}, block =
 -- {x, y, z}, smem = n }) is compiled for its entry and launched with its own
 -- geometry, not the spec's.
+-- Device code that allocates on the device heap (malloc, free, new): the
+-- heap is the context's, not the module's, so what one candidate leaves
+-- there the next one finds, across evaluations (tests/cheats/heap_xeval: a
+-- cache of answers keyed on the inputs, exact in every check and 15x
+-- faster from the second config on). Such a candidate runs in a worker of
+-- its own, started for it (a restart, about 0.2 s, and set A drawn again).
+local function uses_heap(source)
+  local code = device_only.strip_comments(source or "")
+  return (code:find("%f[%w_]malloc%s*%(") or code:find("%f[%w_]free%s*%(") or code:find("%f[%w_]new%s+[%a_:]")
+          or code:find("%f[%w_]operator%s+new")) ~= nil
+end
+M.uses_heap = uses_heap
+
 function Cuda:prepare(job, id)
   local cjob = compile.job_for(self.spec, job.config, self.arch, job.source)
+  self.heap = self.heap or {}
+  self.heap[id] = uses_heap(cjob.source)
   local cand = job.candidate or {}
   if cand.entry then cjob.entry, cjob.name = cand.entry, cand.name or cjob.name end
   self.launches = self.launches or {}
@@ -516,6 +537,8 @@ function Cuda:evaluate(jobs)
       if not s.busy and #ready > 0 then
         local item = table.remove(ready, 1)
         local job = jobs[item.i]
+        if self.heap[item.i] and s.ran then self:restart(s) end
+        s.ran = true
         local _, rkey = self:reference_for(job.config)
         self:load_reference(s, rkey)
         local msg, err = self:request(item.i, job.config, item.res.cubin,
@@ -653,7 +676,16 @@ end
 -- as in check 1 and multiplied by the factor (the worker's a<i>.scale: a
 -- float input's normal and uniform draws only).
 function M.with_scales(req, scales)
-  for a, scale in pairs(scales or {}) do req["a" .. a .. ".scale"] = scale + 0.0 end
+  for a, scale in pairs(scales or {}) do
+    -- (a number: every element; { scale =, every = }: one element in
+    -- `every`, or one alone with every = -1: kopt_check_fill_sparse)
+    if type(scale) == "table" then
+      req["a" .. a .. ".scale"] = scale.scale + 0.0
+      req["a" .. a .. ".scale_every"] = math.tointeger(scale.every)
+    else
+      req["a" .. a .. ".scale"] = scale + 0.0
+    end
+  end
   return req
 end
 
