@@ -237,7 +237,18 @@ function M.generate(init, arg, sizes, inputs, seed)
         return nil, string.format("the generator's value %d is %s, not a number", i, type(out[i]))
       end
     end
-    bytes = M.pack(out, arg.type)
+    local packed, perr = pcall(M.pack, out, arg.type)
+    if not packed then
+      -- (the first value the type cannot hold: 256 for a u8, NaN or inf
+      -- for an integer type)
+      for i = 1, #out do
+        if not pcall(M.pack, { out[i] }, arg.type) then
+          return nil, string.format("the generator's value %d (%s) does not fit %s", i, tostring(out[i]), arg.type)
+        end
+      end
+      return nil, "the generator's values cannot be written as " .. arg.type .. ": " .. tostring(perr)
+    end
+    bytes = perr
   else
     return nil, "the generator returned " .. type(out) .. ", expected an array of numbers or a string of bytes"
   end

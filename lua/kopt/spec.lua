@@ -453,6 +453,14 @@ local function check_args(c, args, names, dir)
       arg.param = a.param ~= false
       if arg.output and arg.kind == "constant" then c:fail(p, "a __constant__ symbol cannot be an output") end
       local init = fields.check_init(c, a.init, p .. ".init", arg, dir)
+      -- an output is poisoned before every launch (every element must be
+      -- written): a distribution given to it would be silently dropped
+      if arg.output and not arg.scratch and a.init ~= nil and init.dist ~= "copy" then
+        c:fail(p .. ".init", "an output is poisoned before every launch, so '%s' would never be its contents; an " ..
+               "output that starts from values is an in/out buffer: \"copy:NAME\" of an input (zeros: an input " ..
+               "{\"init\": {\"dist\": \"zeros\", \"fixed\": true}, \"param\": false}; specs/README.md)",
+               tostring(init.dist))
+      end
       if init.dist ~= "copy" and init.dist ~= "file" and init.dist ~= "generate" and not M.inits[init.dist] then
         c:fail(p .. ".init", "unknown distribution '%s' (expected normal, uniform, uniform01, zeros, ones, arange or {\"dist\": \"constant\", \"value\": x})", tostring(init.dist))
       end

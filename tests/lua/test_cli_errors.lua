@@ -7,7 +7,13 @@ local T = require("testlib")
 
 local root = require("kopt.sys").realpath(os.getenv("KOPT_SOURCE_DIR") or ".")
 local tmp = T.tmpdir("cli")
-local kernel = root .. "/tests/data/specs/vector_add.cu"
+-- The specs below test other mistakes with args of their own: their kernel's
+-- parameter list holds a preprocessor line, so kopt does not judge it
+-- against the args (test_spec_signature.lua tests that check).
+local kernel = tmp .. "/vector_add_any.cu"
+T.write(kernel, "extern \"C\" __global__ void vector_add(float *c, const float *a, const float *b,\n" ..
+               "#if 1\n    int n\n#endif\n)\n{\n    int i = blockIdx.x * block_size_x + threadIdx.x;\n" ..
+               "    if (i < n)\n        c[i] = a[i] + b[i];\n}\n")
 local replay = root .. "/tests/data/vector_add_A4000.json"
 
 local function spec_text(overrides)
@@ -406,6 +412,13 @@ s = byok("byok_raw_offset", "[" .. x_in .. ', "init": {"file": "x.bin", "offset"
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].init.offset: expected a non-negative integer, got -4")
 s = byok("byok_gen_syntax", "[" .. x_in .. ', "init": {"generate": "return function(ctx) return {"}}]')
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].init.generate: args[1].init.generate:1: unexpected symbol near <eof>")
+-- an output's init other than copy:NAME was dropped without a word (an
+-- atomic histogram expecting zeros met the poison)
+s = byok("byok_out_zeros", "[" .. y_out .. ', "init": "zeros"}, ' .. x_in .. "}]")
+case("random " .. s, 2, "kopt: " .. s .. ": args[1].init: an output is poisoned before every launch, so 'zeros' would never be its contents; an output that starts from values is an in/out buffer: \"copy:NAME\" of an input (zeros: an input {\"init\": {\"dist\": \"zeros\", \"fixed\": true}, \"param\": false}; specs/README.md)")
+-- a generated value the type cannot hold was a Lua traceback
+s = byok("byok_gen_overflow", '[{"name": "x", "type": "u8", "shape": ["n"], "init": {"generate": "return function(ctx) local t = {} for i = 1, ctx.n do t[i] = i end return t end"}}]')
+case("random " .. s, 2, "kopt: " .. s .. ": args[1].init.generate: the generator's value 256 (256) does not fit u8 (at block_size_x=128, unroll=1)")
 s = byok("byok_gen_count", "[" .. x_in .. ', "init": {"generate": "gen_bad.lua"}}]')
 case("random " .. s, 2, "kopt: " .. s .. ": args[1].init.generate: the generator returned 3 values, the argument has 1000 elements (at block_size_x=128, unroll=1)")
 s = byok("byok_gen_seed", "[" .. x_in .. ', "init": {"generate": "gen_bad.lua", "seed": 1.5}}]')

@@ -1,0 +1,72 @@
+-- A spec's args against its kernel's signature, at load (kopt.spec,
+-- check_signatures): a parameter more or less, a float scalar in an int's
+-- place or an array where the kernel takes a value are refused naming both;
+-- an entry the source never mentions is a typo. Before, `kopt compile`
+-- passed them all and a run would have launched the kernel on garbage, or
+-- NVRTC said "identifier is undefined" in a name map, once per config. A
+-- parameter list with preprocessor lines in it, or a pointer typedef, is
+-- left alone (kopt cannot be sure). Also: which candidates run in a worker
+-- of their own because they allocate on the device heap.
+local T = require("testlib")
+local cjson = require("cjson")
+
+local tmp = T.tmpdir("spec-signature")
+T.write(tmp .. "/k.cu", [[
+typedef float *fptr;
+extern "C" __global__ void axpby(float *y, const float *x, float a, int n, long long stride)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) y[i * stride] = a * x[i] + y[i];
+}
+extern "C" __global__ void cond(float *y,
+#if USE_X
+                                const float *x,
+#endif
+                                int n) { }
+extern "C" __global__ void typed(fptr y, int n) { }
+]])
+local function spec(entry, args)
+  return cjson.encode({ name = "sig", kernel = { source = "k.cu", entry = entry }, problem = { N = 1024 },
+                        launch = { grid = { 4 }, block = { "B" } }, knobs = { { name = "B", values = { 128, 256 } } },
+                        args = args })
+end
+local y = { name = "y", type = "f32", shape = { "N" }, output = true }
+local x = { name = "x", type = "f32", shape = { "N" } }
+local a = { name = "a", type = "f32", value = 2 }
+local n = { name = "n", type = "i32", value = "N" }
+local st = { name = "stride", type = "i64", value = 1 }
+local function load(name, entry, args)
+  T.write(tmp .. "/" .. name .. ".json", spec(entry, args))
+  local code, out, err = T.run("compile " .. tmp .. "/" .. name .. ".json")
+  return code, out .. err
+end
+
+local code, text = load("ok", "axpby", { y, x, a, n, st })
+T.eq(code, 0, "the args as the kernel takes them: " .. text)
+code, text = load("missing", "axpby", { y, x, a, n })
+T.check(code == 2 and text:find("args: the entry kernel axpby takes 5 parameters", 1, true)
+        and text:find("the spec passes 4 (y, x, a, n)", 1, true), "a parameter left out:\n%s", text)
+code, text = load("order", "axpby", { y, x, n, a, st })
+T.check(code == 2 and text:find("parameter 3 (float) is a value, but the spec's 'n' is a scalar i32", 1, true),
+        "an int in a float's place:\n%s", text)
+local x2 = { name = "x2", type = "f32", shape = { "N" } }
+code, text = load("array", "axpby", { y, x, a, x2, st })
+T.check(code == 2 and text:find("parameter 4 (int) is a value, but the spec's 'x2' is an array", 1, true),
+        "an array in an int's place:\n%s", text)
+code, text = load("typo", "axpyb", { y, x, a, n, st })
+T.check(code == 2 and text:find("kernel.entry: 'axpyb' appears nowhere in", 1, true), "an entry typo:\n%s", text)
+-- (left alone: a parameter list with #if lines, a pointer typedef)
+code, text = load("cond", "cond", { y, n })
+T.eq(code, 0, "a parameter list with preprocessor lines is not judged: " .. text)
+code, text = load("typed", "typed", { y, n })
+T.eq(code, 0, "a pointer typedef takes an array: " .. text)
+
+-- device-heap candidates (lua/kopt/backends/cuda.lua)
+local uses_heap = require("kopt.backends.cuda").uses_heap
+T.check(uses_heap("__global__ void k(float *y) { float *p = (float *)malloc(64); free(p); }"), "malloc and free")
+T.check(uses_heap("__global__ void k(float *y) { S *s = new S[4]; }"), "new")
+T.check(not uses_heap("__global__ void k(float *y) { /* no malloc( here */ y[0] = 1; }"), "a comment is not code")
+T.check(not uses_heap("__global__ void k(float *renew, int freed) { renew[0] = freed; }"), "names that contain the words")
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
