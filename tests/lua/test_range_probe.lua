@@ -311,7 +311,7 @@ do
   T.check(stext:find("scaled 1000x at one element in 64 the winner fails", 1, true), "%s", stext)
   -- a kernel that samples more: right with one in 64 scaled, wrong with one alone
   local w1 = { key = "dense", config = {}, result = {} }
-  local t1, r1 = run_sparse(function(job, sparse) return sparse == -1 and "wrong" or "ok" end, { w1 }, "note")
+  local t1, r1 = run_sparse(function(_, sparse) return sparse == -1 and "wrong" or "ok" end, { w1 }, "note")
   T.check(t1:find("scaled 1000x at one element alone the winner fails", 1, true), "%s", t1)
   T.eq(r1.status, "wrong", "the single-element pass decides")
   T.eq(srow.status, "wrong", "the sparse pass decides")
