@@ -230,6 +230,7 @@ function M.main(opts, pos)
   local options = strategy_mod.options(strategy, opts.opt)
 
   local spec = pos[2] and spec_mod.load(pos[2]) or nil
+  for _, note in ipairs(spec and spec.notes or {}) do io.stderr:write("kopt: ", spec.path, ": note: ", note, "\n") end
   if not spec and not (opts.backend and opts.backend.kind == "replay") then
     errors.usage("missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
   end

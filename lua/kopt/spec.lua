@@ -173,6 +173,40 @@ end
 -- The kernel parameters the worker passes for args: every arg but the
 -- __constant__ inputs and those marked param=false, in order.
 local check_signatures  -- (below)
+
+-- What a spec probably did not mean, said once where a run or a compile
+-- starts (kopt.run, kopt compile) but not refused: kopt cannot be sure.
+-- A knob whose name appears nowhere but in its own entry (not in the
+-- kernel's source, not in any expression of the spec): every value compiles
+-- the same kernel, and a run would rank the noise. A knob that changes the
+-- problem (reference.knobs) with the time as the objective: the smallest
+-- problem tends to win.
+local function spec_notes(self)
+  local notes = {}
+  local src = self.kernel and self.kernel.source or ""
+  local local_headers = src:find('#%s*include%s*"') ~= nil
+  -- (the expressions a knob can act through; a constraint only removes
+  -- configs, and the reference's knobs change the problem, not the kernel)
+  local raw = self.raw
+  local used = json.encode({ launch = raw.launch, args = raw.args, pipeline = raw.pipeline, work = raw.work,
+                             metrics = raw.metrics, problem = raw.problem })
+  for _, k in ipairs(self.knobs or {}) do
+    local pat = "%f[%w_]" .. k.name:gsub("%p", "%%%0") .. "%f[^%w_]"
+    local in_spec = used:find(pat) ~= nil
+    if k.define ~= false and next(k.options or {}) == nil and not local_headers and not in_spec and not src:find(pat) then
+      notes[#notes + 1] = string.format("knob %s appears nowhere in %s, its launch or its shapes: every value " ..
+        "compiles and launches the same kernel (a misspelt name?)", k.name, self.kernel.path or "the kernel")
+    end
+  end
+  local changes = self.reference and self.reference.knobs or {}
+  if #changes > 0 and not self.objective then
+    notes[#notes + 1] = string.format("knob%s %s change%s the problem (reference.knobs) and configs are ranked by " ..
+      "time, so the smallest problem tends to win; rank them by a rate: \"objective\": {\"metric\": ..., " ..
+      "\"goal\": \"max\"} (specs/README.md)", #changes > 1 and "s" or "", table.concat(changes, ", "),
+      #changes > 1 and "" or "s")
+  end
+  return notes
+end
 local function kernel_params(args)
   local out = {}
   for _, a in ipairs(args or {}) do
@@ -630,6 +664,7 @@ function M.load(path, opts)
   self.verify = fields.check_verify(c, raw.verify, self.arg_specs, names, dir)
   check_signatures(c, self)
   self.metric_exprs, self.objective = fields.check_metrics(c, raw.metrics, raw.objective, names, self.work_expr)
+  self.notes = spec_notes(self)
   local prof = c:object(raw.profile, "profile", true) or {}
   c:unknown_fields(prof, { "metrics" }, "profile")
   self.profile_metrics = c:array(prof.metrics, "profile.metrics", "an array of metric names", true)

@@ -61,6 +61,22 @@ T.eq(code, 0, "a parameter list with preprocessor lines is not judged: " .. text
 code, text = load("typed", "typed", { y, n })
 T.eq(code, 0, "a pointer typedef takes an array: " .. text)
 
+-- notes, not refusals: a knob the kernel never sees, a knob that changes
+-- the problem ranked by time
+T.write(tmp .. "/unused.json", cjson.encode({ name = "sig", kernel = { source = "k.cu", entry = "axpby" },
+  problem = { N = 1024 }, launch = { grid = { 4 }, block = { 256 } },
+  knobs = { { name = "VEC", values = { 1, 2 } } }, constraints = { "VEC <= 2" }, args = { y, x, a, n, st } }))
+local c2, _, e2 = T.run("compile " .. tmp .. "/unused.json")
+T.check(c2 == 0 and e2:find("note: knob VEC appears nowhere in " .. tmp .. "/k.cu, its launch or its shapes", 1, true),
+        "a knob the kernel never reads is noted:\n%s", e2)
+T.write(tmp .. "/problem.json", cjson.encode({ name = "sig", kernel = { source = "k.cu", entry = "axpby" },
+  problem = { N = 1024 }, launch = { grid = { 4 }, block = { "B" } },
+  knobs = { { name = "B", values = { 128, 256 } } },
+  reference = { source = "k.cu", entry = "axpby", knobs = { "B" } }, args = { y, x, a, n, st } }))
+local _, _, err = T.run("compile " .. tmp .. "/problem.json")
+T.check(err:find("note: knob B changes the problem (reference.knobs) and configs are ranked by time", 1, true),
+        "a problem-changing knob ranked by time is noted:\n%s", err)
+
 -- device-heap candidates (lua/kopt/backends/cuda.lua)
 local uses_heap = require("kopt.backends.cuda").uses_heap
 T.check(uses_heap("__global__ void k(float *y) { float *p = (float *)malloc(64); free(p); }"), "malloc and free")

@@ -142,6 +142,7 @@ function M.main(argv)
   end
   if not o.spec then errors.usage("compile: missing SPEC (see kopt compile --help)") end
   local spec = spec_mod.load(o.spec)
+  for _, note in ipairs(spec.notes or {}) do io.stderr:write("kopt: ", spec.path, ": note: ", note, "\n") end
   -- (the same checks as a run: constraints that fail, values of the first
   -- configs, as one sentence naming the config)
   local space, first = run_mod.build_space(spec)
