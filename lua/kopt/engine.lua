@@ -209,6 +209,11 @@ function M.new(opts)
   -- Test hook: die by SIGKILL right after this many evaluations are recorded,
   -- exactly as an external `kill -9` would leave the run.
   self.kill_after = math.tointeger(tonumber(os.getenv("KOPT_TEST_SIGKILL_AFTER") or ""))
+  -- and a Ctrl-C after this many (counting those a resume replays), pressed
+  -- twice with "N,2" (the second raises the interruption in the code that runs)
+  local int_after = os.getenv("KOPT_TEST_SIGINT_AFTER") or ""
+  self.int_after = math.tointeger(tonumber(int_after:match("^%d+") or ""))
+  self.int_twice = int_after:find(",2$") ~= nil
   return self
 end
 
@@ -409,6 +414,10 @@ function Engine:record(job, result, eval_s, from_log)
   end
   if self.on_eval then self.on_eval(self, rec) end
   if self.kill_after and self.evaluations >= self.kill_after then sys.kill_self() end
+  if self.int_after and self.evaluations == self.int_after then
+    sys.kill_self("INT")
+    if self.int_twice then sys.kill_self("INT") end
+  end
   self.progress:update(self, improved)
 end
 
@@ -466,8 +475,10 @@ function Engine:round(n)
       self.restored_clock = self.restored_clock + (ev.eval_s or 0)
       self:record(job, r, ev.eval_s, ev)
       results[i] = shallow(r)
-      -- (resumed: measured before the interruption, not a repeat in this run)
+      -- (resumed: measured before the interruption, not a repeat in this run;
+      -- served then by the experience database, it stays so)
       results[i].cached, results[i].resumed = true, true
+      if ev.from_db then results[i].served = true end
       new_evals = new_evals + 1
       seen_in_batch[job.key] = i
     elseif self.known[job.key] then
@@ -565,6 +576,9 @@ function Engine:keep_unasked(reason)
   if reason == "error" then
     msg = string.format("%d evaluation%s on record kept in the results (the strategy stopped with an error " ..
                         "before asking for %s again)", #left, #left == 1 and "" or "s", #left == 1 and "it" or "them")
+  elseif reason == "interrupted" then
+    msg = string.format("%d evaluation%s on record not replayed yet when the run was interrupted; kept in the " ..
+                        "results", #left, #left == 1 and "" or "s")
   elseif (reason == "budget" and on_record > self.budget) or reason == "time limit" then
     msg = string.format("%d evaluation%s on record %s past this run's %s (--%s); kept in the results",
                         #left, #left == 1 and "" or "s", #left == 1 and "lies" or "lie",
@@ -589,7 +603,12 @@ function M.run(opts)
   if ok then
     local kept, err = pcall(self.keep_unasked, self, reason)
     if not kept then ok, reason = false, err end
-  elseif not errors.is_interrupt(reason) then
+  elseif errors.is_interrupt(reason) then
+    -- (a resume interrupted while it replays: what is on record and not yet
+    -- replayed is still the run's, in its results and its best)
+    sys.interrupted()
+    pcall(self.keep_unasked, self, "interrupted")
+  else
     -- (a strategy that fails on resume still leaves the run what is on record)
     pcall(self.keep_unasked, self, "error")
   end

@@ -88,7 +88,10 @@ end
 -- evaluation whose transition a kill left unwritten (self.written).
 function Log:add(t, result)
   if result and result.cached then
-    local missing = result.resumed and self.written and result.key and not self.written[result.key]
+    -- (a resumed evaluation the first run wrote no line for: one the
+    -- experience database served is never written, resumed or not)
+    local missing = result.resumed and not result.served and self.written and result.key
+      and not self.written[result.key]
     if not missing then return end
   end
   if #self.paths == 0 then return end

@@ -550,6 +550,12 @@ function M.locked(opts, r)
     meta.report = term
   end
   local fok, summary = pcall(finish.finish, engine, meta)
+  if not fok and errors.is_interrupt(summary) then
+    -- a signal after the search ended, while its files are written: they
+    -- are written all the same (the signal answered), not left half done
+    sys.interrupted()
+    fok, summary = pcall(finish.finish, engine, meta)
+  end
   if not fok then
     if errors.is_user_error(summary) and summary.io_failed then
       return M.write_failure(engine, backend, summary, prior, opts.resume)

@@ -1,0 +1,71 @@
+-- A resume interrupted while it replays what is on record (Ctrl-C, SIGTERM)
+-- wrote results.json, best/ and the summary from the part replayed so far:
+-- the folder then named a worse config as the winner until the next resume.
+-- Now what is on record and not yet replayed joins the results, with a line
+-- that says so, and a later resume finishes the run as an uninterrupted one.
+local T = require("testlib")
+local cjson = require("cjson")
+
+local root = require("kopt.sys").realpath(os.getenv("KOPT_SOURCE_DIR") or ".")
+local replay = root .. "/tests/data/convolution_A4000.json"
+local tmp = T.tmpdir("resume-interrupted")
+local function cmd(dir) return string.format("mcgs --backend replay:%s --budget 100 --seed 2 --out %s", replay, dir) end
+
+local ref = tmp .. "/ref"
+T.eq((T.run(cmd(ref))), 0, "the uninterrupted run")
+local d = tmp .. "/run"
+local code = T.run(cmd(d), "KOPT_TEST_SIGKILL_AFTER=70")
+T.eq(code, 137, "killed after 70 evaluations")
+local on_record = T.events(d)
+T.eq(#on_record, 70, "70 evaluations on record")
+local best = math.huge
+for _, ev in ipairs(on_record) do
+  if ev.result.status == "ok" and ev.result.time_ms < best then best = ev.result.time_ms end
+end
+
+-- Ctrl-C once (the engine sees it between evaluations), then twice (the
+-- interruption is raised at once, in the middle of the replay)
+for _, how in ipairs({ "25", "30,2" }) do
+  local err
+  code, _, err = T.run(cmd(d) .. " --resume", "KOPT_TEST_SIGINT_AFTER=" .. how)
+  local replayed = tonumber(how:match("^%d+"))
+  T.eq(code, 130, how .. ": the resume, interrupted after replaying " .. replayed .. "\n" .. err)
+  T.check(err:find(string.format("%d evaluations on record not replayed yet when the run was interrupted; kept in " ..
+                                 "the results", 70 - replayed), 1, true), "%s: the line that says so:\n%s", how, err)
+  T.check(err:find("interrupted after 70 evaluations; continue with --resume", 1, true),
+          "%s: counts what is on record:\n%s", how, err)
+  local results = cjson.decode(T.slurp(d .. "/results.json"))
+  T.eq(#results.results, 70, how .. ": results.json holds every evaluation on record")
+  local _, stop = T.events(d)
+  T.check(stop and stop.best and stop.best.time_ms == best, "%s: the best is the best on record (%s, want %s)", how,
+          tostring(stop and stop.best and stop.best.time_ms), tostring(best))
+end
+
+code, _, err = T.run(cmd(d) .. " --resume")
+T.eq(code, 0, "the resume after it\n" .. err)
+T.same_list(T.keys(d), T.keys(ref), "the evaluations of the uninterrupted run")
+-- A run warm-started from the experience database, killed and resumed:
+-- the evaluations the database served were written as transitions on the
+-- resume (never in an uninterrupted run), so the dataset counted them twice.
+do
+  local env = string.format("KOPT_DB=%s/exp.db KOPT_EXPERIENCE=%s/exp.jsonl", tmp, tmp)
+  local function warm(dir, budget) return string.format("mcgs --backend replay:%s --budget %d --seed 1 --out %s -q",
+                                                        replay, budget, dir) end
+  T.eq((T.run(warm(tmp .. "/a", 60), env)), 0, "the run that fills the database")
+  T.eq((T.run(warm(tmp .. "/b", 90), env .. " KOPT_TEST_SIGKILL_AFTER=75")), 137, "the warm run, killed at 75")
+  T.eq((T.run(warm(tmp .. "/b", 90) .. " --resume", env)), 0, "its resume")
+  local lines, seen, twice = 0, {}, 0
+  for line in io.lines(tmp .. "/exp.jsonl") do
+    local key = cjson.decode(line).key
+    lines = lines + 1
+    if seen[key] then twice = twice + 1 end
+    seen[key] = true
+  end
+  T.eq(twice, 0, "no state twice in the dataset (" .. lines .. " lines)")
+  local n = 0
+  for _ in io.lines(tmp .. "/b/transitions.jsonl") do n = n + 1 end
+  T.eq(n, 30, "the warm run's own transitions: the 30 it measured")
+end
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
