@@ -41,7 +41,7 @@ for _, how in ipairs({ "25", "30,2" }) do
           tostring(stop and stop.best and stop.best.time_ms), tostring(best))
 end
 
-local err
+local err, _
 code, _, err = T.run(cmd(d) .. " --resume")
 T.eq(code, 0, "the resume after it\n" .. err)
 T.same_list(T.keys(d), T.keys(ref), "the evaluations of the uninterrupted run")
