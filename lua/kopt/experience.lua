@@ -92,7 +92,15 @@ function Log:add(t, result)
     -- experience database served is never written, resumed or not)
     local missing = result.resumed and not result.served and self.written and result.key
       and not self.written[result.key]
-    if not missing then return end
+    if not missing then
+      -- the labels are still named, in the order the first run named them:
+      -- a new label joins the method set, and what later labels map to
+      -- depends on which came first (a resumed run wrote "region" where
+      -- the uninterrupted one wrote "region_sweep")
+      relabel.canonical(t.from)
+      relabel.canonical(t.to)
+      return
+    end
   end
   if #self.paths == 0 then return end
   t.key = t.key or (result and result.key)

@@ -9,15 +9,15 @@ local cjson = require("cjson")
 local root = require("kopt.sys").realpath(os.getenv("KOPT_SOURCE_DIR") or ".")
 local replay = root .. "/tests/data/convolution_A4000.json"
 local tmp = T.tmpdir("resume-interrupted")
-local function cmd(dir) return string.format("mcgs --backend replay:%s --budget 100 --seed 2 --out %s", replay, dir) end
+local function cmd(dir) return string.format("mcgs --backend replay:%s --budget 420 --seed 1 --out %s", replay, dir) end
 
 local ref = tmp .. "/ref"
 T.eq((T.run(cmd(ref))), 0, "the uninterrupted run")
 local d = tmp .. "/run"
-local code = T.run(cmd(d), "KOPT_TEST_SIGKILL_AFTER=70")
-T.eq(code, 137, "killed after 70 evaluations")
+local code = T.run(cmd(d), "KOPT_TEST_SIGKILL_AFTER=397")
+T.eq(code, 137, "killed after 397 evaluations")
 local on_record = T.events(d)
-T.eq(#on_record, 70, "70 evaluations on record")
+T.eq(#on_record, 397, "397 evaluations on record")
 local best = math.huge
 for _, ev in ipairs(on_record) do
   if ev.result.status == "ok" and ev.result.time_ms < best then best = ev.result.time_ms end
@@ -25,17 +25,17 @@ end
 
 -- Ctrl-C once (the engine sees it between evaluations), then twice (the
 -- interruption is raised at once, in the middle of the replay)
-for _, how in ipairs({ "25", "30,2" }) do
+for _, how in ipairs({ "250", "300,2" }) do
   local err
   code, _, err = T.run(cmd(d) .. " --resume", "KOPT_TEST_SIGINT_AFTER=" .. how)
   local replayed = tonumber(how:match("^%d+"))
   T.eq(code, 130, how .. ": the resume, interrupted after replaying " .. replayed .. "\n" .. err)
   T.check(err:find(string.format("%d evaluations on record not replayed yet when the run was interrupted; kept in " ..
-                                 "the results", 70 - replayed), 1, true), "%s: the line that says so:\n%s", how, err)
-  T.check(err:find("interrupted after 70 evaluations; continue with --resume", 1, true),
+                                 "the results", 397 - replayed), 1, true), "%s: the line that says so:\n%s", how, err)
+  T.check(err:find("interrupted after 397 evaluations; continue with --resume", 1, true),
           "%s: counts what is on record:\n%s", how, err)
   local results = cjson.decode(T.slurp(d .. "/results.json"))
-  T.eq(#results.results, 70, how .. ": results.json holds every evaluation on record")
+  T.eq(#results.results, 397, how .. ": results.json holds every evaluation on record")
   local _, stop = T.events(d)
   T.check(stop and stop.best and stop.best.time_ms == best, "%s: the best is the best on record (%s, want %s)", how,
           tostring(stop and stop.best and stop.best.time_ms), tostring(best))
@@ -45,6 +45,18 @@ local err, _
 code, _, err = T.run(cmd(d) .. " --resume")
 T.eq(code, 0, "the resume after it\n" .. err)
 T.same_list(T.keys(d), T.keys(ref), "the evaluations of the uninterrupted run")
+-- and its transitions, labels included (a label new to the method set
+-- joins it, so a resume names the resumed ones again, in order)
+local function lines(f)
+  local out = {}
+  for line in io.lines(f) do
+    local t = cjson.decode(line)
+    out[#out + 1] = string.format("%s %s %s>%s %s", tostring(t.n), tostring(t.key), tostring(t.from_method),
+                                  tostring(t.to_method), tostring(t.status))
+  end
+  return out
+end
+T.same_list(lines(d .. "/transitions.jsonl"), lines(ref .. "/transitions.jsonl"), "the transitions of the uninterrupted run")
 -- A run warm-started from the experience database, killed and resumed:
 -- the evaluations the database served were written as transitions on the
 -- resume (never in an uninterrupted run), so the dataset counted them twice.
