@@ -67,14 +67,14 @@ do
   T.eq((T.run(warm(tmp .. "/a", 60), env)), 0, "the run that fills the database")
   T.eq((T.run(warm(tmp .. "/b", 90), env .. " KOPT_TEST_SIGKILL_AFTER=75")), 137, "the warm run, killed at 75")
   T.eq((T.run(warm(tmp .. "/b", 90) .. " --resume", env)), 0, "its resume")
-  local lines, seen, twice = 0, {}, 0
+  local count, seen, twice = 0, {}, 0
   for line in io.lines(tmp .. "/exp.jsonl") do
     local key = cjson.decode(line).key
-    lines = lines + 1
+    count = count + 1
     if seen[key] then twice = twice + 1 end
     seen[key] = true
   end
-  T.eq(twice, 0, "no state twice in the dataset (" .. lines .. " lines)")
+  T.eq(twice, 0, "no state twice in the dataset (" .. count .. " lines)")
   local n = 0
   for _ in io.lines(tmp .. "/b/transitions.jsonl") do n = n + 1 end
   T.eq(n, 30, "the warm run's own transitions: the 30 it measured")
