@@ -586,7 +586,8 @@ function Engine:keep_unasked(reason)
                         reason == "budget" and "budget" or "time-limit")
   elseif self.resumed_changed then
     msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (resumed with " ..
-                        "other options or another strategy file, so another search); kept in the results",
+                        "other options, another strategy file or, for a strategy that plans with its budget, " ..
+                        "another budget: another search); kept in the results",
                         #left, #left == 1 and "" or "s", #left == 1 and "was" or "were")
   else
     msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (is it " ..

@@ -427,6 +427,12 @@ function M.locked(opts, r)
     end
     if opts.budget == nil and (type(latest.budget) == "number" or latest.budget == nil) then
       budget = latest.budget or math.huge
+    elseif strategy.plans_with_budget and type(latest.budget) == "number" and budget ~= latest.budget then
+      -- (anneal cools over its budget: another budget, another schedule,
+      -- so the evaluations on record are not all asked for again)
+      info.changed = true
+      io.stderr:write(string.format("kopt: note: %s plans with its budget; resuming %s with --budget %s (was %s) " ..
+                                    "makes another search\n", strategy.name, dir, tostring(budget), tostring(latest.budget)))
     end
     if opts.time_limit == nil and type(latest.time_limit) == "number" then opts.time_limit = latest.time_limit end
     if #(opts.opt or {}) == 0 and type(latest.options) == "table" then

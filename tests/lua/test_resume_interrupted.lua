@@ -80,5 +80,16 @@ do
   T.eq(n, 30, "the warm run's own transitions: the 30 it measured")
 end
 
+-- anneal resumed with a larger budget: it cools over its budget, so that is
+-- another search, said as such (it was asked "is it deterministic?")
+do
+  local a = string.format("anneal --backend replay:%s --out %s/an", replay, tmp)
+  T.eq((T.run(a .. " --budget 30")), 0, "anneal, 30 evaluations")
+  local c, _, e = T.run(a .. " --budget 45 --resume")
+  T.check(c == 0 and e:find("note: anneal plans with its budget; resuming " .. tmp .. "/an with --budget 45 (was 30) " ..
+                            "makes another search", 1, true) and not e:find("deterministic", 1, true),
+          "anneal resumed with another budget:\n%s", e)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
