@@ -541,8 +541,16 @@ function Cuda:evaluate(jobs)
         s.ran = true
         local _, rkey = self:reference_for(job.config)
         self:load_reference(s, rkey)
-        local msg, err = self:request(item.i, job.config, item.res.cubin,
-                                      item.res.lowered or self.spec:entry(job.config))
+        -- (a spec expression that fails for this config alone, a grid of 0
+        -- or a shape that is not whole: the config is invalid, with the
+        -- sentence that says why; the search goes on)
+        local rok, msg, err = pcall(function()
+          return self:request(item.i, job.config, item.res.cubin, item.res.lowered or self.spec:entry(job.config))
+        end)
+        if not rok then
+          if not errors.is_user_error(msg) then error(msg, 0) end
+          msg, err = nil, errors.describe(msg)
+        end
         if not msg then
           results[item.i] = { status = "invalid", log = err }
           finished = finished + 1
