@@ -194,18 +194,32 @@ function M.main(argv)
   for _, id in ipairs(order) do
     local job, r = jobs[id], results[id]
     local why
-    local smem_dyn, threads = 0, nil
-    if job.config and spec.launch_exprs then
-      local l = spec:launch(job.config)
-      smem_dyn, threads = l.smem, l.block[1] * l.block[2] * l.block[3]
+    local smem_dyn, threads, grid = 0, nil, nil
+    -- (a launch or a shape that fails for this config alone, a grid of 0 or
+    -- a scratch array of 0 elements: that config fails, with the sentence;
+    -- the others are still reported)
+    local bad_expr
+    if job.config then
+      local eok, eerr = pcall(function()
+        if spec.launch_exprs then
+          local l = spec:launch(job.config)
+          smem_dyn, threads, grid = l.smem, l.block[1] * l.block[2] * l.block[3], l.grid
+        end
+        spec:args(job.config)
+      end)
+      if not eok then
+        if not errors.is_user_error(eerr) then error(eerr, 0) end
+        bad_expr = tostring(eerr):gsub("^" .. spec.path:gsub("%p", "%%%0") .. ": ", "")
+      end
     end
     if not r.ok and (r.log or ""):find("invalid value for --gpu-architecture", 1, true) then
       -- (the architecture, not the kernel: every config would fail the same way)
       errors.usage("compile: --arch %s: NVRTC %s does not compile for it", spec.kernel.arch or o.arch, compile.version())
     end
-    local grid = job.config and spec.launch_exprs and spec:launch(job.config).grid
     if not r.ok then
       why = "compile error"
+    elseif bad_expr then
+      why = bad_expr
     elseif grid and (grid[1] > 2147483647 or grid[2] > 65535 or grid[3] > 65535) then
       why = string.format("cannot launch: grid %d x %d x %d (at most 2147483647 x 65535 x 65535)", grid[1], grid[2],
                           grid[3])
