@@ -1,7 +1,7 @@
 #!/bin/bash
 # GPU checks of the session's changes: every GPU test, then the red-team
-# cheats of this session (redteam/, copied to build-rel/qacheats3; run.lua
-# prints one line per cheat). Run from the repository root with $OUT set.
+# cheats of this session (redteam/run.lua over tests/cheats, one line per
+# cheat). Run from the repository root with $OUT set.
 export KOPT=$PWD/build-rel/kopt KOPT_SOURCE_DIR=$PWD KOPT_DB=off KOPT_METHODS=off KOPT_LUA_DEV=$PWD
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 for t in tests/lua/test_gpu_*.lua; do
@@ -10,5 +10,5 @@ for t in tests/lua/test_gpu_*.lua; do
   echo "$(basename $t) rc=$rc $(( $(date +%s) - s ))s $(tail -1 $OUT/$(basename $t .lua).txt)"
 done
 s=$(date +%s)
-QA_DIR=$PWD/build-rel/qacheats3 timeout 200 $KOPT script build-rel/qacheats3/run.lua > $OUT/redteam3_after.txt 2>&1
+timeout 200 $KOPT script docs/results/gpu_tests/h200_session22/redteam/run.lua > $OUT/redteam3_after.txt 2>&1
 echo "redteam rc=$? $(( $(date +%s) - s ))s"; tail -32 $OUT/redteam3_after.txt

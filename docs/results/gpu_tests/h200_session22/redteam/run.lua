@@ -1,4 +1,4 @@
--- QA cheats, third round (/tmp/qacheats3): for each spec, evaluate the
+-- Red-team cheats, third round (tests/cheats): for each spec, evaluate the
 -- honest config (CHEAT=0) and each cheat config (CHEAT=1, plus variants) in
 -- a fresh cuda backend, as tests/lua/test_gpu_cheats.lua does, and print
 -- one line per cheat config. Each case runs in a pcall: one failure does
@@ -10,8 +10,8 @@
 --   probe: the range probe (kopt.range_probe, note mode) on the cheat.
 -- Every case also prints the spec warnings of the trivial-output probe.
 -- Run from the kopt repository root on the GPU machine:
---   KOPT_SOURCE_DIR=$PWD kopt script /tmp/qacheats3/run.lua
--- QA_DIR overrides the folder of the specs (default /tmp/qacheats3).
+--   KOPT_SOURCE_DIR=$PWD kopt script docs/results/gpu_tests/h200_session22/redteam/run.lua
+-- QA_DIR overrides the folder of the specs (default tests/cheats).
 local cuda = require("kopt.backends.cuda")
 local spec_mod = require("kopt.spec")
 
@@ -21,7 +21,7 @@ if not ok then
   return 77
 end
 
-local DIR = os.getenv("QA_DIR") or "/tmp/qacheats3"
+local DIR = os.getenv("QA_DIR") or "tests/cheats"
 -- { spec file (no .json), what it tries, cheat variants (knobs added to CHEAT=1), base knobs for all, extra }
 local CASES = {
   { "int_batch_skip", "i32 output: no per-launch timed comparison; skips timed samples but the 4th of each batch",

@@ -1,4 +1,4 @@
--- QA cheats, fourth round (/tmp/qacheats4): for each spec, evaluate the
+-- Red-team cheats, fourth round (tests/cheats): for each spec, evaluate the
 -- honest config (CHEAT=0) and each cheat config (CHEAT=1, plus variants) in
 -- a fresh cuda backend, as tests/lua/test_gpu_cheats.lua does, and print
 -- one line per cheat config (status, time, speedup, whether it was charged
@@ -12,8 +12,8 @@
 --     config that is ok.
 -- Every case also prints the spec warnings of the trivial-output probe.
 -- Run from the kopt repository root on the GPU machine:
---   KOPT_SOURCE_DIR=$PWD kopt script /tmp/qacheats4/run.lua
--- QA_DIR overrides the folder of the specs (default /tmp/qacheats4).
+--   KOPT_SOURCE_DIR=$PWD kopt script docs/results/gpu_tests/h200_session22/redteam4/run.lua
+-- QA_DIR overrides the folder of the specs (default tests/cheats).
 local cuda = require("kopt.backends.cuda")
 local spec_mod = require("kopt.spec")
 
@@ -23,7 +23,7 @@ if not ok then
   return 77
 end
 
-local DIR = os.getenv("QA_DIR") or "/tmp/qacheats4"
+local DIR = os.getenv("QA_DIR") or "tests/cheats"
 -- { spec file (no .json), what it tries, cheat variants (knobs added to CHEAT=1), base knobs for all, extra }
 local CASES = {
   { "region_partial", "region output (KT stencil interior): FRAC % of rows on timed k%4 != 3 (never compared per launch)",
