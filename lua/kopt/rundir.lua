@@ -81,6 +81,14 @@ function M.open(dir, resume, torn_at)
                               trace_path = dir .. "/trace.md", evals_written = 0, lines_written = 0 }, Run)
   local ok, err = sys.mkdir_p(dir)
   if not ok then errors.usage("--out: %s", err) end
+  -- what a process killed in the middle of an atomic write left behind
+  -- (FILE.tmpPID, FILE.tmp.PID: the file itself is whole); the folder's
+  -- lock is held, so no live kopt is writing them
+  for _, sub in ipairs({ "", "/best" }) do
+    for _, name in ipairs(sys.list_dir(dir .. sub) or {}) do
+      if name:find("%.tmp%.?%d+$") then os.remove(dir .. sub .. "/" .. name) end
+    end
+  end
   if torn_at then
     -- cut the torn tail so appended lines start on a fresh line (a fresh
     -- run too: a file holding only a torn first line is started again, the

@@ -41,8 +41,13 @@ for _, how in ipairs({ "250", "300,2" }) do
           tostring(stop and stop.best and stop.best.time_ms), tostring(best))
 end
 
+-- (and what a kill in the middle of an atomic write left behind is gone)
+T.write(d .. "/graph.json.tmp2904", "{")
+T.write(d .. "/results.json.tmp.28951", "{")
 local err, _
 code, _, err = T.run(cmd(d) .. " --resume")
+T.check(not io.open(d .. "/graph.json.tmp2904") and not io.open(d .. "/results.json.tmp.28951"),
+        "temporary files of a killed write removed on resume")
 T.eq(code, 0, "the resume after it\n" .. err)
 T.same_list(T.keys(d), T.keys(ref), "the evaluations of the uninterrupted run")
 -- and its transitions, labels included (a label new to the method set
