@@ -566,6 +566,8 @@ function Engine:keep_unasked(reason)
   for _, ev in ipairs(left) do
     local job = self:job_for({ config = ev.config, patch = ev.patch, origin = ev.origin })
     job.key = ev.key
+    -- (their time is the run's too: the summary's clock counts it)
+    self.restored_clock = self.restored_clock + (ev.eval_s or 0)
     self:record(job, ev.result, ev.eval_s, ev)
   end
   local msg

@@ -85,6 +85,16 @@ do
   T.eq(n, 30, "the warm run's own transitions: the 30 it measured")
 end
 
+-- a resume with a smaller budget keeps the evaluations past it, and their
+-- time: the summary's clock is the whole run's (it was the budget's part)
+do
+  local r = string.format("random --backend replay:%s --out %s/rnd", replay, tmp)
+  local _, o1 = T.run(r .. " --budget 100")
+  local _, o2 = T.run(r .. " --budget 50 --resume")
+  local t1, t2 = o1:match("in ([%d:]+) simulated"), o2:match("in ([%d:]+) simulated")
+  T.check(t1 and t1 == t2, "the same simulated time (%s, then %s)", tostring(t1), tostring(t2))
+end
+
 -- anneal resumed with a larger budget: it cools over its budget, so that is
 -- another search, said as such (it was asked "is it deterministic?")
 do
