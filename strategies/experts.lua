@@ -287,7 +287,7 @@ local function start_repairs(ctx, st)
     else
       ch.content = r.content
       local e = st.expert_by_name[ch.expert]
-      local moves, rejected = e.parse(r.value, st.view)
+      local moves, rejected = e.parse(r.value, st.view, r.content)
       moves = moves or {}
       for _, rj in ipairs(rejected or {}) do notes[#notes + 1] = string.format("proposal %d rejected: %s", rj.index, rj.why) end
       -- the proposals in order until one gives a candidate: a second

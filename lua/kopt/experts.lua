@@ -91,7 +91,7 @@ function M.load(name)
   end
   mod.name = mod.name or name:match("([%w_]+)%.lua$") or name
   mod.prompt = mod.prompt or function(view) return M.messages(mod, view) end
-  mod.parse = mod.parse or function(value, view) return M.parse(value, view, mod.name) end
+  mod.parse = mod.parse or function(value, view, text) return M.parse(value, view, mod.name, text) end
   loaded[name] = mod
   return mod
 end
@@ -481,7 +481,32 @@ M.edit_of = edit_of
 -- key is ignored and noted; a value outside the knob's set loses that
 -- proposal only. Returns moves, rejections ({index=, why=}) and notes
 -- ({index=, note=}).
-function M.parse(value, view, expert_name)
+-- A kernel a reply wrote in a code block of its own, beside its JSON (the
+-- one block that defines a __global__ function with a body), for an edit
+-- field that only points at it ("see the full kernel below"); nil when
+-- there is none, or more than one.
+local function kernel_beside(text)
+  if type(text) ~= "string" then return nil end
+  local found
+  for _, b in ipairs(patch_mod.fenced_blocks(text)) do
+    -- (not the JSON's own fence, whose strings may hold a kernel)
+    if b.info ~= "json" and not b.body:find("^%s*[{%[]") and b.body:find("__global__", 1, true)
+       and b.body:find("{", 1, true) then
+      if found then return nil end
+      found = b.body
+    end
+  end
+  return found
+end
+
+-- An edit text that is a pointer, not code: one line, no code in it.
+local function points_elsewhere(edit)
+  local t = edit and edit.kind ~= "search_replace" and edit.text
+  return type(t) == "string" and not t:find("\n") and #t < 200 and not t:find("[;{}=#@]")
+    and not t:find("__global__", 1, true)
+end
+
+function M.parse(value, view, expert_name, reply_text)
   local moves, rejected, notes = {}, {}, {}
   local props = proposals_of(value)
   if type(props) ~= "table" then return moves, { { index = 0, why = "no proposals list" } }, notes end
@@ -513,6 +538,13 @@ function M.parse(value, view, expert_name)
       end
     end
     local edit, edit_why = edit_of(p)
+    if points_elsewhere(edit) then
+      local beside = kernel_beside(reply_text)
+      if beside then
+        edit = { kind = "source", text = beside }
+        notes[#notes + 1] = { index = i, note = "the edit is the kernel the reply wrote beside its JSON" }
+      end
+    end
     if edit_why then why = why or edit_why end
     if edit and not view.edits then why = why or "code edits are off" end
     if not why and next(changes) == nil and not edit then why = "changes nothing" end
@@ -658,7 +690,7 @@ function M.generator(list, opts)
                                    temperature = e.temperature } })[1]
     if not r.ok then return {}, string.format("reply failed: %s: %s", tostring(r.kind), tostring(r.err)) end
     chain.content = r.content
-    local moves, rejected = e.parse(r.value, chain.view)
+    local moves, rejected = e.parse(r.value, chain.view, r.content)
     moves = moves or {}
     local notes = {}
     for _, rj in ipairs(rejected or {}) do notes[#notes + 1] = string.format("proposal %d rejected: %s", rj.index, rj.why) end
@@ -763,7 +795,7 @@ function M.ask_all(experts, view, rng, client, opts)
     for i, e in ipairs(experts) do
       local r = replies[i]
       if r.ok then
-        local moves, rejected, notes = e.parse(r.value, view)
+        local moves, rejected, notes = e.parse(r.value, view, r.content)
         -- (a custom expert's parse may return its moves alone)
         moves, rejected, notes = moves or {}, rejected or {}, notes or {}
         out[i] = { expert = e.name, moves = M.finish(moves, e.name), source = "llm", rejected = rejected,

@@ -64,6 +64,20 @@ o = expert("e08_line_range_content")
 T.check(o[1] and not o[1].new and tostring(o[1].err):find("braces do not pair up", 1, true),
         "e08: a snippet is not the whole kernel (%s)", tostring(o[1] and o[1].err))
 
+-- An edit field that points at the kernel the reply wrote beside its JSON
+do
+  local case = dofile(DIR .. "e15_patch_refers_to_fence_below.lua")
+  local base = slurp("tests/data/specs/vector_add.cu")
+  local view15 = { knobs = { { name = "block_size_x", values = { 64, 128, 256, 512 }, family = "block" } },
+                   edits = true, entry = "vector_add" }
+  local r = interpret(case, X.schema(view15))
+  local moves, _, notes = X.parse(r.value, view15, "t", r.content)
+  local new = moves[1] and moves[1].edit and patch.apply_edit(base, moves[1].edit, { entry = "vector_add" })
+  T.check(new and new:find("__launch_bounds__(512) vector_add", 1, true), "e15: the kernel beside the JSON is the edit (%s)",
+          tostring(new))
+  T.check(notes[1] and notes[1].note:find("beside its JSON", 1, true), "e15: and the note says so")
+end
+
 -- Edits in other shapes, applied
 for name, want in pairs({ c07_close_fence_same_line = "c[i] = b[i] + a[i];\n", e13_plain_diff_then_snippet_fence = "__fadd_rn",
                           e02_sr_original_updated = "b[i] + a[i]", e03_sr_cline = "b[i] + a[i]",
