@@ -481,31 +481,6 @@ M.edit_of = edit_of
 -- key is ignored and noted; a value outside the knob's set loses that
 -- proposal only. Returns moves, rejections ({index=, why=}) and notes
 -- ({index=, note=}).
--- A kernel a reply wrote in a code block of its own, beside its JSON (the
--- one block that defines a __global__ function with a body), for an edit
--- field that only points at it ("see the full kernel below"); nil when
--- there is none, or more than one.
-local function kernel_beside(text)
-  if type(text) ~= "string" then return nil end
-  local found
-  for _, b in ipairs(patch_mod.fenced_blocks(text)) do
-    -- (not the JSON's own fence, whose strings may hold a kernel)
-    if b.info ~= "json" and not b.body:find("^%s*[{%[]") and b.body:find("__global__", 1, true)
-       and b.body:find("{", 1, true) then
-      if found then return nil end
-      found = b.body
-    end
-  end
-  return found
-end
-
--- An edit text that is a pointer, not code: one line, no code in it.
-local function points_elsewhere(edit)
-  local t = edit and edit.kind ~= "search_replace" and edit.text
-  return type(t) == "string" and not t:find("\n") and #t < 200 and not t:find("[;{}=#@]")
-    and not t:find("__global__", 1, true)
-end
-
 function M.parse(value, view, expert_name, reply_text)
   local moves, rejected, notes = {}, {}, {}
   local props = proposals_of(value)
@@ -538,8 +513,8 @@ function M.parse(value, view, expert_name, reply_text)
       end
     end
     local edit, edit_why = edit_of(p)
-    if points_elsewhere(edit) then
-      local beside = kernel_beside(reply_text)
+    if reply_edit.points_elsewhere(edit) then
+      local beside = reply_edit.kernel_beside(reply_text)
       if beside then
         edit = { kind = "source", text = beside }
         notes[#notes + 1] = { index = i, note = "the edit is the kernel the reply wrote beside its JSON" }

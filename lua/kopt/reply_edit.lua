@@ -5,6 +5,9 @@
 -- only)" and the like are no edit.
 --
 --   reply_edit.edit_of(proposal) -> { kind=, text=, blocks= } | nil
+--   reply_edit.unflatten(text), kernel_beside(reply_text), points_elsewhere(edit)
+local edit_text = require("kopt.edit_text")
+
 local M = {}
 
 local function str(v) return type(v) == "string" and v:find("%S") and v or nil end
@@ -170,5 +173,30 @@ local function edit_of(p)
   end
 end
 M.edit_of = edit_of
+
+-- A kernel a reply wrote in a code block of its own, beside its JSON (the
+-- one block that defines a __global__ function with a body), for an edit
+-- field that only points at it ("see the full kernel below"); nil when
+-- there is none, or more than one.
+function M.kernel_beside(text)
+  if type(text) ~= "string" then return nil end
+  local found
+  for _, b in ipairs(edit_text.fenced_blocks(text)) do
+    -- (not the JSON's own fence, whose strings may hold a kernel)
+    if b.info ~= "json" and not b.body:find("^%s*[{%[]") and b.body:find("__global__", 1, true)
+       and b.body:find("{", 1, true) then
+      if found then return nil end
+      found = b.body
+    end
+  end
+  return found
+end
+
+-- An edit text that is a pointer, not code: one line, no code in it.
+function M.points_elsewhere(edit)
+  local t = edit and edit.kind ~= "search_replace" and edit.text
+  return type(t) == "string" and not t:find("\n") and #t < 200 and not t:find("[;{}=#@]")
+    and not t:find("__global__", 1, true)
+end
 
 return M
