@@ -52,6 +52,7 @@
 	X(cuMemcpyHtoD, 3020, 1)                                               \
 	X(cuMemcpyDtoH, 3020, 1)                                               \
 	X(cuMemcpyDtoDAsync, 3020, 1)                                          \
+	X(cuMemcpy3DAsync, 3020, 1)                                            \
 	X(cuMemcpyHtoDAsync, 3020, 1)                                          \
 	X(cuMemsetD8Async, 3020, 1)                                            \
 	X(cuMemsetD32Async, 3020, 1)                                           \

@@ -5,8 +5,11 @@
  * word XOR a key stream so that a candidate scanning memory finds no answer
  * in it, and kopt_compare (harness.cu) reduces the comparison to one row of
  * sums per block (an integer output: kopt_compare_bits counts the words
- * that differ). The device path only ever accepts: an output it does not
- * handle (regions, in/out buffers, the spec's own check), any
+ * that differ). An output compared on a region has its box's reference
+ * kept, packed, and each timed launch's box is packed the same way by copies
+ * (gather_box) before it is compared. The device path only ever accepts: an
+ * output it does not decide alone (regions, in/out buffers, the spec's own
+ * check), any
  * NaN/Inf or poison, and any result that does not pass at half the
  * tolerances goes to the host comparison, which decides and words the
  * message. */
@@ -36,18 +39,94 @@ static int device_type(enum kopt_dtype t)
 	}
 }
 
-/* An output whose reference is kept on the device (a whole array: no
- * region) ... */
-static int uploaded(const struct warg *a)
+/* The elements an output's comparison covers: its region's box, packed in
+ * row-major order as kopt_check_gather packs it, or the whole array. */
+static size_t compared_count(const struct warg *a)
 {
-	return kopt_worker_is_output(a) && a->compare && a->nd == 0 && a->count > 0;
+	if (a->nd <= 0)
+		return a->count;
+	size_t n = 1;
+	for (int d = 0; d < a->nd; d++)
+		n *= a->hi[d] - a->lo[d];
+	return n;
 }
 
-/* ... and one whose comparison the device makes alone: not an in/out
- * buffer, whose elements left as they started the host counts (stale). */
+/* A region is packed by one 3D copy per index of the dims outside its
+ * innermost three; past this many copies per launch it is left to the
+ * last timed launch's comparison. */
+#define BOX_COPIES_MAX 4096
+
+static size_t box_copies(const struct warg *a)
+{
+	size_t n = 1;
+	for (int d = 0; d + 3 < a->nd; d++)
+		n *= a->hi[d] - a->lo[d];
+	return n;
+}
+
+/* An output whose reference is kept on the device (a region's box packed) ... */
+static int uploaded(const struct warg *a)
+{
+	return kopt_worker_is_output(a) && a->compare && a->count > 0 && compared_count(a) > 0 &&
+	       (a->nd == 0 || box_copies(a) <= BOX_COPIES_MAX);
+}
+
+/* ... and one whose comparison the device makes alone: the whole array, not
+ * an in/out buffer, whose elements left as they started the host counts
+ * (stale). */
 static int eligible(const struct warg *a)
 {
-	return uploaded(a) && a->copy_from < 0;
+	return uploaded(a) && a->nd == 0 && a->copy_from < 0;
+}
+
+/* Packs output i's box from the candidate's buffer into w->box_dev[i] on
+ * w->stream: the innermost three dims (1 where the region has fewer) by
+ * one 3D copy, the outer ones by an odometer of such copies. */
+static CUresult gather_box(struct worker *w, int i)
+{
+	const struct warg *a = &w->args[i];
+	int nd = a->nd;
+	size_t es = kopt_dtype_size(a->type), dim[3], lo[3], ext[3];
+	for (int k = 0; k < 3; k++) { /* k = 0: innermost */
+		int d = nd - 1 - k;
+		dim[k] = d >= 0 ? a->dims[d] : 1;
+		lo[k] = d >= 0 ? a->lo[d] : 0;
+		ext[k] = d >= 0 ? a->hi[d] - a->lo[d] : 1;
+	}
+	CUDA_MEMCPY3D c;
+	memset(&c, 0, sizeof c);
+	c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+	c.srcPitch = dim[0] * es;
+	c.srcHeight = dim[1];
+	c.srcXInBytes = lo[0] * es;
+	c.srcY = lo[1];
+	c.srcZ = lo[2];
+	c.WidthInBytes = ext[0] * es;
+	c.Height = ext[1];
+	c.Depth = ext[2];
+	c.dstPitch = c.WidthInBytes;
+	c.dstHeight = c.Height;
+	size_t slab = dim[0] * dim[1] * dim[2] * es, packed = ext[0] * ext[1] * ext[2] * es;
+	size_t idx[8], outer = nd > 3 ? (size_t)(nd - 3) : 0;
+	for (size_t d = 0; d < outer; d++)
+		idx[d] = a->lo[d];
+	CUresult r = CUDA_SUCCESS;
+	for (size_t k = 0; r == CUDA_SUCCESS; k++) {
+		size_t off = 0;
+		for (size_t d = 0; d < outer; d++)
+			off = off * a->dims[d] + idx[d];
+		c.srcDevice = w->out_dev[i] + off * slab;
+		c.dstDevice = w->box_dev[i] + k * packed;
+		r = kopt_cu.cuMemcpy3DAsync(&c, w->stream);
+		size_t d = outer;
+		while (d > 0 && ++idx[d - 1] == a->hi[d - 1]) {
+			idx[d - 1] = a->lo[d - 1];
+			d--;
+		}
+		if (d == 0)
+			break;
+	}
+	return r;
 }
 
 /* An integer output: a clear pass is one identical to the reference, bit
@@ -101,6 +180,25 @@ void kopt_worker_free_reference(struct worker *w, struct inputset *s)
 	}
 }
 
+/* Output i's box buffer (allocated once per problem), and whether its
+ * copies work here: a trial gather of the candidate's buffer (a pitch the
+ * driver refuses leaves the region to the last launch's comparison). */
+static int box_ready(struct worker *w, int i, size_t bytes)
+{
+	if (w->box_dev[i] == 0 && kopt_cu.cuMemAlloc(&w->box_dev[i], bytes) != CUDA_SUCCESS) {
+		w->box_dev[i] = 0;
+		return 0;
+	}
+	CUresult r = gather_box(w, i);
+	if (r == CUDA_SUCCESS)
+		r = kopt_cu.cuStreamSynchronize(w->stream);
+	if (r == CUDA_SUCCESS)
+		return 1;
+	kopt_cu.cuMemFree(w->box_dev[i]);
+	w->box_dev[i] = 0;
+	return 0;
+}
+
 void kopt_worker_upload_reference(struct worker *w, struct inputset *s)
 {
 	if (!w->compare_dev || s->ref_masked == NULL)
@@ -110,16 +208,23 @@ void kopt_worker_upload_reference(struct worker *w, struct inputset *s)
 		const struct warg *a = &w->args[i];
 		if (!uploaded(a) || s->ref_out[i] == NULL)
 			continue;
-		size_t bytes = kopt_worker_arg_bytes(a), words = bytes / 4;
+		size_t es = kopt_dtype_size(a->type), n = compared_count(a);
+		size_t bytes = (n * es + 3) / 4 * 4, words = bytes / 4;
 		/* a copy only where the GPU has room to spare: the input sets
 		 * allocated later must never fail for it */
 		size_t free_b = 0, total_b = 0;
-		if (kopt_cu.cuMemGetInfo(&free_b, &total_b) != CUDA_SUCCESS || bytes > free_b / 4)
+		if (kopt_cu.cuMemGetInfo(&free_b, &total_b) != CUDA_SUCCESS ||
+		    (a->nd > 0 ? 2 : 1) * bytes > free_b / 4)
+			continue;
+		if (a->nd > 0 && !box_ready(w, i, bytes))
 			continue;
 		uint32_t *tmp = calloc(words ? words : 1, 4);
 		if (tmp == NULL)
 			continue;
-		memcpy(tmp, s->ref_out[i], a->count * kopt_dtype_size(a->type));
+		if (a->nd > 0)
+			kopt_check_gather(es, s->ref_out[i], tmp, a->nd, a->dims, a->lo, a->hi);
+		else
+			memcpy(tmp, s->ref_out[i], n * es);
 		w->nonce = w->nonce * 6364136223846793005ull + 1442695040888963407ull;
 		uint64_t key = w->nonce ^ (uint64_t)(uintptr_t)tmp;
 		for (size_t k = 0; k < words; k++)
@@ -274,7 +379,8 @@ static double output_tol_abs(const struct warg *a, double job_tol_abs)
 static int sample_kind(const struct worker *w, const struct inputset *s, int i)
 {
 	const struct warg *a = &w->args[i];
-	if (!uploaded(a) || s->ref_masked == NULL || !s->ref_masked[i])
+	if (!uploaded(a) || s->ref_masked == NULL || !s->ref_masked[i] ||
+	    (a->nd > 0 && !w->box_dev[i]))
 		return SAMPLE_NONE;
 	double tol = kopt_worker_output_tol(a, w->sample_tol_rel_l2);
 	if (tol == 0.0 && !(output_tol_abs(a, w->sample_tol_max_abs) > 0.0))
@@ -328,19 +434,24 @@ CUresult kopt_worker_samples_enqueue(struct worker *w, int k)
 		int kind = sample_kind(w, s, i);
 		if (kind == SAMPLE_NONE)
 			continue;
-		unsigned long long n = a->count;
+		unsigned long long n = compared_count(a);
 		int t = device_type(a->type);
 		CUdeviceptr out = w->out_dev[i], ref = s->ref_masked[i];
+		if (a->nd > 0) {
+			if ((r = gather_box(w, i)) != CUDA_SUCCESS)
+				break;
+			out = w->box_dev[i];
+		}
 		CUdeviceptr part = w->sample_part + ((size_t)k * (size_t)w->sample_outputs + (size_t)o) *
 							SAMPLE_BLOCKS * 8 * sizeof(double);
 		uint64_t key = s->ref_key[i];
 		if (kind == SAMPLE_FLOAT) {
 			void *params[] = {&out, &ref, &key, &n, &t, &part};
-			r = kopt_cu.cuLaunchKernel(w->compare, sample_blocks(a->count), 1, 1, 256, 1, 1,
+			r = kopt_cu.cuLaunchKernel(w->compare, sample_blocks(n), 1, 1, 256, 1, 1,
 						   0, w->stream, params, NULL);
 		} else {
 			/* the count of differing words, in the slot's first 8 bytes */
-			size_t bytes = a->count * kopt_dtype_size(a->type);
+			size_t bytes = n * kopt_dtype_size(a->type);
 			unsigned long long words = (bytes + 3) / 4;
 			unsigned last_mask =
 			    bytes % 4 == 0 ? 0xffffffffu : (1u << (8 * (bytes % 4))) - 1u;
@@ -421,11 +532,12 @@ static const char *less_exact_when_timed(struct worker *w, const struct inputset
 			if (!(tol > 0.0))
 				continue;
 			struct kopt_check_result last, cr;
-			merge(part + (size_t)(n - 1) * row + at, sample_blocks(a->count), a->count, &last);
+			size_t count = compared_count(a);
+			merge(part + (size_t)(n - 1) * row + at, sample_blocks(count), count, &last);
 			double bar = 8.0 * last.rel_l2 > tol ? 8.0 * last.rel_l2 : tol;
 			double some = 0.0;
 			for (int k = 0; k < n - 1; k++) {
-				merge(part + (size_t)k * row + at, sample_blocks(a->count), a->count, &cr);
+				merge(part + (size_t)k * row + at, sample_blocks(count), count, &cr);
 				if (cr.rel_l2 > bar) {
 					worse++;
 					some = cr.rel_l2;
@@ -476,7 +588,7 @@ const char *kopt_worker_samples_check(struct worker *w, int n)
 			const double *p = part + (size_t)k * row + (size_t)o * SAMPLE_BLOCKS * 8;
 			if (kind == SAMPLE_BITS) {
 				unsigned long long differ, words =
-				    (a->count * kopt_dtype_size(a->type) + 3) / 4;
+				    (compared_count(a) * kopt_dtype_size(a->type) + 3) / 4;
 				memcpy(&differ, p, sizeof differ);
 				if (bits_gross(differ, words, w->sample_nudged)) {
 					snprintf(w->log, sizeof w->log,
@@ -490,7 +602,7 @@ const char *kopt_worker_samples_check(struct worker *w, int n)
 				continue;
 			}
 			struct kopt_check_result cr;
-			merge(p, sample_blocks(a->count), a->count, &cr);
+			merge(p, sample_blocks(compared_count(a)), compared_count(a), &cr);
 			/* The cached reference is not the nudged inputs' one: a
 			 * sensitive function (sin of a large argument, an f64
 			 * reduction at 1e-12) moves past the tolerance on one nudged

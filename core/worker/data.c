@@ -106,18 +106,22 @@ void kopt_worker_free_problem(struct worker *w)
 			kopt_worker_free_guarded(w->ref_dev[i]);
 		if (w->scratch_dev && w->scratch_dev[i])
 			kopt_worker_free_guarded(w->scratch_dev[i]);
+		if (w->box_dev && w->box_dev[i])
+			kopt_cu.cuMemFree(w->box_dev[i]);
 		if (w->out_host && w->out_host[i])
 			kopt_cu.cuMemFreeHost(w->out_host[i]);
 	}
 	free(w->out_dev);
 	free(w->ref_dev);
 	free(w->scratch_dev);
+	free(w->box_dev);
 	free(w->out_host);
 	free(w->poison);
 	free(w->args);
 	w->out_dev = NULL;
 	w->ref_dev = NULL;
 	w->scratch_dev = NULL;
+	w->box_dev = NULL;
 	w->out_host = NULL;
 	w->poison = NULL;
 	w->args = NULL;
@@ -331,9 +335,10 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 	w->out_dev = calloc((size_t)n, sizeof *w->out_dev);
 	w->ref_dev = calloc((size_t)n, sizeof *w->ref_dev);
 	w->scratch_dev = calloc((size_t)n, sizeof *w->scratch_dev);
+	w->box_dev = calloc((size_t)n, sizeof *w->box_dev);
 	w->out_host = calloc((size_t)n, sizeof *w->out_host);
 	w->poison = calloc((size_t)n, sizeof *w->poison);
-	if (!w->out_dev || !w->ref_dev || !w->scratch_dev || !w->out_host || !w->poison)
+	if (!w->out_dev || !w->ref_dev || !w->scratch_dev || !w->box_dev || !w->out_host || !w->poison)
 		goto oom;
 	for (int i = 0; i < n; i++) {
 		size_t bytes = kopt_worker_arg_bytes(&args[i]);

@@ -221,6 +221,7 @@ struct worker {
 	CUdeviceptr *out_dev; /* per arg, outputs only */
 	CUdeviceptr *ref_dev; /* per arg, outputs only: the reference's own outputs */
 	CUdeviceptr *scratch_dev; /* per arg, input arrays only: the timing copy */
+	CUdeviceptr *box_dev; /* per arg, region outputs only: a timed launch's box, packed */
 	void **out_host;      /* per arg, outputs only: the candidate's output (pinned) */
 	uint32_t *poison;     /* per arg: the word each output was last poisoned with */
 	struct inputset sets[KOPT_SETS];

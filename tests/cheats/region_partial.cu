@@ -3,7 +3,8 @@
 // only on the launches kopt compares, and on a fraction of its rows on the
 // other timed launches.
 //
-// The hole: every timed launch is compared on the device only for outputs
+// The hole it was written for (closed: each timed launch's box is now
+// packed by copies and compared, compare_dev.c gather_box): every timed launch is compared on the device only for outputs
 // that compare_dev.c "uploads": uploaded() (compare_dev.c:41) requires
 // a->nd == 0, i.e. no region. A region output is SAMPLE_NONE in
 // sample_kind() (compare_dev.c:267-275), so kopt_worker_samples_begin()

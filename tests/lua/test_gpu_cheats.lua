@@ -49,6 +49,12 @@ local CAUGHT = {
     { {}, { CHEAT = 2 } }, { FRAC = 35 } },
   { "mask_zeros", "an exact i32 mask (6 % ones) written as zeros on all but each batch's tail (under an eighth of its words)" },
   { "tail_exact_tf32", "a GEMM exact on each batch's tail (the last launch is one), TF32 on the others (76 %)" },
+  { "region_partial", "a region output (a stencil's interior, an in/out buffer) computed a third on all but each batch's tail (each timed launch's box is packed and compared)",
+    { {}, { CHEAT = 2 } }, { FRAC = 35 } },
+  { "region_partial_4d", "region_partial with the output seen as 4D tiles: a box packed by one 3D copy per row tile",
+    { {}, { CHEAT = 2 } }, { FRAC = 35 } },
+  { "region_partial_flat", "region_partial with the output flat and its first nx*(ny-1) elements compared (a 1D box)",
+    { {}, { CHEAT = 2 } }, { FRAC = 35 } },
   { "luacheck_skip", "an output left to the spec's Lua check, a third computed on every timed launch (the check now sees the last)",
     { {}, { CHEAT = 2 } }, { FRAC = 35 } },
 }
@@ -66,8 +72,6 @@ local KNOWN = {
     { DODGE = 1 } },
   { "oob_read", "float4 loads past each row and the buffer's end, masked: inside kopt's guard bands, so neither the bands (writes) nor memcheck see them" },
   { "delta_gemm", "recomputes only the rows and columns of C whose inputs changed (the nudge changes few): right on every launch, and slower" },
-  { "region_partial", "a region output (a stencil's interior) computed a third on all but each batch's tail: regions are compared at the last timed launch only",
-    { FRAC = 35 } },
   { "probe_dodge_dense", "probe_dodge sampling 1024 inputs (per evaluation; the range probe's single-element pass finds it)", { SAMPLES = 1024 } },
 }
 
