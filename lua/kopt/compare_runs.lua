@@ -32,8 +32,13 @@ function M.run_one(name, label, options, backend, seed, length)
     end,
   })
   if e.stop_reason == "error" then
-    if errors.is_user_error(e.error) then error(e.error, 0) end
-    errors.raise(errors.RUNTIME, "compare: %s (seed %d): %s", name, seed, tostring(e.error))
+    -- (which run: a strategy that fails on one space or seed only)
+    local where = string.format("compare: %s on %s (seed %d)", name, backend.rec and backend.rec.file or "?", seed)
+    if errors.is_user_error(e.error) then
+      e.error.msg = where .. ": " .. e.error.msg
+      error(e.error, 0)
+    end
+    errors.raise(errors.RUNTIME, "%s: %s", where, tostring(e.error))
   end
   -- (the evaluations made: a strategy that exhausts a small space stops
   -- early, and its curve is padded with its best to the run's length)

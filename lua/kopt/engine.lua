@@ -38,7 +38,14 @@ Ctx.__index = Ctx
 -- No validity check: a config that was never answered (invalid ones included)
 -- has no entry, and strategies call this for every neighbour they consider.
 function Ctx:lookup(config)
-  local r = self._engine.cache[self._engine.space:key(config)]
+  local space = self._engine.space
+  if type(config) ~= "table" then error("ctx:lookup: expected a config (a table of knob values), got " .. type(config), 2) end
+  local first = space.names[1]
+  if first and config[first] == nil then
+    error(string.format("ctx:lookup: the config has no value for knob '%s'%s", first,
+                        type(config.config) == "table" and " (a result was passed: its .config is the config)" or ""), 2)
+  end
+  local r = self._engine.cache[space:key(config)]
   return r and shallow(r) or nil
 end
 
@@ -81,7 +88,8 @@ function Ctx:key(config) return self._engine.space:key(config) end
 -- origin=, result=} (an LLM expert's history tool reads them).
 function Ctx:recent(n)
   if n ~= nil and (math.type(n) ~= "integer" or n < 0) then
-    error(string.format("ctx:recent(n): n must be a whole number of evaluations (0 or more), got %s", tostring(n)), 2)
+    error(string.format("ctx:recent(n): n must be a whole number of evaluations (0 or more), got %s",
+                        type(n) == "string" and string.format("the string %q", n) or tostring(n)), 2)
   end
   local recs = self._engine.records
   local out = {}
@@ -110,15 +118,26 @@ function Ctx:profile(candidate)
   return type(a) == "table" and shallow(a) or a, type(b) == "table" and shallow(b) or b
 end
 
+-- Whether a source path (a chunk's, or an error message's position) is
+-- one of kopt's own modules: embedded ("lua/kopt/space.lua"), or read from
+-- a tree with --lua-dev ("/src/kopt/lua/kopt/space.lua", "./lua/kopt/...",
+-- or a long path shortened to ".../lua/kopt/...").
+local function kopt_source(path)
+  path = path:gsub("^@", "")
+  return path:find("^lua/kopt/") ~= nil or path:find("^[^:\n]*/lua/kopt/") ~= nil
+end
+
 -- The innermost line of the strategy's own code on the stack of an error
 -- (from its handler): an error raised inside kopt's modules by a call the
--- strategy made (ctx:key(nil)) is reported with the line that made it.
+-- strategy made (ctx:key(nil)), or with no position at all (a C function:
+-- `for _, k in ipairs(nil)` says only "attempt to index a nil value"), is
+-- reported with the line that made it.
 local function strategy_line()
   for level = 3, 60 do
     local info = debug.getinfo(level, "Sl")
     if not info then return nil end
     local src = info.short_src or ""
-    if (info.currentline or 0) > 0 and src ~= "[C]" and not src:find("^lua/kopt/") then
+    if (info.currentline or 0) > 0 and src ~= "[C]" and not kopt_source(info.source or src) then
       return src .. ":" .. info.currentline
     end
   end
@@ -133,9 +152,10 @@ local function call_strategy(self, fname, ...)
     -- past the memory limit, this handler itself may need the reserve
     if select(3, sys.memory()) then sys.memory_grant() end
     local msg = errors.describe(err)
-    if msg:find("^lua/kopt/") then
+    local pos = msg:match("^([^\n]-):%d+: ")
+    if not pos or kopt_source(pos) then
       local at = strategy_line()
-      if at then msg = msg .. " (called from " .. at .. ")" end
+      if at then msg = msg .. (pos and " (called from " or " (at ") .. at .. ")" end
     end
     return debug.traceback(msg, 2)
   end, ...)
@@ -451,7 +471,9 @@ function Engine:round(n)
   end
   if #cands == 0 then return false end
   if #cands > n then
-    errors.usage("strategy '%s': ask(ctx, %d) returned %d candidates", self.strategy_name, n, #cands)
+    errors.usage("strategy '%s': ask(ctx, %d) returned %d candidates; at most n may be returned (n is the number " ..
+                 "of evaluation slots free now: 1 on a replay, more with several GPUs or workers)", self.strategy_name,
+                 n, #cands)
   end
   local results, pending, new_evals = {}, {}, 0
   local seen_in_batch = {}

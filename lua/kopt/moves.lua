@@ -150,6 +150,10 @@ end
 -- Generators from a comma-separated list ("rules,examples/my_moves.lua").
 -- Raises a usage error naming the bad entry.
 function M.resolve(list)
+  if type(list) ~= "string" then
+    error("kopt.moves.resolve: expected a comma-separated string of generator names (such as ctx.options.moves), got " ..
+          type(list), 2)
+  end
   local out = {}
   for name in tostring(list):gmatch("[^,%s]+") do
     local g, err = M.get(name)

@@ -305,7 +305,14 @@ function Space:neighbours(config, mode, opts)
   if span and not (type(opts.rng) == "table" and opts.rng.random) then
     error("space:neighbours: opts.span needs opts.rng (such as ctx.rng) to draw the far values", 2)
   end
+  if type(config) ~= "table" then
+    error("space:neighbours: expected a config (a table of knob values), got " .. type(config), 2)
+  end
   for _, k in ipairs(self.knobs) do
+    if config[k.name] == nil then
+      error(string.format("space:neighbours: the config has no value for knob '%s'%s", k.name,
+                          type(config.config) == "table" and " (a result was passed: its .config is the config)" or ""), 2)
+    end
     local pos = self.index[k.name].pos[config[k.name]]
     local candidates = {}
     if k.name == hold then

@@ -244,7 +244,7 @@ case(strategy_file("stringy", "return { name = 'stringy', ask = function() retur
      "kopt: strategy 'stringy' returned a bad candidate from ask(): candidates[1].config.block_size_x: '128' (a string) is not one of the knob's values (128, 192, 256, 320, 384, 448, 512, 576, 640, 704, 768, 832, ...)")
 case(strategy_file("tablerr", "return { name = 'tablerr', ask = function() error({ code = 3, why = 'no idea' }) end }") ..
      " --backend replay:" .. replay .. " --out " .. tmp .. "/run_tablerr", 1,
-     "kopt: strategy 'tablerr' failed in ask(): {code = 3, why = \"no idea\"}")
+     "kopt: strategy 'tablerr' failed in ask(): {code = 3, why = \"no idea\"} (at " .. tmp .. "/tablerr.lua:1)")
 -- resume
 os.execute("mkdir -p '" .. tmp .. "/empty_run' && : > '" .. tmp .. "/empty_run/events.jsonl'")
 case("random --resume --backend replay:" .. replay .. " --out " .. tmp .. "/empty_run", 2,

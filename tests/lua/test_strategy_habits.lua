@@ -161,6 +161,67 @@ do
   local code, _, err = run("badcall", "local S = { name = 'badcall' }\nfunction S.ask(ctx, n)\n  local k = ctx:key(nil)\n  return { k }\nend\nreturn S\n")
   T.eq(code, 1, "badcall: exit code")
   T.check(err:find("(called from " .. tmp .. "/badcall.lua:3)", 1, true), "badcall: the strategy's line:\n%s", err)
+  -- the same with kopt's Lua read from a tree (--lua-dev, an absolute path):
+  -- its files are kopt's, not the strategy's
+  local src = os.getenv("KOPT_SOURCE_DIR")
+  if src and src:sub(1, 1) == "/" then
+    local dir = tmp .. "/run_badcall_dev"
+    code, _, err = T.run(string.format("%s/badcall.lua --lua-dev %s --backend replay:%s --budget 4 --out %s -q", tmp,
+                                       src, REC, dir))
+    T.eq(code, 1, "badcall --lua-dev: exit code")
+    T.check(err:find("(called from " .. tmp .. "/badcall.lua:3)", 1, true), "badcall --lua-dev: the strategy's line:\n%s",
+            err)
+  end
+end
+
+-- An error with no position (raised in C: the iterator of ipairs(nil)) is
+-- given the strategy's line; so is a result passed where a config is
+-- expected, which made an empty neighbour list and a silent stop before.
+do
+  local code, _, err = run("ipairsnil", [[
+local S = { name = "ipairsnil" }
+function S.ask(ctx, n)
+  if ctx.evaluations >= 3 then
+    for _, k in ipairs(ctx.space.knob) do print(k) end
+  end
+  return { { config = ctx.space:sample(ctx.rng) } }
+end
+return S
+]])
+  T.eq(code, 1, "ipairsnil: exit code")
+  T.check(err:find("(at " .. tmp .. "/ipairsnil.lua:4)", 1, true), "ipairsnil: the strategy's line:\n%s", err)
+  -- in kopt compare, the message names the space and the seed too
+  code, _, err = T.run(string.format("compare --strategies %s/ipairsnil.lua --seeds 2 --spaces %s --out %s/cmp -q", tmp,
+                                     REC, tmp))
+  T.eq(code, 1, "ipairsnil in compare: exit code")
+  T.check(err:find("compare: ipairsnil on " .. REC .. " (seed 1): strategy 'ipairsnil' failed in ask()", 1, true),
+          "ipairsnil in compare: the message:\n%s", err)
+  code, _, err = run("bestnotconfig", [[
+local S = { name = "bestnotconfig" }
+function S.ask(ctx, n)
+  if not ctx.best then return { { config = ctx.space:sample(ctx.rng) } } end
+  local out = {}
+  for _, c in ipairs(ctx.space:neighbours(ctx.best, "adjacent")) do
+    if not ctx:lookup(c) then out[#out + 1] = { config = c } end
+  end
+  return out
+end
+return S
+]])
+  T.eq(code, 1, "bestnotconfig: exit code")
+  T.check(err:find("bestnotconfig.lua:5: space:neighbours: the config has no value for knob 'between_method' " ..
+                   "(a result was passed: its .config is the config)", 1, true), "bestnotconfig: the message:\n%s", err)
+  code, _, err = run("lookupresult", [[
+local S = { name = "lookupresult" }
+function S.ask(ctx, n)
+  if ctx.best and ctx:lookup(ctx.best) then return {} end
+  return { { config = ctx.space:sample(ctx.rng) } }
+end
+return S
+]])
+  T.eq(code, 1, "lookupresult: exit code")
+  T.check(err:find("lookupresult.lua:3: ctx:lookup: the config has no value", 1, true), "lookupresult: the message:\n%s",
+          err)
 end
 
 -- 6. os.exit in a strategy is an error of the strategy: the summary, the
