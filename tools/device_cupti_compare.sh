@@ -21,6 +21,7 @@ set -u
 # Measurements, not memories: no run here is answered by the experience database.
 export KOPT_DB=${KOPT_DB:-off}
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
+"$K" devices > /dev/null || { echo "no GPU: this script measures on one" >&2; exit 1; }
 echo "ncu: $NCU ($("$NCU" --version | tail -1))"
 grep RmProfilingAdminOnly /proc/driver/nvidia/params 2>/dev/null
 compare() {

@@ -8,7 +8,7 @@ set -u
 # Measurements, not memories: no run here is answered by the experience database.
 export KOPT_DB=${KOPT_DB:-off}
 echo "== kopt devices"
-"$BUILD/kopt" devices
+"$BUILD/kopt" devices || { echo "no GPU: this script measures on one" >&2; exit 1; }
 echo "== planted faults"
 KOPT_FAULTS_OUT="$OUT/faults.json" "$BUILD/kopt" script tests/lua/test_gpu_faults.lua
 echo "faults rc=$?"

@@ -19,7 +19,7 @@ mkdir -p "$RUNS"
 : >"$OUT/ceilings.jsonl"
 now() { date +%s.%N; }
 echo "== devices"
-"$K" devices
+"$K" devices || { echo "no GPU: this script measures on one (the replay backend would answer in its place)" >&2; exit 1; }
 echo "== ceilings (before)"
 "$BUILD/bench_ref" copy 1073741824 | tee -a "$OUT/ceilings.jsonl"
 "$BUILD/bench_ref" gemm 4096 4096 4096 | tee -a "$OUT/ceilings.jsonl"

@@ -15,7 +15,7 @@ set -u
 export KOPT_DB=${KOPT_DB:-off}
 rm -rf "$R"; mkdir -p "$R" "$OUT/rec"
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
-"$K" devices
+"$K" devices || { echo "no GPU: this script measures on one (the replay backend would answer in its place)" >&2; exit 1; }
 for s in matmul_f16 softmax transpose matmul_f16_wide; do
 	t0=$(date +%s%N)
 	"$K" exhaustive "specs/$s.json" -q --out "$R/rec_$s" >"$OUT/rec/$s.summary.txt" 2>&1

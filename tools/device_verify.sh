@@ -18,7 +18,7 @@ set -u
 export KOPT_DB=${KOPT_DB:-off}
 rm -rf "$R"; mkdir -p "$R" "$OUT"
 ms() { echo $((($(date +%s%N) - $1) / 1000000)); }
-"$NEW" devices
+"$NEW" devices || { echo "no GPU: this script measures on one" >&2; exit 1; }
 if [ "${FAULTS:-1}" != 0 ]; then
 echo "== planted faults"
 KOPT_FAULTS_OUT="$OUT/faults.json" "$NEW" script tests/lua/test_gpu_faults.lua

@@ -228,7 +228,11 @@ def main():
             print(f"{s['name']:22s} {s['torch']['expr']}")
         return 0
 
-    import torch  # noqa: E402 (not needed for --list)
+    try:
+        import torch  # noqa: E402 (not needed for --list)
+    except ImportError:
+        sys.exit("suite_baselines.py: PyTorch is not installed here (pip install torch, or run it where it is); "
+                 "--list works without it")
     if not torch.cuda.is_available():
         sys.exit("suite_baselines: PyTorch sees no CUDA device")
     torch.backends.cuda.matmul.allow_tf32 = args.tf32

@@ -84,7 +84,9 @@ function convert.artifacts(v, flag)
   return v
 end
 function convert.profile(v, flag)
-  if v == "none" or v == "top-k" or v:match("^every%-%d+$") or v:match("^top%-%d+$") then return v end
+  local n = v:match("^every%-(%d+)$") or v:match("^top%-(%d+)$")
+  if n and tonumber(n) < 1 then errors.usage("%s: N must be 1 or more, got '%s'", flag, v) end
+  if v == "none" or v == "top-k" or n then return v end
   errors.usage("%s: expected none, top-k, top-N or every-N, got '%s'", flag, v)
 end
 function convert.sanitize(v, flag)

@@ -52,6 +52,8 @@ end
 -- flags
 case("--bogus random " .. replay, 2, "kopt: unknown option '--bogus' (see kopt --help)")
 case("random --budget 0 --backend replay:" .. replay, 2, "kopt: --budget: expected a positive integer, got '0'")
+case("random --profile top-0 --backend replay:" .. replay, 2, "kopt: --profile: N must be 1 or more, got 'top-0'")
+case("random --profile every-0 --backend replay:" .. replay, 2, "kopt: --profile: N must be 1 or more, got 'every-0'")
 case("random --backend replay:" .. replay .. " --budget", 2, "kopt: --budget needs a value (N)")
 case("random --backend gpu7", 2, "kopt: --backend: expected 'cuda' or 'replay:FILE', got 'gpu7'")
 case("random --time-limit -3 --backend replay:" .. replay, 2, "kopt: --time-limit: expected a positive number of seconds, got '-3'")
