@@ -428,6 +428,13 @@ CUresult kopt_worker_before_launch(struct worker *w);
 CUresult kopt_worker_alloc_guarded(CUdeviceptr *data, size_t bytes);
 void kopt_worker_free_guarded(CUdeviceptr data);
 
+/* A worker under the compute sanitizer allocates its buffers without guard
+ * bands (and checks none): each buffer is then an allocation of its own
+ * size, so memcheck sees a read past its end, which inside a band it took
+ * for an access within the allocation (tests/cheats/oob_read). Set once,
+ * before the first allocation. */
+void kopt_worker_set_bandless(void);
+
 /* Arms the guards of every buffer the candidate can reach with set s (its
  * outputs and s's input arrays) with a fresh word; kopt_worker_guard_check
  * then answers NULL, "wrong" with w->log ("wrote N bytes past the end of

@@ -16,8 +16,21 @@ static size_t guarded_size(size_t bytes)
 	return (total + KOPT_GUARD_GRANULE - 1) / KOPT_GUARD_GRANULE * KOPT_GUARD_GRANULE;
 }
 
+static int bandless;
+
+void kopt_worker_set_bandless(void)
+{
+	bandless = 1;
+}
+
 CUresult kopt_worker_alloc_guarded(CUdeviceptr *data, size_t bytes)
 {
+	if (bandless) { /* whole words: kopt's own kernels read them so */
+		CUresult r = kopt_cu.cuMemAlloc(data, bytes ? (bytes + 3) & ~(size_t)3 : 4);
+		if (r != CUDA_SUCCESS)
+			*data = 0;
+		return r;
+	}
 	CUdeviceptr base;
 	CUresult r = kopt_cu.cuMemAlloc(&base, guarded_size(bytes));
 	*data = r == CUDA_SUCCESS ? base + KOPT_GUARD_FRONT : 0;
@@ -27,7 +40,7 @@ CUresult kopt_worker_alloc_guarded(CUdeviceptr *data, size_t bytes)
 void kopt_worker_free_guarded(CUdeviceptr data)
 {
 	if (data != 0)
-		kopt_cu.cuMemFree(data - KOPT_GUARD_FRONT);
+		kopt_cu.cuMemFree(bandless ? data : data - KOPT_GUARD_FRONT);
 }
 
 CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,

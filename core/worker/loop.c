@@ -232,6 +232,9 @@ int kopt_worker_main(int argc, char **argv)
 	int device = atoi(argv[2]);
 	in_fd = atoi(argv[3]);
 	out_fd = atoi(argv[4]);
+	int bandless = argc > 5 && strcmp(argv[5], KOPT_WORKER_BANDLESS) == 0;
+	if (bandless)
+		kopt_worker_set_bandless();
 	/* kernels' printf and driver chatter must not reach kopt's stdout */
 	dup2(2, 1);
 	struct worker *w = calloc(1, sizeof *w);
@@ -241,6 +244,8 @@ int kopt_worker_main(int argc, char **argv)
 		free(w);
 		return 1;
 	}
+	if (bandless) /* (no bands to arm or scan) */
+		w->check_guards = 0;
 	struct kopt_msg ready = {0};
 	kopt_msg_put_cstr(&ready, "op", "ready");
 	put_device(&ready, w);

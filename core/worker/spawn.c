@@ -79,6 +79,8 @@ int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, const char *con
 	argv[argc++] = dev;
 	argv[argc++] = "3";
 	argv[argc++] = "4";
+	if (wrap != NULL && wrap[0] != NULL)
+		argv[argc++] = KOPT_WORKER_BANDLESS;
 	argv[argc] = NULL;
 	/* a wrapper (the sanitizer) runs the worker as its own child: both go
 	 * in a process group of their own, so a stop reaches the worker too */

@@ -18,6 +18,9 @@
 #define KOPT_WORKER_H
 
 #define KOPT_WORKER_ARG "--kopt-worker"
+/* the worker's last argument under a wrapper (the sanitizer): buffers
+ * without guard bands (kopt_worker_set_bandless) */
+#define KOPT_WORKER_BANDLESS "bandless"
 
 /* Worker side. argv = {exe, "--kopt-worker", device, in_fd, out_fd}. Returns
  * the process exit code: 0 after "quit" or EOF, 3 after a sticky CUDA error or

@@ -70,7 +70,7 @@ local KNOWN = {
   { "probe_dodge", "__sinf unless 32 sampled inputs are large (per evaluation; the range probe's sparse pass finds it: test_gpu_range_probe)" },
   { "sanitizer_dodge", "benign_race that keeps its barrier when shared loads are slow, as under racecheck: the sanitizer sees an honest kernel",
     { DODGE = 1 } },
-  { "oob_read", "float4 loads past each row and the buffer's end, masked: inside kopt's guard bands, so neither the bands (writes) nor memcheck see them" },
+  { "oob_read", "float4 loads past each row and the buffer's end, masked (per evaluation: the bands catch writes only; memcheck on the winner sees the reads: test_gpu_sanitize)" },
   { "delta_gemm", "recomputes only the rows and columns of C whose inputs changed (the nudge changes few): right on every launch, and slower" },
   { "probe_dodge_dense", "probe_dodge sampling 1024 inputs (per evaluation; the range probe's single-element pass finds it)", { SAMPLES = 1024 } },
 }

@@ -1,7 +1,8 @@
 -- The winner under compute-sanitizer (kopt.sanitize): racecheck sees the
 -- race of tests/cheats/benign_race.cu, which the output comparison cannot
 -- (it happens not to change the result), and finds the honest kernel clean;
--- memcheck finds the honest kernel clean. Needs a GPU and the CUDA
+-- memcheck finds the honest kernel clean, and tests/cheats/oob_read's reads
+-- past its input's end. Needs a GPU and the CUDA
 -- toolkit's compute-sanitizer: exits 77 with the reason otherwise.
 local T = require("testlib")
 local cuda = require("kopt.backends.cuda")
@@ -44,5 +45,18 @@ T.eq(v.memcheck.errors, 0, "memcheck: no error in the honest kernel")
 v, clean = check(1, { "racecheck" })
 T.check(not clean, "racecheck holds the dropped barrier against the cheat")
 T.check((v.racecheck.errors or 0) > 0, "racecheck reports the hazard (%s)", tostring(v.racecheck.errors))
+be:close()
+
+-- memcheck sees reads past the end of a buffer: the worker under the
+-- sanitizer allocates each buffer at its own size, without the guard bands
+-- that held tests/cheats/oob_read's masked float4 loads inside one
+-- allocation (clean before)
+spec = spec_mod.load("tests/cheats/oob_read.json")
+be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.3 } })
+v, clean = check(0, { "memcheck" })
+T.check(clean and v.memcheck.errors == 0, "oob_read: the honest kernel is clean under memcheck")
+v, clean = check(1, { "memcheck" })
+T.check(not clean and (v.memcheck.errors or 0) > 0, "oob_read: memcheck reports the reads past x's end (%s errors)",
+        tostring(v.memcheck.errors))
 be:close()
 return T.done()
