@@ -209,20 +209,10 @@ local function queue_repair(st, chain, feedback, failed_source)
 end
 
 local function usage_lines(ctx, st)
-  local c = st.client
-  if not c then return end
-  local u = c.usage
-  local per = {}
-  for _, e in ipairs(st.experts) do
-    local t = c.by_tag[e.name]
-    if t then per[#per + 1] = string.format("%s %d", e.name, t.total_tokens) end
-  end
-  ctx.llm_usage = { requests = u.requests, failures = u.failures, prompt_tokens = u.prompt_tokens,
-                    completion_tokens = u.completion_tokens, total_tokens = u.total_tokens, experts = {} }
-  for tag, t in pairs(c.by_tag) do ctx.llm_usage.experts[tag] = t end
-  ctx.summary_lines = { string.format("  LLM: %d requests, %d failed, %d tokens (%d prompt, %d completion)%s",
-                                      u.requests, u.failures, u.total_tokens, u.prompt_tokens,
-                                      u.completion_tokens, #per > 0 and ("; " .. table.concat(per, ", ")) or "") }
+  if not st.client then return end
+  local tags = {}
+  for i, e in ipairs(st.experts) do tags[i] = e.name end
+  llm.record_usage(ctx, st.client, tags)
 end
 
 -- The client, unless the token budget is spent (then nil, once logged).

@@ -81,16 +81,8 @@ local function summarize(ctx, st)
   else
     lines[#lines + 1] = string.format("  no attempt was correct: %s stands (%s)", st.baseline, ms(ref and ref.time_ms))
   end
-  local c = st.client
-  if c then
-    local u = c.usage
-    ctx.llm_usage = { requests = u.requests, failures = u.failures, prompt_tokens = u.prompt_tokens,
-                      completion_tokens = u.completion_tokens, total_tokens = u.total_tokens, experts = {} }
-    for tag, t in pairs(c.by_tag) do ctx.llm_usage.experts[tag] = t end
-    lines[#lines + 1] = string.format("  LLM: %d requests, %d failed, %d tokens (%d prompt, %d completion)",
-                                      u.requests, u.failures, u.total_tokens, u.prompt_tokens, u.completion_tokens)
-  end
   ctx.summary_lines = lines
+  if st.client then llm.record_usage(ctx, st.client) end
 end
 
 function S.init(ctx)

@@ -30,12 +30,14 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   nested     200 KB of nested brackets and no JSON at all
   stall      sends half of its body, then stalls for 30 s
   keyerr     401 whose message quotes the Authorization header's key
+  down503    503 on every hit (an endpoint that is down)
   keyslash   ok, with the key echoed inside the content (a key with '/' is escaped by JSON)
   wait429    429 with retry-after: 30 on every hit
   nototal    ok, with usage lacking total_tokens and counts sent as strings
   error200   200 with an error object instead of a completion
   html200    200 with an HTML page
   sse        ok, sent as server-sent events (chunks with deltas, then [DONE])
+  sse_framed the same, opened by a keep-alive comment and with event:/id: fields
   latin1     ok, with a Latin-1 byte in the analysis (not UTF-8)
   moved      307 with a Location header
 
@@ -633,6 +635,8 @@ class Handler(BaseHTTPRequestHandler):
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
                 headers=[("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1s")])
         auth = (self.headers.get("Authorization") or "")[len("Bearer "):]
+        if scenario == "down503":
+            return self.send(503, {"error": {"message": "upstream unavailable"}})
         if scenario == "keyerr":
             return self.send(401, {"error": {"message": "Incorrect API key provided: " + auth + "."}})
         if scenario == "wait429":
@@ -643,7 +647,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, {"error": {"message": "Provider returned error: model overloaded"}})
         if scenario == "html200":
             return self.send(200, raw=b"<html><body><h1>502 Bad Gateway</h1></body></html>")
-        if scenario in ("keyslash", "nototal", "sse", "latin1"):
+        if scenario in ("keyslash", "nototal", "sse", "sse_framed", "latin1"):
             doc = proposals_for(req, scenario)
             if scenario == "keyslash":
                 doc["analysis"] = "your key is " + auth
@@ -656,12 +660,16 @@ class Handler(BaseHTTPRequestHandler):
                         json.dumps(content.decode("latin-1"), ensure_ascii=False).encode("latin-1") +
                         b'}, "finish_reason": "stop"}]}')
                 return self.send(200, raw=body)
-            if scenario == "sse":
+            if scenario in ("sse", "sse_framed"):
                 half = len(content) // 2
                 chunks = [{"choices": [{"index": 0, "delta": {"role": "assistant", "content": content[:half]}}]},
                           {"choices": [{"index": 0, "delta": {"content": content[half:]}, "finish_reason": "stop"}]},
                           {"choices": [], "usage": {"prompt_tokens": 7, "completion_tokens": 5, "total_tokens": 12}}]
                 body = "".join("data: " + json.dumps(c) + "\n\n" for c in chunks) + "data: [DONE]\n\n"
+                if scenario == "sse_framed":
+                    body = ": OPENROUTER PROCESSING\n\n" + "".join(
+                        "event: message\nid: %d\ndata: %s\n\n" % (i, json.dumps(c)) for i, c in enumerate(chunks)) + \
+                        "data: [DONE]\n\n"
                 return self.send(200, raw=body.encode())
             return self.send(200, {
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],

@@ -409,7 +409,13 @@ end
 -- { choices = { { message = { content = }, finish_reason = } }, usage = },
 -- or nil when body is not such a stream.
 function M.assemble_stream(body)
-  if type(body) ~= "string" or not body:match("^%s*data:") then return nil end
+  -- (an event stream opens with data:, event: or id: fields, or with a
+  -- comment line, ": keep-alive"; its other lines are skipped below)
+  if type(body) ~= "string" then return nil end
+  local first = body:match("^%s*([^\r\n]*)")
+  if not (first:match("^data:") or first:match("^event:") or first:match("^id:") or first:match("^:")) then
+    return nil
+  end
   local parts, thoughts, finish, usage, seen = {}, {}, nil, nil, false
   for line in body:gmatch("[^\r\n]+") do
     local data = line:match("^data:%s*(.-)%s*$")
@@ -609,9 +615,59 @@ end
 -- raises for network or model trouble: those are replies with ok=false.
 -- opts.deadline_s: the whole batch, retries, their waits and the format
 -- fallback included, ends within about this long (kopt.http's deadline_s).
+-- An endpoint that cannot serve this run is not asked again: one that
+-- refused the key or does not know the model or path (HTTP 401, 403, 404),
+-- or one that failed every request of DEAD_BATCHES batches in a row without
+-- answering (transport errors, HTTP 408, 429, 5xx, after their retries; a
+-- reply that answers wrongly is the model's fault, not the endpoint's).
+-- The experts fall back to their heuristics; the run says so once on
+-- stderr and in its summary (Client.off). A resumed run replays the same
+-- failures, so it turns the LLM off at the same point.
+M.DEAD_BATCHES = 3
+local FATAL_STATUS = { [401] = "the key was refused", [403] = "the key may not use it",
+                       [404] = "the model or the path is unknown" }
+
+function Client:watch(out)
+  if self.off then return end
+  local dead, last = true, nil
+  for _, r in ipairs(out) do
+    if r.ok then
+      self.dead_batches = 0
+      return
+    end
+    last = r
+    if r.kind == "http" and FATAL_STATUS[r.status] then
+      self.off = string.format("%s (%s)", r.err, FATAL_STATUS[r.status])
+      break
+    end
+    if not (r.kind == "transport" or (r.kind == "http" and (r.status == 408 or r.status == 429 or
+                                                             (r.status or 0) >= 500))) then
+      dead = false
+    end
+  end
+  if not self.off then
+    if not dead or not last then
+      self.dead_batches = 0
+      return
+    end
+    self.dead_batches = (self.dead_batches or 0) + 1
+    if self.dead_batches < M.DEAD_BATCHES then return end
+    self.off = string.format("%d batches in a row failed without an answer (the last: %s)", self.dead_batches,
+                             self:redact(tostring(last.err)))
+  end
+  self:log({ kind = "note", msg = "the LLM is off for the rest of the run: " .. self.off })
+  io.stderr:write(string.format("kopt: LLM at %s: %s; the LLM is off for the rest of the run (the experts use " ..
+                                "their heuristics)\n", self.cfg.base_url or "the transcript", self:redact(self.off)))
+end
+
 function Client:chat_many(reqs, opts)
   if #reqs == 0 then return {} end
   opts = opts or {}
+  if self.off then
+    local out = {}
+    for i = 1, #reqs do out[i] = { kind = "off", err = "the LLM is off: " .. self.off } end
+    return out
+  end
   self.usage.requests = self.usage.requests + #reqs
   local out, todo = {}, {}
   for i, req in ipairs(reqs) do
@@ -700,7 +756,38 @@ function Client:chat_many(reqs, opts)
       u.failures = u.failures + 1
     end
   end
+  self:watch(out)
   return out
+end
+
+-- The run's record of the client's use: ctx.llm_usage (results.json) and
+-- the summary's "LLM:" line (ctx.summary_lines; one such line, replaced),
+-- with the tokens of each tag in `tags` when given, and why the LLM went off.
+function M.record_usage(ctx, client, tags)
+  local u = client.usage
+  local per = {}
+  for _, tag in ipairs(tags or {}) do
+    local t = client.by_tag[tag]
+    if t then per[#per + 1] = string.format("%s %d", tag, t.total_tokens) end
+  end
+  ctx.llm_usage = { requests = u.requests, failures = u.failures, prompt_tokens = u.prompt_tokens,
+                    completion_tokens = u.completion_tokens, total_tokens = u.total_tokens, experts = {},
+                    off = client.off }
+  for tag, t in pairs(client.by_tag) do ctx.llm_usage.experts[tag] = t end
+  local line = string.format("  LLM: %d requests, %d failed, %d tokens (%d prompt, %d completion)%s%s",
+                             u.requests, u.failures, u.total_tokens, u.prompt_tokens, u.completion_tokens,
+                             #per > 0 and ("; " .. table.concat(per, ", ")) or "",
+                             client.off and ("; off since: " .. client.off) or "")
+  local lines = ctx.summary_lines or {}
+  for i, l in ipairs(lines) do
+    if l:find("^  LLM: ") then
+      lines[i] = line
+      ctx.summary_lines = lines
+      return
+    end
+  end
+  lines[#lines + 1] = line
+  ctx.summary_lines = lines
 end
 
 return M

@@ -239,6 +239,10 @@ function M.converse(client, reqs, opts)
         if s.used >= rounds then
           out[i] = { ok = false, kind = "tools", status = r.status, usage = r.usage,
                      err = string.format("the model still called tools after %d rounds", rounds) }
+          -- (the client counted the reply as answered: the turn failed)
+          client.usage.failures = client.usage.failures + 1
+          local u = client.by_tag[req.tag]
+          if u then u.failures = u.failures + 1 end
         else
           s.used = s.used + 1
           s.msgs[#s.msgs + 1] = { role = "assistant", content = r.content or json.null, tool_calls = r.tool_calls }

@@ -84,6 +84,10 @@ do
   local r = ask(c)
   T.check(r.ok and type(r.value) == "table" and #r.value.proposals == 2, "sse: %s", tostring(r.err))
   T.eq(c.usage.total_tokens, 12, "sse: usage from the last chunk")
+  -- opened by a keep-alive comment, with event: and id: fields (OpenRouter)
+  c = client("sse_framed")
+  r = ask(c)
+  T.check(r.ok and type(r.value) == "table" and #r.value.proposals == 2, "sse_framed: %s", tostring(r.err))
 end
 
 -- Latin-1 in a reply

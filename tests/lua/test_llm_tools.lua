@@ -234,13 +234,15 @@ end
 -- 6. The loop is bounded: a model that calls tools forever gets tool_rounds
 -- rounds, then tool_choice "none", then its expert falls back.
 do
-  local _, recs, log = run("t_forever", { { "tool_rounds", "2" }, { "iterations", "1" } })
+  local e, recs, log = run("t_forever", { { "tool_rounds", "2" }, { "iterations", "1" } })
   local reqs = of_kind(recs, "request")
   T.eq(#reqs, 3, "requests with tool_rounds=2")
   T.eq(reqs[3].body.tool_choice, "none", "the last request forbids tool calls")
   T.eq(#of_kind(recs, "tool"), 2, "tool calls answered")
   T.check(log:find("fell back to heuristic: tools: the model still called tools after 2 rounds", 1, true),
           "log:\n%s", log)
+  -- the turn that gave up counts as failed in the summary
+  T.eq(e.ctx.llm_usage and e.ctx.llm_usage.failures, 1, "failed turns in the run's LLM usage")
 end
 
 -- 7. A server that rejects tools (HTTP 400): the same question again,

@@ -26,13 +26,24 @@ local function generator(ctx)
   return inner
 end
 
+-- (the run's summary and results.json say what the LLM did, or why it
+-- went off, as the experts strategy's do)
+local function record(ctx)
+  local c = llm_client(ctx)
+  if c and c.usage.requests > 0 then llm.record_usage(ctx, c) end
+end
+
 function G.propose(ctx, state)
-  return generator(ctx).propose(ctx, state)
+  local moves = generator(ctx).propose(ctx, state)
+  record(ctx)
+  return moves
 end
 
 -- A failed edit's repair turn (kopt.experts generator.repair).
 function G.repair(ctx, chain, feedback, failed_source)
-  return generator(ctx).repair(ctx, chain, feedback, failed_source)
+  local a, b = generator(ctx).repair(ctx, chain, feedback, failed_source)
+  record(ctx)
+  return a, b
 end
 
 return G
