@@ -47,7 +47,8 @@
 	X(events_ms, NUM, "run.c timing: median by CUDA events (the cross-check)")                 \
 	X(t_time_s, NUM, "run.c: seconds spent timing")                                            \
 	X(check2_ms, NUM, "run.c check 2: its one launch's time, by events (after timing)")         \
-	X(charged_check2, INT, "run.c: 1 when time_ms is check 2's launch, far slower than timed")  \
+	X(check3_ms, NUM, "run.c check 3: its one launch's time (only when check 2 was far slower)") \
+	X(charged_check2, INT, "run.c: 1 when time_ms is check 3's (or 2's) launch, far slower")    \
 	X(err2_rel_l2, NUM, "run.c check 2: relative L2 error")                                    \
 	X(err2_max_abs, NUM, "run.c check 2: largest absolute error")                              \
 	X(err2_unwritten, INT, "run.c check 2: output elements left unwritten")                    \

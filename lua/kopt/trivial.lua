@@ -14,14 +14,32 @@ local WHAT = {
 -- The reply's words ("y:zeros y:copy:x y:round:f16") as lines: per output
 -- in the order they first appear, a warning (trivial kernels pass) and a
 -- note (a narrower float type passes); {} when none.
-function M.describe(words)
+-- spec (optional): an output whose init is a copy of the input named is
+-- an in/out buffer, which an exact copy leaves stale (caught); a copy moved
+-- by a rounding step is not, so the words say that.
+function M.describe(words, spec)
   local order, trivial, narrow = {}, {}, {}
+  local init_of = {}
+  -- (a loaded spec's arguments, init = { dist = "copy", from = NAME }; or
+  -- a spec's JSON, init = "copy:NAME")
+  local list = spec and (spec.arg_specs or spec.args)
+  for _, a in ipairs(type(list) == "table" and list or {}) do
+    local init = a.init
+    if type(init) == "string" then
+      init_of[a.name] = init:match("^copy:(.+)$")
+    elseif type(init) == "table" and init.dist == "copy" then
+      init_of[a.name] = init.from
+    end
+  end
   for word in tostring(words or ""):gmatch("%S+") do
     local out, kind, arg = word:match("^([^:]+):([^:]+):?(.*)$")
     if out and (WHAT[kind] or kind == "round") then
       if not trivial[out] then order[#order + 1], trivial[out], narrow[out] = out, {}, {} end
       if kind == "round" then
         narrow[out][#narrow[out] + 1] = arg
+      elseif kind == "copy" and init_of[out] == arg then
+        trivial[out][#trivial[out] + 1] = string.format(
+          "its own initial content ('%s') moved by a rounding step (an exact copy is caught as stale)", arg)
       else
         trivial[out][#trivial[out] + 1] = WHAT[kind](arg)
       end

@@ -19,4 +19,10 @@ T.check(lines[3]:match("^note: output 'out': the tolerance accepts the reference
 lines = trivial.describe("c:constant:1 bogus c:unknown:thing")
 T.eq(#lines, 1, "unknown words are ignored")
 T.check(lines[1]:find("the value 1 everywhere", 1, true), "a constant output: %s", lines[1])
+-- an in/out buffer's own input: an exact copy is stale (caught), a copy
+-- moved by a rounding step is not, and the warning says so
+lines = trivial.describe("y:copy:y0 y:copy:x", { args = { { name = "y0" }, { name = "y", init = "copy:y0" } } })
+T.eq(#lines, 1, "in/out: one warning")
+T.check(lines[1]:find("its own initial content ('y0') moved by a rounding step (an exact copy is caught as stale), " ..
+                      "or a copy of input 'x'", 1, true), "in/out's own input: %s", lines[1])
 return T.done()

@@ -378,6 +378,7 @@ function Cuda:result(reply, job, cres)
     median_ms = num(reply.time_ms), mean_ms = num(reply.mean_ms), min_ms = num(reply.min_ms),
     noise = num(reply.noise), samples = reply.samples, clock_mhz = num(reply.clock_mhz),
     timer = reply.timer, events_ms = num(reply.events_ms), check2_ms = num(reply.check2_ms),
+    check3_ms = num(reply.check3_ms),
     -- (the timed launches ran far faster than check 2's on new inputs: the
     -- time is check 2's, and the log says so)
     charged_check2 = reply.charged_check2 == 1 or nil,
@@ -399,7 +400,7 @@ function Cuda:result(reply, job, cres)
   -- outputs a trivial kernel would match in both checks (kopt.trivial): the
   -- first reply past check 2 names them, once per run
   if reply.trivial and not self.spec_warnings then
-    self.spec_warnings = trivial.describe(reply.trivial)
+    self.spec_warnings = trivial.describe(reply.trivial, self.spec)
     for _, line in ipairs(self.spec_warnings) do io.stderr:write("kopt: ", self.spec.path, ": ", line, "\n") end
   end
   if self.dump_root and math.tointeger(reply.id) then
