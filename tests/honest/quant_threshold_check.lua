@@ -1,6 +1,6 @@
 -- verify.check of quant_threshold_tol.json: first_max (0-based) is the
 -- first index of the largest x, on the inputs the checked launch read.
-return function(outputs, refs, inputs, sizes)
+return function(outputs, _, inputs)
   local x, fm = inputs.x, outputs.first_max
   if not x or not fm or #fm ~= 1 then return false, "first_max or x missing" end
   local i = fm[1]
