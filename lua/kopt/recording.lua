@@ -275,6 +275,11 @@ local function from_kt(doc, file, repaired, r)
   -- or an error is minimised, anything else (GFLOP/s, a score) maximised
   local higher = doc.objective_higher_is_better
   if higher == nil then higher = not minimised(objective) end
+  if higher and M.time_like(objective) then
+    -- (a time marked higher-is-better: a writer's slip; times are minimised)
+    rec.direction_ignored = objective
+    higher = false
+  end
   if higher and times_recorded(doc.cache) then
     -- Kernel Tuner records every entry's time whatever it tuned for, so a
     -- cache tuned for a rate (GFLOP/s) replays by its times, which rank the
@@ -779,6 +784,10 @@ function M.notes(rec)
     out[#out + 1] = string.format("replay file %s was tuned for '%s'; it is replayed by the time each entry " ..
                                   "records (a spec's objective ranks by its own metric)", rec.file,
                                   rec.objective_replaced)
+  end
+  if rec.direction_ignored then
+    out[#out + 1] = string.format("replay file %s: objective_higher_is_better is true for '%s', a time: it is " ..
+                                  "minimised", rec.file, rec.direction_ignored)
   end
   if rec.extended then
     out[#out + 1] = string.format("replay file %s: its entries use values its tune_params do not list (%s): they " ..

@@ -120,12 +120,13 @@ function M.build_space(spec)
     errors.usage("%s: %s%s", spec.path, msg, #parts > 0 and " (at " .. table.concat(parts, ", ") .. ")" or "")
   end
   if not first and walk_cut then
-    errors.usage("%s: constraints: no configuration of the %d found that satisfies every constraint (random samples " ..
+    errors.usage("%s: constraints: no configuration of the %.15g found that satisfies every constraint (random samples " ..
                  "and a walk of %d knob values found none; constraints on fewer knobs at a time let the walk prune)",
                  spec.path, space:size_raw(), M.WALK_STEPS)
   end
   if not first then
-    errors.usage("%s: constraints: no configuration of the %d satisfies every constraint", spec.path, space:size_raw())
+    errors.usage("%s: constraints: no configuration of the %.15g satisfies every constraint", spec.path,
+                 space:size_raw())
   end
   check_first_configs(spec, firsts)
   return space, first

@@ -39,14 +39,18 @@ local function init_common(self, knobs)
   -- by knob position, for the loops run per config (key, is_valid): the
   -- names, the allowed values' positions and their formatted values
   self.names, self.positions, self.formatted = {}, {}, {}
-  self.raw = 1
+  -- (the raw product in floats: 16 knobs of 16 values is 2^64, which an
+  -- integer product wraps to 0, and every "small enough to enumerate" test
+  -- then passed; an integer again where it is exact)
+  local raw = 1.0
   for i, k in ipairs(knobs) do
-    self.raw = self.raw * #k.values
+    raw = raw * #k.values
     local pos, fmt = {}, {}
     for j, v in ipairs(k.values) do pos[v], fmt[v] = j, format_value(v) end
     self.index[k.name] = { i = i, pos = pos }
     self.names[i], self.formatted[i] = k.name, fmt
   end
+  self.raw = raw <= 2 ^ 53 and math.tointeger(raw) or raw
   -- (index's, which a later knob of the same name would have replaced)
   for i, name in ipairs(self.names) do self.positions[i] = self.index[name].pos end
 end

@@ -358,6 +358,15 @@ do
   T.eq(c, 0, "total_time: exit code\n" .. e)
   T.check(best and best.key == "128" and math.abs(best.time_ms - 1.2) < 1e-9,
           "total_time is minimised: the best is block_size_x=128 at 1.2 ms (%s)", cjson.encode(best or {}))
+  -- a time marked higher-is-better (a writer's slip): minimised, and said so
+  -- (it was said to be "tuned for 'time'" and replayed by its times)
+  c, best, e = best_of("kt_time_higher", { tune_params_keys = { "block_size_x" },
+    tune_params = { block_size_x = { 128, 256, 512 } }, objective = "time", objective_higher_is_better = true,
+    cache = cache })
+  T.eq(c, 0, "time marked higher-is-better: exit code\n" .. e)
+  T.check(best and best.key == "512", "time marked higher-is-better is minimised (%s)", cjson.encode(best or {}))
+  T.check(e:find("objective_higher_is_better is true for 'time', a time: it is minimised", 1, true) and
+          not e:find("was tuned for", 1, true), "time marked higher-is-better: the note: %s", e)
   -- resumed with a larger bx: the header lists [16, 32], the entries use 64 too
   cache = {}
   for _, bx in ipairs({ 16, 32, 64 }) do

@@ -193,6 +193,25 @@ do
   T.eq(none:first(), nil, "no valid config: nil")
 end
 
+-- The raw product past 2^63: 16 knobs of 16 values is 2^64, which an
+-- integer product wrapped to 0 (and 63 binary knobs to a negative number),
+-- so every "small enough to enumerate" test passed and a run walked the
+-- space for ever. It is a float there, an exact integer below 2^53.
+do
+  local function knobs_of(n, m)
+    local ks = {}
+    for i = 1, n do ks[i] = { name = "k" .. i, values = range(1, m) } end
+    return ks
+  end
+  local huge = space_mod.new({ knobs = knobs_of(16, 16) })
+  T.check(huge:size_raw() > 1.8e19 and huge:size_raw() < 1.9e19, "16 knobs of 16 values: %s raw points",
+          tostring(huge:size_raw()))
+  T.check(space_mod.new({ knobs = knobs_of(63, 2) }):size_raw() > 9e18, "63 binary knobs: positive and past 9e18")
+  T.eq(math.type(space_mod.new({ knobs = knobs_of(20, 2) }):size_raw()), "integer", "2^20 stays an integer")
+  T.check(not pcall(function() huge:enumerate() end), "a space of 2^64 points is not enumerated")
+  T.check(huge:sample(rng_mod.new(1)) ~= nil, "and is sampled")
+end
+
 local e = assert(expr.compile("cdiv(N, BLOCK) * max(2, WARPS) + log2(8)", "y"))
 T.eq(e:number({ BLOCK = 128, WARPS = 4 }, { N = 1000 }), 35, "cdiv/max/log2")
 T.eq(#e.names, 3, "free names of the expression")
