@@ -31,6 +31,7 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   stall      sends half of its body, then stalls for 30 s
   keyerr     401 whose message quotes the Authorization header's key
   down503    503 on every hit (an endpoint that is down)
+  nomodel404 404 "model not found" on every hit
   keyslash   ok, with the key echoed inside the content (a key with '/' is escaped by JSON)
   wait429    429 with retry-after: 30 on every hit
   nototal    ok, with usage lacking total_tokens and counts sent as strings
@@ -637,6 +638,8 @@ class Handler(BaseHTTPRequestHandler):
         auth = (self.headers.get("Authorization") or "")[len("Bearer "):]
         if scenario == "down503":
             return self.send(503, {"error": {"message": "upstream unavailable"}})
+        if scenario == "nomodel404":
+            return self.send(404, {"error": {"message": "The model `test` does not exist"}})
         if scenario == "keyerr":
             return self.send(401, {"error": {"message": "Incorrect API key provided: " + auth + "."}})
         if scenario == "wait429":

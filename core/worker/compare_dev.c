@@ -53,8 +53,9 @@ static size_t compared_count(const struct warg *a)
 
 /* A region is packed by one 3D copy per index of the dims outside its
  * innermost three; past this many copies per launch it is left to the
- * last timed launch's comparison. */
-#define BOX_COPIES_MAX 4096
+ * last timed launch's comparison (a batch of 4 launches queues them all
+ * behind the spin kernel, so the stream's queue must hold them). */
+#define BOX_COPIES_MAX 64
 
 static size_t box_copies(const struct warg *a)
 {
@@ -180,14 +181,42 @@ void kopt_worker_free_reference(struct worker *w, struct inputset *s)
 	}
 }
 
-/* Output i's box buffer (allocated once per problem), and whether its
+/* The box an output is compared on: its dims and [lo, hi) per dim, hashed
+ * (FNV-1a); a region may follow the knobs, and a reference packed for one
+ * box says nothing of another. */
+static uint64_t box_signature(const struct warg *a)
+{
+	uint64_t h = 1469598103934665603ull;
+	size_t v[1 + 3 * 8];
+	int n = 0;
+	v[n++] = (size_t)a->nd;
+	for (int d = 0; d < a->nd && d < 8; d++) {
+		v[n++] = a->dims[d];
+		v[n++] = a->lo[d];
+		v[n++] = a->hi[d];
+	}
+	const unsigned char *p = (const unsigned char *)v;
+	for (size_t k = 0; k < (size_t)n * sizeof v[0]; k++)
+		h = (h ^ p[k]) * 1099511628211ull;
+	return h;
+}
+
+/* Output i's box buffer (grown when a region grows), and whether its
  * copies work here: a trial gather of the candidate's buffer (a pitch the
  * driver refuses leaves the region to the last launch's comparison). */
 static int box_ready(struct worker *w, int i, size_t bytes)
 {
-	if (w->box_dev[i] == 0 && kopt_cu.cuMemAlloc(&w->box_dev[i], bytes) != CUDA_SUCCESS) {
+	if (w->box_dev[i] != 0 && w->box_bytes[i] < bytes) {
+		kopt_cu.cuMemFree(w->box_dev[i]);
 		w->box_dev[i] = 0;
-		return 0;
+		w->box_bytes[i] = 0;
+	}
+	if (w->box_dev[i] == 0) {
+		if (kopt_cu.cuMemAlloc(&w->box_dev[i], bytes) != CUDA_SUCCESS) {
+			w->box_dev[i] = 0;
+			return 0;
+		}
+		w->box_bytes[i] = bytes;
 	}
 	CUresult r = gather_box(w, i);
 	if (r == CUDA_SUCCESS)
@@ -196,6 +225,7 @@ static int box_ready(struct worker *w, int i, size_t bytes)
 		return 1;
 	kopt_cu.cuMemFree(w->box_dev[i]);
 	w->box_dev[i] = 0;
+	w->box_bytes[i] = 0;
 	return 0;
 }
 
@@ -234,6 +264,7 @@ void kopt_worker_upload_reference(struct worker *w, struct inputset *s)
 		    kopt_cu.cuMemcpyHtoD(d, tmp, bytes) == CUDA_SUCCESS) {
 			s->ref_masked[i] = d;
 			s->ref_key[i] = key;
+			s->ref_box[i] = a->nd > 0 ? box_signature(a) : 0;
 		} else if (d) {
 			kopt_cu.cuMemFree(d);
 		}
@@ -379,8 +410,12 @@ static double output_tol_abs(const struct warg *a, double job_tol_abs)
 static int sample_kind(const struct worker *w, const struct inputset *s, int i)
 {
 	const struct warg *a = &w->args[i];
-	if (!uploaded(a) || s->ref_masked == NULL || !s->ref_masked[i] ||
-	    (a->nd > 0 && !w->box_dev[i]))
+	if (!uploaded(a) || s->ref_masked == NULL || !s->ref_masked[i])
+		return SAMPLE_NONE;
+	/* a region: packed for this box, with room for it */
+	if (a->nd > 0 &&
+	    (!w->box_dev[i] || s->ref_box == NULL || s->ref_box[i] != box_signature(a) ||
+	     w->box_bytes[i] < compared_count(a) * kopt_dtype_size(a->type)))
 		return SAMPLE_NONE;
 	double tol = kopt_worker_output_tol(a, w->sample_tol_rel_l2);
 	if (tol == 0.0 && !(output_tol_abs(a, w->sample_tol_max_abs) > 0.0))

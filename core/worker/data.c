@@ -92,6 +92,7 @@ static void free_set(struct worker *w, struct inputset *s)
 	free(s->hash);
 	free(s->ref_masked);
 	free(s->ref_key);
+	free(s->ref_box);
 	memset(s, 0, sizeof *s);
 }
 
@@ -115,6 +116,7 @@ void kopt_worker_free_problem(struct worker *w)
 	free(w->ref_dev);
 	free(w->scratch_dev);
 	free(w->box_dev);
+	free(w->box_bytes);
 	free(w->out_host);
 	free(w->poison);
 	free(w->args);
@@ -122,6 +124,7 @@ void kopt_worker_free_problem(struct worker *w)
 	w->ref_dev = NULL;
 	w->scratch_dev = NULL;
 	w->box_dev = NULL;
+	w->box_bytes = NULL;
 	w->out_host = NULL;
 	w->poison = NULL;
 	w->args = NULL;
@@ -336,9 +339,11 @@ int kopt_worker_setup_args(struct worker *w, int n, const struct kopt_msgview *v
 	w->ref_dev = calloc((size_t)n, sizeof *w->ref_dev);
 	w->scratch_dev = calloc((size_t)n, sizeof *w->scratch_dev);
 	w->box_dev = calloc((size_t)n, sizeof *w->box_dev);
+	w->box_bytes = calloc((size_t)n, sizeof *w->box_bytes);
 	w->out_host = calloc((size_t)n, sizeof *w->out_host);
 	w->poison = calloc((size_t)n, sizeof *w->poison);
-	if (!w->out_dev || !w->ref_dev || !w->scratch_dev || !w->box_dev || !w->out_host || !w->poison)
+	if (!w->out_dev || !w->ref_dev || !w->scratch_dev || !w->box_dev || !w->box_bytes || !w->out_host ||
+	    !w->poison)
 		goto oom;
 	for (int i = 0; i < n; i++) {
 		size_t bytes = kopt_worker_arg_bytes(&args[i]);
@@ -443,7 +448,8 @@ struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int varian
 	s->hash = calloc((size_t)w->nargs, sizeof *s->hash);
 	s->ref_masked = calloc((size_t)w->nargs, sizeof *s->ref_masked);
 	s->ref_key = calloc((size_t)w->nargs, sizeof *s->ref_key);
-	if (!s->host || !s->dev || !s->ref_out || !s->hash || !s->ref_masked || !s->ref_key)
+	s->ref_box = calloc((size_t)w->nargs, sizeof *s->ref_box);
+	if (!s->host || !s->dev || !s->ref_out || !s->hash || !s->ref_masked || !s->ref_key || !s->ref_box)
 		goto oom;
 	for (int i = 0; i < w->nargs; i++) {
 		struct warg *a = &w->args[i];

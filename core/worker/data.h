@@ -67,6 +67,9 @@ struct inputset {
 	 * key stream (compare_dev.c), and that key; 0 when not uploaded */
 	CUdeviceptr *ref_masked;
 	uint64_t *ref_key;
+	/* per region output: the box its masked reference was packed for (a
+	 * region may follow the knobs; compare_dev.c box_signature) */
+	uint64_t *ref_box;
 	int have_ref;
 	uint64_t used; /* LRU stamp */
 };
@@ -222,6 +225,7 @@ struct worker {
 	CUdeviceptr *ref_dev; /* per arg, outputs only: the reference's own outputs */
 	CUdeviceptr *scratch_dev; /* per arg, input arrays only: the timing copy */
 	CUdeviceptr *box_dev; /* per arg, region outputs only: a timed launch's box, packed */
+	size_t *box_bytes;    /* per arg: box_dev's size */
 	void **out_host;      /* per arg, outputs only: the candidate's output (pinned) */
 	uint32_t *poison;     /* per arg: the word each output was last poisoned with */
 	struct inputset sets[KOPT_SETS];

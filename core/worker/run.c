@@ -608,11 +608,24 @@ static struct inputset *other_set(struct worker *w, uint64_t seed)
  * a replay of set A's answer is not faster on set C's new values. So the
  * charge stands only when check 3's launch is slower too (its time is then
  * the one charged). 0 with *ms set, or -1 with the status in *st (the
- * launch failed its check), or 1 when set C could not be made (no memory):
- * check 2's time is charged as before. */
+ * launch failed its check), or 1 when set C would not be new (an input not
+ * drawn by the seed) or could not be made (no memory): check 2's time is
+ * charged as before. */
 static int check3(struct worker *w, struct prepared *pr, uint64_t seed, struct job *j, float *ms,
 		  const char **st)
 {
+	/* set C is new only where the seed draws: an input read from a file,
+	 * generated, or a constant or arange is set A's own bytes there, and a
+	 * replay keyed on it would be as fast on set C as when timed */
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *a = &w->args[i];
+		if (a->kind != ARG_ARRAY || kopt_worker_is_output(a))
+			continue;
+		if (a->file[0] != '\0' ||
+		    !(a->dist == KOPT_DIST_NORMAL || a->dist == KOPT_DIST_UNIFORM ||
+		      a->dist == KOPT_DIST_UNIFORM01))
+			return 1;
+	}
 	char err[256];
 	struct inputset *c = kopt_worker_get_set(w, seed * 0xbf58476d1ce4e5b9ull + 11, 0, err, sizeof err);
 	struct inputset tc;

@@ -54,7 +54,7 @@ int kopt_workerproc_spawn(struct kopt_workerproc *w, int device, const char *con
 	posix_spawn_file_actions_adddup2(&fa, rep[1], 4);
 	char dev[16];
 	snprintf(dev, sizeof dev, "%d", device);
-	char *argv[64 + 6];
+	char *argv[64 + 7];
 	int argc = 0;
 	char exe[4096];
 	const char *prog = "/proc/self/exe";

@@ -616,31 +616,33 @@ end
 -- opts.deadline_s: the whole batch, retries, their waits and the format
 -- fallback included, ends within about this long (kopt.http's deadline_s).
 -- An endpoint that cannot serve this run is not asked again: one that
--- refused the key or does not know the model or path (HTTP 401, 403, 404),
--- or one that failed every request of DEAD_BATCHES batches in a row without
--- answering (transport errors, HTTP 408, 429, 5xx, after their retries; a
--- reply that answers wrongly is the model's fault, not the endpoint's).
+-- refused the key (HTTP 401, 403) in a batch with no answer, or one that
+-- failed every request of DEAD_BATCHES batches in a row without answering
+-- (transport errors, HTTP 404: a model or path unknown, or a gateway with
+-- no provider for the request; 408, 429, 5xx after their retries; a reply
+-- that answers wrongly is the model's fault, not the endpoint's).
 -- The experts fall back to their heuristics; the run says so once on
 -- stderr and in its summary (Client.off). A resumed run replays the same
 -- failures, so it turns the LLM off at the same point.
 M.DEAD_BATCHES = 3
-local FATAL_STATUS = { [401] = "the key was refused", [403] = "the key may not use it",
-                       [404] = "the model or the path is unknown" }
+local FATAL_STATUS = { [401] = "the key was refused", [403] = "the key may not use it" }
 
 function Client:watch(out)
   if self.off then return end
-  local dead, last = true, nil
   for _, r in ipairs(out) do
     if r.ok then
       self.dead_batches = 0
       return
     end
+  end
+  local dead, last = true, nil
+  for _, r in ipairs(out) do
     last = r
     if r.kind == "http" and FATAL_STATUS[r.status] then
       self.off = string.format("%s (%s)", r.err, FATAL_STATUS[r.status])
       break
     end
-    if not (r.kind == "transport" or (r.kind == "http" and (r.status == 408 or r.status == 429 or
+    if not (r.kind == "transport" or (r.kind == "http" and (r.status == 404 or r.status == 408 or r.status == 429 or
                                                              (r.status or 0) >= 500))) then
       dead = false
     end

@@ -1,7 +1,7 @@
 -- An endpoint that cannot serve a run is not asked again (kopt.llm
 -- Client:watch): a refused key (HTTP 401) turns the LLM off after its first
--- batch; an endpoint down (503 on every request, after the retries) after
--- DEAD_BATCHES batches in a row. Either way the run goes on with the
+-- batch; an endpoint down (503 on every request, after the retries) or a
+-- model unknown (404) after DEAD_BATCHES batches in a row. Either way the run goes on with the
 -- experts' heuristics, says so once on stderr, and its summary and
 -- results.json say why. The same under MCGS with moves=experts, whose
 -- summary said nothing of the LLM before. A resumed run replays the same
@@ -54,6 +54,14 @@ code, _, err = T.run(string.format("experts --backend replay:%s --out %s/down --
 T.eq(code, 0, "down503: the run goes on (" .. err .. ")")
 T.eq(requests(tmp .. "/down"), 9, "down503: three batches of three requests, then off")
 T.check(err:find("3 batches in a row failed without an answer", 1, true), "down503: why:\n%s", err)
+
+-- a model unknown (404: also what a gateway says with no provider for a
+-- request): three batches, then off
+code, _, err = T.run(string.format("experts --backend replay:%s --out %s/nomodel --opt iterations=6", REC, tmp),
+                     env("nomodel404"))
+T.eq(code, 0, "nomodel404: the run goes on (" .. err .. ")")
+T.eq(requests(tmp .. "/nomodel"), 9, "nomodel404: three batches, then off")
+T.check(err:find("does not exist", 1, true), "nomodel404: the server's words:\n%s", err)
 
 -- MCGS with the experts' moves: the same breaker, and the summary says it
 code, out, err = T.run(string.format("mcgs --backend replay:%s --out %s/mcgs --budget 60 --opt moves=rules,experts", REC,
