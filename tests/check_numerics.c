@@ -456,6 +456,52 @@ START_TEST(test_gather_box)
 }
 END_TEST
 
+/* The device's packing of a region (kopt_box_copies, the 3D copies of
+ * compare_dev.c), run on the host as cuMemcpy3D moves bytes, gives
+ * kopt_check_gather's bytes: random boxes of 1 to 6 dims, elements of 1, 2,
+ * 4 and 8 bytes. */
+static unsigned box_rand(unsigned *s)
+{
+	*s = *s * 1103515245u + 12345u;
+	return *s >> 16;
+}
+
+START_TEST(test_box_copies_match_gather)
+{
+	unsigned seed = 7;
+	static unsigned char arr[1 << 16], want[1 << 16], got[1 << 16];
+	for (size_t i = 0; i < sizeof arr; i++)
+		arr[i] = (unsigned char)(i * 131 + 7);
+	struct kopt_box_copy plan[4096];
+	for (int trial = 0; trial < 2000; trial++) {
+		int nd = 1 + (int)(box_rand(&seed) % 6);
+		size_t elem = (size_t)1 << (box_rand(&seed) % 4), dims[8], lo[8], hi[8], total = elem;
+		for (int d = 0; d < nd; d++) {
+			dims[d] = 1 + box_rand(&seed) % (nd > 3 ? 4 : 9);
+			lo[d] = box_rand(&seed) % dims[d];
+			hi[d] = lo[d] + 1 + box_rand(&seed) % (dims[d] - lo[d]);
+			total *= dims[d];
+		}
+		if (total > sizeof arr)
+			continue;
+		size_t n = kopt_check_gather(elem, arr, want, nd, dims, lo, hi);
+		size_t copies = kopt_box_copies(elem, nd, dims, lo, hi, plan, 4096);
+		ck_assert_uint_gt(copies, 0);
+		memset(got, 0, sizeof got);
+		for (size_t k = 0; k < copies; k++) /* cuMemcpy3D, by hand */
+			for (size_t z = 0; z < plan[k].depth; z++)
+				for (size_t y = 0; y < plan[k].rows; y++)
+					memcpy(got + plan[k].dst + (z * plan[k].rows + y) * plan[k].width,
+					       arr + plan[k].src + (z * plan[k].height + y) * plan[k].pitch,
+					       plan[k].width);
+		ck_assert_int_eq(memcmp(got, want, n * elem), 0);
+		ck_assert_uint_eq(copies * plan[0].width * plan[0].rows * plan[0].depth, n * elem);
+	}
+	size_t dims[2] = {4, 5}, lo[2] = {2, 1}, hi[2] = {2, 4};
+	ck_assert_uint_eq(kopt_box_copies(4, 2, dims, lo, hi, plan, 4096), 0); /* empty */
+}
+END_TEST
+
 /* An in/out buffer ("init": "copy:X"): an element the reference changed that
  * the candidate left bit for bit as it started is counted; one neither
  * changed, or the candidate wrote, is not. */
@@ -653,6 +699,7 @@ static Suite *check_suite(void)
 	tcase_add_test(tc, test_short_and_u64_types);
 	tcase_add_test(tc, test_compare_wide_integers_exactly);
 	tcase_add_test(tc, test_trivial_intersect);
+	tcase_add_test(tc, test_box_copies_match_gather);
 	suite_add_tcase(s, tc);
 	return s;
 }

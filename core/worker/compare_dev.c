@@ -59,10 +59,7 @@ static size_t compared_count(const struct warg *a)
 
 static size_t box_copies(const struct warg *a)
 {
-	size_t n = 1;
-	for (int d = 0; d + 3 < a->nd; d++)
-		n *= a->hi[d] - a->lo[d];
-	return n;
+	return kopt_box_copies(kopt_dtype_size(a->type), a->nd, a->dims, a->lo, a->hi, NULL, 0);
 }
 
 /* An output whose reference is kept on the device (a region's box packed) ... */
@@ -81,51 +78,31 @@ static int eligible(const struct warg *a)
 }
 
 /* Packs output i's box from the candidate's buffer into w->box_dev[i] on
- * w->stream: the innermost three dims (1 where the region has fewer) by
- * one 3D copy, the outer ones by an odometer of such copies. */
+ * w->stream, by the copies kopt_box_copies plans (numerics.c, where the
+ * plan is tested against kopt_check_gather's order on the host). */
 static CUresult gather_box(struct worker *w, int i)
 {
 	const struct warg *a = &w->args[i];
-	int nd = a->nd;
-	size_t es = kopt_dtype_size(a->type), dim[3], lo[3], ext[3];
-	for (int k = 0; k < 3; k++) { /* k = 0: innermost */
-		int d = nd - 1 - k;
-		dim[k] = d >= 0 ? a->dims[d] : 1;
-		lo[k] = d >= 0 ? a->lo[d] : 0;
-		ext[k] = d >= 0 ? a->hi[d] - a->lo[d] : 1;
-	}
-	CUDA_MEMCPY3D c;
-	memset(&c, 0, sizeof c);
-	c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
-	c.srcPitch = dim[0] * es;
-	c.srcHeight = dim[1];
-	c.srcXInBytes = lo[0] * es;
-	c.srcY = lo[1];
-	c.srcZ = lo[2];
-	c.WidthInBytes = ext[0] * es;
-	c.Height = ext[1];
-	c.Depth = ext[2];
-	c.dstPitch = c.WidthInBytes;
-	c.dstHeight = c.Height;
-	size_t slab = dim[0] * dim[1] * dim[2] * es, packed = ext[0] * ext[1] * ext[2] * es;
-	size_t idx[8], outer = nd > 3 ? (size_t)(nd - 3) : 0;
-	for (size_t d = 0; d < outer; d++)
-		idx[d] = a->lo[d];
+	struct kopt_box_copy plan[BOX_COPIES_MAX];
+	size_t n = kopt_box_copies(kopt_dtype_size(a->type), a->nd, a->dims, a->lo, a->hi, plan,
+				   BOX_COPIES_MAX);
+	if (n == 0 || n > BOX_COPIES_MAX)
+		return CUDA_ERROR_INVALID_VALUE;
 	CUresult r = CUDA_SUCCESS;
-	for (size_t k = 0; r == CUDA_SUCCESS; k++) {
-		size_t off = 0;
-		for (size_t d = 0; d < outer; d++)
-			off = off * a->dims[d] + idx[d];
-		c.srcDevice = w->out_dev[i] + off * slab;
-		c.dstDevice = w->box_dev[i] + k * packed;
+	for (size_t k = 0; k < n && r == CUDA_SUCCESS; k++) {
+		CUDA_MEMCPY3D c;
+		memset(&c, 0, sizeof c);
+		c.srcMemoryType = c.dstMemoryType = CU_MEMORYTYPE_DEVICE;
+		c.srcDevice = w->out_dev[i] + plan[k].src;
+		c.srcPitch = plan[k].pitch;
+		c.srcHeight = plan[k].height;
+		c.dstDevice = w->box_dev[i] + plan[k].dst;
+		c.dstPitch = plan[k].width;
+		c.dstHeight = plan[k].rows;
+		c.WidthInBytes = plan[k].width;
+		c.Height = plan[k].rows;
+		c.Depth = plan[k].depth;
 		r = kopt_cu.cuMemcpy3DAsync(&c, w->stream);
-		size_t d = outer;
-		while (d > 0 && ++idx[d - 1] == a->hi[d - 1]) {
-			idx[d - 1] = a->lo[d - 1];
-			d--;
-		}
-		if (d == 0)
-			break;
 	}
 	return r;
 }

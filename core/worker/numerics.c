@@ -743,6 +743,42 @@ size_t kopt_check_gather(size_t elem, const void *src, void *dst, int nd, const 
 	return n;
 }
 
+size_t kopt_box_copies(size_t elem, int nd, const size_t *dims, const size_t *lo, const size_t *hi,
+		       struct kopt_box_copy *out, size_t max)
+{
+	size_t dim[3], low[3], ext[3], copies = 1;
+	for (int k = 0; k < 3; k++) { /* k = 0: innermost */
+		int d = nd - 1 - k;
+		dim[k] = d >= 0 ? dims[d] : 1;
+		low[k] = d >= 0 ? lo[d] : 0;
+		ext[k] = d >= 0 ? hi[d] - lo[d] : 1;
+	}
+	for (int d = 0; d < nd; d++) {
+		if (hi[d] <= lo[d])
+			return 0;
+		if (d + 3 < nd)
+			copies *= hi[d] - lo[d];
+	}
+	size_t slab = dim[0] * dim[1] * dim[2] * elem, packed = ext[0] * ext[1] * ext[2] * elem;
+	size_t first = (low[2] * dim[1] * dim[0] + low[1] * dim[0] + low[0]) * elem;
+	size_t idx[8], outer = nd > 3 ? (size_t)(nd - 3) : 0;
+	for (size_t d = 0; d < outer; d++)
+		idx[d] = lo[d];
+	for (size_t k = 0; k < copies && k < max; k++) {
+		size_t off = 0;
+		for (size_t d = 0; d < outer; d++)
+			off = off * dims[d] + idx[d];
+		out[k] = (struct kopt_box_copy){off * slab + first, k * packed, dim[0] * elem, dim[1],
+						 ext[0] * elem,	       ext[1],	   ext[2]};
+		for (size_t d = outer; d > 0; d--) { /* the odometer, innermost outer dim first */
+			if (++idx[d - 1] < hi[d - 1])
+				break;
+			idx[d - 1] = lo[d - 1];
+		}
+	}
+	return copies;
+}
+
 size_t kopt_check_region_index(int nd, const size_t *dims, const size_t *lo, const size_t *hi,
 			       size_t k)
 {

@@ -123,6 +123,21 @@ void kopt_check_compare(enum kopt_dtype t, const void *out, const void *ref, siz
 size_t kopt_check_gather(size_t elem, const void *src, void *dst, int nd, const size_t *dims,
 			 const size_t *lo, const size_t *hi);
 
+/* The copies that pack the same box on the device (compare_dev.c): the
+ * innermost three dims (1 where the box has fewer) by one 3D copy of
+ * `depth` slices of `rows` rows of `width` bytes, from `src` bytes into the
+ * array (pitch `pitch` bytes a row, `height` rows a slice) to `dst` bytes
+ * into the packed box, one such copy per index of the outer dims, in
+ * kopt_check_gather's order. Fills at most max copies and returns how many
+ * the box needs (0 for an empty box). */
+struct kopt_box_copy {
+	size_t src, dst;	     /* byte offsets of the copy's first element */
+	size_t pitch, height;	     /* the array's row bytes and slice rows */
+	size_t width, rows, depth; /* the copied block: bytes, rows, slices */
+};
+size_t kopt_box_copies(size_t elem, int nd, const size_t *dims, const size_t *lo, const size_t *hi,
+		       struct kopt_box_copy *out, size_t max);
+
 /* The index in the whole array of the k-th element kopt_check_gather copies
  * from the box [lo, hi) (k past the box's end: the whole array's count), so
  * a message about a region names the element as the spec's indices do. */
