@@ -100,7 +100,7 @@ int kopt_db_open(const char *path, int flags, int busy_ms, struct kopt_db **out,
 	status = pragma_text(db, "PRAGMA schema_version", mode, sizeof mode, err, errlen);
 	if (status != KOPT_DB_OK)
 		goto out;
-	if (!(flags & KOPT_DB_READONLY)) {
+	if (!(flags & (KOPT_DB_READONLY | KOPT_DB_KEEP_JOURNAL))) {
 		/* WAL is a property of the file: switch only when it is not one yet
 		 * (the switch needs the file to itself). */
 		status = pragma_text(db, "PRAGMA journal_mode", mode, sizeof mode, err, errlen);

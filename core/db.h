@@ -44,6 +44,9 @@ struct kopt_db_value {
 };
 
 #define KOPT_DB_READONLY 1 /* open for reading; fails if the file is missing */
+/* leave the journal mode as it is: the caller switches to WAL once it knows
+ * the file is its own (a file of another program stays untouched) */
+#define KOPT_DB_KEEP_JOURNAL 2
 
 /* Opens (creating when allowed) the database file at path; *out is NULL on
  * failure. busy_ms: how long a statement waits for another connection's lock.

@@ -2,7 +2,7 @@
  * lua/kopt/expdb.lua.
  *
  *   local db = require("kopt.db")
- *   local d = db.open(path[, { readonly = false, busy_ms = 10000 }])
+ *   local d = db.open(path[, { readonly = false, busy_ms = 10000, keep_journal = false }])
  *             -> Database | nil, kind, msg   (kind: busy, corrupt, full, readonly, cantopen, error)
  *   d:exec(sql) -> true | nil, kind, msg            (statements without rows)
  *   d:rows(sql, ...) -> { {col = value, ...}, ... } | nil, kind, msg  (one statement)
@@ -71,9 +71,11 @@ static int l_open(lua_State *L)
 		luaL_checktype(L, 2, LUA_TTABLE);
 		if (lua_getfield(L, 2, "readonly") != LUA_TNIL && lua_toboolean(L, -1))
 			flags |= KOPT_DB_READONLY;
+		if (lua_getfield(L, 2, "keep_journal") != LUA_TNIL && lua_toboolean(L, -1))
+			flags |= KOPT_DB_KEEP_JOURNAL;
 		if (lua_getfield(L, 2, "busy_ms") != LUA_TNIL)
 			busy_ms = luaL_checkinteger(L, -1);
-		lua_pop(L, 2);
+		lua_pop(L, 3);
 	}
 	luaL_argcheck(L, busy_ms >= 0 && busy_ms <= 3600000, 2, "busy_ms out of range");
 	struct ldb *d = lua_newuserdatauv(L, sizeof *d, 0);

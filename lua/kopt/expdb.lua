@@ -72,7 +72,11 @@ function M.path(opts)
     if opts.db then errors.usage("--db and --no-db cannot be used together") end
     return nil
   end
-  if opts.db then return opts.db end
+  if opts.db then
+    -- ("": SQLite's private temporary database, which remembers nothing)
+    if opts.db == "" then errors.usage("--db needs a path (an empty one names no file); --no-db says none") end
+    return opts.db
+  end
   local env = os.getenv("KOPT_DB")
   if env == "off" then return nil end
   if env and env ~= "" then return env end
@@ -170,11 +174,20 @@ function M.open(path, readonly, soft)
   elseif not sys.stat(path) then
     errors.usage("there is no experience database at %s", path)
   end
-  local h, kind, msg = db_mod.open(path, { readonly = readonly, busy_ms = M.BUSY_MS })
+  -- (the journal is switched to WAL only once the file is known to be
+  -- kopt's or empty: a file of another program is refused untouched)
+  local h, kind, msg = db_mod.open(path, { readonly = readonly, busy_ms = M.BUSY_MS, keep_journal = true })
   if not h and soft and (kind == "cantopen" or kind == "readonly") then return nil, msg end
   if not h then refuse(path, kind, msg) end
   local self = setmetatable({ h = h, path = path, readonly = readonly }, DB)
   self:migrate()
+  if not readonly then
+    local mode = self:rows("PRAGMA journal_mode")[1]
+    if not (mode and mode.journal_mode == "wal") then
+      local ok, k2, m2 = self.h:exec("PRAGMA journal_mode=WAL")
+      if not ok then refuse(path, k2, m2) end
+    end
+  end
   return self
 end
 
@@ -265,6 +278,9 @@ end
 -- this budget (budget NULL: none), and no shorter time limit than asked.
 local function covers(r, q)
   local rb = r.budget or math.huge
+  -- (a strategy that plans with its budget, anneal's cooling, makes
+  -- another search at another budget: only the same budget answers)
+  if q.plans_with_budget and r.budget ~= q.budget then return false end
   if r.stop_reason == "strategy finished" or r.stop_reason == "stalled" then return true end
   if r.stop_reason == "budget" then return rb >= q.budget end
   if r.stop_reason == "time limit" then
@@ -285,6 +301,19 @@ function DB:known_best(id, q)
     if covers(r, q) then
       local top = self:rows("SELECT * FROM evaluations WHERE run_id = ? AND status = 'ok' AND time_ms IS NOT NULL"
                             .. " ORDER BY time_ms ASC, n ASC LIMIT 5", r.id)
+      -- the run's own best first: by the spec's objective when it has one
+      -- (GFLOP/s), which the fastest time is not
+      if r.best_n then
+        local own = self:rows("SELECT * FROM evaluations WHERE run_id = ? AND n = ? AND status = 'ok'", r.id,
+                              r.best_n)[1]
+        if own then
+          local rest = { own }
+          for _, e in ipairs(top) do
+            if e.n ~= own.n and #rest < 5 then rest[#rest + 1] = e end
+          end
+          top = rest
+        end
+      end
       return { problem = p, run = r, top = top, path = self.path }
     end
   end

@@ -219,11 +219,30 @@ local function generator_rng(seed)
   end })
 end
 
+-- A generator's time limit: one that never returns (a loop whose test
+-- never fails) stops with a message naming it, not a silent hang.
+M.GENERATOR_LIMIT_S = 300
+
+local function run_limited(fn, ctx)
+  -- (only where no other hook runs: kopt's signal hook keeps its place)
+  if debug.gethook() ~= nil then return pcall(fn, ctx) end
+  local t0 = sys.now()
+  debug.sethook(function()
+    if sys.now() - t0 > M.GENERATOR_LIMIT_S then
+      debug.sethook()
+      error(string.format("the generator ran past %g s (a loop that never ends?)", M.GENERATOR_LIMIT_S), 0)
+    end
+  end, "", 1000000)
+  local ok, out = pcall(fn, ctx)
+  debug.sethook()
+  return ok, out
+end
+
 -- seed (nil: the spec's init.seed) gives another draw of the same generator.
 function M.generate(init, arg, sizes, inputs, seed)
   local ctx = { n = arg.count, shape = arg.shape, sizes = sizes, inputs = inputs,
                 rng = generator_rng(seed or init.seed or 1), type = arg.type }
-  local ok, out = pcall(init.fn, ctx)
+  local ok, out = run_limited(init.fn, ctx)
   if not ok then return nil, tostring(out) end
   local bytes
   if type(out) == "string" then

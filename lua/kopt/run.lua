@@ -272,7 +272,7 @@ function M.main(opts, pos)
   local memory = expdb.session(opts, {
     spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,
     strategy = strategy.name, strategy_code = strategy_code, options = options, seed = opts.seed or 1, budget = budget,
-    time_limit = opts.time_limit,
+    time_limit = opts.time_limit, plans_with_budget = strategy.plans_with_budget,
     out_dir = dir, backend_label = backend_label, fresh = opts.fresh, resume = opts.resume })
   if memory and memory.hit then
     opts.db_hit = memory:hit_summary()  -- for a caller such as kopt suite: no run folder is written

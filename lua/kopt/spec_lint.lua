@@ -58,7 +58,6 @@ end
 -- that no local header of it could define) is a typo, met otherwise as
 -- NVRTC's "identifier is undefined" in a name map, once per config.
 function M.check_signatures(c, self)
-  if self.pipeline then return end
   local function check(k, path, args)
     if not k or type(k.source) ~= "string" or type(k.entry) ~= "string" then return end
     local name = entry_mod.name(k.entry)
@@ -70,15 +69,33 @@ function M.check_signatures(c, self)
     local why = entry_mod.launch_mismatch(k.source, k.entry, kernel_params(args), true)
     if why then c:fail(path == "kernel" and "args" or path .. ".args", "%s", why) end
   end
-  if not self.synthesis then check(self.kernel, "kernel", self.arg_specs) end
+  local function listed(indices)
+    local out = {}
+    for i, k in ipairs(indices) do out[i] = self.arg_specs[k] end
+    return out
+  end
+  if self.pipeline then
+    -- each stage: its entry in the kernel's source, with its own args
+    for i, st in ipairs(self.pipeline) do
+      check({ source = self.kernel.source, path = self.kernel.path, entry = st.entry }, string.format("pipeline[%d]", i),
+            listed(st.args))
+    end
+  elseif not self.synthesis then
+    check(self.kernel, "kernel", self.arg_specs)
+  end
   if self.reference then
-    -- (reference.args: indices into the args, the reference's own order)
+    -- (reference.args: indices into the args, the reference's own order;
+    -- without them the reference gets the kernel's list and reads only the
+    -- parameters it declares: the tensor maps at its end are not its)
     local rargs
     if self.reference.args then
+      rargs = listed(self.reference.args)
+    else
       rargs = {}
-      for i, k in ipairs(self.reference.args) do rargs[i] = self.arg_specs[k] end
+      for i, a in ipairs(self.arg_specs) do rargs[i] = a end
+      while #rargs > 0 and rargs[#rargs].kind == "tensormap" do rargs[#rargs] = nil end
     end
-    check(self.reference, "reference", rargs or self.arg_specs)
+    check(self.reference, "reference", rargs)
   end
 end
 

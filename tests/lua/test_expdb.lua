@@ -243,7 +243,9 @@ local cut = tmp .. "/cut.db"
 os.execute(string.format("head -c 100 '%s' > '%s'; head -c 61340 /dev/urandom >> '%s'", KDB, cut, cut))
 refused(cut, "is damaged or not a database", "a database with damaged pages")
 local other = tmp .. "/other.db"
-local h = assert(dbm.open(other))
+-- (in a rollback journal, as most programs leave theirs: kopt switched it
+-- to WAL before it read the tables, and so changed it)
+local h = assert(dbm.open(other, { keep_journal = true }))
 assert(h:exec("CREATE TABLE photos (id INTEGER)"))
 h:close()
 refused(other, "not a kopt experience database", "another program's SQLite file")
@@ -328,6 +330,26 @@ do
   T.check(#at == 3 and at[1] == at[2] and at[2] == at[3], "db list: the toolkit column starts at characters %s",
           table.concat(at, ", "))
 end
+
+-- A strategy that plans with its budget (anneal) is answered only by a run
+-- of the same budget: a run of 60 answered a question of 40 with a worse
+-- best than a search of 40 finds, "at evaluation 45".
+do
+  local adb = tmp .. "/anneal.db"
+  code, _, err = T.run(cmd("anneal", REC, 60, tmp .. "/an60", "-q"), env(adb))
+  T.eq(code, 0, "anneal 60\n" .. err)
+  code, out = T.run(cmd("anneal", REC, 40, tmp .. "/an40"), env(adb))
+  T.check(code == 0 and not out:find("answered from the experience database", 1, true),
+          "anneal at another budget is not answered by the database:\n%s", out)
+  code, out = T.run(cmd("anneal", REC, 40, tmp .. "/an40b"), env(adb))
+  T.check(code == 0 and out:find("answered from the experience database", 1, true) ~= nil,
+          "anneal at the same budget is:\n%s", out)
+end
+
+-- --db with an empty path (an unset variable) is refused: SQLite took it
+-- for a private temporary database, and nothing was remembered
+code, _, err = T.run(cmd("random", REC, 5, tmp .. "/empty", "--db ''"), "")
+T.check(code == 2 and err:find("--db needs a path", 1, true), "--db '': %s", err)
 
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -21,4 +21,18 @@ local perm = run("local p = ctx.rng:permutation(ctx.n) ctx.rng:shuffle(p) return
 local seen = {}
 for _, x in ipairs(perm or {}) do seen[x] = true end
 T.check(seen[1] and seen[2] and seen[3] and seen[4], "permutation and shuffle: a permutation of 1..4")
+
+-- a generator that never returns stops at the time limit with a message
+-- (it hung `kopt compile` silently before); the hook is gone after it
+do
+  local limit = hostdata.GENERATOR_LIMIT_S
+  hostdata.GENERATOR_LIMIT_S = 0.2
+  local fn = assert(hostdata.load_function("return function(ctx) while true do end end", "gen"))
+  local bytes, why = hostdata.generate({ fn = fn, seed = 5 }, arg, {}, {})
+  hostdata.GENERATOR_LIMIT_S = limit
+  T.check(bytes == nil and tostring(why):find("the generator ran past 0.2 s", 1, true), "an endless generator: %s",
+          tostring(why))
+  T.check(debug.gethook() == nil, "no hook left behind")
+  T.check(run("local o = {} for i = 1, ctx.n do o[i] = i end return o") ~= nil, "the next generator runs")
+end
 return T.done()

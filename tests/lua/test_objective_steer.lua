@@ -66,6 +66,22 @@ do
   T.check(names.time and names["GFLOP/s"], "results.json: the metrics beside the time")
 end
 
+-- the experience database answers the same question with the run's best by
+-- the objective (it named the fastest time: the smallest filter, the worst
+-- GFLOP/s)
+do
+  local db = tmp .. "/exp.db"
+  local run = string.format("random %s/spec.json --backend replay:%s/rec.json --budget 40 --out %s/dbrun", tmp, tmp, tmp)
+  local code, out1, err = T.run(run .. " -q", "KOPT_DB=" .. db)
+  T.eq(code, 0, "objective run for the database: exit code\n" .. err)
+  local best1 = (T.slurp(tmp .. "/dbrun/best/config.json") or "")
+  local _, out2 = T.run(run, "KOPT_DB=" .. db)
+  T.check(out2:find("answered from the experience database", 1, true), "the second run is a hit:\n%s", out2)
+  local filt = math.tointeger(cjson.decode(best1).FILTER)
+  T.check(out2:find("FILTER=" .. tostring(filt) .. " ", 1, true), "the hit names the run's best by GFLOP/s (FILTER=%s):\n%s%s",
+          tostring(filt), out1, out2)
+end
+
 -- a metric that fails at one config: the run goes on
 do
   spec.metrics["per item"] = "flops / time_s / (items - 1)"

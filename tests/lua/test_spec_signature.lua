@@ -61,6 +61,31 @@ T.eq(code, 0, "a parameter list with preprocessor lines is not judged: " .. text
 code, text = load("typed", "typed", { y, n })
 T.eq(code, 0, "a pointer typedef takes an array: " .. text)
 
+-- a pipeline's stages are checked each against its own args (they were
+-- skipped, and a stage given 3 of its 4 parameters compiled "ok")
+local function pipeline_spec(name, stage2_args)
+  T.write(tmp .. "/" .. name .. ".json", cjson.encode({ name = "sig", kernel = { source = "k.cu" },
+    problem = { N = 1024 }, knobs = { { name = "B", values = { 128, 256 } } },
+    pipeline = { { entry = "axpby", launch = { grid = { 4 }, block = { "B" } }, args = { "y", "x", "a", "n", "stride" } },
+                 { entry = "typed", launch = { grid = { 4 }, block = { "B" } }, args = stage2_args } },
+    args = { y, x, a, n, st } }))
+  local c, o, e = T.run("compile " .. tmp .. "/" .. name .. ".json")
+  return c, o .. e
+end
+code, text = pipeline_spec("pipe_ok", { "y", "n" })
+T.eq(code, 0, "a pipeline with its stages' args right: " .. text)
+code, text = pipeline_spec("pipe_bad", { "y", "x", "n" })
+T.check(code == 2 and text:find("pipeline[2].args: the entry kernel typed takes 2 parameters", 1, true),
+        "a pipeline stage given a parameter too many:\n%s", text)
+-- the reference without reference.args reads the parameters it declares:
+-- tensor maps at the end of the list are not its
+T.write(tmp .. "/tmap_ref.json", cjson.encode({ name = "sig", kernel = { source = "k.cu", entry = "axpby" },
+  problem = { N = 1024 }, launch = { grid = { 4 }, block = { "B" } }, knobs = { { name = "B", values = { 128, 256 } } },
+  reference = { source = "k.cu", entry = "axpby" },
+  args = { y, x, a, n, st, { name = "tmx", tensor_map = { of = "x", box = { 64 }, swizzle = 0 } } } }))
+code, text = T.run("compile " .. tmp .. "/tmap_ref.json")
+T.check(not tostring(text):find("reference.args", 1, true), "a tensor map after the reference's parameters:\n%s", text)
+
 -- notes, not refusals: a knob the kernel never sees, a knob that changes
 -- the problem ranked by time
 T.write(tmp .. "/unused.json", cjson.encode({ name = "sig", kernel = { source = "k.cu", entry = "axpby" },
