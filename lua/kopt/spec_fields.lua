@@ -137,8 +137,24 @@ function M.check_pipeline(c, v, args, names)
     out[i] = { entry = c:string(st.entry, p .. ".entry", false, U.ident, "an extern \"C\" kernel name"),
                launch = U.check_launch(c, st.launch, p .. ".launch", names),
                args = M.arg_list(c, st.args, p .. ".args", args) }
+    -- (the worker launches the later kernels plainly: a cluster there was
+    -- dropped without a word, and a kernel using cluster barriers ran alone)
+    if i > 1 and #(out[i].launch.cluster or {}) > 0 then
+      c:fail(p .. ".launch.cluster", "only a pipeline's first kernel runs in clusters")
+    end
   end
   if #out > 9 then c:fail("pipeline", "expected at most 9 kernels, got %d", #out) end
+  -- an output no kernel is given stays as poisoned: every candidate wrong
+  local passed = {}
+  for _, st in ipairs(out) do
+    for _, k in ipairs(st.args or {}) do passed[k] = true end
+  end
+  for k, a in ipairs(args) do
+    if a.output and not a.scratch and a.param ~= false and not passed[k] then
+      c:fail("pipeline", "output '%s' is passed to none of its kernels (it would be compared as left poisoned)",
+             tostring(a.name))
+    end
+  end
   return out
 end
 

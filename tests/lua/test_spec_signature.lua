@@ -81,6 +81,28 @@ T.eq(code, 0, "a pipeline with its stages' args right: " .. text)
 code, text = pipeline_spec("pipe_bad", { "y", "x", "n" })
 T.check(code == 2 and text:find("pipeline[2].args: the entry kernel typed takes 2 parameters", 1, true),
         "a pipeline stage given a parameter too many:\n%s", text)
+-- a cluster on a later kernel (the worker launched it without), an output
+-- no kernel is given (it was compared as left poisoned): refused
+do
+  local function pipe(name, stage2_launch, extra_arg)
+    local args = { y, x, a, n, st }
+    if extra_arg then args[#args + 1] = extra_arg end
+    T.write(tmp .. "/" .. name .. ".json", cjson.encode({ name = "sig", kernel = { source = "k.cu" },
+      problem = { N = 1024 }, knobs = { { name = "B", values = { 128, 256 } } },
+      pipeline = { { entry = "axpby", launch = { grid = { 4 }, block = { "B" } }, args = { "y", "x", "a", "n", "stride" } },
+                   { entry = "typed", launch = stage2_launch, args = { "y", "n" } } },
+      args = args }))
+    local c, o, e = T.run("compile " .. tmp .. "/" .. name .. ".json")
+    return c, o .. e
+  end
+  code, text = pipe("pipe_cluster", { grid = { 4 }, block = { "B" }, cluster = { 2 } })
+  T.check(code == 2 and text:find("pipeline[2].launch.cluster: only a pipeline's first kernel runs in clusters", 1, true),
+          "a cluster on a later kernel:\n%s", text)
+  code, text = pipe("pipe_unpassed", { grid = { 4 }, block = { "B" } },
+                    { name = "z", type = "f32", shape = { "N" }, output = true })
+  T.check(code == 2 and text:find("pipeline: output 'z' is passed to none of its kernels", 1, true),
+          "an output no kernel is given:\n%s", text)
+end
 -- the reference without reference.args reads the parameters it declares:
 -- tensor maps at the end of the list are not its
 T.write(tmp .. "/tmap_ref.json", cjson.encode({ name = "sig", kernel = { source = "k.cu", entry = "withmap" },
