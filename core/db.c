@@ -68,6 +68,43 @@ static int pragma_text(struct kopt_db *db, const char *sql, char *buf, size_t le
 	return out;
 }
 
+/* "file:PATH?immutable=1" with PATH percent-encoded where a URI needs it,
+ * or NULL when out of memory. */
+static char *immutable_uri(const char *path)
+{
+	size_t n = strlen(path);
+	char *uri = malloc(3 * n + 32);
+	if (uri == NULL)
+		return NULL;
+	char *p = uri + sprintf(uri, "file:");
+	for (const unsigned char *c = (const unsigned char *)path; *c; c++) {
+		if (*c == '%' || *c == '?' || *c == '#' || *c <= ' ' || *c >= 0x7f)
+			p += sprintf(p, "%%%02X", *c);
+		else
+			*p++ = (char)*c;
+	}
+	strcpy(p, "?immutable=1");
+	return uri;
+}
+
+/* A read-only open of a WAL file in a folder it cannot write to: SQLite
+ * needs to create PATH-shm beside it, and fails with "unable to open". No
+ * writer can be at work there (it would need the same folder), so the file
+ * is read as immutable: its last checkpoint, without a -wal left by a
+ * crash. 0 with db->h open, or SQLite's code. */
+static int open_immutable(struct kopt_db *db)
+{
+	char *uri = immutable_uri(db->path);
+	if (uri == NULL)
+		return SQLITE_NOMEM;
+	sqlite3_close_v2(db->h);
+	db->h = NULL;
+	int rc = sqlite3_open_v2(uri, &db->h, SQLITE_OPEN_READONLY | SQLITE_OPEN_URI | SQLITE_OPEN_NOMUTEX,
+				 NULL);
+	free(uri);
+	return rc;
+}
+
 int kopt_db_open(const char *path, int flags, int busy_ms, struct kopt_db **out, char *err,
 		 size_t errlen)
 {
@@ -98,6 +135,14 @@ int kopt_db_open(const char *path, int flags, int busy_ms, struct kopt_db **out,
 	/* The first read of the file: a file that is not a database fails here,
 	 * before anything could be written to it. */
 	status = pragma_text(db, "PRAGMA schema_version", mode, sizeof mode, err, errlen);
+	if (status == KOPT_DB_ECANTOPEN && (flags & KOPT_DB_READONLY)) {
+		rc = open_immutable(db);
+		if (rc != SQLITE_OK) {
+			status = fail(path, db->h, rc, err, errlen);
+			goto out;
+		}
+		status = pragma_text(db, "PRAGMA schema_version", mode, sizeof mode, err, errlen);
+	}
 	if (status != KOPT_DB_OK)
 		goto out;
 	if (!(flags & (KOPT_DB_READONLY | KOPT_DB_KEEP_JOURNAL))) {

@@ -14,7 +14,7 @@
  * at 16 MiB; the arena keeps a NUL after each). Offset 0 is the empty string
  * every new node points at. */
 typedef uint64_t str;
-#define STR_MAX_LEN ((1u << 24) - 1)
+#define STR_MAX_LEN KOPT_GRAPH_STR_MAX
 #define STR_OFF(s) ((s) >> 24)
 #define STR_LEN(s) ((uint32_t)((s) & STR_MAX_LEN))
 
@@ -198,6 +198,10 @@ struct kopt_graph *kopt_graph_new(size_t expected_nodes)
 	struct kopt_graph *g = calloc(1, sizeof *g);
 	if (g == NULL)
 		return NULL;
+	if (expected_nodes > KOPT_GRAPH_RESERVE_MAX) {
+		free(g);
+		return NULL;
+	}
 	size_t n = 64;
 	while (n < expected_nodes * 2)
 		n *= 2;
@@ -331,7 +335,9 @@ void kopt_graph_set_flags(struct kopt_graph *g, uint32_t id, uint32_t flags)
 
 void kopt_graph_visit(struct kopt_graph *g, uint32_t id, uint32_t k)
 {
-	g->nodes[id].visits += k;
+	/* saturates: a count that wrapped would make a visited node look new */
+	uint32_t v = g->nodes[id].visits;
+	g->nodes[id].visits = k > UINT32_MAX - v ? UINT32_MAX : v + k;
 }
 
 void kopt_graph_node(const struct kopt_graph *g, uint32_t id, struct kopt_graph_node_view *v)

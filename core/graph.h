@@ -19,6 +19,10 @@
  * Not thread-safe: one graph belongs to one thread. */
 
 #define KOPT_GRAPH_NONE UINT32_MAX
+/* The longest key, action or node string a graph stores (16 MiB - 1). */
+#define KOPT_GRAPH_STR_MAX ((1u << 24) - 1)
+/* The most nodes kopt_graph_new reserves room for: ids are 32-bit. */
+#define KOPT_GRAPH_RESERVE_MAX (1u << 30)
 #define KOPT_GRAPH_VERSION 1u
 
 struct kopt_graph;

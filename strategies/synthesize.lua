@@ -70,10 +70,15 @@ local function summarize(ctx, st)
   local ref = st.reference
   if st.base then
     local b = st.best_tuned or st.base
-    lines[#lines + 1] = string.format("  winner: attempt %d (%s), %s, %s%s", st.base.n, st.base.method,
+    -- (the engine's best counts the reference too: an attempt slower than
+    -- it is the best written kernel, not the winner)
+    local slower = ref and ref.time_ms and b.result.time_ms and b.result.time_ms > ref.time_ms
+    lines[#lines + 1] = string.format("  %s: attempt %d (%s), %s, %s%s%s", slower and "best written kernel" or "winner",
+                                      st.base.n, st.base.method,
                                       synth.describe(st.base.K, b.config), ms(b.result.time_ms),
                                       ref and ref.time_ms and string.format(", %.2fx " .. st.baseline .. " (%s)",
-                                                                            ref.time_ms / b.result.time_ms, ms(ref.time_ms)) or "")
+                                                                            ref.time_ms / b.result.time_ms, ms(ref.time_ms)) or "",
+                                      slower and ("; " .. st.baseline .. " stays the fastest") or "")
     if st.tuned then
       lines[#lines + 1] = string.format("  tuning: %s over %d knob%s, %d evaluations", st.tune_name, #st.base.K.knobs,
                                         #st.base.K.knobs == 1 and "" or "s", st.tuned)
@@ -129,7 +134,8 @@ local function write_kernel(ctx, st)
     ctx:status(nil)
     if r.ok then
       st.last_content = r.content
-      local K, notes = synth.parse(r.value, r.content)
+      local ref = ctx.spec.reference
+      local K, notes = synth.parse(r.value, r.content, { prefer = st.entry, avoid = ref and ref.entry })
       if not K then return nil, "llm", notes end
       for _, n in ipairs(notes) do ctx:log("attempt %d: %s", st.n, n) end
       if K.analysis then ctx:log("attempt %d: the writer's plan: %s", st.n, synth.oneline(K.analysis)) end
@@ -154,7 +160,14 @@ end
 local function tell_writer(st, hint)
   if not st.client or not st.last_content then return end
   local msgs = st.messages
-  msgs[#msgs + 1] = { role = "assistant", content = st.last_content }
+  -- (a reply refused for its size is not sent back whole: every later
+  -- request would carry it again)
+  local content = st.last_content
+  if #content > synth.SOURCE_CAP then
+    content = content:sub(1, 2000) .. string.format("\n[... %d more bytes of this reply left out: it was too long]",
+                                                    #content - 2000)
+  end
+  msgs[#msgs + 1] = { role = "assistant", content = content }
   msgs[#msgs + 1] = { role = "user", content = synth.followup(st.n, hint) }
   st.last_content = nil
 end

@@ -84,6 +84,12 @@ turn is recognised by the assistant messages in the conversation):
   s_flow   a compile error, then a wrong result (no normalisation), then a
            correct warp-per-row kernel; later turns: float4 loads
   s_never  a new compile error on every turn
+  s_quoteref  the source string holds the kernel's fence, then the reference
+           quoted in another, and the reply names no entry
+  s_named  the entry named; its fence first, an unrelated kernel's after it
+  s_big    a first reply over 200 KB, then s_flow's correct kernel
+  s_slow   a correct kernel the stub times slower than the reference
+  s_constexpr  a knob declared as a constexpr variable, not a #define
   s_prose  the JSON in prose and a fence, knobs as an object, the source
            fenced inside its string, no entry; later turns: float4 loads
 
@@ -460,6 +466,22 @@ def synth_reply(req, scenario):
     src = src.replace("ENTRY", entry)
     doc = {"analysis": plan, "entry": entry, "source": src, "knobs": knobs, "constraints": constraints,
            "launch": {"grid": ["cdiv(rows, WARPS)", 1, 1], "block": ["WARPS * 32", 1, 1], "smem": 0}}
+    if scenario == "s_quoteref":
+        # the kernel, then the reference quoted back in a fence of its own,
+        # and no entry: the kernel is what the writer meant
+        ref = 'extern "C" __global__ void row_softmax_ref(float *y, const float *x, int rows, int cols) { }\n'
+        doc["source"] = "Here:\n```cuda\n" + src + "```\nThe reference, for comparison:\n```cuda\n" + ref + "```"
+        del doc["entry"]
+    elif scenario == "s_named":
+        # the entry named; its block first, an unrelated kernel after it
+        other = 'extern "C" __global__ void helper_copy(float *y, const float *x, int rows, int cols) { }\n'
+        doc["source"] = "```cuda\n" + src + "```\nand a helper:\n```cuda\n" + other + "```"
+    elif scenario == "s_big" and turn == 0:
+        doc["source"] = src + "// " + "x" * (300 * 1024) + "\n"
+    elif scenario == "s_slow":
+        doc["source"] = src + "// KOPT_TEST_SLOW\n"
+    elif scenario == "s_constexpr":
+        doc["source"] = "constexpr int WARPS = 4;\n" + src.replace("#define WARPS 4\n", "")
     if scenario == "s_prose":
         # lenient reading: prose around a fence, knobs as an object, the
         # source fenced inside its string, numbers as strings

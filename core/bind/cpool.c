@@ -41,6 +41,9 @@ static int l_new(lua_State *L)
 			dir = luaL_checkstring(L, -1); /* held by the table */
 		if (lua_getfield(L, 2, "timeout_s") != LUA_TNIL)
 			timeout = luaL_checknumber(L, -1);
+		/* (NaN fails the comparison: it would disable the limit) */
+		if (!(timeout >= 0) && !(timeout < 0))
+			return luaL_error(L, "cpool.new: timeout_s is NaN");
 		lua_pop(L, 2);
 	}
 	luaL_argcheck(L, n >= 1 && n <= 1024, 1, "expected 1 to 1024 workers");
@@ -71,6 +74,7 @@ static int l_wait_any(lua_State *L)
 {
 	struct lpool *lp = check_pool(L);
 	double timeout = luaL_optnumber(L, 2, -1);
+	luaL_argcheck(L, timeout == timeout, 2, "timeout is NaN");
 	long id;
 	int cached;
 	struct kopt_nvrtc_result res;

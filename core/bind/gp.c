@@ -89,7 +89,8 @@ static int l_fit(lua_State *L)
 		lua_geti(L, -2, k + 1);
 		lua_geti(L, -2, k + 1);
 		lua_Integer col = lua_tointeger(L, -2), lv = lua_tointeger(L, -1);
-		luaL_argcheck(L, col >= 1 && lv >= 1, 3, "options.cols and levels: positive integers expected");
+		luaL_argcheck(L, col >= 1 && col <= INT32_MAX && lv >= 1, 3,
+			      "options.cols and levels: positive integers expected");
 		m->cols[k] = (int)col;
 		m->span[k] = lv > 1 ? (double)(lv - 1) : 1.0;
 		lua_pop(L, 2);

@@ -19,6 +19,7 @@
  *       exit on its own before SIGKILL); Worker.pid, Worker.device (fields via methods)
  */
 #include <errno.h>
+#include <math.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
@@ -153,6 +154,7 @@ static int timeout_ms(lua_State *L, int i)
 	if (lua_isnoneornil(L, i))
 		return -1;
 	double s = luaL_checknumber(L, i);
+	luaL_argcheck(L, !isnan(s), i, "timeout is NaN");
 	if (s < 0)
 		return -1;
 	return s > 2e6 ? 2000000000 : (int)(s * 1000.0);
@@ -180,7 +182,9 @@ static int w_stop(lua_State *L)
 	char how[64] = "";
 	/* Worker:stop(grace_s): let it exit on its own first (closing its pipe
 	 * ends its loop) */
-	int grace_ms = lua_isnumber(L, 2) ? (int)(lua_tonumber(L, 2) * 1000) : 0;
+	double grace = lua_isnumber(L, 2) ? lua_tonumber(L, 2) : 0;
+	luaL_argcheck(L, grace >= 0 && grace <= 3600, 2, "expected a grace period of 0 to 3600 s");
+	int grace_ms = (int)(grace * 1000);
 	if (w->open) {
 		kopt_workerproc_stop_wait(&w->p, grace_ms, how, sizeof how);
 		w->open = 0;

@@ -111,7 +111,8 @@ static void push_new(lua_State *L, struct kopt_graph *g)
 static int l_new(lua_State *L)
 {
 	lua_Integer n = luaL_optinteger(L, 1, 0);
-	luaL_argcheck(L, n >= 0, 1, "expected a count >= 0");
+	luaL_argcheck(L, n >= 0 && n <= (lua_Integer)KOPT_GRAPH_RESERVE_MAX, 1,
+		      "expected a count of nodes from 0 to 2^30");
 	struct lgraph *lg = lua_newuserdatauv(L, sizeof *lg, 0);
 	lg->g = NULL;
 	luaL_setmetatable(L, GRAPH_MT);
@@ -153,11 +154,28 @@ static int l_tostring(lua_State *L)
 	return 1;
 }
 
+/* A string argument a graph stores (key, action): at most 16 MiB - 1. */
+static const char *check_graph_str(lua_State *L, int idx, size_t *len)
+{
+	const char *s = luaL_checklstring(L, idx, len);
+	luaL_argcheck(L, *len <= KOPT_GRAPH_STR_MAX, idx, "string longer than 16 MiB - 1");
+	return s;
+}
+
+/* A number the search ranks by (a value backed up, a prior): NaN would win
+ * every comparison it met, so it is refused here. */
+static double check_finite(lua_State *L, int idx)
+{
+	double x = luaL_checknumber(L, idx);
+	luaL_argcheck(L, isfinite(x), idx, "expected a finite number");
+	return x;
+}
+
 static int l_add(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
 	size_t len;
-	const char *key = luaL_checklstring(L, 2, &len);
+	const char *key = check_graph_str(L, 2, &len);
 	uint32_t id;
 	int created;
 	char err[256];
@@ -185,6 +203,8 @@ static void set_str_field(lua_State *L, struct kopt_graph *g, uint32_t id, const
 		const char *s = lua_tolstring(L, -1, &len);
 		if (s == NULL)
 			luaL_error(L, "graph:set: field '%s' must be a string", name);
+		if (len > KOPT_GRAPH_STR_MAX)
+			luaL_error(L, "graph:set: field '%s' is longer than 16 MiB - 1", name);
 		if (kopt_graph_set_str(g, id, which, s, len) != 0)
 			luaL_error(L, "out of memory in graph:set");
 	}
@@ -207,8 +227,12 @@ static int l_set(lua_State *L)
 	if (lua_getfield(L, 3, "reward") != LUA_TNIL)
 		r = luaL_checknumber(L, -1);
 	kopt_graph_set_result(g, id, t, r);
-	if (lua_getfield(L, 3, "flags") != LUA_TNIL)
-		kopt_graph_set_flags(g, id, (uint32_t)luaL_checkinteger(L, -1));
+	if (lua_getfield(L, 3, "flags") != LUA_TNIL) {
+		lua_Integer f = luaL_checkinteger(L, -1);
+		if (f < 0 || f > (lua_Integer)UINT32_MAX)
+			return luaL_error(L, "graph:set: field 'flags' must be 32-bit flags");
+		kopt_graph_set_flags(g, id, (uint32_t)f);
+	}
 	return 0;
 }
 
@@ -322,9 +346,9 @@ static int l_link(lua_State *L)
 	struct kopt_graph *g = check_graph(L, 1);
 	uint32_t parent = check_node(L, g, 2);
 	size_t len;
-	const char *action = luaL_checklstring(L, 3, &len);
+	const char *action = check_graph_str(L, 3, &len);
 	uint32_t child = check_node(L, g, 4);
-	double prior = luaL_optnumber(L, 5, 1.0);
+	double prior = lua_isnoneornil(L, 5) ? 1.0 : check_finite(L, 5);
 	uint32_t eid;
 	int created;
 	char err[256];
@@ -397,7 +421,7 @@ static int l_backup(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
 	uint32_t eid = check_edge(L, g, 2);
-	double value = luaL_checknumber(L, 3);
+	double value = check_finite(L, 3);
 	kopt_graph_backup(g, eid, value, lua_toboolean(L, 4));
 	return 0;
 }
@@ -456,7 +480,7 @@ static int l_descend(lua_State *L)
 static int l_backup_path(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
-	double value = luaL_checknumber(L, 3);
+	double value = check_finite(L, 3);
 	int failed = lua_toboolean(L, 4);
 	lua_Integer n;
 	uint32_t *ids = check_path(L, g, 2, &n);
@@ -481,7 +505,7 @@ static int l_set_prior(lua_State *L)
 {
 	struct kopt_graph *g = check_graph(L, 1);
 	uint32_t eid = check_edge(L, g, 2);
-	kopt_graph_set_prior(g, eid, luaL_checknumber(L, 3));
+	kopt_graph_set_prior(g, eid, check_finite(L, 3));
 	return 0;
 }
 

@@ -171,8 +171,9 @@ int kopt_bind_graph_add_children(lua_State *L)
 	if (!has_n)
 		n = (lua_Integer)lua_rawlen(L, 5);
 	lua_pop(L, 1);
+	luaL_argcheck(L, n >= 0, 3, "lists.n must be a count >= 0");
 	luaL_argcheck(
-	    L, n >= 0 && n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)) && n < INT32_MAX, 3,
+	    L, n < (lua_Integer)(SIZE_MAX / sizeof(struct ranked)) && n < INT32_MAX, 3,
 	    "too many moves");
 	struct key_parts kp;
 	lua_getfield(L, 3, "knob");  /* 8 */

@@ -140,7 +140,10 @@ static int l_request_many(lua_State *L)
 	struct kopt_http_options o;
 	read_options(L, 2, &o);
 	lua_settop(L, 2);
-	size_t n = (size_t)luaL_len(L, 1);
+	/* the raw length: a __len could claim more than the list holds */
+	size_t n = lua_rawlen(L, 1);
+	if (n > 65536)
+		return luaL_error(L, "%d requests in one call, more than 65536", (int)(n > INT32_MAX ? INT32_MAX : n));
 
 	/* Check every request and anchor its strings before any C allocation. */
 	struct kopt_http_request *reqs =

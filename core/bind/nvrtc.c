@@ -37,9 +37,12 @@ void kopt_lua_check_job(lua_State *L, int idx, struct kopt_nvrtc_job *job)
 	job->name = opt_field(L, idx, "name");
 	job->salt = opt_field(L, idx, "salt");
 	int t = lua_getfield(L, idx, "options");
-	size_t n = t == LUA_TTABLE ? (size_t)luaL_len(L, -1) : 0;
+	/* the raw length: a __len could claim more than the loop below fills */
+	size_t n = t == LUA_TTABLE ? lua_rawlen(L, -1) : 0;
 	if (t != LUA_TTABLE && t != LUA_TNIL)
 		luaL_error(L, "job.options: expected a list of strings");
+	if (n > 4096)
+		luaL_error(L, "job.options: %d options, more than 4096", (int)(n > INT32_MAX ? INT32_MAX : n));
 	const char **opts = lua_newuserdatauv(L, (n ? n : 1) * sizeof *opts, 0);
 	for (size_t i = 0; i < n; i++) {
 		if (lua_rawgeti(L, -2, (lua_Integer)i + 1) != LUA_TSTRING)

@@ -163,6 +163,8 @@ static int l_cpu_count(lua_State *L)
 static int l_sleep(lua_State *L)
 {
 	double s = luaL_checknumber(L, 1);
+	/* (NaN fails both comparisons) */
+	luaL_argcheck(L, s >= 0 && s <= 1e6, 1, "expected seconds from 0 to 1e6");
 	struct timespec ts = {(time_t)s, (long)((s - (double)(time_t)s) * 1e9)};
 	nanosleep(&ts, NULL);
 	return 0;

@@ -148,6 +148,8 @@ static long register_limited_threads(long regs)
 {
 	if (regs <= 0)
 		return 1024;
+	if (regs > 65536 / 32) /* more than a block's file: not one warp fits */
+		return 0;
 	long per_warp = (regs * 32 + 255) / 256 * 256;
 	long warps = 65536 / per_warp;
 	return warps * 32 < 1024 ? warps * 32 : 1024;

@@ -49,12 +49,20 @@ function M:random(m, n)
     error(string.format("rng:random(m, n): the bounds must be whole numbers, got %s and %s", tostring(m), tostring(n)), 2)
   end
   m, n = im, in_
-  assert(n >= m, "rng:random: empty interval")
-  local range = n - m + 1
-  local limit = (-1 >> 1) // range * range
+  if n < m then error(string.format("rng:random(m, n): empty interval [%d, %d]", m, n), 2) end
+  local span = n - m -- as an unsigned number, exact even where it wraps
+  if span >= 0 and span < (-1 >> 1) then
+    local range = span + 1
+    local limit = (-1 >> 1) // range * range
+    while true do
+      local x = self:next64() >> 1
+      if x < limit then return m + x % range end
+    end
+  end
+  -- a span of 2^63 or more: 64-bit draws, kept when within it (half or more are)
   while true do
-    local x = self:next64() >> 1
-    if x < limit then return m + x % range end
+    local x = self:next64()
+    if not math.ult(span, x) then return m + x end
   end
 end
 

@@ -9,6 +9,7 @@ local expdb = require("kopt.expdb")
 local finalists = require("kopt.finalists")
 local finish = require("kopt.finish")
 local json = require("kopt.json")
+local llm = require("kopt.llm")
 local profiling = require("kopt.profiling")
 local replay = require("kopt.backends.replay")
 local relabel = require("kopt.relabel")
@@ -269,9 +270,19 @@ function M.main(opts, pos)
   relabel.set_persistent(not (opts.no_db or os.getenv("KOPT_DB") == "off"))
   -- (--no-db alone: the test suites run with KOPT_DB=off and a dataset of their own)
   experience.set_persistent(not opts.no_db)
+  -- (a strategy that can ask an LLM is answered only by runs that asked the
+  -- same one: the endpoint and model come from the environment too)
+  local question_options = options
+  local llm_identity = llm.identity(options)
+  if llm_identity then
+    question_options = {}
+    for k, v in pairs(options) do question_options[k] = v end
+    question_options["llm (resolved)"] = llm_identity
+  end
   local memory = expdb.session(opts, {
     spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,
-    strategy = strategy.name, strategy_code = strategy_code, options = options, seed = opts.seed or 1, budget = budget,
+    strategy = strategy.name, strategy_code = strategy_code, options = question_options, seed = opts.seed or 1,
+    budget = budget,
     time_limit = opts.time_limit, plans_with_budget = strategy.plans_with_budget,
     out_dir = dir, backend_label = backend_label, fresh = opts.fresh, resume = opts.resume })
   if memory and memory.hit then

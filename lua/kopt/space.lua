@@ -98,6 +98,7 @@ function M.listed(opts)
 end
 
 function Space:key(config)
+  if type(config) ~= "table" then error("key(config): expected a config table, got " .. type(config), 2) end
   local parts, names, formatted = {}, self.names, self.formatted
   for i = 1, #names do
     local v = config[names[i]]
@@ -274,6 +275,9 @@ end
 -- sampling over the raw space; when that accepts too rarely and the space is
 -- small enough, the valid set is enumerated once and sampled directly.
 function Space:sample(rng)
+  if type(rng) ~= "table" or not rng.random then
+    error("space:sample(rng): expected a generator such as ctx.rng, got " .. type(rng), 2)
+  end
   local list = self.list or self.list_cache
   -- (a copy: the list is the space's own, and a strategy may edit its sample)
   if list then return #list > 0 and copy_config(list[rng:random(1, #list)]) or nil end
@@ -306,6 +310,9 @@ function Space:neighbours(config, mode, opts)
   end
   local out = {}
   local hold, span = opts and opts.hold, opts and opts.span
+  if span ~= nil and not (math.type(span) == "integer" and span >= 1) then
+    error("space:neighbours: opts.span must be a whole number >= 1, got " .. tostring(span), 2)
+  end
   if span and not (type(opts.rng) == "table" and opts.rng.random) then
     error("space:neighbours: opts.span needs opts.rng (such as ctx.rng) to draw the far values", 2)
   end

@@ -12,6 +12,7 @@
 --     origin = { expert=, method=, template= } }
 -- and kopt.synth.check turns it into one with a search space (`K.space`) over
 -- its knobs, or says why it cannot run.
+local device_only = require("kopt.device_only")
 local entry_mod = require("kopt.entry")
 local expr = require("kopt.expr")
 local json = require("kopt.json")
@@ -190,12 +191,28 @@ function M.has_placeholders(source)
 end
 
 -- A source given inside a fence (in the JSON string) is the fence's body:
--- ``` or ~~~, any info string, prose around it; of several blocks, the last
--- that holds a __global__ function with a body (not a signature quoted
--- after the kernel), else the last that names one.
-local function unfence(src)
+-- ``` or ~~~, any info string, prose around it. Of several blocks: the last
+-- that defines the reply's entry when it names one; else the last that
+-- defines the suggested entry (hints.prefer); else the last with a
+-- __global__ function and a body (not a signature quoted after the kernel)
+-- that is not the reference quoted back (hints.avoid, the reference's
+-- entry); else the last that names a __global__ at all.
+local function unfence(src, entry, hints)
   local blocks = patch.fenced_blocks((src:gsub("\r\n", "\n")))
   if #blocks == 0 then return src end
+  hints = hints or {}
+  for _, name in ipairs({ entry or false, hints.prefer or false }) do
+    for i = #blocks, 1, -1 do
+      if name and entry_mod.defines(blocks[i].body, name) then return blocks[i].body end
+    end
+  end
+  for i = #blocks, 1, -1 do
+    local b = blocks[i].body
+    if b:find("__global__", 1, true) and b:find("{", 1, true) and entry_mod.braces_balanced(b) and
+       not (hints.avoid and entry_mod.defines(b, hints.avoid)) then
+      return b
+    end
+  end
   for _, whole in ipairs({ true, false }) do
     for i = #blocks, 1, -1 do
       local b = blocks[i].body
@@ -268,9 +285,11 @@ end
 -- Reads a reply's JSON value into a kernel K, leniently: the fields may sit
 -- inside a "kernel" object, the source may be called "code" or "cuda" and be
 -- fenced inside its string, knobs may be an object NAME -> values, numbers
--- may be strings, launch dimensions a single expression. Returns K and notes,
--- or nil and why.
-function M.parse(value, reply_text)
+-- may be strings, launch dimensions a single expression. hints (optional):
+-- prefer = the entry the writer was asked for, avoid = the reference's entry,
+-- for choosing among several fenced blocks. Returns K and notes, or nil and
+-- why.
+function M.parse(value, reply_text, hints)
   if type(value) ~= "table" then return nil, "the reply is not a JSON object" end
   if #value > 0 and type(value[1]) == "table" then value = value[1] end
   if type(value.kernel) == "table" then
@@ -283,14 +302,14 @@ function M.parse(value, reply_text)
   if src then src = reply_edit.unflatten(src) end
   if not src and type(reply_text) == "string" then
     -- (the kernel in a code block of its own, the JSON beside it without it)
-    local fenced = unfence(reply_text)
+    local fenced = unfence(reply_text, str(value.entry) or str(value.name), hints)
     if fenced ~= reply_text and fenced:find("__global__", 1, true) then
       src = fenced
       notes[#notes + 1] = "source taken from the reply's code block outside the JSON"
     end
   end
   if not src then return nil, "the reply has no kernel source (\"source\")" end
-  src = unfence(src)
+  src = unfence(src, str(value.entry) or str(value.name), hints)
   if #src > M.SOURCE_CAP then return nil, string.format("the source is %d bytes, more than %d", #src, M.SOURCE_CAP) end
   local K = { source = src, entry = str(value.entry) or str(value.name), analysis = str(value.analysis) }
   if not K.entry then
@@ -342,6 +361,21 @@ local function define_line(src, name, tail)
   return ("\n" .. src):find("\n[ \t]*#[ \t]*define[ \t]+" .. escape(name) .. "%f[^%w_]" .. tail) ~= nil
 end
 
+-- A declaration of `name` as a variable or template parameter in code
+-- (comments and strings blanked): "constexpr int WARPS = 4", "template
+-- <int WARPS>". A knob's #define put before the source would turn it into
+-- "int 4 = 4", which NVRTC reports at the writer's own line. The text found,
+-- or nil.
+local DECL_TYPES = { "int", "unsigned", "long", "short", "char", "bool", "auto", "float", "double", "size_t",
+                     "int32_t", "uint32_t", "int64_t", "uint64_t" }
+local function declaration_of(code, name)
+  for _, ty in ipairs(DECL_TYPES) do
+    local s, e = code:find("%f[%w_]" .. ty .. "[%s%*&]+" .. escape(name) .. "%f[^%w_]%s*[=;,>%)%[{]")
+    if s then return (code:sub(s, e):gsub("%s+", " ")) end
+  end
+  return nil
+end
+
 -- Checks a kernel before anything is compiled: device code only, the entry
 -- defined, knobs well-formed (each a #define of the source or added), the
 -- constraints and launch valid expressions over the names they may read, a
@@ -371,6 +405,7 @@ function M.check(K, spec)
   local taken = {}
   for _, k in ipairs(spec.knobs) do taken[k.name] = true end
   local seen, raw = {}, 1
+  local code = device_only.code_only(src, false)
   for i, k in ipairs(K.knobs) do
     if type(k.name) ~= "string" or not k.name:match(IDENT) then
       return nil, string.format("knob %d: '%s' is not an identifier", i, tostring(k.name))
@@ -386,6 +421,12 @@ function M.check(K, spec)
     if seen[k.name] or names[k.name] or expr.helpers[k.name] or taken[k.name] then
       return nil, string.format("knob %s: the name is taken (another knob, a problem size, a helper or a knob of " ..
                                 "the spec's own kernel)", k.name)
+    end
+    local declared = declaration_of(code, k.name)
+    if declared and not define_line(src, k.name, "") then
+      return nil, string.format("knob %s: the source declares it (`%s`), but kopt sets each knob as a #define " ..
+                                "put before the source; use %s as a macro (a #define of it, or none) and do not " ..
+                                "declare it", k.name, declared, k.name)
     end
     seen[k.name] = true
     if #k.values == 0 then return nil, string.format("knob %s: no allowed values", k.name) end

@@ -351,5 +351,31 @@ end
 code, _, err = T.run(cmd("random", REC, 5, tmp .. "/empty", "--db ''"), "")
 T.check(code == 2 and err:find("--db needs a path", 1, true), "--db '': %s", err)
 
+-- An LLM strategy is answered only by a run that asked the same endpoint
+-- and model, the environment included: before, a run with the heuristics
+-- alone (no endpoint) answered a later run given KOPT_LLM_BASE_URL, and a
+-- run of one model answered another, without asking anything.
+do
+  local LDB = tmp .. "/llm.db"
+  local NO_LLM = "env -u KOPT_LLM_BASE_URL -u OPENAI_BASE_URL -u KOPT_LLM_MODEL -u OPENAI_MODEL KOPT_DB=" .. LDB
+  -- (a closed port: the run falls back to the heuristics at once)
+  local AT = function(model)
+    return NO_LLM .. " KOPT_LLM_BASE_URL=http://127.0.0.1:9/v1 KOPT_LLM_MODEL=" .. model .. " KOPT_LLM_RETRIES=0"
+  end
+  local function experts(dir) return cmd("experts", VA, 6, tmp .. "/" .. dir, "--opt iterations=1 -q") end
+  local hit = "answered from the experience database"
+  local c1, o1, e1 = T.run(experts("x1"), NO_LLM)
+  T.check(c1 == 0 and not o1:find(hit, 1, true), "experts without an endpoint: %s%s", o1, e1)
+  local c2, o2, e2 = T.run(experts("x2"), AT("model-a"))
+  T.check(c2 == 0 and not o2:find(hit, 1, true),
+          "experts with an endpoint is not answered by the heuristics' run:\n%s%s", o2, e2)
+  local _, o3 = T.run(experts("x3"), AT("model-b"))
+  T.check(not o3:find(hit, 1, true), "another model is not answered by model-a's run:\n%s", o3)
+  local _, o4 = T.run(experts("x4"), AT("model-a"))
+  T.check(o4:find(hit, 1, true), "the same endpoint and model again is a hit:\n%s", o4)
+  local _, o5 = T.run(experts("x5"), NO_LLM)
+  T.check(o5:find(hit, 1, true), "the heuristics again is a hit:\n%s", o5)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

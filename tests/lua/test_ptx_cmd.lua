@@ -17,6 +17,12 @@ T.check(out:find("TILE=32 BLOCK_ROWS=8 PAD=1", 1, true), "transpose: the config:
 T.check(out:find("#2 body", 1, true), "transpose: one stage, body:\n%s", out)
 T.check(out:find("ld.global 4 (16 B), st.global 4 (16 B), ld.shared 4 (16 B), st.shared 4 (16 B), barriers 1", 1, true),
         "transpose: the hand count:\n%s", out)
+-- the source named is the kernel's own file, wherever kopt runs (NVRTC
+-- named it after the current folder: /tmp/transpose.cu run from /tmp)
+local real_cu = require("kopt.sys").realpath(root .. "/kernels/transpose.cu")
+code, out = T.run("ptx " .. root .. "/specs/transpose.json", nil, tmp)
+T.check(code == 0 and real_cu and out:find("source " .. real_cu, 1, true),
+        "transpose run from another folder: the source named is %s:\n%s", tostring(real_cu), out)
 
 code, out, err = T.run("ptx " .. root .. "/specs/matmul_f16.json")
 T.eq(code, 0, "matmul: exit code (" .. err .. ")")

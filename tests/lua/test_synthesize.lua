@@ -58,8 +58,8 @@ local function stub_backend(sp)
         out[i] = { status = "wrong", err = { rel_l2 = 0.998, max_abs = 812.4, nonfinite = 0, unwritten = 0 },
                    log = "check 1, output 'y': relative L2 error 0.998 above tolerance 1e-05 (max abs 812 at index 0: " ..
                      "got 1.93, want 0.00024)" }
-      elseif src == spec.kernel.source then
-        out[i] = { status = "ok", time_ms = 10.0 }
+      elseif src == spec.kernel.source or src:find("KOPT_TEST_SLOW", 1, true) then
+        out[i] = { status = "ok", time_ms = src:find("KOPT_TEST_SLOW", 1, true) and 20.0 or 10.0 }
       else
         local warps = tonumber(src:match("WARPS=(%d+)") or "4")
         out[i] = { status = "ok", time_ms = 1.0 - warps / 100, resources = { regs = 32, smem = 0, occupancy = 0.75 } }
@@ -232,6 +232,50 @@ if server then
     local e, _, _, log = run({ { "llm_base_url", server:base("s_prose") }, { "attempts", "1" } })
     T.eq(statuses(e), "ok", "s_prose: the kernel in prose is read")
     T.check(log:find("entry taken from the source: synth_row_softmax_synth", 1, true), "s_prose: the entry comes from the source")
+  end
+  -- 4. several fenced blocks in the source: the one the reply meant
+  do
+    local e, _, _, log = run({ { "llm_base_url", server:base("s_quoteref") }, { "attempts", "1" }, { "improve", "0" } })
+    T.eq(statuses(e), "ok", "s_quoteref: the kernel is measured")
+    T.check(log:find("entry taken from the source: synth_row_softmax_synth", 1, true),
+            "s_quoteref: the kernel's block is taken, not the reference quoted after it:\n%s", log)
+    for _, rec in ipairs(e.records) do
+      T.check(rec.origin.method == "reference" or rec.candidate.entry ~= "row_softmax_ref",
+              "s_quoteref: the reference's code measured as the writer's kernel")
+    end
+    local e2, _, _, log2 = run({ { "llm_base_url", server:base("s_named") }, { "attempts", "1" }, { "improve", "0" } })
+    T.eq(statuses(e2), "ok", "s_named: the named entry's block is measured:\n" .. log2)
+  end
+
+  -- 5. a reply refused for its size is not sent back whole
+  do
+    local e, _, dir, log = run({ { "llm_base_url", server:base("s_big") }, { "attempts", "2" }, { "improve", "0" } })
+    T.check(log:find("more than 204800", 1, true), "s_big: the first reply is refused for its size:\n%s", log)
+    T.eq(statuses(e), "ok", "s_big: the second attempt is measured")
+    local biggest = 0
+    for line in T.slurp(dir .. "/llm_transcript.jsonl"):gmatch("[^\n]+") do
+      local rec = json.decode(line)
+      if rec.kind == "request" then
+        for _, m in ipairs(rec.body.messages) do biggest = math.max(biggest, #(m.content or "")) end
+      end
+    end
+    T.check(biggest > 0 and biggest < 100 * 1024, "s_big: the largest message sent is %d bytes", biggest)
+  end
+
+  -- 6. an attempt slower than the reference is not called the winner
+  do
+    local e = run({ { "llm_base_url", server:base("s_slow") }, { "attempts", "1" }, { "improve", "0" } })
+    local summary = table.concat(e.ctx.summary_lines, "\n")
+    T.check(summary:find("best written kernel: attempt 1", 1, true) and
+            summary:find("the reference stays the fastest", 1, true) and not summary:find("winner:", 1, true),
+            "s_slow: the summary:\n%s", summary)
+  end
+
+  -- 7. a knob declared in the source, not a #define
+  do
+    local _, _, _, log = run({ { "llm_base_url", server:base("s_constexpr") }, { "attempts", "1" } })
+    T.check(log:find("knob WARPS: the source declares it (`int WARPS =`)", 1, true),
+            "s_constexpr: the refusal names the declaration:\n%s", log)
   end
   server:stop()
 else
