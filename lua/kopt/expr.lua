@@ -19,13 +19,73 @@ M.helpers = helpers
 local keywords = { ["and"] = true, ["or"] = true, ["not"] = true, ["true"] = true,
                    ["false"] = true, ["nil"] = true }
 
+-- The tokens of `text` as Lua's lexer reads them: { kind, text } with kind
+-- "name", "number", "string" or "op"; comments dropped. Strings are read
+-- with their escapes and long brackets, so a quote of the other kind inside
+-- one ('"') cannot hide the code after it from the checks below. Nil and
+-- why when a string or comment is not closed (load would refuse it too).
+local function tokens(text)
+  local out, i, n = {}, 1, #text
+  local function long_bracket(at)
+    local eq = text:match("^%[(=*)%[", at)
+    if not eq then return nil end
+    local _, close = text:find("]" .. eq .. "]", at + #eq + 2, true)
+    return close or false
+  end
+  while i <= n do
+    local c = text:sub(i, i)
+    if c:find("%s") then
+      i = i + 1
+    elseif text:sub(i, i + 1) == "--" then
+      local close = long_bracket(i + 2)
+      if close == false then return nil, "a comment is not closed" end
+      i = close and close + 1 or ((text:find("\n", i, true) or n) + 1)
+    elseif c == "[" and long_bracket(i) ~= nil then
+      local close = long_bracket(i)
+      if not close then return nil, "a string is not closed" end
+      out[#out + 1] = { "string", text:sub(i, close) }
+      i = close + 1
+    elseif c == '"' or c == "'" then
+      local j = i + 1
+      while true do
+        local d = text:sub(j, j)
+        if d == "" or d == "\n" then return nil, "a string is not closed" end
+        if d == "\\" then j = j + 2 elseif d == c then break else j = j + 1 end
+      end
+      out[#out + 1] = { "string", text:sub(i, j) }
+      i = j + 1
+    elseif c:find("[%a_]") then
+      local name = text:match("^[%a_][%w_]*", i)
+      out[#out + 1] = { "name", name }
+      i = i + #name
+    elseif c:find("%d") or (c == "." and text:sub(i + 1, i + 1):find("%d")) then
+      local num = text:match("^0[xX][%x%.]*[pP][%+%-]?%d+", i) or text:match("^0[xX][%x%.]*", i)
+        or text:match("^[%d%.]*[eE][%+%-]?%d+", i) or text:match("^[%d%.]+", i)
+      out[#out + 1] = { "number", num }
+      i = i + #num
+    else
+      local op = text:match("^%.%.%.", i) or text:match("^[%.=~<>/:][%.=/:<>]?", i) or c
+      -- (two-character operators: .. == ~= <= >= // :: << >>; anything else is one character)
+      if #op == 2 and not ({ [".."] = true, ["=="] = true, ["~="] = true, ["<="] = true, [">="] = true,
+                             ["//"] = true, ["::"] = true, ["<<"] = true, [">>"] = true })[op] then
+        op = c
+      end
+      out[#out + 1] = { "op", op }
+      i = i + #op
+    end
+  end
+  return out
+end
+
 -- Names an expression refers to (identifiers not after a '.'), so the search
 -- space can check a constraint as soon as the knobs it reads are fixed.
-local function free_names(text)
+local function free_names(toks)
   local names, seen = {}, {}
-  local stripped = text:gsub("%b\"\"", '""'):gsub("%b''", "''")
-  for pre, name in stripped:gmatch("([%.]?)%f[%w_]([%a_][%w_]*)") do
-    if pre == "" and not keywords[name] and not helpers[name] and not seen[name] then
+  for k, t in ipairs(toks) do
+    local prev = toks[k - 1]
+    local name = t[2]
+    if t[1] == "name" and not (prev and prev[1] == "op" and prev[2] == ".") and not keywords[name] and
+       not helpers[name] and not seen[name] then
       seen[name] = true
       names[#names + 1] = name
     end
@@ -33,30 +93,26 @@ local function free_names(text)
   return names
 end
 
--- Why `text` reaches beyond its values, or nil. Every string has the string
--- library as its methods (("a"):rep(1e9), ("a").find with a pattern that
--- backtracks for hours), so an expression may read fields of `device` only:
--- no ':' call, no '[' index, no '.' after anything but `device`.
-local function reach(text)
-  local s = text:gsub("\\.", ""):gsub('"[^"]*"', '""'):gsub("'[^']*'", "''")
-  if s:find(":", 1, true) then return "calls a method (':')" end  -- (Lua's only other ':' is goto's label)
-  if s:find("[", 1, true) then return "indexes a value ('[')" end
-  local at = 1
-  while true do
-    local dot = s:find(".", at, true)
-    if not dot then return nil end
-    if s:sub(dot + 1, dot + 1) == "." then
-      at = dot + 2  -- ('..', concatenation)
-    else
-      at = dot + 1
-      local before = s:sub(1, dot - 1)
-      -- (a number such as 1.e5 is not a field access)
-      if s:find("^%s*[%a_]", dot + 1) and not before:find("%f[%w_]device%s*$") and not before:find("%f[%w_]%d+$") then
-        local name = before:match("%f[%w_]([%a_][%w_]*)%s*$")
-        return name and string.format("reads a field of '%s'", name) or "reads a field of a value"
+-- Why an expression (its tokens) reaches beyond its values, or nil. Every
+-- string has the string library as its methods (("a"):rep(1e9), ("a").find
+-- with a pattern that backtracks for hours), so an expression may read
+-- fields of `device` only: no ':' call, no '[' index, no '.' after anything
+-- but `device`.
+local function reach(toks)
+  for k, t in ipairs(toks) do
+    if t[1] == "op" then
+      if t[2] == ":" or t[2] == "::" then return "calls a method (':')" end
+      if t[2] == "[" then return "indexes a value ('[')" end
+      if t[2] == "." then
+        local prev = toks[k - 1]
+        if not (prev and prev[1] == "name" and prev[2] == "device") then
+          local name = prev and prev[1] == "name" and prev[2]
+          return name and string.format("reads a field of '%s'", name) or "reads a field of a value"
+        end
       end
     end
   end
+  return nil
 end
 
 -- Compiles `text` (a string or a number). Returns a callable object, or nil
@@ -71,7 +127,9 @@ function M.compile(text, label)
   if text:find("%f[%w_]function%f[^%w_]") or text:find("%f[%w_]goto%f[^%w_]") then
     return nil, string.format("expression '%s' may not define functions", text)
   end
-  local why = reach(text)
+  local toks, bad = tokens(text)
+  if not toks then return nil, string.format("expression '%s' has a syntax error: %s", text, bad) end
+  local why = reach(toks)
   if why then
     return nil, string.format("expression '%s' %s; only device has fields (knobs, problem sizes and device are known)",
                               text, why)
@@ -79,10 +137,12 @@ function M.compile(text, label)
   local env = {}
   local chunk, err = load("return " .. text, "=" .. (label or "expression"), "t", env)
   if not chunk then
-    return nil, string.format("expression '%s' has a syntax error: %s", text,
-                              (err:gsub("^[^:]*:%d+: ", "")))
+    -- (the parser's "C stack overflow" on deep nesting can reach here as
+    -- the message handler's table, not a string)
+    if type(err) ~= "string" then return nil, string.format("expression '%s' is nested too deeply", text) end
+    return nil, string.format("expression '%s' has a syntax error: %s", text, (err:gsub("^[^:]*:%d+: ", "")))
   end
-  local obj = setmetatable({ text = text, label = label, names = free_names(text), chunk = chunk }, M)
+  local obj = setmetatable({ text = text, label = label, names = free_names(toks), chunk = chunk }, M)
   setmetatable(env, { __index = function(_, k)
     local scopes = obj.scopes
     for i = 1, scopes.n do

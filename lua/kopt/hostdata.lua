@@ -177,7 +177,8 @@ end
 -- Compiles spec Lua that returns a function: the function, or nil and why.
 function M.load_function(text, chunkname)
   local chunk, err = load(text, "=" .. chunkname, "t", M.sandbox())
-  if not chunk then return nil, err end
+  -- (the parser's "C stack overflow" can arrive as the message handler's table)
+  if not chunk then return nil, type(err) == "string" and err or "the code is nested too deeply for Lua's parser" end
   local ok, fn = pcall(chunk)
   if not ok then return nil, tostring(fn) end
   if type(fn) ~= "function" then return nil, "the code must return a function, it returned " .. type(fn) end

@@ -165,7 +165,23 @@ fails("s:rep(1e9)", "calls a method (':')")
 fails("('a').rep('a', 3000)", "reads a field of a value")
 fails("layout.find", "reads a field of 'layout'")
 fails("('a')['rep']('a', 9)", "indexes a value ('[')")
-for _, ok in ipairs({ "device.sm_count * 2", "device . max_smem_optin", "a .. 'x.y:z'", "2.5 * x", "1.e5", "x..y" }) do
+-- a quote of the other kind inside a string hid the code between two of
+-- them from the checks (the regex took '"' .. CODE .. '"' for one string):
+-- a pattern search that never returns, or a string of 2^29 bytes
+fails([['"' ~= (('a'):rep(40):find(('a*'):rep(30) .. 'b') or '') .. '"']], "calls a method (':')")
+fails([['"' ~= ('x'):rep(2^29) .. '"']], "calls a method (':')")
+fails([["'" .. x.y .. "'"]], "reads a field of 'x'")
+fails([['\'' .. ('x'):rep(3) .. '\'']], "calls a method (':')")
+fails("[[a]]:rep(3)", "calls a method (':')")
+fails("x --[[ ]] .y", "reads a field of 'x'")
+-- names inside such strings are names: an unknown one is known at load
+local hidden = expr.compile([[BS > 0 and '"' ~= NOSUCH .. '"']], "x")
+T.check(hidden and table.concat(hidden.names, ",") == "BS,NOSUCH", "names behind a quote: %s",
+        hidden and table.concat(hidden.names, ",") or "-")
+-- nesting past the parser's limit is one sentence, not an internal error
+fails(string.rep("(", 250) .. "1" .. string.rep(")", 250), "nested too deeply")
+for _, ok in ipairs({ "device.sm_count * 2", "device . max_smem_optin", "a .. 'x.y:z'", "2.5 * x", "1.e5", "x..y",
+                     "algo == \"it's\" and n > 0x1F", "a .. [[x:y]] .. 'q\\'s'", "n -- a comment: x.y\n + 1" }) do
   local e, err = expr.compile(ok, "x")
   T.check(e ~= nil, "expression %q compiles: %s", ok, tostring(err))
 end
