@@ -204,14 +204,9 @@ local function canon(v) return json.pretty(v) end
 local function hash(s) return sys.sha256(s):sub(1, 16) end
 M.canon = canon
 
--- The identity of a run's problem, found before any backend opens. args:
--- spec (or nil), space (nil without a spec), choice ({kind=, file=}) and
--- gpus (cuda: the GPUs chosen). A recording's hash stands for its device
--- and, without a spec, for its space; the device's name is filled in by
--- Session:attach once the recording is read.
-function M.identity(args)
-  local spec, space, choice = args.spec, args.space, args.choice
-  local id = { name = args.problem }
+-- What a run searches, as three hashes: the spec (what is computed and how
+-- it is checked), the kernel's source, the space (knobs and constraints).
+local function problem_hashes(spec, space, id)
   if spec then
     -- what is computed and how it is checked; not what names, documents or
     -- reports it (knobs and constraints are the space's hash)
@@ -239,6 +234,25 @@ function M.identity(args)
   else
     id.space_hash = "recorded"
   end
+  return id
+end
+
+-- One digest of problem_hashes: a resumed run compares it with its start's,
+-- so an edited spec, kernel source, knob or constraint is not mixed into a
+-- run measured before the edit.
+function M.problem_digest(spec, space)
+  local id = problem_hashes(spec, space, {})
+  return hash(id.spec_hash .. " " .. id.source_hash .. " " .. id.space_hash)
+end
+
+-- The identity of a run's problem, found before any backend opens. args:
+-- spec (or nil), space (nil without a spec), choice ({kind=, file=}) and
+-- gpus (cuda: the GPUs chosen). A recording's hash stands for its device
+-- and, without a spec, for its space; the device's name is filled in by
+-- Session:attach once the recording is read.
+function M.identity(args)
+  local spec, space, choice = args.spec, args.space, args.choice
+  local id = problem_hashes(spec, space, { name = args.problem })
   local key_device
   if choice.kind == "replay" then
     local text, err = json.read_text(choice.file, math.maxinteger)

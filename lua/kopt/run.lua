@@ -162,6 +162,14 @@ local function check_resume(events, dir, info, opts)
   if start.problem ~= info.problem then
     errors.usage("--resume: %s was started on '%s', not '%s'", dir, tostring(start.problem), info.problem)
   end
+  -- an edited spec, kernel source, knob list or constraint: the times on
+  -- record were measured on another problem (runs begun before the digest
+  -- was kept have none)
+  if type(start.problem_digest) == "string" and start.problem_digest ~= info.problem_digest then
+    errors.usage("--resume: the spec of %s (its kernel source, knobs, constraints, sizes or checks) has changed " ..
+                 "since the run began; its measurements cannot be mixed with the new problem's (start again in " ..
+                 "another --out)", dir)
+  end
   if opts.seed and opts.seed ~= start.seed then
     errors.usage("--resume: %s was started with --seed %s, not %d", dir, tostring(start.seed), opts.seed)
   end
@@ -423,8 +431,9 @@ function M.locked(opts, r)
   local events_path = dir .. "/events.jsonl"
   local existing, good_end, size = rundir_mod.read_events(events_path)
   local torn_at = existing and good_end < size and good_end or nil
+  local digest = expdb.problem_digest(spec, space)
   local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options,
-                 device = opts.resume and backend:describe() or nil }
+                 device = opts.resume and backend:describe() or nil, problem_digest = digest }
   local seed = opts.seed or 1
   local resume_events, prior = nil, 0
   if opts.resume then
@@ -472,7 +481,7 @@ function M.locked(opts, r)
                  strategy_file = strategy_label, problem = problem, spec = spec and spec.path,
                  backend = backend_label, seed = seed, budget = budget, time_limit = opts.time_limit,
                  options = options, kopt = sys.version, host = sys.hostname(), timestamp = sys.utc_iso(),
-                 device = backend:describe() }
+                 device = backend:describe(), problem_digest = digest }
     rd:event(ev)
     if opts.resume then
       rd:trace("\n## Resumed %s (%d evaluations on record)\n", ev.timestamp, prior)

@@ -87,6 +87,37 @@ code2, _, err = T.run(string.format("random --backend replay:%s --out %s --resum
 T.eq(code2, 2, "exit code of --resume with another seed")
 T.check(err:find("was started with --seed 1, not 5", 1, true) ~= nil, "message of --resume with another seed: %s", err)
 
+-- --resume after the spec was edited (its problem size, a constraint, its
+-- kernel's source) is refused: before, it went on and mixed the times
+-- measured before the edit with the new problem's, blaming the strategy
+do
+  local d = T.tmpdir("resume-edited")
+  os.execute(string.format("cp tests/data/specs/vector_add.json tests/data/specs/vector_add.cu '%s'/ && " ..
+                           "cp tests/data/vector_add_A4000.json '%s'/rec.json", d, d))
+  local spec_path = d .. "/vector_add.json"
+  local text = T.slurp(spec_path)
+  local run_cmd = string.format("random %s --backend replay:%s/rec.json --budget 8 --out %s/run -q", spec_path, d, d)
+  local c = T.run(run_cmd, "KOPT_TEST_SIGKILL_AFTER=3")
+  T.check(c ~= 0, "the first run is killed after 3 evaluations")
+  local function edited(from, to, what)
+    T.write(spec_path, (text:gsub(from, to)))
+    local code3, _, err3 = T.run(run_cmd .. " --resume")
+    T.check(code3 == 2 and err3:find("has changed since the run began", 1, true),
+            "--resume after %s: %d %s", what, code3, err3)
+  end
+  edited('"n": 100000', '"n": 5000000', "a new problem size")
+  edited('"block_size_x %% 128 == 0"', '"block_size_x %% 128 == 0", "block_size_x <= 512"', "a new constraint")
+  T.write(spec_path, text)
+  local cu = T.slurp(d .. "/vector_add.cu")
+  T.write(d .. "/vector_add.cu", cu .. "\n// edited\n")
+  local code4, _, err4 = T.run(run_cmd .. " --resume")
+  T.check(code4 == 2 and err4:find("has changed since the run began", 1, true), "--resume after a source edit: %s", err4)
+  T.write(d .. "/vector_add.cu", cu)
+  local code5, _, err5 = T.run(run_cmd .. " --resume")
+  T.eq(code5, 0, "--resume of the unedited spec goes on: " .. err5)
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 -- kopt's own results.json, replayed: the knobs keep the spec's order (a
 -- T4 file lists parameters by name; read in the order of names, mcgs broke
 -- its ties otherwise and took another path from the same seed)
