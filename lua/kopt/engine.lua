@@ -203,6 +203,10 @@ function M.new(opts)
   self.resumed_left, self.last_n = 0, 0
   -- resumed with other options or another strategy file (kopt.run said so)
   self.resumed_changed = opts.resumed_changed
+  -- record_best: the best on record, for what the trace and the progress
+  -- line call a new best (a resumed strategy that asks in another order is
+  -- told of its best as it asks: ctx.best stays its own view)
+  self.record_best = nil
   for _, ev in ipairs(opts.resume_events or {}) do
     if ev.event == "eval" then
       if not self.resumed[ev.key] then self.resumed_left = self.resumed_left + 1 end
@@ -220,6 +224,11 @@ function M.new(opts)
     seed = opts.seed or 1, options = shallow(opts.options or {}), budget = self.budget, evaluations = 0,
     best = nil, run_dir = opts.out_dir, backend_name = opts.backend.name,
   }, Ctx)
+  for _, ev in ipairs(opts.resume_events or {}) do
+    if ev.event == "eval" and type(ev.result) == "table" and self:improves(ev.result, self.record_best) then
+      self.record_best = ev.result
+    end
+  end
   self.on_eval = opts.on_eval
   self.on_round = opts.on_round  -- after a round's results are recorded, before tell
   self.profiler = opts.profiler  -- kopt.profiling: counters and symptoms after each round
@@ -349,13 +358,16 @@ function M.cost_of(spec, result)
   return obj.goal == "max" and 1 / v or v
 end
 
-function Engine:improves(result)
+-- Whether result beats `than` (a result; default: the best the strategy
+-- has been told of).
+function Engine:improves(result, than)
   if result.status ~= "ok" or type(result.time_ms) ~= "number" then return false end
-  local best, spec = self.best, self.ctx.spec
-  if not best then return true end
+  local spec = self.ctx.spec
+  than = than or (self.best and self.best.result)
+  if not than then return true end
   -- the spec's objective (a metric to maximise or minimise), else time
-  if spec and spec.better then return spec:better(result, best.result) end
-  return result.time_ms < best.result.time_ms
+  if spec and spec.better then return spec:better(result, than) end
+  return result.time_ms < than.time_ms
 end
 
 function Engine:ensure_rundir()
@@ -409,6 +421,9 @@ function Engine:record(job, result, eval_s, from_log)
                 timestamp = from_log and from_log.timestamp or sys.utc_iso() }
   self.records[#self.records + 1] = rec
   local improved = self:improves(result)
+  -- (a new best to say: better than everything on record too)
+  local said = improved and (from_log ~= nil or not self.record_best or self:improves(result, self.record_best))
+  if said and not from_log then self.record_best = nil end
   if improved then
     -- (the engine's own copy decides; ctx.best is the strategy's to read)
     self.best = { key = job.key, config = job.config, result = result, candidate = job.candidate,
@@ -423,7 +438,7 @@ function Engine:record(job, result, eval_s, from_log)
                         origin = job.candidate.origin, patch = job.candidate.patch, result = r,
                         eval_s = eval_s, timestamp = rec.timestamp, from_db = job.from_db })
   end
-  if self.rundir and improved and not from_log then
+  if self.rundir and said and not from_log then
     local obj = self.spec and self.spec.objective
     self.rundir:trace("- [%d] new best %.5g ms%s: %s%s", n, result.time_ms,
                       obj and type(result.objective) == "number" and
@@ -438,7 +453,7 @@ function Engine:record(job, result, eval_s, from_log)
     sys.kill_self("INT")
     if self.int_twice then sys.kill_self("INT") end
   end
-  self.progress:update(self, improved)
+  self.progress:update(self, said)
 end
 
 -- One round: ask, check, answer from cache/log, evaluate the rest, tell.

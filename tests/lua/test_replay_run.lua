@@ -118,6 +118,28 @@ do
   os.execute("rm -rf '" .. d .. "'")
 end
 
+-- A resume with other options asks in another order: what the trace and
+-- the progress line call a new best must beat everything on record, not
+-- only what the resumed strategy has asked again (before: "new best" lines
+-- for times worse than the best before the kill)
+do
+  local d = T.tmpdir("resume-newbest")
+  local cmd = string.format("anneal --backend replay:tests/data/convolution_A100.json --budget 40 --out %s/run -q", d)
+  T.run(cmd, "KOPT_TEST_SIGKILL_AFTER=20")
+  local c = T.run(cmd .. " --resume --opt init=0")
+  T.eq(c, 0, "the resume with another init")
+  local best_before, after, worse = math.huge, false, {}
+  for line in io.lines(d .. "/run/trace.md") do
+    if line:find("^## Resumed") then after = true end
+    local t = tonumber(line:match("new best ([%d.e+-]+) ms"))
+    if t and not after then best_before = math.min(best_before, t) end
+    if t and after and t >= best_before then worse[#worse + 1] = line end
+  end
+  T.check(best_before < math.huge and #worse == 0, "new best lines after the resume, no faster than %.5g: %s",
+          best_before, table.concat(worse, " | "))
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 -- kopt's own results.json, replayed: the knobs keep the spec's order (a
 -- T4 file lists parameters by name; read in the order of names, mcgs broke
 -- its ties otherwise and took another path from the same seed)
