@@ -69,6 +69,8 @@ end
 -- The state keys of a transitions file's lines, as a set; nil when a line
 -- has none (an older file) or the file cannot be read.
 function M.written_keys(path)
+  local kind = sys.stat(path)
+  if kind and kind ~= "file" then errors.usage("cannot read %s: it is a %s, not a file", path, kind == "dir" and "directory" or "special file") end
   local f = io.open(path, "r")
   if not f then return {} end
   local keys = {}

@@ -45,7 +45,8 @@ local function write_best(engine, dir)
   local best = engine.best
   if not best then return end
   local bdir = dir .. "/best"
-  assert(sys.mkdir_p(bdir))
+  local ok, err = sys.mkdir_p(bdir)
+  if not ok then errors.write_failed(bdir, err) end
   json.write_file(bdir .. "/config.json", best.config)
   local r = {}
   for k, v in pairs(best.result) do if k ~= "cached" then r[k] = v end end

@@ -76,6 +76,10 @@ end
 
 -- torn_at: the byte offset read_events returned, when the file on record
 -- ends in a torn line that must be cut before appending.
+-- Files a run writes beside its log that a later run in the folder reads
+-- or appends to.
+M.DERIVED = { "transitions.jsonl", "regraph.json", "llm_transcript.jsonl", "graph.kgr", "graph.json" }
+
 function M.open(dir, resume, torn_at)
   local self = setmetatable({ dir = dir, resume = resume, events_path = dir .. "/events.jsonl",
                               trace_path = dir .. "/trace.md", evals_written = 0, lines_written = 0 }, Run)
@@ -88,6 +92,14 @@ function M.open(dir, resume, torn_at)
     for _, name in ipairs(sys.list_dir(dir .. sub) or {}) do
       if name:find("%.tmp%.?%d+$") then os.remove(dir .. sub .. "/" .. name) end
     end
+  end
+  if not resume and sys.stat(self.events_path) then
+    -- a fresh start in a run folder whose log holds no whole line (a run
+    -- killed before its first): what that run began to write is not this
+    -- run's, and some of it would be read or appended to (transitions
+    -- counted twice by kopt regraph, priors from regraph.json, answers
+    -- from the transcript)
+    for _, name in ipairs(M.DERIVED) do os.remove(dir .. "/" .. name) end
   end
   if torn_at then
     -- cut the torn tail so appended lines start on a fresh line (a fresh

@@ -140,6 +140,44 @@ do
   os.execute("rm -rf '" .. d .. "'")
 end
 
+-- A fresh start in a folder whose log holds only a torn first line: what
+-- the killed run wrote beside it is not the new run's (before: its
+-- transitions were appended to, so kopt regraph counted them twice, and
+-- its regraph.json gave the new run its priors)
+do
+  local d = T.tmpdir("fresh-derived")
+  local cmd = string.format("mcgs --backend replay:tests/data/convolution_A100.json --budget 30 --out %s/run -q", d)
+  T.run(cmd, "KOPT_TEST_SIGKILL_AFTER=20")
+  local ev = T.slurp(d .. "/run/events.jsonl")
+  T.write(d .. "/run/events.jsonl", ev:sub(1, 50))
+  local c, _, e = T.run(cmd)
+  T.eq(c, 0, "the fresh start: " .. e)
+  local n = 0
+  for _ in io.lines(d .. "/run/transitions.jsonl") do n = n + 1 end
+  local evals = 0
+  for _, x in ipairs(T.events(d .. "/run")) do if x.event == "eval" then evals = evals + 1 end end
+  T.eq(n, evals, "transitions.jsonl holds the fresh run's evaluations only")
+  os.execute("rm -rf '" .. d .. "'")
+end
+
+-- A run folder's files replaced by something else before a resume: one
+-- sentence naming the path (before: an internal error with a traceback for
+-- best/, and "experience.lua:75: Is a directory" blamed on the strategy)
+do
+  local d = T.tmpdir("resume-odd-files")
+  local cmd = string.format("mcgs --backend replay:tests/data/convolution_A100.json --budget 30 --out %s/run -q", d)
+  T.run(cmd, "KOPT_TEST_SIGKILL_AFTER=20")
+  os.execute(string.format("rm -rf '%s/run/best' && echo hi > '%s/run/best'", d, d))
+  local c, _, e = T.run(cmd .. " --resume")
+  T.check(c ~= 0 and e:find("cannot write " .. d .. "/run/best", 1, true) and not e:find("traceback", 1, true),
+          "best/ as a file: %s", e)
+  os.execute(string.format("rm -f '%s/run/best' '%s/run/transitions.jsonl' && mkdir '%s/run/transitions.jsonl'", d, d, d))
+  c, _, e = T.run(cmd .. " --resume")
+  T.check(c == 2 and e:find("cannot read " .. d .. "/run/transitions.jsonl: it is a directory", 1, true),
+          "transitions.jsonl as a directory: %s", e)
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 -- kopt's own results.json, replayed: the knobs keep the spec's order (a
 -- T4 file lists parameters by name; read in the order of names, mcgs broke
 -- its ties otherwise and took another path from the same seed)
