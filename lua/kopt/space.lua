@@ -117,6 +117,16 @@ end
 
 function Space:size_raw() return self.raw end
 
+-- A constraint that gave neither true nor false (a number, a string, nil:
+-- "BS <= 512 or BS % 64" is a number past 512, which Lua takes as true):
+-- a spec error, raised wherever the value is met, not only on the
+-- configurations checked before the run.
+local function not_boolean(check, res)
+  error(string.format("%s: expression '%s' gave %s (%s), expected true or false", check.expr.label or "constraint",
+                      check.expr.text, tostring(res), type(res) == "number" and "a number" or
+                        type(res) == "string" and "a string" or type(res)), 0)
+end
+
 -- Returns true, or false and the reason.
 function Space:is_valid(config)
   if type(config) ~= "table" then return false, "not a table" end
@@ -139,7 +149,10 @@ function Space:is_valid(config)
     local check = constraints[ci]
     local ok, res = pcall(check.fn)
     if not ok then return false, string.format("constraint '%s' failed: %s", check.expr.text, res) end
-    if not res then return false, string.format("constraint '%s' does not hold", check.expr.text) end
+    if res ~= true then
+      if res == false then return false, string.format("constraint '%s' does not hold", check.expr.text) end
+      not_boolean(check, res)
+    end
   end
   return true
 end
@@ -162,7 +175,13 @@ function Space:walk(visit, max_steps)
   end
   local knobs, values, checks_at = self.knobs, self.values, self.checks_at
   local n = #knobs
-  for _, check in ipairs(checks_at[0]) do if not check.fn() then return end end
+  for _, check in ipairs(checks_at[0]) do
+    local res = check.fn()
+    if res ~= true then
+      if res ~= false then not_boolean(check, res) end
+      return
+    end
+  end
   local stop, steps, cut = false, 0, false
   local function rec(d)
     if d > n then
@@ -178,7 +197,12 @@ function Space:walk(visit, max_steps)
       values[name] = v
       local ok = true
       for i = 1, #checks do
-        if not checks[i].fn() then ok = false break end
+        local res = checks[i].fn()
+        if res ~= true then
+          if res ~= false then not_boolean(checks[i], res) end
+          ok = false
+          break
+        end
       end
       if ok then rec(d + 1) end
       if stop then return end

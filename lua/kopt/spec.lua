@@ -77,6 +77,12 @@ end
 function Checker:number(v, path, optional, positive)
   if v == nil and optional then return nil end
   local bad = type(v) ~= "number" or (positive == "tolerance" and (v ~= v or v < 0)) or (positive == true and v <= 0)
+  if not bad and (v ~= v or v == math.huge or v == -math.huge) then
+    self:fail(path, "expected a finite number, got %s (a JSON number too large for a double?)", tostring(v))
+  end
+  if not bad and math.type(v) == "float" and v == math.floor(v) and math.abs(v) > 2^53 then
+    self:fail(path, "%.17g is past 2^53: a JSON number is read as a double, so it would not be exact", v)
+  end
   if bad then
     self:fail(path, "expected %s, got %s",
               positive == "tolerance" and "a number >= 0 (0: exactly equal)" or positive and "a positive number" or "a number",
@@ -299,6 +305,10 @@ local function check_knobs(c, knobs, reserved)
       end
       -- (1 and "1" are one value: the same -D define and config key)
       if as_text[tostring(v)] then c:fail(string.format("%s.values[%d]", p, j), "duplicate value %s", show_value(v)) end
+      if type(v) == "number" and (v ~= v or v == math.huge or v == -math.huge) then
+        c:fail(string.format("%s.values[%d]", p, j), "expected a finite number, got %s (a JSON number too large " ..
+               "for a double?)", tostring(v))
+      end
       as_text[tostring(v)], vseen[v] = true, true
     end
     local tags = {}
@@ -622,6 +632,13 @@ end
 -- A value that must be a whole number >= min (launch dimensions, shapes,
 -- shared memory), named by its expression when it is not.
 function Spec:count(e, config, min)
+  local raw = e:eval(config, self.problem, { device = self.device })
+  -- (true and false are numbers to a metric, not to a dimension or a size:
+  -- "n > BS" as a grid would launch one block)
+  if type(raw) == "boolean" then
+    errors.usage("%s: %s: expression '%s' gave %s, expected %s (at %s)", self.path, e.label, e.text, tostring(raw),
+                 min > 0 and "a positive integer" or "a non-negative integer", describe_config(self, config))
+  end
   local v = self:value(e, config)
   if math.type(v) ~= "integer" or v < min then
     errors.usage("%s: %s: expression '%s' gave %s, expected %s (at %s)", self.path, e.label, e.text, tostring(v),
@@ -638,10 +655,11 @@ end
 
 function Spec:launch_for(launch, config)
   if not launch then errors.usage("%s: launch: missing (needed to run on a GPU)", self.path) end
-  return { grid = dims(self, launch.grid, config), block = dims(self, launch.block, config),
-           smem = launch.smem and self:count(launch.smem, config, 0) or 0,
-           cluster = #(launch.cluster or {}) > 0 and dims(self, launch.cluster, config) or nil,
-           cooperative = self:is_cooperative(launch, config) or nil }
+  local l = { grid = dims(self, launch.grid, config), block = dims(self, launch.block, config),
+              smem = launch.smem and self:count(launch.smem, config, 0) or 0,
+              cluster = #(launch.cluster or {}) > 0 and dims(self, launch.cluster, config) or nil,
+              cooperative = self:is_cooperative(launch, config) or nil }
+  return l
 end
 
 -- launch.cooperative: true, false or an expression (nonzero: cooperative).
@@ -708,6 +726,10 @@ function Spec:args(config, second_seed)
       r.shape, r.count = {}, 1
       for j, e in ipairs(a.shape) do
         r.shape[j] = self:count(e, config, 1)
+        -- (a product past 2^62 elements wraps: 2^32 x 2^32 was 0)
+        if r.count > (1 << 62) // r.shape[j] then
+          errors.usage("%s: args[%d].shape: more than 2^62 elements (at %s)", self.path, i, describe_config(self, config))
+        end
         r.count = r.count * r.shape[j]
       end
       local init = a.init
@@ -747,7 +769,16 @@ end
 
 function Spec:work(config)
   local w = {}
-  for k, e in pairs(self.work_expr) do w[k] = self:value(e, config) end
+  for k, e in pairs(self.work_expr) do
+    w[k] = self:value(e, config)
+    -- (an integer product past 2^63 wraps, often to a negative number;
+    -- write such a product with a float, 1.0 * rows * cols * reps)
+    if w[k] < 0 then
+      errors.usage("%s: work.%s: expression '%s' gave %s, expected a count >= 0 (an integer product past 2^63 " ..
+                   "wraps: multiply by 1.0 first) (at %s)", self.path, k, e.text, tostring(w[k]),
+                   describe_config(self, config))
+    end
+  end
   return w
 end
 

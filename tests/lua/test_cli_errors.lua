@@ -356,7 +356,7 @@ case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression '64' gave
 s = spec_file("number_constraint2", { constraints = '["block_size_x >= 128", 0]' })
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[2]: expression '0' gave 0 (a number), expected true or false")
 s = spec_file("string_constraint", { constraints = '["unroll == 1 and \'yes\'"]' })
-case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'unroll == 1 and 'yes'' gave yes (a string), expected true or false")
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'unroll == 1 and 'yes'' gave yes (a string), expected true or false (at block_size_x=128, unroll=1)")
 s = spec_file("bom_error", nil, "\239\187\191" .. spec_text({ problem = '{"n": "many"}' }))
 case("random " .. s, 2, "kopt: " .. s .. ": problem.n: expected a positive number, got a string")
 s = spec_file("replay_mismatch", {})

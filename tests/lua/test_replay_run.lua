@@ -152,11 +152,11 @@ do
   T.write(d .. "/run/events.jsonl", ev:sub(1, 50))
   local c, _, e = T.run(cmd)
   T.eq(c, 0, "the fresh start: " .. e)
-  local n = 0
-  for _ in io.lines(d .. "/run/transitions.jsonl") do n = n + 1 end
-  local evals = 0
-  for _, x in ipairs(T.events(d .. "/run")) do if x.event == "eval" then evals = evals + 1 end end
-  T.eq(n, evals, "transitions.jsonl holds the fresh run's evaluations only")
+  local lines = 0
+  for _ in io.lines(d .. "/run/transitions.jsonl") do lines = lines + 1 end
+  local fresh = 0
+  for _, x in ipairs(T.events(d .. "/run")) do if x.event == "eval" then fresh = fresh + 1 end end
+  T.eq(lines, fresh, "transitions.jsonl holds the fresh run's evaluations only")
   os.execute("rm -rf '" .. d .. "'")
 end
 

@@ -71,7 +71,12 @@ local function select(o, spec, space, first)
   local base = space:default() or first
   if o.all then
     local ok, list = pcall(space.enumerate, space)
-    if not ok then errors.usage("compile: --all: %s (%s); use --sample N", tostring(list), spec.path) end
+    if not ok then
+      -- (a space too large to list is what --sample is for; a spec error is not)
+      local msg = tostring(list)
+      errors.usage("compile: --all: %s (%s)%s", msg, spec.path,
+                   msg:find("expected true or false", 1, true) and "" or "; use --sample N")
+    end
     return list
   end
   local out = {}
@@ -194,7 +199,7 @@ function M.main(argv)
   for _, id in ipairs(order) do
     local job, r = jobs[id], results[id]
     local why
-    local smem_dyn, threads, grid = 0, nil, nil
+    local smem_dyn, threads, grid, block, cluster, ref_launch = 0, nil, nil, nil, nil, nil
     -- (a launch or a shape that fails for this config alone, a grid of 0 or
     -- a scratch array of 0 elements: that config fails, with the sentence;
     -- the others are still reported)
@@ -204,7 +209,9 @@ function M.main(argv)
         if spec.launch_exprs then
           local l = spec:launch(job.config)
           smem_dyn, threads, grid = l.smem, l.block[1] * l.block[2] * l.block[3], l.grid
+          block, cluster = l.block, l.cluster
         end
+        if spec.reference and spec.reference.launch then ref_launch = spec:reference_launch(job.config) end
         spec:args(job.config)
       end)
       if not eok then
@@ -223,6 +230,17 @@ function M.main(argv)
     elseif grid and (grid[1] > 2147483647 or grid[2] > 65535 or grid[3] > 65535) then
       why = string.format("cannot launch: grid %d x %d x %d (at most 2147483647 x 65535 x 65535)", grid[1], grid[2],
                           grid[3])
+    elseif block and (block[1] > 1024 or block[2] > 1024 or block[3] > 64) then
+      why = string.format("cannot launch: block %d x %d x %d (at most 1024 x 1024 x 64)", block[1], block[2], block[3])
+    elseif cluster and (grid[1] % cluster[1] ~= 0 or grid[2] % cluster[2] ~= 0 or grid[3] % cluster[3] ~= 0) then
+      why = string.format("invalid: grid %d x %d x %d is not a whole number of clusters %d x %d x %d", grid[1],
+                          grid[2], grid[3], cluster[1], cluster[2], cluster[3])
+    elseif ref_launch and (ref_launch.block[1] * ref_launch.block[2] * ref_launch.block[3] > 1024 or
+                           ref_launch.block[3] > 64 or ref_launch.grid[1] > 2147483647 or
+                           ref_launch.grid[2] > 65535 or ref_launch.grid[3] > 65535) then
+      why = string.format("the reference cannot launch: grid %d x %d x %d, block %d x %d x %d", ref_launch.grid[1],
+                          ref_launch.grid[2], ref_launch.grid[3], ref_launch.block[1], ref_launch.block[2],
+                          ref_launch.block[3])
     elseif threads and r.max_threads and r.max_threads < threads then
       why = string.format("cannot launch: block of %d threads, at most %d", threads, r.max_threads)
     elseif job.config and (r.smem_static or 0) + smem_dyn > spec.device.max_smem_optin then

@@ -1,0 +1,91 @@
+-- Spec values that read as something else, through `kopt compile`; each
+-- compiled "ok" (or ran) before its check:
+-- * a constraint that is a number past the first configs checked ("BS <= 512
+--   or BS % 64": true to Lua for every BS past 512);
+-- * true/false as a launch dimension ("n > BS": one block);
+-- * `kopt compile` said "ok" for a block's z past 64, a grid that is not made
+--   of whole clusters, and a reference launch past the limits (a run finds
+--   such configs invalid on the GPU; compile now says so per config);
+-- * a shape whose element count wraps past 2^63 (2^32 x 2^32 was 0);
+-- * a work value that wraps to a negative number;
+-- * a knob value or a problem size of 1e400 (inf), and a size past 2^53
+--   that JSON's doubles cannot hold exactly.
+local T = require("testlib")
+local json = require("kopt.json")
+
+local tmp = T.tmpdir("spec-values")
+T.write(tmp .. "/k.cu", 'extern "C" __global__ void k(const float* a, float* b, int n) {\n' ..
+                        '  int i = blockIdx.x * BS + threadIdx.x;\n  if (i < n) b[i] = a[i];\n}\n')
+
+local function base()
+  return {
+    name = "t", kernel = { source = "k.cu", entry = "k" }, problem = { n = 1024 },
+    knobs = { { name = "BS", values = { 32, 64, 128 } } }, constraints = {},
+    launch = { grid = { "cdiv(n, BS)" }, block = { "BS" } },
+    args = { { name = "a", type = "f32", shape = { "n" } }, { name = "b", type = "f32", shape = { "n" }, output = true },
+             { name = "n", type = "i32", value = "n" } },
+    work = { bytes = "8*n" },
+  }
+end
+
+local function compile(spec, raw_text)
+  T.write(tmp .. "/s.json", raw_text or json.encode(spec))
+  return T.run("compile " .. tmp .. "/s.json --all")
+end
+
+local function refused(what, spec, pattern, raw_text)
+  local code, out, err = compile(spec, raw_text)
+  -- (a spec error on stderr; a config that cannot launch in compile's table)
+  T.check(code ~= 0 and (err .. out):find(pattern, 1, true) and not err:find("internal error", 1, true),
+          "%s: expected a refusal containing %q, got %d:\n%s%s", what, pattern, code, out, err)
+end
+
+local code, _, err = compile(base())
+T.eq(code, 0, "the base spec compiles: " .. err)
+
+local s = base()
+s.knobs[1].values = {}
+for v = 32, 1280, 32 do s.knobs[1].values[#s.knobs[1].values + 1] = v end
+s.constraints = { "BS <= 512 or BS % 64" }
+refused("a constraint that is a number past the first configs", s, "gave 32 (a number), expected true or false")
+
+s = base()
+s.launch.grid = { "n > BS" }
+refused("true as a grid", s, "expression 'n > BS' gave true, expected a positive integer")
+
+s = base()
+s.args[2].shape = { "n >= 1024" }
+refused("true as a shape", s, "gave true, expected a positive integer")
+
+s = base()
+s.launch.block = { 1, 1, "BS" }
+refused("a block z of 128", s, "cannot launch: block 1 x 1 x 128")
+s.launch.block = { 1, 1, 65 }
+s.knobs[1].values = { 32 }
+refused("a block z of 65", s, "at most 1024 x 1024 x 64")
+
+s = base()
+s.launch.cluster = { 3 }
+refused("a grid of 32 in clusters of 3", s, "is not a whole number of clusters 3 x 1 x 1")
+s = base()
+s.reference = { source = "k.cu", entry = "k", launch = { grid = { 100000, 100000 }, block = { 32 } } }
+refused("a reference grid of 100000 x 100000", s, "the reference cannot launch")
+
+s = base()
+s.args[1].shape = { "2^32", "2^32" }
+s.args[1].shape = { "int(2^32)", "int(2^32)" }
+refused("a shape of 2^64 elements", s, "more than 2^62 elements")
+
+s = base()
+s.problem.reps = 30000000000
+s.work.bytes = "4 * 2 * n * n * n * reps"
+refused("work past 2^63", s, "expected a count >= 0")
+
+refused("a knob value of 1e400", nil, "knobs[1].values[2]: expected a finite number, got inf",
+        json.encode(base()):gsub('"values":%[32,64,128%]', '"values":[32,1e400]'))
+refused("a problem size of 1e400", nil, "problem.n: expected a finite number",
+        json.encode(base()):gsub('"n":1024', '"n":1e400'))
+refused("a problem size past 2^53", nil, "past 2^53", json.encode(base()):gsub('"n":1024', '"n":18014398509481985'))
+
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
