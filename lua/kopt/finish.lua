@@ -36,9 +36,13 @@ local function baseline(engine)
     local r = engine.cache[engine.space:key(default)]
     if r and r.status == "ok" then return r, "the default config" end
   end
+  -- (by evaluation number: a resumed strategy may ask again in another
+  -- order than the one the evaluations were measured in)
+  local first
   for _, rec in ipairs(engine.records) do
-    if rec.result.status == "ok" then return rec.result, "the first valid config measured" end
+    if rec.result.status == "ok" and (not first or (rec.n or math.huge) < (first.n or math.huge)) then first = rec end
   end
+  if first then return first.result, "the first valid config measured" end
 end
 
 local function write_best(engine, dir)
