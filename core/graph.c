@@ -195,13 +195,11 @@ static int rehash(struct kopt_graph *g, size_t n_slots, int from_nodes)
 
 struct kopt_graph *kopt_graph_new(size_t expected_nodes)
 {
+	if (expected_nodes > KOPT_GRAPH_RESERVE_MAX)
+		return NULL;
 	struct kopt_graph *g = calloc(1, sizeof *g);
 	if (g == NULL)
 		return NULL;
-	if (expected_nodes > KOPT_GRAPH_RESERVE_MAX) {
-		free(g);
-		return NULL;
-	}
 	size_t n = 64;
 	while (n < expected_nodes * 2)
 		n *= 2;
@@ -335,8 +333,7 @@ void kopt_graph_set_flags(struct kopt_graph *g, uint32_t id, uint32_t flags)
 
 void kopt_graph_visit(struct kopt_graph *g, uint32_t id, uint32_t k)
 {
-	/* saturates: a count that wrapped would make a visited node look new */
-	uint32_t v = g->nodes[id].visits;
+	uint32_t v = g->nodes[id].visits; /* saturates: wrapped, it would look new */
 	g->nodes[id].visits = k > UINT32_MAX - v ? UINT32_MAX : v + k;
 }
 

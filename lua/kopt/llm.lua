@@ -94,25 +94,6 @@ function M.new(cfg)
   return self
 end
 
--- Which LLM a strategy's options (with the environment) would ask, as one
--- string for the experience database's question: "off", "none" (no
--- endpoint: the heuristics answer) or "<endpoint> <model>". Nil for a
--- strategy that cannot ask one: no option named llm* and no option value
--- naming the experts (mcgs's moves=...,experts).
-function M.identity(options, getenv)
-  local asks = false
-  for k, v in pairs(options or {}) do
-    if (type(k) == "string" and k:find("^llm")) or (type(v) == "string" and v:find("experts", 1, true)) then
-      asks = true
-    end
-  end
-  if not asks then return nil end
-  if options.llm == "off" then return "off" end
-  local cfg = M.config(options, getenv)
-  local where = cfg.base_url or (cfg.replay and ("replay " .. cfg.replay))
-  return where and (where .. " " .. cfg.model) or "none"
-end
-
 -- The client of a strategy run from its options (llm, llm_base_url,
 -- llm_model, llm_key_env, llm_timeout, llm_mode, llm_replay): nil and why
 -- when it is off or no endpoint is configured. Its transcript is the run

@@ -53,6 +53,25 @@ local function choose_backend(opts, spec)
   errors.usage("%s", why)
 end
 
+-- Which LLM a strategy's options (with the environment) would ask, as one
+-- string for the experience database's question: "off", "none" (no
+-- endpoint: the heuristics answer) or "<endpoint> <model>". Nil for a
+-- strategy that cannot ask one: no option named llm* and no option value
+-- naming the experts (mcgs's moves=...,experts).
+local function llm_identity(options)
+  local asks = false
+  for k, v in pairs(options or {}) do
+    if (type(k) == "string" and k:find("^llm")) or (type(v) == "string" and v:find("experts", 1, true)) then
+      asks = true
+    end
+  end
+  if not asks then return nil end
+  if options.llm == "off" then return "off" end
+  local cfg = llm.config(options)
+  local where = cfg.base_url or (cfg.replay and ("replay " .. cfg.replay))
+  return where and (where .. " " .. cfg.model) or "none"
+end
+
 -- What can only be checked with knob values, checked on the first valid
 -- configurations before anything runs: every constraint is a boolean
 -- expression (a number or a string would silently constrain nothing), and
@@ -281,11 +300,11 @@ function M.main(opts, pos)
   -- (a strategy that can ask an LLM is answered only by runs that asked the
   -- same one: the endpoint and model come from the environment too)
   local question_options = options
-  local llm_identity = llm.identity(options)
-  if llm_identity then
+  local llm_id = llm_identity(options)
+  if llm_id then
     question_options = {}
     for k, v in pairs(options) do question_options[k] = v end
-    question_options["llm (resolved)"] = llm_identity
+    question_options["llm (resolved)"] = llm_id
   end
   local memory = expdb.session(opts, {
     spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,

@@ -632,11 +632,10 @@ end
 -- A value that must be a whole number >= min (launch dimensions, shapes,
 -- shared memory), named by its expression when it is not.
 function Spec:count(e, config, min)
-  local raw = e:eval(config, self.problem, { device = self.device })
-  -- (true and false are numbers to a metric, not to a dimension or a size:
-  -- "n > BS" as a grid would launch one block)
-  if type(raw) == "boolean" then
-    errors.usage("%s: %s: expression '%s' gave %s, expected %s (at %s)", self.path, e.label, e.text, tostring(raw),
+  -- (true and false are 1 and 0 to a metric, not to a size: "n > BS" as a grid)
+  if type(e:eval(config, self.problem, { device = self.device })) == "boolean" then
+    errors.usage("%s: %s: expression '%s' gave %s, expected %s (at %s)", self.path, e.label, e.text,
+                 tostring(e:eval(config, self.problem, { device = self.device })),
                  min > 0 and "a positive integer" or "a non-negative integer", describe_config(self, config))
   end
   local v = self:value(e, config)
@@ -765,21 +764,6 @@ function Spec:args(config, second_seed)
     out[i] = r
   end
   return out
-end
-
-function Spec:work(config)
-  local w = {}
-  for k, e in pairs(self.work_expr) do
-    w[k] = self:value(e, config)
-    -- (an integer product past 2^63 wraps, often to a negative number;
-    -- write such a product with a float, 1.0 * rows * cols * reps)
-    if w[k] < 0 then
-      errors.usage("%s: work.%s: expression '%s' gave %s, expected a count >= 0 (an integer product past 2^63 " ..
-                   "wraps: multiply by 1.0 first) (at %s)", self.path, k, e.text, tostring(w[k]),
-                   describe_config(self, config))
-    end
-  end
-  return w
 end
 
 -- A knob's value as its define's text. A knob with a fractional value

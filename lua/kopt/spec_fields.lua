@@ -403,5 +403,20 @@ function Methods:reference_key(config)
   return table.concat(defs, " ") .. (entry and (" " .. entry) or "")
 end
 
+-- The spec's work (flops, bytes, ...) at config: counts >= 0.
+function Methods:work(config)
+  local w = {}
+  for k, e in pairs(self.work_expr) do
+    w[k] = self:value(e, config)
+    -- (an integer product past 2^63 wraps, often to a negative number;
+    -- write such a product with a float, 1.0 * rows * cols * reps)
+    if w[k] < 0 then
+      errors.usage("%s: work.%s: expression '%s' gave %s, expected a count >= 0 (an integer product past 2^63 " ..
+                   "wraps: multiply by 1.0 first) (at %s)", self.path, k, e.text, tostring(w[k]),
+                   U.describe(self, config))
+    end
+  end
+  return w
+end
 
 return M
