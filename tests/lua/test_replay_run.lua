@@ -126,7 +126,7 @@ do
   local d = T.tmpdir("resume-newbest")
   local cmd = string.format("anneal --backend replay:tests/data/convolution_A100.json --budget 40 --out %s/run -q", d)
   T.run(cmd, "KOPT_TEST_SIGKILL_AFTER=20")
-  local c, out = T.run(cmd .. " --resume --opt init=0")
+  local c, summary = T.run(cmd .. " --resume --opt init=0")
   T.eq(c, 0, "the resume with another init")
   -- the speedup's baseline is evaluation 1's time, whatever order the
   -- resumed strategy asked in
@@ -134,8 +134,9 @@ do
   for _, x in ipairs(T.events(d .. "/run")) do
     if x.event == "eval" and x.result.status == "ok" and (not first_ok or x.n < first_ok.n) then first_ok = x end
   end
-  T.check(first_ok and out:find(string.format("than the first valid config measured (%.5g ms)", first_ok.result.time_ms),
-                                1, true), "the baseline is evaluation %s's: %s", first_ok and first_ok.n, out)
+  T.check(first_ok and summary:find(string.format("than the first valid config measured (%.5g ms)",
+                                                  first_ok.result.time_ms), 1, true),
+          "the baseline is evaluation %s's: %s", first_ok and first_ok.n, summary)
   local best_before, after, worse = math.huge, false, {}
   for line in io.lines(d .. "/run/trace.md") do
     if line:find("^## Resumed") then after = true end
