@@ -203,10 +203,6 @@ function M.new(opts)
   self.resumed_left, self.last_n = 0, 0
   -- resumed with other options or another strategy file (kopt.run said so)
   self.resumed_changed = opts.resumed_changed
-  -- record_best: the best on record, for what the trace and the progress
-  -- line call a new best (a resumed strategy that asks in another order is
-  -- told of its best as it asks: ctx.best stays its own view)
-  self.record_best = nil
   for _, ev in ipairs(opts.resume_events or {}) do
     if ev.event == "eval" then
       if not self.resumed[ev.key] then self.resumed_left = self.resumed_left + 1 end
@@ -224,6 +220,9 @@ function M.new(opts)
     seed = opts.seed or 1, options = shallow(opts.options or {}), budget = self.budget, evaluations = 0,
     best = nil, run_dir = opts.out_dir, backend_name = opts.backend.name,
   }, Ctx)
+  -- record_best: the best on record, for what the trace and the progress
+  -- line call a new best (a resumed strategy that asks in another order is
+  -- told of its best as it asks: ctx.best stays its own view)
   for _, ev in ipairs(opts.resume_events or {}) do
     if ev.event == "eval" and type(ev.result) == "table" and self:improves(ev.result, self.record_best) then
       self.record_best = ev.result

@@ -74,12 +74,12 @@ function M.read_events(path)
   return events, good_end, #text
 end
 
--- torn_at: the byte offset read_events returned, when the file on record
--- ends in a torn line that must be cut before appending.
 -- Files a run writes beside its log that a later run in the folder reads
 -- or appends to.
 M.DERIVED = { "transitions.jsonl", "regraph.json", "llm_transcript.jsonl", "graph.kgr", "graph.json" }
 
+-- torn_at: the byte offset read_events returned, when the file on record
+-- ends in a torn line that must be cut before appending.
 function M.open(dir, resume, torn_at)
   local self = setmetatable({ dir = dir, resume = resume, events_path = dir .. "/events.jsonl",
                               trace_path = dir .. "/trace.md", evals_written = 0, lines_written = 0 }, Run)
