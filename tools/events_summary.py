@@ -5,9 +5,23 @@ first to the last evaluation, and the best ok result (time and config).
 
     tools/events_summary.py runs/a/events.jsonl runs/b/events.jsonl
 """
+import datetime
 import json
 import statistics
 import sys
+
+
+def seconds(stamp):
+    """An event's timestamp as seconds: a number, or the ISO 8601 UTC text
+    kopt writes ("2026-11-29T07:33:22Z"); None for anything else."""
+    if isinstance(stamp, (int, float)):
+        return float(stamp)
+    if isinstance(stamp, str):
+        try:
+            return datetime.datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp()
+        except ValueError:
+            return None
+    return None
 
 
 def summary(path):
@@ -20,7 +34,7 @@ def summary(path):
                 rows.append(json.loads(line.replace(":inf", ":null").replace(":-inf", ":null")))
     evals = [r for r in rows if isinstance(r.get("result"), dict)]
     measure = [r["result"]["measure_s"] for r in evals if isinstance(r["result"].get("measure_s"), (int, float))]
-    stamps = [r["timestamp"] for r in evals if isinstance(r.get("timestamp"), (int, float))]
+    stamps = [t for t in (seconds(r.get("timestamp")) for r in evals) if t is not None]
     statuses = {}
     for r in evals:
         s = r["result"].get("status")
@@ -38,5 +52,13 @@ def summary(path):
 
 
 if __name__ == "__main__":
+    if len(sys.argv) < 2 or sys.argv[1] in ("-h", "--help"):
+        print(__doc__.strip())
+        sys.exit(0 if len(sys.argv) >= 2 else 2)
     for p in sys.argv[1:]:
-        print(json.dumps(summary(p), sort_keys=True))
+        try:
+            print(json.dumps(summary(p), sort_keys=True))
+        except OSError as e:
+            sys.exit(f"events_summary: {p}: {e.strerror}")
+        except json.JSONDecodeError as e:
+            sys.exit(f"events_summary: {p}: not an events.jsonl ({e})")

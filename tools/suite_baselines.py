@@ -61,6 +61,8 @@ def spec_expr(text, scope):
 
 def load_specs(folder, only):
     specs = []
+    if not os.path.isdir(folder):
+        sys.exit(f"suite_baselines.py: --specs {folder}: not a folder of specs")
     for name in sorted(os.listdir(folder)):
         if not name.endswith(".json") or name.startswith("baselines_"):
             continue
@@ -222,6 +224,8 @@ def main():
     args = ap.parse_args()
 
     only = [n for n in args.only.split(",") if n]
+    if len(set(only)) != len(only):
+        sys.exit("suite_baselines.py: --only names a problem twice")
     specs = load_specs(args.specs, only)
     if args.list:
         for s in specs:

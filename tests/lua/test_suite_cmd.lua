@@ -162,6 +162,21 @@ code, _, err = suite("--out '" .. root .. "/all' --resume")
 T.eq(code, 0, "--resume of a finished suite (" .. err .. ")")
 T.eq(T.slurp(root .. "/all/relu/events.jsonl"), before, "a finished problem is read, not run again")
 T.eq(cjson.encode(read_json(root .. "/all/suite.json").fast_p), cjson.encode(f), "same fast_p")
+-- --resume without --baselines keeps the file the suite began with (before:
+-- "baselines: none" over rows that still had speedups, fast_p over fewer)
+code, _, err = T.run("suite exhaustive '" .. root .. "/specs' --backend replay --budget 1000 -q --out '" .. root ..
+                     "/all' --resume")
+T.eq(code, 0, "--resume without --baselines (" .. err .. ")")
+T.eq(cjson.encode(read_json(root .. "/all/suite.json").fast_p), cjson.encode(f), "resumed without --baselines: same fast_p")
+code, _, err = suite("--out '" .. root .. "/all' --resume --baselines '" .. root .. "/specs/none.json'")
+T.check(code == 2 and err:find("was started with --baselines", 1, true), "--resume with other baselines: %s", err)
+-- lists with an empty item or a name twice (a problem counted twice in
+-- fast_p; an empty --only ran nothing and succeeded)
+for _, bad in ipairs({ { "--only relu,relu", "'relu' is given twice" }, { "--only ''", "an empty item" },
+                       { "--gpus ''", "an empty item" }, { "--gpus 0,,1", "an empty item" } }) do
+  code, _, err = suite(bad[1] .. " --out '" .. root .. "/bad'")
+  T.check(code == 2 and err:find(bad[2], 1, true), "suite %s: %s", bad[1], err)
+end
 
 -- --resume with another --only keeps the rows of the problems not run this
 -- time (they were dropped from the report), and another --budget is refused

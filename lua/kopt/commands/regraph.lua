@@ -53,8 +53,13 @@ function M.main(argv)
   end
   if #sources == 0 then errors.usage("regraph: no runs given (usage: kopt regraph RUN... [-o FILE])") end
   local agg = experience.aggregator()
+  local seen = {}
   for _, src in ipairs(sources) do
     if not sys.stat(src) then errors.usage("regraph: %s: no such file or directory", src) end
+    -- (a run given twice, or as its folder and its file, would count twice)
+    local file = sys.realpath(sys.stat(src) == "dir" and (src .. "/transitions.jsonl") or src) or src
+    if seen[file] then errors.usage("regraph: %s is given twice (as %s and %s)", file, seen[file], src) end
+    seen[file] = src
     local n = agg:read(src)
     if not n or n == 0 then
       errors.usage("regraph: %s: no transitions (expected a run directory of mcgs, rules or experts, or a .jsonl file)", src)

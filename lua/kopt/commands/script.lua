@@ -8,7 +8,7 @@ local USAGE = [[
 usage: kopt script FILE [ARGS...]
   runs the Lua file FILE inside kopt, with the kopt library (require "kopt.*")
   on the path, FILE's folder first on package.path and ARGS in `arg`; the
-  file's return value (an integer) is the exit status
+  file's return value (an integer, 0-255; anything else is status 1) is the exit status
 ]]
 
 function M.main(argv)
@@ -31,7 +31,17 @@ function M.main(argv)
     io.stderr:write(string.format("kopt: script %s failed: %s%s\n", file, rc.script_error, rc.trace))
     return 1
   end
-  return math.tointeger(rc) or 0
+  -- (an exit status is 0-255: the shell would read 256 as 0, a success)
+  local code = math.tointeger(rc)
+  if rc ~= nil and not code then
+    io.stderr:write(string.format("kopt: script %s returned %s, not a whole number: exit status 1\n", file, tostring(rc)))
+    return 1
+  end
+  if code and (code < 0 or code > 255) then
+    io.stderr:write(string.format("kopt: script %s returned %d, outside 0-255: exit status 1\n", file, code))
+    return 1
+  end
+  return code or 0
 end
 
 return M

@@ -49,9 +49,15 @@ usage: kopt suite [STRATEGY] [DIR|SPEC ...] [options]
                     database already knows)
 ]]
 
-local function split_list(v)
-  local out = {}
-  for item in v:gmatch("[^,]+") do out[#out + 1] = item end
+-- "a,b" -> { "a", "b" }; an empty item (",", "a,,b", "") and an item given
+-- twice are refused, naming the flag.
+local function split_list(v, flag)
+  local out, seen = {}, {}
+  for item in (v .. ","):gmatch("([^,]*),") do
+    if item == "" then errors.usage("suite: %s: an empty item in '%s'", flag, v) end
+    if seen[item] then errors.usage("suite: %s: '%s' is given twice", flag, item) end
+    seen[item], out[#out + 1] = true, item
+  end
   return out
 end
 
@@ -71,7 +77,7 @@ local function parse(argv)
   while i <= #argv do
     local a = argv[i]
     if a == "--help" or a == "-h" then o.help = true
-    elseif a == "--only" then o.only = split_list(value(a))
+    elseif a == "--only" then o.only = split_list(value(a), a)
     elseif a == "--budget" then o.budget = count(a)
     elseif a == "--time-limit" then
       o.time_limit = tonumber(value(a))
@@ -107,7 +113,7 @@ local function parse(argv)
       o.range_probe = mode
     elseif a == "--gpus" then
       o.gpus = {}
-      for _, g in ipairs(split_list(value(a))) do
+      for _, g in ipairs(split_list(value(a), a)) do
         local n = math.tointeger(tonumber(g))
         if not n or n < 0 then errors.usage("suite: --gpus: expected a comma-separated list of GPU indices, got '%s'", argv[i]) end
         o.gpus[#o.gpus + 1] = n
@@ -317,7 +323,17 @@ function M.main(argv)
     end
   end
 
-  -- Baselines: given, or the file beside the specs that matches the GPU.
+  -- Baselines: given, or the file beside the specs that matches the GPU; a
+  -- resumed suite keeps the file it began with (its rows were computed
+  -- against it)
+  local begun = o.resume and json.read_file(out .. "/suite.json")
+  local begun_file = type(begun) == "table" and type(begun.baselines) == "table" and begun.baselines.file
+  if type(begun_file) == "string" then
+    if o.baselines and o.baselines ~= begun_file then
+      errors.usage("suite: --resume: %s was started with --baselines %s, not %s", out, begun_file, o.baselines)
+    end
+    o.baselines = begun_file
+  end
   local baselines, baselines_note
   if o.baselines == "none" then
     baselines_note = "--baselines none"
