@@ -30,7 +30,7 @@ local S = {
       help = "probability that a step may change one knob to any value, not only an adjacent one" },
     restart_best = { default = 0.5, min = 0, max = 1,
       help = "probability that a restart goes back to the best configuration so far instead of a random one" },
-    free_steps = { default = 200, min = 0, help = "most steps over already-measured neighbours taken inside one ask" },
+    free_steps = { default = 200, min = 0, max = 1000000, help = "most steps over already-measured neighbours taken inside one ask" },
   },
 }
 

@@ -22,10 +22,10 @@ local S = {
   options = {
     experts = { default = X.DEFAULT,
                 help = "experts, comma-separated: names (kopt/experts/<name>.lua) or .lua files" },
-    iterations = { default = 30, help = "maximum number of iterations (one batch of proposals each)" },
-    patience = { default = 4, help = "stop after this many iterations in a row without a new best" },
-    per_expert = { default = 2, help = "proposals taken from each expert per iteration" },
-    init = { default = 4, help = "configurations measured before the first iteration (default config + random)" },
+    iterations = { default = 30, min = 1, max = 1000000, help = "maximum number of iterations (one batch of proposals each)" },
+    patience = { default = 4, min = 1, max = 1000000, help = "stop after this many iterations in a row without a new best" },
+    per_expert = { default = 2, min = 1, max = 1000, help = "proposals taken from each expert per iteration" },
+    init = { default = 4, min = 1, max = 100000, help = "configurations measured before the first iteration (default config + random)" },
     min_gain = { default = 0.02, help = "a new best must be faster by this fraction (and by more than the noise)" },
     edits = { default = "auto", choices = { "auto", "on", "off" },
               help = "kernel edits (unified diffs): auto = on with a spec and a GPU backend, off under replay; " ..

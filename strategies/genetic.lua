@@ -16,11 +16,11 @@ local S = {
   description = "steady-state genetic algorithm: tournament, uniform crossover, adjacent/jump mutation",
   options = {
     population = { default = 20, min = 2, help = "population size; the first `population` evaluations are random" },
-    tournament = { default = 3, min = 1, help = "members drawn per parent; the fastest of them becomes the parent" },
+    tournament = { default = 3, min = 1, max = 1000, help = "members drawn per parent; the fastest of them becomes the parent" },
     crossover = { default = 0.8, min = 0, max = 1, help = "probability that a child mixes two parents rather than copying one" },
     mutation = { default = 0.15, min = 0, max = 1, help = "per-knob probability of a mutation (at least one knob always mutates)" },
     jump = { default = 0.25, min = 0, max = 1, help = "probability that a mutation takes any value of the knob, not an adjacent one" },
-    retries = { default = 40, min = 1, help = "attempts to breed a new valid child before measuring a random configuration" },
+    retries = { default = 40, min = 1, max = 100000, help = "attempts to breed a new valid child before measuring a random configuration" },
   },
 }
 

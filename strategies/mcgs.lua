@@ -94,6 +94,8 @@ local function clear_flag(g, id, bit) g:set_flags(id, g:flags(id) & ~bit) end
 
 function S.init(ctx)
   local o = ctx.options
+  -- (clip_lo >= clip_hi would give every success the same reward: a blind search)
+  if o.clip_lo >= o.clip_hi then require("kopt.errors").usage("mcgs: --opt clip_lo must be below clip_hi") end
   local st = {
     g = graph_mod.new(1024),
     gens = {}, cheap = {}, expensive = {},
@@ -333,9 +335,9 @@ end
 local function widen_limit(ctx, st, id)
   local visits, edges = st.g:counts(id)
   local c = id == st.root and ctx.options.restart_c or ctx.options.pw_c
-  local k = math.ceil(c * (visits + 1) ^ ctx.options.pw_alpha)
-  if k < 1 then k = 1 end
-  return k, edges
+  -- (as an integer: a huge pw_c gives a float past 2^63 that no count is)
+  local k = math.min(c * (visits + 1) ^ ctx.options.pw_alpha, 2 ^ 31)
+  return math.max(1, math.tointeger(math.ceil(k)) or 1), edges
 end
 
 -- The next state no sample found: near the end of a small space, random
@@ -685,9 +687,7 @@ local function save_snapshot(ctx, st)
   if not ok then ctx:log("graph snapshot failed: %s", err) return end
   local nodes, edges = st.g:size()
   -- checked and atomic like every summary file: a failed write stops the run
-  local m = st.model
-  local model = m and { fits = m.fits, fit_ms = m.fit_s * 1e3, predictions = m.predicts,
-                        predict_ms = m.predict_s * 1e3, pruned = m.pruned, gp_chosen = m.chose_gp } or nil
+  local model = model_mod.summary(st.model)
   json.write_file(ctx.run_dir .. "/graph.json", json.encode({ nodes = nodes, edges = edges, digest = st.g:digest(),
     evaluations = ctx.evaluations, baseline_ms = st.baseline, restarts = st.restarts, model = model }) .. "\n", true)
 end

@@ -85,7 +85,9 @@ function convert.artifacts(v, flag)
 end
 function convert.profile(v, flag)
   local n = v:match("^every%-(%d+)$") or v:match("^top%-(%d+)$")
-  if n and tonumber(n) < 1 then errors.usage("%s: N must be 1 or more, got '%s'", flag, v) end
+  if n and not (math.tointeger(tonumber(n)) and tonumber(n) >= 1) then
+    errors.usage("%s: N must be a whole number from 1 to 2^63 - 1, got '%s'", flag, v)
+  end
   if v == "none" or v == "top-k" or n then return v end
   errors.usage("%s: expected none, top-k, top-N or every-N, got '%s'", flag, v)
 end

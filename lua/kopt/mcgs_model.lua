@@ -149,6 +149,13 @@ function M.get(ctx, st)
   return m
 end
 
+-- What graph.json reports of the model (nil without one): its fits,
+-- predictions, their CPU time and the moves it pruned.
+function M.summary(m)
+  return m and { fits = m.fits, fit_ms = m.fit_s * 1e3, predictions = m.predicts, predict_ms = m.predict_s * 1e3,
+                 pruned = m.pruned, gp_chosen = m.chose_gp } or nil
+end
+
 -- Optimistic predicted log-time of a config, and its chance of success.
 function M.predict(ctx, m, config)
   local t0 = os.clock()

@@ -129,5 +129,7 @@ for kind, names in pairs({
   end
 end
 OPTIONS.arm_discount.max = 1
+-- (counts a loop runs that many times: past these it would not end)
+OPTIONS.model_pool.max, OPTIONS.design_pool.max, OPTIONS.model_trees.max = 1000000, 100000, 1000
 
 return OPTIONS

@@ -52,8 +52,10 @@ end
 -- flags
 case("--bogus random " .. replay, 2, "kopt: unknown option '--bogus' (see kopt --help)")
 case("random --budget 0 --backend replay:" .. replay, 2, "kopt: --budget: expected a positive integer, got '0'")
-case("random --profile top-0 --backend replay:" .. replay, 2, "kopt: --profile: N must be 1 or more, got 'top-0'")
-case("random --profile every-0 --backend replay:" .. replay, 2, "kopt: --profile: N must be 1 or more, got 'every-0'")
+case("random --profile top-0 --backend replay:" .. replay, 2,
+     "kopt: --profile: N must be a whole number from 1 to 2^63 - 1, got 'top-0'")
+case("random --profile every-0 --backend replay:" .. replay, 2,
+     "kopt: --profile: N must be a whole number from 1 to 2^63 - 1, got 'every-0'")
 case("random --backend replay:" .. replay .. " --budget", 2, "kopt: --budget needs a value (N)")
 case("random --backend gpu7", 2, "kopt: --backend: expected 'cuda' or 'replay:FILE', got 'gpu7'")
 case("random --time-limit -3 --backend replay:" .. replay, 2, "kopt: --time-limit: expected a positive number of seconds, got '-3'")
@@ -182,6 +184,22 @@ case("mcgs --backend replay:" .. replay .. " --opt c_puct=1e400", 2,
      "kopt: --opt c_puct: expected a finite number, got '1e400'")
 case("mcgs --backend replay:" .. replay .. " --opt p_sample=2", 2,
      "kopt: --opt p_sample: expected a number from 0 to 1, got '2'")
+-- counts a loop runs that many times (these hung), a reward clipped to one
+-- value (a blind search), an experts run of 0 evaluations
+case("genetic --backend replay:" .. replay .. " --opt tournament=1e12", 2,
+     "kopt: --opt tournament: expected an integer from 1 to 1000, got '1e12'")
+case("surrogate --backend replay:" .. replay .. " --opt pool=1e12", 2,
+     "kopt: --opt pool: expected an integer from 0 to 1000000, got '1e12'")
+case("mcgs --backend replay:" .. replay .. " --opt model_pool=1e12", 2,
+     "kopt: --opt model_pool: expected an integer from 0 to 1000000, got '1e12'")
+case("anneal --backend replay:" .. replay .. " --opt free_steps=1e12", 2,
+     "kopt: --opt free_steps: expected an integer from 0 to 1000000, got '1e12'")
+case("experts --backend replay:" .. replay .. " --opt init=0", 2,
+     "kopt: --opt init: expected an integer from 1 to 100000, got '0'")
+case("mcgs --backend replay:" .. replay .. " --opt clip_lo=5 --opt clip_hi=-5", 2,
+     "kopt: mcgs: --opt clip_lo must be below clip_hi")
+case("random --profile top-99999999999999999999999 --backend replay:" .. replay, 2,
+     "kopt: --profile: N must be a whole number from 1 to 2^63 - 1, got 'top-99999999999999999999999'")
 case("rules --backend replay:" .. replay .. " --opt tabu=-1", 2,
      "kopt: --opt tabu: expected an integer at least 0, got '-1'")
 -- a kopt script that fails: the script's error, named as such (not kopt's

@@ -324,5 +324,15 @@ do
   h:close()
 end
 
+-- A widening constant past 2^63 / (visits + 1): the limit was a float no
+-- count is, and the run stopped with "number has no integer representation"
+-- after its first samples
+do
+  local ev = T.mcgs_replay(tmp .. "/pw", conv, 30, 1, "--opt pw_c=1e308")
+  local n = 0
+  for _, e in ipairs(ev) do if e.event == "eval" then n = n + 1 end end
+  T.eq(n, 30, "pw_c=1e308: evaluations")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
