@@ -329,9 +329,9 @@ end
 -- after its first samples
 do
   local ev = T.mcgs_replay(tmp .. "/pw", conv, 30, 1, "--opt pw_c=1e308")
-  local n = 0
-  for _, e in ipairs(ev) do if e.event == "eval" then n = n + 1 end end
-  T.eq(n, 30, "pw_c=1e308: evaluations")
+  local evals = 0
+  for _, e in ipairs(ev) do if e.event == "eval" then evals = evals + 1 end end
+  T.eq(evals, 30, "pw_c=1e308: evaluations")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
