@@ -30,7 +30,8 @@ figure alone, not by how any strategy does on them.
   - a three-knob interaction (the work of a thread as a product of tiles).
 
 usage: tools/gen_spaces.py OUT_DIR [--count N] [--seed S] [--rough]
-Writes OUT_DIR/gen_<seed>_<i>.json and prints one line per space (its traits).
+Writes OUT_DIR/gen_<seed>_<i>.json (genr_<seed>_<i>.json with --rough) and prints
+one line per space (its traits).
 The same seed gives the same files.
 """
 import argparse
@@ -200,6 +201,8 @@ def main():
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--rough", action="store_true", help="add jagged knobs, cliffs and three-knob interactions")
     a = ap.parse_args()
+    if a.count < 1:
+        ap.error(f"--count must be 1 or more, got {a.count}")
     os.makedirs(a.out, exist_ok=True)
     made, index = 0, 0
     while made < a.count:

@@ -422,11 +422,13 @@ function Space:with(base, text)
     if name then return nil, string.format("%s is not a knob", name) end
     return nil, string.format("expected K=V pairs, got '%s'", stray)
   end
+  local given = {}
   for _, item in ipairs(items) do
     local name, value = item[1], item[2]
     local knob = self.index[name] and self.knobs[self.index[name].i]
     if not knob then return nil, string.format("%s is not a knob", name) end
-    if not knob then return nil, string.format("%s is not a knob", name) end
+    if given[name] then return nil, string.format("%s is given twice (%s and %s)", name, given[name], value) end
+    given[name] = value
     local found
     for _, v in ipairs(knob.values) do
       if tostring(v) == value or (type(v) == "number" and tonumber(value) == v) then found = v break end

@@ -6,7 +6,8 @@
 --   every transition twice;
 -- * tools/events_summary.py gave span_s null for every run (kopt writes ISO
 --   timestamps), and a missing file or --help was a Python traceback;
--- * tools/suite_baselines.py --specs of a missing folder was a traceback.
+-- * tools/suite_baselines.py --specs of a missing folder was a traceback;
+-- * the smaller ones below, each with its before.
 local T = require("testlib")
 local cjson = require("cjson")
 local tmp = T.tmpdir("tools-cli")
@@ -41,6 +42,31 @@ T.check(rc ~= 0 and text:find("No such file", 1, true) and not text:find("Traceb
 rc, text = py("tools/suite_baselines.py --list --specs " .. tmp .. "/nowhere")
 T.check(rc ~= 0 and text:find("not a folder of specs", 1, true) and not text:find("Traceback", 1, true),
         "suite_baselines --specs of a missing folder: %s", text)
+
+-- --config naming a knob twice took the last value without a word
+code, _, err = T.run("compile specs/transpose.json --config TILE=32,TILE=16")
+T.check(code == 2 and err:find("TILE is given twice", 1, true), "--config with a knob twice: %s", err)
+
+-- kopt db: a problem named by '_' or '%' matched any key (SQL LIKE), and an
+-- export to a folder was a write failure (exit 1), not a usage error
+local db = tmp .. "/e.db"
+code, _, err = T.run("random tests/data/specs/vector_add.json --backend replay:tests/data/vector_add_A4000.json " ..
+                     "--budget 3 -q --out " .. tmp .. "/va", "KOPT_DB=" .. db)
+T.eq(code, 0, "a run recorded in the database: " .. err)
+for _, what in ipairs({ "_", "%", "__" }) do
+  code, _, err = T.run("db --db " .. db .. " show '" .. what .. "'")
+  T.check(code == 2, "db show '%s' matches no problem: %d %s", what, code, err)
+end
+code, _, err = T.run("db --db " .. db .. " export 1 -o " .. tmp)
+T.check(code == 2 and err:find("expected a file name", 1, true), "db export -o a folder: %d %s", code, err)
+
+-- tools/gen_spaces.py --count 0 wrote nothing and exited 0
+rc, text = py("tools/gen_spaces.py " .. tmp .. "/gs --count 0")
+T.check(rc ~= 0 and text:find("--count must be 1 or more", 1, true), "gen_spaces --count 0: %s", text)
+
+-- synthesize's numbers have ranges (attempts=-1, temperature=-3 ran)
+code, _, err = T.run("synthesize examples/synth/row_softmax.json --opt attempts=-1")
+T.check(code == 2 and err:find("--opt attempts", 1, true), "synthesize attempts=-1: %s", err)
 
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

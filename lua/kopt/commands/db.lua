@@ -19,7 +19,7 @@ usage: kopt db [--db PATH] list
   show      a problem's identity, its runs and its ten best configurations (--run N: that run's evaluations)
   export    T4 JSON (the format of a run's results.json): every state measured for the problem,
             its latest measurement (--run N: that run's evaluations in order); stdout unless -o FILE
-  PROBLEM   a number from `kopt db list`, a name only one problem has, the beginning of a key, or the
+  PROBLEM   a number from `kopt db list`, a name only one problem has, the beginning of a key (4 hex digits or more), or the
             beginning of a name only one problem has
   --db PATH the database (default: $KOPT_DB, else $XDG_DATA_HOME/kopt/experience.db,
             else ~/.local/share/kopt/experience.db)
@@ -55,7 +55,10 @@ local function find_problem(db, what)
   local n = math.tointeger(tonumber(what))
   local rows = n and db:rows("SELECT * FROM problems WHERE id = ?", n) or {}
   if #rows == 0 then rows = db:rows("SELECT * FROM problems WHERE name = ?", what) end
-  if #rows == 0 then rows = db:rows("SELECT * FROM problems WHERE key LIKE ? || '%'", what) end
+  -- (the start of a key, hex digits only: LIKE would read '_' and '%' as wildcards)
+  if #rows == 0 and what:match("^%x%x%x%x+$") then
+    rows = db:rows("SELECT * FROM problems WHERE substr(key, 1, length(?)) = ?", what, what)
+  end
   -- the start of a name ("softmax" for softmax_f32_8192), when it is unique
   if #rows == 0 then
     rows = db:rows("SELECT * FROM problems WHERE substr(name, 1, length(?)) = ?", what, what)
@@ -187,6 +190,9 @@ function M.main(argv)
   else
     local t4 = export(db, find_problem(db, pos[2]), o.run)
     if o.out then
+      if o.out == "" or sys.stat(o.out) == "dir" then
+        errors.usage("db export: -o %s: expected a file name", o.out == "" and "''" or o.out)
+      end
       json.write_file(o.out, t4)
       text = string.format("kopt: %d evaluations written to %s (T4)\n", #t4.results, o.out)
     else
