@@ -190,11 +190,12 @@ function M:bind(scope)
   return (load("return " .. self.text, "=" .. (self.label or "expression"), "t", env))
 end
 
--- Like eval but requires a finite number; integral floats become integers.
+-- Like eval but requires a finite number; integral floats become integers,
+-- true and false 1 and 0 (then a third value, true, says so).
 function M:number(...)
   local v, err = self:eval(...)
   if err then return nil, err end
-  if v == true then return 1 elseif v == false then return 0 end
+  if v == true then return 1, nil, true elseif v == false then return 0, nil, true end
   if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then
     return nil, string.format("expression '%s' gave %s, expected a finite number (%s)",
                               self.text, type(v) == "string" and ("'" .. v .. "' (a string)") or tostring(v),

@@ -624,23 +624,19 @@ fields.install(Spec, { join = join, read_text = read_text, describe = describe_c
 -- Evaluates a compiled expression for a config; raises a user error naming
 -- the expression and the config when it fails.
 function Spec:value(e, config)
-  local v, err = e:number(config, self.problem, { device = self.device })
+  local v, err, from_boolean = e:number(config, self.problem, { device = self.device })
   if err then errors.usage("%s: %s: %s", self.path, e.label, err) end
-  return v
+  return v, from_boolean
 end
 
 -- A value that must be a whole number >= min (launch dimensions, shapes,
 -- shared memory), named by its expression when it is not.
 function Spec:count(e, config, min)
+  local v, from_boolean = self:value(e, config)
   -- (true and false are 1 and 0 to a metric, not to a size: "n > BS" as a grid)
-  if type(e:eval(config, self.problem, { device = self.device })) == "boolean" then
+  if from_boolean or math.type(v) ~= "integer" or v < min then
     errors.usage("%s: %s: expression '%s' gave %s, expected %s (at %s)", self.path, e.label, e.text,
-                 tostring(e:eval(config, self.problem, { device = self.device })),
-                 min > 0 and "a positive integer" or "a non-negative integer", describe_config(self, config))
-  end
-  local v = self:value(e, config)
-  if math.type(v) ~= "integer" or v < min then
-    errors.usage("%s: %s: expression '%s' gave %s, expected %s (at %s)", self.path, e.label, e.text, tostring(v),
+                 from_boolean and tostring(v == 1) or tostring(v),
                  min > 0 and "a positive integer" or "a non-negative integer", describe_config(self, config))
   end
   return v
