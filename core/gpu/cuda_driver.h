@@ -49,11 +49,10 @@
 	X(cuMemHostAlloc, 2020, 1)                                             \
 	X(cuMemHostGetDevicePointer, 3020, 1)                                  \
 	X(cuMemFreeHost, 2000, 1)                                              \
-	X(cuMemcpyHtoD, 3020, 1)                                               \
-	X(cuMemcpyDtoH, 3020, 1)                                               \
 	X(cuMemcpyDtoDAsync, 3020, 1)                                          \
 	X(cuMemcpy3DAsync, 3020, 1)                                            \
 	X(cuMemcpyHtoDAsync, 3020, 1)                                          \
+	X(cuMemcpyDtoHAsync, 3020, 1)                                          \
 	X(cuMemsetD8Async, 3020, 1)                                            \
 	X(cuMemsetD32Async, 3020, 1)                                           \
 	X(cuStreamCreate, 2000, 1)                                             \

@@ -129,7 +129,7 @@ static int identical(struct worker *w, const struct inputset *s, int i)
 	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
 		r = CUDA_ERROR_LAUNCH_TIMEOUT;
 	if (r == CUDA_SUCCESS)
-		r = kopt_cu.cuMemcpyDtoH(&count, diff, 8);
+		r = kopt_worker_download(w, &count, diff, 8);
 	if (kopt_worker_cu_check(r, "comparing the outputs on the GPU", w->log, sizeof w->log))
 		return -1;
 	return count == 0;
@@ -238,7 +238,7 @@ void kopt_worker_upload_reference(struct worker *w, struct inputset *s)
 			tmp[k] ^= mask_word(key, k);
 		CUdeviceptr d = 0;
 		if (kopt_cu.cuMemAlloc(&d, bytes) == CUDA_SUCCESS &&
-		    kopt_cu.cuMemcpyHtoD(d, tmp, bytes) == CUDA_SUCCESS) {
+		    kopt_worker_upload(w, d, tmp, bytes) == CUDA_SUCCESS) {
 			s->ref_masked[i] = d;
 			s->ref_key[i] = key;
 			s->ref_box[i] = a->nd > 0 ? box_signature(a) : 0;
@@ -332,7 +332,7 @@ int kopt_worker_compare_on_device(struct worker *w, const struct inputset *s, do
 		    r == CUDA_SUCCESS)
 			r = CUDA_ERROR_LAUNCH_TIMEOUT;
 		if (r == CUDA_SUCCESS)
-			r = kopt_cu.cuMemcpyDtoH(part, w->compare_part, 8 * sizeof(double) * blocks);
+			r = kopt_worker_download(w, part, w->compare_part, 8 * sizeof(double) * blocks);
 		if (kopt_worker_cu_check(r, "comparing the outputs on the GPU", w->log,
 					 sizeof w->log))
 			return -1;
@@ -600,7 +600,8 @@ const char *kopt_worker_samples_check(struct worker *w, int n)
 	double *part = malloc((size_t)n * row * sizeof(double));
 	if (part == NULL) /* (the last timed output is still compared) */
 		return NULL;
-	if (kopt_worker_cu_check(kopt_cu.cuMemcpyDtoH(part, w->sample_part, (size_t)n * row * sizeof(double)),
+	size_t bytes = (size_t)n * row * sizeof(double);
+	if (kopt_worker_cu_check(kopt_worker_download(w, part, w->sample_part, bytes),
 				 "reading the timed launches' comparisons", w->log, sizeof w->log)) {
 		free(part);
 		return "crash";

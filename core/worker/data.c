@@ -42,6 +42,29 @@ int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult 
 	}
 }
 
+/* Every copy between the host and the device goes on the worker's stream
+ * and is waited for. The plain cuMemcpyHtoD and cuMemcpyDtoH run on the
+ * legacy stream, which does not order with w->stream (it is non-blocking),
+ * and an upload from pageable memory may return before its DMA has landed:
+ * the input hash launched next on w->stream then read inputs half copied,
+ * and an honest kernel was later told it "modified its input". */
+static CUresult finish_copy(struct worker *w, CUresult r)
+{
+	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) == 1)
+		r = CUDA_ERROR_LAUNCH_TIMEOUT;
+	return r;
+}
+
+CUresult kopt_worker_upload(struct worker *w, CUdeviceptr dst, const void *src, size_t bytes)
+{
+	return finish_copy(w, kopt_cu.cuMemcpyHtoDAsync(dst, src, bytes, w->stream));
+}
+
+CUresult kopt_worker_download(struct worker *w, void *dst, CUdeviceptr src, size_t bytes)
+{
+	return finish_copy(w, kopt_cu.cuMemcpyDtoHAsync(dst, src, bytes, w->stream));
+}
+
 CUresult kopt_worker_poison(struct worker *w)
 {
 	for (int i = 0; i < w->nargs; i++) {
@@ -392,7 +415,7 @@ int kopt_worker_hash_inputs(struct worker *w, struct inputset *s, uint64_t *out)
 	    r == CUDA_SUCCESS)
 		r = CUDA_ERROR_LAUNCH_TIMEOUT;
 	if (r == CUDA_SUCCESS)
-		r = kopt_cu.cuMemcpyDtoH(out, w->hash_dev, 8 * (size_t)w->nargs);
+		r = kopt_worker_download(w, out, w->hash_dev, 8 * (size_t)w->nargs);
 	return kopt_worker_cu_check(r, "hashing the inputs", w->log, sizeof w->log);
 }
 
@@ -472,7 +495,7 @@ struct inputset *kopt_worker_get_set(struct worker *w, uint64_t seed, int varian
 		if (a->kind == ARG_ARRAY) {
 			if (kopt_worker_cu_check(kopt_worker_alloc_guarded(&s->dev[i], bytes),
 						 "cuMemAlloc (input)", err, errlen) ||
-			    kopt_worker_cu_check(kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], bytes),
+			    kopt_worker_cu_check(kopt_worker_upload(w, s->dev[i], s->host[i], bytes),
 						 "cuMemcpyHtoD", err, errlen)) {
 				free_set(w, s);
 				return NULL;

@@ -375,6 +375,11 @@ void kopt_worker_free_params(struct wparams *p);
 
 /* Status of a wait: 0 done, 1 timeout, else the CUresult of the failure. */
 int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res);
+/* Host-device copies on w->stream, waited for (data.c says why not the
+ * plain cuMemcpyHtoD/DtoH); a copy that does not finish in a minute is
+ * CUDA_ERROR_LAUNCH_TIMEOUT. */
+CUresult kopt_worker_upload(struct worker *w, CUdeviceptr dst, const void *src, size_t bytes);
+CUresult kopt_worker_download(struct worker *w, void *dst, CUdeviceptr src, size_t bytes);
 /* compare_dev.c: the candidate's outputs compared with set s's reference on
  * the device (no copy to the host), for checks that pass with room to
  * spare. 1: every compared output passes, *rel_l2 and *max_abs the largest;

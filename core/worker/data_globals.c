@@ -50,7 +50,7 @@ static int gather(struct worker *w, const struct wmodule *m)
 	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
 		r = CUDA_ERROR_LAUNCH_TIMEOUT;
 	if (r == CUDA_SUCCESS)
-		r = kopt_cu.cuMemcpyDtoH(m->gather_host, m->gather_dev, m->gather_bytes);
+		r = kopt_worker_download(w, m->gather_host, m->gather_dev, m->gather_bytes);
 	return r == CUDA_SUCCESS ? 0 : -1;
 }
 
@@ -84,10 +84,11 @@ static void plan_gather(struct worker *w, struct wmodule *m)
 		list[3 * k + 2] = (unsigned long long)g->packed;
 		k++;
 	}
+	size_t list_bytes = (size_t)n * 3 * sizeof *list;
 	int ok = list != NULL && m->gather_host != NULL &&
-		 kopt_cu.cuMemAlloc(&m->gather_list, (size_t)n * 3 * sizeof *list) == CUDA_SUCCESS &&
+		 kopt_cu.cuMemAlloc(&m->gather_list, list_bytes) == CUDA_SUCCESS &&
 		 kopt_cu.cuMemAlloc(&m->gather_dev, bytes) == CUDA_SUCCESS &&
-		 kopt_cu.cuMemcpyHtoD(m->gather_list, list, (size_t)n * 3 * sizeof *list) == CUDA_SUCCESS;
+		 kopt_worker_upload(w, m->gather_list, list, list_bytes) == CUDA_SUCCESS;
 	m->gather_list_host = list;
 	m->ngather = n;
 	m->gather_bytes = bytes;
@@ -179,7 +180,7 @@ CUresult kopt_worker_snapshot_globals(struct worker *w, struct wmodule *m, const
 			return CUDA_ERROR_OUT_OF_MEMORY;
 		if (packed && g->packed >= 0)
 			memcpy(g->image, m->gather_host + g->packed, g->size);
-		else if ((r = kopt_cu.cuMemcpyDtoH(g->image, g->ptr, g->size)) != CUDA_SUCCESS)
+		else if ((r = kopt_worker_download(w, g->image, g->ptr, g->size)) != CUDA_SUCCESS)
 			return r;
 		g->zero = 1;
 		for (size_t k = 0; k < g->size && g->zero; k++)
@@ -202,7 +203,7 @@ static long long changed_bytes(struct worker *w, const struct mglobal *g)
 		CUresult r = kopt_worker_scan_runs(w, &run, 1, found);
 		unsigned char tail[4] = {0, 0, 0, 0};
 		if (r == CUDA_SUCCESS && g->size % 4 != 0)
-			r = kopt_cu.cuMemcpyDtoH(tail, g->ptr + words * 4, g->size % 4);
+			r = kopt_worker_download(w, tail, g->ptr + words * 4, g->size % 4);
 		if (r != CUDA_SUCCESS)
 			return -1;
 		/* the span from the first to the last changed word */
@@ -212,7 +213,7 @@ static long long changed_bytes(struct worker *w, const struct mglobal *g)
 		return changed;
 	}
 	unsigned char *now = malloc(g->size);
-	if (now == NULL || kopt_cu.cuMemcpyDtoH(now, g->ptr, g->size) != CUDA_SUCCESS) {
+	if (now == NULL || kopt_worker_download(w, now, g->ptr, g->size) != CUDA_SUCCESS) {
 		free(now);
 		return -1;
 	}

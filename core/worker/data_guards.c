@@ -56,7 +56,7 @@ CUresult kopt_worker_scan_runs(struct worker *w, struct scan *runs, int n,
 	if (r == CUDA_SUCCESS && kopt_worker_wait(w, w->stream, 60000, &r) != 0 && r == CUDA_SUCCESS)
 		r = CUDA_ERROR_LAUNCH_TIMEOUT;
 	if (r == CUDA_SUCCESS && n > 0)
-		r = kopt_cu.cuMemcpyDtoH(found, w->guard_dev, 16 * (size_t)n);
+		r = kopt_worker_download(w, found, w->guard_dev, 16 * (size_t)n);
 	return r;
 }
 

@@ -28,7 +28,7 @@ int kopt_worker_fill_constants(struct worker *w, CUmodule mod, const struct inpu
 				 a->name, size, bytes);
 			return -1;
 		}
-		if (kopt_worker_cu_check(kopt_cu.cuMemcpyHtoD(p, s->host[i], bytes),
+		if (kopt_worker_cu_check(kopt_worker_upload(w, p, s->host[i], bytes),
 					 "cuMemcpyHtoD (constant)", w->log, sizeof w->log))
 			return -1;
 	}

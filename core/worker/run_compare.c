@@ -28,7 +28,7 @@ int kopt_worker_check_inputs(struct worker *w, struct inputset *s, char *which, 
 		if (modified++ == 0)
 			snprintf(which, whichlen, "%s", a->name);
 		if (kopt_worker_cu_check(
-			kopt_cu.cuMemcpyHtoD(s->dev[i], s->host[i], kopt_worker_arg_bytes(a)),
+			kopt_worker_upload(w, s->dev[i], s->host[i], kopt_worker_arg_bytes(a)),
 			"cuMemcpyHtoD", w->log, sizeof w->log))
 			return -1;
 	}
@@ -176,7 +176,7 @@ const char *kopt_worker_compare_outputs(struct worker *w, struct inputset *s, co
 			free(s->ref_out[i]); /* a reference computed before (set_ref) */
 			if ((s->ref_out[i] = malloc(bytes ? bytes : 4)) == NULL ||
 			    kopt_worker_cu_check(
-				kopt_cu.cuMemcpyDtoH(s->ref_out[i], w->ref_dev[i], bytes),
+				kopt_worker_download(w, s->ref_out[i], w->ref_dev[i], bytes),
 				"cuMemcpyDtoH (reference)", w->log, sizeof w->log) ||
 			    kopt_worker_cu_check(kopt_cu.cuMemsetD32Async(
 						     w->ref_dev[i], 0,
@@ -227,7 +227,7 @@ const char *kopt_worker_compare_outputs(struct worker *w, struct inputset *s, co
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
 		if (kopt_worker_is_output(a) &&
-		    kopt_worker_cu_check(kopt_cu.cuMemcpyDtoH(w->out_host[i], w->out_dev[i],
+		    kopt_worker_cu_check(kopt_worker_download(w, w->out_host[i], w->out_dev[i],
 							      a->count * kopt_dtype_size(a->type)),
 					 "cuMemcpyDtoH (output)", w->log, sizeof w->log))
 			return "crash";

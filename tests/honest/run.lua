@@ -38,6 +38,7 @@ local CASES = {
   { "tiny_softmax_pipe", "tiny run time (microseconds), three-kernel pipeline: check 2 launched from the host" },
   { "mandelbrot_mc", "data-dependent run time: check 2's inputs are honestly 50x slower; declared queue state" },
   { "dequant_int4", "write-dominated exact f16 output, declared bytes just over 2x L2 (speed-of-light floor)" },
+  { "upload_race", "three 1 MiB inputs only read: each fresh set's upload must land before its hash and first launch" },
 }
 -- the range probe, on one config each (the first ok one if that is not ok)
 local PROBE = {
