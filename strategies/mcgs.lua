@@ -146,6 +146,7 @@ function S.init(ctx)
     if not f then require("kopt.errors").usage("--opt priors: %s", err) end
     st.prior_mult = f
   end
+  if o.tools ~= "" then X.tool_options(ctx, { config = {} }) end  -- a bad tools file fails now
   st.noise_rng = ctx.rng:fork()
   if o.model then
     st.rollout_score, st.rollout_fit = {}, {}  -- node id -> the model's rollout score, and its fit

@@ -196,6 +196,9 @@ case("anneal --backend replay:" .. replay .. " --opt free_steps=1e12", 2,
      "kopt: --opt free_steps: expected an integer from 0 to 1000000, got '1e12'")
 case("experts --backend replay:" .. replay .. " --opt init=0", 2,
      "kopt: --opt init: expected an integer from 1 to 100000, got '0'")
+-- a tools file that cannot be read fails at the start, as in experts (mcgs ran without it)
+case("mcgs --backend replay:" .. replay .. " --opt tools=/nonexistent/tools.lua", 2,
+     "kopt: --opt tools: tools file cannot open /nonexistent/tools.lua: No such file or directory")
 case("mcgs --backend replay:" .. replay .. " --opt clip_lo=5 --opt clip_hi=-5", 2,
      "kopt: mcgs: --opt clip_lo must be below clip_hi")
 case("random --profile top-99999999999999999999999 --backend replay:" .. replay, 2,
