@@ -8,22 +8,36 @@ local X = require("kopt.experts")
 local llm = require("kopt.llm")
 
 local G = { name = "experts", expensive = true }
-local inner, client
+-- ctx -> { client, gen }: one LLM client (its transcript, usage and breaker)
+-- and one generator per run, never shared by the runs of one process (a
+-- suite runs its problems in one)
+local per_run = setmetatable({}, { __mode = "k" })
+
+local function run_state(ctx)
+  local r = per_run[ctx]
+  if r == nil then
+    r = {}
+    per_run[ctx] = r
+  end
+  return r
+end
 
 local function llm_client(ctx)
   if ctx.llm then return ctx.llm end
-  if client == nil then
+  local r = run_state(ctx)
+  if r.client == nil then
     -- (as the experts strategy's: the run folder's transcript, which a
     -- resumed run answers from first, so it asks what it asked before and
     -- is not charged twice for it)
-    client = llm.for_run(ctx, {}, "mcgs moves=experts") or false
+    r.client = llm.for_run(ctx, {}, "mcgs moves=experts") or false
   end
-  return client or nil
+  return r.client or nil
 end
 
 local function generator(ctx)
-  inner = inner or X.generator(os.getenv("KOPT_EXPERTS") or X.DEFAULT, { client = llm_client(ctx) })
-  return inner
+  local r = run_state(ctx)
+  r.gen = r.gen or X.generator(os.getenv("KOPT_EXPERTS") or X.DEFAULT, { client = llm_client(ctx) })
+  return r.gen
 end
 
 -- (the run's summary and results.json say what the LLM did, or why it
