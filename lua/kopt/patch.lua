@@ -40,6 +40,18 @@ local function split_lines(text)
 end
 
 local function rtrim(s) return (s:gsub("%s+$", "")) end
+
+-- The lines of new that old does not have (as many times as new has them
+-- more often), in new's order, one text.
+local function added_lines(old, new)
+  local have = {}
+  for _, line in ipairs(split_lines(old)) do have[line] = (have[line] or 0) + 1 end
+  local out = {}
+  for _, line in ipairs(split_lines(new)) do
+    if (have[line] or 0) > 0 then have[line] = have[line] - 1 else out[#out + 1] = line end
+  end
+  return table.concat(out, "\n")
+end
 -- (a no-break space, U+00A0, counts as white space: models paste it)
 local function squash(s)
   return (s:gsub("\194\160", " "):gsub("^%s+", ""):gsub("%s+$", ""):gsub("%s+", " "))
@@ -579,6 +591,15 @@ function M.apply_edit(source, edit, opts)
     if source:sub(-1) == "\n" and new:sub(-1) ~= "\n" then new = new .. "\n" end
   end
   if not new then return nil, err, kind end
+  if kind ~= "source" then
+    -- a diff or a search/replace that puts "// ... rest unchanged" where
+    -- code was deletes that code, as a whole source with it would
+    local elided = M.elision(added_lines(source, new))
+    if elided then
+      return nil, string.format("the edit replaces code with an elision (%q): write out the lines it stands for",
+                                elided), kind
+    end
+  end
   if strict and kind ~= "source" and not M.defines_entry(new, opts.entry) then
     return nil, string.format("the edit removes or renames the entry kernel %s", opts.entry), kind
   end

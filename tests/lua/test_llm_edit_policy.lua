@@ -185,6 +185,25 @@ for _, elision in ipairs({ "    // ...", "  /* ... */", "...", "// (rest of the 
   new, err = patch.apply_edit(BASE, { kind = "source", text = src_e }, entry)
   T.check(not new and err:find("leaves code out", 1, true), "an elision %q: %s", elision, tostring(err))
 end
+-- a diff or a search/replace that puts an elision where code was deletes
+-- that code: refused as the whole source would be; an honest comment added
+-- by either form is not
+do
+  local base = 'extern "C" __global__ void k(float *y, int n)\n{\n    int i = threadIdx.x;\n' ..
+               '    if (i < n)\n        y[i] = 2.0f * i;\n}\n'
+  local body = "    if (i < n)\n        y[i] = 2.0f * i;"
+  local function sr(replacement)
+    return { kind = "search_replace", text = "<<<<<<< SEARCH\n" .. body .. "\n=======\n" .. replacement ..
+             "\n>>>>>>> REPLACE\n" }
+  end
+  new, err = patch.apply_edit(base, sr("    // ... rest unchanged"), entry)
+  T.check(not new and err:find("replaces code with an elision", 1, true), "an elided search/replace: %s", tostring(err))
+  local diff = patch.diff(base, (base:gsub("    if %(i < n%)\n        y%[i%] = 2.0f %* i;", "    // ... rest of the kernel unchanged")))
+  new, err = patch.apply_edit(base, { kind = "diff", text = diff }, entry)
+  T.check(not new and err:find("replaces code with an elision", 1, true), "an elided diff: %s", tostring(err))
+  new, err = patch.apply_edit(base, sr("    // ... then store the doubled index\n" .. body), entry)
+  T.check(new, "an honest comment by search/replace: %s", tostring(err))
+end
 -- a source longer than a prompt shows is cut at a line end, the prompt says
 -- how much it shows, and a whole source sent back with the marker is refused
 do
