@@ -113,40 +113,6 @@ local function edit_of(p)
   end
   local src = code_of(p.source) or code_of(p.kernel) or code_of(p.kernel_source)
   if src then return { kind = "source", text = src } end
-  local blocks = {}
-  local b1 = pair_of(p)
-  if b1 then blocks[1] = b1 end
-  for _, key in ipairs({ "edits", "edit", "patch", "diff" }) do
-    local v = p[key]
-    if type(v) == "table" then
-      local list = #v > 0 and v or { v }
-      local texts = {}
-      for _, b in ipairs(list) do
-        local pair = pair_of(b)
-        if pair then
-          blocks[#blocks + 1] = pair
-        elseif type(b) == "table" then
-          local e = object_text(b)
-          if e and e.kind == "source" then return e end
-          if e then texts[#texts + 1] = e.text end
-        elseif type(b) == "string" and text_of(b) then
-          -- a patch given as a list of lines: its strings only (a list that
-          -- mixes prose with pairs, or holds nulls, is not one patch)
-          local lines = {}
-          for _, x in ipairs(list) do
-            if type(x) == "string" then lines[#lines + 1] = x end
-          end
-          if #lines == #list then return { text = table.concat(lines, "\n") } end
-        end
-      end
-      if #texts > 0 and #blocks == 0 then
-        -- (hunks given one per object: one diff)
-        for i, t in ipairs(texts) do if t:sub(-1) ~= "\n" then texts[i] = t .. "\n" end end
-        return { text = table.concat(texts) }
-      end
-    end
-  end
-  if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
   -- (a field that holds nothing but empty text, nulls and "none" is no
   -- edit: {"diff": ""}, [{"search": "", "replace": ""}], {"type": "none"})
   -- (an object's text fields decide: {"type": "unified", "diff": ""} is no
@@ -164,6 +130,48 @@ local function edit_of(p)
     end
     return false
   end
+  local blocks = {}
+  local b1 = pair_of(p)
+  if b1 then blocks[1] = b1 end
+  for _, key in ipairs({ "edits", "edit", "patch", "diff" }) do
+    local v = p[key]
+    if type(v) == "table" then
+      local list = #v > 0 and v or { v }
+      local texts, unread = {}, nil
+      for i, b in ipairs(list) do
+        local pair = pair_of(b)
+        if pair then
+          blocks[#blocks + 1] = pair
+        elseif type(b) == "table" then
+          local e = object_text(b)
+          if e and e.kind == "source" then return e end
+          if e then texts[#texts + 1] = e.text end
+          if not e and not empty(b, 0) then unread = unread or i end
+        elseif type(b) == "string" and text_of(b) then
+          -- a patch given as a list of lines: its strings only (a list that
+          -- mixes prose with pairs, or holds nulls, is not one patch)
+          local lines = {}
+          for _, x in ipairs(list) do
+            if type(x) == "string" then lines[#lines + 1] = x end
+          end
+          if #lines == #list then return { text = table.concat(lines, "\n") } end
+        end
+      end
+      -- an item kopt cannot read, or texts beside pairs: measuring the
+      -- rest as the whole edit would measure another kernel than the reply's
+      if unread or (#texts > 0 and #blocks > 0) then
+        return nil, string.format("its \"%s\" field's item %d is not an edit kopt reads (a search/replace pair " ..
+          "needs a non-empty search and a string replace; diffs and pairs are not mixed): no part of the edit " ..
+          "was applied", key, unread or #blocks + 1)
+      end
+      if #texts > 0 and #blocks == 0 then
+        -- (hunks given one per object: one diff)
+        for i, t in ipairs(texts) do if t:sub(-1) ~= "\n" then texts[i] = t .. "\n" end end
+        return { text = table.concat(texts) }
+      end
+    end
+  end
+  if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
   for _, key in ipairs(EDIT_FIELDS) do
     local v = p[key]
     if not empty(v, 0) then

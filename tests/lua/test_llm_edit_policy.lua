@@ -278,6 +278,20 @@ for what, p in pairs({ ["patch true"] = { patch = true }, ["patch 3"] = { diff =
   local e, w = experts.edit_of(p)
   T.check(not e and w and w:find("not an edit kopt reads", 1, true), "%s: %s", what, tostring(w))
 end
+-- a list of edits with an item kopt cannot read is refused whole, with the
+-- item named: the rest alone is another kernel than the reply's
+local PAIR = { search = "#ifndef VEC", replace = "#ifndef VEC " }
+for what, p in pairs({
+  ["an insert with an empty search"] = { edits = { PAIR, { search = "", replace = "#include <cuda_fp16.h>\n" } } },
+  ["a null replace"] = { edits = { PAIR, { search = "#define VEC 4", replace = json.null } } },
+  ["an insert_after object"] = { edits = { PAIR, { insert_after = "{", text = "  // hello" } } },
+}) do
+  local e, w = experts.edit_of(p)
+  T.check(not e and w and w:find("\"edits\" field's item 2 is not an edit kopt reads", 1, true), "%s: %s", what,
+          tostring(w))
+end
+local e2 = experts.edit_of({ edits = { PAIR, { search = "", replace = "" } } })
+T.check(e2 and e2.kind == "search_replace" and #e2.blocks == 1, "an empty pair beside a pair is no edit of its own")
 for what, p in pairs({ ["\"none\""] = { patch = "none" }, ["an empty diff"] = { patch = { diff = "" } },
                        ["empty pairs"] = { edits = { { search = "", replace = "" } } },
                        ["type none"] = { edit = { type = "none" } }, ["the kernel's name"] = { kernel = "k" },
