@@ -220,6 +220,7 @@ M.SOURCE_CAP = 48 * 1024
 -- The common user message; `focus` is the expert's own paragraph.
 function M.user_prompt(view, focus, edit_format)
   local L = {}
+  local truncated = false  -- the source shown is cut: a whole-source reply cannot be used
   local function add(fmt, ...) L[#L + 1] = select("#", ...) > 0 and string.format(fmt, ...) or fmt end
   add("Kernel: %s%s", view.name, view.entry and (" (entry " .. view.entry .. ")") or "")
   local sizes = {}
@@ -284,6 +285,7 @@ function M.user_prompt(view, focus, edit_format)
     add("")
     local src = view.source
     if #src > M.SOURCE_CAP then
+      truncated = true
       -- whole lines only, and said plainly: a model that copies what it was
       -- shown must not send back a kernel without its end (a whole source
       -- holding the marker is refused as elided, kopt.patch)
@@ -321,7 +323,7 @@ function M.user_prompt(view, focus, edit_format)
   add("Propose up to %d new configurations that are not in the measurements above. For each: \"method\", a short name for it (such as %s); " ..
       "\"changes\", an object with the knobs you change and their new values (knobs left out or null keep " ..
       "their current value); \"reason\", one sentence; \"patch\", %s.", view.n, table.concat(M.METHODS, ", "),
-      view.edits and ("null, or " .. (M.EDIT_FORMATS[edit_format or view.edit_format or "diff"] or M.EDIT_FORMATS.diff) ..
+      view.edits and ("null, or " .. M.EDIT_FORMATS[M.edit_format_shown(edit_format or view.edit_format, truncated)] ..
         " when you change code (device code only: no host code, no new #include outside CUDA's device " ..
         "headers, no global __device__ variables, no redefinition of a knob)")
         or "always null (code edits are off)")
@@ -338,6 +340,13 @@ M.EDIT_FORMATS = {
     "above>\\n=======\\n<their replacement>\\n>>>>>>> REPLACE\"",
   source = "the whole new kernel source (every line of it, not only the changed part)",
 }
+
+-- The edit format a prompt asks for: a source cut short cannot come back
+-- whole, so `source` is asked as a diff there (an unknown format too).
+function M.edit_format_shown(format, truncated)
+  if not M.EDIT_FORMATS[format] or (truncated and format == "source") then return "diff" end
+  return format
+end
 
 M.SYSTEM = "You are a GPU performance engineer tuning a CUDA kernel through its compile-time knobs. " ..
   "Every configuration you propose is compiled, checked for correctness and timed. Answer in JSON only."

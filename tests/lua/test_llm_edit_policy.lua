@@ -214,6 +214,14 @@ do
                  config = { VEC = 1 }, edits = true, source = table.concat(long, "\n") .. "\n", symptoms = {},
                  history = {}, n = 2 }
   local prompt = X.user_prompt(view)
+  -- an expert whose format is a whole source is asked for a diff there
+  local asked = X.user_prompt(view, nil, "source")
+  T.check(not asked:find(X.EDIT_FORMATS.source, 1, true) and asked:find(X.EDIT_FORMATS.diff, 1, true),
+          "a cut source: a whole-source expert is asked for a diff")
+  view.source = "__global__ void k() {}\n"
+  T.check(X.user_prompt(view, nil, "source"):find(X.EDIT_FORMATS.source, 1, true),
+          "a short source: a whole-source expert is asked for the whole source")
+  view.source = table.concat(long, "\n") .. "\n"
   local shown = tonumber(prompt:match("Current best kernel source, its first (%d+) of 3000 lines"))
   T.check(shown and shown < 3000, "a long source: the prompt says how much it shows")
   T.check(prompt:find(string.format("// line %d\n// [truncated]\n", shown or -1), 1, true) ~= nil,
