@@ -146,6 +146,7 @@ local function apply_move_edit(ctx, mv, base)
   local new, aerr = patch_mod.apply_edit(base, edit, { entry = entry })
   if not new then return nil, "edit does not apply: " .. tostring(aerr) end
   if new == base then return nil, "the edit changes nothing" end
+  if patch_mod.same_code(base, new) then return nil, "the edit changes only comments or white space" end
   local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names, base = base, new = new })
   if not allowed then return nil, "edit rejected: " .. perr end
   return new

@@ -572,13 +572,14 @@ local function take_edit(ctx, mv, spec_src, bases, entry)
     local base = bases[i]
     if base then
       local new, aerr = patch_mod.apply_edit(base, mv.edit or mv.patch, { entry = entry })
-      if new and new ~= base then
+      if new and not patch_mod.same_code(base, new) then
         local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names, base = base, new = new })
         if not allowed then mv.edit = nil return false, "edit rejected: " .. perr end
         mv.patch, mv.edit = patch_mod.diff(spec_src, new), nil
         return true
       end
-      err = err or (new and "the edit changes nothing" or ("edit does not apply: " .. tostring(aerr)))
+      err = err or (new and (new == base and "the edit changes nothing" or "the edit changes only comments or " ..
+        "white space") or ("edit does not apply: " .. tostring(aerr)))
     end
   end
   mv.edit = nil

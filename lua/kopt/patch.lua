@@ -689,6 +689,21 @@ end
 -- The policy that an edit changes device code only (kopt.device_only).
 M.INCLUDE_ALLOW, M.FORBIDDEN = device_only.INCLUDE_ALLOW, device_only.FORBIDDEN
 M.check_kernel_only = device_only.check
+
+-- Whether two sources differ in comments and white space only (line by
+-- line, runs of blanks as one, empty lines dropped): the same code for the
+-- compiler, so an edit that changes nothing else is not measured.
+function M.same_code(a, b)
+  local function norm(s)
+    local out = {}
+    for line in (strip_comments(s) .. "\n"):gmatch("(.-)\n") do
+      local t = line:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
+      if t ~= "" then out[#out + 1] = t end
+    end
+    return table.concat(out, "\n")
+  end
+  return a == b or norm(a) == norm(b)
+end
 M.strip_comments = strip_comments
 
 return M

@@ -204,6 +204,18 @@ do
   new, err = patch.apply_edit(base, sr("    // ... then store the doubled index\n" .. body), entry)
   T.check(new, "an honest comment by search/replace: %s", tostring(err))
 end
+-- an edit that changes comments or white space only is the same code (not
+-- measured as a new kernel); any change to code is not
+do
+  local base = 'extern "C" __global__ void k(float *y, int n)\n{\n    int i = threadIdx.x;\n' ..
+               '    if (i < n)\n        y[i] = 2.0f * i;\n}\n'
+  T.check(patch.same_code(base, base:gsub("    int i", "    // the thread's element\n    int i")),
+          "a comment added is the same code")
+  T.check(patch.same_code(base, base:gsub("\n}", "   \n\n}"):gsub("    if", "\tif")), "white space is the same code")
+  T.check(patch.same_code(base, base:gsub("2.0f %* i;", "2.0f * i; /* doubled */")), "a block comment is the same code")
+  T.check(not patch.same_code(base, base:gsub("2.0f", "3.0f")), "a changed constant is other code")
+  T.check(not patch.same_code(base, base:gsub("%(i < n%)", "(i <= n)")), "a changed condition is other code")
+end
 -- a source longer than a prompt shows is cut at a line end, the prompt says
 -- how much it shows, and a whole source sent back with the marker is refused
 do
