@@ -74,21 +74,6 @@ function M.signature(source, entry)
   return { kinds = parameter_kinds(params), c_linkage = c_linkage, text = params:gsub("%s+", " ") }
 end
 
--- Why `new`'s entry kernel cannot be launched as `source`'s is (the worker
--- passes the spec's arguments, by the base's signature), or nil.
-function M.signature_changed(source, new, entry)
-  local a, b = M.signature(source, entry), M.signature(new, entry)
-  if not a or not b then return nil end
-  if a.c_linkage and not b.c_linkage then
-    return string.format('the edit drops extern "C" from the entry kernel %s (the worker finds it by that name)', entry)
-  end
-  local same = #a.kinds == #b.kinds
-  for i = 1, #a.kinds do same = same and a.kinds[i] == b.kinds[i] end
-  if same then return nil end
-  return string.format("the edit changes the entry kernel's parameters from %s to %s; the worker passes the spec's " ..
-                       "arguments, so their number and types must stay", a.text, b.text)
-end
-
 -- The C types a scalar parameter may have, as class and size: a kernel
 -- reads the bytes the worker passes by the spec's dtype, so an int where
 -- the spec passes a float, or a size_t where it passes an i32, reads
@@ -103,6 +88,29 @@ local C_SCALARS = {
   short = { "int", 2 }, int16_t = { "int", 2 }, uint16_t = { "int", 2 }, char = { "int", 1 },
   int8_t = { "int", 1 }, uint8_t = { "int", 1 }, bool = { "int", 1 },
 }
+-- Whether two parameter kinds launch alike: the same words, or two known
+-- scalar types of one class and size (int and int32_t, __half and half).
+local function same_kind(x, y)
+  if x == y then return true end
+  local cx, cy = C_SCALARS[x], C_SCALARS[y]
+  return cx ~= nil and cy ~= nil and cx[1] == cy[1] and cx[2] == cy[2]
+end
+
+-- Why `new`'s entry kernel cannot be launched as `source`'s is (the worker
+-- passes the spec's arguments, by the base's signature), or nil.
+function M.signature_changed(source, new, entry)
+  local a, b = M.signature(source, entry), M.signature(new, entry)
+  if not a or not b then return nil end
+  if a.c_linkage and not b.c_linkage then
+    return string.format('the edit drops extern "C" from the entry kernel %s (the worker finds it by that name)', entry)
+  end
+  local same = #a.kinds == #b.kinds
+  for i = 1, #a.kinds do same = same and same_kind(a.kinds[i], b.kinds[i]) end
+  if same then return nil end
+  return string.format("the edit changes the entry kernel's parameters from %s to %s; the worker passes the spec's " ..
+                       "arguments, so their number and types must stay", a.text, b.text)
+end
+
 local DTYPES = {
   f32 = { "float", 4 }, f64 = { "float", 8 }, f16 = { "float", 2 }, bf16 = { "float", 2 },
   i32 = { "int", 4 }, u32 = { "int", 4 }, i64 = { "int", 8 }, u64 = { "int", 8 }, i16 = { "int", 2 },

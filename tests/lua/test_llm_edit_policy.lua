@@ -252,12 +252,13 @@ do
     return patch.apply_edit(va, { kind = "source", text = (va:gsub(from, to)) }, { entry = "vector_add" })
   end
   for _, bad in ipairs({ { "int n%)", "size_t n)", "parameters from" }, { "int n%)", "int n, int stride)", "parameters from" },
+                         { "int n%)", "int64_t n)", "parameters from" }, { "int n%)", "float n)", "parameters from" },
                          { "float %*c, ", "", "parameters from" }, { 'extern "C" ', "", 'drops extern "C"' } }) do
     local out, reason = try(bad[1], bad[2])
     T.check(not out and tostring(reason):find(bad[3], 1, true), "a signature edit %s -> %s: %s", bad[1], bad[2], tostring(reason))
   end
   for _, good in ipairs({ { "const float %*a", "const float4 *__restrict__ a" }, { "int n%)", "const int count)" },
-                          { "int n%)", "unsigned int n)" } }) do
+                          { "int n%)", "unsigned int n)" }, { "int n%)", "int32_t n)" }, { "int n%)", "uint32_t n)" } }) do
     local out, reason = try(good[1], good[2])
     T.check(out, "an honest signature edit %s -> %s: %s", good[1], good[2], tostring(reason))
   end
