@@ -83,6 +83,11 @@ long kopt_nvrtc_entry_max_threads(const unsigned char *cubin, size_t size, const
 int kopt_nvrtc_ptx(const struct kopt_nvrtc_job *job, char **ptx, char **log, char **lowered,
 		   char *err, size_t errlen);
 
+/* Drops the folder of the program's name (a real path, so that NVRTC looks
+ * for quoted #includes next to the kernel) wherever the log quotes it: the
+ * messages name the kernel's file alone. In place. */
+void kopt_nvrtc_log_file_names(char *log, const char *name);
+
 /* NVRTC's version. */
 void kopt_nvrtc_version(int *major, int *minor);
 

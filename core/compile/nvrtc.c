@@ -175,6 +175,22 @@ static void set_log(struct kopt_nvrtc_result *res, char *log)
 	res->log = log;
 }
 
+void kopt_nvrtc_log_file_names(char *log, const char *name)
+{
+	const char *slash = name != NULL ? strrchr(name, '/') : NULL;
+	if (log == NULL || slash == NULL)
+		return;
+	size_t dn = (size_t)(slash - name) + 1; /* the folder, with its '/' */
+	char *w = log;
+	for (const char *r = log; *r != '\0';) {
+		if (strncmp(r, name, dn) == 0)
+			r += dn;
+		else
+			*w++ = *r++;
+	}
+	*w = '\0';
+}
+
 static char *dup_or_null(const char *s)
 {
 	return s ? strdup(s) : NULL;
@@ -232,6 +248,7 @@ int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_resul
 	log[0] = '\0';
 	if (log_size > 1)
 		nvrtcGetProgramLog(prog, log);
+	kopt_nvrtc_log_file_names(log, job->name);
 	size_t len = strlen(log);
 	if (cr != NVRTC_SUCCESS) {
 		snprintf(log + len, 256, "%snvrtc: %s\n", len && log[len - 1] != '\n' ? "\n" : "",

@@ -72,6 +72,7 @@ int kopt_nvrtc_ptx(const struct kopt_nvrtc_job *job, char **ptx, char **log, cha
 	}
 	if (size > 1)
 		nvrtcGetProgramLog(prog, *log);
+	kopt_nvrtc_log_file_names(*log, job->name);
 	if (cr != NVRTC_SUCCESS) {
 		size_t len = strlen(*log);
 		snprintf(*log + len, 64, "nvrtc: %s\n", nvrtcGetErrorString(cr));

@@ -101,7 +101,14 @@ function M.options_for(spec, config, arch)
   return options(spec, spec.kernel, config, arch, true)
 end
 
-local function basename(path) return path:match("([^/]*)$") end
+-- The program's name NVRTC compiles: the kernel file's real path, so that a
+-- quoted #include is looked for next to it (NVRTC looks first in the folder
+-- the name names, which for a bare file name is the folder kopt runs in).
+-- The compiler's messages name the file alone (core/compile/nvrtc.c).
+local function program_name(path)
+  if not path then return nil end
+  return sys.realpath(path) or path
+end
 
 local function read_file(path)
   local f = io.open(path, "rb")
@@ -124,10 +131,15 @@ local function in_toolkit(name)
   return false
 end
 
+-- (an #include of a macro's value, `#include HEADER`, names no file the
+-- scan can follow: every header-like file in the folders searched counts)
+local HEADER_LIKE = { h = true, hh = true, hpp = true, hxx = true, cuh = true, inc = true, inl = true, cu = true }
+
 function M.include_digest(source, source_dir, dirs)
-  local seen, parts = {}, {}
+  local seen, parts, computed = {}, {}, false
   local function scan(text, dir, depth)
     if depth > 32 then return end
+    if text:find("#%s*include%s*[%a_]") then computed = true end
     local names = {}
     for name in text:gmatch('#%s*include%s*"([^"]+)"') do names[#names + 1] = { name, true } end
     for name in text:gmatch('#%s*include%s*<([^>]+)>') do
@@ -153,12 +165,46 @@ function M.include_digest(source, source_dir, dirs)
     end
   end
   scan(source, source_dir, 0)
+  if computed then
+    local files = {}
+    for _, d in ipairs({ source_dir, table.unpack(dirs) }) do
+      for _, f in ipairs(sys.list_dir(d) or {}) do
+        local path = d .. "/" .. f
+        if HEADER_LIKE[f:match("%.(%w+)$") or ""] and not seen[path] then
+          seen[path] = true
+          files[#files + 1] = path
+        end
+      end
+    end
+    table.sort(files)
+    for _, path in ipairs(files) do
+      local body = read_file(path)
+      if body then parts[#parts + 1] = path .. "\0" .. sys.sha256(body) end
+    end
+  end
   if #parts == 0 then return nil end
   return sys.sha256(table.concat(parts, "\n"))
 end
 
-local function local_dirs(spec, kernel)
-  return { spec.dir, dirname(kernel.path) }
+-- The folders a job's #include may come from, toolkit's aside: the spec's
+-- and the kernel's, then every -I / --include-path in its options (the
+-- spec's, its knobs' per value; relative ones are the spec's already).
+local function local_dirs(spec, kernel, opts)
+  local dirs, toolkit = { spec.dir, dirname(kernel.path) }, {}
+  for _, d in ipairs(M.include_dirs()) do toolkit[d] = true end
+  local next_is_dir = false
+  for _, o in ipairs(opts or {}) do
+    local d
+    if next_is_dir then
+      d, next_is_dir = o, false
+    elseif o == "-I" or o == "--include-path" then
+      next_is_dir = true
+    else
+      d = o:match("^%-I(.+)$") or o:match("^%-%-include%-path=(.+)$")
+    end
+    if d and not toolkit[d] then dirs[#dirs + 1] = d end
+  end
+  return dirs
 end
 
 -- The compile job of a candidate. `source` replaces the spec's kernel text
@@ -166,10 +212,10 @@ end
 function M.job_for(spec, config, arch, source)
   source = source or spec.kernel.source
   arch = spec.kernel.arch or arch
+  local opts = M.options_for(spec, config, arch)
   return { source = source, entry = spec.entry and spec:entry(config) or spec.kernel.entry,
-           name = basename(spec.kernel.path), arch = arch or "sm_90",
-           options = M.options_for(spec, config, arch),
-           salt = M.include_digest(source, dirname(spec.kernel.path), local_dirs(spec, spec.kernel)) }
+           name = program_name(spec.kernel.path), arch = arch or "sm_90", options = opts,
+           salt = M.include_digest(source, dirname(spec.kernel.path), local_dirs(spec, spec.kernel, opts)) }
 end
 
 -- The reference kernel's job, or nil when the spec has no reference: no
@@ -179,10 +225,10 @@ end
 function M.reference_job(spec, arch, config)
   local ref = spec.reference
   if not ref then return nil end
+  local opts = options(spec, ref, config, arch, false)
   return { source = ref.source, entry = spec.reference_entry and spec:reference_entry(config) or ref.entry,
-           name = basename(ref.path), arch = arch or "sm_90",
-           options = options(spec, ref, config, arch, false),
-           salt = M.include_digest(ref.source, dirname(ref.path), local_dirs(spec, ref)) }
+           name = program_name(ref.path), arch = arch or "sm_90", options = opts,
+           salt = M.include_digest(ref.source, dirname(ref.path), local_dirs(spec, ref, opts)) }
 end
 
 -- opts.cache: false disables the cache; opts.cache_dir overrides the default.

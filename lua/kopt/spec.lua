@@ -176,6 +176,26 @@ local function check_entry(c, v, path)
   return e
 end
 
+-- Compiler options with their include folders (-Ipath, -I path,
+-- --include-path=path, --include-path path) read from the spec's folder
+-- when relative, as every path in a spec is (not from where kopt runs).
+local function anchored_options(list, dir)
+  local out, next_is_path = {}, false
+  for i, o in ipairs(list) do
+    if next_is_path then
+      o, next_is_path = join(dir, o), false
+    elseif o == "-I" or o == "--include-path" then
+      next_is_path = true
+    else
+      local flag, path = o:match("^(%-I)(.+)$")
+      if not flag then flag, path = o:match("^(%-%-include%-path=)(.+)$") end
+      if flag then o = flag .. join(dir, path) end
+    end
+    out[i] = o
+  end
+  return out
+end
+
 -- The kernel parameters the worker passes for args: every arg but the
 -- __constant__ inputs and those marked param=false, in order.
 local function check_kernel(c, k, path, dir, with_launch, names)
@@ -201,6 +221,7 @@ local function check_kernel(c, k, path, dir, with_launch, names)
   for i, o in ipairs(c:array(k.options, path .. ".options", "an array of strings", true, true) or {}) do
     out.options[i] = c:string(o, string.format("%s.options[%d]", path, i))
   end
+  out.options = anchored_options(out.options, dir)
   -- module variables the kernel keeps across launches on purpose (a counter,
   -- a semaphore): the worker resets them before every launch
   out.state = {}
@@ -523,6 +544,10 @@ function M.load(path, opts)
   end
   self.knobs = (self.synthesis and raw.knobs == nil) and {} or check_knobs(c, raw.knobs, reserved)
 
+  for _, k in ipairs(self.knobs) do
+    for v, list in pairs(k.options or {}) do k.options[v] = anchored_options(list, dir) end
+  end
+
   local names = { device = true }
   for k in pairs(self.problem) do names[k] = true end
   for _, k in ipairs(self.knobs) do names[k.name] = true end
@@ -779,6 +804,18 @@ function Spec:defines(config)
   local out = {}
   for _, k in ipairs(self.knobs) do
     if k.define ~= false then out[#out + 1] = "-D" .. k.name .. "=" .. define_value(config[k.name], k.float) end
+  end
+  return out
+end
+
+-- The defines the reference sees: the knobs it declares (reference.knobs),
+-- written as the kernel's are (a float knob's 2.0 stays 2.0).
+function Spec:reference_defines(config)
+  local out = {}
+  for _, n in ipairs(self.reference and self.reference.knobs or {}) do
+    local float = false
+    for _, k in ipairs(self.knobs) do if k.name == n then float = k.float end end
+    out[#out + 1] = "-D" .. n .. "=" .. define_value(config[n], float)
   end
   return out
 end

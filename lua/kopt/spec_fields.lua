@@ -387,16 +387,8 @@ function Methods:reference_entry(config)
   return self.reference and instantiate(self.reference.entry, config) or nil
 end
 
--- The defines the reference sees (the knobs it declares) and a key that
--- changes exactly when they do.
-function Methods:reference_defines(config)
-  local out = {}
-  for _, n in ipairs(self.reference and self.reference.knobs or {}) do
-    out[#out + 1] = "-D" .. n .. "=" .. tostring(config[n])
-  end
-  return out
-end
-
+-- A key that changes exactly when the reference's defines (the knobs it
+-- declares: Spec:reference_defines) or its entry do.
 function Methods:reference_key(config)
   local defs = self:reference_defines(config)
   local entry = self:reference_entry(config)

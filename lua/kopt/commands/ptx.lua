@@ -75,14 +75,6 @@ local function ptx_text(o)
     local c, text = config_of(o, spec)
     local job = compile.job_for(spec, c, o.arch)
     local ptx, lowered = nvrtc.ptx(job)
-    if ptx and spec.kernel.path then
-      -- NVRTC names the kernel's file after the folder kopt runs in (the
-      -- program is compiled from memory): the line says where it really is
-      local real = sys.realpath(spec.kernel.path) or spec.kernel.path
-      ptx = ptx:gsub('(%.file%s+%d+%s+")([^"]*)(")', function(a, path, b)
-        if path:match("[^/]*$") == job.name and path ~= real then return a .. real .. b end
-      end)
-    end
     if not ptx then return nil, string.format("%s: %s, %s:\n%s", spec.path, spec.kernel.entry, text, lowered) end
     return ptx, string.format("%s: %s, %s, NVRTC %s", spec.path, spec.kernel.entry, text, compile.version()), lowered
   end
