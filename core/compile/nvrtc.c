@@ -89,11 +89,26 @@ void kopt_nvrtc_parse_log(const char *log, const char *entry, struct kopt_nvrtc_
 	const char *block_end = strstr(block, marker);
 	if (block_end == NULL)
 		block_end = block + strlen(block);
+	/* the block also reports the device functions it calls ("Function
+	 * properties for helper"): only the entry's own stack line counts */
+	static const char props[] = "Function properties for ";
+	const char *fn = block;
+	while (fn > log && fn[-1] != '\'')
+		fn--;
+	size_t fn_len = (size_t)(block - fn);
+	int own = 1;
 	for (const char *line = block; line < block_end;) {
 		const char *eol = memchr(line, '\n', (size_t)(block_end - line));
 		if (eol == NULL)
 			eol = block_end;
-		if (line_has(line, eol, "bytes stack frame")) {
+		const char *pf = line_has(line, eol, props) ? strstr(line, props) : NULL;
+		if (pf != NULL && pf < eol) {
+			const char *name = pf + sizeof props - 1;
+			size_t len = (size_t)(eol - name);
+			while (len > 0 && (name[len - 1] == '\r' || name[len - 1] == ' '))
+				len--;
+			own = len == fn_len && memcmp(name, fn, fn_len) == 0;
+		} else if (own && line_has(line, eol, "bytes stack frame")) {
 			res->local_bytes = number_before(line, eol, "bytes stack frame");
 			res->spill_stores = number_before(line, eol, "bytes spill stores");
 			res->spill_loads = number_before(line, eol, "bytes spill loads");
@@ -120,10 +135,15 @@ long kopt_nvrtc_cubin_max_threads(const unsigned char *elf, size_t size, const c
 	if (elf == NULL || entry == NULL || size < 64 || elf[5] != 1 /* little-endian */ ||
 	    kopt_elf_open(&e, elf, size) != 0)
 		return -1;
-	char want[512];
-	if (snprintf(want, sizeof want, ".nv.info.%s", entry) >= (int)sizeof want)
+	/* (a template entry's mangled name runs to hundreds of characters) */
+	size_t want_size = strlen(entry) + sizeof ".nv.info.";
+	char *want = malloc(want_size);
+	if (want == NULL)
 		return -1;
-	if (kopt_elf_find(&e, want, &info) != 0 || info.data == NULL)
+	snprintf(want, want_size, ".nv.info.%s", entry);
+	int found = kopt_elf_find(&e, want, &info) == 0 && info.data != NULL;
+	free(want);
+	if (!found)
 		return -1;
 	long best = -1;
 	for (uint64_t p = 0; p + 4 <= info.size;) {
@@ -196,6 +216,37 @@ static char *dup_or_null(const char *s)
 	return s ? strdup(s) : NULL;
 }
 
+/* The log of the same compile without ptxas's -v: with it, ptxas's own
+ * error ("uses too much shared data") is left out of the log, and a failed
+ * compile said nothing but NVRTC_ERROR_COMPILATION. NULL when it cannot be
+ * had. */
+static char *log_without_verbose(const struct kopt_nvrtc_job *job, const char **opts, size_t n)
+{
+	const char **quiet = calloc(n, sizeof *quiet);
+	nvrtcProgram prog = NULL;
+	char *log = NULL;
+	size_t m = 0, size = 0;
+	if (quiet == NULL)
+		return NULL;
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(opts[i], "--ptxas-options=-v") != 0)
+			quiet[m++] = opts[i];
+	if (nvrtcCreateProgram(&prog, job->source, job->name ? job->name : "kernel.cu", 0, NULL,
+			       NULL) == NVRTC_SUCCESS) {
+		if (job->entry != NULL)
+			nvrtcAddNameExpression(prog, job->entry);
+		nvrtcCompileProgram(prog, (int)m, quiet);
+		if (nvrtcGetProgramLogSize(prog, &size) == NVRTC_SUCCESS && size > 1 &&
+		    (log = malloc(size)) != NULL) {
+			nvrtcGetProgramLog(prog, log);
+			kopt_nvrtc_log_file_names(log, job->name);
+		}
+		nvrtcDestroyProgram(&prog);
+	}
+	free(quiet);
+	return log;
+}
+
 int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_result *res, char *err,
 		       size_t errlen)
 {
@@ -251,6 +302,18 @@ int kopt_nvrtc_compile(const struct kopt_nvrtc_job *job, struct kopt_nvrtc_resul
 	kopt_nvrtc_log_file_names(log, job->name);
 	size_t len = strlen(log);
 	if (cr != NVRTC_SUCCESS) {
+		char *quiet = strstr(log, "error") == NULL ? log_without_verbose(job, opts, n) : NULL;
+		if (quiet != NULL && strstr(quiet, "error") != NULL) {
+			char *both = malloc(len + strlen(quiet) + 258);
+			if (both != NULL) {
+				snprintf(both, len + strlen(quiet) + 2, "%s%s%s", log,
+					 len && log[len - 1] != '\n' ? "\n" : "", quiet);
+				free(log);
+				log = both;
+				len = strlen(log);
+			}
+		}
+		free(quiet);
 		snprintf(log + len, 256, "%snvrtc: %s\n", len && log[len - 1] != '\n' ? "\n" : "",
 			 nvrtcGetErrorString(cr));
 		set_log(res, log);

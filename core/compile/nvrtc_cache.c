@@ -36,7 +36,7 @@ void kopt_nvrtc_cache_key(const struct kopt_nvrtc_job *job, char hex[65])
 	int major, minor;
 	kopt_nvrtc_version(&major, &minor);
 	char ver[64];
-	snprintf(ver, sizeof ver, "kopt-cubin-2 kopt %s nvrtc %d.%d", KOPT_VERSION, major, minor);
+	snprintf(ver, sizeof ver, "kopt-cubin-3 kopt %s nvrtc %d.%d", KOPT_VERSION, major, minor);
 	hash_field(&h, ver);
 	hash_field(&h, job->arch);
 	hash_field(&h, job->entry);

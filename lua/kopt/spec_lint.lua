@@ -23,8 +23,10 @@ function M.notes(self)
   -- (the expressions a knob can act through; a constraint only removes
   -- configs, and the reference's knobs change the problem, not the kernel)
   local raw = self.raw
+  -- (and the entry: a template argument, `k<TILE>`, is a knob at work)
   local used = json.encode({ launch = raw.launch, args = raw.args, pipeline = raw.pipeline, work = raw.work,
-                             metrics = raw.metrics, problem = raw.problem })
+                             metrics = raw.metrics, problem = raw.problem,
+                             entry = type(raw.kernel) == "table" and raw.kernel.entry or nil })
   for _, k in ipairs(self.knobs or {}) do
     local pat = "%f[%w_]" .. k.name:gsub("%p", "%%%0") .. "%f[^%w_]"
     local in_spec = used:find(pat) ~= nil

@@ -10,7 +10,14 @@
 --  3. a relative -I in kernel.options is the spec's folder's, not the
 --     current one's (specs/README.md: paths are relative to the spec file);
 --  4. a float knob the reference declares is defined for it as for the
---     kernel (ALPHA=2.0, not 2: y = ALPHA / 4 is 0.5, not 0).
+--     kernel (ALPHA=2.0, not 2: y = ALPHA / 4 is 0.5, not 0);
+--  5. a compile that ptxas fails says why (its error is left out of the log
+--     of a compile with -v: kopt compiles again without it to read it);
+--  6. the entry's spills and stack frame are its own, not those of a
+--     __noinline__ function it calls (reported later in the same block);
+--  7. __launch_bounds__ is read for an entry whose mangled name is long;
+--  8. a knob used only as a template argument of the entry gets no
+--     "appears nowhere" note.
 local T = require("testlib")
 
 local tmp = T.tmpdir("compile-includes")
@@ -94,6 +101,65 @@ for _, job in ipairs({ compile.job_for(s, { ALPHA = 2 }, "sm_90"), compile.refer
 end
 T.eq(defs[1], "-DALPHA=2.0", "the kernel's define")
 T.eq(defs[2], defs[1], "the reference's define is the kernel's")
+
+-- 5. ptxas's own error
+mkdir(tmp .. "/p")
+T.write(tmp .. "/p/k.cu", KERNEL:gsub('#include "params.h"', "#define SIZE 16384"))
+spec(tmp .. "/p")
+code, out = T.run("compile " .. tmp .. "/p/spec.json --no-cache", cache)
+T.eq(code, 1, "64 KiB of static shared memory does not compile")
+T.check(out:find("ptxas error", 1, true) and out:find("uses too much shared data", 1, true), "ptxas says why:\n%s", out)
+
+-- 6. the entry's own spills
+mkdir(tmp .. "/s")
+T.write(tmp .. "/s/k.cu", [[
+__device__ __noinline__ float helper(const float *y, int j) { return y[j] * 2.0f; }
+extern "C" __global__ void __launch_bounds__(1024, 2) k(float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float acc[48];
+  #pragma unroll
+  for (int j = 0; j < 48; j++) acc[j] = y[i + j * n];
+  float s = 0;
+  #pragma unroll
+  for (int r = 0; r < 4; r++)
+  #pragma unroll
+  for (int j = 0; j < 48; j++) { acc[j] = acc[j] * acc[(j + r) % 48] + 1.0f; }
+  #pragma unroll
+  for (int j = 0; j < 48; j++) s += acc[j] * y[j];
+  y[i] = s + helper(y, i);
+}
+]])
+spec(tmp .. "/s")
+code, out = T.run("compile " .. tmp .. "/s/spec.json --no-cache --log", cache)
+T.eq(code, 0, "the spill kernel compiles")
+local frame = tonumber(out:match("Function properties for k\n[^\n]-(%d+) bytes stack frame"))
+T.check(frame and frame > 0, "ptxas reports the entry's stack frame:\n%s", out)
+T.check(frame and out:find(string.format("[local %d B]", frame), 1, true), "the entry's stack frame (%s B) is reported:\n%s",
+        tostring(frame), out)
+
+-- 7 and 8. a template entry with a long mangled name: its launch bounds,
+-- and its knob used only as a template argument
+mkdir(tmp .. "/t")
+local tags = {}
+for i = 1, 12 do tags[i] = string.format("struct Tag%d_WithAVeryLongDescriptiveNameForTheMangledSymbol {};", i) end
+T.write(tmp .. "/t/k.cu", table.concat(tags, "\n") .. [[
+
+template <int THREADS, class A, class B, class C, class D, class E, class F, class G, class H, class I, class J,
+          class K, class L>
+__global__ void __launch_bounds__(THREADS) tk(float *y, int n) { if (threadIdx.x < n) y[threadIdx.x] = 1.0f; }
+]])
+local targs = {}
+for i = 1, 12 do targs[i] = string.format("Tag%d_WithAVeryLongDescriptiveNameForTheMangledSymbol", i) end
+T.write(tmp .. "/t/spec.json", string.format([[{ "name": "tmpl", "kernel": { "source": "k.cu", "entry": "tk<LB, %s>" },
+  "problem": { "n": 64 }, "knobs": [ { "name": "LB", "values": [64, 256] } ],
+  "launch": { "grid": [1], "block": [256] },
+  "args": [ { "name": "y", "type": "f32", "shape": ["n"], "output": true }, { "name": "n", "type": "i32", "value": "n" } ] }]],
+  table.concat(targs, ", ")))
+local err
+code, out, err = T.run("compile " .. tmp .. "/t/spec.json --all --no-cache", cache)
+T.eq(code, 1, "LB=64 cannot launch 256 threads")
+T.check(out:find("cannot launch: block of 256 threads, at most 64", 1, true), "the launch bounds are read:\n%s", out)
+T.check(not (out .. err):find("appears nowhere", 1, true), "no note for a knob in the entry:\n%s%s", out, err)
 
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
