@@ -143,6 +143,9 @@ function M.summary(engine, meta)
     if #flagged > 0 then notes[1] = table.concat(flagged, ", ") .. " errors" end
     local probe = r.result.range_probe  -- kopt.range_probe: checked on larger inputs and not ok there
     if probe and probe.status ~= "ok" then notes[#notes + 1] = string.format("fails at %gx inputs", probe.scale) end
+    -- (an edited kernel: the same knobs as another row, other code)
+    local variant = type(r.key) == "string" and r.key:match("#(%x+)$")
+    if variant then table.insert(notes, 1, "edited kernel " .. variant:sub(1, 8)) end
     lines[#lines + 1] = string.format("  %-4d %-12.5g %-8s %s%s", i, r.result.time_ms, col, engine.space:describe(r.config),
                                       #notes > 0 and ("  (" .. table.concat(notes, "; ") .. ")") or "")
   end

@@ -501,6 +501,12 @@ local function from_t4(doc, file, r)
     if type(res) ~= "table" or type(res.configuration) ~= "table" or res.configuration == json.null then
       bad(".configuration: expected an object")
     end
+    -- an edited kernel of kopt's (its source hash): not the spec's kernel,
+    -- which is all a replay measures
+    if res.variant ~= nil then
+      rec.edited = (rec.edited or 0) + 1
+      return nil
+    end
     local names = names_of(res.configuration)
     if names == "" then bad(".configuration: expected at least one parameter") end
     for name, v in pairs(res.configuration) do knob_value(v, ".configuration." .. tostring(name)) end
@@ -793,6 +799,10 @@ function M.notes(rec)
     out[#out + 1] = string.format("replay file %s: its entries use values its tune_params do not list (%s): they " ..
                                   "are in the space (a cache resumed with more values)", rec.file,
                                   table.concat(rec.extended, "; "))
+  end
+  if rec.edited then
+    out[#out + 1] = string.format("replay file %s: %d results of edited kernels are left out (a replay measures " ..
+                                  "the spec's own kernel)", rec.file, rec.edited)
   end
   if rec.repaired then
     out[#out + 1] = string.format("replay file %s was cut short (an interrupted run): " ..

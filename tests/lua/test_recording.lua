@@ -100,5 +100,23 @@ rec = assert(recording.read(tmp .. "/export.json"))
 local back = {}
 for _, e in ipairs(rec.entries) do back[math.tointeger(e.config.x)] = e.status end
 T.eq(table.concat(back, " "), table.concat(statuses, " "), "statuses after a T4 export and read")
+
+-- an edited kernel's result carries its source hash (the same knobs, other
+-- code); a replay of the file measures the spec's kernel: the edited
+-- results are left out with a note, not refused as duplicates
+local edited = {
+  { key = "x=1", config = { x = 1 }, timestamp = "2026-01-01T00:00:00Z", result = { status = "ok", time_ms = 2.0 } },
+  { key = "x=1#8eeb37872c2053b6", config = { x = 1 }, timestamp = "2026-01-01T00:00:01Z",
+    result = { status = "ok", time_ms = 1.0 } },
+  { key = "x=2", config = { x = 2 }, timestamp = "2026-01-01T00:00:02Z", result = { status = "ok", time_ms = 3.0 } },
+}
+local doc = rundir.t4(edited, { kopt = "test" })
+T.eq(doc.results[2].variant, "8eeb37872c2053b6", "the edited result's variant")
+T.eq(doc.results[1].variant, nil, "the spec's kernel has no variant")
+json.write_file(tmp .. "/edited.json", doc)
+local rec2, why = recording.read(tmp .. "/edited.json")
+T.check(rec2 and #rec2.entries == 2, "the spec kernel's two results are read: %s", tostring(why))
+local notes = rec2 and table.concat(recording.notes(rec2), "\n") or ""
+T.check(notes:find("1 results of edited kernels are left out", 1, true), "the note says so: %s", notes)
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
