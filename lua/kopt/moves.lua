@@ -25,6 +25,7 @@ local errors = require("kopt.errors")
 local space_mod = require("kopt.space")
 local strategy_mod = require("kopt.strategy")
 local sys = require("kopt.sys")
+local patch_mod = require("kopt.patch")
 
 local next, tonumber = next, tonumber
 local graph_mod = require("kopt.graph")
@@ -361,6 +362,16 @@ local LISTS_LAZY = { "action", "method", "prior", "changes", "generator", "knob"
 local LISTS_KEYED = { "key", "action", "method", "prior", "changes", "generator" }
 local SCRATCH, BY_CODE = { "best" }, { "by_code" }
 
+-- A patched state's key suffix: the hash of its whole source, as the
+-- engine keys an evaluation (so a node's key is its evaluation's, and the
+-- origin.parent a result names is a state measured or in variants/); the
+-- patch's own hash when it does not apply.
+local function source_hash(ctx, patch)
+  local spec_src = ctx.spec and ctx.spec.kernel and ctx.spec.kernel.source
+  local source = spec_src and patch_mod.apply(spec_src, patch)
+  return sys.sha256(source or patch):sub(1, 16)
+end
+
 function M.collect_lists(ctx, state, generators)
   local space = ctx.space
   local f = fast(space)
@@ -480,7 +491,7 @@ function M.collect_lists(ctx, state, generators)
       end
       local patch = mv.patch
       if key and patch then
-        key = key .. "#" .. sys.sha256(patch):sub(1, 16)
+        key = key .. "#" .. source_hash(ctx, patch)
         action = nil
       end
       if (key and key ~= state_key) or code then

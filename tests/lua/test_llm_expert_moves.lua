@@ -75,4 +75,22 @@ check(rejected[1].why:find("BLOCK_M=96", 1, true), "value outside the set named:
 local s = X.schema(view)
 local knob = s.schema.properties.proposals.items.properties.changes.properties.STAGES
 check(knob.anyOf[1].enum[4] == 4, "schema enum")
+-- A move that carries a patch is keyed as the engine keys its evaluation:
+-- the config's key and the hash of the whole patched source (so the
+-- origin.parent a result names is a state measured, in variants/)
+do
+  local patch_mod = require("kopt.patch")
+  local sys = require("kopt.sys")
+  local src = 'extern "C" __global__ void k(float *y) { y[0] = 1.0f; }\n'
+  local new_src = 'extern "C" __global__ void k(float *y) { y[0] = 2.0f; }\n'
+  local diff = patch_mod.diff(src, new_src)
+  local pctx = setmetatable({ spec = { kernel = { source = src } } }, { __index = ctx })
+  local pgen = { name = "editor", propose = function()
+    return { { method = "tile_up", changes = { BLOCK_M = 64 }, patch = diff } }
+  end }
+  local got = moves.propose(pctx, state, { pgen })
+  local want = space:key(setmetatable({ BLOCK_M = 64 }, { __index = state.config })) .. "#" ..
+               sys.sha256(new_src):sub(1, 16)
+  check(#got == 1 and got[1].key == want, "a patched move's key: %s, want %s", tostring(got[1] and got[1].key), want)
+end
 print("ok")
