@@ -5,8 +5,10 @@
 -- they come back through JOBFILE.out files (`kopt compare --shard JOBFILE`).
 local engine_mod = require("kopt.engine")
 local errors = require("kopt.errors")
+local experience = require("kopt.experience")
 local json = require("kopt.json")
 local profiling = require("kopt.profiling")
+local relabel = require("kopt.relabel")
 local replay = require("kopt.backends.replay")
 local strategy_mod = require("kopt.strategy")
 local sys = require("kopt.sys")
@@ -15,6 +17,11 @@ local M = {}
 
 -- One run; returns the best-so-far curve, extended flat to `length`.
 function M.run_one(name, label, options, backend, seed, length)
+  -- (a benchmark neither writes the user's dataset and method map nor
+  -- learns from them: a seed would learn from the seeds before it, and
+  -- the figures would change from one compare to the next)
+  experience.set_persistent(false)
+  relabel.set_persistent(false)
   local saved = package.path
   local strategy = strategy_mod.load(label)
   package.path = saved

@@ -22,6 +22,17 @@ T.same_tree(T.untimed(one), T.untimed(three), "benchmark.json")
 T.check(#one.spaces == 2 and #one.spaces[1].strategies == 4, "the report holds 2 spaces of 3 strategies and exact random search: %d, %d", #one.spaces, #one.spaces[1].strategies)
 T.check(not T.exists(tmp .. "/three/.shards"), "the job files are gone after the runs")
 
+-- the user's experience dataset ($KOPT_EXPERIENCE) is neither written nor
+-- read by a benchmark: the same figures as without it, twice, and no file
+local ds = tmp .. "/dataset.jsonl"
+for i = 1, 2 do
+  code, _, err = T.run(ARGS .. tmp .. "/ds" .. i, "KOPT_EXPERIENCE=" .. ds)
+  T.eq(code, 0, "compare with a dataset named (" .. err .. ")")
+  T.same_tree(T.untimed(one), T.untimed(cjson.decode(T.slurp(tmp .. "/ds" .. i .. "/benchmark.json"))),
+              "benchmark.json with a dataset named, run " .. i)
+end
+T.check(not T.exists(ds) or T.slurp(ds) == "", "the benchmark wrote into the user's dataset")
+
 -- more processes than runs: one per run
 code, _, err = T.run("compare --strategies random --spaces tests/data/vector_add_A4000.json --seeds 2 " ..
                      "--budgets 5 --out " .. tmp .. "/many --jobs 16")
