@@ -475,6 +475,21 @@ local function names_of(config)
   return table.concat(names, ", ")
 end
 
+-- The parameter set most entries of a list share (the earliest on a tie),
+-- by `names_in(entry)` (nil for an entry that has none): in lenient mode the
+-- odd entries are the ones skipped, not every entry unlike the first.
+local function common_names(list, names_in)
+  local count, best, best_n = {}, nil, 0
+  for _, res in ipairs(type(list) == "table" and list or {}) do
+    local ok, names = pcall(names_in, res)
+    if ok and names then
+      count[names] = (count[names] or 0) + 1
+      if count[names] > best_n then best, best_n = names, count[names] end
+    end
+  end
+  return best
+end
+
 local function from_t4(doc, file, r)
   local rec = { format = "t4", knobs = {}, entries = {} }
   -- the GPU, where the writer said it: kopt's own results.json (metadata.backend.device)
@@ -488,6 +503,11 @@ local function from_t4(doc, file, r)
   local mobj = type(md.objective) == "table" and md.objective.metric
   if type(mobj) == "string" and mobj ~= "time" then rec.objective_replaced = mobj end
   local sets, first_names, cost_unit = {}, nil, nil
+  if r.lenient then
+    first_names = common_names(doc.results, function(res)
+      return type(res) == "table" and type(res.configuration) == "table" and names_of(res.configuration) or nil
+    end)
+  end
   local meta_unit = type(doc.metadata) == "table" and doc.metadata.timeunit or nil
   local default_unit = 1
   if meta_unit ~= nil then
@@ -509,10 +529,14 @@ local function from_t4(doc, file, r)
     end
     local names = names_of(res.configuration)
     if names == "" then bad(".configuration: expected at least one parameter") end
-    for name, v in pairs(res.configuration) do knob_value(v, ".configuration." .. tostring(name)) end
+    -- (the values as read: a boolean is "True"/"False", as a Kernel Tuner
+    -- cache spells it)
+    local config = {}
+    for name, v in pairs(res.configuration) do config[name] = knob_value(v, ".configuration." .. tostring(name)) end
     first_names = first_names or names
     if names ~= first_names then
-      bad(".configuration: has the parameters %s where the recording's first entry has %s", names, first_names)
+      bad(".configuration: has the parameters %s where %s %s", names, r.lenient and "most entries have" or
+          "the recording's first entry has", first_names)
     end
     local objective = "time"
     if res.objectives ~= nil then
@@ -529,7 +553,7 @@ local function from_t4(doc, file, r)
       objective = mtime
     end
     rec.objective = rec.objective or objective
-    local entry = { config = res.configuration, metrics = {} }
+    local entry = { config = config, metrics = {} }
     local status = T4_INVALIDITY[res.invalidity or "correct"]
     if not status then bad(".invalidity: unknown value %s", show(res.invalidity)) end
     local value, unit, found
@@ -627,7 +651,16 @@ local function from_ktt(doc, file, r)
   end
   local unit_label = tostring(meta.TimeUnit or "Microseconds")
   local rec = { format = "ktt", device = meta.Device, knobs = {}, entries = {}, objective = "TotalDuration" }
-  local sets, order, first_names = {}, nil, nil
+  local sets, first_names = {}, nil
+  if r.lenient then
+    first_names = common_names(doc.Results, function(res)
+      local c = {}
+      for _, p in ipairs(type(res) == "table" and type(res.Configuration) == "table" and res.Configuration or {}) do
+        if type(p) == "table" and type(p.Name) == "string" then c[p.Name] = true end
+      end
+      return next(c) ~= nil and names_of(c) or nil
+    end)
+  end
   local function entry_of(res)
     if type(res) ~= "table" or type(res.Configuration) ~= "table" then bad(".Configuration: expected an array") end
     local config, names = {}, {}
@@ -643,12 +676,12 @@ local function from_ktt(doc, file, r)
     local joined = names_of(config)
     first_names = first_names or joined
     if joined ~= first_names then
-      bad(".Configuration: has the parameters %s where the recording's first entry has %s", joined, first_names)
+      bad(".Configuration: has the parameters %s where %s %s", joined, r.lenient and "most entries have" or
+          "the recording's first entry has", first_names)
     end
-    order = order or names
     rec.kernel = rec.kernel or res.KernelName
     local cost = number_or_nil(res.TotalDuration, ".TotalDuration") + number_or_nil(res.TotalOverhead, ".TotalOverhead")
-    local entry = { config = config, metrics = {}, cost_s = cost * scale / 1000 }
+    local entry = { config = config, metrics = {}, cost_s = cost * scale / 1000, names = names }
     if res.Status == "Ok" and type(res.TotalDuration) == "number" then
       r:time(entry, ".TotalDuration", res.TotalDuration, scale, unit_label)
     else
@@ -674,7 +707,9 @@ local function from_ktt(doc, file, r)
     return entry
   end
   add_entries(r, rec, sets, doc.Results, "Results", entry_of)
-  for i, name in ipairs(order or {}) do rec.knobs[i] = { name = name, values = sorted_values(sets[name]) } end
+  -- (the knobs in the order the first entry kept lists them)
+  local order = rec.entries[1] and rec.entries[1].names or {}
+  for i, name in ipairs(order) do rec.knobs[i] = { name = name, values = sorted_values(sets[name]) } end
   return rec
 end
 

@@ -118,5 +118,44 @@ local rec2, why = recording.read(tmp .. "/edited.json")
 T.check(rec2 and #rec2.entries == 2, "the spec kernel's two results are read: %s", tostring(why))
 local notes = rec2 and table.concat(recording.notes(rec2), "\n") or ""
 T.check(notes:find("1 results of edited kernels are left out", 1, true), "the note says so: %s", notes)
+
+-- a T4 file with Python booleans (Kernel Tuner's T4 writer): read as
+-- "True"/"False", as a Kernel Tuner cache spells them (it was an internal
+-- error comparing booleans)
+local function t4_file(name, entries)
+  local results = {}
+  for i, e in ipairs(entries) do
+    results[i] = { configuration = e[1], invalidity = "correct", objectives = { "time" },
+                   measurements = { { name = "time", value = e[2], unit = "ms" } } }
+  end
+  json.write_file(tmp .. "/" .. name, { schema_version = "1.0.0", results = results })
+  return tmp .. "/" .. name
+end
+local brec, berr = recording.read(t4_file("bool.json", { { { bs = 1, smem = true }, 2.0 }, { { bs = 1, smem = false }, 1.0 },
+                                                         { { bs = 2, smem = true }, 3.0 } }))
+T.check(brec and #brec.entries == 3, "booleans in a T4 file: %s", tostring(berr))
+local vals = {}
+for _, k in ipairs(brec and brec.knobs or {}) do if k.name == "smem" then vals = k.values end end
+T.eq(table.concat(vals, ","), "False,True", "boolean values as a Kernel Tuner cache spells them")
+
+-- lenient mode keeps the parameter set most entries share: an odd first
+-- entry is the one skipped, not every entry unlike it
+local odd = { { { a = 1, b = 1, c = 1 }, 9.0 } }
+for i = 1, 5 do odd[#odd + 1] = { { a = i, b = 2 }, i * 1.0 } end
+local lrec, lerr = recording.read(t4_file("odd.json", odd), "lenient")
+T.check(lrec and #lrec.entries == 5 and lrec.skipped and lrec.skipped.count == 1,
+        "lenient: the five consistent entries are kept, the odd one skipped: %s", tostring(lerr))
+local srec, serr = recording.read(tmp .. "/odd.json")
+T.check(not srec and serr:find("results[2].configuration: has the parameters a, b where the recording's first entry " ..
+                                "has a, b, c", 1, true), "strict: refused at the first entry unlike the first: %s",
+        tostring(serr))
+
+-- KTT, lenient, every entry bad: one sentence (it was an internal error)
+T.write(tmp .. "/ktt_bad.json", [[{"Metadata": {"TimeUnit": "Microseconds"}, "Results": [
+  {"KernelName": "k", "Status": "Ok", "TotalDuration": 100, "TotalOverhead": null, "Configuration": [{"Name": "a", "Value": 1}]},
+  {"KernelName": "k", "Status": "Ok", "TotalDuration": 80, "TotalOverhead": null, "Configuration": [{"Name": "a", "Value": 2}]}]}]])
+local krec, kerr = recording.read(tmp .. "/ktt_bad.json", "lenient")
+T.check(not krec and tostring(kerr):find("records no usable configurations (2 bad entries skipped", 1, true),
+        "KTT with every entry bad: %s", tostring(kerr))
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
