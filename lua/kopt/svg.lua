@@ -55,6 +55,10 @@ function M.line_chart(opts)
   local left, right, top, bottom = 64, 170, 36, 52
   local pw, ph = W - left - right, H - top - bottom
   local xmin, xmax, ymin, ymax = opts.xmin, opts.xmax, opts.ymin, opts.ymax
+  -- (an axis of one value, `compare --budgets 1`, would divide by zero:
+  -- it is widened, so the chart has coordinates and not NaN)
+  if xmax <= xmin then xmax = opts.xlog and xmin * 2 or xmin + 1 end
+  if ymax <= ymin then ymax = ymin + 1 end
   local function fx(x)
     if opts.xlog then return left + pw * (math.log(x) - math.log(xmin)) / (math.log(xmax) - math.log(xmin)) end
     return left + pw * (x - xmin) / (xmax - xmin)

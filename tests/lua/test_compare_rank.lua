@@ -32,6 +32,21 @@ T.eq(ranks[2][3], 3, "s2: c last")
 T.eq(mean[1], (1 + 1.75) / 2, "mean rank of a")
 T.eq(mean[3], 3, "mean rank of c")
 
+-- Ranked as printed (%.3f): 0.8125 and 0.8121 both print 0.812 and tie;
+-- 0.8128 prints 0.813 and is first (a half rounds to even in print)
+ranks = compare.ranks({ budgets = { 10 }, spaces = {
+  { name = "s", results = { res("a", "a", { 0.8125 }), res("b", "b", { 0.8121 }), res("c", "c", { 0.8128 }) } } } })
+T.eq(ranks[1][3], 1, "0.813 first")
+T.eq(ranks[1][1], 2.5, "0.812 (0.8125) tied second")
+T.eq(ranks[1][2], 2.5, "0.812 (0.8121) tied second")
+
+-- A chart of one budget (`--budgets 1`): an x axis of one value is
+-- widened, so no coordinate is NaN
+local chart = require("kopt.svg").line_chart({ title = "t", xlabel = "x", ylabel = "y", xmin = 1, xmax = 1, ymin = 0.5,
+  ymax = 1, xlog = true, series = { { name = "a", points = { { 1, 0.7 } } } } })
+T.check(not chart:lower():find("%f[%w]nan%f[%W]") and not chart:lower():find("%f[%w]inf%f[%W]"),
+        "a one-budget chart has NaN coordinates")
+
 -- Leave-one-space-out: strategy m has variants m@x (good on s1 and s2, bad
 -- on s3) and m@y (mediocre everywhere). Held out s3, m@x is picked (best on
 -- s1+s2) and scores its bad s3 value; held out s1 or s2, the choice is made

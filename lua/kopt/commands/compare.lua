@@ -489,7 +489,8 @@ function M.ranks(report)
     for ri in ipairs(sp.results) do ranks[si][ri] = 0 end
     for b = 1, nb do
       local v = {}
-      for ri, r in ipairs(sp.results) do v[ri] = math.floor(r.fraction[b] * 1000 + 0.5) end
+      -- (ranked as printed: %.3f rounds a half to even, as floor(x + 0.5) does not)
+      for ri, r in ipairs(sp.results) do v[ri] = tonumber(string.format("%.3f", r.fraction[b])) end
       for ri in ipairs(sp.results) do
         local better, equal = 0, 0
         for rj in ipairs(sp.results) do
