@@ -190,6 +190,14 @@ for i = 1, #budgets do
        "--seeds 2-3: its first run is seed 2 (budget " .. budgets[i] .. ")")
 end
 T.check(stdout:find("over 2 seeds (2-3)", 1, true) ~= nil, "the report names the seed range")
+
+-- a folder reused for a report of fewer spaces keeps no chart of the others
+local before = require("kopt.sys").list_dir(out .. "/img")
+code = T.run(string.format("compare --strategies random --spaces %s --seeds 1 --budgets 5 --out %s -q", PN, out))
+T.eq(code, 0, "a compare into a used folder")
+local charts = require("kopt.sys").list_dir(out .. "/img")
+T.check(#before > 1 and #charts == 1 and charts[1] == "pnpoly_RTX_3090.svg",
+        "the reused folder's charts: %s (before: %s)", table.concat(charts, ", "), table.concat(before, ", "))
 for _, bad in ipairs({ "3-1", "0-4", "0", "2-", "x" }) do
   local c, _, err = T.run(string.format("compare --strategies anneal --spaces %s --seeds %s --out %s/bad -q", PN, bad, tmp))
   T.check(c ~= 0 and err:find("--seeds", 1, true) ~= nil, "--seeds %s: rejected with a message naming --seeds (%s)",

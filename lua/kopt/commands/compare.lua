@@ -350,6 +350,12 @@ function M.main(argv)
     used[name] = true
     M.write_svg(o.out .. "/img/" .. name .. ".svg", sp, maxb)
   end
+  -- (a folder reused from an earlier compare: its charts of spaces not in
+  -- this report would read as part of it)
+  for _, f in ipairs(sys.list_dir(o.out .. "/img") or {}) do
+    local name = f:match("^(.*)%.svg$")
+    if name and not used[name] then os.remove(o.out .. "/img/" .. f) end
+  end
   json.write_file(o.out .. "/benchmark.json", M.plain(report))
   return 0
 end
