@@ -179,7 +179,9 @@ def proposals_for(req, scenario):
             lo = max(0, idx - 1)
             hunk = ["@@ -%d,%d +%d,%d @@" % (lo + 1, idx - lo + 1, lo + 1, idx - lo + 1)]
             hunk += [" " + l for l in lines[lo:idx]]
-            hunk += ["-" + lines[idx], "+" + lines[idx] + " // tuned"]
+            # (an empty statement and a comment: a change of code, which a
+            # comment alone is not)
+            hunk += ["-" + lines[idx], "+" + lines[idx] + " ; // tuned"]
             out = [{"method": "strength_reduction", "changes": {n: None for n in names}, "reason": "edit",
                     "patch": "--- a/kernel.cu\n+++ b/kernel.cu\n" + "\n".join(hunk) + "\n"}]
     return {"analysis": "scenario " + scenario, "proposals": out}
@@ -293,7 +295,8 @@ def edit_reply(req, scenario):
             best = find_json_line(user, "Current best (JSON):") or {}
             allowed = find_json_line(user, "Allowed values (JSON):") or {}
             knob = {n: next(v for v in reversed(allowed[n]) if v != best.get(n)) for n in names[:1]}
-            two = dict(prop, patch=diff_of(src, FAST, FAST + "; // composed").replace(";; //", "; //"))
+            # (a change of code, not only a comment: kopt measures no comment-only edit)
+            two = dict(prop, patch=diff_of(src, FAST, FAST + " * 1.0f; // composed").replace(";; //", "; //"))
             return json.dumps({"analysis": "compose", "proposals": [
                 {"method": "more_threads", "changes": knob, "reason": "knob on the edit", "patch": None}, two]})
     elif scenario == "r_same":

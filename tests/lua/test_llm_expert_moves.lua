@@ -88,9 +88,9 @@ do
   local pgen = { name = "editor", propose = function()
     return { { method = "tile_up", changes = { BLOCK_M = 64 }, patch = diff } }
   end }
-  local got = moves.propose(pctx, state, { pgen })
+  local pgot = moves.propose(pctx, state, { pgen })
   local want = space:key(setmetatable({ BLOCK_M = 64 }, { __index = state.config })) .. "#" ..
                sys.sha256(new_src):sub(1, 16)
-  check(#got == 1 and got[1].key == want, "a patched move's key: %s, want %s", tostring(got[1] and got[1].key), want)
+  check(#pgot == 1 and pgot[1].key == want, "a patched move's key: %s, want %s", tostring(pgot[1] and pgot[1].key), want)
 end
 print("ok")
