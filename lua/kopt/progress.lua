@@ -12,6 +12,9 @@ end
 
 local function clock(s)
   if s == nil or s ~= s or s == math.huge then return "--:--" end
+  -- (a recording may give any finite cost: past a million hours the
+  -- seconds are no integer to format)
+  if s >= 3.6e9 then return string.format("%.3g h", s / 3600) end
   s = math.floor(s + 0.5)
   if s >= 3600 then return string.format("%d:%02d:%02d", s // 3600, s % 3600 // 60, s % 60) end
   return string.format("%d:%02d", s // 60, s % 60)

@@ -157,5 +157,14 @@ T.write(tmp .. "/ktt_bad.json", [[{"Metadata": {"TimeUnit": "Microseconds"}, "Re
 local krec, kerr = recording.read(tmp .. "/ktt_bad.json", "lenient")
 T.check(not krec and tostring(kerr):find("records no usable configurations (2 bad entries skipped", 1, true),
         "KTT with every entry bad: %s", tostring(kerr))
+-- a finite but huge recorded cost: the simulated clock says so (its
+-- seconds were no integer to format: an internal error)
+T.write(tmp .. "/huge.json", [[{"tune_params_keys":["a"],"tune_params":{"a":[1,2]},"cache":{
+"1":{"a":1,"time":1.0,"compile_time":1e300,"verification_time":0,"benchmark_time":1},
+"2":{"a":2,"time":2.0,"compile_time":300,"verification_time":0,"benchmark_time":1}}}]])
+local hcode, hout, herr = T.run("random --backend replay:" .. tmp .. "/huge.json --out " .. tmp .. "/huge_run")
+T.eq(hcode, 0, "a huge recorded cost: exit code (" .. herr .. ")")
+T.check(hout:find(" h simulated", 1, true), "the simulated time in hours: %s", hout)
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
