@@ -154,7 +154,7 @@ local function bad_stats(s)
     local v = s[f]
     if v ~= nil and (type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge) then
       return string.format("%s: expected a finite number, got %s", f, type(v) == "string" and ("'" .. v .. "'") or
-                           tostring(v))
+                           (type(v) == "userdata" and "null") or tostring(v))
     end
   end
   if s.count ~= nil and s.count < 0 then return "count: expected a number of at least 0, got " .. s.count end
@@ -222,11 +222,16 @@ end
 
 local function new_stats() return { count = 0, ok = 0, reward_sum = 0, ls_sum = 0, ls_n = 0, up = 0, kernels = {} } end
 
+-- (a reward or a speedup past a million is no measurement: summed, such
+-- values overflowed to inf, written as null, and the priors file that
+-- `kopt regraph` wrote was refused by its own loader)
+local function sane(v) return type(v) == "number" and v == v and math.abs(v) <= 1e6 end
+
 local function add(s, t)
   s.count = s.count + 1
   if t.status == "ok" then s.ok = s.ok + 1 end
-  if type(t.reward) == "number" then s.reward_sum = s.reward_sum + t.reward end
-  if t.status == "ok" and type(t.speedup) == "number" and t.speedup > 0 then
+  if sane(t.reward) then s.reward_sum = s.reward_sum + t.reward end
+  if t.status == "ok" and sane(t.speedup) and t.speedup > 0 then
     s.ls_sum = s.ls_sum + math.log(t.speedup)
     s.ls_n = s.ls_n + 1
     if t.speedup > 1 then s.up = s.up + 1 end

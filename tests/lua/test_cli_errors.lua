@@ -222,6 +222,9 @@ case(tmp .. "/capped.lua --backend replay:" .. replay .. " --opt cap=20", 2,
 T.write(tmp .. "/badpriors.json", '{"methods": {"block_x_up": {"count": "x"}}}')
 case("mcgs --backend replay:" .. replay .. " --opt priors=" .. tmp .. "/badpriors.json", 2,
      "kopt: --opt priors: " .. tmp .. "/badpriors.json: methods.block_x_up: count: expected a finite number, got 'x'")
+T.write(tmp .. "/nullpriors.json", '{"methods": {"block_x_up": {"count": 3, "mean_reward": null}}}')
+case("mcgs --backend replay:" .. replay .. " --opt priors=" .. tmp .. "/nullpriors.json", 2,
+     "kopt: --opt priors: " .. tmp .. "/nullpriors.json: methods.block_x_up: mean_reward: expected a finite number, got null")
 T.write(tmp .. "/badcanon.json", '{"methods": {}, "canonical": {"methods": {"step_up": {"count": -5}}}}')
 case("rules --backend replay:" .. replay .. " --opt priors=" .. tmp .. "/badcanon.json", 2,
      "kopt: --opt priors: " .. tmp .. "/badcanon.json: canonical.methods.step_up: count: expected a number of at least 0, got -5")

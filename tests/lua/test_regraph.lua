@@ -42,6 +42,17 @@ T.eq((T.run("mcgs --backend replay:tests/data/convolution_A100.json --budget 40 
 T.eq((T.run(string.format("mcgs --backend replay:tests/data/convolution_A100.json --budget 40 --seed 9 -q --opt priors=%s/priors.json --out %s", tmp, with))), 0, "mcgs with priors")
 T.check(T.slurp(base .. "/graph.json") ~= T.slurp(with .. "/graph.json"), "priors change the graph")
 
+-- rewards past any measurement (a hand-edited dataset) are left out of the
+-- sums: the priors file regraph writes loads (they summed to inf, written
+-- as null, which the loader refused)
+T.write(tmp .. "/wild.jsonl", '{"from":"root","to":"block_x_up","status":"ok","reward":1e308,"speedup":1e308}\n' ..
+        '{"from":"root","to":"block_x_up","status":"ok","reward":1e308,"speedup":2}\n' ..
+        '{"from":"root","to":"block_x_up","status":"ok","reward":0.5,"speedup":1.5}\n')
+T.eq((T.run(string.format("regraph %s/wild.jsonl -o %s/wild_priors.json", tmp, tmp))), 0, "regraph of wild rewards")
+local wc, _, we = T.run(string.format("mcgs --backend replay:tests/data/convolution_A100.json --budget 5 -q " ..
+                                      "--opt priors=%s/wild_priors.json --out %s/wild_run", tmp, tmp))
+T.eq(wc, 0, "the priors regraph wrote load (" .. we .. ")")
+
 -- errors
 local c1, _, e1 = T.run("regraph")
 T.eq(c1, 2, "no runs")
