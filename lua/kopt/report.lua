@@ -101,7 +101,8 @@ function M.analyse(best, facts)
   local dfacts = symptoms.facts_from(r, facts.launch, facts.device, facts.static)
   dfacts.device, dfacts.matrix, dfacts.work = facts.device, facts.matrix, facts.work
   a.symptoms, a.q = symptoms.diagnose(r, dfacts)
-  a.has_counters = next(r.metrics or {}) ~= nil
+  -- (counters kopt reads: a recording's compile_time or energy are none)
+  a.has_counters = next(a.q) ~= nil
 
   -- The limiter: counters first (they see what the kernel really did), the
   -- work-based fractions otherwise.
@@ -220,11 +221,22 @@ function M.render(best, facts)
   end
   add("## Symptoms")
   add("")
-  add(symptoms.format(a.symptoms))
+  add(symptoms.format(a.symptoms, not a.has_counters))
   add("")
   add("## Left on the table")
   add("")
-  if #a.left == 0 then add("- nothing measurable: no counters and no work figures") end
+  if #a.left == 0 then
+    local missing = {}
+    if not a.has_counters then missing[#missing + 1] = "no counters" end
+    local work = facts.work or {}
+    if not (work.flops or work.bytes) then
+      missing[#missing + 1] = "no work figures"
+    elseif not (a.peaks.flops or a.peaks.bytes_per_s) then
+      missing[#missing + 1] = "no device peaks (a replay has no device): no speed of light"
+    end
+    if #missing == 0 then missing[1] = "no unit near its peak" end
+    add("- nothing measurable: %s", table.concat(missing, ", "))
+  end
   for _, l in ipairs(a.left) do add("- " .. l) end
   add("")
 

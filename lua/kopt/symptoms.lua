@@ -400,10 +400,12 @@ function M.brief(symptoms)
 end
 
 -- Bullet list for prompts and reports, most severe first.
-function M.format(symptoms)
+function M.format(symptoms, no_counters)
   local lines = {}
   for _, s in ipairs(symptoms or {}) do lines[#lines + 1] = "- " .. s.summary end
-  if #lines == 0 then lines[1] = "- no bottleneck stands out in the counters" end
+  if #lines == 0 then
+    lines[1] = no_counters and "- none found: no counters to read" or "- no bottleneck stands out in the counters"
+  end
   return table.concat(lines, "\n")
 end
 

@@ -52,6 +52,19 @@ local md3, term3, a3 = report.render(plain, { device = h100, work = { bytes = 3e
 check(a3.limiter == "memory" and near(a3.memory_frac, 3e12 / p.bytes_per_s, 1e-9), "memory-bound by work")
 check(md3:find("No hardware counters", 1, true) and term3:find("KOPT_CUPTI_LIB=none", 1, true), "says why no counters")
 
+-- A recording's metrics that are no counters (a Kernel Tuner cache's
+-- compile_time, energy) and work figures without device peaks (a replay):
+-- no Counters section, and the report says what is missing, in agreement
+-- with its own table (it said "no counters and no work figures")
+local replayed = { config = { X = 1 }, result = { status = "ok", time_ms = 1.0,
+                                                  metrics = { compile_time = 120, energy = 3.5 } } }
+local md4, _, a4 = report.render(replayed, { work = { flops = 2e9, bytes = 1e8 } })
+check(not a4.has_counters and not md4:find("## Counters", 1, true), "a recording's compile_time is no counter:\n%s", md4)
+check(md4:find("no device peaks", 1, true) and not md4:find("no work figures", 1, true),
+      "the missing peaks are named, not the work figures:\n%s", md4)
+check(md4:find("no counters to read", 1, true) and not md4:find("stands out in the counters", 1, true),
+      "the symptoms do not speak of counters there are none of:\n%s", md4)
+
 -- write() puts REPORT.md under best/.
 local dir = os.tmpname()
 os.remove(dir)
