@@ -20,6 +20,7 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   baddiff    a proposal carrying a diff whose context matches nothing
   gooddiff   a proposal editing the last statement of the ```cuda source in the prompt
   noschema   400 on response_format json_schema (like older servers); ok otherwise
+  ctx400     400 "context_length_exceeded" on the first request; ok after
   garbage    prose without any JSON
   length     finish_reason "length" with cut-off JSON
   filtered   finish_reason "content_filter" after a whole first proposal
@@ -629,6 +630,9 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(500, {"error": {"message": "boom"}})
         if scenario == "quota":
             return self.send(429, {"error": {"code": "insufficient_quota", "message": "no money"}})
+        if scenario == "ctx400" and n == 0:
+            return self.send(400, {"error": {"message": "This model's maximum context length is 8192 tokens",
+                                             "code": "context_length_exceeded"}})
         if scenario == "noschema" and rf.get("type") == "json_schema":
             return self.send(400, {"error": {"message": "response_format json_schema is not supported"}})
         if scenario == "t_notools" and req.get("tools"):

@@ -559,8 +559,21 @@ function Client:pace()
   end
 end
 
+-- A 400 that names the request's length (a context window exceeded) is not
+-- about the response format: dropping the format would not help, and the
+-- rest of the run would go without structured output for nothing.
+local LENGTH_WORDS = { "context_length", "context length", "context window", "maximum context", "too many tokens",
+                       "prompt is too long", "token limit", "tokens exceed", "exceeds the maximum", "too long" }
+local function names_length(body)
+  local b = tostring(body or ""):lower()
+  for _, w in ipairs(LENGTH_WORDS) do
+    if b:find(w, 1, true) then return true end
+  end
+  return false
+end
+
 local function wants_downgrade(resp)
-  return resp.status == 400 and not resp.err
+  return resp.status == 400 and not resp.err and not names_length(resp.body)
 end
 
 -- The recorded answer to a request, or nil when a prefix transcript has

@@ -118,6 +118,18 @@ do
   check(r.ok, "noschema second request: %s", tostring(r.err))
 end
 
+-- A 400 that names the context length is not about the format: that
+-- request fails, and the next keeps json_schema (it dropped to json_object,
+-- then to none, for the rest of the run)
+do
+  local c = client("ctx400")
+  local r = ask(c)
+  check(not r.ok and r.kind == "http", "ctx400: the request fails (%s, %s)", tostring(r.kind), tostring(r.err))
+  check(c.mode == "json_schema", "ctx400: mode is %s", c.mode)
+  r = ask(c)
+  check(r.ok and c.mode == "json_schema", "ctx400 second request: %s, mode %s", tostring(r.err), c.mode)
+end
+
 -- A server that echoes the key: the reply is unusable, and the transcript
 -- must not keep the key (checked below).
 do
