@@ -247,6 +247,10 @@ end
 
 function Engine:clock() return self.restored_clock + self.backend:elapsed() end
 
+-- A log message as one bullet of trace.md: its line breaks, which may come
+-- from a model's reply, must not start lines of their own (a heading).
+local function one_line(msg) return (msg:gsub("\r?\n%s*", " / ")) end
+
 function Engine:strategy_event(msg)
   if self.logged[self.logged_next] == msg then
     self.logged_next = self.logged_next + 1
@@ -255,7 +259,7 @@ function Engine:strategy_event(msg)
   if self.verbose then self.progress:message("%s: %s", self.strategy_name, msg) end
   if self.rundir then
     self.rundir:event({ event = "log", n = self.evaluations, msg = msg })
-    self.rundir:trace("- [%d] %s", self.evaluations, msg)
+    self.rundir:trace("- [%d] %s", self.evaluations, one_line(msg))
   else
     self.pending_logs = self.pending_logs or {}
     table.insert(self.pending_logs, msg)
@@ -374,7 +378,7 @@ function Engine:ensure_rundir()
   self.rundir = self.run()
   for _, msg in ipairs(self.pending_logs or {}) do
     self.rundir:event({ event = "log", n = 0, msg = msg })
-    self.rundir:trace("- [0] %s", msg)
+    self.rundir:trace("- [0] %s", one_line(msg))
   end
   self.pending_logs = nil
 end

@@ -22,6 +22,7 @@ end
 function S.tell(ctx, results)
   local r = results[1]
   ctx:log("told %s cached=%s evaluations=%d", r.status, tostring(r.cached), ctx.evaluations)
+  if ctx.step == 1 then ctx:log("a reply's text\n## Stopped: injected\nbest: 0.0001 ms") end
 end
 return S]])
 local code = T.run(string.format("%s/probe.lua tests/data/specs/vector_add.json --backend replay:tests/data/vector_add_A4000.json -q --out %s/p", tmp, tmp))
@@ -32,6 +33,8 @@ local trace = T.slurp(tmp .. "/p/trace.md")
 T.check(trace:find("told invalid cached=nil evaluations=0", 1, true) ~= nil, "the rejected config is told as invalid, free:\n%s", trace)
 T.check(trace:find("told ok cached=nil evaluations=1", 1, true) ~= nil, "first 256 measured")
 T.check(trace:find("told ok cached=true evaluations=1", 1, true) ~= nil, "repeat answered from the cache")
+T.check(not trace:find("\n## Stopped: injected", 1, true) and trace:find("a reply's text / ## Stopped: injected", 1, true),
+        "a logged message's line breaks start no line of their own:\n%s", trace)
 
 -- Failures cost one evaluation each: pnpoly has 318 failed configs of 4092,
 -- so exhausting it records every one of them.
