@@ -90,14 +90,37 @@ function M.parse(diff)
     cur = { header = header, old_start = start, old = {}, new = {}, kinds = {}, line = n }
     hunks[#hunks + 1] = cur
   end
-  -- a diff of several files (the kernel, then a benchmark script) edits
-  -- the kernel: the hunks of the first file named are kept, the rest skipped
-  local first_file, skipping
-  for n, line in ipairs(lines) do
+  -- a diff of several files (a benchmark script, a new header, the kernel)
+  -- edits the kernel: the hunks of one file are kept, the rest skipped. That
+  -- file is the first CUDA source (.cu, .cuh, .h, ...) the diff changes and
+  -- does not create, else the first it changes, else the first it names.
+  local function file_of(line)
     local named = line:match("^%+%+%+ (%S+)")
-    if named and named ~= "/dev/null" then
-      named = named:gsub("^[ab]/", ""):match("([^/]+)$")
-      first_file = first_file or named
+    if named and named ~= "/dev/null" then return named:gsub("^[ab]/", ""):match("([^/]+)$") end
+  end
+  local first_file
+  do
+    local cuda, changed, any
+    for n, line in ipairs(lines) do
+      local named = file_of(line)
+      if named then
+        local created = (n > 1 and lines[n - 1]:match("^%-%-%- /dev/null") ~= nil)
+          or (lines[n + 1] or ""):match("^@@%s*%-0,0%s") ~= nil
+        any = any or named
+        if not created then
+          changed = changed or named
+          local is_cuda = named:match("%.cuh?$") or named:match("%.[ch]pp$") or named:match("%.h$")
+            or named:match("%.inl$")
+          if is_cuda then cuda = cuda or named end
+        end
+      end
+    end
+    first_file = cuda or changed or any
+  end
+  local skipping
+  for n, line in ipairs(lines) do
+    local named = file_of(line)
+    if named then
       skipping = named ~= first_file
       if skipping then cur = nil end
     end

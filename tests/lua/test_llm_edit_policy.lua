@@ -204,6 +204,23 @@ do
   new, err = patch.apply_edit(base, sr("    // ... then store the doubled index\n" .. body), entry)
   T.check(new, "an honest comment by search/replace: %s", tostring(err))
 end
+-- a diff of several files edits the kernel's: a script or a new header
+-- named first is not taken for it
+do
+  local base = 'extern "C" __global__ void k(float *y, int n)\n{\n    int i = threadIdx.x;\n' ..
+               '    if (i < n)\n        y[i] = 2.0f * i;\n}\n'
+  local kernel_hunk = "--- a/k.cu\n+++ b/k.cu\n@@ -4,2 +4,2 @@\n     if (i < n)\n-        y[i] = 2.0f * i;\n" ..
+                      "+        y[i] = 3.0f * i;\n"
+  for what, first in pairs({
+    ["a script first"] = "--- a/bench.py\n+++ b/bench.py\n@@ -1,1 +1,1 @@\n-import numpy as np\n+import numpy\n",
+    ["a new header first"] = "--- a/common.cuh\n+++ b/common.cuh\n@@ -0,0 +1,2 @@\n+#pragma once\n+#define FAST 1\n",
+    ["a created file first"] = "--- /dev/null\n+++ b/util.cuh\n@@ -0,0 +1,1 @@\n+#pragma once\n",
+  }) do
+    new, err = patch.apply_edit(base, { kind = "diff", text = first .. kernel_hunk }, entry)
+    T.check(new and new:find("3.0f * i", 1, true), "%s: the kernel's hunk is applied (%s)", what, tostring(err))
+  end
+end
+
 -- an edit that changes comments or white space only is the same code (not
 -- measured as a new kernel); any change to code is not
 do
