@@ -103,8 +103,6 @@ local function edit_of(p)
       if t then return { kind = "source", text = t } end
     end
   end
-  local text = text_of(p.patch) or text_of(p.diff) or text_of(p.edit) or text_of(p.edits)
-  if text then return { text = text } end
   -- (a one-line "kernel" or "source" names the kernel or its file; code
   -- has lines)
   local function code_of(v)
@@ -112,6 +110,10 @@ local function edit_of(p)
     if t and (t:find("\n") or t:find("__global__", 1, true)) then return t end
   end
   local src = code_of(p.source) or code_of(p.kernel) or code_of(p.kernel_source)
+  local text = text_of(p.patch) or text_of(p.diff) or text_of(p.edit) or text_of(p.edits)
+  -- (a patch that only points at the proposal's own source field: "see
+  -- source" beside the kernel)
+  if text and not (src and M.points_elsewhere({ text = text })) then return { text = text } end
   if src then return { kind = "source", text = src } end
   -- (a field that holds nothing but empty text, nulls and "none" is no
   -- edit: {"diff": ""}, [{"search": "", "replace": ""}], {"type": "none"})

@@ -316,6 +316,14 @@ for what, p in pairs({ ["patch true"] = { patch = true }, ["patch 3"] = { diff =
   local e, w = experts.edit_of(p)
   T.check(not e and w and w:find("not an edit kopt reads", 1, true), "%s: %s", what, tostring(w))
 end
+-- a patch that only points at the proposal's own kernel field: the kernel
+local KSRC = 'extern "C" __global__ void k(float *y) {\n  y[0] = 1.0f;\n}\n'
+for what, p in pairs({ ["see source"] = { patch = "see the source field", source = KSRC },
+                       ["whole kernel below"] = { patch = "whole kernel below", kernel = KSRC } }) do
+  local e, w = experts.edit_of(p)
+  T.check(e and e.kind == "source" and e.text == KSRC, "%s: the kernel field is the edit (%s)", what, tostring(w))
+end
+
 -- a list of edits with an item kopt cannot read is refused whole, with the
 -- item named: the rest alone is another kernel than the reply's
 local PAIR = { search = "#ifndef VEC", replace = "#ifndef VEC " }
