@@ -159,6 +159,13 @@ local function read_text(c, rel, path, dir)
   local full = join(dir, rel)
   local text, err = json.read_text(full)
   if not text then c:fail(path, "cannot read '%s': %s", rel, (err:gsub("^.-: ", ""))) end
+  -- (the compiler reads a source as a C string: what follows a NUL byte
+  -- would be cut off unseen)
+  local nul = text:find("\0", 1, true)
+  if nul then
+    local _, line = text:sub(1, nul):gsub("\n", "")
+    c:fail(path, "'%s' holds a NUL byte (line %d): a kernel source is text", rel, line + 1)
+  end
   return full, text
 end
 

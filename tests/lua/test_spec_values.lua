@@ -43,6 +43,13 @@ end
 local code, _, err = compile(base())
 T.eq(code, 0, "the base spec compiles: " .. err)
 
+-- a NUL byte in the kernel source: NVRTC reads a C string, so what follows
+-- it was cut off unseen (an #error past it compiled "ok")
+T.write(tmp .. "/nul.cu", 'extern "C" __global__ void k(const float* a, float* b, int n) {}\n\0\n#error past the NUL\n')
+local ns = base()
+ns.kernel.source = "nul.cu"
+refused("a NUL byte in the source", ns, "kernel.source: 'nul.cu' holds a NUL byte (line 2)")
+
 local s = base()
 s.knobs[1].values = {}
 for v = 32, 1280, 32 do s.knobs[1].values[#s.knobs[1].values + 1] = v end
