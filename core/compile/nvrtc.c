@@ -182,11 +182,72 @@ long kopt_nvrtc_entry_max_threads(const unsigned char *cubin, size_t size, const
 	return bound > 0 && bound < limit ? bound : limit;
 }
 
+static int is_ptxas_line(const char *line)
+{
+	return strncmp(line, "ptxas", 5) == 0;
+}
+
+/* A log past the cap keeps ptxas's report whole (every "ptxas" line: the
+ * registers and spills of each kernel, which a pipeline's later kernels are
+ * checked by) after as much of the compiler's messages as fits, in place.
+ * 0 when the report alone would take half the cap (then the head is kept). */
+static int keep_report(char *log, size_t n)
+{
+	size_t report = 0;
+	for (const char *l = log; *l != '\0';) {
+		const char *eol = strchr(l, '\n');
+		size_t len = eol != NULL ? (size_t)(eol - l) + 1 : strlen(l);
+		if (is_ptxas_line(l))
+			report += len;
+		l += len;
+	}
+	if (report == 0 || report > KOPT_NVRTC_LOG_CAP / 2)
+		return 0;
+	char *copy = malloc(n + 1);
+	if (copy == NULL)
+		return 0;
+	memcpy(copy, log, n + 1);
+	char note[96];
+	int t = snprintf(note, sizeof note, "[kopt: log cut at %d of %zu bytes; ptxas's report kept whole]\n",
+			 KOPT_NVRTC_LOG_CAP, n);
+	size_t head_room = KOPT_NVRTC_LOG_CAP - report - (size_t)t - 2, w = 0;
+	int cut = 0;
+	for (const char *l = copy; *l != '\0';) { /* the messages, whole lines, while they fit */
+		const char *eol = strchr(l, '\n');
+		size_t len = eol != NULL ? (size_t)(eol - l) + 1 : strlen(l);
+		if (!is_ptxas_line(l) && !cut) {
+			if (w + len <= head_room) {
+				memcpy(log + w, l, len);
+				w += len;
+			} else {
+				cut = 1;
+			}
+		}
+		l += len;
+	}
+	if (w > 0 && log[w - 1] != '\n')
+		log[w++] = '\n';
+	memcpy(log + w, note, (size_t)t);
+	w += (size_t)t;
+	for (const char *l = copy; *l != '\0';) { /* then the report */
+		const char *eol = strchr(l, '\n');
+		size_t len = eol != NULL ? (size_t)(eol - l) + 1 : strlen(l);
+		if (is_ptxas_line(l)) {
+			memcpy(log + w, l, len);
+			w += len;
+		}
+		l += len;
+	}
+	log[w] = '\0';
+	free(copy);
+	return 1;
+}
+
 /* Stores log (taking ownership), cut to the cap with a note. */
 static void set_log(struct kopt_nvrtc_result *res, char *log)
 {
 	size_t n = strlen(log);
-	if (n > KOPT_NVRTC_LOG_CAP) {
+	if (n > KOPT_NVRTC_LOG_CAP && !keep_report(log, n)) {
 		static const char note[] = "\n[kopt: log cut at %d of %zu bytes]\n";
 		char tail[96];
 		int t = snprintf(tail, sizeof tail, note, KOPT_NVRTC_LOG_CAP, n);

@@ -17,7 +17,10 @@
 --     __noinline__ function it calls (reported later in the same block);
 --  7. __launch_bounds__ is read for an entry whose mangled name is long;
 --  8. a knob used only as a template argument of the entry gets no
---     "appears nowhere" note.
+--     "appears nowhere" note;
+--  9. a pipeline whose compiler log passes the 64 KiB cap (hundreds of
+--     warnings) keeps ptxas's report of its later kernels: they are
+--     checked, not reported missing.
 local T = require("testlib")
 
 local tmp = T.tmpdir("compile-includes")
@@ -160,6 +163,23 @@ code, out, err = T.run("compile " .. tmp .. "/t/spec.json --all --no-cache", cac
 T.eq(code, 1, "LB=64 cannot launch 256 threads")
 T.check(out:find("cannot launch: block of 256 threads, at most 64", 1, true), "the launch bounds are read:\n%s", out)
 T.check(not (out .. err):find("appears nowhere", 1, true), "no note for a knob in the entry:\n%s%s", out, err)
+
+-- 9. a pipeline with a log past the cap
+mkdir(tmp .. "/big")
+local warns = {}
+for i = 1, 600 do warns[i] = string.format("__device__ void unused_warn_%d() { int unused_variable_number_%d = %d; }", i, i, i) end
+T.write(tmp .. "/big/scan_pipe.cu", table.concat(warns, "\n") .. "\n" .. T.slurp("tests/honest/scan_pipe.cu"))
+T.write(tmp .. "/big/scan_pipe.json", T.slurp("tests/honest/scan_pipe.json"))
+code, out = T.run("compile " .. tmp .. "/big/scan_pipe.json --no-cache", cache)
+T.eq(code, 0, "a pipeline with a log past the cap compiles:\n" .. out)
+T.check(not out:find("no kernel", 1, true), "its later kernels are found:\n%s", out)
+
+-- 10. --sample far past the space's size stops once the space has no new
+-- config (it drew 50 times per config asked: an hour for 10^8)
+local t0 = os.time()
+local ok_sample = os.execute(string.format("timeout 120 %s compile %s/a/spec/spec.json --sample 100000000 " ..
+                                           ">/dev/null 2>&1", T.kopt, tmp))
+T.check(ok_sample and os.time() - t0 < 60, "--sample 10^8 of a one-config space took %d s", os.time() - t0)
 
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -83,15 +83,19 @@ local function select(o, spec, space, first)
   if o.sample then
     -- distinct samples, as many as found in a bounded number of draws (a
     -- small space runs out of new ones; counting it first would walk it all)
+    -- (it stops after 1000 draws in a row found nothing new: a --sample far
+    -- past the space's size ran for 50 draws per config asked)
     local rng, seen = rng_mod.new(o.seed), {}
-    local draws = 0
-    while #out < o.sample and draws < 50 * o.sample + 1000 do
-      draws = draws + 1
+    local misses = 0
+    while #out < o.sample and misses < 1000 do
       local c = space:sample(rng)
       if not c then break end
       if not seen[space:key(c)] then
         seen[space:key(c)] = true
         out[#out + 1] = c
+        misses = 0
+      else
+        misses = misses + 1
       end
     end
   end
