@@ -177,7 +177,7 @@ T.check(not out:find("no kernel", 1, true), "its later kernels are found:\n%s", 
 -- 10. --sample far past the space's size stops once the space has no new
 -- config (it drew 50 times per config asked: an hour for 10^8)
 local t0 = os.time()
-local ok_sample = os.execute(string.format("timeout 120 %s compile %s/a/spec/spec.json --sample 100000000 " ..
+local ok_sample = os.execute(string.format("timeout 120 %s compile %s/b/spec.json --sample 100000000 " ..
                                            ">/dev/null 2>&1", T.kopt, tmp))
 T.check(ok_sample and os.time() - t0 < 60, "--sample 10^8 of a one-config space took %d s", os.time() - t0)
 
