@@ -70,8 +70,36 @@ static int writes(const struct parsed *ps, struct span reg)
 	return ps->nops > 0 && ps->ops[0].n == reg.n && memcmp(ps->ops[0].s, reg.s, reg.n) == 0;
 }
 
-static int compare(struct span cmp, long long a, long long b)
+/* The value as a register of the comparison's type holds it: its width
+ * (a 32-bit counter wraps there) and its sign (setp.lt.u32 compares
+ * unsigned). */
+struct cmp_type {
+	int bits, is_unsigned;
+};
+
+static long long as_type(struct cmp_type t, long long v)
 {
+	if (t.bits == 32)
+		return t.is_unsigned ? (long long)(uint32_t)v : (long long)(int32_t)v;
+	if (t.bits == 16)
+		return t.is_unsigned ? (long long)(uint16_t)v : (long long)(int16_t)v;
+	return v;
+}
+
+static int compare(struct span cmp, struct cmp_type t, long long a, long long b)
+{
+	a = as_type(t, a);
+	b = as_type(t, b);
+	if (t.is_unsigned && t.bits == 64) { /* the whole range of u64 */
+		if (ptx_span_eq(cmp, "lt"))
+			cmp = (struct span){"lo", 2};
+		else if (ptx_span_eq(cmp, "le"))
+			cmp = (struct span){"ls", 2};
+		else if (ptx_span_eq(cmp, "gt"))
+			cmp = (struct span){"hi", 2};
+		else if (ptx_span_eq(cmp, "ge"))
+			cmp = (struct span){"hs", 2};
+	}
 	if (ptx_span_eq(cmp, "eq"))
 		return a == b;
 	if (ptx_span_eq(cmp, "ne"))
@@ -134,7 +162,8 @@ long ptx_trip_count(struct parser *p, const struct loop *l)
 	}
 	int at_set = -1, at_step = -1;
 	long long bound = 0, step = 0, init = 0;
-	struct span reg = {NULL, 0}, cmp = {NULL, 0};
+	struct span reg = {NULL, 0}, cmp = {NULL, 0}, type = {NULL, 0};
+	struct cmp_type ct = {64, 0};
 	for (int i = last - 1; i >= first && at_set < 0; i--) {
 		ptx_split_inst(p->insts[i].s, p->insts[i].len, &ps);
 		struct span base = ptx_base_of(ps.op);
@@ -144,6 +173,11 @@ long ptx_trip_count(struct parser *p, const struct loop *l)
 		struct span part;
 		ptx_next_part(ps.op, &pos, &part);
 		ptx_next_part(ps.op, &pos, &cmp);
+		ptx_next_part(ps.op, &pos, &type);
+		if (type.n < 2 || !(type.s[0] == 'u' || type.s[0] == 's' || type.s[0] == 'b'))
+			return -1; /* a float counter, or no type: not counted */
+		ct.is_unsigned = type.s[0] != 's';
+		ct.bits = atoi(type.s + 1) == 32 ? 32 : atoi(type.s + 1) == 16 ? 16 : 64;
 		if (ptx_parse_int(ps.ops[2], &bound))
 			reg = ps.ops[1];
 		else if (ptx_parse_int(ps.ops[1], &bound))
@@ -192,7 +226,7 @@ long ptx_trip_count(struct parser *p, const struct loop *l)
 		if (at_step < at_set)
 			return -1;
 		for (long n = 0; n <= TRIP_CAP; n++) {
-			int c = compare(cmp, v, bound);
+			int c = compare(cmp, ct, v, bound);
 			if (c < 0)
 				return -1;
 			if (c != want)
@@ -206,7 +240,7 @@ long ptx_trip_count(struct parser *p, const struct loop *l)
 	for (long n = 1; n <= TRIP_CAP; n++) {
 		long long seen = at_set > at_step ? v + step : v;
 		v += step;
-		int c = compare(cmp, seen, bound);
+		int c = compare(cmp, ct, seen, bound);
 		if (c < 0)
 			return -1;
 		if (c != want)

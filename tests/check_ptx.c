@@ -298,6 +298,36 @@ static const char *transpose_like =
     "\tout[threadIdx.x] = acc;\n"
     "}\n";
 
+/* A 32-bit unsigned counter compared with a bound past 2^31 (written as a
+ * negative immediate): 0, 1e9, 2e9 run, 3e9 stops. Read as signed it
+ * stopped after one trip. */
+static const char unsigned_loop[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry u(.param .u64 u_param_0)\n{\n"
+    "\t.reg .pred %p<2>;\n\t.reg .b32 %r<3>;\n\t.reg .f32 %f<3>;\n"
+    "\tmov.u32 %r1, 0;\n"
+    "$L__BB0_1:\n"
+    "\tadd.f32 %f1, %f1, %f2;\n"
+    "\tadd.s32 %r1, %r1, 1000000000;\n"
+    "\tsetp.lt.u32 %p1, %r1, -1294967296;\n"
+    "\t@%p1 bra $L__BB0_1;\n"
+    "\tret;\n}\n";
+
+START_TEST(test_unsigned_trip)
+{
+	struct kopt_ptx *p = parse_ok(unsigned_loop);
+	const struct kopt_ptx_function *f = &p->functions[0];
+	const struct kopt_ptx_region *r = &p->regions[f->region];
+	const struct kopt_ptx_region *loop = NULL;
+	for (int i = 0; i < f->n_regions; i++)
+		if (r[i].kind == KOPT_PTX_LOOP)
+			loop = &r[i];
+	ck_assert_ptr_nonnull(loop);
+	ck_assert_int_eq(loop->trip, 3);
+	kopt_ptx_free(p);
+}
+END_TEST
+
 START_TEST(test_nvrtc_ptx)
 {
 	const char *opts[] = {"-std=c++17"};
@@ -410,6 +440,7 @@ int main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_simple_loop);
 	tcase_add_test(tc, test_nested_loops);
+	tcase_add_test(tc, test_unsigned_trip);
 	tcase_add_test(tc, test_mma_shapes);
 	tcase_add_test(tc, test_wmma_memory);
 	tcase_add_test(tc, test_malformed);
