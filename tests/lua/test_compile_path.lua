@@ -104,6 +104,12 @@ for _, job in ipairs({ compile.job_for(s, { ALPHA = 2 }, "sm_90"), compile.refer
 end
 T.eq(defs[1], "-DALPHA=2.0", "the kernel's define")
 T.eq(defs[2], defs[1], "the reference's define is the kernel's")
+-- each of its two reference builds in a CUBIN file of its own (one file
+-- was written over)
+T.eq((T.run("compile " .. tmp .. "/r/spec.json --all --cubin " .. tmp .. "/r/cubins", cache)), 0, "--cubin")
+local files = require("kopt.sys").list_dir(tmp .. "/r/cubins") or {}
+table.sort(files)
+T.eq(table.concat(files, " "), "refdef-1.cubin refdef-2.cubin refdef-ref-2.cubin refdef-ref.cubin", "--cubin files")
 
 -- 5. ptxas's own error
 mkdir(tmp .. "/p")

@@ -24,7 +24,7 @@ usage: kopt compile SPEC [--config K=V,...] [--sample N | --all] [--seed N]
   --workers       compile processes (default: one per CPU)
   --no-cache      compile even what the CUBIN cache holds
   --log           print the compiler log of every config, not only of failures
-  --cubin DIR     write each CUBIN to DIR/<name>-<n>.cubin
+  --cubin DIR     write each CUBIN to DIR/<name>-<n>.cubin (the reference's: <name>-ref, -ref-2, ...)
 ]]
 
 local function parse(argv)
@@ -169,15 +169,18 @@ function M.main(argv)
                             { cache = not o.no_cache })
   local jobs, order = {}, {}
   -- the reference once per value of the knobs it declares (reference.knobs)
-  local ref_seen = {}
+  local ref_seen, n_refs = {}, 0
   for _, c in ipairs(configs) do
     local key = spec:reference_key(c)
     local ref = not ref_seen[key] and compile.reference_job(spec, o.arch, c)
     if ref then
       ref_seen[key] = true
+      n_refs = n_refs + 1
       local id = pool:submit(ref)
       local defs = table.concat(spec:reference_defines(c), " ")
-      jobs[id] = { what = "reference " .. ref.entry .. (defs ~= "" and (" " .. defs) or "") }
+      -- (one CUBIN file per reference build: ref, ref-2, ...)
+      jobs[id] = { what = "reference " .. ref.entry .. (defs ~= "" and (" " .. defs) or ""),
+                   file = n_refs == 1 and "ref" or ("ref-" .. n_refs) }
       order[#order + 1] = id
     end
   end
@@ -285,7 +288,7 @@ function M.main(argv)
       end
     end
     if o.cubin and r.cubin then
-      local name = string.format("%s/%s-%s.cubin", o.cubin, spec.name, job.n or "ref")
+      local name = string.format("%s/%s-%s.cubin", o.cubin, spec.name, job.n or job.file)
       json.write_file(name, r.cubin, true)
     end
   end
