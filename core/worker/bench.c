@@ -17,6 +17,22 @@
 #define SPIN_TIMEOUT_NS 2000000000ull
 
 
+CUresult kopt_bench_gate(struct worker *w)
+{
+	*w->flag = 0;
+	*w->spin_timed_out = 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	unsigned long long timeout_ns = SPIN_TIMEOUT_NS;
+	void *spin_args[] = {&w->flag_dev, &timeout_ns, &w->spin_timed_out_dev};
+	return kopt_cu.cuLaunchKernel(w->spin, 1, 1, 1, 1, 1, 1, 0, w->stream, spin_args, NULL);
+}
+
+void kopt_bench_gate_open(struct worker *w)
+{
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	*w->flag = 1;
+}
+
 /* Three steps: a sweep of evict_last reads replaces the lines of that
  * priority (a candidate's own evict_last input among them), a memset of
  * the L2's size the lines of normal priority (evict_last lines are capped

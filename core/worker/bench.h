@@ -24,4 +24,11 @@ struct timing {
 const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch *l, void **params,
 			    const struct timing_opts *o, struct timing *t);
 
+/* A gate on w->stream: a one-thread kernel that spins until the host opens
+ * it (or two seconds pass), so the work queued behind it starts only once
+ * all of it is queued: a host delay while queueing is not in the events'
+ * time. The timed samples use it; so does a check's one timed launch. */
+CUresult kopt_bench_gate(struct worker *w);
+void kopt_bench_gate_open(struct worker *w);
+
 #endif
