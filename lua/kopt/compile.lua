@@ -110,7 +110,10 @@ local function program_name(path)
   return sys.realpath(path) or path
 end
 
+-- (a regular file only: an #include of /dev/zero or a FIFO would read
+-- forever; NVRTC refuses those itself)
 local function read_file(path)
+  if sys.stat(path) ~= "file" then return nil end
   local f = io.open(path, "rb")
   if not f then return nil end
   local text = f:read("a")

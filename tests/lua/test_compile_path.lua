@@ -195,5 +195,15 @@ T.check(code == 0 and out:find("note: shared memory is not checked: kopt knows t
 code, out = T.run("compile specs/matmul_f16.json --arch sm_90a --config WARPS=8,BLOCK_M=128,BLOCK_N=256,STAGES=4", cache)
 T.check(code == 0 and not out:find("not checked", 1, true), "--arch sm_90a is the device's:\n%s", out)
 
+-- 12. an #include of a device file: NVRTC refuses it; kopt's digest of the
+-- included headers does not read it forever (it ran out of memory)
+mkdir(tmp .. "/z")
+T.write(tmp .. "/z/k.cu", '#include "/dev/zero"\n' .. KERNEL:gsub('#include "params.h"', "#define SIZE 4"))
+spec(tmp .. "/z")
+local zerr
+code, out, zerr = T.run("compile " .. tmp .. "/z/spec.json --no-cache", cache)
+T.check(code == 1 and out:find("not a regular file", 1, true) and not zerr:find("internal error", 1, true),
+        "#include \"/dev/zero\": NVRTC's refusal, not kopt's internal error (%d):\n%s%s", code, out, zerr)
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
