@@ -29,6 +29,7 @@ M.flags = {
   { "--fresh", "flag", nil, "search again: no known best, no results served from the experience database" },
   { "--replay-check", "replay_check", "MODE", "strict (default): a bad entry in a replay file is an error; lenient: skipped and counted" },
   { "--artifacts", "artifacts", "MODE", "per-variant files in <out>/variants/: none, best (default: every source variant, compiled code of the best), all" },
+  { "--compile-timeout", "seconds", "S", "a kernel whose compile takes longer is a compile error (default 600)" },
   { "--mpi-root", "mpi_root", "MODE", "under mpirun/srun: eval (default) or engine (rank 0 only runs the engine); docs/MPI.md" },
   { "--mpi-timeout", "seconds", "S", "under mpirun/srun: a rank silent this long with work in hand is lost, its work re-queued (default 120)" },
   { "--allow-mixed", "flag", nil, "under mpirun/srun: accept ranks whose device differs from rank 0's" },

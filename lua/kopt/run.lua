@@ -325,7 +325,8 @@ function M.main(opts, pos)
   else
     local cuda, err = cuda_backend()
     if not cuda then errors.usage("%s", err) end
-    backend = cuda.open(spec, { gpus = opts.gpus, seed = opts.seed, profile = opts.profile, verbose = opts.v })
+    backend = cuda.open(spec, { gpus = opts.gpus, seed = opts.seed, profile = opts.profile, verbose = opts.v,
+                                compile_timeout_s = opts.compile_timeout })
     if backend.device then
       spec:set_device(backend.device)
       space = M.build_space(spec)

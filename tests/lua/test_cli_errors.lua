@@ -59,6 +59,8 @@ case("random --profile every-0 --backend replay:" .. replay, 2,
 case("random --backend replay:" .. replay .. " --budget", 2, "kopt: --budget needs a value (N)")
 case("random --backend gpu7", 2, "kopt: --backend: expected 'cuda' or 'replay:FILE', got 'gpu7'")
 case("random --time-limit -3 --backend replay:" .. replay, 2, "kopt: --time-limit: expected a positive number of seconds, got '-3'")
+case("random --compile-timeout 0 --backend replay:" .. replay, 2,
+     "kopt: --compile-timeout: expected a positive number of seconds, got '0'")
 case("random --gpus 0,x --backend replay:" .. replay, 2, "kopt: --gpus: expected a comma-separated list of GPU indices, got '0,x'")
 case("-q -v random --backend replay:" .. replay, 2, "kopt: -q and -v cannot be used together")
 case("random --sanitize helgrind --backend replay:" .. replay, 2,

@@ -205,5 +205,30 @@ code, out, zerr = T.run("compile " .. tmp .. "/z/spec.json --no-cache", cache)
 T.check(code == 1 and out:find("not a regular file", 1, true) and not zerr:find("internal error", 1, true),
         "#include \"/dev/zero\": NVRTC's refusal, not kopt's internal error (%d):\n%s%s", code, out, zerr)
 
+-- 13. --timeout: a config whose compile runs long (a deep template
+-- recursion) fails after the time given, not after 10 minutes
+mkdir(tmp .. "/h")
+T.write(tmp .. "/h/k.cu", [[
+__device__ __forceinline__ float body(float a, const float *y, int i) { return a * 1.0001f + y[i & 1023]; }
+template <int D> __device__ __forceinline__ float rec(float a, const float *y, int i) {
+  if constexpr (D == 0) return body(a, y, i); else return rec<D-1>(rec<D-1>(a, y, i), y, i + D);
+}
+extern "C" __global__ void k(float *y, int n) {
+  int i = blockIdx.x * blockDim.x + threadIdx.x;
+  float a = rec<DEPTH>(y[i & 1023], y, i);
+  if (i < n) y[i] = a;
+}
+]])
+T.write(tmp .. "/h/spec.json", [[{ "name": "slow", "kernel": { "source": "k.cu", "entry": "k", "options": ["-std=c++17"] },
+  "problem": { "n": 1024 }, "knobs": [ { "name": "DEPTH", "values": [18] } ],
+  "launch": { "grid": ["cdiv(n, 128)"], "block": [128] },
+  "args": [ { "name": "y", "type": "f32", "shape": ["n"], "output": true }, { "name": "n", "type": "i32", "value": "n" } ] }]])
+local ht = os.time()
+local hp = io.popen(string.format("timeout 100 %s compile %s/h/spec.json --no-cache --timeout 2 2>&1", T.kopt, tmp))
+local hout = hp:read("a")
+hp:close()
+T.check(hout:find("compile timed out after 2 s", 1, true) and os.time() - ht < 60,
+        "--timeout 2: the compile fails after 2 s (%d s):\n%s", os.time() - ht, hout)
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

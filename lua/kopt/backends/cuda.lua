@@ -140,7 +140,7 @@ function M.open(spec, opts)
   end
   self.data_dir = hostdata.data_dir(compile.cache_dir())
 
-  self.pool = compile.pool(opts.compile_workers)
+  self.pool = compile.pool(opts.compile_workers, { timeout_s = opts.compile_timeout_s })
   for _, g in ipairs(chosen) do
     local s = { device = g }
     self.slots_state[#self.slots_state + 1] = s

@@ -15,13 +15,14 @@ local M = { summary = "compile a spec's kernel for some configs (no GPU): regist
 
 local USAGE = [[
 usage: kopt compile SPEC [--config K=V,...] [--sample N | --all] [--seed N]
-                         [--arch sm_90] [--workers N] [--no-cache] [--log] [--cubin DIR]
+                         [--arch sm_90] [--workers N] [--timeout S] [--no-cache] [--log] [--cubin DIR]
   (no selection)  the knobs' defaults, or the first valid config
   --config        one config; knobs not named keep their default (repeatable)
   --sample N      N random valid configs (seeded by --seed, default 1)
   --all           every valid config
   --arch          target architecture (default sm_90; a spec's kernel.arch, e.g. sm_90a, wins)
   --workers       compile processes (default: one per CPU)
+  --timeout S     a config whose compile takes longer than S seconds fails (default 600)
   --no-cache      compile even what the CUBIN cache holds
   --log           print the compiler log of every config, not only of failures
   --cubin DIR     write each CUBIN to DIR/<name>-<n>.cubin (the reference's: <name>-ref, -ref-2, ...)
@@ -51,6 +52,7 @@ local function parse(argv)
       o.arch = value(a)
       if not o.arch:match("^sm_%d+a?$") then errors.usage("compile: --arch: expected sm_NN or sm_NNa, got '%s'", o.arch) end
     elseif a == "--workers" then o.workers = count(a)
+    elseif a == "--timeout" then o.timeout = count(a)
     elseif a == "--no-cache" then o.no_cache = true
     elseif a == "--log" then o.log = true
     elseif a == "--cubin" then o.cubin = value(a)
@@ -166,7 +168,7 @@ function M.main(argv)
   end
 
   local pool = compile.pool(math.min(o.workers or sys.cpu_count(), #configs + 1),
-                            { cache = not o.no_cache })
+                            { cache = not o.no_cache, timeout_s = o.timeout })
   local jobs, order = {}, {}
   -- the reference once per value of the knobs it declares (reference.knobs)
   local ref_seen, n_refs = {}, 0
