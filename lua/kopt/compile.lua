@@ -158,7 +158,9 @@ function M.include_digest(source, source_dir, dirs)
         local body = not seen[path] and read_file(path)
         if body then
           seen[path] = true
-          parts[#parts + 1] = path .. "\0" .. sys.sha256(body)
+          -- (by the name included, not the folder: a copy of the spec's
+          -- folder elsewhere is the same problem)
+          parts[#parts + 1] = name .. "\0" .. sys.sha256(body)
           scan(body, dirname(path), depth + 1)
           break
         elseif seen[path] then
@@ -182,7 +184,7 @@ function M.include_digest(source, source_dir, dirs)
     table.sort(files)
     for _, path in ipairs(files) do
       local body = read_file(path)
-      if body then parts[#parts + 1] = path .. "\0" .. sys.sha256(body) end
+      if body then parts[#parts + 1] = path:match("[^/]*$") .. "\0" .. sys.sha256(body) end
     end
   end
   if #parts == 0 then return nil end
@@ -208,6 +210,14 @@ local function local_dirs(spec, kernel, opts)
     if d and not toolkit[d] then dirs[#dirs + 1] = d end
   end
   return dirs
+end
+
+-- The digest of the headers a spec's kernel (or its reference: `kernel`)
+-- includes, through its own options' -I: a header edited is another
+-- problem for the experience database and a resumed run. nil when none.
+function M.headers_digest(spec, kernel)
+  if not (kernel and kernel.source and kernel.path) then return nil end
+  return M.include_digest(kernel.source, dirname(kernel.path), local_dirs(spec, kernel, kernel.options))
 end
 
 -- The compile job of a candidate. `source` replaces the spec's kernel text

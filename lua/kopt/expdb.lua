@@ -16,6 +16,7 @@
 -- Writes are batched: one short transaction per engine round. A write that
 -- fails (the disk is full, another process held the file past the busy
 -- timeout) is one warning; the run goes on without the database.
+local compile = require("kopt.compile")
 local db_mod = require("kopt.db")
 local errors = require("kopt.errors")
 local gpu = require("kopt.gpu")
@@ -214,11 +215,23 @@ local function problem_hashes(spec, space, id)
     for k, v in pairs(spec.raw) do
       if not M.NOT_PROBLEM[k] then raw[k] = v end
     end
-    -- the kernel's and the reference's text, not their paths
-    raw.kernel = { entry = spec.kernel.entry, options = spec.raw.kernel and spec.raw.kernel.options }
-    raw.reference = spec.reference and { source = hash(spec.reference.source or ""), entry = spec.reference.entry,
-                                         raw = spec.raw.reference } or nil
-    if raw.reference and raw.reference.raw then raw.reference.raw = { launch = raw.reference.raw.launch } end
+    -- the kernel's and the reference's every field (options, knobs, arch,
+    -- state, launch) and their text and headers, not their paths: a
+    -- reference switched from ReLU to GELU by an option was answered with
+    -- the ReLU results
+    local function text_of(k, r)
+      local out = {}
+      for f, v in pairs(type(r) == "table" and r or {}) do
+        if f ~= "source" then out[f] = v end
+      end
+      out.source_text = k and hash(k.source or "") or nil
+      out.headers = k and compile.headers_digest(spec, k) or nil
+      return out
+    end
+    raw.kernel = text_of(nil, spec.raw.kernel)
+    raw.kernel.entry = spec.kernel.entry
+    raw.kernel.headers = compile.headers_digest(spec, spec.kernel)
+    raw.reference = spec.reference and text_of(spec.reference, spec.raw.reference) or nil
     id.spec_hash = hash(canon(raw))
     id.source = spec.kernel.source
     id.source_hash = hash(spec.kernel.source)
