@@ -220,6 +220,16 @@ function M.check_verify(c, v, args, names, dir)
     if not fn then c:fail("verify.check", "%s", err) end
     out.check = fn
   end
+  -- an output left out of the comparison is the check's to judge: without
+  -- one, nothing would look at it (a kernel that wrote nothing would pass)
+  if not out.check then
+    for name, r in pairs(out.outputs) do
+      if not r.compare then
+        c:fail("verify.outputs." .. tostring(name) .. ".compare",
+               "false leaves the output to verify.check, and the spec has none: nothing would check it")
+      end
+    end
+  end
   return out
 end
 

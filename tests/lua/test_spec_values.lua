@@ -43,6 +43,13 @@ end
 local code, _, err = compile(base())
 T.eq(code, 0, "the base spec compiles: " .. err)
 
+-- an output left out of the comparison with no verify.check: nothing would
+-- look at it (it was accepted, and a kernel that wrote nothing passed)
+local nc = base()
+nc.verify = { outputs = { b = { compare = false } } }
+refused("compare false without a check", nc,
+        "verify.outputs.b.compare: false leaves the output to verify.check, and the spec has none")
+
 -- a NUL byte in the kernel source: NVRTC reads a C string, so what follows
 -- it was cut off unseen (an #error past it compiled "ok")
 T.write(tmp .. "/nul.cu", 'extern "C" __global__ void k(const float* a, float* b, int n) {}\n\0\n#error past the NUL\n')
