@@ -264,8 +264,10 @@ function M.check_metrics(c, metrics, objective, names, work)
 end
 
 -- A generator's array for a config, cached by the values of the sizes and
--- knobs it read (ctx.sizes is watched), so configs that differ only in
--- knobs it ignores share one array. draw_seed (nil: the spec's seed) asks
+-- knobs it read (ctx.sizes is watched), its shape, and the arrays of the
+-- other inputs it read (ctx.inputs is watched), so configs that differ only
+-- in knobs it ignores share one array (a generator of -a, or of row indices
+-- of a shape, got another config's array when only the count was keyed). draw_seed (nil: the spec's seed) asks
 -- for another draw; only the latest such seed's arrays are kept.
 function Methods:generated(i, r, config, inputs, draw_seed)
   local a = self.arg_specs[i]
@@ -275,8 +277,10 @@ function Methods:generated(i, r, config, inputs, draw_seed)
   local data = draw_seed and memo.other or memo.data
   local function key()
     if not memo.reads then return nil end
-    local parts = { tostring(r.count) }
+    local parts = { tostring(r.count), table.concat(r.shape or {}, "x") }
     for _, n in ipairs(memo.reads) do parts[#parts + 1] = n .. "=" .. tostring(config[n] or self.problem[n]) end
+    -- (an input's array is one object per its own key: cached, so alive)
+    for _, n in ipairs(memo.input_reads or {}) do parts[#parts + 1] = n .. "@" .. tostring(inputs and inputs[n]) end
     return table.concat(parts, ",")
   end
   local k = key()
@@ -288,7 +292,19 @@ function Methods:generated(i, r, config, inputs, draw_seed)
     if v == nil then v = self.problem[n] end
     return v
   end })
-  local bytes, err, values = hostdata.generate(a.init, r, sizes, inputs, draw_seed)
+  local in_read, in_list = {}, {}
+  local function note_input(n)
+    if not in_read[n] then in_read[n] = true; in_list[#in_list + 1] = n end
+  end
+  local watched = inputs and setmetatable({}, {
+    __index = function(_, n) note_input(n) return inputs[n] end,
+    __pairs = function()
+      for n in pairs(inputs) do note_input(n) end
+      return next, inputs, nil
+    end,
+    __len = function() return #inputs end,
+  })
+  local bytes, err, values = hostdata.generate(a.init, r, sizes, watched, draw_seed)
   if not bytes then errors.usage("%s: args[%d].init.generate: %s (at %s)", self.path, i, err, U.describe(self, config)) end
   table.sort(read_list)
   -- (a generator may read fewer sizes on another draw: the union is the key)
@@ -297,6 +313,9 @@ function Methods:generated(i, r, config, inputs, draw_seed)
   end
   table.sort(read_list)
   memo.reads = read_list
+  for _, n in ipairs(memo.input_reads or {}) do note_input(n) end
+  table.sort(in_list)
+  memo.input_reads = in_list
   local entry = { bytes = bytes, values = values or hostdata.unpack(bytes, r.type) }
   data[key()] = entry
   return entry

@@ -1,0 +1,52 @@
+-- A generator's array (`"init": {"generate": ...}`) is cached per config by
+-- what it read: the sizes and knobs (ctx.sizes), its shape (ctx.shape) and
+-- the other inputs' arrays (ctx.inputs). Keyed by the element count and the
+-- sizes alone, a generator of b = -a (a scaled by a knob) and one of row
+-- indices (a shape set by a knob) gave a config another config's array.
+local T = require("testlib")
+local json = require("kopt.json")
+local hostdata = require("kopt.hostdata")
+local spec_mod = require("kopt.spec")
+
+local tmp = T.tmpdir("gen-cache")
+T.write(tmp .. "/k.cu", 'extern "C" __global__ void k(const float* a, const float* b, float* y, int n) {\n' ..
+                        '  int i = blockIdx.x * BLOCK + threadIdx.x; if (i < n) y[i] = a[i] + b[i];\n}\n')
+local function spec_with(knob, a_shape, a_gen, b_gen)
+  json.write_file(tmp .. "/s.json", {
+    name = "gen", kernel = { source = "k.cu", entry = "k" }, problem = { n = 8 },
+    knobs = { { name = "BLOCK", values = { 32, 64 } }, { name = knob, values = { 2, 4 }, define = false } },
+    launch = { grid = { "cdiv(n, BLOCK)" }, block = { "BLOCK" } },
+    args = { { name = "a", type = "f32", shape = a_shape, init = { generate = a_gen } },
+             { name = "b", type = "f32", shape = { "n" }, init = b_gen and { generate = b_gen } or nil },
+             { name = "y", type = "f32", shape = { "n" }, output = true }, { name = "n", type = "i32", value = "n" } },
+  })
+  return spec_mod.load(tmp .. "/s.json")
+end
+local function arrays(spec, config)
+  local args = spec:args(config)
+  return hostdata.unpack(args[1].data, "f32"), args[2].data and hostdata.unpack(args[2].data, "f32")
+end
+
+-- b = -a, a scaled by the knob S
+local s = spec_with("S", { "n" },
+  "return function(ctx) local t = {} for i = 1, ctx.n do t[i] = i * ctx.sizes.S end return t end",
+  "return function(ctx) local t = {} for i = 1, ctx.n do t[i] = -ctx.inputs.a[i] end return t end")
+for _, v in ipairs({ 2, 4, 2 }) do
+  local a, b = arrays(s, { BLOCK = 32, S = v })
+  T.eq(b[3], -a[3], "S=" .. v .. ": b is -a")
+  T.eq(a[3], 3 * v, "S=" .. v .. ": a is scaled by S")
+end
+
+-- row indices of a shape set by the knob ROWS
+s = spec_with("ROWS", { "ROWS", "n // ROWS" },
+  "return function(ctx) local t = {} for i = 1, ctx.n do t[i] = (i - 1) // ctx.shape[2] end return t end")
+for _, v in ipairs({ 2, 4 }) do
+  local a = arrays(s, { BLOCK = 32, ROWS = v })
+  T.eq(a[8], v - 1, "ROWS=" .. v .. ": the last element is in the last row")
+end
+-- a knob the generator ignores still shares its array (one generation)
+local a1 = s:args({ BLOCK = 32, ROWS = 2 })[1].data
+local a2 = s:args({ BLOCK = 64, ROWS = 2 })[1].data
+T.eq(a1, a2, "BLOCK (not read) shares the array")
+os.execute("rm -rf '" .. tmp .. "'")
+return T.done()
