@@ -820,9 +820,12 @@ end
 function Spec:reference_defines(config)
   local out = {}
   for _, n in ipairs(self.reference and self.reference.knobs or {}) do
-    local float = false
-    for _, k in ipairs(self.knobs) do if k.name == n then float = k.float end end
-    out[#out + 1] = "-D" .. n .. "=" .. define_value(config[n], float)
+    local knob
+    for _, k in ipairs(self.knobs) do if k.name == n then knob = k end end
+    -- (define = false: a template argument, `box<R>`, not a macro)
+    if not (knob and knob.define == false) then
+      out[#out + 1] = "-D" .. n .. "=" .. define_value(config[n], knob and knob.float)
+    end
   end
   return out
 end

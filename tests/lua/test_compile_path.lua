@@ -104,6 +104,23 @@ for _, job in ipairs({ compile.job_for(s, { ALPHA = 2 }, "sm_90"), compile.refer
 end
 T.eq(defs[1], "-DALPHA=2.0", "the kernel's define")
 T.eq(defs[2], defs[1], "the reference's define is the kernel's")
+-- a knob with define = false that the reference declares is a template
+-- argument there too: no -D for it (-DR=1 made `template <int R>` read
+-- `template <int 1>`)
+mkdir(tmp .. "/nd")
+T.write(tmp .. "/nd/k.cu", 'template <int R> __global__ void box(const float *x, float *y, int n) {\n' ..
+  '  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = R * x[i];\n}\n' ..
+  'template <int R> __global__ void box_ref(const float *x, float *y, int n) {\n' ..
+  '  int i = blockIdx.x * blockDim.x + threadIdx.x; if (i < n) y[i] = R * x[i];\n}\n')
+T.write(tmp .. "/nd/spec.json", [[{ "name": "nd", "kernel": { "source": "k.cu", "entry": "box<R>" },
+  "problem": { "n": 4096 }, "knobs": [ { "name": "R", "values": [1, 2], "define": false } ],
+  "launch": { "grid": ["cdiv(n, 128)"], "block": [128] },
+  "args": [ { "name": "x", "type": "f32", "shape": ["n"] }, { "name": "y", "type": "f32", "shape": ["n"], "output": true },
+            { "name": "n", "type": "i32", "value": "n" } ],
+  "reference": { "source": "k.cu", "entry": "box_ref<R>", "knobs": ["R"], "launch": { "grid": ["cdiv(n, 256)"], "block": [256] } } }]])
+code, out = T.run("compile " .. tmp .. "/nd/spec.json --all --no-cache", cache)
+T.eq(code, 0, "a define = false knob in reference.knobs: every build compiles:\n" .. out)
+
 -- each of its two reference builds in a CUBIN file of its own (one file
 -- was written over)
 T.eq((T.run("compile " .. tmp .. "/r/spec.json --all --cubin " .. tmp .. "/r/cubins", cache)), 0, "--cubin")

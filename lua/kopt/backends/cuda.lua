@@ -117,9 +117,10 @@ function M.open(spec, opts)
   local dev = devices[chosen[1] + 1]
   local want = spec.kernel and spec.kernel.arch
   if want and want:match("^sm_(%d+)") ~= tostring(dev.arch):match("^sm_(%d+)") then
+    local digits = want:match("^sm_(%d+)")  -- (sm_90a: 9.0; sm_100a: 10.0)
     errors.usage("%s: kernel.arch: the kernel is built for %s, which runs only on compute capability %s.%s; " ..
-                 "GPU %d (%s) is %s: use a spec written for it", spec.path, want, want:match("^sm_(%d+)%d$"),
-                 want:match("^sm_%d+(%d)"), chosen[1], dev.name, dev.arch)
+                 "GPU %d (%s) is %s: use a spec written for it", spec.path, want, digits:sub(1, -2), digits:sub(-1),
+                 chosen[1], dev.name, dev.arch)
   end
   local self = setmetatable({
     name = "cuda", spec = spec, device = dev, devices = devices, arch = opts.arch or dev.arch,
