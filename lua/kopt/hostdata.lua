@@ -168,8 +168,16 @@ end
 
 -- The environment of spec-supplied Lua (generators, checks): arithmetic,
 -- strings and tables, no io, os, require or load; runs are reproducible.
+-- (copies of the libraries: a spec that sets string.format must not change
+-- kopt's own; no getmetatable, through which it could reach them)
+local function copy(lib)
+  local out = {}
+  for k, v in pairs(lib) do out[k] = v end
+  return out
+end
+
 function M.sandbox()
-  return { math = math, string = string, table = table, ipairs = ipairs, pairs = pairs,
+  return { math = copy(math), string = copy(string), table = copy(table), ipairs = ipairs, pairs = pairs,
            tostring = tostring, tonumber = tonumber, type = type, select = select,
            error = error, assert = assert, pcall = pcall, next = next, print = print }
 end

@@ -48,5 +48,14 @@ end
 local a1 = s:args({ BLOCK = 32, ROWS = 2 })[1].data
 local a2 = s:args({ BLOCK = 64, ROWS = 2 })[1].data
 T.eq(a1, a2, "BLOCK (not read) shares the array")
+
+-- a generator gets copies of string, math and table: setting string.format
+-- there does not change kopt's own (its messages read "15")
+s = spec_with("S", { "n" },
+  "return function(ctx) string.format = function() return 'hijacked' end " ..
+  "math.floor = nil local t = {} for i = 1, ctx.n do t[i] = i end return t end")
+s:args({ BLOCK = 32, S = 2 })
+T.eq(string.format("%d", 7), "7", "kopt's string.format after a generator set its own")
+T.check(math.floor ~= nil, "kopt's math.floor after a generator removed its own")
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
