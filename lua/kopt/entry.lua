@@ -7,9 +7,14 @@ local M = {}
 
 local strip_comments = device_only.strip_comments
 
--- (an entry may be a template instance, "stencil<float, BLOCK>": the
--- function's name is what the source defines)
-function M.name(entry) return entry:match("^%s*([%a_][%w_]*)") or entry end
+-- (an entry may be a template instance, "stencil<float, BLOCK>", and
+-- qualified, "ops::scale<BLOCK>": the function's own name, its last
+-- component before the template arguments, is what the source defines)
+function M.name(entry)
+  local qualified = entry:match("^%s*([%a_][%w_:]*)")
+  if not qualified then return entry end
+  return qualified:match("([%a_][%w_]*)$") or qualified
+end
 
 -- Whether a source defines the __global__ function `entry`: its signature
 -- followed by a body, in code, not in a comment ("// was: __global__ void

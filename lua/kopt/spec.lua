@@ -172,12 +172,15 @@ end
 -- An entry is a function name or a template instance whose arguments may
 -- name knobs: "stencil<float, BLOCK>" (NVRTC instantiates it by its name
 -- expression).
-local ENTRY_WHAT = "a kernel function name, or a template instance such as 'stencil<float, BLOCK>'"
+local ENTRY_WHAT = "a kernel function name (qualified or not, 'ops::scale'), or a template instance such as " ..
+  "'stencil<float, BLOCK>'"
 
 local function check_entry(c, v, path)
   local e = c:string(v, path, false, nil, ENTRY_WHAT)
   local name, targs = e:match("^([%a_][%w_:]*)%s*(<.*>)$")
-  if not (e:match(IDENT) or (name and targs and not targs:find("[;{}\"'`]"))) then
+  -- (a qualified name, "ops::scale", is a name expression NVRTC lowers too)
+  local qualified = e:match("^[%a_][%w_]*::[%a_][%w_:]*$") and not e:find(":::", 1, true) and e:sub(-1) ~= ":"
+  if not (e:match(IDENT) or qualified or (name and targs and not targs:find("[;{}\"'`]"))) then
     c:fail(path, "expected %s, got '%s'", ENTRY_WHAT, e)
   end
   return e

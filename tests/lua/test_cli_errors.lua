@@ -474,7 +474,7 @@ case("random " .. s, 2, "kopt: " .. s .. ": objective.goal: expected 'max' or 'm
 s = byok("byok_reference_knob", nil, string.format('"reference": {"source": "%s", "entry": "vector_add", "knobs": ["FILTER"]}', kernel))
 case("random " .. s, 2, "kopt: " .. s .. ": reference.knobs[1]: 'FILTER' is not a knob of this spec")
 s = spec_file("byok_entry", { kernel = string.format('{"source": "%s", "entry": "k<int; x>"}', kernel) })
-case("random " .. s, 2, "kopt: " .. s .. ": kernel.entry: expected a kernel function name, or a template instance such as 'stencil<float, BLOCK>', got 'k<int; x>'")
+case("random " .. s, 2, "kopt: " .. s .. ": kernel.entry: expected a kernel function name (qualified or not, 'ops::scale'), or a template instance such as 'stencil<float, BLOCK>', got 'k<int; x>'")
 s = spec_file("byok_knob_options", { knobs = '[{"name": "block_size_x", "values": [128], "options": {"256": ["-O3"]}}]' })
 case("random " .. s, 2, "kopt: " .. s .. ": knobs[1].options.256: '256' is not one of the knob's values")
 s = spec_file("byok_pipeline_launch", nil, spec_text({}):gsub("}$", ',\n"pipeline": [{"entry": "vector_add", "args": [], "launch": {"grid": [1], "block": [32]}}]}'))

@@ -28,6 +28,10 @@ struct CUtensorMap_st { alignas(64) unsigned long long opaque[16]; };
 typedef CUtensorMap_st CUtensorMap;
 extern "C" __global__ void withmap(float *y, const float *x, float a, int n, long long stride,
                                    const __grid_constant__ CUtensorMap tm) { }
+namespace ops {
+__global__ void scale(float *y, const float *x, float a, int n, long long stride) { }
+template <int TB> __global__ void scale_t(float *y, const float *x, float a, int n, long long stride) { }
+}
 ]])
 local function spec(entry, args)
   return cjson.encode({ name = "sig", kernel = { source = "k.cu", entry = entry }, problem = { N = 1024 },
@@ -59,6 +63,14 @@ T.check(code == 2 and text:find("parameter 4 (int) is a value, but the spec's 'x
         "an array in an int's place:\n%s", text)
 code, text = load("typo", "axpyb", { y, x, a, n, st })
 T.check(code == 2 and text:find("kernel.entry: 'axpyb' appears nowhere in", 1, true), "an entry typo:\n%s", text)
+-- a qualified entry, template or not: its signature is checked as any
+-- other's (the namespace's name was taken for the function's, and nothing
+-- was checked), and a plain qualified name is an entry too (it was refused)
+code, text = load("ns_ok", "ops::scale", { y, x, a, n, st })
+T.eq(code, 0, "a qualified entry: " .. text)
+code, text = load("ns_missing", "ops::scale_t<B>", { y, x, a, n })
+T.check(code == 2 and text:find("args: the entry kernel scale_t takes 5 parameters", 1, true),
+        "a qualified template entry given 4 of its 5 parameters:\n%s", text)
 -- (left alone: a parameter list with #if lines, a pointer typedef)
 code, text = load("cond", "cond", { y, n })
 T.eq(code, 0, "a parameter list with preprocessor lines is not judged: " .. text)
