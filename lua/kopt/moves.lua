@@ -372,7 +372,23 @@ local function source_hash(ctx, patch)
   return sys.sha256(source or patch):sub(1, 16)
 end
 
+-- (a strategy may pass a bare function as a generator, as SEARCH.md says:
+-- wrapped once, named by its position)
+local wrapped = setmetatable({}, { __mode = "k" })
+local function as_generators(generators)
+  local out
+  for i, g in ipairs(generators) do
+    if type(g) == "function" then
+      out = out or table.move(generators, 1, #generators, 1, {})
+      wrapped[g] = wrapped[g] or normalise_gen("generator " .. i, g)
+      out[i] = wrapped[g]
+    end
+  end
+  return out or generators
+end
+
 function M.collect_lists(ctx, state, generators)
+  generators = as_generators(generators)
   local space = ctx.space
   local f = fast(space)
   -- the state's formatted values (an allowed value's from the per-space table)

@@ -93,4 +93,10 @@ do
                sys.sha256(new_src):sub(1, 16)
   check(#pgot == 1 and pgot[1].key == want, "a patched move's key: %s, want %s", tostring(pgot[1] and pgot[1].key), want)
 end
+-- a bare function is a generator too (SEARCH.md): propose wraps it
+do
+  local fn = function(_, st) return { { method = "tile_up", changes = { BLOCK_M = st.config.BLOCK_M == 64 and 128 or 64 } } } end
+  local got_fn = moves.propose(ctx, state, { fn })
+  check(#got_fn == 1 and got_fn[1].config.BLOCK_M == 64, "a bare function generator: %d moves", #got_fn)
+end
 print("ok")
