@@ -12,7 +12,13 @@ local helpers = {
   log = function(x, b) return math.log(x, b) end,
   log2 = function(x) return math.log(x, 2) end,
   cdiv = function(a, b) return (a + b - 1) // b end,
-  int = math.tointeger,
+  -- (truncated toward zero, as Python's int() is: math.tointeger gave nil
+  -- for 2.7, and an expression failed far from the cause)
+  int = function(x)
+    if type(x) ~= "number" or x ~= x or x == math.huge or x == -math.huge then return nil end
+    local t = x >= 0 and math.floor(x) or math.ceil(x)
+    return math.tointeger(t) or t
+  end,
 }
 M.helpers = helpers
 
