@@ -272,6 +272,19 @@ function M.main(opts, pos)
     sys.memory_rearm()
   end
   local choice = choose_backend(opts, spec)
+  -- the winner's checks on a GPU, asked for where kopt fell back to the
+  -- spec's recording for want of one: said and skipped, as the run goes on
+  -- as the README says (with --backend replay they are a usage error)
+  if choice.note then
+    for _, flag in ipairs({ { "sanitize", #(opts.sanitize or {}) > 0 }, { "range_probe", opts.range_probe ~= nil and
+                             opts.range_probe ~= "off" } }) do
+      if flag[2] then
+        io.stderr:write(string.format("kopt: --%s skipped: it checks the winner on a GPU, and this run replays %s\n",
+                                      flag[1]:gsub("_", "-"), choice.file))
+        opts[flag[1]] = nil
+      end
+    end
+  end
   if opts.sanitize and #opts.sanitize > 0 and choice.kind ~= "cuda" then
     errors.usage("--sanitize: checks the winner on a GPU; this run replays %s (no kernel runs)", choice.file)
   end
