@@ -8,7 +8,7 @@ local USAGE = [[
 usage: kopt script FILE [ARGS...]
   runs the Lua file FILE inside kopt, with the kopt library (require "kopt.*")
   on the path, FILE's folder first on package.path and ARGS in `arg`; the
-  file's return value (an integer, 0-255; anything else is status 1) is the exit status
+  file's return value (an integer, 0-255; none: 0; anything else is status 1) is the exit status
 ]]
 
 function M.main(argv)
