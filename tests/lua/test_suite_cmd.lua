@@ -170,6 +170,38 @@ T.eq(code, 0, "--resume without --baselines (" .. err .. ")")
 T.eq(cjson.encode(read_json(root .. "/all/suite.json").fast_p), cjson.encode(f), "resumed without --baselines: same fast_p")
 code, _, err = suite("--out '" .. root .. "/all' --resume --baselines '" .. root .. "/specs/none.json'")
 T.check(code == 2 and err:find("was started with --baselines", 1, true), "--resume with other baselines: %s", err)
+-- a resume killed before it reaches the finished problems keeps their rows
+-- in the report it wrote (it wrote none of them until it reached them)
+assert(os.execute(string.format("cp -r '%s/all' '%s/rekill' && rm -rf '%s/rekill/gemv'", root, root, root)))
+suite("--out '" .. root .. "/rekill' --resume", "KOPT_TEST_SIGKILL_AFTER=1")
+by = rows_by_name(read_json(root .. "/rekill/suite.json"))
+T.check(by.relu and by.relu.correct and by.softmax and by.softmax.correct,
+        "a resume killed in gemv: relu's and softmax's rows are kept")
+-- a resume without --backend keeps the suite's own (it replayed the specs'
+-- recordings instead of the folder the suite was started with)
+assert(os.execute(string.format("cp -r '%s/rec' '%s/rec2'", root, root)))
+local own = string.format("suite exhaustive '%s/specs' --backend replay:%s/rec2 --baselines '%s/baselines.json' " ..
+                          "--budget 1000 -q --out '%s/ownrec'", root, root, root, root)
+T.run(own, "KOPT_TEST_SIGKILL_AFTER=3")
+code, _, err = T.run(string.format("suite exhaustive '%s/specs' --baselines '%s/baselines.json' --budget 1000 -q " ..
+                                   "--out '%s/ownrec' --resume", root, root, root))
+T.eq(code, 0, "--resume without --backend (" .. err .. ")")
+for _, name in ipairs({ "relu", "softmax" }) do
+  local start = cjson.decode(io.lines(root .. "/ownrec/" .. name .. "/events.jsonl")())
+  T.check(tostring(start.backend):find("rec2/", 1, true), "%s ran on the suite's backend: %s", name,
+          tostring(start.backend))
+end
+-- a finished problem whose spec changed since is not reported as this
+-- problem's (its old time stood against the new spec's work)
+assert(os.execute(string.format("cp -r '%s/specs' '%s/specs_changed' && cp -r '%s/all' '%s/changed'", root, root, root,
+                                root)))
+local relu_doc = read_json(root .. "/specs_changed/relu.json")
+for k, v in pairs(relu_doc.problem) do relu_doc.problem[k] = v * 2 break end
+T.write(root .. "/specs_changed/relu.json", cjson.encode(relu_doc))
+code, _, err = T.run(string.format("suite exhaustive '%s/specs_changed' %s --out '%s/changed' --resume", root, common, root))
+T.eq(code, 1, "--resume after a spec changed: exit code (" .. err .. ")")
+T.check(err:find("relu: the spec changed since its run", 1, true), "the changed spec is named: %s", err)
+
 -- lists with an empty item or a name twice (a problem counted twice in
 -- fast_p; an empty --only ran nothing and succeeded)
 for _, bad in ipairs({ { "--only relu,relu", "'relu' is given twice" }, { "--only ''", "an empty item" },

@@ -6,6 +6,7 @@
 -- speedups over PyTorch eager and torch.compile from a baselines file
 -- (tools/suite_baselines.py) and fast_p (kopt.suite).
 local errors = require("kopt.errors")
+local expdb = require("kopt.expdb")
 local json = require("kopt.json")
 local recording = require("kopt.recording")
 local rundir_mod = require("kopt.rundir")
@@ -225,6 +226,16 @@ local function state_of(dir)
   return "partial"
 end
 
+-- Whether the spec changed since the run in dir began (its start event's
+-- problem digest): a finished run of the old spec is not this problem's.
+local function spec_changed(p, dir)
+  local ok, events = pcall(rundir_mod.read_events, dir .. "/events.jsonl")
+  local start = ok and events and events[1]
+  if not (start and start.event == "start" and type(start.problem_digest) == "string") then return false end
+  local okd, digest = pcall(function() return expdb.problem_digest(p.spec, run.build_space(p.spec)) end)
+  return okd and digest ~= start.problem_digest
+end
+
 -- What a finished run left: its best (time, config) and how it stopped.
 local function outcome(p, dir)
   local st, stop, probe = state_of(dir)
@@ -369,6 +380,9 @@ function M.main(argv)
       errors.usage("suite: --resume: %s was started with --backend %s, not %s", out, tostring(previous.backend),
                    o.backend)
     end
+    -- (the suite's own backend, given or not: a resume on another machine,
+    -- or without the flag, must not measure the rest elsewhere)
+    if not o.backend and type(previous.backend) == "string" then o.backend = previous.backend end
   else
     if previous ~= nil then
       errors.usage("suite: %s already holds a suite run; continue it with --resume or choose another --out", out)
@@ -403,8 +417,10 @@ function M.main(argv)
     for _, r in ipairs(type(previous) == "table" and type(previous.rows) == "table" and previous.rows or {}) do
       if type(r) == "table" and type(r.name) == "string" and not placed[r.name] then
         local p = current[r.name]
-        if not p then rows[#rows + 1], placed[r.name] = r, true
-        elseif p.row then rows[#rows + 1], placed[r.name] = p.row, true end
+        -- (a problem of this session not reached yet keeps its row: the
+        -- report of a suite resumed and interrupted again lost them all)
+        if not p or not p.row then rows[#rows + 1], placed[r.name] = r, true
+        else rows[#rows + 1], placed[r.name] = p.row, true end
       end
     end
     for _, p in ipairs(problems) do if p.row and not placed[p.name] then rows[#rows + 1] = p.row end end
@@ -439,6 +455,11 @@ function M.main(argv)
       prior_wall = prior_wall + prev_rows[p.name].wall_s
     end
     local res = hit and from_memory(p, hit) or outcome(p, dir)
+    if st == "done" and spec_changed(p, dir) then
+      res = { error = string.format("the spec changed since its run in %s: that run is not this problem's (start " ..
+                                    "the suite in another --out)", dir) }
+      io.stderr:write(string.format("kopt: suite: %s: %s\n", p.name, res.error))
+    end
     if err then res.error = err:match("^[^\n]*") end
     if res.error and st ~= "done" then
       io.stdout:flush()  -- (after the problem's own heading)
