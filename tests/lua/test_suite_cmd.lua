@@ -196,7 +196,8 @@ end
 assert(os.execute(string.format("cp -r '%s/specs' '%s/specs_changed' && cp -r '%s/all' '%s/changed'", root, root, root,
                                 root)))
 local relu_doc = read_json(root .. "/specs_changed/relu.json")
-for k, v in pairs(relu_doc.problem) do relu_doc.problem[k] = v * 2 break end
+local size_name = next(relu_doc.problem)
+relu_doc.problem[size_name] = relu_doc.problem[size_name] * 2
 T.write(root .. "/specs_changed/relu.json", cjson.encode(relu_doc))
 code, _, err = T.run(string.format("suite exhaustive '%s/specs_changed' %s --out '%s/changed' --resume", root, common, root))
 T.eq(code, 1, "--resume after a spec changed: exit code (" .. err .. ")")
