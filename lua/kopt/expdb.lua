@@ -551,7 +551,12 @@ function Session:hit_text(space)
   lines[#lines + 1] = string.format("  %-4s %-12s %s", "rank", "time (ms)", "config")
   for i, e in ipairs(h.top) do
     local c = json.decode(e.config or "") or {}
-    lines[#lines + 1] = string.format("  %-4d %-12.5g %s", i, e.time_ms, describe(c))
+    -- (an edited or written kernel is told by its source hash: the same
+    -- knobs, or none, with other code)
+    local variant = type(e.state) == "string" and e.state:match("#(%x+)$")
+    local text = describe(c)
+    if variant then text = (text ~= "" and (text .. " ") or "") .. "(kernel " .. variant:sub(1, 8) .. ")" end
+    lines[#lines + 1] = string.format("  %-4d %-12.5g %s", i, e.time_ms, text)
   end
   return table.concat(lines, "\n") .. "\n"
 end

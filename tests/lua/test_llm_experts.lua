@@ -160,6 +160,19 @@ for _, ev in ipairs(evals(d5 .. "/good")) do
   end
 end
 T.check(patched > 0, "no patched candidate was evaluated")
+-- the run's results.json and an export of its database name the edited
+-- kernel's variant (the export wrote it as a plain config, which a replay
+-- refused as a duplicate)
+code, _, err = T.run(string.format("experts %s --backend replay:tests/data/vector_add_A4000.json --out %s/gooddb -q " ..
+                                   "--opt edits=on --opt iterations=1 --opt init=1 --db %s/e.db", SPEC, d5, d5),
+                     llm_env("gooddiff"))
+T.eq(code, 0, "gooddiff with a database (" .. err .. ")")
+code, _, err = T.run(string.format("db --db %s/e.db export vector_add_test -o %s/export.json", d5, d5))
+T.eq(code, 0, "db export (" .. err .. ")")
+local exported = require("cjson").decode(T.slurp(d5 .. "/export.json"))
+local variants = 0
+for _, r in ipairs(exported.results or {}) do if r.variant then variants = variants + 1 end end
+T.check(variants > 0, "the export names the edited kernel's variant")
 code, _, err = T.run(string.format("experts %s --backend replay:tests/data/vector_add_A4000.json --out %s/bad -q " ..
                                    "--opt edits=on --opt iterations=1 --opt init=1", SPEC, d5), llm_env("baddiff"))
 T.eq(code, 0, "baddiff exit code (" .. err .. ")")

@@ -157,8 +157,10 @@ local function export(db, p, run)
   end
   local records = {}
   for i, e in ipairs(evs) do
+    -- (the state key: an edited kernel's carries its source hash, written
+    -- as its variant, so a replay of the export tells it from the spec's)
     records[i] = { config = json.decode(e.config or "") or {}, result = json.decode(e.result or "") or { status = e.status },
-                   timestamp = e.timestamp, eval_s = e.eval_s }
+                   timestamp = e.timestamp, eval_s = e.eval_s, key = e.state }
   end
   return rundir_mod.t4(records, { kopt = sys.version, problem = p.name, key = p.key, device = p.device,
                                   toolkit = p.toolkit, run = run, database = db.path, timeunit = "milliseconds" })
