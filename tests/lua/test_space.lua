@@ -146,9 +146,10 @@ T.eq(#listed:neighbours({ a = 1, b = 1 }, "hamming"), 0, "listed neighbours outs
 
 -- int() truncates toward zero, as Python's int() (math.tointeger gave nil
 -- for 2.7, and the spec failed on a nil far from the cause)
-for text, want in pairs({ ["int(2.7)"] = 2, ["int(-2.7)"] = -2, ["int(8 / 2)"] = 4, ["int(7)"] = 7 }) do
+for text, int_want in pairs({ ["int(2.7)"] = 2, ["int(-2.7)"] = -2, ["int(8 / 2)"] = 4, ["int(7)"] = 7 }) do
   local v = assert(expr.compile(text, "x")):eval({})
-  T.check(v == want and math.type(v) == "integer", "%s: %s (%s), want the integer %d", text, tostring(v), math.type(v), want)
+  T.check(v == int_want and math.type(v) == "integer", "%s: %s (%s), want the integer %d", text, tostring(v),
+          math.type(v), int_want)
 end
 
 -- Expression sandbox.
