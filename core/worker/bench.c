@@ -181,18 +181,12 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 	double start = kopt_worker_now_ms();
 	while (n < cap) {
 		int b = batch < cap - n ? batch : cap - n;
-		*w->flag = 0;
-		*w->spin_timed_out = 0;
 		memset(w->stamps, 0, 4 * sizeof *w->stamps);
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		unsigned long long timeout_ns = SPIN_TIMEOUT_NS;
-		void *spin_args[] = {&w->flag_dev, &timeout_ns, &w->spin_timed_out_dev};
 		CUdeviceptr st0 = w->stamps_dev,
 			    st1 = w->stamps_dev + 2 * sizeof(unsigned long long);
 		void *stamp0[] = {&st0}, *stamp1[] = {&st1};
 		unsigned sms = (unsigned)(2 * w->dev.sm_count);
-		if ((r = kopt_cu.cuLaunchKernel(w->spin, 1, 1, 1, 1, 1, 1, 0, w->stream, spin_args,
-						NULL)) != CUDA_SUCCESS ||
+		if ((r = kopt_bench_gate(w)) != CUDA_SUCCESS ||
 		    (r = kopt_cu.cuLaunchKernel(w->stamp, sms, 1, 1, 32, 1, 1, 0, w->stream, stamp0,
 						NULL)) != CUDA_SUCCESS) {
 			status = fail(w, r, "harness launch");
@@ -210,25 +204,24 @@ const char *kopt_bench_time(struct worker *w, CUfunction f, const struct launch 
 			}
 			if ((r = kopt_worker_launch(w, f, l, params)) != CUDA_SUCCESS ||
 			    (r = kopt_worker_launch_rest(w)) != CUDA_SUCCESS) {
-				*w->flag = 1;
+				kopt_bench_gate_open(w);
 				status = fail(w, r, "launch");
 				goto out;
 			}
 			if ((r = kopt_cu.cuEventRecord(ev[2 * i + 1], w->stream)) != CUDA_SUCCESS ||
 			    (r = kopt_worker_samples_enqueue(w, n + i)) != CUDA_SUCCESS) {
-				*w->flag = 1;
+				kopt_bench_gate_open(w);
 				status = fail(w, r, "cuEventRecord");
 				goto out;
 			}
 		}
 		if ((r = kopt_cu.cuLaunchKernel(w->stamp, sms, 1, 1, 32, 1, 1, 0, w->stream, stamp1,
 						NULL)) != CUDA_SUCCESS) {
-			*w->flag = 1;
+			kopt_bench_gate_open(w);
 			status = fail(w, r, "harness launch");
 			goto out;
 		}
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-		*w->flag = 1;
+		kopt_bench_gate_open(w);
 		ws = kopt_worker_wait(w, w->stream, w->timeout_ms * b + 2000, &r);
 		if (ws == 1) {
 			snprintf(w->log, sizeof w->log, "kernel still running after %lld ms",

@@ -191,24 +191,37 @@ function M.include_digest(source, source_dir, dirs)
   return sys.sha256(table.concat(parts, "\n"))
 end
 
--- The folders a job's #include may come from, toolkit's aside: the spec's
--- and the kernel's, then every -I / --include-path in its options (the
--- spec's, its knobs' per value; relative ones are the spec's already).
-local function local_dirs(spec, kernel, opts)
-  local dirs, toolkit = { spec.dir, dirname(kernel.path) }, {}
-  for _, d in ipairs(M.include_dirs()) do toolkit[d] = true end
-  local next_is_dir = false
-  for _, o in ipairs(opts or {}) do
-    local d
+-- The include folders compiler options name (-Ipath, -I path,
+-- --include-path=path, --include-path path): fn(folder) is called for each,
+-- and the options come back with each folder replaced by what fn returns
+-- (kept when it returns nil). The one reader of these forms (kopt.spec
+-- anchors relative ones to the spec's folder with it).
+function M.map_include_dirs(opts, fn)
+  local out, next_is_dir = {}, false
+  for i, o in ipairs(opts or {}) do
     if next_is_dir then
-      d, next_is_dir = o, false
+      o, next_is_dir = fn(o) or o, false
     elseif o == "-I" or o == "--include-path" then
       next_is_dir = true
     else
-      d = o:match("^%-I(.+)$") or o:match("^%-%-include%-path=(.+)$")
+      local flag, d = o:match("^(%-I)(.+)$")
+      if not flag then flag, d = o:match("^(%-%-include%-path=)(.+)$") end
+      if flag then o = flag .. (fn(d) or d) end
     end
-    if d and not toolkit[d] then dirs[#dirs + 1] = d end
+    out[i] = o
   end
+  return out
+end
+
+-- The folders a job's #include may come from, toolkit's aside: the spec's
+-- and the kernel's, then every include folder of its options (the spec's,
+-- its knobs' per value; relative ones are the spec's already).
+local function local_dirs(spec, kernel, opts)
+  local dirs, toolkit = { spec.dir, dirname(kernel.path) }, {}
+  for _, d in ipairs(M.include_dirs()) do toolkit[d] = true end
+  M.map_include_dirs(opts, function(d)
+    if not toolkit[d] then dirs[#dirs + 1] = d end
+  end)
   return dirs
 end
 

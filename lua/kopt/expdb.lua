@@ -219,19 +219,17 @@ local function problem_hashes(spec, space, id)
     -- state, launch) and their text and headers, not their paths: a
     -- reference switched from ReLU to GELU by an option was answered with
     -- the ReLU results
-    local function text_of(k, r)
-      local out = {}
+    -- (the kernel's own text is the source hash, beside this one)
+    local function fields_of(k, r, with_text)
+      local out = { headers = compile.headers_digest(spec, k), entry = k.entry,
+                    source_text = with_text and hash(k.source or "") or nil }
       for f, v in pairs(type(r) == "table" and r or {}) do
-        if f ~= "source" then out[f] = v end
+        if f ~= "source" and f ~= "entry" then out[f] = v end
       end
-      out.source_text = k and hash(k.source or "") or nil
-      out.headers = k and compile.headers_digest(spec, k) or nil
       return out
     end
-    raw.kernel = text_of(nil, spec.raw.kernel)
-    raw.kernel.entry = spec.kernel.entry
-    raw.kernel.headers = compile.headers_digest(spec, spec.kernel)
-    raw.reference = spec.reference and text_of(spec.reference, spec.raw.reference) or nil
+    raw.kernel = fields_of(spec.kernel, spec.raw.kernel, false)
+    raw.reference = spec.reference and fields_of(spec.reference, spec.raw.reference, true) or nil
     id.spec_hash = hash(canon(raw))
     id.source = spec.kernel.source
     id.source_hash = hash(spec.kernel.source)

@@ -563,7 +563,7 @@ end
 -- about the response format: dropping the format would not help, and the
 -- rest of the run would go without structured output for nothing.
 local LENGTH_WORDS = { "context_length", "context length", "context window", "maximum context", "too many tokens",
-                       "prompt is too long", "token limit", "tokens exceed", "exceeds the maximum", "too long" }
+                       "prompt is too long", "input is too long", "token limit", "tokens exceed", "maximum number of tokens" }
 local function names_length(body)
   local b = tostring(body or ""):lower()
   for _, w in ipairs(LENGTH_WORDS) do

@@ -109,8 +109,7 @@ function M.parse(diff)
         any = any or named
         if not created then
           changed = changed or named
-          local is_cuda = named:match("%.cuh?$") or named:match("%.[ch]pp$") or named:match("%.h$")
-            or named:match("%.inl$")
+          local is_cuda = named:match("%.cuh?$") or named:match("%.hp?p?$") or named:match("%.inl$")
           if is_cuda then cuda = cuda or named end
         end
       end

@@ -3,6 +3,7 @@
 -- array of numbers or strings". The format is documented in specs/README.md.
 local errors = require("kopt.errors")
 local expr = require("kopt.expr")
+local compile = require("kopt.compile")
 local fields = require("kopt.spec_fields")
 local hostdata = require("kopt.hostdata")
 local json = require("kopt.json")
@@ -186,24 +187,10 @@ local function check_entry(c, v, path)
   return e
 end
 
--- Compiler options with their include folders (-Ipath, -I path,
--- --include-path=path, --include-path path) read from the spec's folder
+-- Compiler options with their include folders read from the spec's folder
 -- when relative, as every path in a spec is (not from where kopt runs).
 local function anchored_options(list, dir)
-  local out, next_is_path = {}, false
-  for i, o in ipairs(list) do
-    if next_is_path then
-      o, next_is_path = join(dir, o), false
-    elseif o == "-I" or o == "--include-path" then
-      next_is_path = true
-    else
-      local flag, path = o:match("^(%-I)(.+)$")
-      if not flag then flag, path = o:match("^(%-%-include%-path=)(.+)$") end
-      if flag then o = flag .. join(dir, path) end
-    end
-    out[i] = o
-  end
-  return out
+  return compile.map_include_dirs(list, function(path) return join(dir, path) end)
 end
 
 -- The kernel parameters the worker passes for args: every arg but the

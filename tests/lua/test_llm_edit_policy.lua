@@ -215,6 +215,7 @@ do
     ["a script first"] = "--- a/bench.py\n+++ b/bench.py\n@@ -1,1 +1,1 @@\n-import numpy as np\n+import numpy\n",
     ["a new header first"] = "--- a/common.cuh\n+++ b/common.cuh\n@@ -0,0 +1,2 @@\n+#pragma once\n+#define FAST 1\n",
     ["a created file first"] = "--- /dev/null\n+++ b/util.cuh\n@@ -0,0 +1,1 @@\n+#pragma once\n",
+    ["a host .cpp first"] = "--- a/main.cpp\n+++ b/main.cpp\n@@ -1,1 +1,1 @@\n-int main() {}\n+int main() { return 0; }\n",
   }) do
     new, err = patch.apply_edit(base, { kind = "diff", text = first .. kernel_hunk }, entry)
     T.check(new and new:find("3.0f * i", 1, true), "%s: the kernel's hunk is applied (%s)", what, tostring(err))

@@ -209,6 +209,7 @@ end
 local function state_of(dir)
   local ok, events = pcall(rundir_mod.read_events, dir .. "/events.jsonl")
   if not ok or not events or #events == 0 then return "none" end
+  local first = events[1]
   local stop, probe
   for _, ev in ipairs(events) do
     if ev.event == "stop" then stop = ev end
@@ -221,16 +222,15 @@ local function state_of(dir)
     if not sys.stat(dir .. "/results.json") or (stop.best and not sys.stat(dir .. "/best/config.json")) then
       return "partial"
     end
-    return "done", stop, probe
+    return "done", stop, probe, first
   end
   return "partial"
 end
 
--- Whether the spec changed since the run in dir began (its start event's
--- problem digest): a finished run of the old spec is not this problem's.
-local function spec_changed(p, dir)
-  local ok, events = pcall(rundir_mod.read_events, dir .. "/events.jsonl")
-  local start = ok and events and events[1]
+-- Whether the spec changed since its run began (`start`, the run's first
+-- event, with its problem digest): a finished run of the old spec is not
+-- this problem's.
+local function spec_changed(p, start)
   if not (start and start.event == "start" and type(start.problem_digest) == "string") then return false end
   local okd, digest = pcall(function() return expdb.problem_digest(p.spec, run.build_space(p.spec)) end)
   return okd and digest ~= start.problem_digest
@@ -440,7 +440,7 @@ function M.main(argv)
     end
     local dir = out .. "/" .. p.name
     local base = baseline_of(baselines, p.name)
-    local st = state_of(dir)
+    local st, _, _, start = state_of(dir)
     local t0 = sys.now()
     local rc, err, hit
     if st ~= "done" then
@@ -455,7 +455,7 @@ function M.main(argv)
       prior_wall = prior_wall + prev_rows[p.name].wall_s
     end
     local res = hit and from_memory(p, hit) or outcome(p, dir)
-    if st == "done" and spec_changed(p, dir) then
+    if st == "done" and spec_changed(p, start) then
       res = { error = string.format("the spec changed since its run in %s: that run is not this problem's (start " ..
                                     "the suite in another --out)", dir) }
       io.stderr:write(string.format("kopt: suite: %s: %s\n", p.name, res.error))
