@@ -354,8 +354,6 @@ local function next_unmeasured(ctx, st)
   end)
 end
 
--- Root widening: a new random restart state joins when the root's limit
--- passes its edges.
 -- A restart state: a uniform sample, or (when `perturb` is set and there is
 -- a best state) the best state after a few random moves. Nil when nothing
 -- new turns up.
@@ -393,6 +391,8 @@ local function restart_config(ctx, st, perturb)
   if c then return S.node_for(ctx, st, c, nil), "restart" end
 end
 
+-- Root widening: a new random restart state joins when the root's limit k
+-- passes its `have` edges (inner states grow by their expansions).
 local function grow(ctx, st, id, k, have, perturb)
   if k <= have then return end
   if id == st.root then
