@@ -175,6 +175,13 @@ function M.open(path, readonly, soft)
   elseif not sys.stat(path) then
     errors.usage("there is no experience database at %s", path)
   end
+  local kind_of, size = sys.stat(path)
+  if kind_of == "dir" then
+    errors.usage("the experience database %s is a folder, not a file: give the file's path (--db PATH)", path)
+  end
+  if readonly and kind_of == "file" and size == 0 then
+    errors.usage("the experience database %s is empty: no run has written to it yet", path)
+  end
   -- (the journal is switched to WAL only once the file is known to be
   -- kopt's or empty: a file of another program is refused untouched)
   local h, kind, msg = db_mod.open(path, { readonly = readonly, busy_ms = M.BUSY_MS, keep_journal = true })

@@ -259,6 +259,13 @@ case("suite random tests/data/specs --range-probe wild --out " .. tmp .. "/suite
 case("suite random " .. root .. "/specs/suite --range-probe note --out " .. tmp .. "/suite_probe", 2,
      "kopt: suite: --range-probe: checks each winner on a GPU, and this suite replays recordings")
 case("db --db " .. tmp .. "/none.db list -o " .. tmp .. "/x.json", 2, "kopt: db list: -o is for export only")
+-- an empty file and a folder: said in kopt's words, not SQLite's ("no such table", "disk I/O error")
+T.write(tmp .. "/empty.db", "")
+os.execute("mkdir -p '" .. tmp .. "/folder.db'")
+case("db --db " .. tmp .. "/empty.db list", 2,
+     "kopt: the experience database " .. tmp .. "/empty.db is empty: no run has written to it yet")
+case("db --db " .. tmp .. "/folder.db list", 2,
+     "kopt: the experience database " .. tmp .. "/folder.db is a folder, not a file: give the file's path (--db PATH)")
 T.write(tmp .. "/empty_transitions.jsonl", "")
 case("regraph " .. tmp .. "/no_such_run", 2, "kopt: regraph: " .. tmp .. "/no_such_run: no such file or directory")
 case("regraph " .. tmp .. "/empty_transitions.jsonl", 2, "kopt: regraph: " .. tmp .. "/empty_transitions.jsonl: no " ..
