@@ -12,7 +12,7 @@ local spec_lint = require("kopt.spec_lint")
 local sys = require("kopt.sys")
 
 local M = {}
-local INT_RANGE  -- (below, with Spec:args)
+local INT_RANGE, FLOAT_MAX  -- (below, with Spec:args)
 local Spec = {}
 Spec.__index = Spec
 M.default_device = checker.default_device  -- (an H100 SXM: kopt.spec_checker)
@@ -345,7 +345,19 @@ local function check_args(c, args, names, dir)
       if init.dist ~= "copy" and init.dist ~= "file" and init.dist ~= "generate" and not M.inits[init.dist] then
         c:fail(p .. ".init", "unknown distribution '%s' (expected normal, uniform, uniform01, zeros, ones, arange or {\"dist\": \"constant\", \"value\": x})", tostring(init.dist))
       end
-      if init.dist == "constant" then c:number(init.value, p .. ".init.value") end
+      if init.dist == "constant" then
+        local v = c:number(init.value, p .. ".init.value")
+        -- (the worker would clamp or round it to the element type without a word)
+        local range = INT_RANGE[arg.type]
+        if range and (math.tointeger(v) == nil or v < range[1] or v > range[2]) then
+          c:fail(p .. ".init.value", "%s is not a value of type %s: expected an integer from %s to %s", tostring(v), arg.type,
+                 tostring(range[1]), tostring(range[2]))
+        end
+        local fmax = FLOAT_MAX[arg.type]
+        if fmax and math.abs(v) > fmax then
+          c:fail(p .. ".init.value", "%s is past the largest finite %s (%g): it would be infinity", tostring(v), arg.type, fmax)
+        end
+      end
       arg.init = init
     end
     out[i] = arg
@@ -587,6 +599,9 @@ function Spec:reference_launch(config)
 end
 
 -- The values an integer scalar argument can take, by type.
+-- the largest finite value of each float type (a constant past it is inf)
+FLOAT_MAX = { f16 = 65504, bf16 = 3.3895313892515355e38, f32 = 3.4028234663852886e38 }
+
 INT_RANGE = {
   i8 = { -128, 127 }, u8 = { 0, 255 }, i16 = { -32768, 32767 }, u16 = { 0, 65535 },
   i32 = { -2147483648, 2147483647 }, u32 = { 0, 4294967295 },

@@ -57,6 +57,18 @@ local ns = base()
 ns.kernel.source = "nul.cu"
 refused("a NUL byte in the source", ns, "kernel.source: 'nul.cu' holds a NUL byte (line 2)")
 
+-- a constant's value outside its element type: the worker clamped or
+-- rounded it without a word (u8 300 became 255, i32 2.5 became 2)
+local function const_arg(ty, value)
+  local cs = base()
+  cs.args[1] = { name = "a", type = ty, shape = { "n" }, init = { dist = "constant", value = value } }
+  return cs
+end
+refused("a u8 constant of 300", const_arg("u8", 300), "args[1].init.value: 300 is not a value of type u8: expected an integer from 0 to 255")
+refused("an i32 constant of 2.5", const_arg("i32", 2.5), "args[1].init.value: 2.5 is not a value of type i32")
+refused("an f16 constant of 1e5", const_arg("f16", 1e5), "past the largest finite f16 (65504)")
+T.eq((compile(const_arg("i8", -128))), 0, "an i8 constant of -128 is accepted")
+
 local s = base()
 s.knobs[1].values = {}
 for v = 32, 1280, 32 do s.knobs[1].values[#s.knobs[1].values + 1] = v end
