@@ -238,7 +238,12 @@ local function check_knobs(c, knobs, reserved)
       local vp = p .. ".options." .. tostring(v)
       local match
       for _, kv in ipairs(values) do if tostring(kv) == v then match = kv end end
+      -- ("2.0" names the value 2: a JSON key is text, and 2.0 is read as 2)
+      for _, kv in ipairs(values) do
+        if match == nil and type(kv) == "number" and tonumber(v) == kv then match = kv end
+      end
       if match == nil then c:fail(vp, "'%s' is not one of the knob's values", tostring(v)) end
+      if options[tostring(match)] then c:fail(vp, "a second entry for the value %s", show_value(match)) end
       options[tostring(match)] = {}
       for j, o in ipairs(c:array(list, vp, "an array of compiler options", false, true)) do
         options[tostring(match)][j] = c:string(o, string.format("%s[%d]", vp, j), false, nil, "a compiler option (a string)")

@@ -69,6 +69,15 @@ refused("an i32 constant of 2.5", const_arg("i32", 2.5), "args[1].init.value: 2.
 refused("an f16 constant of 1e5", const_arg("f16", 1e5), "past the largest finite f16 (65504)")
 T.eq((compile(const_arg("i8", -128))), 0, "an i8 constant of -128 is accepted")
 
+-- a float knob's options keyed as the value is written ("2.0"): the value
+-- is read as 2, and the key was refused as no value of the knob
+local fo = base()
+fo.knobs[1] = { name = "BS", values = { 32, 64.0 }, options = { ["64.0"] = { "-lineinfo" } } }
+local fcode, _, ferr = compile(fo)
+T.eq(fcode, 0, "options keyed '64.0' for the value 64.0: " .. ferr)
+fo.knobs[1].options["64"] = { "-lineinfo" }
+refused("two keys for one value", fo, "a second entry for the value 64")
+
 local s = base()
 s.knobs[1].values = {}
 for v = 32, 1280, 32 do s.knobs[1].values[#s.knobs[1].values + 1] = v end
