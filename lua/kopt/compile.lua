@@ -251,6 +251,7 @@ end
 function M.reference_job(spec, arch, config)
   local ref = spec.reference
   if not ref then return nil end
+  arch = ref.arch or arch  -- (a reference of its own target: sm_90a for wgmma)
   local opts = options(spec, ref, config, arch, false)
   return { source = ref.source, entry = spec.reference_entry and spec:reference_entry(config) or ref.entry,
            name = program_name(ref.path), arch = arch or "sm_90", options = opts,

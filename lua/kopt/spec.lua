@@ -119,9 +119,18 @@ local function check_kernel(c, k, path, dir, with_launch, names)
   for i, o in ipairs(c:array(k.state, path .. ".state", "an array of module variable names", true, true) or {}) do
     out.state[i] = c:string(o, string.format("%s.state[%d]", path, i), false, IDENT, "a module variable name")
   end
+  -- (the worker resets the kernel's declared state only: a reference's would
+  -- carry over from one launch to the next, unseen)
+  if with_launch and #out.state > 0 then
+    c:fail(path .. ".state", "a reference cannot keep state across launches (kopt resets only the kernel's); " ..
+           "write it so that every launch starts afresh")
+  end
   if k.launch ~= nil then
     if not with_launch then c:fail(path .. ".launch", "not allowed here (the kernel's launch is the top-level 'launch')") end
     out.launch = M.check_launch(c, k.launch, path .. ".launch", names)
+    if out.launch.cluster and #out.launch.cluster > 0 then
+      c:fail(path .. ".launch.cluster", "the reference runs without clusters (only the kernel's launch has them)")
+    end
   end
   return out
 end

@@ -78,6 +78,23 @@ T.eq(fcode, 0, "options keyed '64.0' for the value 64.0: " .. ferr)
 fo.knobs[1].options["64"] = { "-lineinfo" }
 refused("two keys for one value", fo, "a second entry for the value 64")
 
+-- reference.arch was accepted and not used (the reference was built for
+-- the kernel's target); reference.state and reference.launch.cluster were
+-- accepted and ignored
+T.write(tmp .. "/r90a.cu", '#ifndef __CUDA_ARCH_FEAT_SM90_ALL\n#error the reference needs sm_90a\n#endif\n' ..
+                           'extern "C" __global__ void r(const float* a, float* b, int n) {\n' ..
+                           '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) b[i] = a[i];\n}\n')
+local ra = base()
+ra.reference = { source = "r90a.cu", entry = "r", arch = "sm_90a" }
+local racode, raout, raerr = compile(ra)
+T.check(racode == 0 and raout:find("reference r", 1, true), "a reference built for its own arch (sm_90a): %s%s", raout, raerr)
+local rs = base()
+rs.reference = { source = "k.cu", entry = "k", state = { "counter" } }
+refused("reference.state", rs, "reference.state: a reference cannot keep state across launches")
+local rc = base()
+rc.reference = { source = "k.cu", entry = "k", launch = { grid = { "cdiv(n, 64)" }, block = { 64 }, cluster = { 2 } } }
+refused("reference.launch.cluster", rc, "reference.launch.cluster: the reference runs without clusters")
+
 local s = base()
 s.knobs[1].values = {}
 for v = 32, 1280, 32 do s.knobs[1].values[#s.knobs[1].values + 1] = v end

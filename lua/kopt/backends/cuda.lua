@@ -116,12 +116,14 @@ function M.open(spec, opts)
   end
   if #chosen == 0 then for i = 1, #devices do chosen[i] = i - 1 end end
   local dev = devices[chosen[1] + 1]
-  local want = spec.kernel and spec.kernel.arch
-  if want and want:match("^sm_(%d+)") ~= tostring(dev.arch):match("^sm_(%d+)") then
-    local digits = want:match("^sm_(%d+)")  -- (sm_90a: 9.0; sm_100a: 10.0)
-    errors.usage("%s: kernel.arch: the kernel is built for %s, which runs only on compute capability %s.%s; " ..
-                 "GPU %d (%s) is %s: use a spec written for it", spec.path, want, digits:sub(1, -2), digits:sub(-1),
-                 chosen[1], dev.name, dev.arch)
+  for _, field in ipairs({ "kernel", "reference" }) do
+    local want = spec[field] and spec[field].arch
+    if want and want:match("^sm_(%d+)") ~= tostring(dev.arch):match("^sm_(%d+)") then
+      local digits = want:match("^sm_(%d+)")  -- (sm_90a: 9.0; sm_100a: 10.0)
+      errors.usage("%s: %s.arch: the %s is built for %s, which runs only on compute capability %s.%s; " ..
+                   "GPU %d (%s) is %s: use a spec written for it", spec.path, field, field, want, digits:sub(1, -2),
+                   digits:sub(-1), chosen[1], dev.name, dev.arch)
+    end
   end
   local self = setmetatable({
     name = "cuda", spec = spec, device = dev, devices = devices, arch = opts.arch or dev.arch,
