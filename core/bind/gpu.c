@@ -7,8 +7,9 @@
  *   gpu.wait_any({w1, w2, ...}, timeout_s) -> index of a worker with a reply | nil
  *   gpu.request_fields() -> run_fields, arg_fields: the fields of a "run"
  *       request (core/worker/request_fields.h), each list of
- *       {name=, type=, required=, default=, doc=}; type is "int", "flag",
- *       "number", "bytes" or "string"; arg_fields are sent as "a<i>.<name>"
+ *       {name=, type=, required=, default=, doc=, max_len=}; type is "int",
+ *       "flag", "number", "bytes" or "string"; max_len: a string's most
+ *       bytes (the worker's buffer less its NUL); arg_fields are sent as "a<i>.<name>"
  *   gpu.reply_fields() -> fields, prefixes: the fields of a "run" reply
  *       (core/worker/reply_fields.h), {name=, type=, doc=} with type "int",
  *       "number" or "string"; prefixes: families {name=, prefix=, type=, doc=}
@@ -246,9 +247,14 @@ static int l_wait_any(lua_State *L)
 
 /* One row of a request field list (request_fields.h). */
 static void push_field(lua_State *L, int i, const char *name, const char *type, int required,
-		       const char *doc)
+		       const char *doc, int max_len)
 {
-	lua_createtable(L, 0, 5);
+	lua_createtable(L, 0, 6);
+	if (max_len > 0) {
+		/* the worker's buffer less its NUL: a longer string would be cut */
+		lua_pushinteger(L, max_len);
+		lua_setfield(L, -2, "max_len");
+	}
 	lua_pushstring(L, name);
 	lua_setfield(L, -2, "name");
 	lua_pushstring(L, type);
@@ -281,6 +287,15 @@ static void push_field(lua_State *L, int i, const char *name, const char *type, 
 #define RF_PUSH_STR_256(L, d) lua_pushstring(L, d)
 #define RF_PUSH_STR_1024(L, d) lua_pushstring(L, d)
 #define RF_PUSH_STR_8192(L, d) lua_pushstring(L, d)
+#define RF_MAX_INT 0
+#define RF_MAX_FLAG 0
+#define RF_MAX_NUM 0
+#define RF_MAX_BYTES 0
+#define RF_MAX_STR_64 63
+#define RF_MAX_STR_128 127
+#define RF_MAX_STR_256 255
+#define RF_MAX_STR_1024 1023
+#define RF_MAX_STR_8192 8191
 #define RF_REQ 1
 #define RF_OPT 0
 
@@ -290,7 +305,7 @@ static int l_request_fields(lua_State *L)
 	lua_newtable(L);
 #define X(name, type, need, def, doc)                                                          \
 	RF_PUSH_##type(L, def);                                                                \
-	push_field(L, ++i, #name, RF_TYPE_##type, RF_##need, doc);
+	push_field(L, ++i, #name, RF_TYPE_##type, RF_##need, doc, RF_MAX_##type);
 	KOPT_REQUEST_FIELDS(X)
 	i = 0;
 	lua_newtable(L);

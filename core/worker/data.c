@@ -575,9 +575,9 @@ static const char *prepare_stages(struct worker *w, const struct job *j, const s
 			return "error";
 		}
 		struct stage *sg = &pr->stages[pr->nstages];
-		char entry[256], args[256] = "";
+		char entry[1024], args[256] = "";
 		unsigned g[3], b[3], smem;
-		if (sscanf(tok, "%255[^:]:%u,%u,%u:%u,%u,%u:%u:%255s", entry, &g[0], &g[1], &g[2],
+		if (sscanf(tok, "%1023[^:]:%u,%u,%u:%u,%u,%u:%u:%255s", entry, &g[0], &g[1], &g[2],
 			   &b[0], &b[1], &b[2], &smem, args) < 8) {
 			snprintf(w->log, sizeof w->log, "bad pipeline stage '%.200s'", tok);
 			return "error";

@@ -147,7 +147,7 @@ struct wparams {
 struct job {
 	const char *cubin;
 	size_t cubin_len;
-	char entry[256];
+	char entry[1024]; /* the lowered name: C++ templates make long ones */
 	char state[1024]; /* comma-separated module globals the kernel declares as state */
 	struct launch launch, ref_launch;
 	double tol_rel_l2, tol_max_abs;
@@ -156,7 +156,7 @@ struct job {
 	/* a pipeline: the first kernel's arguments, the reference's (1-based,
 	 * comma-separated; empty: every parameter) and the kernels after the
 	 * first (request_fields.h: stages) */
-	char args1[256], ref_args[256], stages[1024];
+	char args1[256], ref_args[256], stages[8192];
 };
 
 /* A pipeline's kernels after the first, launched after it on the same

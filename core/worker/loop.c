@@ -177,7 +177,7 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 {
 	size_t len = 0;
 	const char *cubin = kopt_msg_bytes(v, "cubin", &len);
-	char entry[256];
+	char entry[1024];
 	kopt_msg_cstr(v, "entry", entry, sizeof entry, "");
 	if (w->ref_loaded) {
 		kopt_cu.cuModuleUnload(w->ref_mod);
@@ -196,7 +196,7 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 	CUresult r = cubin ? kopt_worker_load(w, &m, &rj) : CUDA_ERROR_INVALID_IMAGE;
 	if (r != CUDA_SUCCESS) {
 		char buf[256], log[512];
-		snprintf(log, sizeof log, "loading the reference kernel '%s': %s", entry,
+		snprintf(log, sizeof log, "loading the reference kernel '%.200s': %s", entry,
 			 kopt_cuda_strerror(r, buf, sizeof buf));
 		send_error("error", log);
 		return;

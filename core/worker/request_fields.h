@@ -22,7 +22,7 @@
 #define KOPT_REQUEST_FIELDS(X)                                                                  \
 	X(id, INT, REQ, 0, "the caller's number for this candidate, echoed in the reply")      \
 	X(cubin, BYTES, REQ, NULL, "the candidate's CUBIN")                                     \
-	X(entry, STR_256, REQ, "", "the kernel's (lowered) name")                               \
+	X(entry, STR_1024, REQ, "", "the kernel's (lowered) name")                               \
 	X(state, STR_1024, REQ, "",                                                             \
 	  "comma-separated module globals the kernel declares as state (reset before launches)") \
 	X(seed, INT, REQ, 1, "input set A's seed (set B's is derived from it)")                 \
@@ -63,7 +63,7 @@
 	  "folder for host copies of the checks' inputs, outputs and reference outputs")     \
 	X(args1, STR_256, OPT, "", "pipelines: the first kernel's arguments, 1-based (\"\": all)")  \
 	X(ref_args, STR_256, OPT, "", "pipelines: the reference's arguments (\"\": all)")        \
-	X(stages, STR_1024, OPT, "",                                                            \
+	X(stages, STR_8192, OPT, "",                                                            \
 	  "pipelines: the kernels after the first, ';'-separated "                              \
 	  "entry:gx,gy,gz:bx,by,bz:smem:args (same module, launched in order, timed as one)")
 

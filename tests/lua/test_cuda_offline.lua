@@ -67,6 +67,18 @@ local badarg = copy(m); badarg["a4.name"] = "x"
 T.check(not pcall(be.check_request, be, badarg), "an argument past nargs is an error")
 local wrongtype = copy(m); wrongtype.timeout_ms = "soon"
 T.check(not pcall(be.check_request, be, wrongtype), "a field of the wrong type is an error")
+-- a string past the worker's buffer was cut there unseen (a lowered C++
+-- name over 255 bytes loaded another name); now 1023 bytes fit, and a
+-- longer one makes the candidate fail with a sentence (a user error)
+local errors = require("kopt.errors")
+local long = copy(m); long.entry = "_Z" .. string.rep("x", 600)
+T.check(pcall(be.check_request, be, long), "a 602-byte lowered name fits the worker's entry")
+local huge = copy(m); huge.entry = "_Z" .. string.rep("x", 1100)
+local ok3, e3 = pcall(be.check_request, be, huge)
+T.check(not ok3 and errors.is_user_error(e3) and errors.describe(e3):find("at most 1023 bytes in 'entry'", 1, true),
+        "a 1102-byte entry is refused as the candidate's fault: %s", tostring(errors.describe(e3)))
+local ok4, e4 = pcall(require("kopt.backends.worker_wire").set_ref, "cubin", huge.entry)
+T.check(not ok4 and errors.describe(e4):find("at most 1023 bytes in 'entry'", 1, true), "the reference's entry too")
 -- the profiler's request (Cuda:profile) adds listed fields only
 local prof = copy(m); prof.time, prof.verify2, prof.profile = false, false, 1
 prof.profile_metrics, prof.profile_matrix = "a,b", 0

@@ -81,7 +81,7 @@ end
 function Cuda:load_reference(s, key)
   if s.ref_key == key then return end
   local ref = self.refs[key]
-  assert(s.worker:send({ op = "set_ref", cubin = ref.cubin, entry = ref.entry }))
+  assert(s.worker:send(wire.set_ref(ref.cubin, ref.entry)))
   local r = s.worker:recv(READY_TIMEOUT_S)
   if not r or r.op ~= "ok" then
     error("the reference kernel cannot be loaded: " .. tostring(r and r.log), 0)
@@ -646,7 +646,7 @@ function Cuda:check_variants(job, variants, limit_s, wrap)
       ", " .. w:stop(5) .. ")"
   end
   local ref = self:reference_for(job.config)
-  local sent, serr = w:send({ op = "set_ref", cubin = ref.cubin, entry = ref.entry })
+  local sent, serr = w:send(wire.set_ref(ref.cubin, ref.entry))
   local r = sent and w:recv(limit_s)
   if not r or r.op ~= "ok" then
     return nil, "the reference did not load in " .. label .. ": " .. tostring(r and r.log or serr) ..

@@ -2,6 +2,7 @@
 -- (core/worker/): the fields of a run request and of its reply, read from the
 -- worker's own lists, so a field either side does not know is caught as a
 -- bug in kopt, and the launch fields of a request.
+local errors = require("kopt.errors")
 local gpu = require("kopt.gpu")
 
 local M = {}
@@ -72,6 +73,17 @@ local function type_ok(f, v)
   return type(v) == "string" -- "string", "bytes"
 end
 
+-- A string the worker would cut at its buffer's end (a long lowered C++
+-- name, many pipeline stages): the candidate cannot be run as it is, and
+-- says so (a user error: the run goes on, the candidate is invalid).
+local function too_long(name, v, max_len)
+  if max_len and type(v) == "string" and #v > max_len then
+    errors.usage("the worker takes at most %d bytes in '%s', and this candidate's is %d (%s...)", max_len, name, #v,
+                 v:sub(1, 60))
+  end
+end
+M.too_long = too_long
+
 -- Checks a run request against the worker's field list: every key listed
 -- (or "op", or "a<i>.<field>" for i up to nargs), every required field
 -- present, every value of its field's type. A mismatch is a bug in kopt (the
@@ -90,6 +102,7 @@ function M.check_request(msg)
     if k ~= "op" then
       if not f then bad("unknown field '%s'", tostring(k)) end
       if not type_ok(f, v) then bad("field '%s' is not of type %s: %s", k, f.type, tostring(v)) end
+      too_long(k, v, f.max_len)
     end
   end
   for _, f in ipairs(RUN_FIELDS) do
@@ -104,5 +117,11 @@ function M.check_request(msg)
 end
 
 M.launch_fields = launch_fields
+
+-- The message that loads the reference, its entry checked as a run's.
+function M.set_ref(cubin, entry)
+  too_long("entry", entry, RUN_FIELDS.entry.max_len)
+  return { op = "set_ref", cubin = cubin, entry = entry }
+end
 
 return M
