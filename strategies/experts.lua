@@ -143,8 +143,9 @@ local function apply_move_edit(ctx, mv, base)
   for i, k in ipairs(ctx.space.knobs) do names[i] = k.name end
   local edit = mv.edit or mv.patch
   local entry = ctx.spec and ctx.spec.kernel and ctx.spec.kernel.entry
-  local new, aerr = patch_mod.apply_edit(base, edit, { entry = entry })
+  local new, aerr, note = patch_mod.apply_edit(base, edit, { entry = entry })
   if not new then return nil, "edit does not apply: " .. tostring(aerr) end
+  if note then ctx:log("%s", note) end
   if new == base then return nil, "the edit changes nothing" end
   if patch_mod.same_code(base, new) then return nil, "the edit changes only comments or white space" end
   local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names, base = base, new = new })

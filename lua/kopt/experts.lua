@@ -371,31 +371,6 @@ local repair = require("kopt.repair")
 M.trim_log, M.feedback_of = repair.trim_log, repair.feedback_of
 M.REPAIRABLE, M.repair_messages = repair.REPAIRABLE, repair.repair_messages
 
--- Applies an edit move to the first base source it fits (bases: a list,
--- nils skipped) and sets mv.patch to the whole difference from the spec's
--- kernel, after the device-code-only check. Returns true, or false and why.
-local function take_edit(ctx, mv, spec_src, bases, entry)
-  local names = {}
-  for i, k in ipairs(ctx.space.knobs) do names[i] = k.name end
-  local err
-  for i = 1, 2 do
-    local base = bases[i]
-    if base then
-      local new, aerr = patch_mod.apply_edit(base, mv.edit or mv.patch, { entry = entry })
-      if new and not patch_mod.same_code(base, new) then
-        local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names, base = base, new = new })
-        if not allowed then mv.edit = nil return false, "edit rejected: " .. perr end
-        mv.patch, mv.edit = patch_mod.diff(spec_src, new), nil
-        return true
-      end
-      err = err or (new and (new == base and "the edit changes nothing" or "the edit changes only comments or " ..
-        "white space") or ("edit does not apply: " .. tostring(aerr)))
-    end
-  end
-  mv.edit = nil
-  return false, err
-end
-
 -- A note for the log, the first three times it is said and then at 10,
 -- 100, ... times (numbers in it do not make it another: a missing reply
 -- "#412" is the same note as "#411"), so a server that fails every turn
@@ -411,6 +386,32 @@ local function note_once(ctx, text)
   elseif tostring(n):match("^10+$") then
     ctx:log("%s (said %d times)", text, n)
   end
+end
+
+-- Applies an edit move to the first base source it fits (bases: a list,
+-- nils skipped) and sets mv.patch to the whole difference from the spec's
+-- kernel, after the device-code-only check. Returns true, or false and why.
+local function take_edit(ctx, mv, spec_src, bases, entry)
+  local names = {}
+  for i, k in ipairs(ctx.space.knobs) do names[i] = k.name end
+  local err
+  for i = 1, 2 do
+    local base = bases[i]
+    if base then
+      local new, aerr, note = patch_mod.apply_edit(base, mv.edit or mv.patch, { entry = entry })
+      if note then note_once(ctx, note) end
+      if new and not patch_mod.same_code(base, new) then
+        local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names, base = base, new = new })
+        if not allowed then mv.edit = nil return false, "edit rejected: " .. perr end
+        mv.patch, mv.edit = patch_mod.diff(spec_src, new), nil
+        return true
+      end
+      err = err or (new and (new == base and "the edit changes nothing" or "the edit changes only comments or " ..
+        "white space") or ("edit does not apply: " .. tostring(aerr)))
+    end
+  end
+  mv.edit = nil
+  return false, err
 end
 
 -- A generator that asks the named experts (heuristics, or the LLM when

@@ -3,8 +3,8 @@
 -- could not be matched and why), make (a line diff between two texts), and the
 -- policy that only kernel code may be changed.
 --
---   patch.apply(source, diff)           -> new_source | nil, "hunk 2 (@@ -10,4 +10,5 @@): ..."
---   patch.apply_edit(source, edit, opts)-> new_source, kind | nil, why, kind
+--   patch.apply(source, diff)           -> new_source, skipped_files | nil, "hunk 2 (@@ -10,4 +10,5 @@): ..."
+--   patch.apply_edit(source, edit, opts)-> new_source, kind, note | nil, why, kind
 --   patch.detect(text)                  -> "diff" | "search_replace" | "source" | nil
 --   patch.diff(old, new [, name])       -> unified diff text ("" when equal)
 --   patch.check_kernel_only(diff, opts) -> true | nil, reason (kopt.device_only.check)
@@ -116,12 +116,15 @@ function M.parse(diff)
     end
     first_file = cuda or changed or any
   end
-  local skipping
+  local skipping, skipped, skipped_set = nil, {}, {}
   for n, line in ipairs(lines) do
     local named = file_of(line)
     if named then
       skipping = named ~= first_file
-      if skipping then cur = nil end
+      if skipping then
+        cur = nil
+        if not skipped_set[named] then skipped_set[named] = true skipped[#skipped + 1] = named end
+      end
     end
     if skipping then -- luacheck: ignore 542 (another file's lines)
     elseif line:match("^@@") then
@@ -210,6 +213,7 @@ function M.parse(diff)
   if #out == 0 then
     return nil, not has_at and "the patch has no @@ hunks and no +/- lines" or "the patch's hunks change nothing"
   end
+  if #skipped > 0 then out.skipped_files = skipped end
   return out
 end
 
@@ -425,7 +429,7 @@ function M.apply(source, diff)
   while #out > 0 and out[#out] == "" and #src > 0 and src[#src] ~= "" do out[#out] = nil end
   local text = join(out, trailing_nl)
   if crlf then text = text:gsub("\n", "\r\n") end
-  return text
+  return text, hunks.skipped_files
 end
 
 ---------------------------------------------------------------------------
@@ -581,9 +585,10 @@ function M.apply_edit(source, edit, opts)
   -- the entry check holds an edit to the form its base has: a base that
   -- defines `__global__ ... entry(` must keep doing so
   local strict = opts.entry and M.defines_entry(source, opts.entry)
-  local new, err
+  local new, err, skipped
   if kind == "diff" then
     new, err = M.apply(source, text)
+    if new then skipped, err = err, nil end
   elseif kind == "search_replace" then
     if not blocks then blocks, err = M.parse_search_replace(text) end
     if blocks then new, err = M.apply_search_replace(source, blocks) end
@@ -627,7 +632,9 @@ function M.apply_edit(source, edit, opts)
   end
   local changed = strict and signature_changed(source, new, opts.entry)
   if changed then return nil, changed, kind end
-  return new, kind
+  local note = skipped and string.format("the diff also changes %s: left out (kopt edits the kernel's file only)",
+                                         table.concat(skipped, ", "))
+  return new, kind, note
 end
 
 -- A unified diff from old to new (3 lines of context), by longest common

@@ -217,9 +217,16 @@ do
     ["a created file first"] = "--- /dev/null\n+++ b/util.cuh\n@@ -0,0 +1,1 @@\n+#pragma once\n",
     ["a host .cpp first"] = "--- a/main.cpp\n+++ b/main.cpp\n@@ -1,1 +1,1 @@\n-int main() {}\n+int main() { return 0; }\n",
   }) do
-    new, err = patch.apply_edit(base, { kind = "diff", text = first .. kernel_hunk }, entry)
+    local note
+    new, err, note = patch.apply_edit(base, { kind = "diff", text = first .. kernel_hunk }, entry)
     T.check(new and new:find("3.0f * i", 1, true), "%s: the kernel's hunk is applied (%s)", what, tostring(err))
+    -- the other file's hunks are left out with a note naming it, not unsaid
+    local other = first:match("%+%+%+ b/(%S+)")
+    T.check(note and note:find(other, 1, true) and note:find("left out", 1, true), "%s: a note names %s: %s", what,
+            other, tostring(note))
   end
+  local _, _, alone = patch.apply_edit(base, { kind = "diff", text = kernel_hunk }, entry)
+  T.eq(alone, nil, "a diff of the kernel alone has no note")
 end
 
 -- an edit that changes comments or white space only is the same code (not
