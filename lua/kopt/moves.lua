@@ -517,7 +517,7 @@ function M.collect_lists(ctx, state, generators)
         if code then j = by_code[code] else j = by_key[key] end
         if j then
           if prior > best[j] then
-            methods[j], experts[j], best[j] = mv.method, mv.expert, prior
+            methods[j], experts[j], best[j] = mv.method or "move", mv.expert, prior
           end
           priors[j] = priors[j] + prior
         else

@@ -118,7 +118,13 @@ function M.load(arg)
     label = arg
   end
   local ok, s = xpcall(chunk, debug.traceback)
-  if not ok then errors.usage("strategy %s failed to load: %s", label, (tostring(s):match("^[^\n]*"))) end
+  -- (an error raised by the file's own code as it runs: exit 1, as one in
+  -- init, ask or tell; a file that does not compile is bad input, exit 2)
+  if not ok then
+    if errors.is_user_error(s) then error(s, 0) end
+    errors.with_traceback(errors.RUNTIME, string.format("strategy %s failed to load: %s", label,
+                                                        (tostring(s):match("^[^\n]*"))), s)
+  end
   if type(s) ~= "table" then errors.usage("strategy %s must return a table, got %s", label, type(s)) end
   if type(s.ask) ~= "function" then errors.usage("strategy %s has no ask(ctx, n) function", label) end
   for _, f in ipairs({ "init", "tell" }) do
@@ -127,6 +133,10 @@ function M.load(arg)
   s.options = s.options or {}
   if type(s.options) ~= "table" then errors.usage("strategy %s: 'options' must be a table", label) end
   for k, o in pairs(s.options) do
+    if type(k) ~= "string" then
+      errors.usage("strategy %s: 'options' must be keyed by the options' names ({ name = { default = ... } }), " ..
+                   "not a list", label)
+    end
     if type(o) ~= "table" or o.default == nil then
       errors.usage("strategy %s: options.%s must be a table with a default", label, tostring(k))
     end
@@ -140,15 +150,37 @@ function M.load(arg)
       errors.usage("strategy %s: options.%s: the default must be a number, a string or a boolean, got %s", label,
                    tostring(k), t)
     end
+    -- (--opt refuses NaN and infinities: a default it could not be set back to)
+    if t == "number" and (o.default ~= o.default or o.default == math.huge or o.default == -math.huge) then
+      errors.usage("strategy %s: options.%s: the default %s is not a finite number", label, tostring(k),
+                   tostring(o.default))
+    end
+    if t ~= "number" and (o.min or o.max or o.gt) then
+      errors.usage("strategy %s: options.%s: min, max and gt bound a number, and the default is a %s", label,
+                   tostring(k), t)
+    end
     if t == "number" and ((o.min and o.default < o.min) or (o.max and o.default > o.max) or (o.gt and o.default <= o.gt)) then
+      local range = {}
+      if o.min then range[#range + 1] = "min " .. tostring(o.min) end
+      if o.gt then range[#range + 1] = "gt " .. tostring(o.gt) end
+      if o.max then range[#range + 1] = "max " .. tostring(o.max) end
       errors.usage("strategy %s: options.%s: the default %s is outside the option's own range (%s)", label, tostring(k),
-                   tostring(o.default), table.concat({ o.min and ("min " .. tostring(o.min)) or nil,
-                                                       o.gt and ("gt " .. tostring(o.gt)) or nil,
-                                                       o.max and ("max " .. tostring(o.max)) or nil }, ", "))
+                   tostring(o.default), table.concat(range, ", "))
     end
     if o.choices ~= nil then
       local found = false
-      for _, c in ipairs(type(o.choices) == "table" and o.choices or {}) do found = found or c == o.default end
+      if type(o.choices) ~= "table" or #o.choices == 0 then
+        errors.usage("strategy %s: options.%s.choices must be a non-empty list", label, tostring(k))
+      end
+      for _, c in ipairs(o.choices) do
+        -- (--opt converts a value to the default's type: a choice of another
+        -- type could never be given)
+        if type(c) ~= t then
+          errors.usage("strategy %s: options.%s.choices: %s is a %s, and the default is a %s", label, tostring(k),
+                       tostring(c), type(c), t)
+        end
+        found = found or c == o.default
+      end
       if not found then
         errors.usage("strategy %s: options.%s: the default %s is not one of its choices", label, tostring(k),
                      tostring(o.default))

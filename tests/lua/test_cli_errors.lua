@@ -79,6 +79,28 @@ case("nosuch --backend replay:" .. replay, 2, "kopt: unknown strategy 'nosuch': 
 case(tmp .. "/missing.lua --backend replay:" .. replay, 2, "kopt: strategy file '" .. tmp .. "/missing.lua' not found")
 case(strategy_file("syntax", "return { ask = function( end }") .. " --backend replay:" .. replay, 2,
      "kopt: strategy " .. tmp .. "/syntax.lua:1: <name> or '...' expected near 'end'")
+-- an error the file's own code raises while it loads: exit 1, as in ask()
+case(strategy_file("rt_load", "local t = nil\nlocal y = t.x\nreturn { ask = function() return {} end }") ..
+     " --backend replay:" .. replay, 1, "kopt: strategy " .. tmp .. "/rt_load.lua failed to load: " .. tmp ..
+     "/rt_load.lua:2: attempt to index a nil value (local 't')")
+-- options a strategy declares: a bound its default breaks was an internal
+-- error (table.concat over nil holes); a list, a non-finite default, a bound
+-- on a string and choices of another type were taken as written
+local function opt_case(name, decl, want)
+  case(strategy_file(name, "return { name = '" .. name .. "', options = " .. decl ..
+                           ", ask = function() return {} end }") .. " --backend replay:" .. replay, 2,
+       "kopt: strategy " .. tmp .. "/" .. name .. ".lua: " .. want)
+end
+opt_case("o_max", "{ threads = { default = 2048, max = 1024 } }",
+         "options.threads: the default 2048 is outside the option's own range (max 1024)")
+opt_case("o_gt", "{ t = { default = 0, gt = 0 } }", "options.t: the default 0 is outside the option's own range (gt 0)")
+opt_case("o_both", "{ t = { default = 0, min = 1, max = 3 } }",
+         "options.t: the default 0 is outside the option's own range (min 1, max 3)")
+opt_case("o_list", "{ { default = 1 } }",
+         "'options' must be keyed by the options' names ({ name = { default = ... } }), not a list")
+opt_case("o_inf", "{ t = { default = math.huge } }", "options.t: the default inf is not a finite number")
+opt_case("o_strmin", "{ t = { default = 'a', min = 1 } }", "options.t: min, max and gt bound a number, and the default is a string")
+opt_case("o_choices", "{ a = { default = 1, choices = { 1, '2' } } }", "options.a.choices: 2 is a string, and the default is a number")
 case(strategy_file("noask", "return { name = 'noask' }") .. " --backend replay:" .. replay, 2,
      "kopt: strategy " .. tmp .. "/noask.lua has no ask(ctx, n) function")
 case(strategy_file("notable", "return 42") .. " --backend replay:" .. replay, 2,

@@ -8,6 +8,8 @@
 --   changes as a string) ended the run with an error inside kopt.moves.
 -- * A NaN prior made every prior of the state NaN: the user's moves were
 --   never measured.
+-- * A move without a method, merged with a rule move to the same state,
+--   stopped mcgs ("table index is nil").
 -- * state.result, which the docs promise, was never set by mcgs or rules.
 -- * An expensive generator (an expert) as MCGS's only generator was never
 --   called: every state was closed as exhausted before it earned the visits.
@@ -32,6 +34,11 @@ local cases = {
   { "numbers", "return function(ctx, state) return { 1, 2, 3 } end\n", "move 1 is number, expected a table" },
   { "changes_string", 'return function(ctx, state) return { { changes = "block_size_x=32" } } end\n',
     "changes is string, expected a table" },
+  -- a move without a method that reaches the state of a rule move with a
+  -- lower prior: its nil method became a table index, and mcgs stopped
+  { "no_method", 'return { name = "nomethod", propose = function(ctx, state)\n' ..
+                 '  return { { changes = { block_size_x = 32 }, prior = 2 } }\nend }\n', nil,
+    "--backend replay:tests/data/pnpoly_RTX_3090.json --budget 30 -q" },
   { "nan_prior", "return function(ctx, state)\n  return { { changes = { block_size_x = 32 }, prior = 0/0, " ..
                  'method = "nan_move" } }\nend\n', "prior" },
 }
@@ -39,7 +46,7 @@ for _, c in ipairs(cases) do
   local path = gen(c[1], c[2])
   for _, s in ipairs({ "mcgs", "rules" }) do
     local dir = tmp .. "/" .. c[1] .. "_" .. s
-    local code, _, err = T.run(string.format("%s %s --out %s --opt moves=rules,%s", s, REC, dir, path))
+    local code, _, err = T.run(string.format("%s %s --out %s --opt moves=rules,%s", s, c[4] or REC, dir, path))
     T.eq(code, 0, c[1] .. " under " .. s .. ": exit code\n" .. err)
     T.check(T.exists(dir .. "/results.json"), "%s under %s: results.json written", c[1], s)
     if c[3] then T.check(err:find(c[3], 1, true), "%s under %s: the note names it\n%s", c[1], s, err) end
