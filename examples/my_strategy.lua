@@ -1,4 +1,9 @@
--- A user strategy: steepest-ascent hill climbing over kopt's move generators.
+-- A user strategy: hill climbing over kopt's move generators. The current
+-- state's moves are measured best prior first, n at a time (n: the free
+-- evaluation slots); the best of a batch that beats the current state becomes
+-- it at once (first improvement, not steepest ascent: the rest of its moves
+-- are not measured). A state with no untried move left is a local optimum,
+-- and the climb restarts from a random state.
 --
 --   kopt examples/my_strategy.lua SPEC [--opt moves=rules,examples/my_moves.lua]
 --
@@ -11,7 +16,7 @@ local moves = require("kopt.moves")
 
 local S = {
   name = "my_strategy",
-  description = "steepest-ascent hill climbing from random starts",
+  description = "first-improvement hill climbing from random starts",
   options = {
     moves = { default = "rules", help = "move generators, comma-separated" },
   },

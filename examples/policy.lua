@@ -41,9 +41,11 @@ end
 
 function S.ask(ctx, n)
   local o, p = ctx.options, ctx.policy
-  local best = ctx.best and ctx.best.result.cost
+  -- (the best's time: its cost is the objective's, 1 / GB/s under a metric
+  -- to maximise, which a target in ms does not compare with)
+  local best = ctx.best and ctx.best.result.time_ms
   if o.target_ms > 0 and best and best <= o.target_ms * (1 + o.within / 100) then
-    ctx:log("policy: %.4g is within %g %% of the target %.4g: stopping", best, o.within, o.target_ms)
+    ctx:log("policy: %.4g ms is within %g %% of the target %.4g ms: stopping", best, o.within, o.target_ms)
     return {}
   end
   -- (a strategy whose every candidate is refused is asked again; each

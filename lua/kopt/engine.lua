@@ -489,9 +489,11 @@ function Engine:round(n)
   end
   if #cands == 0 then return false end
   if #cands > n then
+    local slots = self.backend.slots or 1
     errors.usage("strategy '%s': ask(ctx, %d) returned %d candidates; at most n may be returned (n is the number " ..
-                 "of evaluation slots free now: 1 on a replay, more with several GPUs or workers)", self.strategy_name,
-                 n, #cands)
+                 "of evaluation slots free now, %d here, or the evaluations left in the budget when fewer%s)",
+                 self.strategy_name, n, #cands, slots,
+                 n < slots and string.format(": %d left", n) or "")
   end
   local results, pending, new_evals = {}, {}, 0
   local seen_in_batch = {}

@@ -519,6 +519,18 @@ case("random " .. s, 2, "kopt: " .. s .. ": reference.args[2]: 'w' is not one of
 s = spec_file("byok_knob_define", { knobs = '[{"name": "block_size_x", "values": [128], "define": "no"}]' })
 case("random " .. s, 2, "kopt: " .. s .. ": knobs[1].define: expected true or false, got a string")
 
+-- too many candidates when n was cut by the budget, not by the slots: the
+-- message said "1 on a replay" with 4 slots
+do
+  local twice = strategy_file("twice", "return { name = 'twice', ask = function(ctx, n)\n" ..
+    "  return { { config = ctx.space:sample(ctx.rng) }, { config = ctx.space:sample(ctx.rng) } } end }")
+  local code, _, err = T.run(twice .. " --backend replay:" .. replay .. " --budget 5 --no-db -q --out " .. tmp ..
+                             "/run_twice", "KOPT_REPLAY_SLOTS=4")
+  T.eq(code, 2, "too many candidates: exit code")
+  T.check(err:find("ask(ctx, 1) returned 2 candidates", 1, true) and err:find("4 here", 1, true) and
+          err:find(": 1 left)", 1, true), "the message names the slots and the budget left:\n%s", err)
+end
+
 for _, c in ipairs(cases) do
   local code, _, err = T.run(c.args, nil, tmp)
   T.check(not err:lower():find("traceback", 1, true), "`kopt %s`: a traceback on stderr:\n%s", c.args, err)
