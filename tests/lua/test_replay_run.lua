@@ -201,5 +201,33 @@ do
   T.same_list(kb, ka, "mcgs on kopt's results.json against mcgs on the cache it was made from")
 end
 
+-- a candidate with an edited source under replay: it was given the
+-- recorded time of its config, won, and its text went to best/
+do
+  local d = T.tmpdir("replay-edited")
+  T.write(d .. "/srcwin.lua", [[
+local S = { name = "srcwin" }
+local i = 0
+function S.ask(ctx, n)
+  i = i + 1
+  if i == 1 then return { { config = { TILE = 32, BLOCK_ROWS = 4, PAD = 1 } } } end
+  if i == 2 then return { { config = { TILE = 64, BLOCK_ROWS = 4, PAD = 1 }, source = "this is not CUDA at all" } } end
+  return {}
+end
+return S]])
+  for _, backend in ipairs({ "", " --backend replay:tests/data/transpose_h200.t4.json" }) do
+    local spec = backend == "" and " specs/transpose.json" or ""
+    local c, _, e = T.run(d .. "/srcwin.lua" .. spec .. backend .. " --no-db --out " .. d .. "/run")
+    T.eq(c, 0, "edited source under replay: exit code\n" .. e)
+    T.check(e:find("candidates with an edited source are invalid here", 1, true), "said once: %s", e)
+    local best = T.slurp(d .. "/run/results.json")
+    T.check(best and not best:find("edited kernel", 1, true), "the edited candidate is not a result: %s", tostring(best))
+    T.check(not T.exists(d .. "/run/best/transpose.cu") or not T.slurp(d .. "/run/best/transpose.cu"):find("not CUDA", 1, true),
+            "best/ holds no unmeasured source")
+    os.execute("rm -rf '" .. d .. "/run'")
+  end
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

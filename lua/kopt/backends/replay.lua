@@ -67,7 +67,21 @@ function Replay:evaluate(jobs)
   local out = {}
   for i, job in ipairs(jobs) do
     local e = self:lookup(job.config)
-    if not e then
+    local cand = job.candidate or {}
+    local own = self.spec and self.spec.kernel and self.spec.kernel.source
+    local edited = (job.source ~= nil and job.source ~= own) or
+                   (job.source == nil and (cand.source ~= nil or cand.patch ~= nil))
+    if edited then
+      -- (the recording holds the spec's kernel only: an edited one given its
+      -- time could win unmeasured)
+      out[i] = { status = "invalid", free = true,
+                 log = "a replay measures the recorded kernel only: this candidate's edited source cannot be measured" }
+      if not self.said_edited then
+        self.said_edited = true
+        io.stderr:write("kopt: a replay measures the recorded kernel only: candidates with an edited source are ",
+                        "invalid here (a GPU backend measures them)\n")
+      end
+    elseif not e then
       out[i] = { status = "invalid", free = true, log = "not in the recorded space" }
     else
       self.clock = self.clock + (e.cost_s or 0)
