@@ -314,10 +314,13 @@ function M.main(opts, pos)
   -- same one: the endpoint and model come from the environment too)
   local question_options = options
   local llm_id = llm_identity(options)
-  if llm_id then
+  local files_id = strategy_mod.files_digest(options)
+  if llm_id or files_id then
     question_options = {}
     for k, v in pairs(options) do question_options[k] = v end
     question_options["llm (resolved)"] = llm_id
+    -- (the contents of the files the options name: an edited generator)
+    question_options["files (contents)"] = files_id
   end
   local memory = expdb.session(opts, {
     spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,

@@ -95,6 +95,34 @@ end
 -- other's. (Modules a user's file requires from its own folder are not read.)
 function M.code_digest(text) return sys.sha256(text .. "\0" .. library()):sub(1, 16) end
 
+-- The files an options table names (an option's value, or a part of a
+-- comma-separated one, that is a readable file: a move generator, an expert,
+-- a tools or priors file), as one digest of their names and contents; nil
+-- when none. An edited generator makes another question for the experience
+-- database, as an edited strategy file does.
+function M.files_digest(options)
+  local names = {}
+  for k in pairs(options or {}) do names[#names + 1] = k end
+  table.sort(names)
+  local parts = {}
+  for _, k in ipairs(names) do
+    local v = options[k]
+    if type(v) == "string" then
+      for part in v:gmatch("[^,]+") do
+        local path = part:match("^%s*(.-)%s*$")
+        if path ~= "" and sys.stat(path) == "file" then
+          local f = io.open(path, "rb")
+          local text = f and f:read("a")
+          if f then f:close() end
+          if text then parts[#parts + 1] = k .. "\0" .. path .. "\0" .. sys.sha256(text) end
+        end
+      end
+    end
+  end
+  if #parts == 0 then return nil end
+  return sys.sha256(table.concat(parts, "\0")):sub(1, 16)
+end
+
 function M.load(arg)
   local chunk, err, label, text
   if M.is_path(arg) then

@@ -116,6 +116,24 @@ T.eq(hc_best(tmp .. "/hc4"), 512, "an edited file is searched again")
 local codes = query(DB, "SELECT DISTINCT strategy_code FROM runs WHERE strategy = 'hc'")
 T.eq(#codes, 3, "three versions of hc, three code digests")
 
+-- 1c. A move generator named in --opt is read by its contents: an edited
+-- one asks again (it was answered by the run of the old one, 0 evaluations)
+do
+  local gen = tmp .. "/gen_v.lua"
+  T.write(gen, 'return { name = "g", propose = function(ctx, state)\n' ..
+               '  return { { changes = { block_size_x = 32 }, method = "g_a", prior = 2 } } end }\n')
+  local gcmd = function(o) return cmd("mcgs", REC, 20, tmp .. "/" .. o, "-q --opt moves=rules," .. gen) end
+  code, _, err = T.run(gcmd("gen1"), env())
+  T.eq(code, 0, "mcgs with a generator file\n" .. err)
+  code, out = T.run(gcmd("gen2"), env())
+  T.check(code == 0 and out:find("0 evaluations", 1, true) ~= nil, "the same generator again is a hit:\n%s", out)
+  T.write(gen, 'return { name = "g", propose = function(ctx, state)\n' ..
+               '  return { { changes = { block_size_x = 64 }, method = "g_b", prior = 50 } } end }\n')
+  code, out = T.run(gcmd("gen3"), env())
+  T.check(code == 0 and not out:find("answered from the experience database", 1, true),
+          "an edited generator file is searched again:\n%s", out)
+end
+
 -- 2. --fresh searches again: every state measured, none served.
 code, out, err = T.run(cmd("random", REC, 40, tmp .. "/fresh", "--fresh -q"), env())
 T.eq(code, 0, "--fresh: exit code\n" .. err)
