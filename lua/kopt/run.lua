@@ -214,6 +214,11 @@ local function check_resume(events, dir, info, opts)
     info.changed = true
     io.stderr:write(string.format("kopt: note: %s was started with the strategy file %s; resuming with %s\n", dir,
                                   tostring(start.strategy_file), info.strategy_file))
+  elseif info.strategy_code and start.strategy_code and info.strategy_code ~= start.strategy_code then
+    -- the same path, edited since (or another kopt): its questions may differ
+    info.changed = true
+    io.stderr:write(string.format("kopt: note: %s was started with another version of the strategy file %s (its code " ..
+                                  "or kopt's has changed since)\n", dir, info.strategy_file))
   end
   -- (with no --opt given, the run's own options are taken back, below)
   local latest = start
@@ -371,7 +376,8 @@ function M.main(opts, pos)
   local ok, rc = xpcall(M.locked, function(e)
     if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
     return debug.traceback(errors.describe(e), 2)
-  end, opts, { strategy = strategy, strategy_label = strategy_label, options = options, spec = spec,
+  end, opts, { strategy = strategy, strategy_label = strategy_label, strategy_code = strategy_code, options = options,
+                spec = spec,
                space = space, backend = backend, choice = choice, problem = problem, dir = dir,
                budget = budget, state = state, memory = memory })
   if not state.opened then rundir_mod.unlock_unused(dir, lock, created) end
@@ -469,7 +475,8 @@ function M.locked(opts, r)
   local torn_at = existing and good_end < size and good_end or nil
   local digest = expdb.problem_digest(spec, space)
   local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options,
-                 device = opts.resume and backend:describe() or nil, problem_digest = digest }
+                 strategy_code = r.strategy_code, device = opts.resume and backend:describe() or nil,
+                 problem_digest = digest }
   local seed = opts.seed or 1
   local resume_events, prior = nil, 0
   if opts.resume then
@@ -514,7 +521,8 @@ function M.locked(opts, r)
     r.state.opened = true
     local rd = rundir_mod.open(dir, opts.resume, torn_at)
     local ev = { event = opts.resume and "resume" or "start", strategy = strategy.name,
-                 strategy_file = strategy_label, problem = problem, spec = spec and spec.path,
+                 strategy_file = strategy_label, strategy_code = r.strategy_code, problem = problem,
+                 spec = spec and spec.path,
                  backend = backend_label, seed = seed, budget = budget, time_limit = opts.time_limit,
                  options = options, kopt = sys.version, host = sys.hostname(), timestamp = sys.utc_iso(),
                  device = backend:describe(), problem_digest = digest }

@@ -244,5 +244,25 @@ return S
   T.eq(lines[4], "new -", "flags: a new measurement")
 end
 
+-- the strategy file edited at the same path between the kill and the
+-- resume: said (the path alone was compared), so the "not asked for again"
+-- note speaks of another strategy, not of a non-deterministic one
+do
+  local strat, dir = tmp .. "/edit.lua", tmp .. "/edit"
+  local function write(draws)
+    T.write(strat, "local S = { name = 'edit' }\nfunction S.ask(ctx, n)\n" ..
+                   string.rep("  ctx.space:sample(ctx.rng)\n", draws) ..
+                   "  return { { config = ctx.space:sample(ctx.rng) } }\nend\nreturn S\n")
+  end
+  write(0)
+  local cmd = string.format("%s --backend replay:%s --budget 10 --no-db --out %s -q", strat, REC, dir)
+  T.run(cmd, "KOPT_TEST_SIGKILL_AFTER=5")
+  write(1)
+  local code, _, err = T.run(cmd .. " --resume")
+  T.eq(code, 0, "edited strategy: the resume\n" .. err)
+  T.check(err:find("was started with another version of the strategy file", 1, true) and
+          not err:find("is it deterministic", 1, true), "the edit is named:\n%s", err)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
