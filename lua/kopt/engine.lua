@@ -82,7 +82,17 @@ function Ctx:status(fmt, ...)
   e.progress:status(e, msg, e.verbose)
 end
 
-function Ctx:key(config) return self._engine.space:key(config) end
+-- (a config missing a knob has no key: "nil" in its place would name a
+-- state no evaluation can have)
+function Ctx:key(config)
+  local space = self._engine.space
+  if type(config) == "table" then
+    for _, k in ipairs(space.knobs) do
+      if config[k.name] == nil then error(string.format("ctx:key(config): the config has no value for knob '%s'", k.name), 2) end
+    end
+  end
+  return space:key(config)
+end
 
 -- The last n evaluations (default all), oldest first: {config=, key=,
 -- origin=, result=} (an LLM expert's history tool reads them).
@@ -106,6 +116,11 @@ end
 -- reason otherwise.
 function Ctx:profile(candidate)
   local e = self._engine
+  if type(candidate) ~= "table" or type(candidate.config) ~= "table" then
+    error(string.format("ctx:profile(candidate): expected a candidate { config = {...} }, got %s",
+                        type(candidate) == "table" and "a table with no config (a bare config? wrap it: { config = c })"
+                        or type(candidate)), 2)
+  end
   local a, b
   if e.profiler then
     a, b = e.profiler:profile(e, candidate)

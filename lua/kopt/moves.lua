@@ -570,6 +570,10 @@ end
 --   { config=, key=, action=, method=, expert=, patch=, prior=, generator=,
 --     chain=, repair= }
 function M.propose(ctx, state, generators)
+  if type(state) ~= "table" or type(state.config) ~= "table" then
+    error(string.format("moves.propose(ctx, state, generators): state must be { config = {...}, key = ... }, got %s",
+                        type(state) == "table" and "a table with no config (a bare config?)" or type(state)), 2)
+  end
   local out = M.collect(ctx, state, generators)
   for _, m in ipairs(out) do m.config = M.config_of(ctx.space, state, m) end
   return out

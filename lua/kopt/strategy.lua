@@ -146,12 +146,11 @@ function M.load(arg)
     label = arg
   end
   local ok, s = xpcall(chunk, debug.traceback)
-  -- (an error raised by the file's own code as it runs: exit 1, as one in
-  -- init, ask or tell; a file that does not compile is bad input, exit 2)
+  -- (a file that cannot be loaded, whatever the reason, is bad input: exit 2;
+  -- an error raised while it runs, in init, ask or tell, exits 1)
   if not ok then
     if errors.is_user_error(s) then error(s, 0) end
-    errors.with_traceback(errors.RUNTIME, string.format("strategy %s failed to load: %s", label,
-                                                        (tostring(s):match("^[^\n]*"))), s)
+    errors.usage("strategy %s failed to load: %s", label, (tostring(s):match("^[^\n]*")))
   end
   if type(s) ~= "table" then errors.usage("strategy %s must return a table, got %s", label, type(s)) end
   if type(s.ask) ~= "function" then errors.usage("strategy %s has no ask(ctx, n) function", label) end

@@ -79,9 +79,9 @@ case("nosuch --backend replay:" .. replay, 2, "kopt: unknown strategy 'nosuch': 
 case(tmp .. "/missing.lua --backend replay:" .. replay, 2, "kopt: strategy file '" .. tmp .. "/missing.lua' not found")
 case(strategy_file("syntax", "return { ask = function( end }") .. " --backend replay:" .. replay, 2,
      "kopt: strategy " .. tmp .. "/syntax.lua:1: <name> or '...' expected near 'end'")
--- an error the file's own code raises while it loads: exit 1, as in ask()
+-- an error the file's own code raises while it loads: it does not load (exit 2)
 case(strategy_file("rt_load", "local t = nil\nlocal y = t.x\nreturn { ask = function() return {} end }") ..
-     " --backend replay:" .. replay, 1, "kopt: strategy " .. tmp .. "/rt_load.lua failed to load: " .. tmp ..
+     " --backend replay:" .. replay, 2, "kopt: strategy " .. tmp .. "/rt_load.lua failed to load: " .. tmp ..
      "/rt_load.lua:2: attempt to index a nil value (local 't')")
 -- options a strategy declares: a bound its default breaks was an internal
 -- error (table.concat over nil holes); a list, a non-finite default, a bound

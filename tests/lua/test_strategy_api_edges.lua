@@ -96,6 +96,13 @@ one_call("assert(ctx.space:first(), 'no first')", nil)
 one_call("ctx.space:neighbours(ctx.space:first(), 'bogus')", "mode must be \"adjacent\" (the default) or \"hamming\"")
 one_call("ctx:recent(2.5)", "ctx:recent(n): n must be a whole number")
 one_call("ctx.rng:random(1.5, 3)", "rng:random(m, n): the bounds must be whole numbers")
+-- a bare config where a candidate or a state is expected, and a config
+-- missing a knob: kopt's own lines were named ("attempt to index a nil
+-- value"), and ctx:key gave "nil,nil,..." for a state no evaluation has
+one_call("ctx:profile(ctx.space:first())", "ctx:profile(candidate): expected a candidate { config = {...} }")
+one_call("require('kopt.moves').propose(ctx, ctx.space:first(), {})",
+         "moves.propose(ctx, state, generators): state must be { config = {...}, key = ... }")
+one_call("ctx:key({})", "ctx:key(config): the config has no value for knob")
 do
   T.write(tmp .. "/req.lua", "local h = require('helper_missing')\nreturn { ask = function() return {} end }")
   local code, _, err = T.run(string.format("%s/req.lua --backend replay:%s --out %s/req -q", tmp, REC, tmp))
