@@ -95,6 +95,33 @@ end
 
 M.WALK_STEPS = 5000000
 
+-- A constraint that raised or gave no boolean, met at a config (at: the
+-- config, else the walk's current values): one sentence naming it, the
+-- config and, for a device field no GPU here knows, that field.
+local function constraint_failed(spec, space, err, at)
+  local parts = {}
+  for _, k in ipairs(spec.knobs) do
+    local v
+    if at then v = at[k.name] else v = rawget(space.values, k.name) end
+    if v ~= nil then parts[#parts + 1] = k.name .. "=" .. tostring(v) end
+  end
+  local msg = tostring(err):gsub("^(constraints%[%d+%]):%d+:", "%1:")
+  -- a device field a constraint reads that this device does not know (the
+  -- GPU's clocks, with no GPU attached) is nil: named, as Lua's error is not
+  local ci = tonumber(msg:match("^constraints%[(%d+)%]"))
+  local e = ci and type(spec.constraints) == "table" and spec.constraints[ci]
+  local text = type(e) == "table" and e.text or e
+  local unknown = {}
+  for field in (type(text) == "string" and text or ""):gmatch("%f[%w_]device%s*%.%s*([%a_][%w_]*)") do
+    if type(spec.device) == "table" and spec.device[field] == nil then unknown[#unknown + 1] = "device." .. field end
+  end
+  if #unknown > 0 then
+    msg = msg .. string.format(" (%s is not known on this device%s)", table.concat(unknown, ", "),
+                               spec.device.assumed and ": no GPU is attached" or "")
+  end
+  errors.usage("%s: %s%s", spec.path, msg, #parts > 0 and " (at " .. table.concat(parts, ", ") .. ")" or "")
+end
+
 -- The spec's space, with its constraints and the first configs' values
 -- checked now (a spec error, in one sentence naming the config).
 function M.build_space(spec)
@@ -118,27 +145,7 @@ function M.build_space(spec)
     end
     return firsts[1]
   end)
-  if not ok then
-    local parts = {}
-    for _, k in ipairs(spec.knobs) do
-      if rawget(space.values, k.name) ~= nil then parts[#parts + 1] = k.name .. "=" .. tostring(space.values[k.name]) end
-    end
-    local msg = tostring(first):gsub("^(constraints%[%d+%]):%d+:", "%1:")
-    -- a device field a constraint reads that this device does not know (the
-    -- GPU's clocks, with no GPU attached) is nil: named, as Lua's error is not
-    local ci = tonumber(msg:match("^constraints%[(%d+)%]"))
-    local e = ci and type(spec.constraints) == "table" and spec.constraints[ci]
-    local text = type(e) == "table" and e.text or e
-    local unknown = {}
-    for field in (type(text) == "string" and text or ""):gmatch("%f[%w_]device%s*%.%s*([%a_][%w_]*)") do
-      if type(spec.device) == "table" and spec.device[field] == nil then unknown[#unknown + 1] = "device." .. field end
-    end
-    if #unknown > 0 then
-      msg = msg .. string.format(" (%s is not known on this device%s)", table.concat(unknown, ", "),
-                                 spec.device.assumed and ": no GPU is attached" or "")
-    end
-    errors.usage("%s: %s%s", spec.path, msg, #parts > 0 and " (at " .. table.concat(parts, ", ") .. ")" or "")
-  end
+  if not ok then constraint_failed(spec, space, first) end
   if not first and walk_cut then
     errors.usage("%s: constraints: no configuration of the %.15g found that satisfies every constraint (random samples " ..
                  "and a walk of %d knob values found none; constraints on fewer knobs at a time let the walk prune)",
@@ -394,7 +401,10 @@ end
 function M.recorded_part(space, backend, file, spec)
   local inside = {}
   for _, c in ipairs(backend.space.list) do
-    if space:is_valid(c) then inside[#inside + 1] = c end
+    -- (a constraint that fails past the configs checked at load is met here)
+    local ok, valid = pcall(space.is_valid, space, c)
+    if not ok then constraint_failed(spec, space, valid, c) end
+    if valid then inside[#inside + 1] = c end
   end
   if #inside == 0 then
     errors.usage("replay file %s holds none of the configurations %s allows (%d recorded, none within its knob " ..
@@ -407,7 +417,8 @@ function M.recorded_part(space, backend, file, spec)
   local whole, missing = nil, false
   if space:size_raw() <= 1e6 then
     whole = 0
-    space:walk(function() whole = whole + 1 return true end)
+    local ok, err = pcall(space.walk, space, function() whole = whole + 1 return true end)
+    if not ok then constraint_failed(spec, space, err) end
     missing = #inside < whole
   else
     local probe, rng = M.build_space(spec), rng_mod.new(0)

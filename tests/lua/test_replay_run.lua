@@ -229,5 +229,37 @@ return S]])
   os.execute("rm -rf '" .. d .. "'")
 end
 
+-- a constraint that fails only past the first configs checked at load, met
+-- while the spec's space is matched to its recording: an internal error
+-- with a traceback (it is one sentence naming the config, exit 2)
+do
+  local d = T.tmpdir("late-constraint")
+  local json = require("kopt.json")
+  local cache, bx = {}, {}
+  for b = 1, 20 do
+    bx[b] = b
+    for t = 1, 3 do
+      cache[b .. "," .. t] = { BX = b, TY = t, time = 1 + 0.1 * b + t, times = { 1 + 0.1 * b + t } }
+    end
+  end
+  T.write(d .. "/kt.json", json.encode({ device_name = "GPU", kernel_name = "k", tune_params_keys = { "BX", "TY" },
+                                          tune_params = { BX = bx, TY = { 1, 2, 3 } }, objective = "time",
+                                          cache = cache }))
+  T.write(d .. "/k.cu", 'extern "C" __global__ void k(float *out, int n) { int i = blockIdx.x * BX + threadIdx.x * TY; ' ..
+                        "if (i < n) out[i] = 1.0f; }\n")
+  for what, case in pairs({ number = { "BX < 20 or TY % 2", "gave 1 (a number), expected true or false (at BX=20, TY=1)" },
+                            division = { "BX < 20 or TY // (BX - 20) > 0", "attempt to divide by zero (at BX=20, TY=1)" } }) do
+    T.write(d .. "/s.json", json.encode({ name = "late", kernel = { source = "k.cu", entry = "k" }, problem = { n = 1024 },
+      knobs = { { name = "BX", values = bx }, { name = "TY", values = { 1, 2, 3 } } }, constraints = { case[1] },
+      launch = { grid = { "cdiv(n, 32)" }, block = { 32 } },
+      args = { { name = "out", type = "f32", shape = { "n" }, output = true }, { name = "n", type = "i32", value = "n" } },
+      recording = "kt.json" }))
+    local c, _, e = T.run("random " .. d .. "/s.json --budget 5 --no-db -q --out " .. d .. "/run")
+    T.check(c == 2 and e:find("constraints[1]: ", 1, true) and e:find(case[2], 1, true) and
+            not e:find("internal error", 1, true), "a constraint failing late (%s): exit %d\n%s", what, c, e)
+  end
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
