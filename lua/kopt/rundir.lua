@@ -179,7 +179,9 @@ function M.t4(records, meta)
     -- simulated time under --time-limit
     local compile_ms = res.compile_s and res.compile_s * 1000 or 0
     local run_ms = type(res.time_ms) == "number" and res.time_ms or 0
-    local total_ms = (type(r.eval_s) == "number" and r.eval_s or res.cost_s or 0) * 1000
+    -- (a replay's own recorded cost first: with several slots a batch's
+    -- eval_s is its average)
+    local total_ms = (type(res.cost_s) == "number" and res.cost_s or type(r.eval_s) == "number" and r.eval_s or 0) * 1000
     results[i] = {
       timestamp = r.timestamp,
       configuration = r.config,

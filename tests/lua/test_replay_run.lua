@@ -261,5 +261,30 @@ do
   os.execute("rm -rf '" .. d .. "'")
 end
 
+-- results.json's costs under replay with several slots: each config's own
+-- recorded cost (a batch's average eval_s was written), and its compile time
+-- under compilation (it was 0)
+do
+  local d = T.tmpdir("replay-costs")
+  local json = require("kopt.json")
+  local cache = {}
+  for b = 1, 6 do
+    cache[tostring(b)] = { BX = b, time = b, times = { b }, compile_time = 100 * b, benchmark_time = 10 * b,
+                           verification_time = 0 }
+  end
+  T.write(d .. "/kt.json", json.encode({ device_name = "GPU", kernel_name = "k", tune_params_keys = { "BX" },
+                                          tune_params = { BX = { 1, 2, 3, 4, 5, 6 } }, objective = "time", cache = cache }))
+  local c, _, e = T.run("exhaustive --backend replay:" .. d .. "/kt.json --no-db -q --out " .. d .. "/run", "KOPT_REPLAY_SLOTS=3")
+  T.eq(c, 0, "exhaustive with 3 slots\n" .. e)
+  local doc = json.decode(T.slurp(d .. "/run/results.json"))
+  for _, r in ipairs(doc.results) do
+    local b, t = r.configuration.BX, r.times
+    T.eq(t.compilation, 100 * b, "BX=" .. b .. ": the recorded compile time")
+    local total = t.compilation + t.validation + t.runtimes[1]
+    T.check(math.abs(total - 110 * b) < 1e-6, "BX=%d: the recorded cost %g ms, got %g", b, 110 * b, total)
+  end
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

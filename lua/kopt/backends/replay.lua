@@ -88,7 +88,7 @@ function Replay:evaluate(jobs)
       out[i] = { status = e.status, time_ms = e.time_ms, p90_ms = e.p90_ms, samples = e.samples,
                  median_ms = e.median_ms, metrics = copy(e.metrics), resources = copy(e.resources),
                  launch = copy(e.launch),
-                 log = e.log, cost_s = e.cost_s }
+                 log = e.log, cost_s = e.cost_s, compile_s = e.compile_s }
       -- the spec's metrics and objective from the recorded time, as the
       -- cuda backend reports them
       local spec, r = self.spec, out[i]

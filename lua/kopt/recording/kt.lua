@@ -172,7 +172,8 @@ local function from_kt(doc, file, repaired, r)
     check_key(ck, config)
     local cost = number_or_nil(e.compile_time, ".compile_time") + number_or_nil(e.verification_time, ".verification_time")
       + number_or_nil(e.benchmark_time, ".benchmark_time")
-    local entry = { config = config, cost_s = cost / 1000 }
+    local entry = { config = config, cost_s = cost / 1000,
+                    compile_s = type(e.compile_time) == "number" and e.compile_time / 1000 or nil }
     local obj = e[objective]
     if type(obj) == "number" and (not finite(obj) or obj < KT_FAILED_NUMBER) then
       -- (Kernel Tuner's times are in ms; an objective named for its unit,

@@ -170,10 +170,11 @@ local function from_t4(doc, file, r)
     local run = 0
     if t.runtimes ~= nil and type(t.runtimes) ~= "table" then bad(".times.runtimes: expected an array") end
     for j, x in ipairs(t.runtimes or {}) do run = run + number_or_nil(x, string.format(".times.runtimes[%d]", j)) end
-    local c = number_or_nil(t.compilation or t.compilation_time, ".times.compilation")
-      + number_or_nil(t.validation, ".times.validation") + run
+    local compile = number_or_nil(t.compilation or t.compilation_time, ".times.compilation")
+    local c = compile + number_or_nil(t.validation, ".times.validation") + run
     -- (times are in metadata.timeunit, else in the objective's own unit)
-    entry.cost_s = c * (meta_unit and default_unit or cost_unit or 1) / 1000
+    local to_s = (meta_unit and default_unit or cost_unit or 1) / 1000
+    entry.cost_s, entry.compile_s = c * to_s, compile * to_s
     return entry
   end
   add_entries(r, rec, sets, doc.results, "results", entry_of)
