@@ -15,8 +15,15 @@ static int env_set(const char *name)
 int kopt_mpi_launched(void)
 {
 	const char *force = getenv("KOPT_MPI");
-	if (force != NULL && force[0] != '\0')
-		return strcmp(force, "0") != 0;
+	if (force != NULL && force[0] != '\0') {
+		/* the words kopt takes for "off" elsewhere (KOPT_DB=off) are off here
+		 * too; anything else forces MPI on */
+		static const char *const off[] = {"0", "off", "no", "false", "OFF", "No", "False", "NO", "FALSE"};
+		for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+			if (strcmp(force, off[i]) == 0)
+				return 0;
+		return 1;
+	}
 	/* Open MPI's mpirun, then PMIx (srun --mpi=pmix, prterun), then PMI-2 */
 	return env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMIX_RANK") || env_set("PMI_RANK");
 }

@@ -531,6 +531,15 @@ do
           err:find(": 1 left)", 1, true), "the message names the slots and the budget left:\n%s", err)
 end
 
+-- KOPT_MPI=off (the word KOPT_DB takes) turned MPI on: a kopt built without
+-- it refused to run, one built with it started MPI outside mpirun
+for _, word in ipairs({ "off", "no", "false", "0" }) do
+  local code, _, err = T.run("random --backend replay:" .. replay .. " --budget 2 --no-db -q --out " .. tmp ..
+                             "/run_mpi_" .. word, "KOPT_MPI=" .. word)
+  T.check(code == 0 and not err:find("MPI", 1, true), "KOPT_MPI=%s is off: exit %d\n%s", word, code, err)
+  os.execute("rm -rf '" .. tmp .. "/run_mpi_" .. word .. "'")
+end
+
 for _, c in ipairs(cases) do
   local code, _, err = T.run(c.args, nil, tmp)
   T.check(not err:lower():find("traceback", 1, true), "`kopt %s`: a traceback on stderr:\n%s", c.args, err)
