@@ -109,8 +109,14 @@ function Checker:expression(v, path, names)
   end
   for _, n in ipairs(e.names) do
     if not names[n] then
-      self:fail(path, "expression '%s' uses unknown name '%s' (knobs, problem sizes, device and %s are known)",
-                e.text, n, "ceil/floor/min/max/abs/sqrt/log/log2/exp/cdiv")
+      -- (every name this field may read: a metric reads time_ms and the work
+      -- too, which a constraint may not)
+      local known = {}
+      for k in pairs(names) do if type(k) == "string" and k ~= "device" then known[#known + 1] = k end end
+      table.sort(known)
+      local shown = #known > 24 and table.concat(known, ", ", 1, 24) .. ", ..." or table.concat(known, ", ")
+      self:fail(path, "expression '%s' uses unknown name '%s' (known: %s%sdevice, and %s)", e.text, n, shown,
+                #known > 0 and ", " or "", "ceil/floor/min/max/abs/sqrt/log/log2/exp/cdiv")
     end
   end
   return e
