@@ -321,6 +321,33 @@ local function covers(r, q)
   return false
 end
 
+-- The best `limit` ok evaluations WHERE `where` (SQL over evaluations, with
+-- its parameters), ranked as the search ranked them: by the result's cost,
+-- which is the spec's objective when it declares one (1 / GFLOP/s), else the
+-- time. Rows without an objective are ranked in SQL, by time.
+function DB:best_rows(limit, where, ...)
+  local base = "SELECT * FROM evaluations WHERE (" .. where .. ") AND status = 'ok' AND time_ms IS NOT NULL"
+  local any = self:rows("SELECT 1 AS x FROM evaluations WHERE (" .. where .. ") AND status = 'ok' AND " ..
+                        "result LIKE '%\"objective\"%' LIMIT 1", ...)
+  if #any == 0 then return self:rows(base .. " ORDER BY time_ms ASC, n ASC LIMIT " .. math.tointeger(limit), ...) end
+  local rows = self:rows(base, ...)
+  for _, e in ipairs(rows) do
+    local r = type(e.result) == "string" and json.decode(e.result) or nil
+    local cost = type(r) == "table" and r.cost
+    -- (no cost, or not a finite number: an objective that could not be
+    -- computed ranks last, as the search ranked it)
+    e.rank_cost = (type(cost) == "number" and cost == cost and cost < math.huge) and cost
+      or (type(r) == "table" and r.objective ~= nil and math.huge) or e.time_ms
+  end
+  table.sort(rows, function(a, b)
+    if a.rank_cost ~= b.rank_cost then return a.rank_cost < b.rank_cost end
+    return (a.n or 0) < (b.n or 0)
+  end)
+  local out = {}
+  for i = 1, math.min(limit, #rows) do out[i] = rows[i] end
+  return out
+end
+
 -- The finished run that answers q for problem id, with its best evaluation
 -- and its five best, or nil.
 function DB:known_best(id, q)
@@ -331,8 +358,7 @@ function DB:known_best(id, q)
                          q.strategy_code or "", canon(q.options), q.seed)
   for _, r in ipairs(runs) do
     if covers(r, q) then
-      local top = self:rows("SELECT * FROM evaluations WHERE run_id = ? AND status = 'ok' AND time_ms IS NOT NULL"
-                            .. " ORDER BY time_ms ASC, n ASC LIMIT 5", r.id)
+      local top = self:best_rows(5, "run_id = ?", r.id)
       -- the run's own best first: by the spec's objective when it has one
       -- (GFLOP/s), which the fastest time is not
       if r.best_n then

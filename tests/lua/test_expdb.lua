@@ -134,6 +134,40 @@ do
           "an edited generator file is searched again:\n%s", out)
 end
 
+-- 1d. A spec with an objective (GFLOP/s, to maximise): the hit's five best,
+-- `db show`'s ten best and `db list`'s best are ranked by it, as the run
+-- ranked them (they were ranked by time: the worst configs by the objective)
+do
+  local d = T.tmpdir("expdb-objective")
+  local json = require("kopt.json")
+  local cache, bx = {}, {}
+  for b = 1, 20 do
+    bx[b] = b
+    cache[tostring(b)] = { BX = b, time = 1 + 0.1 * b, times = { 1 + 0.1 * b } }
+  end
+  T.write(d .. "/kt.json", json.encode({ device_name = "GPU", kernel_name = "k", tune_params_keys = { "BX" },
+                                          tune_params = { BX = bx }, objective = "time", cache = cache }))
+  T.write(d .. "/k.cu", 'extern "C" __global__ void k(float *out, int n) { int i = blockIdx.x * BX + threadIdx.x; ' ..
+                        "if (i < n) out[i] = 1.0f; }\n")
+  T.write(d .. "/s.json", json.encode({ name = "objdb", kernel = { source = "k.cu", entry = "k" }, problem = { n = 1024 },
+    knobs = { { name = "BX", values = bx } }, launch = { grid = { "cdiv(n, 32)" }, block = { 32 } },
+    args = { { name = "out", type = "f32", shape = { "n" }, output = true }, { name = "n", type = "i32", value = "n" } },
+    recording = "kt.json", work = { flops = "BX * 1e9" }, metrics = { ["GFLOP/s"] = "flops / time_s / 1e9" },
+    objective = { metric = "GFLOP/s", goal = "max" } }))
+  local odb = "KOPT_DB=" .. d .. "/e.db"
+  code, _, err = T.run("exhaustive " .. d .. "/s.json -q --out " .. d .. "/o1", odb)
+  T.eq(code, 0, "objective: the first run\n" .. err)
+  code, out = T.run("exhaustive " .. d .. "/s.json --out " .. d .. "/o2", odb)
+  T.check(code == 0 and out:find("\n  2 +2%.9 +BX=19") and out:find("\n  5 +2%.6 +BX=16"),
+          "the hit's five best by the objective:\n%s", out)
+  code, out = T.run("db --db " .. d .. "/e.db show 1")
+  T.check(code == 0 and out:find("ok +3 +3 +exhaustive +BX=20") and not out:find("BX=1\n", 1, true),
+          "db show's best by the objective:\n%s", out)
+  code, out = T.run("db --db " .. d .. "/e.db list")
+  T.check(code == 0 and out:find("objdb", 1, true) and out:find(" 3 +%x+") , "db list's best is BX=20's 3 ms:\n%s", out)
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 -- 2. --fresh searches again: every state measured, none served.
 code, out, err = T.run(cmd("random", REC, 40, tmp .. "/fresh", "--fresh -q"), env())
 T.eq(code, 0, "--fresh: exit code\n" .. err)
