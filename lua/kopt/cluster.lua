@@ -30,8 +30,14 @@ function Cluster:attach(backend, spec)
     return nil
   end
   local o = self.opts
+  local root_evaluates = o.mpi_root ~= "engine"
+  if not root_evaluates and self.size == 1 then
+    -- (no rank to serve it: said as such, not as ranks lost)
+    io.stderr:write("kopt: --mpi-root engine: this run has one rank, so rank 0 evaluates too\n")
+    root_evaluates = true
+  end
   self.backend = mpi_backend.open(backend, {
-    comm = self, spec = spec, root_evaluates = o.mpi_root ~= "engine", timeout_s = o.mpi_timeout,
+    comm = self, spec = spec, root_evaluates = root_evaluates, timeout_s = o.mpi_timeout,
     allow_mixed = o.allow_mixed, quiet = o.q })
   return self.backend
 end

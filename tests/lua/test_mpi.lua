@@ -41,6 +41,19 @@ compare("anneal", 60, 3)
 used = compare("random", 40, 3, "engine")
 T.eq(used[0], nil, "--mpi-root engine: evaluations by rank 0")
 T.check((used[1] or 0) > 0 and (used[2] or 0) > 0, "--mpi-root engine: ranks 1 and 2 both evaluate")
+-- one rank and --mpi-root engine: rank 0 evaluates, and says why (it said
+-- "no serving rank is left", and its start event "evaluates: false")
+do
+  local dir = tmp .. "/engine-one"
+  local code, _, err = M.mpirun(1, "random --backend replay:" .. file .. " --budget 10 --no-db --out " .. dir ..
+                                   " --mpi-root engine")
+  T.eq(code, 0, "one rank, --mpi-root engine: exit code\n" .. err)
+  T.check(err:find("this run has one rank, so rank 0 evaluates too", 1, true) and
+          not err:find("no serving rank is left", 1, true), "one rank, --mpi-root engine: said as such\n%s", err)
+  local start = require("cjson").decode(io.lines(dir .. "/events.jsonl")())
+  local r0 = start and start.device and start.device.mpi and start.device.mpi.ranks and start.device.mpi.ranks[1]
+  T.check(r0 and r0.evaluates == true, "one rank: the start event says rank 0 evaluates")
+end
 
 -- A rank whose device differs (its recording is another GPU's) is refused
 -- at the start: one sentence, exit 2, no run folder.
