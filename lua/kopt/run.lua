@@ -166,16 +166,31 @@ local function check_resume(events, dir, info, opts)
   if #events == 0 then
     errors.usage("--resume: %s/events.jsonl is empty: the run recorded nothing to resume; start it again without --resume", dir)
   end
+  -- a line edited by hand (valid JSON of the wrong shape: null, a number,
+  -- an ok result with no time or a time of 0, a config outside the space)
+  -- is named, not met later as an internal error or crowned the winner
+  for i, ev in ipairs(events) do
+    if type(ev) ~= "table" or #ev > 0 then
+      errors.usage("--resume: %s/events.jsonl: event %d is not a JSON object; the run cannot be resumed", dir, i)
+    end
+  end
   local start = events[1]
   if start.event ~= "start" then errors.usage("--resume: %s/events.jsonl does not begin with a start event", dir) end
-  -- an evaluation line edited by hand (valid JSON, wrong shape) is named,
-  -- not met later as an internal error
   for i, ev in ipairs(events) do
     if ev.event == "eval" then
       local r = ev.result
       local why = type(ev.key) ~= "string" and "no 'key'" or type(ev.config) ~= "table" and "no 'config'"
         or type(r) ~= "table" and "no 'result'" or type(r.status) ~= "string" and "no result 'status'"
         or (r.time_ms ~= nil and type(r.time_ms) ~= "number") and "a result 'time_ms' that is not a number" or nil
+      if not why and r.status == "ok" then
+        local t = r.time_ms
+        if not (type(t) == "number" and t > 0 and t < math.huge) then
+          why = "an ok result whose 'time_ms' is not a positive time"
+        elseif info.space then
+          local okv, valid = pcall(info.space.is_valid, info.space, ev.config)
+          if okv and not valid then why = "an ok result for a config outside the spec's space" end
+        end
+      end
       if why then
         errors.usage("--resume: %s/events.jsonl: event %d, an evaluation, has %s; the run cannot be resumed", dir, i,
                      why)
@@ -487,7 +502,7 @@ function M.locked(opts, r)
   local digest = expdb.problem_digest(spec, space)
   local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options,
                  strategy_code = r.strategy_code, device = opts.resume and backend:describe() or nil,
-                 problem_digest = digest }
+                 problem_digest = digest, space = space }
   local seed = opts.seed or 1
   local resume_events, prior = nil, 0
   if opts.resume then

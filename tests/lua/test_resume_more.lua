@@ -264,5 +264,43 @@ do
           not err:find("is it deterministic", 1, true), "the edit is named:\n%s", err)
 end
 
+-- lines of events.jsonl edited by hand into valid JSON of the wrong shape:
+-- null (an internal error), an ok result of time 0 or -1 (crowned the
+-- winner, "infx faster"), an ok result with no time (an internal error), and
+-- an ok result for a config outside the space (the winner)
+do
+  local dir = tmp .. "/shapes"
+  local cmd = string.format("random --backend replay:%s --budget 6 --no-db -q --out %s", REC, dir)
+  local code = T.run(cmd)
+  T.eq(code, 0, "shapes: the run")
+  local lines = {}
+  for l in io.lines(dir .. "/events.jsonl") do lines[#lines + 1] = l end
+  local cjson = require("cjson")
+  local ev_at
+  for i, l in ipairs(lines) do if not ev_at and l:find('"event":"eval"', 1, true) then ev_at = i end end
+  local function with_line(text, want)
+    local copy = {}
+    for i, l in ipairs(lines) do copy[i] = l end
+    copy[ev_at] = text
+    T.write(dir .. "/events.jsonl", table.concat(copy, "\n") .. "\n")
+    local c, _, e = T.run(cmd .. " --budget 8 --resume")
+    T.check(c == 2 and e:find(want, 1, true) and not e:find("internal error", 1, true),
+            "%s: exit %d\n%s", text:sub(1, 60), c, e)
+  end
+  with_line("null", "event " .. ev_at .. " is not a JSON object")
+  with_line("7", "event " .. ev_at .. " is not a JSON object")
+  for _, t in ipairs({ 0, -1 }) do
+    local ev = cjson.decode(lines[ev_at])
+    ev.result.status, ev.result.time_ms = "ok", t
+    with_line(cjson.encode(ev), "an ok result whose 'time_ms' is not a positive time")
+  end
+  local ev = cjson.decode(lines[ev_at])
+  ev.result.status, ev.result.time_ms = "ok", nil
+  with_line(cjson.encode(ev), "an ok result whose 'time_ms' is not a positive time")
+  ev = cjson.decode(lines[ev_at])
+  ev.result.status, ev.result.time_ms, ev.config.block_size_x = "ok", 0.001, 999
+  with_line(cjson.encode(ev), "an ok result for a config outside the spec's space")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

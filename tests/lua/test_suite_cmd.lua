@@ -170,6 +170,21 @@ T.eq(code, 0, "--resume without --baselines (" .. err .. ")")
 T.eq(cjson.encode(read_json(root .. "/all/suite.json").fast_p), cjson.encode(f), "resumed without --baselines: same fast_p")
 code, _, err = suite("--out '" .. root .. "/all' --resume --baselines '" .. root .. "/specs/none.json'")
 T.check(code == 2 and err:find("was started with --baselines", 1, true), "--resume with other baselines: %s", err)
+-- another --seed or --target on --resume: refused as another --budget is
+-- (it ran the rest with the new seed: one suite of two seeds)
+code, _, err = suite("--out '" .. root .. "/all' --resume --seed 3")
+T.check(code == 2 and err:find("was started with --seed 1, not 3", 1, true), "--resume with another seed: %s", err)
+code, _, err = suite("--out '" .. root .. "/all' --resume --target 2x-eager")
+T.check(code == 2 and err:find("was started with no --target, not --target 2x-eager", 1, true),
+        "--resume with another target: %s", err)
+code, _, err = suite("--out '" .. root .. "/all' --resume --seed -5")
+T.check(code == 2 and err:find("--seed: expected a non-negative integer", 1, true), "a negative seed: %s", err)
+-- an empty results.json in a finished problem: resumed, and written again
+-- (it was taken as done and left empty)
+T.write(root .. "/all/relu/results.json", "")
+code, _, err = suite("--out '" .. root .. "/all' --resume")
+T.eq(code, 0, "--resume with an empty results.json (" .. err .. ")")
+T.check(type(read_json(root .. "/all/relu/results.json")) == "table", "results.json is written again")
 -- a resume killed before it reaches the finished problems keeps their rows
 -- in the report it wrote (it wrote none of them until it reached them)
 assert(os.execute(string.format("cp -r '%s/all' '%s/rekill' && rm -rf '%s/rekill/gemv'", root, root, root)))

@@ -99,10 +99,10 @@ local function parse(argv)
         errors.usage("suite: --backend: expected cuda, replay or replay:DIR, got '%s'", v)
       end
       o.backend = v
-    elseif a == "--seed" then  -- any integer, as for a run
+    elseif a == "--seed" then  -- a non-negative integer, as for a run
       o.seed = math.tointeger(tonumber(value(a)))
-      if not o.seed then errors.usage("suite: --seed: expected an integer, got '%s'", argv[i]) end
-      if math.abs(o.seed) > 2^53 then errors.usage("suite: --seed: %s is larger than 2^53", argv[i]) end
+      if not o.seed or o.seed < 0 then errors.usage("suite: --seed: expected a non-negative integer, got '%s'", argv[i]) end
+      if o.seed > 2^53 then errors.usage("suite: --seed: %s is larger than 2^53", argv[i]) end
     elseif a == "--finalists" then o.finalists = count(a)
     elseif a == "--sanitize" then
       local list, why = sanitize.parse_tools(value(a))
@@ -206,12 +206,22 @@ end
 
 -- A problem's folder: "done" (a stop event that was not an interruption or
 -- an error), "partial" (events but no such stop) or "none".
+-- The --opt pairs as "key=value" texts, sorted: how suite.json keeps them.
+local function opt_texts(list)
+  local out = {}
+  for i, kv in ipairs(list or {}) do out[i] = kv[1] .. "=" .. kv[2] end
+  table.sort(out)
+  return out
+end
+
 local function state_of(dir)
   local ok, events = pcall(rundir_mod.read_events, dir .. "/events.jsonl")
   if not ok or not events or #events == 0 then return "none" end
   local first = events[1]
   local stop, probe
   for _, ev in ipairs(events) do
+    -- (a line of the wrong shape: the problem's own --resume names it)
+    if type(ev) ~= "table" then return "partial" end
     if ev.event == "stop" then stop = ev end
     if ev.event == "range_probe" then probe = ev end
     if ev.event == "resume" then stop, probe = nil, nil end
@@ -219,7 +229,9 @@ local function state_of(dir)
   if stop and stop.reason ~= "interrupted" and stop.reason ~= "error" then
     -- (killed after its stop event, before results.json or best/ were
     -- written: resumed, which writes them)
-    if not sys.stat(dir .. "/results.json") or (stop.best and not sys.stat(dir .. "/best/config.json")) then
+    -- (an empty or unreadable results.json too: the resume writes it again)
+    local results = json.read_file(dir .. "/results.json")
+    if type(results) ~= "table" or (stop.best and not sys.stat(dir .. "/best/config.json")) then
       return "partial"
     end
     return "done", stop, probe, first
@@ -383,6 +395,33 @@ function M.main(argv)
     -- (the suite's own backend, given or not: a resume on another machine,
     -- or without the flag, must not measure the rest elsewhere)
     if not o.backend and type(previous.backend) == "string" then o.backend = previous.backend end
+    -- one seed, one target and one set of options for every problem, as one
+    -- budget (suites begun before these were kept are not checked)
+    if previous.seed ~= nil then
+      if o.seed and o.seed ~= previous.seed then
+        errors.usage("suite: --resume: %s was started with --seed %s, not %d", out, tostring(previous.seed), o.seed)
+      end
+      o.seed = o.seed or math.tointeger(previous.seed)
+    end
+    local target = o.target and o.target.text
+    if previous.opt ~= nil and target ~= previous.target then
+      errors.usage("suite: --resume: %s was started with %s, not %s", out,
+                   previous.target and ("--target " .. tostring(previous.target)) or "no --target",
+                   target and ("--target " .. target) or "none")
+    end
+    if type(previous.opt) == "table" then
+      local was, now = table.concat(previous.opt, " "), table.concat(opt_texts(o.opt), " ")
+      if #o.opt > 0 and now ~= was then
+        errors.usage("suite: --resume: %s was started with %s, not --opt %s", out,
+                     was ~= "" and ("--opt " .. was) or "no --opt", now)
+      end
+      if #o.opt == 0 then
+        for _, t in ipairs(previous.opt) do
+          local k, v = tostring(t):match("^([^=]+)=(.*)$")
+          if k then o.opt[#o.opt + 1] = { k, v } end
+        end
+      end
+    end
   else
     if previous ~= nil then
       errors.usage("suite: %s already holds a suite run; continue it with --resume or choose another --out", out)
@@ -402,6 +441,7 @@ function M.main(argv)
   end
 
   local doc = { strategy = strategy, budget = o.budget or M.DEFAULT_BUDGET, target = o.target and o.target.text,
+                seed = o.seed or 1, opt = #o.opt > 0 and opt_texts(o.opt) or json.empty_array,
                 backend = o.backend or (device and "cuda" or "replay"), device = device_name, kopt = sys.version,
                 date = sys.utc_iso(), baselines_note = baselines_note,
                 baselines = baselines and { file = baselines.file, gpu = baselines.gpu, torch = baselines.torch } or nil,
