@@ -415,6 +415,7 @@ function Engine:record(job, result, eval_s, from_log)
   result.cost = M.cost_of(self.ctx.spec, result)
   if result.cost == math.huge and type(result.objective) == "number" and not self.noted_objective then
     self.noted_objective = true  -- (once: a metric that can be 0 or negative is a spec to fix)
+    self.progress:clear()  -- (else written onto the live line)
     io.stderr:write(string.format("kopt: the objective %s is %s for %s: kopt ranks a result whose objective is " ..
                                   "not a positive number last (make the metric a positive quantity)\n",
                                   self.ctx.spec.objective.metric, tostring(result.objective), job.key))
@@ -424,6 +425,9 @@ function Engine:record(job, result, eval_s, from_log)
   if result.free then return end
   self.evaluations = self.evaluations + 1
   self.ctx.evaluations = self.evaluations
+  -- (read from the resumed log or served by the database: no time spent
+  -- here, so the progress line's rate leaves them out)
+  if from_log or job.from_db then self.not_measured = (self.not_measured or 0) + 1 end
   if result.status ~= "ok" then self.failures = self.failures + 1 end
   -- its number: the one on record when it comes from the log; else the next
   -- after every number used (equal to the count unless a resumed strategy
@@ -653,7 +657,10 @@ function Engine:keep_unasked(reason)
                         "deterministic? math.random is seeded by --seed; use ctx.rng); kept in the results",
                         #left, #left == 1 and "" or "s", #left == 1 and "was" or "were")
   end
-  if not self.quiet then io.stderr:write("kopt: ", msg, "\n") end
+  if not self.quiet then
+    self.progress:clear()  -- (else written onto the live line)
+    io.stderr:write("kopt: ", msg, "\n")
+  end
   if self.rundir then self.rundir:trace("\n%s\n", msg) end
 end
 

@@ -35,8 +35,12 @@ end
 function M:update(state, improved)
   if self.quiet then return end
   local wall = sys.now() - self.start
-  local rate = state.evaluations / math.max(wall, 1e-9)
-  local eta = state.evaluations > 0 and (self.budget - state.evaluations) / rate or nil
+  -- measured here only: evaluations read back from a resumed run's log or
+  -- served by the database took no time, and an ETA counting them said 0:00
+  -- for the whole remainder
+  local measured = state.evaluations - (state.not_measured or 0)
+  local rate = measured / math.max(wall, 1e-9)
+  local eta = measured > 0 and math.max(0, self.budget - state.evaluations) / rate or nil
   if self.budget == math.huge then eta = nil end
   local budget = self.budget == math.huge and "-" or tostring(self.budget)
   local line = string.format("[%s%d/%s] %s | %d failed | %.1f eval/s | ETA %s", self.label,
@@ -80,8 +84,15 @@ end
 
 function M:message(fmt, ...)
   if self.quiet then return end
-  if self.tty and self.drawn then io.stderr:write("\r\27[K") end
+  self:clear()
   io.stderr:write("kopt: ", string.format(fmt, ...), "\n")
+end
+
+-- Clears the live line before other output on stderr (it is drawn again at
+-- the next update).
+function M:clear()
+  if self.tty and self.drawn then io.stderr:write("\r\27[K") end
+  self.drawn = false
 end
 
 M.clock = clock
