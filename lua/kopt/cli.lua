@@ -187,6 +187,24 @@ function M.commands()
   return names
 end
 
+-- A subcommand's arguments from argv[from], with "--flag=value" given as
+-- "--flag", "value", as the run's own parser takes it (the subcommands'
+-- parsers read the two-word form); nothing after "--" is split.
+local function split_flags(argv, from)
+  local out, rest = {}, false
+  for i = from, #argv do
+    local a = argv[i]
+    local flag, value = a:match("^(%-%-[%a][%w%-]*)=(.*)$")
+    if rest or not flag then
+      out[#out + 1] = a
+    else
+      out[#out + 1], out[#out + 2] = flag, value
+    end
+    if a == "--" then rest = true end
+  end
+  return out
+end
+
 local function run(argv)
   local first = argv[1]
   if first == "--devices" then first = "devices" end
@@ -199,7 +217,7 @@ local function run(argv)
                    "same folder): run it without them", first, size)
     end
     local ok, cmd = pcall(require, "kopt.commands." .. first)
-    if ok then return cmd.main({ table.unpack(argv, 2) }) or 0 end
+    if ok then return cmd.main(first == "script" and { table.unpack(argv, 2) } or split_flags(argv, 2)) or 0 end
     if not tostring(cmd):find("module 'kopt.commands." .. first .. "' not found", 1, true) then error(cmd, 0) end
   end
   local opts, pos = M.parse(argv)

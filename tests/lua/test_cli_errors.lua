@@ -61,6 +61,13 @@ case("random --backend gpu7", 2, "kopt: --backend: expected 'cuda' or 'replay:FI
 case("random --time-limit -3 --backend replay:" .. replay, 2, "kopt: --time-limit: expected a positive number of seconds, got '-3'")
 case("random --compile-timeout 0 --backend replay:" .. replay, 2,
      "kopt: --compile-timeout: expected a positive number of seconds, got '0'")
+-- kopt compile --timeout takes seconds as --compile-timeout does (2.5 was
+-- refused as no positive integer)
+case("compile specs/transpose.json --timeout 0", 2, "kopt: compile: --timeout: expected a positive number of seconds, got '0'")
+-- a subcommand's --flag=value, as the run's own flags take it (refused as an
+-- unknown option)
+case("compile specs/transpose.json --timeout=-1", 2, "kopt: compile: --timeout: expected a positive number of seconds, got '-1'")
+case("db --db=" .. tmp .. "/none.db list -o " .. tmp .. "/x.json", 2, "kopt: db list: -o is for export only")
 case("random --gpus 0,x --backend replay:" .. replay, 2, "kopt: --gpus: expected a comma-separated list of GPU indices, got '0,x'")
 case("-q -v random --backend replay:" .. replay, 2, "kopt: -q and -v cannot be used together")
 case("random --sanitize helgrind --backend replay:" .. replay, 2,
@@ -538,6 +545,11 @@ for _, word in ipairs({ "off", "no", "false", "0" }) do
                              "/run_mpi_" .. word, "KOPT_MPI=" .. word)
   T.check(code == 0 and not err:find("MPI", 1, true), "KOPT_MPI=%s is off: exit %d\n%s", word, code, err)
   os.execute("rm -rf '" .. tmp .. "/run_mpi_" .. word .. "'")
+end
+
+do
+  local code, out, err = T.run("compile " .. root .. "/specs/transpose.json --timeout=2.5 --sample=1")
+  T.check(code == 0 and out:find(" ok ", 1, true), "compile --timeout=2.5 --sample=1: exit %d\n%s%s", code, out, err)
 end
 
 for _, c in ipairs(cases) do

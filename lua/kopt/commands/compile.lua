@@ -52,7 +52,12 @@ local function parse(argv)
       o.arch = value(a)
       if not o.arch:match("^sm_%d+a?$") then errors.usage("compile: --arch: expected sm_NN or sm_NNa, got '%s'", o.arch) end
     elseif a == "--workers" then o.workers = count(a)
-    elseif a == "--timeout" then o.timeout = count(a)
+    elseif a == "--timeout" then  -- seconds, as the run's --compile-timeout
+      local v = value(a)
+      o.timeout = tonumber(v)
+      if not o.timeout or o.timeout ~= o.timeout or o.timeout <= 0 or o.timeout == math.huge then
+        errors.usage("compile: --timeout: expected a positive number of seconds, got '%s'", v)
+      end
     elseif a == "--no-cache" then o.no_cache = true
     elseif a == "--log" then o.log = true
     elseif a == "--cubin" then o.cubin = value(a)
