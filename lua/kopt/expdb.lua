@@ -536,6 +536,20 @@ function Session:close()
   if self.db then self.db:close() self.db = nil end
 end
 
+-- Closes the session; a database file this run created and wrote nothing
+-- into is removed (a run refused at its start writes nothing).
+function Session:discard_unused()
+  local remove = false
+  if self.db and self.created and not self.run_id then
+    local ok, rows = pcall(self.db.rows, self.db, "SELECT count(*) AS n FROM problems")
+    remove = ok and rows[1] and rows[1].n == 0
+  end
+  self:close()
+  if remove then
+    for _, suffix in ipairs({ "", "-wal", "-shm" }) do os.remove(self.path .. suffix) end
+  end
+end
+
 -- A hit as data: { path=, run=, time_ms=, config=, result=, n=, key= } (the
 -- best: nil fields when the run found no valid configuration).
 function Session:hit_summary()
@@ -602,6 +616,7 @@ function M.session(opts, info)
   if not path then return nil end
   -- the default place may be unwritable (a read-only home): the run goes
   -- on without; a file named with --db or KOPT_DB must open
+  local created = not sys.stat(path)
   local db, why = M.open(path, false, default)
   if not db then
     io.stderr:write(string.format("kopt: the experience database %s cannot be opened (%s); this run goes on without it"
@@ -609,7 +624,7 @@ function M.session(opts, info)
     return nil
   end
   local self = setmetatable({ db = db, path = path, info = info, pending = {}, measured = 0, served = 0,
-                              sources_seen = {} }, Session)
+                              sources_seen = {}, created = created }, Session)
   self.id = M.identity(info)
   if not info.fresh and not info.resume then
     self.hit = db:known_best(self.id, info)

@@ -161,7 +161,9 @@ function M.resolve(list)
     if not g then errors.usage("%s", err) end
     out[#out + 1] = g
   end
-  if #out == 0 then errors.usage("no move generator given") end
+  if #out == 0 then
+    errors.usage("no move generator given (an empty list: --opt moves=rules, say, or a generator file's path)")
+  end
   return out
 end
 

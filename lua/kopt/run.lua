@@ -590,6 +590,15 @@ function M.locked(opts, r)
   if engine.stop_reason == "error" and engine.error.io_failed then
     return M.write_failure(engine, backend, nil, prior, opts.resume)
   end
+  -- bad input met as the strategy started (an --opt its init refuses), with
+  -- nothing measured and no run folder: its one sentence alone, and nothing
+  -- written (no summary of a run that never began, no new database file)
+  if engine.stop_reason == "error" and engine.evaluations == 0 and not engine.rundir and
+     errors.is_user_error(engine.error) and not opts.resume then
+    if r.memory then r.memory:discard_unused() end
+    backend:close()
+    error(engine.error, 0)
+  end
   local finalist_lines, final_verdict
   local k = opts.finalists or 3
   if backend.name ~= "replay" and k > 1 and engine.stop_reason ~= "error" and engine.stop_reason ~= "interrupted" then

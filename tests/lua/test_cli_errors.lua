@@ -552,6 +552,17 @@ do
   T.check(code == 0 and out:find(" ok ", 1, true), "compile --timeout=2.5 --sample=1: exit %d\n%s%s", code, out, err)
 end
 
+-- an --opt the strategy refuses as it starts: one sentence, and nothing
+-- written (a summary of "0 evaluations" went to stdout and the database
+-- file was created)
+for _, bad in ipairs({ "portfolio=tree,bogus", "moves=", "clip_lo=5 --opt clip_hi=-5" }) do
+  local db = tmp .. "/opt_refused.db"
+  local code, out, err = T.run("mcgs --backend replay:" .. replay .. " --budget 5 --db " .. db .. " --out " .. tmp ..
+                               "/run_opt_refused --opt " .. bad)
+  T.check(code == 2 and out == "" and not T.exists(db) and not T.exists(tmp .. "/run_opt_refused"),
+          "--opt %s: exit %d, stdout %q, database left: %s\n%s", bad, code, out, tostring(T.exists(db)), err)
+end
+
 for _, c in ipairs(cases) do
   local code, _, err = T.run(c.args, nil, tmp)
   T.check(not err:lower():find("traceback", 1, true), "`kopt %s`: a traceback on stderr:\n%s", c.args, err)
