@@ -186,9 +186,6 @@ local function check_resume(events, dir, info, opts)
         local t = r.time_ms
         if not (type(t) == "number" and t > 0 and t < math.huge) then
           why = "an ok result whose 'time_ms' is not a positive time"
-        elseif info.space then
-          local okv, valid = pcall(info.space.is_valid, info.space, ev.config)
-          if okv and not valid then why = "an ok result for a config outside the spec's space" end
         end
       end
       if why then
@@ -213,6 +210,16 @@ local function check_resume(events, dir, info, opts)
   end
   if opts.seed and opts.seed ~= start.seed then
     errors.usage("--resume: %s was started with --seed %s, not %d", dir, tostring(start.seed), opts.seed)
+  end
+  -- (after the spec's digest: an edited constraint is said as such)
+  for i, ev in ipairs(events) do
+    if ev.event == "eval" and ev.result.status == "ok" and info.space then
+      local okv, valid = pcall(info.space.is_valid, info.space, ev.config)
+      if okv and not valid then
+        errors.usage("--resume: %s/events.jsonl: event %d, an evaluation, has an ok result for a config outside the " ..
+                     "spec's space; the run cannot be resumed", dir, i)
+      end
+    end
   end
   -- another GPU's measurements would mix with these (a recording of another
   -- device under the same name, or another card)

@@ -56,7 +56,8 @@ end
 function M.read_events(path)
   if not sys.stat(path) then return nil end
   local text, rerr = json.read_text(path, math.maxinteger)
-  if not text then errors.usage("--resume: %s", rerr) end
+  -- (read by a fresh run too, to find a run already there: no "--resume")
+  if not text then errors.usage("cannot read the run's log %s", rerr) end
   local events, good_end, pos, lineno = {}, 0, 1, 0
   while pos <= #text do
     local nl = text:find("\n", pos, true)
@@ -93,12 +94,12 @@ function M.open(dir, resume, torn_at)
       if name:find("%.tmp%.?%d+$") then os.remove(dir .. sub .. "/" .. name) end
     end
   end
-  if not resume and sys.stat(self.events_path) then
+  if not resume then
     -- a fresh start in a run folder whose log holds no whole line (a run
-    -- killed before its first): what that run began to write is not this
-    -- run's, and some of it would be read or appended to (transitions
-    -- counted twice by kopt regraph, priors from regraph.json, answers
-    -- from the transcript)
+    -- killed before its first), or whose log was deleted: what that run
+    -- wrote is not this run's, and some of it would be read or appended to
+    -- (transitions counted twice by kopt regraph, priors from regraph.json,
+    -- answers from the transcript)
     for _, name in ipairs(M.DERIVED) do os.remove(dir .. "/" .. name) end
   end
   if torn_at then

@@ -302,5 +302,24 @@ do
   with_line(cjson.encode(ev), "an ok result for a config outside the spec's space")
 end
 
+-- a fresh run in a folder whose events.jsonl the user deleted: the old
+-- transitions.jsonl was appended to (kopt regraph counted every one twice);
+-- and the log as a folder is not spoken of as a --resume
+do
+  local dir = tmp .. "/deleted_log"
+  local cmd = string.format("mcgs --backend replay:%s --budget 20 --no-db -q --out %s", REC, dir)
+  T.eq((T.run(cmd)), 0, "deleted log: the first run")
+  os.remove(dir .. "/events.jsonl")
+  T.eq((T.run(cmd)), 0, "deleted log: the second run")
+  local n = 0
+  for _ in io.lines(dir .. "/transitions.jsonl") do n = n + 1 end
+  local evals = #T.events(dir)
+  T.check(n <= evals, "transitions.jsonl holds this run's only: %d lines for %d evaluations", n, evals)
+  os.execute("rm -rf '" .. dir .. "' && mkdir -p '" .. dir .. "/events.jsonl'")
+  local c, _, e = T.run(cmd)
+  T.check(c == 2 and e:find("cannot read the run's log", 1, true) and not e:find("--resume", 1, true),
+          "events.jsonl as a folder on a fresh run: %s", e)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
