@@ -319,6 +319,18 @@ function M.main(opts, pos)
       end
     end
   end
+  -- flags that act only where kernels run: said once under replay, not
+  -- taken silently as if they had
+  if choice.kind ~= "cuda" and not opts.q then
+    local idle = {}
+    if opts.gpus then idle[#idle + 1] = "--gpus" end
+    if opts.finalists then idle[#idle + 1] = "--finalists" end
+    if opts.compile_timeout then idle[#idle + 1] = "--compile-timeout" end
+    if #idle > 0 then
+      io.stderr:write(string.format("kopt: note: %s %s nothing here: this run replays %s (no kernel is compiled or " ..
+                                    "run)\n", table.concat(idle, ", "), #idle == 1 and "does" or "do", choice.file))
+    end
+  end
   if opts.sanitize and #opts.sanitize > 0 and choice.kind ~= "cuda" then
     errors.usage("--sanitize: checks the winner on a GPU; this run replays %s (no kernel runs)", choice.file)
   end

@@ -563,6 +563,15 @@ for _, bad in ipairs({ "portfolio=tree,bogus", "moves=", "clip_lo=5 --opt clip_h
           "--opt %s: exit %d, stdout %q, database left: %s\n%s", bad, code, out, tostring(T.exists(db)), err)
 end
 
+-- GPU-only flags under replay: said (they were taken silently)
+do
+  local code, _, err = T.run("random --backend replay:" .. replay .. " --budget 2 --no-db --out " .. tmp ..
+                             "/run_gpu_flags --gpus 7 --finalists 5 --compile-timeout 3")
+  T.check(code == 0 and err:find("note: --gpus, --finalists, --compile-timeout do nothing here: this run replays", 1, true),
+          "GPU-only flags under replay: exit %d\n%s", code, err)
+  os.execute("rm -rf '" .. tmp .. "/run_gpu_flags'")
+end
+
 for _, c in ipairs(cases) do
   local code, _, err = T.run(c.args, nil, tmp)
   T.check(not err:lower():find("traceback", 1, true), "`kopt %s`: a traceback on stderr:\n%s", c.args, err)
