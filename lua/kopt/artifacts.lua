@@ -73,7 +73,8 @@ function A:folder(source, rec, n)
     end
     return f
   end
-  assert(sys.mkdir_p(dir))
+  local made, merr = sys.mkdir_p(dir)
+  if not made then error(merr, 0) end  -- (said by guard without kopt's own line)
   write(dir .. "/" .. self:kernel_name(), source)
   local orig = self.spec.kernel.source
   if source ~= orig then
@@ -164,7 +165,8 @@ function A:finish(engine)
   local spec = self.spec
   if best and spec and spec.kernel and best.source and best.source ~= spec.kernel.source then
     self:guard(function()
-      assert(sys.mkdir_p(self.dir .. "/best"))
+      local made, merr = sys.mkdir_p(self.dir .. "/best")
+      if not made then error(merr, 0) end
       write(self.dir .. "/best/" .. self:kernel_name() .. ".diff",
             patch.diff(spec.kernel.source, best.source, self:kernel_name()))
     end)

@@ -560,7 +560,7 @@ function M.locked(opts, r)
   end
   local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
   if r.memory then r.memory.info.seed = seed end  -- a resumed run's own
-  if choice.note then io.stderr:write("kopt: ", choice.note, "\n") end
+  if choice.note and not opts.q then io.stderr:write("kopt: ", choice.note, "\n") end
 
   local function open_rundir()
     r.state.opened = true
