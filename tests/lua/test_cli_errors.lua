@@ -277,6 +277,9 @@ case("compare --strategies random --spaces " .. replay .. " --seeds 1 --budgets 
      "kopt: compare: --out: expected a folder name, got an empty string")
 case("compare --strategies random --spaces " .. replay .. "," .. tmp .. "/absent.json --seeds 1 --budgets 5 --out " ..
      tmp .. "/cmp_absent", 2, "kopt: cannot read replay file " .. tmp .. "/absent.json: No such file or directory")
+-- a space given twice (it ran as "#2" and counted twice in the means)
+case("compare --strategies random --spaces " .. replay .. "," .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
+     "/cmp_twice", 2, "kopt: compare: --spaces names " .. replay .. " twice (its rows would count twice in the means)")
 case("compare --strategies genetic@population=0 --spaces " .. replay .. " --seeds 1 --budgets 5 --out " .. tmp ..
      "/cmp_pop", 2, "kopt: --opt population: expected an integer at least 2, got '0'")
 case("suite mcsg tests/data/specs --out " .. tmp .. "/suite_typo", 2,

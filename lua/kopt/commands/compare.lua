@@ -164,7 +164,7 @@ end
 
 -- Each file's label: its name without .json, with as many of its folders
 -- in front as it takes to tell it from the others ("d1/space", "d2/space");
--- a file given twice gets "#2".
+-- two files of one name in one folder's depth get "#2".
 local function space_names(files)
   local parts, names = {}, {}
   for i, f in ipairs(files) do
@@ -204,6 +204,15 @@ function M.main(argv)
   local defaulted = o.spaces == nil
   local strategies = o.strategies or default_strategies()
   if #files == 0 then errors.usage("compare: no spaces to run on") end
+  -- (one file twice would count twice in every mean and rank)
+  local seen_file = {}
+  for _, f in ipairs(files) do
+    local real = sys.realpath(f) or f
+    if seen_file[real] then
+      errors.usage("compare: --spaces names %s twice (its rows would count twice in the means)", f)
+    end
+    seen_file[real] = true
+  end
   if #strategies == 0 then errors.usage("compare: --strategies: an empty list, no strategy to run") end
   -- Load every strategy once up front, so a typo fails before hours of runs.
   local loaded = {}
