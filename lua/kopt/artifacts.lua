@@ -140,7 +140,11 @@ function A:compiled(source, config, key)
   local nvcc = tool("nvcc")
   if nvcc then
     local args = { shq(nvcc), "-ptx", "-arch=" .. shq(job.arch or "sm_90") }
-    for _, o in ipairs(job.options or {}) do
+    -- (the knobs' defines head job.source; nvcc reads the file as written)
+    local opts = {}
+    for _, o in ipairs(self.spec:defines(config)) do opts[#opts + 1] = o end
+    for _, o in ipairs(job.options or {}) do opts[#opts + 1] = o end
+    for _, o in ipairs(opts) do
       if o:match("^%-D") or o:match("^%-I") or o:match("^%-%-?std=") or o == "--use_fast_math" then
         args[#args + 1] = shq(o)
       end

@@ -74,19 +74,15 @@ local function append_unique(out, seen, opt)
 end
 
 -- Options for one kernel of a spec (spec.kernel or spec.reference):
--- its own options, the knobs as -D defines (the kernel only), -lineinfo (free
--- source correlation for profilers; same SASS), the include paths (toolkit,
--- CCCL, the spec's directory, the kernel's directory) and the architecture.
-local function options(spec, kernel, config, arch, with_defines)
+-- its own options (the kernel's: with those its knobs' values add),
+-- -lineinfo (free source correlation for profilers; same SASS), the include
+-- paths (toolkit, CCCL, the spec's directory, the kernel's directory) and
+-- the architecture. The knobs' defines are not options: they head the
+-- source (with_defines below).
+local function options(spec, kernel, config, arch, is_kernel)
   local out, seen = {}, {}
-  local base = with_defines and spec:compile_options(config) or kernel.options
+  local base = is_kernel and spec:knob_options(config) or kernel.options
   for _, o in ipairs(base) do out[#out + 1] = o end
-  if with_defines and kernel ~= spec.kernel then
-    for _, d in ipairs(spec:defines(config)) do out[#out + 1] = d end
-  end
-  if not with_defines and config and spec.reference_defines then
-    for _, d in ipairs(spec:reference_defines(config)) do out[#out + 1] = d end
-  end
   append_unique(out, seen, "-lineinfo")
   for _, inc in ipairs(M.include_dirs()) do append_unique(out, seen, "-I" .. inc) end
   append_unique(out, seen, "-I" .. spec.dir)
@@ -95,10 +91,28 @@ local function options(spec, kernel, config, arch, with_defines)
   return out
 end
 
--- spec kernel options + -D defines for the config's knobs + include paths +
+-- spec kernel options (and the knobs' per-value options) + include paths +
 -- --gpu-architecture=arch (default sm_90).
 function M.options_for(spec, config, arch)
   return options(spec, spec.kernel, config, arch, true)
+end
+
+-- The source with the knobs' defines ahead of it, as #define lines, and
+-- "#line 1" so that messages and line info count the file's own lines.
+-- Not -D options: NVRTC reads its built-in header after those, so a knob
+-- named as a name there (width, mode, offset) broke every compile; defines
+-- written in the source come after it, as Kernel Tuner writes them.
+-- defs: "-DNAME=VALUE" strings (Spec:defines).
+function M.with_defines(source, defs)
+  if #defs == 0 then return source end
+  local lines = {}
+  for i, d in ipairs(defs) do
+    local name, value = d:match("^%-D([^=]+)=(.*)$")
+    lines[i] = "#define " .. (name or d:sub(3)) .. " " .. (value or "")
+  end
+  -- (a byte-order mark is no longer at the start once the lines are ahead)
+  if source:sub(1, 3) == "\239\187\191" then source = source:sub(4) end
+  return table.concat(lines, "\n") .. "\n#line 1\n" .. source
 end
 
 -- The program's name NVRTC compiles: the kernel file's real path, so that a
@@ -239,7 +253,8 @@ function M.job_for(spec, config, arch, source)
   source = source or spec.kernel.source
   arch = spec.kernel.arch or arch
   local opts = M.options_for(spec, config, arch)
-  return { source = source, entry = spec.entry and spec:entry(config) or spec.kernel.entry,
+  return { source = M.with_defines(source, spec:defines(config)),
+           entry = spec.entry and spec:entry(config) or spec.kernel.entry,
            name = program_name(spec.kernel.path), arch = arch or "sm_90", options = opts,
            salt = M.include_digest(source, dirname(spec.kernel.path), local_dirs(spec, spec.kernel, opts)) }
 end
@@ -253,7 +268,9 @@ function M.reference_job(spec, arch, config)
   if not ref then return nil end
   arch = ref.arch or arch  -- (a reference of its own target: sm_90a for wgmma)
   local opts = options(spec, ref, config, arch, false)
-  return { source = ref.source, entry = spec.reference_entry and spec:reference_entry(config) or ref.entry,
+  local defs = config and spec.reference_defines and spec:reference_defines(config) or {}
+  return { source = M.with_defines(ref.source, defs),
+           entry = spec.reference_entry and spec:reference_entry(config) or ref.entry,
            name = program_name(ref.path), arch = arch or "sm_90", options = opts,
            salt = M.include_digest(ref.source, dirname(ref.path), local_dirs(spec, ref, opts)) }
 end

@@ -517,6 +517,10 @@ function M.locked(opts, r)
   local space, backend, choice, problem, dir, budget = r.space, r.backend, r.choice, r.problem, r.dir, r.budget
   local events_path = dir .. "/events.jsonl"
   local existing, good_end, size = rundir_mod.read_events(events_path)
+  -- a fresh run where a log was deleted by hand: the files derived from it
+  -- go too, before this run writes any (transitions were appended to the
+  -- old run's, and counted twice by kopt regraph)
+  if not opts.resume and not existing then rundir_mod.clear_derived(dir) end
   local torn_at = existing and good_end < size and good_end or nil
   local digest = expdb.problem_digest(spec, space)
   local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options,

@@ -79,6 +79,13 @@ end
 -- or appends to.
 M.DERIVED = { "transitions.jsonl", "regraph.json", "llm_transcript.jsonl", "graph.kgr", "graph.json" }
 
+-- Removes the derived files of a run that is not this one's (kopt.run, for
+-- a fresh run in a folder with no log, before anything of its own is
+-- written: an LLM transcript begins before the log).
+function M.clear_derived(dir)
+  for _, name in ipairs(M.DERIVED) do os.remove(dir .. "/" .. name) end
+end
+
 -- torn_at: the byte offset read_events returned, when the file on record
 -- ends in a torn line that must be cut before appending.
 function M.open(dir, resume, torn_at)
@@ -94,13 +101,13 @@ function M.open(dir, resume, torn_at)
       if name:find("%.tmp%.?%d+$") then os.remove(dir .. sub .. "/" .. name) end
     end
   end
-  if not resume then
+  if not resume and sys.stat(self.events_path) then
     -- a fresh start in a run folder whose log holds no whole line (a run
-    -- killed before its first), or whose log was deleted: what that run
-    -- wrote is not this run's, and some of it would be read or appended to
-    -- (transitions counted twice by kopt regraph, priors from regraph.json,
-    -- answers from the transcript)
-    for _, name in ipairs(M.DERIVED) do os.remove(dir .. "/" .. name) end
+    -- killed before its first): what that run began to write is not this
+    -- run's, and some of it would be read or appended to (transitions
+    -- counted twice by kopt regraph, priors from regraph.json, answers
+    -- from the transcript). A log deleted by hand: M.clear_derived.
+    M.clear_derived(dir)
   end
   if torn_at then
     -- cut the torn tail so appended lines start on a fresh line (a fresh

@@ -92,9 +92,19 @@ end
 local function check_kernel(c, k, path, dir, with_launch, names)
   c:object(k, path)
   c:unknown_fields(k, with_launch and { "source", "entry", "options", "launch", "state", "knobs", "arch", "args" }
-                     or { "source", "entry", "options", "launch", "state", "arch" }, path)
+                     or { "source", "entry", "options", "launch", "state", "arch", "kernel_tuner_defines" }, path)
+  -- the defines Kernel Tuner adds of its own: block_size_x/y/z (the launch's
+  -- block, for those that are no knob), grid_size_x/y/z and kernel_tuner
+  local kt_defines
+  if k.kernel_tuner_defines ~= nil then
+    if type(k.kernel_tuner_defines) ~= "boolean" then
+      c:fail(path .. ".kernel_tuner_defines", "expected true or false, got %s", c:type_name(k.kernel_tuner_defines))
+    end
+    kt_defines = k.kernel_tuner_defines
+  end
   -- a pipeline's kernel file names its entries in the pipeline
-  local out = { entry = check_entry(c, k.entry == nil and c.pipeline_entry or k.entry, path .. ".entry") }
+  local out = { entry = check_entry(c, k.entry == nil and c.pipeline_entry or k.entry, path .. ".entry"),
+                kernel_tuner_defines = kt_defines }
   -- an architecture-specific target (sm_90a: wgmma, setmaxnreg) runs only on
   -- that exact compute capability
   if k.arch ~= nil then
@@ -721,9 +731,22 @@ local function define_value(v, float)
 end
 
 function Spec:defines(config)
-  local out = {}
+  local out, knob = {}, {}
   for _, k in ipairs(self.knobs) do
+    knob[k.name] = true
     if k.define ~= false then out[#out + 1] = "-D" .. k.name .. "=" .. define_value(config[k.name], k.float) end
+  end
+  if self.kernel and self.kernel.kernel_tuner_defines then
+    -- as Kernel Tuner defines them: the block's and the grid's sizes (1 for
+    -- an axis the launch leaves out), each unless a knob has the name
+    local l = self:launch(config)
+    for i, axis in ipairs({ "x", "y", "z" }) do
+      for _, what in ipairs({ { "block_size_", l.block }, { "grid_size_", l.grid } }) do
+        local name = what[1] .. axis
+        if not knob[name] then out[#out + 1] = "-D" .. name .. "=" .. tostring(math.tointeger(what[2][i] or 1)) end
+      end
+    end
+    out[#out + 1] = "-Dkernel_tuner=1"
   end
   return out
 end
@@ -743,13 +766,25 @@ function Spec:reference_defines(config)
   return out
 end
 
+-- The kernel's options and those its knobs' values add (no defines:
+-- kopt.compile writes those into the source).
+function Spec:knob_options(config)
+  local out = {}
+  for _, o in ipairs(self.kernel.options) do out[#out + 1] = o end
+  for _, k in ipairs(self.knobs) do
+    for _, o in ipairs(k.options and k.options[tostring(config[k.name])] or {}) do out[#out + 1] = o end
+  end
+  return out
+end
+
+-- Everything a config compiles with, the defines as -D options (best/
+-- options.txt: how to build the winner by hand).
 function Spec:compile_options(config)
   local out = {}
   for _, o in ipairs(self.kernel.options) do out[#out + 1] = o end
   for _, d in ipairs(self:defines(config)) do out[#out + 1] = d end
-  for _, k in ipairs(self.knobs) do
-    for _, o in ipairs(k.options and k.options[tostring(config[k.name])] or {}) do out[#out + 1] = o end
-  end
+  local own = #self.kernel.options
+  for i, o in ipairs(self:knob_options(config)) do if i > own then out[#out + 1] = o end end
   return out
 end
 

@@ -109,10 +109,9 @@ local spec = {
   dir = "specs", kernel = { path = "kernels/x.cu", options = { "-std=c++17" } },
   knobs = { { name = "BLOCK", values = { 64 } } },
 }
-function spec:compile_options(c) return { "-std=c++17", "-DBLOCK=" .. c.BLOCK } end
-function spec:defines(c) return { "-DBLOCK=" .. c.BLOCK } end
+function spec:knob_options(c) return { "-std=c++17", c.BLOCK > 32 and "-DWIDE" or nil } end
 local o = table.concat(compile.options_for(spec, { BLOCK = 64 }, "sm_90a"), " ")
-check(o:find("-DBLOCK=64", 1, true) and o:find("-std=c++17", 1, true), "options: %s", o)
+check(o:find("-DWIDE", 1, true) and o:find("-std=c++17", 1, true) and not o:find("BLOCK", 1, true), "options: %s", o)
 check(o:find("--gpu-architecture=sm_90a", 1, true) and o:find("-Ispecs", 1, true) and o:find("-Ikernels", 1, true), "options: %s", o)
 check(#compile.include_dirs() >= 1, "no CUDA include directory found")
 check(o:find("-I" .. compile.include_dirs()[1], 1, true), "options lack the toolkit include: %s", o)

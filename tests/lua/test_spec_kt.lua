@@ -47,8 +47,8 @@ T.eq(ax:entry(acfg), "axpy<float, 256, 4>", "template: knob names replaced in th
 local job = compile.job_for(ax, acfg, "sm_90")
 T.eq(job.entry, "axpy<float, 256, 4>", "template: the compile job's name expression")
 T.check(has(job.options, "--use_fast_math"), "fast_math=1 adds --use_fast_math")
-T.check(not has(job.options, "-Dfast_math=1"), "a knob with define=false is no define")
-T.check(has(job.options, "-Dloop_unroll_factor=0"), "loop_unroll_factor is a define")
+T.check(not job.source:find("#define fast_math", 1, true), "a knob with define=false is no define")
+T.check(job.source:find("#define loop_unroll_factor 0\n", 1, true), "loop_unroll_factor is a define")
 acfg.fast_math = 0
 T.check(not has(compile.job_for(ax, acfg, "sm_90").options, "--use_fast_math"), "fast_math=0 adds nothing")
 m = request(ax, acfg)
@@ -81,8 +81,8 @@ T.check(again[4].data == args1[4].data, "spmv: the generator is seeded (same byt
 local cv = spec_mod.load("examples/kt/filter/conv1d.json")
 local c7, c15 = { FILTER = 7, block_size_x = 256, items = 1 }, { FILTER = 15, block_size_x = 256, items = 1 }
 local rj = compile.reference_job(cv, "sm_90", c7)
-T.check(has(rj.options, "-DFILTER=7"), "conv1d: the reference compiles with -DFILTER=7")
-T.check(not has(rj.options, "-Dblock_size_x=256"), "conv1d: the reference sees only the knobs it declares")
+T.check(rj.source:find("#define FILTER 7\n", 1, true), "conv1d: the reference compiles with FILTER 7")
+T.check(not rj.source:find("#define block_size_x", 1, true), "conv1d: the reference sees only the knobs it declares")
 T.check(cv:reference_key(c7) ~= cv:reference_key(c15), "conv1d: another filter, another reference")
 T.eq(cv:reference_key(c7), cv:reference_key({ FILTER = 7, block_size_x = 512, items = 4 }),
      "conv1d: the other knobs share one reference")
@@ -209,4 +209,35 @@ do
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
+-- the defines Kernel Tuner adds of its own (kernel.kernel_tuner_defines):
+-- an untuned block_size_y (1), grid_size_x and kernel_tuner; a kernel that
+-- reads them did not compile
+do
+  local d = T.tmpdir("kt-defines")
+  T.write(d .. "/k.cu", '#ifndef kernel_tuner\n#error not compiled as Kernel Tuner compiles\n#endif\n' ..
+                        'extern "C" __global__ void k(float *y, int n)\n{\n' ..
+                        '  int i = blockIdx.x * block_size_x * block_size_y + threadIdx.x;\n' ..
+                        '  if (i < n) y[i] = (float)grid_size_x;\n}\n')
+  local function write_spec(flag)
+    T.write(d .. "/s.json", [[{ "name": "ktdefs", "kernel": { "source": "k.cu", "entry": "k"]] .. flag .. [[ },
+  "problem": { "n": 4096 }, "knobs": [ { "name": "block_size_x", "values": [128, 256] } ],
+  "launch": { "grid": ["cdiv(n, block_size_x)"], "block": ["block_size_x"] },
+  "args": [ { "name": "y", "type": "f32", "shape": ["n"], "output": true }, { "name": "n", "type": "i32", "value": "n" } ] }]])
+  end
+  write_spec(', "kernel_tuner_defines": true')
+  local ks = spec_mod.load(d .. "/s.json")
+  local defs = table.concat(ks:defines({ block_size_x = 256 }), " ")
+  T.eq(defs, "-Dblock_size_x=256 -Dgrid_size_x=16 -Dblock_size_y=1 -Dgrid_size_y=1 -Dblock_size_z=1 -Dgrid_size_z=1 " ..
+       "-Dkernel_tuner=1", "Kernel Tuner's own defines")
+  local c, out, err = T.run("compile " .. d .. "/s.json --all --no-cache")
+  T.check(c == 0 and select(2, out:gsub(" ok ", "")) == 2, "a kernel reading them compiles: %d\n%s%s", c, out, err)
+  write_spec("")
+  c = T.run("compile " .. d .. "/s.json --all --no-cache")
+  T.check(c ~= 0, "without kernel_tuner_defines the kernel has no grid_size_x")
+  write_spec(', "kernel_tuner_defines": "yes"')
+  c, _, err = T.run("compile " .. d .. "/s.json")
+  T.check(c == 2 and err:find("kernel.kernel_tuner_defines: expected true or false", 1, true), "a bad flag: %s", err)
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 return T.done()

@@ -74,7 +74,9 @@ function Replay:evaluate(jobs)
     if edited then
       -- (the recording holds the spec's kernel only: an edited one given its
       -- time could win unmeasured)
-      out[i] = { status = "invalid", free = true,
+      -- (an evaluation all the same, as asked: recorded, and counted, so a
+      -- strategy that proposes only edits here ends at its budget)
+      out[i] = { status = "invalid",
                  log = "a replay measures the recorded kernel only: this candidate's edited source cannot be measured" }
       if not self.said_edited then
         self.said_edited = true
