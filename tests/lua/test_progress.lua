@@ -11,8 +11,10 @@ local sys = require("kopt.sys")
 
 local written = {}
 local real_stderr = io.stderr
+-- luacheck: push ignore 122 (the module writes to io.stderr: captured here)
 io.stderr = { write = function(_, ...) for _, s in ipairs({ ... }) do written[#written + 1] = s end end,
               flush = function() end }
+-- luacheck: pop
 local function take()
   local s = table.concat(written)
   written = {}
@@ -44,6 +46,6 @@ local ok, err = pcall(function()
   T.eq(take(), "\r\27[K", "clear() before the engine's own notes")
   T.eq(p.drawn, false, "cleared: nothing drawn")
 end)
-io.stderr = real_stderr
+io.stderr = real_stderr -- luacheck: ignore 122
 T.check(ok, "%s", tostring(err))
 return T.done()

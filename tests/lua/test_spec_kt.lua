@@ -229,8 +229,8 @@ do
   local defs = table.concat(ks:defines({ block_size_x = 256 }), " ")
   T.eq(defs, "-Dblock_size_x=256 -Dgrid_size_x=16 -Dblock_size_y=1 -Dgrid_size_y=1 -Dblock_size_z=1 -Dgrid_size_z=1 " ..
        "-Dkernel_tuner=1", "Kernel Tuner's own defines")
-  local c, out, err = T.run("compile " .. d .. "/s.json --all --no-cache")
-  T.check(c == 0 and select(2, out:gsub(" ok ", "")) == 2, "a kernel reading them compiles: %d\n%s%s", c, out, err)
+  local c, kout, err = T.run("compile " .. d .. "/s.json --all --no-cache")
+  T.check(c == 0 and select(2, kout:gsub(" ok ", "")) == 2, "a kernel reading them compiles: %d\n%s%s", c, kout, err)
   write_spec("")
   c = T.run("compile " .. d .. "/s.json --all --no-cache")
   T.check(c ~= 0, "without kernel_tuner_defines the kernel has no grid_size_x")
