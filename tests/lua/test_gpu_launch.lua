@@ -117,4 +117,27 @@ T.eq(r[1] and r[1].status, "ok", "the pipeline within the limits (" .. log_of(r[
 T.eq(r[2] and r[2].status, "invalid", "a later kernel of 2048 threads")
 T.check(log_of(r[2]):find("pipeline kernel 'reduce_final'", 1, true) and log_of(r[2]):find("2048", 1, true),
   "names the kernel and the block: %s", log_of(r[2]))
+
+-- 5. A kernel whose (lowered) name is 600 characters: the worker cut entry
+-- names at 255, so the module had no function of the name it was asked for;
+-- and knobs named as NVRTC's built-in header names them (width, mode),
+-- which as -D options broke every compile.
+local long = "k_" .. string.rep("long_name_", 60)
+local named = write_spec("long_name", {
+  ["long.cu"] = 'extern "C" __global__ void ' .. long .. '(float *y, int n)\n{\n' ..
+                '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = (float)(i * width + mode);\n}\n',
+  ["long_ref.cu"] = 'extern "C" __global__ void long_ref(float *y, int n)\n{\n' ..
+                    '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = (float)(i * width + mode);\n}\n',
+}, [[
+{ "name": "long_name",
+  "kernel": { "source": "long.cu", "entry": "]] .. long .. [[" },
+  "problem": { "n": 4096 },
+  "knobs": [ { "name": "width", "values": [3] }, { "name": "mode", "values": [1] }, { "name": "BS", "values": [128, 256] } ],
+  "launch": { "grid": ["cdiv(n, BS)"], "block": ["BS"] },
+  "args": [ { "name": "y", "type": "f32", "shape": ["n"], "output": true }, { "name": "n", "type": "i32", "value": "n" } ],
+  "reference": { "source": "long_ref.cu", "entry": "long_ref", "knobs": ["width", "mode"] } }
+]])
+r = evaluate(named, { { width = 3, mode = 1, BS = 128 }, { width = 3, mode = 1, BS = 256 } })
+T.eq(r[1] and r[1].status, "ok", "a 602-character entry name, knobs width and mode (" .. log_of(r[1]) .. ")")
+T.eq(r[2] and r[2].status, "ok", "the same at another block size (" .. log_of(r[2]) .. ")")
 return T.done()
