@@ -90,10 +90,13 @@ function M.summary(engine, meta)
   -- less work (a knob that changes the problem)
   local obj = engine.ctx.spec and engine.ctx.spec.objective
   local by_obj = obj and type(best.result.objective) == "number"
+  -- (a ratio only of two positive values: a metric that can be 0 or
+  -- negative read "-0.48x that of ...")
   if by_obj then
     local bo = base and base.objective
     lines[#lines + 1] = string.format("  best: %s %.5g (%.5g ms) at evaluation %d%s", obj.metric, best.result.objective,
-      best.result.time_ms, best.n, base ~= best.result and type(bo) == "number" and bo ~= 0 and string.format(
+      best.result.time_ms, best.n, base ~= best.result and type(bo) == "number" and bo > 0 and best.result.objective > 0
+        and string.format(
         ", %sx that of %s (%.5g)", ratio_text(best.result.objective / bo), base_label, bo) or "")
   else
     lines[#lines + 1] = string.format("  best: %.5g ms at evaluation %d%s", best.result.time_ms, best.n,

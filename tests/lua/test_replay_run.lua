@@ -286,5 +286,26 @@ do
   os.execute("rm -rf '" .. d .. "'")
 end
 
+-- a metric objective that goes negative: the summary gave "-0.48x that
+-- of the first valid config" (a ratio of two values of other signs)
+do
+  local d = T.tmpdir("negative-metric")
+  local json = require("kopt.json")
+  local root = require("kopt.sys").realpath(".")
+  local sp = json.decode(T.slurp("specs/transpose.json"))
+  sp.kernel.source = root .. "/kernels/transpose.cu"
+  sp.reference.source = root .. "/kernels/transpose_ref.cu"
+  sp.recording = root .. "/tests/data/transpose_h200.t4.json"
+  sp.name = "tr_negative"
+  sp.metrics = { ["GB/s"] = "bytes / time_s / 1e9 - 3600" }
+  sp.objective = { metric = "GB/s", goal = "max" }
+  T.write(d .. "/s.json", json.encode(sp))
+  local c, out, e = T.run("random " .. d .. "/s.json --budget 20 --no-db --out " .. d .. "/run")
+  T.eq(c, 0, "a negative metric: exit code\n" .. e)
+  local best = out:match("\n  best: [^\n]*") or ""
+  T.check(best ~= "" and not best:find("x that of", 1, true), "no ratio of values of other signs: %s", best)
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
