@@ -110,6 +110,7 @@ end
 -- "NAME=value NAME=value ..." in knob order, for summaries, traces and
 -- reports (the values as tostring gives them; key() is the canonical form).
 function Space:describe(config)
+  if type(config) ~= "table" then error("space:describe(config): expected a config table, got " .. type(config), 2) end
   local parts = {}
   for i, k in ipairs(self.knobs) do parts[i] = k.name .. "=" .. tostring(config[k.name]) end
   return table.concat(parts, " ")
@@ -395,6 +396,10 @@ end
 -- one of its values (numbers compared as numbers). Returns the valid config,
 -- or nil and the reason.
 function Space:with(base, text)
+  if type(base) ~= "table" then error("space:with(config, text): expected a config table, got " .. type(base), 2) end
+  if type(text) ~= "string" then
+    error("space:with(config, text): expected a text such as \"BLOCK=128 UNROLL=4\", got " .. type(text), 2)
+  end
   local c = {}
   for k, v in pairs(base) do c[k] = v end
   -- Items start at "NAME=" (at the start, or after a comma or a space), so

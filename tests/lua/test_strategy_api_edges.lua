@@ -103,6 +103,8 @@ one_call("ctx:profile(ctx.space:first())", "ctx:profile(candidate): expected a c
 one_call("require('kopt.moves').propose(ctx, ctx.space:first(), {})",
          "moves.propose(ctx, state, generators): state must be { config = {...}, key = ... }")
 one_call("ctx:key({})", "ctx:key(config): the config has no value for knob")
+one_call("ctx.space:describe(nil)", "space:describe(config): expected a config table, got nil")
+one_call("ctx.space:with(ctx.space:first(), nil)", "space:with(config, text): expected a text")
 do
   T.write(tmp .. "/req.lua", "local h = require('helper_missing')\nreturn { ask = function() return {} end }")
   local code, _, err = T.run(string.format("%s/req.lua --backend replay:%s --out %s/req -q", tmp, REC, tmp))
