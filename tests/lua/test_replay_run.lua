@@ -307,5 +307,25 @@ do
   os.execute("rm -rf '" .. d .. "'")
 end
 
+-- a Kernel Tuner cache of float32 knob values (0.10000000149011612) with a
+-- spec listing the script's values (0.1): "holds none of the
+-- configurations the spec allows"; they are one value
+do
+  local d = T.tmpdir("float32-spec")
+  local json = require("kopt.json")
+  local root = require("kopt.sys").realpath(".")
+  T.write(d .. "/k.cu", 'extern "C" __global__ void k(float *out, int n) { int i = blockIdx.x * bs + threadIdx.x; ' ..
+                        "if (i < n) out[i] = alpha; }\n")
+  T.write(d .. "/s.json", json.encode({ name = "fl32", kernel = { source = "k.cu", entry = "k" }, problem = { n = 1024 },
+    knobs = { { name = "alpha", values = { 0.1, 0.2 } }, { name = "bs", values = { 32, 64 } } },
+    launch = { grid = { "cdiv(n, bs)" }, block = { "bs" } },
+    args = { { name = "out", type = "f32", shape = { "n" }, output = true }, { name = "n", type = "i32", value = "n" } },
+    recording = root .. "/tests/data/float32/kt32.json" }))
+  local c, out, e = T.run("exhaustive " .. d .. "/s.json --no-db --out " .. d .. "/run")
+  T.check(c == 0 and out:find("4 evaluations (4 ok)", 1, true) and out:find("alpha=0.1 bs=32", 1, true),
+          "float32 recording, spec of 0.1 and 0.2: exit %d\n%s%s", c, out, e)
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -14,6 +14,38 @@ Replay.__index = Replay
 -- opts.file: the recording; spec may be nil (the space then comes from the
 -- file). opts.check: "strict" (default) or "lenient" (kopt.recording);
 -- opts.quiet: no notes on stderr about skipped or failed entries.
+-- A value as a float32 holds it (Kernel Tuner's float32 knobs are written
+-- as 0.10000000149011612 where the script said 0.1).
+local function as_f32(v) return (string.unpack("<f", string.pack("<f", v))) end
+
+-- Recorded knob values that are a spec's float values read as float32 are
+-- that value (so a spec listing 0.1 replays a cache that recorded
+-- 0.10000000149011612): in the knob lists and every entry's config.
+function M.align_floats(rec, spec)
+  for _, rk in ipairs(rec.knobs) do
+    local sk
+    for _, k in ipairs(spec.knobs) do if k.name == rk.name then sk = k end end
+    if sk then
+      local listed, map = {}, {}
+      for _, v in ipairs(sk.values) do listed[v] = true end
+      for _, v in ipairs(rk.values) do
+        if math.type(v) == "float" and not listed[v] then
+          for _, w in ipairs(sk.values) do
+            if type(w) == "number" and as_f32(w) == as_f32(v) then map[v] = w end
+          end
+        end
+      end
+      if next(map) then
+        for i, v in ipairs(rk.values) do rk.values[i] = map[v] or v end
+        for _, e in ipairs(rec.entries) do
+          local v = e.config[rk.name]
+          if map[v] then e.config[rk.name] = map[v] end
+        end
+      end
+    end
+  end
+end
+
 function M.open(spec, opts)
   local rec, err = recording.read(opts.file, opts.check)
   if not rec then errors.usage("%s", err) end
@@ -23,6 +55,7 @@ function M.open(spec, opts)
   -- KOPT_REPLAY_SLOTS: candidates per round, so a one-process replay can be
   -- compared with an MPI run of as many ranks (docs/MPI.md)
   local slots = opts.slots or math.tointeger(tonumber(os.getenv("KOPT_REPLAY_SLOTS") or "")) or 1
+  if spec then M.align_floats(rec, spec) end
   local self = setmetatable({ name = "replay", slots = math.max(1, slots), rec = rec, clock = 0, spec = spec }, Replay)
   local configs = {}
   for i, e in ipairs(rec.entries) do configs[i] = e.config end
