@@ -142,6 +142,20 @@ by = rows_by_name(read_json(root .. "/tnever/suite.json"))
 T.eq(by.softmax.evaluations, 5, "unmet target: the budget")
 T.eq(by.softmax.stop_reason, "budget", "unmet target: stopped by the budget")
 
+-- a strategy that fails after correct configs were measured: the row keeps
+-- the best it found (checked, as every measurement) beside the error; it
+-- showed no result at all
+do
+  local strat = root .. "/fails_late.lua"
+  T.write(strat, "local S = { name = 'fails_late' }\nlocal asked = 0\nfunction S.ask(ctx, n)\n  asked = asked + 1\n" ..
+                 "  if asked > 3 then error('gave up') end\n  return { { config = ctx.space:sample(ctx.rng) } }\nend\nreturn S\n")
+  local c, _, e = T.run("suite '" .. strat .. "' '" .. root .. "/specs' " .. common .. " --only relu --out '" .. root .. "/late'")
+  T.eq(c, 1, "a strategy that fails late: exit code (" .. e .. ")")
+  local row = rows_by_name(read_json(root .. "/late/suite.json")).relu
+  T.check(row and row.correct == true and type(row.time_ms) == "number" and row.error ~= nil,
+          "the row has the best found and the error: %s", cjson.encode(row or {}))
+end
+
 -- kill -9 in the first problem, then --resume: the same numbers as the
 -- uninterrupted suite, nothing measured twice.
 code = suite("--out '" .. root .. "/killed'", "KOPT_TEST_SIGKILL_AFTER=3")

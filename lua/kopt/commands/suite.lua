@@ -251,8 +251,21 @@ end
 -- What a finished run left: its best (time, config) and how it stopped.
 local function outcome(p, dir)
   local st, stop, probe = state_of(dir)
-  if st ~= "done" then return { error = "the run did not finish" } end
+  if st ~= "done" then
+    -- a run stopped by an error after it found correct configs: its best
+    -- (measured and checked) is the row's, beside the error
+    local ok, events = pcall(rundir_mod.read_events, dir .. "/events.jsonl")
+    local last
+    for _, ev in ipairs(ok and events or {}) do
+      if type(ev) == "table" and ev.event == "stop" then last = ev end
+    end
+    if not (last and last.reason == "error" and type(last.best) == "table") then
+      return { error = "the run did not finish" }
+    end
+    stop, probe = last, nil
+  end
   local r = { evaluations = math.tointeger(stop.evaluations) or stop.evaluations, stop_reason = stop.reason }
+  if st ~= "done" then r.error = "the run stopped on an error" end
   -- (kopt.range_probe's finding on the winner, for the report)
   if probe then
     r.range_probe = { scale = probe.scale, status = probe.status, log = probe.log, note = probe.note,
