@@ -14,6 +14,8 @@ local NPY = { f4 = "f32", f2 = "f16", f8 = "f64", i4 = "i32", i8 = "i64", u4 = "
               i2 = "i16", u2 = "u16", u8 = "u64" }
 M.npy_types = NPY
 
+-- the largest finite value of each narrow float type
+local FLOAT_MAX = { f16 = 65504, bf16 = 3.3895313892515355e38, f32 = 3.4028234663852886e38 }
 local SIZE = { f32 = 4, f16 = 2, bf16 = 2, f64 = 8, i32 = 4, i64 = 8, u32 = 4, i8 = 1, u8 = 1, i16 = 2, u16 = 2, u64 = 8 }
 -- (u64: Lua's integers are signed 64-bit, so values of 2^63 and above read as negative)
 local FMT = { f32 = "<f", f64 = "<d", i32 = "<i4", i64 = "<i8", u32 = "<I4", i8 = "<i1", u8 = "<I1",
@@ -260,9 +262,21 @@ function M.generate(init, arg, sizes, inputs, seed)
     if #out ~= arg.count then
       return nil, string.format("the generator returned %d values, the argument has %d elements", #out, arg.count)
     end
+    local int_type, fmax = arg.type:sub(1, 1) ~= "f" and arg.type ~= "bf16", FLOAT_MAX[arg.type]
     for i = 1, #out do
-      if type(out[i]) ~= "number" then
-        return nil, string.format("the generator's value %d is %s, not a number", i, type(out[i]))
+      local v = out[i]
+      if type(v) ~= "number" then
+        return nil, string.format("the generator's value %d is %s, not a number", i, type(v))
+      end
+      -- (the bytes would round 2.4 to 2, or make 1e39 an infinity, while a
+      -- later generator reads ctx.inputs as the values given)
+      if int_type and v == v and math.tointeger(v) == nil and v > -math.huge and v < math.huge then
+        return nil, string.format("the generator's value %d (%s) is not an integer, and the argument is %s", i,
+                                  tostring(v), arg.type)
+      end
+      if fmax and v == v and v > -math.huge and v < math.huge and math.abs(v) > fmax then
+        return nil, string.format("the generator's value %d (%s) is past the largest finite %s (%g): it would be " ..
+                                  "infinity", i, tostring(v), arg.type, fmax)
       end
     end
     local packed, perr = pcall(M.pack, out, arg.type)
@@ -282,6 +296,11 @@ function M.generate(init, arg, sizes, inputs, seed)
   end
   if #bytes ~= arg.count * SIZE[arg.type] then
     return nil, string.format("the generator returned %d bytes, the argument needs %d", #bytes, arg.count * SIZE[arg.type])
+  end
+  -- (the values as the kernel reads them, for later generators: 2.4 as
+  -- the f32 it became)
+  if type(out) == "table" and (arg.type == "f32" or arg.type == "f16" or arg.type == "bf16") then
+    out = M.unpack(bytes, arg.type)
   end
   return bytes, nil, type(out) == "table" and out or nil
 end

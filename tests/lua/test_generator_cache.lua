@@ -58,4 +58,27 @@ s:args({ BLOCK = 32, S = 2 })
 T.eq(string.format("%d", 7), "7", "kopt's string.format after a generator set its own")
 T.check(math.floor ~= nil, "kopt's math.floor after a generator removed its own")
 os.execute("rm -rf '" .. tmp .. "'")
+-- generated values a type cannot hold as given: a fraction for an integer
+-- type was rounded (2.4 -> 2), a value past a float type's largest became
+-- infinity, without a word; and a later generator read ctx.inputs as given
+-- (2.4), not as the kernel reads it
+do
+  local function gen_values(ty, values_lua)
+    local g = hostdata.load_function("return function(ctx) return " .. values_lua .. " end", "gen")
+    return hostdata.generate({ fn = g, seed = 1 }, { count = 4, shape = { 4 }, type = ty }, {}, {})
+  end
+  local b, err = gen_values("i32", "{ 0, 1.5, 2, 3 }")
+  T.check(not b and err:find("value 2 (1.5) is not an integer, and the argument is i32", 1, true), "i32 of 1.5: %s", tostring(err))
+  b, err = gen_values("f16", "{ 0, 1, 70000, 3 }")
+  T.check(not b and err:find("value 3 (70000) is past the largest finite f16", 1, true), "f16 of 70000: %s", tostring(err))
+  b, err = gen_values("f32", "{ 0, 1, 1e39, 3 }")
+  T.check(not b and err:find("past the largest finite f32", 1, true), "f32 of 1e39: %s", tostring(err))
+  local values
+  b, err, values = gen_values("f32", "{ 2.4, 1, 2, 3 }")
+  T.check(b and values and values[1] == hostdata.unpack(b, "f32")[1] and values[1] ~= 2.4,
+          "ctx.inputs holds the f32 the kernel reads: %s", tostring(values and values[1]))
+  b, err = gen_values("i32", "{ 0, 1, 2, 3.0 }")
+  T.check(b ~= nil, "an integer written as a float (3.0) is an integer: %s", tostring(err))
+end
+
 return T.done()
