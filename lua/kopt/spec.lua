@@ -346,6 +346,10 @@ local function check_args(c, args, names, dir)
       if arg.scratch and (a.init ~= nil or a.constant) then
         c:fail(p .. ".scratch", "a scratch buffer takes no init and is no constant")
       end
+      -- (an output marked scratch too would never be compared)
+      if arg.scratch and a.output == true then
+        c:fail(p .. ".scratch", "an output is compared with the reference, a scratch buffer never is: not both")
+      end
       arg.output = a.output == true or arg.scratch
       -- param=false: an input that is no kernel parameter, only the initial
       -- contents of an in/out buffer ("init": "copy:NAME")
@@ -549,6 +553,17 @@ function M.load(path, opts)
     self.reference.args = fields.arg_list(c, raw.reference.args, "reference.args", self.arg_specs)
   end
   self.verify = fields.check_verify(c, raw.verify, self.arg_specs, names, dir)
+  -- (a spec that compares no output and has no check passes any kernel,
+  -- one that writes nothing included)
+  local compared = self.verify.check ~= nil
+  for _, a in ipairs(self.arg_specs) do
+    local v = self.verify.outputs[a.name]
+    if a.output and not a.scratch and not (v and v.compare == false) then compared = true end
+  end
+  if not compared then
+    c:fail("args", "no output is compared with the reference and there is no verify.check, so nothing would check " ..
+           "the kernel: mark its result \"output\": true")
+  end
   spec_lint.check_signatures(c, self)
   self.metric_exprs, self.objective = fields.check_metrics(c, raw.metrics, raw.objective, names, self.work_expr)
   self.notes = spec_lint.notes(self)

@@ -187,6 +187,7 @@ function M.check_verify(c, v, args, names, dir)
     local p = "verify.outputs." .. tostring(name)
     local a = by_name[name]
     if not a or not a.output then c:fail(p, "'%s' is not an output argument", tostring(name)) end
+    if a.scratch then c:fail(p, "'%s' is a scratch buffer, which is not compared", tostring(name)) end
     c:object(o, p)
     c:unknown_fields(o, { "region", "first", "rel_l2", "max_abs", "compare" }, p)
     local r = { rel_l2 = c:number(o.rel_l2, p .. ".rel_l2", true, "tolerance"),

@@ -95,6 +95,19 @@ local rc = base()
 rc.reference = { source = "k.cu", entry = "k", launch = { grid = { "cdiv(n, 64)" }, block = { 64 }, cluster = { 2 } } }
 refused("reference.launch.cluster", rc, "reference.launch.cluster: the reference runs without clusters")
 
+-- outputs nothing compares: an output marked scratch too, verify.outputs on
+-- a scratch buffer, and a spec whose only output is scratch were accepted,
+-- so a kernel that wrote nothing passed
+local so = base()
+so.args[2].scratch = true
+refused("an output marked scratch", so, "args[2].scratch: an output is compared with the reference, a scratch buffer never is")
+local sv = base()
+sv.args[2] = { name = "b", type = "f32", shape = { "n" }, scratch = true }
+sv.verify = { outputs = { b = { rel_l2 = 1e-6 } } }
+refused("verify on a scratch buffer", sv, "verify.outputs.b: 'b' is a scratch buffer, which is not compared")
+sv.verify = nil
+refused("no compared output", sv, "args: no output is compared with the reference and there is no verify.check")
+
 local s = base()
 s.knobs[1].values = {}
 for v = 32, 1280, 32 do s.knobs[1].values[#s.knobs[1].values + 1] = v end
