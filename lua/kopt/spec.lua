@@ -374,9 +374,9 @@ local function check_args(c, args, names, dir)
         c:fail(p .. ".init", "unknown distribution '%s' (expected normal, uniform, uniform01, zeros, ones, arange or {\"dist\": \"constant\", \"value\": x})", tostring(init.dist))
       end
       if init.dist == "constant" then
-        local v = c:number(init.value, p .. ".init.value")
-        -- (the worker would clamp or round it to the element type without a word)
         local range = INT_RANGE[arg.type]
+        local v = c:number(init.value, p .. ".init.value", false, nil, range == nil)
+        -- (the worker would clamp or round it to the element type without a word)
         if range and (math.tointeger(v) == nil or v < range[1] or v > range[2]) then
           c:fail(p .. ".init.value", "%s is not a value of type %s: expected an integer from %s to %s", tostring(v), arg.type,
                  tostring(range[1]), tostring(range[2]))
@@ -675,6 +675,11 @@ function Spec:args(config, second_seed)
                        tostring(r.value), a.type, describe_config(self, config))
         end
         r.value = v
+      end
+      local fmax = FLOAT_MAX[a.type]
+      if fmax and type(r.value) == "number" and math.abs(r.value) > fmax then
+        errors.usage("%s: args[%d].value: gave %s, past the largest finite %s (%g): it would be infinity (at %s)",
+                     self.path, i, tostring(r.value), a.type, fmax, describe_config(self, config))
       end
     elseif a.kind == "tensormap" then
       local t = a.tmap

@@ -60,13 +60,15 @@ function Checker:string(v, path, optional, pattern, what)
 end
 
 -- positive: true (> 0), or "tolerance" (>= 0: 0 asks for exact equality).
-function Checker:number(v, path, optional, positive)
+-- real: a quantity of a float type, where 1e30 is a value like another
+-- (else a whole number past 2^53 is refused: JSON would not carry it exactly)
+function Checker:number(v, path, optional, positive, real)
   if v == nil and optional then return nil end
   local bad = type(v) ~= "number" or (positive == "tolerance" and (v ~= v or v < 0)) or (positive == true and v <= 0)
   if not bad and (v ~= v or v == math.huge or v == -math.huge) then
     self:fail(path, "expected a finite number, got %s (a JSON number too large for a double?)", tostring(v))
   end
-  if not bad and math.type(v) == "float" and v == math.floor(v) and math.abs(v) > 2^53 then
+  if not bad and not real and math.type(v) == "float" and v == math.floor(v) and math.abs(v) > 2^53 then
     self:fail(path, "%.17g is past 2^53: a JSON number is read as a double, so it would not be exact", v)
   end
   if bad then

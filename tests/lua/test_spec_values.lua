@@ -68,6 +68,18 @@ refused("a u8 constant of 300", const_arg("u8", 300), "args[1].init.value: 300 i
 refused("an i32 constant of 2.5", const_arg("i32", 2.5), "args[1].init.value: 2.5 is not a value of type i32")
 refused("an f16 constant of 1e5", const_arg("f16", 1e5), "past the largest finite f16 (65504)")
 T.eq((compile(const_arg("i8", -128))), 0, "an i8 constant of -128 is accepted")
+-- a large float constant is a value like another (-1e30, a mask): it was
+-- refused as "past 2^53, not exact"; past the type's largest it is refused
+T.eq((compile(const_arg("f32", -1e30))), 0, "an f32 constant of -1e30 is accepted")
+refused("an f32 constant of 1e39", const_arg("f32", 1e39), "past the largest finite f32")
+T.write(tmp .. "/kf.cu", 'extern "C" __global__ void k(const float* a, float* b, float s) {\n' ..
+                         '  int i = blockIdx.x * BS + threadIdx.x;\n  if (i < 1024) b[i] = a[i] * s;\n}\n')
+local sc = base()
+sc.kernel.source = "kf.cu"
+sc.args[3] = { name = "s", type = "f32", value = "1e39" }
+refused("a scalar f32 of 1e39", sc, "args[3].value: gave 1e+39, past the largest finite f32")
+sc.args[3].value = "2.5"
+T.eq((compile(sc)), 0, "a scalar f32 of 2.5 is accepted")
 
 -- a float knob's options keyed as the value is written ("2.0"): the value
 -- is read as 2, and the key was refused as no value of the knob
