@@ -548,6 +548,10 @@ function M.load(path, opts)
       c:fail("kernel.entry", "'%s' is not the pipeline's first kernel '%s' (leave it out)", self.kernel.entry,
              self.pipeline[1].entry)
     end
+    -- (it would run with the first kernel's launch, which knobs may change)
+    if self.reference and not self.reference.launch then
+      c:fail("reference.launch", "missing: a pipeline has no launch of its own for the reference to share")
+    end
   end
   if self.reference and raw.reference.args ~= nil then
     self.reference.args = fields.arg_list(c, raw.reference.args, "reference.args", self.arg_specs)

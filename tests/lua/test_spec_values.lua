@@ -120,6 +120,18 @@ refused("verify on a scratch buffer", sv, "verify.outputs.b: 'b' is a scratch bu
 sv.verify = nil
 refused("no compared output", sv, "args: no output is compared with the reference and there is no verify.check")
 
+-- a pipeline's reference without its own launch ran with the first
+-- kernel's (a scan reference of one 1024-thread block ran as 4096 blocks of
+-- 256, writing a quarter of its output)
+do
+  local pj = json.decode(T.slurp("tests/honest/scan_pipe.json"))
+  local root = require("kopt.sys").realpath(".")
+  pj.kernel.source = root .. "/tests/honest/scan_pipe.cu"
+  pj.reference.source = pj.kernel.source
+  pj.reference.launch = nil
+  refused("a pipeline's reference without a launch", pj, "reference.launch: missing: a pipeline has no launch of its own")
+end
+
 local s = base()
 s.knobs[1].values = {}
 for v = 32, 1280, 32 do s.knobs[1].values[#s.knobs[1].values + 1] = v end
