@@ -30,7 +30,10 @@ function M.notes(self)
   for _, k in ipairs(self.knobs or {}) do
     local pat = "%f[%w_]" .. k.name:gsub("%p", "%%%0") .. "%f[^%w_]"
     local in_spec = used:find(pat) ~= nil
-    if k.define ~= false and next(k.options or {}) == nil and not local_headers and not in_spec and not src:find(pat) then
+    -- (a knob with define = false and no options reaches nothing but what
+    -- the spec itself names, whatever the source holds)
+    local in_source = k.define ~= false and (local_headers or src:find(pat) ~= nil)
+    if next(k.options or {}) == nil and not in_spec and not in_source then
       notes[#notes + 1] = string.format("knob %s appears nowhere in %s, its launch or its shapes: every value " ..
         "compiles and launches the same kernel (a misspelt name?)", k.name, self.kernel.path or "the kernel")
     end

@@ -186,6 +186,16 @@ code, out, err = T.run("compile " .. tmp .. "/t/spec.json --all --no-cache", cac
 T.eq(code, 1, "LB=64 cannot launch 256 threads")
 T.check(out:find("cannot launch: block of 256 threads, at most 64", 1, true), "the launch bounds are read:\n%s", out)
 T.check(not (out .. err):find("appears nowhere", 1, true), "no note for a knob in the entry:\n%s%s", out, err)
+-- a knob with define = false, no options and named nowhere in the spec
+-- compiles every value to one kernel: noted as a knob named nowhere is
+-- (define = false left it out of the check)
+T.write(tmp .. "/t/spec2.json", [[{ "name": "nodef", "kernel": { "source": "k.cu", "entry": "tk<64, Tag>" },
+  "problem": { "n": 64 }, "knobs": [ { "name": "UNROLLL", "values": [1, 2, 4], "define": false } ],
+  "launch": { "grid": [1], "block": [64] },
+  "args": [ { "name": "y", "type": "f32", "shape": ["n"], "output": true }, { "name": "n", "type": "i32", "value": "n" } ] }]])
+T.write(tmp .. "/t/k.cu", "struct Tag {};\n" .. T.slurp(tmp .. "/t/k.cu"))
+code, out, err = T.run("compile " .. tmp .. "/t/spec2.json --no-cache", cache)
+T.check((out .. err):find("knob UNROLLL appears nowhere", 1, true), "a define = false knob named nowhere:\n%s%s", out, err)
 
 -- 9. a pipeline with a log past the cap
 mkdir(tmp .. "/big")

@@ -21,7 +21,8 @@ usage: kopt ptx FILE.ptx|SPEC [--config K=V,...] [--arch sm_90] [--function NAME
   SPEC            compile the spec's kernel to PTX for one config (the knobs'
                   defaults; --config changes some) and analyse it
   --arch          target architecture (default sm_90; the PTX is for compute_90)
-  --function      only this function (default: every .entry and .func)
+  --function      only this function (default: every .entry and .func of a
+                  FILE.ptx; with a SPEC, the spec's entry)
   --save FILE     also write the PTX to FILE
 Counts are static and per thread: one pass through a region's own code.
 "dyn" multiplies by the enclosing constant trip counts (unknown counts 1).
