@@ -306,7 +306,23 @@ function Methods:generated(i, r, config, inputs, draw_seed)
     __len = function() return #inputs end,
   })
   local bytes, err, values = hostdata.generate(a.init, r, sizes, watched, draw_seed)
-  if not bytes then errors.usage("%s: args[%d].init.generate: %s (at %s)", self.path, i, err, U.describe(self, config)) end
+  if not bytes then
+    -- (an input read before it was generated: the arguments' order decides)
+    local later = {}
+    for _, n in ipairs(in_list) do
+      if inputs and inputs[n] == nil then
+        for _, b in ipairs(self.arg_specs) do
+          if b.name == n and not b.output then later[#later + 1] = n end
+        end
+      end
+    end
+    local hint = #later > 0 and string.format("; ctx.inputs holds the arrays generated before this one, and %s " ..
+      "comes later in args (move it before %s)", table.concat(later, ", "), a.name) or ""
+    -- (the code's own chunk name already says where: not said twice)
+    local label = string.format("args[%d].init.generate", i)
+    local where = tostring(err):sub(1, #label) == label and "" or (label .. ": ")
+    errors.usage("%s: %s%s%s (at %s)", self.path, where, err, hint, U.describe(self, config))
+  end
   table.sort(read_list)
   -- (a generator may read fewer sizes on another draw: the union is the key)
   for _, n in ipairs(memo.reads or {}) do

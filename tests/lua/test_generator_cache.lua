@@ -57,7 +57,6 @@ s = spec_with("S", { "n" },
 s:args({ BLOCK = 32, S = 2 })
 T.eq(string.format("%d", 7), "7", "kopt's string.format after a generator set its own")
 T.check(math.floor ~= nil, "kopt's math.floor after a generator removed its own")
-os.execute("rm -rf '" .. tmp .. "'")
 -- generated values a type cannot hold as given: a fraction for an integer
 -- type was rounded (2.4 -> 2), a value past a float type's largest became
 -- infinity, without a word; and a later generator read ctx.inputs as given
@@ -81,4 +80,18 @@ do
   T.check(b ~= nil, "an integer written as a float (3.0) is an integer: %s", tostring(err))
 end
 
+-- a generator that reads an input generated after it: the message said its
+-- place twice and not why ("args[1].init.generate: args[1].init.generate:1:
+-- attempt to get length of a nil value (field 'b')")
+do
+  local sp = spec_with("S", { "n" }, "return function(ctx) local t = {} for i = 1, #ctx.inputs.b do t[i] = 1 end return t end",
+                       "return function(ctx) local t = {} for i = 1, ctx.n do t[i] = i end return t end")
+  local okg, gerr = pcall(sp.args, sp, { BLOCK = 32, S = 2 })
+  local msg = require("kopt.errors").describe(gerr)
+  T.check(not okg and msg:find("args[1].init.generate:1:", 1, true) and
+          not msg:find("args[1].init.generate: args[1]", 1, true) and
+          msg:find("b comes later in args (move it before a)", 1, true), "an input read before it is made: %s", msg)
+end
+
+os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
