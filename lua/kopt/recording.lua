@@ -76,13 +76,22 @@ function M.read(file, mode)
     -- only a cache cut short (no closing brace at the end) is repaired: a
     -- complete file that does not parse is an error, not entries to drop
     -- (cut right after an entry's closing brace, the file ends in one too:
-    -- more braces opened than closed tells it from a complete file)
+    -- more braces opened than closed tells it from a complete file). A file
+    -- that ends as a complete one does, with the cache's and the file's
+    -- closing braces on lines of their own, was written to its end: a
+    -- brace missing inside it is damage, and the entries after it (the
+    -- optimum, perhaps) must not be dropped as an interrupted tail
     local _, opened = text:gsub("{", "")
     local _, closed = text:gsub("}", "")
-    if text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true)
+    local ends_closed = text:find("\n%s*}%s*\n%s*}%s*$") ~= nil
+    if text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true) and not ends_closed
        and (not text:find("}%s*$") or opened > closed) then
       doc = kt.repair(text)
       repaired = true
+    end
+    if doc == nil and ends_closed and text:find('"cache"', 1, true) then
+      return nil, string.format("replay file %s is not valid JSON (%s); it ends as a whole Kernel Tuner cache does, " ..
+                                "so it is damaged inside, not cut short: no entry is dropped to read it", file, derr)
     end
     if doc == nil then
       return nil, string.format("replay file %s is not valid JSON (%s) and could not be repaired", file, derr)

@@ -65,6 +65,19 @@ T.eq(#rec.entries, 15, "entries of a cache cut right after an entry's closing br
 T.write(tmp .. "/header.json", text:sub(1, 200))
 local bad, err = recording.read(tmp .. "/header.json")
 T.check(bad == nil and err:find("could not be repaired", 1, true), "a cache cut in its header: %s", tostring(err))
+-- a whole cache with a brace missing inside (its closing braces in place):
+-- it was "repaired" as if cut short, and the entries after the damage (the
+-- optimum among them) were dropped without a word
+do
+  local lines = {}
+  for l in text:gmatch("[^\n]+") do lines[#lines + 1] = l end
+  local at
+  for i, l in ipairs(lines) do if not at and i > 3 and l:find("},%s*$") then at = i end end
+  lines[at] = lines[at]:gsub("},%s*$", ",")
+  T.write(tmp .. "/inner.json", table.concat(lines, "\n") .. "\n")
+  bad, err = recording.read(tmp .. "/inner.json")
+  T.check(bad == nil and err:find("damaged inside, not cut short", 1, true), "a brace missing inside: %s", tostring(err))
+end
 
 -- a replay's results.json keeps what each evaluation cost: replayed again
 -- under --time-limit it spends the same simulated time
