@@ -65,6 +65,33 @@ T.eq(#rec.entries, 15, "entries of a cache cut right after an entry's closing br
 T.write(tmp .. "/header.json", text:sub(1, 200))
 local bad, err = recording.read(tmp .. "/header.json")
 T.check(bad == nil and err:find("could not be repaired", 1, true), "a cache cut in its header: %s", tostring(err))
+-- KTT results kopt cannot read as they are: an Ok without its time, no
+-- status, an unknown one ("ok"); each was replayed as a launch error, even
+-- in strict mode, and could hide the optimum
+do
+  local json = require("kopt.json")
+  local function ktt(edit)
+    local r = {}
+    for i, t in ipairs({ 5000.0, 3000.0, 1000.0 }) do
+      r[i] = { KernelName = "k", Configuration = { { Name = "bs", Value = i } }, Status = "Ok", TotalDuration = t,
+               TotalOverhead = 1.0 }
+    end
+    edit(r[3])
+    T.write(tmp .. "/ktt.json", json.encode({ Metadata = { TimeUnit = "Microseconds" }, Results = r }))
+    return recording.read(tmp .. "/ktt.json")
+  end
+  local cases = {
+    { function(e) e.TotalDuration = nil end, "Results[3].TotalDuration: a result of Status Ok must record its time" },
+    { function(e) e.Status = nil end, "Results[3].Status: missing" },
+    { function(e) e.Status = "ok" end, "Results[3].Status: 'ok' is not a KTT status" },
+  }
+  for _, c in ipairs(cases) do
+    local r2, e2 = ktt(c[1])
+    T.check(r2 == nil and tostring(e2):find(c[2], 1, true), "KTT: %s: %s", c[2], tostring(e2))
+  end
+  local r3 = ktt(function(e) e.Status = "ComputationFailed" end)
+  T.check(r3 and r3.entries[3].status == "launch_error", "KTT: ComputationFailed is a launch error")
+end
 -- a whole cache with a brace missing inside (its closing braces in place):
 -- it was "repaired" as if cut short, and the entries after the damage (the
 -- optimum among them) were dropped without a word

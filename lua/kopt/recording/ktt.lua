@@ -6,10 +6,10 @@ local bad, show = common.bad, common.show
 local unit_to_ms, common_names, names_of, knob_value = common.unit_to_ms, common.common_names, common.names_of, common.knob_value
 local number_or_nil, add_entries, sorted_values = common.number_or_nil, common.add_entries, common.sorted_values
 
--- KTT's ResultStatus names of a failure (ComputationFailed and any other:
--- a launch error)
+-- KTT's ResultStatus names of a failure, and kopt's status for each
 local KTT_FAILURES = { DeviceLimitsExceeded = "invalid", CompilationFailed = "compile_error",
-                       ValidationFailed = "wrong" }
+                       ValidationFailed = "wrong", ComputationFailed = "launch_error" }
+local KTT_STATUS_LIST = "Ok, ComputationFailed, ValidationFailed, CompilationFailed, DeviceLimitsExceeded"
 
 local function from_ktt(doc, file, r)
   local meta = type(doc.Metadata) == "table" and doc.Metadata or {}
@@ -51,11 +51,18 @@ local function from_ktt(doc, file, r)
     rec.kernel = rec.kernel or res.KernelName
     local cost = number_or_nil(res.TotalDuration, ".TotalDuration") + number_or_nil(res.TotalOverhead, ".TotalOverhead")
     local entry = { config = config, metrics = {}, cost_s = cost * scale / 1000, names = names }
-    if res.Status == "Ok" and type(res.TotalDuration) == "number" then
+    -- (a status kopt does not know, or an Ok without its time, is a bad
+    -- entry: read as a failure, it hid the optimum without a word)
+    if res.Status == nil then bad(".Status: missing (KTT writes %s)", KTT_STATUS_LIST) end
+    if res.Status ~= "Ok" and not KTT_FAILURES[res.Status] then
+      bad(".Status: %s is not a KTT status (%s)", show(res.Status), KTT_STATUS_LIST)
+    end
+    if res.Status == "Ok" then
+      if type(res.TotalDuration) ~= "number" then bad(".TotalDuration: a result of Status Ok must record its time") end
       r:time(entry, ".TotalDuration", res.TotalDuration, scale, unit_label)
     else
-      entry.status = KTT_FAILURES[res.Status] or "launch_error"
-      entry.log = type(res.Status) == "string" and res.Status or "no status"
+      entry.status = KTT_FAILURES[res.Status]
+      entry.log = res.Status
     end
     local cr = type(res.ComputationResults) == "table" and res.ComputationResults[1]
     if type(cr) == "table" then
