@@ -37,7 +37,7 @@ function M.random_expectation(facts, b, nothing)
     local k = j - 1
     local nq = (m - k - b) > 0 and q * (m - k - b) / (m - k) or 0.0
     local p = q - nq
-    et, ef = et + p * v[j], ef + p * facts.opt / v[j]
+    et, ef = et + p * v[j], ef + p * (facts.opt / v[j])  -- (the ratio first: a subnormal opt underflows)
     q = nq
     if q < 1e-17 then break end -- the rest weighs less than rounding
   end

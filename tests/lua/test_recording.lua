@@ -92,6 +92,28 @@ do
   local r3 = ktt(function(e) e.Status = "ComputationFailed" end)
   T.check(r3 and r3.entries[3].status == "launch_error", "KTT: ComputationFailed is a launch error")
 end
+-- objective_higher_is_better that is no boolean (null, "false"): read as
+-- true, with a note that said so
+do
+  local json = require("kopt.json")
+  local doc = json.decode(text)
+  doc.objective_higher_is_better = "false"
+  T.write(tmp .. "/hib.json", json.encode(doc))
+  local r4, e4 = recording.read(tmp .. "/hib.json")
+  T.check(r4 == nil and tostring(e4):find("objective_higher_is_better: expected true or false, got 'false'", 1, true),
+          "a string for objective_higher_is_better: %s", tostring(e4))
+  doc.objective_higher_is_better = json.null
+  T.write(tmp .. "/hib.json", json.encode(doc))
+  r4 = recording.read(tmp .. "/hib.json")
+  T.check(r4 and not r4.direction_ignored, "null is no direction")
+end
+-- the exact random baseline with a subnormal optimum: opt * p underflowed
+-- to 0 before the division
+do
+  local bs = require("kopt.benchstats")
+  local _, frac = bs.random_expectation({ sorted = { 5e-324, 1.0 }, entries = 2, valid = 2, opt = 5e-324, worst = 1.0 }, 1)
+  T.check(math.abs(frac - 0.5) < 1e-9, "one draw of two, the optimum subnormal: fraction 0.5, got %s", tostring(frac))
+end
 -- a whole cache with a brace missing inside (its closing braces in place):
 -- it was "repaired" as if cut short, and the entries after the damage (the
 -- optimum among them) were dropped without a word

@@ -69,6 +69,11 @@ local function from_kt(doc, file, repaired, r)
   -- direction: a time ("total_time", "time_ms"), an energy, a cost, a loss
   -- or an error is minimised, anything else (GFLOP/s, a score) maximised
   local higher = doc.objective_higher_is_better
+  if higher == json.null then higher = nil end
+  if higher ~= nil and type(higher) ~= "boolean" then
+    return nil, string.format("replay file %s: objective_higher_is_better: expected true or false, got %s", file,
+                              show(higher))
+  end
   if higher == nil then higher = not minimised(objective) end
   if higher and common.time_like(objective) then
     -- (a time marked higher-is-better: a writer's slip; times are minimised)
