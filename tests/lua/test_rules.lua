@@ -302,5 +302,29 @@ do
   g:close()
 end
 
+-- 7. a knob of thousands of values: every value a set move made each state
+-- thousands of moves (rules kept them all per position, MCGS linked them all
+-- as edges: 116 s for 200 evaluations of a 30000-value knob); now a bounded
+-- spread reaches every part of the list
+do
+  local R = require("kopt.moves.rules")
+  local vals = {}
+  for i = 1, 20000 do vals[i] = i end
+  local space = require("kopt.space").new({ knobs = { { name = "n", values = vals } } })
+  local ctx = { space = space }
+  function ctx:key(c) return space:key(c) end
+  local list = R.propose(ctx, { config = { n = 10000 }, key = "10000" })
+  T.check(#list < 600, "a 20000-value knob: %d moves from one state", #list)
+  local lo, hi = math.huge, -math.huge
+  for _, m in ipairs(list) do
+    lo, hi = math.min(lo, m.changes.n), math.max(hi, m.changes.n)
+  end
+  T.check(lo <= 100 and hi >= 19900, "the moves reach both ends of the list: %d to %d", lo, hi)
+  local short = require("kopt.space").new({ knobs = { { name = "n", values = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12 } } } })
+  local sctx = { space = short }
+  function sctx:key(c) return short:key(c) end
+  T.eq(#R.propose(sctx, { config = { n = 6 }, key = "6" }), 11, "a short list: every other value a move")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -67,6 +67,9 @@ R.use_symptoms = true
 R.step_weight = { [1] = 1.0, [2] = 0.45, jump = 0.2, double = 0.6, set = 0.08, set_short = 0.6, toggle = 1.0 }
 -- value lists up to this long get every value as a move at set_short
 R.short_list = 6
+-- value lists up to this long get every value as a set move; a longer one
+-- gets this many spread over it, and those at doubling distances
+R.set_all = 256
 
 local function axis_of(name)
   local a = name:lower():match("_([xyz])$")
@@ -172,8 +175,28 @@ local function knob_moves(inf, pos)
   -- (short lists are often choices of method rather than sizes, so
   -- every value of them is a plausible move)
   local w_set = n <= R.short_list and R.step_weight.set_short or R.step_weight.set
-  for j = 1, n do
-    if not covered[j] then add(k.values[j], inf.stem .. "_set", inf.weight * w_set) end
+  if n <= R.set_all then
+    for j = 1, n do
+      if not covered[j] then add(k.values[j], inf.stem .. "_set", inf.weight * w_set) end
+    end
+  else
+    -- a long list (thousands of values): every value a move would make
+    -- every state thousands of edges (MCGS's expansions and these cached
+    -- lists grew with the square of it); positions at doubling distances
+    -- either way, and evenly spread ones, reach any part of it
+    local function set_at(j)
+      if j >= 1 and j <= n and not covered[j] then
+        add(k.values[j], inf.stem .. "_set", inf.weight * w_set)
+        covered[j] = true
+      end
+    end
+    local d = 4
+    while d < n do
+      set_at(pos + d)
+      set_at(pos - d)
+      d = d * 2
+    end
+    for q = 0, R.set_all - 1 do set_at(1 + (q * (n - 1)) // (R.set_all - 1)) end
   end
   return list
 end
