@@ -518,7 +518,11 @@ function M.region_key(r) return r.name .. "=" .. tostring(r.value) end
 -- scored, and a reach looks at the REACH_SPAN nearest values of such a knob
 -- and as many random ones: the model's cost then grows with the number of
 -- knobs, not with the square of a knob's values.
-local MAX_REGIONS, REACH_SPAN = 64, 16
+-- With more than REACH_KNOBS knobs a region is ranked by its start alone:
+-- a reach scores a neighbourhood of every other knob for every region of
+-- every knob, a cost of the cube of the knob count (300 knobs: 40 s for 100
+-- evaluations, in the model).
+local MAX_REGIONS, REACH_SPAN, REACH_KNOBS = 64, 16, 32
 
 local function fewer_regions(rng, out)
   if #out <= MAX_REGIONS then return out end
@@ -543,7 +547,7 @@ local function region_values(ctx, st, p, base, k)
       local c = region_config(ctx, p, base, r)
       if c then
         r.score = model_mod.score(ctx, m, c)
-        if ctx.options.region_score == "reach" then
+        if ctx.options.region_score == "reach" and #ctx.space.knobs <= REACH_KNOBS then
           -- the best the region's first step could reach, by the model
           for _, x in ipairs(ctx.space:neighbours(c, "hamming", { hold = r.name, span = REACH_SPAN, rng = p.rng })) do
             r.score = math.min(r.score, model_mod.score(ctx, m, x))
