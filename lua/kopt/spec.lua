@@ -564,7 +564,8 @@ function M.load(path, opts)
     local v = self.verify.outputs[a.name]
     if a.output and not a.scratch and not (v and v.compare == false) then compared = true end
   end
-  if not compared then
+  -- (without a reference nothing runs on a GPU: the cuda backend refuses it)
+  if not compared and self.reference then
     c:fail("args", "no output is compared with the reference and there is no verify.check, so nothing would check " ..
            "the kernel: mark its result \"output\": true")
   end

@@ -441,6 +441,19 @@ function Methods:reference_key(config)
   return table.concat(defs, " ") .. (entry and (" " .. entry) or "")
 end
 
+-- The values of the scalar arguments at config, as text: a scalar set by
+-- a knob changes what the reference computes as a define would.
+function Methods:scalars_key(config)
+  local parts = {}
+  for _, a in ipairs(self.arg_specs) do
+    if a.kind == "scalar" then
+      local ok, v = pcall(self.value, self, a.value, config)
+      parts[#parts + 1] = ok and string.format("%.17g", tonumber(v) or 0) or "?"
+    end
+  end
+  return table.concat(parts, ",")
+end
+
 -- The spec's work (flops, bytes, ...) at config: counts >= 0.
 function Methods:work(config)
   local w = {}

@@ -140,4 +140,27 @@ local named = write_spec("long_name", {
 r = evaluate(named, { { width = 3, mode = 1, BS = 128 }, { width = 3, mode = 1, BS = 256 } })
 T.eq(r[1] and r[1].status, "ok", "a 602-character entry name, knobs width and mode (" .. log_of(r[1]) .. ")")
 T.eq(r[2] and r[2].status, "ok", "the same at another block size (" .. log_of(r[2]) .. ")")
+
+-- 6. A scalar argument set by a knob, read by the reference too: the worker
+-- kept its reference outputs while the reference's compile key stayed, so
+-- the second config was compared with the first one's scale (wrong).
+local scaled = write_spec("scalar_knob", {
+  ["sc.cu"] = 'extern "C" __global__ void sc(float *y, const float *x, float s, int n)\n{\n' ..
+              '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = x[i] * s;\n}\n',
+  ["sc_ref.cu"] = 'extern "C" __global__ void sc_ref(float *y, const float *x, float s, int n)\n{\n' ..
+                  '  int i = blockIdx.x * blockDim.x + threadIdx.x;\n  if (i < n) y[i] = x[i] * s;\n}\n',
+}, [[
+{ "name": "scalar_knob",
+  "kernel": { "source": "sc.cu", "entry": "sc" },
+  "problem": { "n": 4096 },
+  "knobs": [ { "name": "S", "values": [1, 2, 3] }, { "name": "BS", "values": [128, 256] } ],
+  "launch": { "grid": ["cdiv(n, BS)"], "block": ["BS"] },
+  "args": [ { "name": "y", "type": "f32", "shape": ["n"], "output": true }, { "name": "x", "type": "f32", "shape": ["n"] },
+            { "name": "s", "type": "f32", "value": "S" }, { "name": "n", "type": "i32", "value": "n" } ],
+  "reference": { "source": "sc_ref.cu", "entry": "sc_ref" } }
+]])
+r = evaluate(scaled, { { S = 1, BS = 128 }, { S = 2, BS = 128 }, { S = 3, BS = 256 }, { S = 1, BS = 256 } })
+for k = 1, 4 do
+  T.eq(r[k] and r[k].status, "ok", "a knob-set scalar, config " .. k .. " (" .. log_of(r[k]) .. ")")
+end
 return T.done()

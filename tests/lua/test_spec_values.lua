@@ -118,6 +118,7 @@ sv.args[2] = { name = "b", type = "f32", shape = { "n" }, scratch = true }
 sv.verify = { outputs = { b = { rel_l2 = 1e-6 } } }
 refused("verify on a scratch buffer", sv, "verify.outputs.b: 'b' is a scratch buffer, which is not compared")
 sv.verify = nil
+sv.reference = { source = "k.cu", entry = "k" }
 refused("no compared output", sv, "args: no output is compared with the reference and there is no verify.check")
 
 -- a pipeline's reference without its own launch ran with the first

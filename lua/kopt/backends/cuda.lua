@@ -53,7 +53,7 @@ function Cuda:start_worker(s)
                         msg and msg.log or (tostring(why) .. " " .. tostring(detail) .. " " .. how)), 0)
   end
   s.worker, s.info, s.busy, s.ref_key, s.ran = w, msg, nil, nil, nil
-  if self.ref_cubin then self:load_reference(s, self.ref_key0) end
+  if self.ref_cubin then self:load_reference(s, self.ref_key0, self.ref0) end
   local dt = now() - t0
   self.restart_s[#self.restart_s + 1] = dt
   return dt
@@ -61,10 +61,15 @@ end
 
 -- The reference for a config: compiled once per value of the knobs it
 -- declares (spec.reference.knobs; without them, one for the whole run).
+-- The second result is the key a worker holds it under: the compile's,
+-- and the values of the scalar arguments at config, which knobs may set
+-- (a worker keeps its reference outputs while the key stays: one config's
+-- would have been compared with another's scalar).
 function Cuda:reference_for(config)
   local key = self.spec:reference_key(config or {})
+  local load_key = key .. "|" .. self.spec:scalars_key(config or {})
   local ref = self.refs[key]
-  if ref then return ref, key end
+  if ref then return ref, load_key end
   local rjob = compile.reference_job(self.spec, self.arch, config)
   local rres = compile.compile(rjob)
   if not rres.ok then
@@ -73,14 +78,14 @@ function Cuda:reference_for(config)
   end
   ref = { cubin = rres.cubin, entry = rres.lowered or rjob.entry }
   self.refs[key] = ref
-  return ref, key
+  return ref, load_key
 end
 
--- Loads the reference of key into slot s's worker when it holds another
--- (the worker then recomputes its reference outputs).
-function Cuda:load_reference(s, key)
+-- Loads reference ref (its load key: Cuda:reference_for) into slot s's
+-- worker when it holds another (the worker then recomputes its reference
+-- outputs).
+function Cuda:load_reference(s, key, ref)
   if s.ref_key == key then return end
-  local ref = self.refs[key]
   assert(s.worker:send(wire.set_ref(ref.cubin, ref.entry)))
   local r = s.worker:recv(READY_TIMEOUT_S)
   if not r or r.op ~= "ok" then
@@ -137,7 +142,7 @@ function M.open(spec, opts)
   if not spec.reference then errors.usage("%s: reference: missing (the cuda backend checks every candidate against it)", spec.path) end
   self.refs = {}
   local ref, key = self:reference_for(first_config(spec))
-  self.ref_cubin, self.ref_entry, self.ref_key0 = ref.cubin, ref.entry, key
+  self.ref_cubin, self.ref_entry, self.ref_key0, self.ref0 = ref.cubin, ref.entry, key, ref
   if spec.verify and spec.verify.check then
     self.dump_root = string.format("%s/kopt-check-%d", os.getenv("TMPDIR") or "/tmp", sys.getpid())
     sys.mkdir_p(self.dump_root)
@@ -367,7 +372,7 @@ end
 function Cuda:time_reference(config)
   local s = self.slots_state[1]
   local ref, key = self:reference_for(config)
-  self:load_reference(s, key)
+  self:load_reference(s, key, ref)
   local msg, err = self:request(0, config, ref.cubin, ref.entry, true)
   if not msg then errors.usage("%s: %s", self.spec.path, err) end
   msg.timeout_ms = 60000
@@ -453,8 +458,8 @@ function Cuda:evaluate(jobs)
         local job = jobs[item.i]
         if self.heap[item.i] and s.ran then self:restart(s) end
         s.ran = true
-        local _, rkey = self:reference_for(job.config)
-        self:load_reference(s, rkey)
+        local rref, rkey = self:reference_for(job.config)
+        self:load_reference(s, rkey, rref)
         -- (a spec expression that fails for this config alone, a grid of 0
         -- or a shape that is not whole: the config is invalid, with the
         -- sentence that says why; the search goes on)
@@ -566,8 +571,8 @@ function Cuda:profile(job, metrics)
   if not slot or not slot.worker then return nil, "no GPU worker", { kind = "unavailable" } end
   local res = compile.compile(self:prepare(job, 0))
   if not res or not res.ok then return nil, "the candidate did not compile again", { kind = "candidate" } end
-  local _, rkey = self:reference_for(job.config)
-  self:load_reference(slot, rkey)
+  local rref, rkey = self:reference_for(job.config)
+  self:load_reference(slot, rkey, rref)
   local msg, err = self:request(0, job.config, res.cubin, res.lowered or self.spec:entry(job.config))
   if not msg then return nil, err, { kind = "candidate" } end
   msg.dump = nil
