@@ -231,6 +231,16 @@ struct worker {
 	struct inputset sets[KOPT_SETS];
 	uint64_t clock;
 	uint64_t nonce;
+	/* drawn from the kernel's random source at start, kept on the host: sets
+	 * B and C are drawn from the request's seed mixed with it, so a kernel
+	 * that reads set A (whose seed is public: --seed) cannot regenerate
+	 * them and have check 2 answered before it sees its inputs */
+	uint64_t secret;
+	uint64_t check3_draws; /* set C's draws so far: each check 3 draws anew */
+	/* the time an event pair around an empty launch reads (run.c's
+	 * event_floor_ms: measured once), taken off check 2's and 3's event
+	 * times before they are set against the CUPTI median; 0: not yet */
+	double event_floor_ms;
 
 	CUmodule ref_mod;
 	CUfunction ref_fn;

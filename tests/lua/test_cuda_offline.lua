@@ -163,4 +163,27 @@ do
   T.check(n >= 12, "found the binding's fields (" .. n .. ")")
 end
 
+-- Device-heap use read off the CUBIN: a malloc in an included header, or
+-- spelt through a macro, is not in the source's text, and such a candidate
+-- shared the worker (tests/cheats/heap_hidden: a cache of answers on the
+-- heap, 16x and uncharged)
+do
+  local compile = require("kopt.compile")
+  local tmpd = T.tmpdir("heap-cubin")
+  T.write(tmpd .. "/alloc.cuh", "#define GRAB(n) malloc(n)\n#define DROP(p) free(p)\n")
+  local function cubin_of(body)
+    T.write(tmpd .. "/k.cu", '#include "alloc.cuh"\nextern "C" __global__ void k(float *y) {\n' .. body .. "\n}\n")
+    local res = compile.compile({ source = T.slurp(tmpd .. "/k.cu"), entry = "k", name = tmpd .. "/k.cu", arch = "sm_90",
+                                  options = { "-I" .. tmpd } }, { cache = false })
+    T.check(res.ok, "compiles: %s", tostring(res.log))
+    return res.cubin, T.slurp(tmpd .. "/k.cu")
+  end
+  local cubin, src = cubin_of("  float *p = (float *)GRAB(16);\n  if (p) { p[0] = 1; y[0] = p[0]; DROP(p); }")
+  T.check(not cuda.uses_heap(src), "the source's text does not show the heap")
+  T.check(cuda.cubin_uses_heap(cubin), "the CUBIN does")
+  cubin = cubin_of("  y[0] = 1;")
+  T.check(not cuda.cubin_uses_heap(cubin), "a kernel without the heap")
+  os.execute("rm -rf '" .. tmpd .. "'")
+end
+
 return T.done()
