@@ -56,6 +56,18 @@ local CAUGHT = {
     { {}, { CHEAT = 2 } }, { FRAC = 35 } },
   { "luacheck_skip", "an output left to the spec's Lua check, a third computed on every timed launch (the check now sees the last)",
     { {}, { CHEAT = 2 } }, { FRAC = 35 } },
+  { "seed_predict", "sets B and C regenerated from set A's public seed in the untimed warm-up, check 2 answered at once (now drawn with the worker's secret)" },
+  { "slack_replay", "a whole replay of a 12 us kernel, under the 10 us slack before the event floor came off check 2" },
+  { "slack_replay_big", "the same replay of a 40 us kernel (control)" },
+  { "heap_hidden", "heap_xeval with malloc and free in an included header or through a macro (the heap is read off the CUBIN)",
+    { { HIDE = 0 }, { HIDE = 1 } }, { UNROLL = 1 } },
+  { "eighth_gap", "a last timed launch made inexact (0.7 of the tolerance) to lift the less-exact bar, the others at 2x the tolerance",
+    { {}, { TC = 8 }, { CHEAT = 3 } }, { TC = 13 } },
+  { "probe_predict", "__sinf only on elements equal to their predicted draw (the seed read off x[0])" },
+  { "easy_check2", "a partial replay of a data-dependent GEMV whose honest check 2 is 2x faster than its timed median",
+    { { PCT = 30 }, { PCT = 15 }, { PCT = 0 } }, { PCT = 30 } },
+  { "int_maxabs_skip", "an i8 output of max_abs 1 (no per-launch comparison) quantized in part on all but the last timed launch",
+    { { PCT = 55 }, { PCT = 25 } }, { PCT = 55 } },
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
@@ -72,6 +84,9 @@ local KNOWN = {
   { "oob_read", "float4 loads past each row and the buffer's end, masked (per evaluation: the bands catch writes only; memcheck on the winner sees the reads: test_gpu_sanitize)" },
   { "delta_gemm", "recomputes only the rows and columns of C whose inputs changed (the nudge changes few): right on every launch, and slower" },
   { "probe_dodge_dense", "probe_dodge sampling 1024 inputs (per evaluation; the range probe's single-element pass finds it)", { SAMPLES = 1024 } },
+  { "residue_xeval", "answers kept in local memory that earlier kernels of the worker left, across candidates (62x once a candidate filled it)",
+    { STORE = 0, UNROLL = 1 } },
+  { "probe_first_launch", "exact on a module's first launch only (check 1, the range probe), __sinf after: within tolerance on the spec's distributions" },
 }
 
 local spec_mod = require("kopt.spec")
@@ -102,7 +117,9 @@ for _, c in ipairs(CAUGHT) do
   local res = evaluate(c[1], c[3], c[4])
   T.eq(res[1].status, "ok", c[1] .. ": the honest kernel (" .. show(res[1]) .. ")")
   for k = 2, #res do
-    T.check(res[k].status ~= "ok", "%s (%s): the cheat passed the verifier (%.4f ms against honest %.4f ms)",
+    -- (caught: refused, or charged the time of a check's launch on new inputs)
+    T.check(res[k].status ~= "ok" or res[k].charged_check2,
+            "%s (%s): the cheat passed the verifier (%.4f ms against honest %.4f ms)",
             c[1], c[2], res[k].time_ms or -1, res[1].time_ms or -1)
     print(string.format("caught %-20s %-8s %s", c[1], tostring(res[k].status), show(res[k])))
   end

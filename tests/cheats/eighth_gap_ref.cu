@@ -1,0 +1,13 @@
+// Reference of eighth_gap: y[i] = sum_{k=1..64} sinf(k x[i]) / k^2, one thread per
+// element, k in order (written out here: the reference shares no code with
+// the kernels it judges).
+extern "C" __global__ void ref_sinsum(const float *x, float *y, int n)
+{
+	int i = blockIdx.x * blockDim.x + threadIdx.x;
+	if (i >= n)
+		return;
+	float acc = 0.0f, v = x[i];
+	for (int k = 1; k <= 64; k++)
+		acc += sinf((float)k * v) / (float)(k * k);
+	y[i] = acc;
+}
