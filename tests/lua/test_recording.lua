@@ -70,7 +70,7 @@ T.check(bad == nil and err:find("could not be repaired", 1, true), "a cache cut 
 -- in strict mode, and could hide the optimum
 do
   local json = require("kopt.json")
-  local function ktt(edit)
+  local function ktt_of(edit)
     local r = {}
     for i, t in ipairs({ 5000.0, 3000.0, 1000.0 }) do
       r[i] = { KernelName = "k", Configuration = { { Name = "bs", Value = i } }, Status = "Ok", TotalDuration = t,
@@ -86,10 +86,10 @@ do
     { function(e) e.Status = "ok" end, "Results[3].Status: 'ok' is not a KTT status" },
   }
   for _, c in ipairs(cases) do
-    local r2, e2 = ktt(c[1])
+    local r2, e2 = ktt_of(c[1])
     T.check(r2 == nil and tostring(e2):find(c[2], 1, true), "KTT: %s: %s", c[2], tostring(e2))
   end
-  local r3 = ktt(function(e) e.Status = "ComputationFailed" end)
+  local r3 = ktt_of(function(e) e.Status = "ComputationFailed" end)
   T.check(r3 and r3.entries[3].status == "launch_error", "KTT: ComputationFailed is a launch error")
 end
 -- objective_higher_is_better that is no boolean (null, "false"): read as

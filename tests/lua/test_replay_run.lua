@@ -300,9 +300,9 @@ do
   sp.metrics = { ["GB/s"] = "bytes / time_s / 1e9 - 3600" }
   sp.objective = { metric = "GB/s", goal = "max" }
   T.write(d .. "/s.json", json.encode(sp))
-  local c, out, e = T.run("random " .. d .. "/s.json --budget 20 --no-db --out " .. d .. "/run")
+  local c, nout, e = T.run("random " .. d .. "/s.json --budget 20 --no-db --out " .. d .. "/run")
   T.eq(c, 0, "a negative metric: exit code\n" .. e)
-  local best = out:match("\n  best: [^\n]*") or ""
+  local best = nout:match("\n  best: [^\n]*") or ""
   T.check(best ~= "" and not best:find("x that of", 1, true), "no ratio of values of other signs: %s", best)
   os.execute("rm -rf '" .. d .. "'")
 end
@@ -321,9 +321,9 @@ do
     launch = { grid = { "cdiv(n, bs)" }, block = { "bs" } },
     args = { { name = "out", type = "f32", shape = { "n" }, output = true }, { name = "n", type = "i32", value = "n" } },
     recording = root .. "/tests/data/float32/kt32.json" }))
-  local c, out, e = T.run("exhaustive " .. d .. "/s.json --no-db --out " .. d .. "/run")
-  T.check(c == 0 and out:find("4 evaluations (4 ok)", 1, true) and out:find("alpha=0.1 bs=32", 1, true),
-          "float32 recording, spec of 0.1 and 0.2: exit %d\n%s%s", c, out, e)
+  local c, fout, e = T.run("exhaustive " .. d .. "/s.json --no-db --out " .. d .. "/run")
+  T.check(c == 0 and fout:find("4 evaluations (4 ok)", 1, true) and fout:find("alpha=0.1 bs=32", 1, true),
+          "float32 recording, spec of 0.1 and 0.2: exit %d\n%s%s", c, fout, e)
   os.execute("rm -rf '" .. d .. "'")
 end
 
