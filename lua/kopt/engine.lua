@@ -287,7 +287,10 @@ function Engine:source_of(cand)
   if not self.spec then return nil end
   if cand.source then return cand.source end
   if cand.patch then
-    return patch.apply(self.spec.kernel.source, cand.patch)
+    -- (patch.apply's second value on success is the files it left out)
+    local source, err = patch.apply(self.spec.kernel.source, cand.patch)
+    if source then return source end
+    return nil, err
   end
   return self.spec.kernel.source
 end

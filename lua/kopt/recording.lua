@@ -83,7 +83,9 @@ function M.read(file, mode)
     -- optimum, perhaps) must not be dropped as an interrupted tail
     local _, opened = text:gsub("{", "")
     local _, closed = text:gsub("}", "")
-    local ends_closed = text:find("\n%s*}%s*\n%s*}%s*$") ~= nil
+    -- (Kernel Tuner ends a cache "...}}\n}": the last entry shares its line
+    -- with the cache's brace; a pretty-printed one "}\n  }\n}")
+    local ends_closed = text:find("}[ \t]*\r?\n%s*}%s*$") ~= nil
     if text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true) and not ends_closed
        and (not text:find("}%s*$") or opened > closed) then
       doc = kt.repair(text)

@@ -764,7 +764,10 @@ function Spec:defines(config)
   if self.kernel and self.kernel.kernel_tuner_defines then
     -- as Kernel Tuner defines them: the block's and the grid's sizes (1 for
     -- an axis the launch leaves out), each unless a knob has the name
-    local l = self:launch(config)
+    -- (a config whose launch cannot be computed gets none: it is invalid
+    -- when its request is made, with the sentence that says why)
+    local lok, l = pcall(self.launch, self, config)
+    if not lok then l = { block = {}, grid = {} } end
     for i, axis in ipairs({ "x", "y", "z" }) do
       for _, what in ipairs({ { "block_size_", l.block }, { "grid_size_", l.grid } }) do
         local name = what[1] .. axis

@@ -126,6 +126,17 @@ do
   T.write(tmp .. "/inner.json", table.concat(lines, "\n") .. "\n")
   bad, err = recording.read(tmp .. "/inner.json")
   T.check(bad == nil and err:find("damaged inside, not cut short", 1, true), "a brace missing inside: %s", tostring(err))
+  -- Kernel Tuner's own ending, "...}}\n}" (the last entry on the cache's
+  -- line): it was read as cut short, keeping 2 of 4092 entries
+  local pn = T.slurp("tests/data/pnpoly_RTX_3090.json")
+  local plines = {}
+  for l in pn:gmatch("[^\n]+") do plines[#plines + 1] = l end
+  plines[73] = plines[73]:gsub("},%s*$", ",")
+  T.write(tmp .. "/pn.json", table.concat(plines, "\n") .. "\n")
+  bad, err = recording.read(tmp .. "/pn.json")
+  T.check(bad == nil and tostring(err):find("damaged inside, not cut short", 1, true),
+          "a Kernel Tuner cache with a brace missing inside: %s", tostring(err))
+  T.check(#assert(recording.read("tests/data/pnpoly_RTX_3090.json")).entries == 4092, "the whole file reads whole")
 end
 
 -- a replay's results.json keeps what each evaluation cost: replayed again

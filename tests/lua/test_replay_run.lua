@@ -327,5 +327,23 @@ do
   os.execute("rm -rf '" .. d .. "'")
 end
 
+-- a strategy's patch of two files (the kernel's and the spec's): the files
+-- left out came back where an error was read, the candidate was invalid
+-- with a table for its log, and a stall message ended in an internal error
+do
+  local d = T.tmpdir("two-file-patch")
+  T.write(d .. "/strat.lua", [=[
+local S = { name = "twofile" }
+local DIFF = "--- a/transpose.cu\n+++ b/transpose.cu\n@@ -10,3 +10,3 @@\n #ifndef TILE\n-#define TILE 32\n+#define TILE 16\n" ..
+             " #endif\n--- a/transpose.json\n+++ b/transpose.json\n@@ -1,1 +1,1 @@\n-{\n+{ \n"
+function S.ask(ctx, n) return { { config = ctx.space:first(), patch = DIFF } } end
+return S]=])
+  local c, _, e = T.run(d .. "/strat.lua specs/transpose.json --budget 3 --no-db -q --out " .. d .. "/run")
+  T.check(not e:find("internal error", 1, true) and not e:find("table:", 1, true), "a two-file patch: exit %d\n%s", c, e)
+  local ev = T.events(d .. "/run")
+  T.check(#ev >= 1 and type(ev[1].result.log) == "string", "the candidate is an evaluation with a sentence for its log")
+  os.execute("rm -rf '" .. d .. "'")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
