@@ -231,6 +231,16 @@ do
        "-Dkernel_tuner=1", "Kernel Tuner's own defines")
   local c, kout, err = T.run("compile " .. d .. "/s.json --all --no-cache")
   T.check(c == 0 and select(2, kout:gsub(" ok ", "")) == 2, "a kernel reading them compiles: %d\n%s%s", c, kout, err)
+  -- a config whose launch cannot be computed (a grid that is not whole):
+  -- its defines are made all the same, and its request says why (the
+  -- launch raised where the GPU backend prepares a compile, outside any
+  -- guard, and would have stopped the run)
+  local odd = T.slurp(d .. "/s.json"):gsub('"cdiv%(n, block_size_x%)"', '"n / block_size_x"'):gsub("%[128, 256%]", "[128, 96]")
+  T.write(d .. "/odd.json", odd)
+  local os_ = spec_mod.load(d .. "/odd.json")
+  local okd, dd = pcall(os_.defines, os_, { block_size_x = 96 })
+  T.check(okd and table.concat(dd, " "):find("-Dkernel_tuner=1", 1, true), "defines of a config with no whole grid: %s",
+          tostring(okd and table.concat(dd, " ") or dd))
   write_spec("")
   c = T.run("compile " .. d .. "/s.json --all --no-cache")
   T.check(c ~= 0, "without kernel_tuner_defines the kernel has no grid_size_x")
