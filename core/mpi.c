@@ -2,6 +2,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include "mpi.h"
@@ -18,9 +19,9 @@ int kopt_mpi_launched(void)
 	if (force != NULL && force[0] != '\0') {
 		/* the words kopt takes for "off" elsewhere (KOPT_DB=off) are off here
 		 * too; anything else forces MPI on */
-		static const char *const off[] = {"0", "off", "no", "false", "OFF", "No", "False", "NO", "FALSE"};
+		static const char *const off[] = {"0", "off", "no", "false"};
 		for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
-			if (strcmp(force, off[i]) == 0)
+			if (strcasecmp(force, off[i]) == 0)
 				return 0;
 		return 1;
 	}

@@ -526,7 +526,7 @@ int kopt_cpool_wait_any(struct kopt_cpool *p, double timeout_s, long *id,
 				double left = p->w[i].started + p->job_timeout_s - now;
 				if (left <= 0) {
 					char why[128];
-					snprintf(why, sizeof why, "compile timed out after %.0f s",
+					snprintf(why, sizeof why, "compile timed out after %.3g s",
 						 p->job_timeout_s);
 					lose_worker(p, i, why);
 					continue;

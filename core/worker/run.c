@@ -166,7 +166,8 @@ static const char *check_run(struct worker *w, struct prepared *pr, struct input
  * were just copied in (a warm L2, which only favours check 2), so an honest
  * kernel's launch there is not slower than its timed median but for a
  * data-dependent kernel on other data, or a host delay of a few microseconds
- * before the launch: hence a factor of 2 and 10 microseconds of slack (a
+ * before the launch: hence a factor of 2 and 4 microseconds of slack, after
+ * the event pair's own floor is taken off (event_floor_ms, below; a
  * factor of 3 and 20 microseconds let a replay paced to a third of its
  * compute through: tests/cheats/replay_paced). An honest kernel charged
  * keeps its status, timed at check 2's one launch. */

@@ -2,7 +2,7 @@
 -- hash of the materialised source, so two configs of one source share them:
 --
 --   variants/<sha256[1..16]>/
---     <kernel file name>     the source, exactly as compiled
+--     <kernel file name>     the source (the knobs' defines head it when compiled)
 --     source.diff            its difference from the spec's kernel (none for the original)
 --     origin.json            who made it first: expert, method, reason, repair attempt, evaluation
 --     results.jsonl          one line per evaluated config of this source: key, config, status, time, error
@@ -140,11 +140,12 @@ function A:compiled(source, config, key)
   local nvcc = tool("nvcc")
   if nvcc then
     local args = { shq(nvcc), "-ptx", "-arch=" .. shq(job.arch or "sm_90") }
-    -- (the knobs' defines head job.source; nvcc reads the file as written)
-    local opts = {}
-    for _, o in ipairs(self.spec:defines(config)) do opts[#opts + 1] = o end
-    for _, o in ipairs(job.options or {}) do opts[#opts + 1] = o end
-    for _, o in ipairs(opts) do
+    -- (the source as compiled, its knobs' defines ahead of it: as -D
+    -- options they would come before nvcc's own headers, which a knob
+    -- named width or mode breaks)
+    local compiled = f.dir .. "/" .. base .. ".compiled.cu"
+    write(compiled, job.source)
+    for _, o in ipairs(job.options or {}) do
       if o:match("^%-D") or o:match("^%-I") or o:match("^%-%-?std=") or o == "--use_fast_math" then
         args[#args + 1] = shq(o)
       end
@@ -153,7 +154,7 @@ function A:compiled(source, config, key)
       if d then args[#args + 1] = "-I" .. shq(d) end
     end
     args[#args + 1] = "-o " .. shq(f.dir .. "/" .. base .. ".ptx")
-    args[#args + 1] = shq(f.dir .. "/" .. self:kernel_name())
+    args[#args + 1] = shq(compiled)
     os.execute(table.concat(args, " ") .. " > " .. shq(f.dir .. "/" .. base .. ".ptx.log") .. " 2>&1")
   end
   local cuobjdump, nvdisasm = tool("cuobjdump"), tool("nvdisasm")

@@ -102,17 +102,21 @@ end
 -- Not -D options: NVRTC reads its built-in header after those, so a knob
 -- named as a name there (width, mode, offset) broke every compile; defines
 -- written in the source come after it, as Kernel Tuner writes them.
--- defs: "-DNAME=VALUE" strings (Spec:defines).
-function M.with_defines(source, defs)
+-- defs: "-DNAME=VALUE" strings (Spec:defines); name: the program's name,
+-- which the source's own lines keep (the defines' lines are "kopt knob
+-- defines": a message about one of them, a knob the source defines again,
+-- is not put on a line of the file).
+function M.with_defines(source, defs, name)
   if #defs == 0 then return source end
-  local lines = {}
-  for i, d in ipairs(defs) do
-    local name, value = d:match("^%-D([^=]+)=(.*)$")
-    lines[i] = "#define " .. (name or d:sub(3)) .. " " .. (value or "")
+  local lines = { '#line 1 "kopt knob defines"' }
+  for _, d in ipairs(defs) do
+    local n, value = d:match("^%-D([^=]+)=(.*)$")
+    lines[#lines + 1] = "#define " .. (n or d:sub(3)) .. " " .. (value or "")
   end
   -- (a byte-order mark is no longer at the start once the lines are ahead)
   if source:sub(1, 3) == "\239\187\191" then source = source:sub(4) end
-  return table.concat(lines, "\n") .. "\n#line 1\n" .. source
+  local back = name and string.format('#line 1 "%s"', (name:gsub('[\\"]', "\\%0"))) or "#line 1"
+  return table.concat(lines, "\n") .. "\n" .. back .. "\n" .. source
 end
 
 -- The program's name NVRTC compiles: the kernel file's real path, so that a
@@ -253,7 +257,7 @@ function M.job_for(spec, config, arch, source)
   source = source or spec.kernel.source
   arch = spec.kernel.arch or arch
   local opts = M.options_for(spec, config, arch)
-  return { source = M.with_defines(source, spec:defines(config)),
+  return { source = M.with_defines(source, spec:defines(config), program_name(spec.kernel.path)),
            entry = spec.entry and spec:entry(config) or spec.kernel.entry,
            name = program_name(spec.kernel.path), arch = arch or "sm_90", options = opts,
            salt = M.include_digest(source, dirname(spec.kernel.path), local_dirs(spec, spec.kernel, opts)) }
@@ -269,7 +273,7 @@ function M.reference_job(spec, arch, config)
   arch = ref.arch or arch  -- (a reference of its own target: sm_90a for wgmma)
   local opts = options(spec, ref, config, arch, false)
   local defs = config and spec.reference_defines and spec:reference_defines(config) or {}
-  return { source = M.with_defines(ref.source, defs),
+  return { source = M.with_defines(ref.source, defs, program_name(ref.path)),
            entry = spec.reference_entry and spec:reference_entry(config) or ref.entry,
            name = program_name(ref.path), arch = arch or "sm_90", options = opts,
            salt = M.include_digest(ref.source, dirname(ref.path), local_dirs(spec, ref, opts)) }

@@ -81,7 +81,7 @@ function M.user_prompt(view, focus, edit_format)
         tostring(view.device.arch), tostring(view.device.sm_count), tostring(view.device.max_smem_optin))
   end
   add("")
-  add("Tunable knobs (compile-time -D defines) and their allowed values:")
+  add("Tunable knobs (compile-time preprocessor defines) and their allowed values:")
   for _, k in ipairs(view.knobs) do
     local vals = {}
     for j, x in ipairs(k.values) do vals[j] = tostring(x) end

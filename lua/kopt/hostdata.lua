@@ -138,6 +138,20 @@ end
 
 local function bf16_value(h) return (string.unpack("<f", string.pack("<I4", h << 16))) end
 
+-- Whether finite v becomes an infinity as a `dtype` (f32, f16, bf16):
+-- rounded, not compared with the largest finite value (f16's 65510 is
+-- 65504, and only 65520 or more is an infinity).
+function M.overflows(v, dtype)
+  if type(v) ~= "number" or v ~= v or v == math.huge or v == -math.huge then return false end
+  if dtype == "f16" then return f16_bits(v) & 0x7fff == 0x7c00 end
+  if dtype == "bf16" then return bf16_bits(v) & 0x7fff == 0x7f80 end
+  if dtype == "f32" then
+    local f = string.unpack("<f", string.pack("<f", v))
+    return f == math.huge or f == -math.huge
+  end
+  return false
+end
+
 -- Raw little-endian bytes of a Lua array of numbers as `dtype`.
 function M.pack(values, dtype)
   local parts, fmt = {}, FMT[dtype]
@@ -274,7 +288,7 @@ function M.generate(init, arg, sizes, inputs, seed)
         return nil, string.format("the generator's value %d (%s) is not an integer, and the argument is %s", i,
                                   tostring(v), arg.type)
       end
-      if fmax and v == v and v > -math.huge and v < math.huge and math.abs(v) > fmax then
+      if fmax and M.overflows(v, arg.type) then
         return nil, string.format("the generator's value %d (%s) is past the largest finite %s (%g): it would be " ..
                                   "infinity", i, tostring(v), arg.type, fmax)
       end

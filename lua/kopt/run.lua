@@ -170,7 +170,7 @@ local function check_resume(events, dir, info, opts)
   -- an ok result with no time or a time of 0, a config outside the space)
   -- is named, not met later as an internal error or crowned the winner
   for i, ev in ipairs(events) do
-    if type(ev) ~= "table" or #ev > 0 then
+    if type(ev) ~= "table" or #ev > 0 or type(ev.event) ~= "string" then
       errors.usage("--resume: %s/events.jsonl: event %d is not a JSON object; the run cannot be resumed", dir, i)
     end
   end
@@ -246,8 +246,8 @@ local function check_resume(events, dir, info, opts)
   elseif info.strategy_code and start.strategy_code and info.strategy_code ~= start.strategy_code then
     -- the same path, edited since (or another kopt): its questions may differ
     info.changed = true
-    io.stderr:write(string.format("kopt: note: %s was started with another version of the strategy file %s (its code " ..
-                                  "or kopt's has changed since)\n", dir, info.strategy_file))
+    io.stderr:write(string.format("kopt: note: %s was started with another version of the strategy file %s (its code, " ..
+                                  "a file its options name, or kopt's has changed since)\n", dir, info.strategy_file))
   end
   -- (with no --opt given, the run's own options are taken back, below)
   local latest = start
@@ -382,7 +382,7 @@ function M.main(opts, pos)
   end
   local backend
   if choice.kind == "replay" then
-    backend = replay.open(spec, { file = choice.file, check = opts.replay_check })
+    backend = replay.open(spec, { file = choice.file, check = opts.replay_check, quiet_edits = opts.q })
     if space then space = M.recorded_part(space, backend, choice.file, spec) end
   else
     local cuda, err = cuda_backend()
@@ -417,7 +417,10 @@ function M.main(opts, pos)
   local ok, rc = xpcall(M.locked, function(e)
     if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
     return debug.traceback(errors.describe(e), 2)
-  end, opts, { strategy = strategy, strategy_label = strategy_label, strategy_code = strategy_code, options = options,
+  end, opts, { strategy = strategy, strategy_label = strategy_label, options = options,
+                -- (what a resume compares: the file's code and the files its
+                -- options name, a move generator edited between the two)
+                strategy_code = strategy_code .. (files_id and ("+" .. files_id) or ""),
                 spec = spec,
                space = space, backend = backend, choice = choice, problem = problem, dir = dir,
                budget = budget, state = state, memory = memory })
@@ -520,7 +523,11 @@ function M.locked(opts, r)
   -- a fresh run where a log was deleted by hand: the files derived from it
   -- go too, before this run writes any (transitions were appended to the
   -- old run's, and counted twice by kopt regraph)
-  if not opts.resume and not existing then rundir_mod.clear_derived(dir) end
+  -- (only where a kopt run's own files show it was one: a folder of the
+  -- user's that holds a graph.json of theirs is not)
+  if not opts.resume and not existing and (sys.stat(dir .. "/trace.md") or sys.stat(dir .. "/results.json")) then
+    rundir_mod.clear_derived(dir)
+  end
   local torn_at = existing and good_end < size and good_end or nil
   local digest = expdb.problem_digest(spec, space)
   local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options,

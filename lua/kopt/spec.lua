@@ -232,7 +232,13 @@ local function check_knobs(c, knobs, reserved)
         c:fail(string.format("%s.values[%d]", p, j), "expected a number or a string, got %s", c:type_name(v))
       end
       if type(v) == "string" and v:find("%z") then
-        c:fail(string.format("%s.values[%d]", p, j), "a NUL character in a value (its -D define would end there)")
+        c:fail(string.format("%s.values[%d]", p, j), "a NUL character in a value (its define would end there)")
+      end
+      -- (a define is one line: a line break would put the rest in the
+      -- source as code, and a trailing backslash would take the next line)
+      if type(v) == "string" and (v:find("[\r\n]") or v:find("\\$")) then
+        c:fail(string.format("%s.values[%d]", p, j), "%s in a value: a define is one line",
+               v:find("[\r\n]") and "a line break" or "a trailing backslash")
       end
       -- (1 and "1" are one value: the same -D define and config key)
       if as_text[tostring(v)] then c:fail(string.format("%s.values[%d]", p, j), "duplicate value %s", show_value(v)) end
@@ -382,7 +388,7 @@ local function check_args(c, args, names, dir)
                  tostring(range[1]), tostring(range[2]))
         end
         local fmax = FLOAT_MAX[arg.type]
-        if fmax and math.abs(v) > fmax then
+        if fmax and hostdata.overflows(v, arg.type) then
           c:fail(p .. ".init.value", "%s is past the largest finite %s (%g): it would be infinity", tostring(v), arg.type, fmax)
         end
       end
@@ -682,7 +688,7 @@ function Spec:args(config, second_seed)
         r.value = v
       end
       local fmax = FLOAT_MAX[a.type]
-      if fmax and type(r.value) == "number" and math.abs(r.value) > fmax then
+      if fmax and hostdata.overflows(r.value, a.type) then
         errors.usage("%s: args[%d].value: gave %s, past the largest finite %s (%g): it would be infinity (at %s)",
                      self.path, i, tostring(r.value), a.type, fmax, describe_config(self, config))
       end
@@ -774,7 +780,7 @@ function Spec:defines(config)
         if not knob[name] then out[#out + 1] = "-D" .. name .. "=" .. tostring(math.tointeger(what[2][i] or 1)) end
       end
     end
-    out[#out + 1] = "-Dkernel_tuner=1"
+    if not knob.kernel_tuner then out[#out + 1] = "-Dkernel_tuner=1" end
   end
   return out
 end

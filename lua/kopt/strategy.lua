@@ -167,9 +167,13 @@ function M.load(arg)
     if type(o) ~= "table" or o.default == nil then
       errors.usage("strategy %s: options.%s must be a table with a default", label, tostring(k))
     end
+    if not k:match("^[%w_%-]+$") then
+      errors.usage("strategy %s: options: '%s' cannot be set with --opt (a name of letters, digits, _ and -)", label, k)
+    end
     for _, bound in ipairs({ "min", "max", "gt" }) do
-      if o[bound] ~= nil and type(o[bound]) ~= "number" then
-        errors.usage("strategy %s: options.%s.%s must be a number, got %s", label, tostring(k), bound, type(o[bound]))
+      if o[bound] ~= nil and (type(o[bound]) ~= "number" or o[bound] ~= o[bound]) then
+        errors.usage("strategy %s: options.%s.%s must be a number, got %s", label, tostring(k), bound,
+                     type(o[bound]) == "number" and "NaN" or type(o[bound]))
       end
     end
     local t = type(o.default)

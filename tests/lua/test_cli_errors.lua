@@ -108,6 +108,8 @@ opt_case("o_list", "{ { default = 1 } }",
 opt_case("o_inf", "{ t = { default = math.huge } }", "options.t: the default inf is not a finite number")
 opt_case("o_strmin", "{ t = { default = 'a', min = 1 } }", "options.t: min, max and gt bound a number, and the default is a string")
 opt_case("o_choices", "{ a = { default = 1, choices = { 1, '2' } } }", "options.a.choices: 2 is a string, and the default is a number")
+opt_case("o_nanmin", "{ k = { default = 1, min = 0/0 } }", "options.k.min must be a number, got NaN")
+opt_case("o_key", "{ ['bad key'] = { default = 1 } }", "options: 'bad key' cannot be set with --opt (a name of letters, digits, _ and -)")
 case(strategy_file("noask", "return { name = 'noask' }") .. " --backend replay:" .. replay, 2,
      "kopt: strategy " .. tmp .. "/noask.lua has no ask(ctx, n) function")
 case(strategy_file("notable", "return 42") .. " --backend replay:" .. replay, 2,

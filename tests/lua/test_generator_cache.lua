@@ -70,6 +70,7 @@ do
   T.check(not b and err:find("value 2 (1.5) is not an integer, and the argument is i32", 1, true), "i32 of 1.5: %s", tostring(err))
   b, err = gen_values("f16", "{ 0, 1, 70000, 3 }")
   T.check(not b and err:find("value 3 (70000) is past the largest finite f16", 1, true), "f16 of 70000: %s", tostring(err))
+  T.check(gen_values("f16", "{ 0, 1, 65510, 3 }") ~= nil, "f16 of 65510 rounds to 65504, a finite value")
   b, err = gen_values("f32", "{ 0, 1, 1e39, 3 }")
   T.check(not b and err:find("past the largest finite f32", 1, true), "f32 of 1e39: %s", tostring(err))
   local b2, _, values = gen_values("f32", "{ 2.4, 1, 2, 3 }")

@@ -289,6 +289,7 @@ do
   end
   with_line("null", "event " .. ev_at .. " is not a JSON object")
   with_line("7", "event " .. ev_at .. " is not a JSON object")
+  with_line("[]", "event " .. ev_at .. " is not a JSON object")
   for _, t in ipairs({ 0, -1 }) do
     local ev = cjson.decode(lines[ev_at])
     ev.result.status, ev.result.time_ms = "ok", t
@@ -315,6 +316,12 @@ do
   for _ in io.lines(dir .. "/transitions.jsonl") do n = n + 1 end
   local evals = #T.events(dir)
   T.check(n <= evals, "transitions.jsonl holds this run's only: %d lines for %d evaluations", n, evals)
+  -- (a folder of the user's, with no kopt run in it: their graph.json stays)
+  local mine = tmp .. "/mine"
+  os.execute("mkdir -p '" .. mine .. "'")
+  T.write(mine .. "/graph.json", '{"mine": 1}')
+  T.eq((T.run(string.format("random --backend replay:%s --budget 3 --no-db -q --out %s", REC, mine))), 0, "a run in a user's folder")
+  T.eq(T.slurp(mine .. "/graph.json"), '{"mine": 1}', "the user's graph.json is kept")
   os.execute("rm -rf '" .. dir .. "' && mkdir -p '" .. dir .. "/events.jsonl'")
   local c, _, e = T.run(cmd)
   T.check(c == 2 and e:find("cannot read the run's log", 1, true) and not e:find("--resume", 1, true),

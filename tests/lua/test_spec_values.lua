@@ -81,6 +81,14 @@ refused("a scalar f32 of 1e39", sc, "args[3].value: gave 1e+39, past the largest
 sc.args[3].value = "2.5"
 T.eq((compile(sc)), 0, "a scalar f32 of 2.5 is accepted")
 
+-- a knob value with a line break or a trailing backslash: a define is one
+-- line, and the rest went into the source as code
+local nl = base()
+nl.knobs[2] = { name = "QUAL", values = { "1\n#error injected", "2" }, define = true }
+refused("a line break in a knob value", nl, "knobs[2].values[1]: a line break in a value: a define is one line")
+nl.knobs[2].values = { "a\\", "b" }
+refused("a trailing backslash", nl, "knobs[2].values[1]: a trailing backslash in a value")
+
 -- a float knob's options keyed as the value is written ("2.0"): the value
 -- is read as 2, and the key was refused as no value of the knob
 local fo = base()

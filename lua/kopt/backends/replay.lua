@@ -13,7 +13,8 @@ Replay.__index = Replay
 
 -- opts.file: the recording; spec may be nil (the space then comes from the
 -- file). opts.check: "strict" (default) or "lenient" (kopt.recording);
--- opts.quiet: no notes on stderr about skipped or failed entries.
+-- opts.quiet: no notes on stderr about skipped or failed entries;
+-- opts.quiet_edits: none about edited sources it cannot measure (-q).
 -- A value as a float32 holds it (Kernel Tuner's float32 knobs are written
 -- as 0.10000000149011612 where the script said 0.1).
 local function as_f32(v) return (string.unpack("<f", string.pack("<f", v))) end
@@ -56,7 +57,8 @@ function M.open(spec, opts)
   -- compared with an MPI run of as many ranks (docs/MPI.md)
   local slots = opts.slots or math.tointeger(tonumber(os.getenv("KOPT_REPLAY_SLOTS") or "")) or 1
   if spec then M.align_floats(rec, spec) end
-  local self = setmetatable({ name = "replay", slots = math.max(1, slots), rec = rec, clock = 0, spec = spec }, Replay)
+  local self = setmetatable({ name = "replay", slots = math.max(1, slots), rec = rec, clock = 0, spec = spec,
+                              quiet_edits = opts.quiet_edits }, Replay)
   local configs = {}
   for i, e in ipairs(rec.entries) do configs[i] = e.config end
   self.space = space_mod.listed({ knobs = rec.knobs, configs = configs })
@@ -111,7 +113,7 @@ function Replay:evaluate(jobs)
       -- strategy that proposes only edits here ends at its budget)
       out[i] = { status = "invalid",
                  log = "a replay measures the recorded kernel only: this candidate's edited source cannot be measured" }
-      if not self.said_edited then
+      if not self.said_edited and not self.quiet_edits then
         self.said_edited = true
         io.stderr:write("kopt: a replay measures the recorded kernel only: candidates with an edited source are ",
                         "invalid here (a GPU backend measures them)\n")

@@ -416,6 +416,8 @@ function M.main(argv)
       end
       o.seed = o.seed or math.tointeger(previous.seed)
     end
+    -- (left out, the suite's own target is taken back, as its seed is)
+    if not o.target and type(previous.target) == "string" then o.target = suite.parse_target(previous.target) end
     local target = o.target and o.target.text
     if previous.opt ~= nil and target ~= previous.target then
       errors.usage("suite: --resume: %s was started with %s, not %s", out,
