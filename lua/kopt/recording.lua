@@ -84,9 +84,19 @@ function M.read(file, mode)
     local _, opened = text:gsub("{", "")
     local _, closed = text:gsub("}", "")
     -- (Kernel Tuner ends a cache "...}}\n}": the last entry shares its line
-    -- with the cache's brace; a pretty-printed one "}\n  }\n}")
-    local ends_closed = text:find("}[ \t]*\r?\n%s*}%s*$") ~= nil
-    if text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true) and not ends_closed
+    -- with the cache's brace; a pretty-printed one "  }\n}": the file's own
+    -- brace alone on the last line, unindented)
+    local ends_closed = text:find("}[ \t]*\r?\n}%s*$") ~= nil
+    -- (only the file's last brace or two missing, every entry whole: closed
+    -- as they were; a file that ends closed is not, since a brace missing
+    -- inside it would then nest the later entries in the damaged one)
+    if not ends_closed and text:find('"tune_params_keys"', 1, true) and opened > closed then
+      for _, tail in ipairs({ "\n}", "\n}\n}" }) do
+        local whole = json.decode_with_nonfinite(text .. tail)
+        if type(whole) == "table" and type(whole.cache) == "table" then doc, repaired = whole, true break end
+      end
+    end
+    if doc == nil and text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true) and not ends_closed
        and (not text:find("}%s*$") or opened > closed) then
       doc = kt.repair(text)
       repaired = true

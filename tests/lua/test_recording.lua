@@ -137,6 +137,16 @@ do
   T.check(bad == nil and tostring(err):find("damaged inside, not cut short", 1, true),
           "a Kernel Tuner cache with a brace missing inside: %s", tostring(err))
   T.check(#assert(recording.read("tests/data/pnpoly_RTX_3090.json")).entries == 4092, "the whole file reads whole")
+  -- only the file's last brace missing: every entry is whole and read
+  -- (Kernel Tuner's layout dropped its last entry; a pretty-printed one was
+  -- refused as damaged)
+  for f, n in pairs({ ["tests/data/pnpoly_RTX_3090.json"] = 4092, ["tests/data/vector_add_A4000.json"] = 15 }) do
+    local t = T.slurp(f):gsub("}%s*$", "")
+    T.write(tmp .. "/last.json", t)
+    local lr, le = recording.read(tmp .. "/last.json")
+    T.check(lr and #lr.entries == n, "%s without its last brace: %s entries of %d (%s)", f, lr and #lr.entries or "no",
+            n, tostring(le))
+  end
 end
 
 -- a replay's results.json keeps what each evaluation cost: replayed again
