@@ -128,9 +128,9 @@ do
   T.check(bad == nil and err:find("damaged inside, not cut short", 1, true), "a brace missing inside: %s", tostring(err))
   -- Kernel Tuner's own ending, "...}}\n}" (the last entry on the cache's
   -- line): it was read as cut short, keeping 2 of 4092 entries
-  local pn = T.slurp("tests/data/pnpoly_RTX_3090.json")
+  local pntext = T.slurp("tests/data/pnpoly_RTX_3090.json")
   local plines = {}
-  for l in pn:gmatch("[^\n]+") do plines[#plines + 1] = l end
+  for l in pntext:gmatch("[^\n]+") do plines[#plines + 1] = l end
   plines[73] = plines[73]:gsub("},%s*$", ",")
   T.write(tmp .. "/pn.json", table.concat(plines, "\n") .. "\n")
   bad, err = recording.read(tmp .. "/pn.json")
