@@ -82,7 +82,18 @@ end
 local function options(spec, kernel, config, arch, is_kernel)
   local out, seen = {}, {}
   local base = is_kernel and spec:knob_options(config) or kernel.options
-  for _, o in ipairs(base) do out[#out + 1] = o end
+  local pre_include = false
+  for _, o in ipairs(base) do
+    out[#out + 1] = o
+    pre_include = pre_include or o:match("^%-%-pre%-include") ~= nil or o:match("^%-include") ~= nil
+  end
+  -- a header pre-included by an option is read before the source, so the
+  -- defines that head the source come too late for it: they are options
+  -- as well then (the same definition twice is no redefinition)
+  if pre_include and config then
+    local defs = is_kernel and spec:defines(config) or (spec.reference_defines and spec:reference_defines(config)) or {}
+    for _, d in ipairs(defs) do out[#out + 1] = d end
+  end
   append_unique(out, seen, "-lineinfo")
   for _, inc in ipairs(M.include_dirs()) do append_unique(out, seen, "-I" .. inc) end
   append_unique(out, seen, "-I" .. spec.dir)

@@ -283,5 +283,19 @@ wc, wout, werr = T.run("compile " .. tmp .. "/w/spec.json --no-cache --log", cac
 T.check(wc == 0 and (wout .. werr):find("k.cu(4): warning", 1, true) and (wout .. werr):find("kopt knob defines", 1, true),
         "the redefinition is on the file's line 4, the first definition among the knob defines:\n%s%s", wout, werr)
 
+-- a header pre-included by an option that reads a knob: the defines that
+-- head the source came after it ("identifier TILE is undefined")
+mkdir(tmp .. "/pre")
+T.write(tmp .. "/pre/pre.h", "constexpr int kTile = TILE;\n")
+T.write(tmp .. "/pre/k.cu", 'extern "C" __global__ void k(float *y, int n) { if (threadIdx.x < n) y[threadIdx.x] = kTile; }\n')
+T.write(tmp .. "/pre/spec.json", [[{ "name": "pre", "kernel": { "source": "k.cu", "entry": "k",
+  "options": ["--pre-include=]] .. tmp .. [[/pre/pre.h"] }, "problem": { "n": 64 },
+  "knobs": [ { "name": "TILE", "values": [32, 64] } ], "launch": { "grid": [1], "block": [64] },
+  "args": [ { "name": "y", "type": "f32", "shape": ["n"], "output": true }, { "name": "n", "type": "i32", "value": "n" } ] }]])
+do
+  local pc, pout, perr = T.run("compile " .. tmp .. "/pre/spec.json --all --no-cache", cache)
+  T.check(pc == 0 and select(2, pout:gsub(" ok ", "")) == 2, "a pre-included header reads a knob: %d\n%s%s", pc, pout, perr)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
