@@ -114,6 +114,21 @@ do
   local _, frac = bs.random_expectation({ sorted = { 5e-324, 1.0 }, entries = 2, valid = 2, opt = 5e-324, worst = 1.0 }, 1)
   T.check(math.abs(frac - 0.5) < 1e-9, "one draw of two, the optimum subnormal: fraction 0.5, got %s", tostring(frac))
 end
+-- a T4 file without metadata.timeunit: the cost of an entry before the
+-- first measurement with a unit (a compile error) was read in ms, the rest
+-- in that unit (us): one unit for the whole file
+do
+  local json = require("kopt.json")
+  T.write(tmp .. "/us.t4.json", json.encode({ results = {
+    { configuration = { a = 1 }, invalidity = "compile", measurements = {}, times = { compilation = 5000000 } },
+    { configuration = { a = 2 }, invalidity = "correct", objectives = { "time" },
+      measurements = { { name = "time", unit = "us", value = 100 } }, times = { compilation = 5000000 } },
+  } }))
+  local ur = assert(recording.read(tmp .. "/us.t4.json"))
+  for _, e in ipairs(ur.entries) do
+    T.check(math.abs(e.cost_s - 5) < 1e-9, "entry %s: 5000000 us is 5 s, got %s", tostring(e.config.a), tostring(e.cost_s))
+  end
+end
 -- a whole cache with a brace missing inside (its closing braces in place):
 -- it was "repaired" as if cut short, and the entries after the damage (the
 -- optimum among them) were dropped without a word

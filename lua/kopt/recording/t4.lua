@@ -172,12 +172,16 @@ local function from_t4(doc, file, r)
     for j, x in ipairs(t.runtimes or {}) do run = run + number_or_nil(x, string.format(".times.runtimes[%d]", j)) end
     local compile = number_or_nil(t.compilation or t.compilation_time, ".times.compilation")
     local c = compile + number_or_nil(t.validation, ".times.validation") + run
-    -- (times are in metadata.timeunit, else in the objective's own unit)
-    local to_s = (meta_unit and default_unit or cost_unit or 1) / 1000
-    entry.cost_s, entry.compile_s = c * to_s, compile * to_s
+    -- (in the file's unit: known once every entry is read, below)
+    entry.cost_s, entry.compile_s = c, compile
     return entry
   end
   add_entries(r, rec, sets, doc.results, "results", entry_of)
+  -- times are in metadata.timeunit, else in the unit of the objective's
+  -- measurements: one unit for the whole file (an entry before the first
+  -- measurement with a unit was read in ms, the rest in that unit)
+  local to_s = (meta_unit and default_unit or cost_unit or 1) / 1000
+  for _, e in ipairs(rec.entries) do e.cost_s, e.compile_s = e.cost_s * to_s, e.compile_s * to_s end
   local order = {}
   for name in pairs(sets) do order[#order + 1] = name end
   table.sort(order)
