@@ -391,7 +391,7 @@ case("random " .. s, 2, "kopt: " .. s .. ": malformed JSON: Expected value but f
 s = spec_file("name_dotdot", { name = '".."' })
 case("random " .. s, 2, "kopt: " .. s .. ": name: expected a name of letters, digits, '_', '-', '.' that starts with a letter, digit or '_', got '..'")
 s = spec_file("knob_keyword", { knobs = '[{"name": "block_size_x", "values": [128]}, {"name": "float", "values": [1]}]' })
-case("random " .. s, 2, "kopt: " .. s .. ": knobs[2].name: 'float' is a C++ keyword, a CUDA built-in or a name CUDA's headers use: it cannot be a -D define (rename the knob, or set \"define\": false)")
+case("random " .. s, 2, "kopt: " .. s .. ": knobs[2].name: 'float' is a C++ keyword, a CUDA built-in or a name CUDA's headers use: it cannot be a define (rename the knob, or set \"define\": false)")
 s = spec_file("knob_lua_word", { knobs = '[{"name": "block_size_x", "values": [128]}, {"name": "end", "values": [1]}]' })
 case("random " .. s, 2, "kopt: " .. s .. ": knobs[2].name: 'end' is a word of the expression language (Lua)")
 s = spec_file("one_and_string_one", { knobs = '[{"name": "block_size_x", "values": [128]}, {"name": "unroll", "values": [1, "1"]}]' })
