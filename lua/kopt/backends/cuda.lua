@@ -53,7 +53,7 @@ function Cuda:start_worker(s)
                         msg and msg.log or (tostring(why) .. " " .. tostring(detail) .. " " .. how)), 0)
   end
   s.worker, s.info, s.busy, s.ref_key, s.ran = w, msg, nil, nil, nil
-  if self.ref_cubin then self:load_reference(s, self.ref_key0, self.ref0) end
+  if self.ref0 then self:load_reference(s, self.ref_key0, self.ref0) end
   local dt = now() - t0
   self.restart_s[#self.restart_s + 1] = dt
   return dt
@@ -153,7 +153,7 @@ function M.open(spec, opts)
   self.refs = {}
   self.secret = random_secret()
   local ref, key = self:reference_for(first_config(spec))
-  self.ref_cubin, self.ref_entry, self.ref_key0, self.ref0 = ref.cubin, ref.entry, key, ref
+  self.ref0, self.ref_key0 = ref, key  -- (loaded into every worker as it starts)
   if spec.verify and spec.verify.check then
     self.dump_root = string.format("%s/kopt-check-%d", os.getenv("TMPDIR") or "/tmp", sys.getpid())
     sys.mkdir_p(self.dump_root)
