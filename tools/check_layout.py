@@ -64,7 +64,7 @@ WORKER_FLOORS = {
 WORKER_MODULE_OF = {"worker": "loop", "request_fields": "request", "reply_fields": "reply", "harness_ptx": "harness",
                     "profile_evict_ptx": "profile_evict", "data_guards": "data", "data_params": "data",
                     "compare_dev": "data", "launch_fits": "data", "numerics_trivial": "numerics",
-                    "data_globals": "data", "numerics_verdict": "numerics", "numerics_region": "numerics", "run_compare": "run"}
+                    "data_globals": "data", "data_scrub": "data", "numerics_verdict": "numerics", "numerics_region": "numerics", "run_compare": "run"}
 
 # main.c starts the worker or the Lua state: it may include both.
 MAY_INCLUDE_EXTRA = {"main.c": {"bind", "worker"}}

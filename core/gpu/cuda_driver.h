@@ -35,6 +35,7 @@
 	X(cuDevicePrimaryCtxRelease, 11000, 1)                                 \
 	X(cuCtxSetCurrent, 4000, 1)                                            \
 	X(cuCtxSynchronize, 13000, 0)                                          \
+	X(cuCtxGetLimit, 3010, 1)                                              \
 	X(cuModuleLoadData, 2000, 1)                                           \
 	X(cuModuleUnload, 2000, 1)                                             \
 	X(cuModuleGetFunction, 2000, 1)                                        \

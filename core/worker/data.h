@@ -179,6 +179,15 @@ struct prepared {
 	struct stage stages[KOPT_MAX_STAGES];
 };
 
+/* One frame size's scrub kernels (data_scrub.c). */
+struct scrub_kernels {
+	size_t frame; /* bytes of local memory a thread; 0: slot empty */
+	CUmodule mod;
+	CUfunction local, shared;
+	uint64_t used; /* w->clock at its last use */
+};
+#define KOPT_SCRUB_MODULES 4
+
 struct worker {
 	struct kopt_cuda_device dev;
 	CUdevice cudev;
@@ -242,6 +251,9 @@ struct worker {
 	 * times before they are set against the CUPTI median; 0: not yet */
 	double event_floor_ms;
 
+	struct scrub_kernels scrub[KOPT_SCRUB_MODULES];
+	size_t scrub_stack; /* the context's stack limit at the first scrub */
+
 	CUmodule ref_mod;
 	CUfunction ref_fn;
 	int ref_loaded;
@@ -256,6 +268,7 @@ struct worker {
 	int check_globals;    /* 0 with KOPT_VERIFY_OFF=globals (to test the other defences alone) */
 	int check_guards;     /* 0 with KOPT_VERIFY_OFF=guards (to measure what they cost) */
 	int check_timed;      /* 0 with KOPT_VERIFY_OFF=timed: the last timed output is not compared */
+	int scrub_on;	      /* 0 with KOPT_VERIFY_OFF=scrub: memory left as earlier kernels left it */
 	int nudges;	      /* float input arrays of the timing copy, nudged per sample */
 	CUdeviceptr nudge_ptr[16];
 	/* nudge_words: the words a nudge may flip, one in every nudge_stride
@@ -385,6 +398,14 @@ void kopt_worker_free_params(struct wparams *p);
 
 /* Status of a wait: 0 done, 1 timeout, else the CUresult of the failure. */
 int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res);
+
+/* Overwrites local memory (reach bytes a thread, the candidate's largest
+ * frame, plus the context's stack limit) on every thread slot, and shared
+ * memory on every multiprocessor, so a candidate finds nothing an earlier
+ * kernel left there (data_scrub.c). 0, or -1 with w->log set. */
+int kopt_worker_scrub(struct worker *w, size_t reach);
+/* The frame the scrub uses for `need` bytes (a bucket at least that large). */
+size_t kopt_worker_scrub_frame(size_t need);
 /* Host-device copies on w->stream, waited for (data.c says why not the
  * plain cuMemcpyHtoD/DtoH); a copy that does not finish in a minute is
  * CUDA_ERROR_LAUNCH_TIMEOUT. */

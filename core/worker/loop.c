@@ -124,6 +124,11 @@ static int start(struct worker *w, int device, char *err, size_t errlen)
 	w->check_globals = off == NULL || strstr(off, "globals") == NULL;
 	w->check_guards = off == NULL || strstr(off, "guards") == NULL;
 	w->check_timed = off == NULL || strstr(off, "timed") == NULL;
+	/* scrub: local and shared memory are not cleared before each
+	 * candidate (to show what the scrub stops, and to measure its cost) */
+	w->scrub_on = off == NULL || strstr(off, "scrub") == NULL;
+	if (kopt_cu.cuCtxGetLimit(&w->scrub_stack, CU_LIMIT_STACK_SIZE) != CUDA_SUCCESS)
+		w->scrub_stack = 0; /* read again at the first scrub */
 	/* devcmp: every comparison on the host, as before compare_dev.c (to
 	 * measure what it saves) */
 	w->compare_dev = off == NULL || strstr(off, "devcmp") == NULL;

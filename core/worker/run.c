@@ -367,6 +367,29 @@ static void set_nudges(struct worker *w, const struct inputset *view, int on)
 	}
 }
 
+/* The largest local-memory frame of the candidate's kernels: its entry and
+ * a pipeline's later ones (stages: entry:... separated by ';'). */
+static size_t largest_frame(const struct wmodule *mod, const char *stages)
+{
+	int local = 0;
+	kopt_cu.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, mod->fn);
+	size_t most = local > 0 ? (size_t)local : 0;
+	for (const char *p = stages; p != NULL && *p != '\0';) {
+		size_t n = strcspn(p, ":;");
+		char entry[1024];
+		CUfunction f;
+		snprintf(entry, sizeof entry, "%.*s", (int)(n < sizeof entry ? n : sizeof entry - 1), p);
+		if (kopt_cu.cuModuleGetFunction(&f, mod->mod, entry) == CUDA_SUCCESS &&
+		    kopt_cu.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) ==
+			CUDA_SUCCESS &&
+		    local > 0 && (size_t)local > most)
+			most = (size_t)local;
+		p = strchr(p, ';');
+		p = p != NULL ? p + 1 : NULL;
+	}
+	return most;
+}
+
 const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			    const struct kopt_msgview *v, struct kopt_msg *m)
 {
@@ -423,10 +446,16 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		return "launch_error";
 	}
 	int impossible = check_resources(w, mod.fn, &j.launch, m);
+	size_t reach = largest_frame(&mod, j.stages);
 	kopt_worker_unload(w, &mod);
 	if (impossible) {
 		return "invalid";
 	}
+	/* nothing an earlier candidate left in local or shared memory */
+	double t_scrub = kopt_worker_now_ms();
+	if (kopt_worker_scrub(w, reach) != 0)
+		return "error";
+	KOPT_REPLY_NUM(m, scrub_ms, kopt_worker_now_ms() - t_scrub);
 
 	/* 2. correctness on set A */
 	struct inputset *a = kopt_worker_get_set(w, seed, 0, w->log, sizeof w->log);

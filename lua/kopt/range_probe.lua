@@ -6,8 +6,10 @@
 -- the tolerance for small arguments and wrong for large ones:
 -- tests/cheats/fastmath_range.cu) passes both. The probe draws every such
 -- input again from its own distribution times a scale (1000, else 100, else
--- 10) and compares the winner with the reference there, check 1 only, by
--- the relative tolerances alone (an absolute bound, max_abs, is set for
+-- 10) and compares the winner with the reference there, check 1 and then
+-- a timing with every timed launch compared (a kernel exact only on a
+-- module's first launch, check 1's, is fast and wrong on the others:
+-- tests/cheats/probe_first_launch), by the relative tolerances alone (an absolute bound, max_abs, is set for
 -- the spec's magnitudes: one f16 rounding step is 16 at 20000). The
 -- scale is the largest at which the reference itself, run as the candidate,
 -- passes: where the reference overflows, the problem has no answer to hold
@@ -98,7 +100,7 @@ local function probe(opts, winner, args, inputs, what)
     end
     local scales = scales_of(inputs, scale)
     local variants = { { reference = true, scales = scales, relative_only = true },
-                       { scales = scales, relative_only = true } }
+                       { scales = scales, relative_only = true, timed = true } }
     local out, err = opts.backend:check_variants(opts.job_for(winner), variants, limit_s)
     if not out then return not_run(tostring(err)) end
     if out[1].status == "ok" then
@@ -111,7 +113,7 @@ local function probe(opts, winner, args, inputs, what)
         if w.status ~= "ok" then break end
         local sparse = scales_of(inputs, { scale = scale, every = sp.every })
         local so = opts.backend:check_variants(opts.job_for(winner),
-          { { reference = true, scales = sparse, relative_only = true }, { scales = sparse, relative_only = true } },
+          { { reference = true, scales = sparse, relative_only = true }, { scales = sparse, relative_only = true, timed = true } },
           limit_s)
         if so and so[1] and so[1].status == "ok" then
           passes[#passes + 1] = sparse
@@ -139,7 +141,7 @@ local function probe(opts, winner, args, inputs, what)
         if opts.interrupted and opts.interrupted() then break end
         local rec = opts.ranked[i]
         local checks = {}
-        for k, sc in ipairs(passes) do checks[k] = { scales = sc, relative_only = true } end
+        for k, sc in ipairs(passes) do checks[k] = { scales = sc, relative_only = true, timed = true } end
         local o2, e2 = opts.backend:check_variants(opts.job_for(rec), checks, limit_s)
         local st = o2 and o2[1] and o2[1].status or ("not run: " .. tostring(e2))
         for k = 2, #checks do

@@ -4,7 +4,8 @@
 -- by the probe; the honest kernel matches the reference there. In strict
 -- mode the honest kernel takes the title from the cheat. The same for
 -- integer inputs (tests/cheats/int8_dp4a), and for a kernel that samples
--- its input to choose (tests/cheats/probe_dodge). Needs a GPU: exits
+-- its input to choose (tests/cheats/probe_dodge), and for one exact only on
+-- a module's first launch (tests/cheats/probe_first_launch). Needs a GPU: exits
 -- 77 with the reason otherwise.
 local T = require("testlib")
 local cuda = require("kopt.backends.cuda")
@@ -72,5 +73,20 @@ row, made = run({ rec("cheat", 1, res[2]), rec("honest", 0, res[1]) }, "strict")
 T.eq(row.status, "wrong", "probe_dodge: the cheat is wrong with one element in 64 scaled")
 T.eq(row.sparse, true, "probe_dodge: found by the sparse pass")
 T.eq(made, "honest", "probe_dodge: strict: the honest kernel takes the title")
+be:close()
+
+-- tests/cheats/probe_first_launch: exact on each module's first launch (check
+-- 1, and a probe's check 1), __sinf on every later one: the probe's timed
+-- launches, each compared, see the fast path on the scaled inputs
+spec = spec_mod.load("tests/cheats/probe_first_launch.json")
+be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.3 } })
+res = be:evaluate({ { key = "honest", config = { CHEAT = 0 } }, { key = "cheat", config = { CHEAT = 1 } } })
+T.eq(res[1].status, "ok", "probe_first_launch: the honest kernel passes checks 1 and 2")
+T.eq(res[2].status, "ok", "probe_first_launch: the cheat passes checks 1 and 2")
+print(string.format("probe_first_launch times: honest %.4f ms, cheat %.4f ms", res[1].time_ms or -1,
+                    res[2].time_ms or -1))
+row, made = run({ rec("cheat", 1, res[2]), rec("honest", 0, res[1]) }, "strict")
+T.eq(row.status, "wrong", "probe_first_launch: the cheat is wrong on the probe's timed launches")
+T.eq(made, "honest", "probe_first_launch: strict: the honest kernel takes the title")
 be:close()
 return T.done()

@@ -79,6 +79,9 @@ local function run_with(reply, mode, ranked_n)
       local scale = v.scales[1]
       if type(scale) == "table" then scale = scale.scale end
       T.eq(next(v.scales, 1), nil, "only x is scaled")
+      -- (a candidate's check is timed, every timed launch compared: a kernel
+      -- exact only on a module's first launch is seen; the reference is not)
+      T.eq(v.timed == true, not v.reference, "timed: the candidate's checks, not the reference's")
       calls[#calls + 1] = { rec = job.rec, reference = v.reference, relative_only = v.relative_only }
       out[i] = { status = reply(scale, v.reference, job.rec), log = "rel L2 0.3 > 1e-05\nmore" }
     end

@@ -327,6 +327,7 @@ function Cuda:result(reply, job, cres)
     },
     compile_s = cres and cres.compile_s, cached_compile = cres and cres.cached,
     measure_s = num(reply.t_total_s) or num(reply.t_check_s),
+    scrub_ms = num(reply.scrub_ms),  -- (local and shared memory cleared before check 1)
   }
   if r.status == "error" then r.status = "launch_error" end
   -- outputs a trivial kernel would match in both checks (kopt.trivial): the
@@ -665,7 +666,9 @@ end
 -- `variants` is one request: { scales = { [i] = factor } } draws input i
 -- times the factor (kopt.range_probe, M.with_scales), reference = true runs the
 -- reference as the candidate, relative_only = true drops the absolute error
--- bounds (M.relative_only). The worker is let exit after the last one, so
+-- bounds (M.relative_only), timed = true times the candidate after check 1,
+-- every timed launch's output compared as in an evaluation (a kernel exact
+-- only on a module's first launch is seen on the others; no check 2). The worker is let exit after the last one, so
 -- a tool writes its summary. Returns { {status=, log=}, ... }, how the worker
 -- ended and the candidate's lowered name, or nil, why.
 function Cuda:check_variants(job, variants, limit_s, wrap)
@@ -698,7 +701,7 @@ function Cuda:check_variants(job, variants, limit_s, wrap)
     M.with_scales(req, v.scales)
     if v.relative_only then M.relative_only(req) end
     req.dump = nil
-    req.time, req.verify2 = false, false
+    req.time, req.verify2 = v.timed == true, false
     req.timeout_ms = math.tointeger(limit_s * 1000)
     sent, serr = w:send(self:check_request(req))
     if not sent then
