@@ -262,6 +262,21 @@ end
 
 function Engine:clock() return self.restored_clock + self.backend:elapsed() end
 
+-- A recorded evaluation replayed on resume: the run's clock moves on by its
+-- time, and to the clock it was recorded at (clock_s) when that is later:
+-- the first run's clock counted more than evaluation times (a GPU's
+-- compiles and checks between them), and a resumed run under --time-limit
+-- must stop where it did, not make up the difference with more evaluations.
+function Engine:restore_clock(ev)
+  if type(ev.eval_s) == "number" and ev.eval_s == ev.eval_s then
+    self.restored_clock = self.restored_clock + ev.eval_s
+  end
+  if type(ev.clock_s) == "number" and ev.clock_s == ev.clock_s then
+    local floor = ev.clock_s - self.backend:elapsed()
+    if floor > self.restored_clock then self.restored_clock = floor end
+  end
+end
+
 -- A log message as one bullet of trace.md: its line breaks, which may come
 -- from a model's reply, must not start lines of their own (a heading).
 local function one_line(msg) return (msg:gsub("\r?\n%s*", " / ")) end
@@ -461,7 +476,8 @@ function Engine:record(job, result, eval_s, from_log)
     r.key, r.cached, r.cost = nil, nil, nil
     self.rundir:event({ event = "eval", n = n, key = job.key, config = job.config,
                         origin = job.candidate.origin, patch = job.candidate.patch, result = r,
-                        eval_s = eval_s, timestamp = rec.timestamp, from_db = job.from_db })
+                        eval_s = eval_s, clock_s = self:clock(), timestamp = rec.timestamp,
+                        from_db = job.from_db })
   end
   if self.rundir and said and not from_log then
     local obj = self.spec and self.spec.objective
@@ -536,7 +552,7 @@ function Engine:round(n)
       local ev = self.resumed[job.key]
       self.resumed_left = self.resumed_left - 1
       local r = ev.result
-      self.restored_clock = self.restored_clock + (ev.eval_s or 0)
+      self:restore_clock(ev)
       self:record(job, r, ev.eval_s, ev)
       results[i] = shallow(r)
       -- (resumed: measured before the interruption, not a repeat in this run;
@@ -631,7 +647,7 @@ function Engine:keep_unasked(reason)
     local job = self:job_for({ config = ev.config, patch = ev.patch, origin = ev.origin })
     job.key = ev.key
     -- (their time is the run's too: the summary's clock counts it)
-    self.restored_clock = self.restored_clock + (ev.eval_s or 0)
+    self:restore_clock(ev)
     self:record(job, ev.result, ev.eval_s, ev)
   end
   local msg

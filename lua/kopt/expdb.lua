@@ -387,6 +387,12 @@ function DB:measured(id)
                                .. " WHERE problem_id = ? AND served_from IS NULL ORDER BY id", p.id)) do
     local r = json.decode(e.result or "")
     if type(r) == "table" and r.status then
+      -- (served as the backend measured it: counters another run collected
+      -- under --profile, and the symptoms any run derived, are that run's
+      -- choices; this run's profiler adds what it would add to a cold run,
+      -- so a warm run visits the states a cold one does)
+      if r.counters_collected then r.metrics = nil end
+      r.symptoms, r.counters_collected = nil, nil
       if not out[e.state] then n = n + 1 end
       out[e.state] = { result = r, eval_s = e.eval_s, id = e.id }
     end

@@ -129,6 +129,9 @@ function P:process(engine, rec, chosen)
     if m then
       r.metrics = r.metrics or {}
       for k, v in pairs(m) do r.metrics[k] = v end
+      -- (collected under --profile, not part of the measurement: the
+      -- experience database does not serve them, kopt.expdb)
+      r.counters_collected = true
       has = true
     end
   end
@@ -191,6 +194,7 @@ function P:profile(engine, candidate)
   local r = cached or { status = "ok" }
   r.metrics = r.metrics or {}
   for k, v in pairs(metrics) do r.metrics[k] = v end
+  r.counters_collected = true
   self:annotate(job.config, r)
   if cached then self.profiled[job.key] = true end
   return r.metrics, r.symptoms

@@ -429,5 +429,40 @@ do
   T.check(o5:find(hit, 1, true), "the heuristics again is a hit:\n%s", o5)
 end
 
+-- Counters a run collected under --profile (on a GPU) and the symptoms
+-- derived from them are not served: a later run without --profile got them
+-- with the served results, wrote them into its events.jsonl, and its rule
+-- moves read them (kopt.symptoms), so it searched otherwise than cold.
+do
+  local json = require("kopt.json")
+  local PDB = tmp .. "/prof.db"
+  local c0, _, e0 = T.run(cmd("random", VA, 12, tmp .. "/p1") .. " -q", env(PDB))
+  T.eq(c0, 0, "profiled counters: the first run\n" .. e0)
+  -- (as a --profile run leaves its results: counters collected, symptoms)
+  local h = assert(dbm.open(PDB))
+  for _, row in ipairs(assert(h:rows("SELECT id, result FROM evaluations"))) do
+    local r = json.decode(row.result)
+    r.metrics = { ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 95.0 }
+    r.symptoms = { { name = "memory_bound", severity = 0.9, summary = "DRAM at 95 %" } }
+    r.counters_collected = true
+    assert(h:rows("UPDATE evaluations SET result = ? WHERE id = ?", json.encode(r), row.id))
+  end
+  h:close()
+  local c1, _, e1 = T.run(cmd("rules", VA, 24, tmp .. "/p2") .. " -q", env(PDB))
+  T.eq(c1, 0, "profiled counters: the warm run\n" .. e1)
+  local served, carried = 0, 0
+  for _, ev in ipairs((T.events(tmp .. "/p2"))) do
+    if ev.from_db then
+      served = served + 1
+      if ev.result.metrics or ev.result.symptoms or ev.result.counters_collected then carried = carried + 1 end
+    end
+  end
+  T.check(served > 0, "profiled counters: the warm run was served %d states", served)
+  T.eq(carried, 0, "profiled counters: served results carry no collected counters or symptoms")
+  T.run(cmd("rules", VA, 24, tmp .. "/p3") .. " -q --no-db")
+  T.eq(table.concat(T.keys(tmp .. "/p2"), " "), table.concat(T.keys(tmp .. "/p3"), " "),
+       "profiled counters: the warm run visits the states a cold run visits")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

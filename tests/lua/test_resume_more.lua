@@ -19,7 +19,10 @@
 --   transition out of transitions.jsonl for good (the resume replays the
 --   evaluation and wrote no transition for it);
 -- * a resumed strategy that failed before asking for anything again ended
---   with "0 evaluations ... nothing measured" over a run with 4 on record.
+--   with "0 evaluations ... nothing measured" over a run with 4 on record;
+-- * a resumed run under --time-limit counted only the evaluations' own
+--   times, not the run's clock when they were recorded (a GPU's compiles
+--   and checks between them), and made more evaluations than the first run.
 local T = require("testlib")
 
 local tmp = T.tmpdir("resume-more")
@@ -326,6 +329,28 @@ do
   local c, _, e = T.run(cmd)
   T.check(c == 2 and e:find("cannot read the run's log", 1, true) and not e:find("--resume", 1, true),
           "events.jsonl as a folder on a fresh run: %s", e)
+end
+
+-- --time-limit on resume: each eval line carries the run's clock when it was
+-- recorded (clock_s), and a resume moves its clock there. Here the first
+-- run's clock is set past the limit on its last line, as if the time
+-- between evaluations had spent it: the resume stops at once.
+do
+  local dir = tmp .. "/tlimit"
+  local cmd = string.format("random --backend replay:%s --budget 50 --time-limit 100 --out %s -q", REC, dir)
+  local code, _, err = T.run(cmd, "KOPT_TEST_SIGKILL_AFTER=5")
+  T.check(code ~= 0, "--time-limit: the first run is killed after 5 evaluations\n" .. err)
+  local lines = {}
+  for line in io.lines(dir .. "/events.jsonl") do lines[#lines + 1] = line end
+  local last_eval
+  for i, line in ipairs(lines) do if line:find('"event":"eval"', 1, true) then last_eval = i end end
+  T.check(lines[last_eval] and lines[last_eval]:find('"clock_s":', 1, true), "an eval line carries clock_s")
+  lines[last_eval] = lines[last_eval]:gsub('"clock_s":[-%d.eE+]+', '"clock_s":150')
+  T.write(dir .. "/events.jsonl", table.concat(lines, "\n") .. "\n")
+  code, _, err = T.run(cmd .. " --resume")
+  T.eq(code, 0, "--time-limit: the resume ends\n" .. err)
+  T.eq(#T.events(dir), 5, "--time-limit: no evaluation past the first run's clock")
+  T.check(T.slurp(dir .. "/events.jsonl"):find('"reason":"time limit"', 1, true), "stopped by the time limit")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
