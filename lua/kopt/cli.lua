@@ -189,14 +189,20 @@ end
 
 -- A subcommand's arguments from argv[from], with "--flag=value" given as
 -- "--flag", "value", as the run's own parser takes it (the subcommands'
--- parsers read the two-word form); nothing after "--" is split.
-local function split_flags(argv, from)
+-- parsers read the two-word form); nothing after "--" is split. A flag the
+-- command lists in `flags_without_value` given a value is refused here (its
+-- parser would read the value as the next argument, and name that).
+local function split_flags(argv, from, name, flags_without_value)
   local out, rest = {}, false
+  local bare = {}
+  for _, f in ipairs(flags_without_value or {}) do bare[f] = true end
   for i = from, #argv do
     local a = argv[i]
     local flag, value = a:match("^(%-%-[%a][%w%-]*)=(.*)$")
     if rest or not flag then
       out[#out + 1] = a
+    elseif bare[flag] then
+      errors.usage("%s: %s takes no value (got '%s')", name, flag, a)
     else
       out[#out + 1], out[#out + 2] = flag, value
     end
@@ -217,7 +223,10 @@ local function run(argv)
                    "same folder): run it without them", first, size)
     end
     local ok, cmd = pcall(require, "kopt.commands." .. first)
-    if ok then return cmd.main(first == "script" and { table.unpack(argv, 2) } or split_flags(argv, 2)) or 0 end
+    if ok then
+      return cmd.main(first == "script" and { table.unpack(argv, 2) } or
+                      split_flags(argv, 2, first, cmd.flags_without_value)) or 0
+    end
     if not tostring(cmd):find("module 'kopt.commands." .. first .. "' not found", 1, true) then error(cmd, 0) end
   end
   local opts, pos = M.parse(argv)

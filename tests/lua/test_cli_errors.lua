@@ -68,6 +68,11 @@ case("compile specs/transpose.json --timeout 0", 2, "kopt: compile: --timeout: e
 -- unknown option)
 case("compile specs/transpose.json --timeout=-1", 2, "kopt: compile: --timeout: expected a positive number of seconds, got '-1'")
 case("db --db=" .. tmp .. "/none.db list -o " .. tmp .. "/x.json", 2, "kopt: db list: -o is for export only")
+-- a flag of no value given one: named (the value was read as the next
+-- argument: "unknown argument 'yes'", or a strategy named '1')
+case("compare --per-budget=yes --seeds 1", 2, "kopt: compare: --per-budget takes no value (got '--per-budget=yes')")
+case("suite --resume=1 random specs/transpose.json", 2, "kopt: suite: --resume takes no value (got '--resume=1')")
+case("devices --json=true", 2, "kopt: devices: --json takes no value (got '--json=true')")
 case("random --gpus 0,x --backend replay:" .. replay, 2, "kopt: --gpus: expected a comma-separated list of GPU indices, got '0,x'")
 case("-q -v random --backend replay:" .. replay, 2, "kopt: -q and -v cannot be used together")
 case("random --sanitize helgrind --backend replay:" .. replay, 2,

@@ -17,6 +17,8 @@ local svg = require("kopt.svg")
 local sys = require("kopt.sys")
 
 local M = { summary = "benchmark strategies on recorded spaces (replay): fraction of optimum, evals to 5 %/1 %, score" }
+-- (refused with a value by kopt.cli: "--flag=value")
+M.flags_without_value = { "--per-budget", "--help" }
 
 M.DEFAULT_STRATEGIES = { "random", "anneal", "genetic", "surrogate", "mcgs", "rules" }
 M.DEFAULT_BUDGETS = { 25, 50, 100, 200, 400 }

@@ -12,6 +12,8 @@ local spec_mod = require("kopt.spec")
 local sys = require("kopt.sys")
 
 local M = { summary = "compile a spec's kernel for some configs (no GPU): registers, shared memory, spills" }
+-- (refused with a value by kopt.cli: "--flag=value")
+M.flags_without_value = { "--all", "--no-cache", "--log", "--help" }
 
 local USAGE = [[
 usage: kopt compile SPEC [--config K=V,...] [--sample N | --all] [--seed N]

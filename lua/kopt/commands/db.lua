@@ -10,6 +10,8 @@ local rundir_mod = require("kopt.rundir")
 local sys = require("kopt.sys")
 
 local M = { summary = "list, show and export (T4) what the experience database holds" }
+-- (refused with a value by kopt.cli: "--flag=value")
+M.flags_without_value = { "--help" }
 
 local USAGE = [[
 usage: kopt db [--db PATH] list

@@ -4,6 +4,8 @@ local errors = require("kopt.errors")
 local gpu = require("kopt.gpu")
 
 local M = { summary = "list the GPUs (name, compute capability, SMs, memory, L2, clocks, driver)" }
+-- (refused with a value by kopt.cli: "--flag=value")
+M.flags_without_value = { "--json", "--help" }
 
 local function gib(bytes) return string.format("%.1f GiB", bytes / 2^30) end
 local function mib(bytes) return string.format("%.0f MiB", bytes / 2^20) end

@@ -14,6 +14,8 @@ local spec_mod = require("kopt.spec")
 local sys = require("kopt.sys")
 
 local M = { summary = "PTX regions of a kernel (no GPU): stages, loops, loads/stores, FLOPs per region" }
+-- (refused with a value by kopt.cli: "--flag=value")
+M.flags_without_value = { "--help" }
 
 local USAGE = [[
 usage: kopt ptx FILE.ptx|SPEC [--config K=V,...] [--arch sm_90] [--function NAME] [--save FILE]

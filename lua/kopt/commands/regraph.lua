@@ -22,6 +22,8 @@ local json = require("kopt.json")
 local sys = require("kopt.sys")
 
 local M = { summary = "aggregate search transitions of runs into method statistics (MCGS priors)" }
+-- (refused with a value by kopt.cli: "--flag=value")
+M.flags_without_value = { "--help" }
 
 local USAGE = [[
 usage: kopt regraph RUN_OR_FILE... [-o FILE]

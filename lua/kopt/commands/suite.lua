@@ -20,6 +20,8 @@ local suite_report = require("kopt.suite_report")
 local sys = require("kopt.sys")
 
 local M = { summary = "run a strategy over a suite of specs (default specs/suite): speedups over PyTorch, fast_p" }
+-- (refused with a value by kopt.cli: "--flag=value")
+M.flags_without_value = { "--resume", "--no-db", "--fresh", "--help" }
 
 M.DEFAULT_STRATEGY = "mcgs"
 M.DEFAULT_BUDGET = 40
