@@ -439,15 +439,15 @@ do
   local c0, _, e0 = T.run(cmd("random", VA, 12, tmp .. "/p1") .. " -q", env(PDB))
   T.eq(c0, 0, "profiled counters: the first run\n" .. e0)
   -- (as a --profile run leaves its results: counters collected, symptoms)
-  local h = assert(dbm.open(PDB))
-  for _, row in ipairs(assert(h:rows("SELECT id, result FROM evaluations"))) do
+  local ph = assert(dbm.open(PDB))
+  for _, row in ipairs(assert(ph:rows("SELECT id, result FROM evaluations"))) do
     local r = json.decode(row.result)
     r.metrics = { ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 95.0 }
     r.symptoms = { { name = "memory_bound", severity = 0.9, summary = "DRAM at 95 %" } }
     r.counters_collected = true
-    assert(h:rows("UPDATE evaluations SET result = ? WHERE id = ?", json.encode(r), row.id))
+    assert(ph:rows("UPDATE evaluations SET result = ? WHERE id = ?", json.encode(r), row.id))
   end
-  h:close()
+  ph:close()
   local c1, _, e1 = T.run(cmd("rules", VA, 24, tmp .. "/p2") .. " -q", env(PDB))
   T.eq(c1, 0, "profiled counters: the warm run\n" .. e1)
   local served, carried = 0, 0
