@@ -232,12 +232,51 @@ local CHANGE_KEYS = { "changes", "config", "configuration", "knobs", "parameters
 -- The list of proposals in a reply: {proposals=[...]}, a bare list, a single
 -- proposal, or {proposal={...}}.
 local ONE_PROPOSAL_KEYS = { "changes", "patch", "diff", "config", "method", "edit", "source" }
-local function proposals_of(value)
+local proposals_of
+
+-- The reply's answer under a wrapper object: {"response": {...}}, the
+-- schema's own name {"kopt_proposals": {...}}, a schema echoed back
+-- {"type": "object", "properties": {...}}; a key "Proposals" in another
+-- case. Nil when there is none.
+local function wrapped_proposals(value, depth)
+  for k, v in pairs(value) do
+    if type(k) == "string" and k:lower() == "proposals" and k ~= "proposals" then
+      return proposals_of({ proposals = v }, depth)
+    end
+  end
+  if depth >= 2 then return nil end
+  local found
+  for _, v in pairs(value) do
+    if type(v) == "table" and #v == 0 then
+      local inner = proposals_of(v, depth + 1)
+      if inner then
+        if found then return nil end  -- (two candidates: no guess)
+        found = inner
+      end
+    end
+  end
+  return found
+end
+
+function proposals_of(value, depth)
+  depth = depth or 0
   if type(value) ~= "table" then return nil end
   local p = value.proposals
   if type(p) == "string" then p = json.decode(p) end  -- (a list sent as a JSON string)
+  if type(p) == "table" and #p > 0 then
+    -- (a list of proposals each sent as a JSON string)
+    local decoded = {}
+    for i, x in ipairs(p) do
+      decoded[i] = type(x) == "string" and x:find("^%s*{") and json.decode(x) or x
+    end
+    p = decoded
+  end
   if type(p) == "table" then
     if next(p) ~= nil and #p == 0 then
+      -- (the list under a key of its own: {"items": [...]})
+      for _, k in ipairs({ "items", "list", "proposals", "values" }) do
+        if type(p[k]) == "table" and #p[k] > 0 then return p[k] end
+      end
       for _, k in ipairs(ONE_PROPOSAL_KEYS) do
         if p[k] ~= nil then return { p } end   -- one proposal, not in a list
       end
@@ -259,8 +298,9 @@ local function proposals_of(value)
   for _, k in ipairs({ "changes", "patch", "diff", "config" }) do
     if value[k] ~= nil then return { value } end
   end
+  return wrapped_proposals(value, depth)
 end
-M.proposals_of = proposals_of
+M.proposals_of = function(value) return proposals_of(value) end
 
 -- Whether a JSON value from a reply reads as an answer, and how complete
 -- one: 2 for a proposals list (the whole answer), 1 for one proposal on
@@ -310,9 +350,25 @@ function M.parse(value, view, expert_name, reply_text)
   end
   local by_name = {}
   for _, k in ipairs(view.knobs) do by_name[k.name] = k end
+  local edits = {}  -- (each proposal's edit, for one that names another's)
   for i, p in ipairs(props) do
     local changes, why, ignored = {}, nil, {}
     if type(p) ~= "table" then why = "not an object" p = {} end
+    -- ("Method", "Changes": the proposal's own keys in another case)
+    local lowered
+    for k, v in pairs(p) do
+      local lk = type(k) == "string" and k:lower()
+      if lk and lk ~= k and PROPOSAL_KEYS[lk] and p[lk] == nil and not by_name[k] then
+        lowered = lowered or {}
+        lowered[lk], lowered[k] = v, json.null
+      end
+    end
+    if lowered then
+      local q = {}
+      for k, v in pairs(p) do q[k] = v end
+      for k, v in pairs(lowered) do q[k] = v ~= json.null and v or nil end
+      p = q
+    end
     local given = reply_changes.given(p, CHANGE_KEYS, by_name)
     for name, v in pairs(p) do
       local kname = not PROPOSAL_KEYS[name] and reply_changes.knob_name(name, by_name)
@@ -332,6 +388,23 @@ function M.parse(value, view, expert_name, reply_text)
       end
     end
     local edit, edit_why = edit_of(p)
+    if edit and edit.ref then
+      -- ("Same patch as proposal 1."): that proposal's edit, when it had one
+      local n = edit.ref == "previous" and i - 1 or edit.ref
+      local earlier = math.type(n) == "integer" and n >= 1 and n < i
+      local src = earlier and edits[n]
+      if not earlier then src = nil end
+      if src then
+        edit = src
+        notes[#notes + 1] = { index = i, note = string.format("the edit is proposal %d's, as the reply says", n) }
+      elseif src == false then
+        edit = nil  -- (the same as a proposal without an edit: none)
+      else
+        edit, edit_why = nil, string.format("its edit refers to %s, which has no edit kopt read",
+          edit.ref == "previous" and "the proposal before it" or ("proposal " .. tostring(edit.ref)))
+      end
+    end
+    edits[i] = edit or (not edit_why and false) or nil
     if reply_edit.points_elsewhere(edit) then
       local beside = reply_edit.kernel_beside(reply_text)
       if beside then

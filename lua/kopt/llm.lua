@@ -337,7 +337,7 @@ function M.assemble_stream(body)
   if not (first:match("^data:") or first:match("^event:") or first:match("^id:") or first:match("^:")) then
     return nil
   end
-  local parts, thoughts, finish, usage, seen = {}, {}, nil, nil, false
+  local parts, thoughts, finish, usage, seen, calls = {}, {}, nil, nil, false, {}
   for line in body:gmatch("[^\r\n]+") do
     local data = line:match("^data:%s*(.-)%s*$")
     if data and data ~= "[DONE]" then
@@ -351,13 +351,40 @@ function M.assemble_stream(body)
         if text then parts[#parts + 1] = text end
         local thought = M.content_text(d.reasoning_content) or M.content_text(d.reasoning)
         if thought then thoughts[#thoughts + 1] = thought end
+        -- tool calls come in pieces: by index, the name once, the
+        -- arguments' JSON text in parts
+        if type(d.tool_calls) == "table" then
+          for j, tc in ipairs(d.tool_calls) do
+            if type(tc) == "table" then
+              local at = math.tointeger(tc.index) or (j - 1)
+              local call = calls[at + 1]
+              if not call then
+                call = { type = "function", ["function"] = { arguments = "" } }
+                calls[at + 1] = call
+              end
+              if type(tc.id) == "string" then call.id = tc.id end
+              local fn = type(tc["function"]) == "table" and tc["function"] or {}
+              if type(fn.name) == "string" then call["function"].name = (call["function"].name or "") .. fn.name end
+              if type(fn.arguments) == "string" then
+                call["function"].arguments = call["function"].arguments .. fn.arguments
+              end
+            end
+          end
+        end
         if type(c.finish_reason) == "string" then finish = c.finish_reason end
       end
       if type(chunk.usage) == "table" then usage = chunk.usage end
     end
   end
   if not seen then return nil end
-  return { choices = { { message = { content = table.concat(parts), reasoning_content = #thoughts > 0 and table.concat(thoughts) or nil },
+  local tool_calls, at = {}, {}
+  for i in pairs(calls) do at[#at + 1] = i end
+  table.sort(at)
+  for _, i in ipairs(at) do
+    if calls[i]["function"].name then tool_calls[#tool_calls + 1] = calls[i] end
+  end
+  return { choices = { { message = { content = table.concat(parts), reasoning_content = #thoughts > 0 and table.concat(thoughts) or nil,
+                                     tool_calls = #tool_calls > 0 and tool_calls or nil },
                         finish_reason = finish } }, usage = usage }
 end
 
@@ -405,6 +432,8 @@ function Client:interpret(req, resp)
     return reply
   end
   reply.content = M.content_text(msg.content)
+  -- (kept in the transcript: a reply cut off is cut off again on replay)
+  reply.finish_reason = type(choice.finish_reason) == "string" and choice.finish_reason or nil
   local reasoning = M.content_text(msg.reasoning_content) or M.content_text(msg.reasoning)
   if reasoning and reasoning:find("%S") then reply.reasoning = reasoning end
   if req.tools and type(msg.tool_calls) == "table" and #msg.tool_calls > 0 then
@@ -526,8 +555,8 @@ function Client:replay_one(req)
     self.seq = self.seq + 1
     self:log({ kind = "request", id = self.seq, tag = tag, replay = true, messages = req.messages })
     self:log({ kind = "reply", id = self.seq, tag = tag, replay = true, status = reply.status,
-               content = reply.content, tool_calls = reply.tool_calls, ok = reply.ok or false,
-               error_kind = reply.kind, err = reply.err, tools_rejected = reply.tools_rejected })
+               content = reply.content, finish_reason = rec and rec.finish_reason, tool_calls = reply.tool_calls,
+               ok = reply.ok or false, error_kind = reply.kind, err = reply.err, tools_rejected = reply.tools_rejected })
   end
   return reply
 end
@@ -664,8 +693,8 @@ function Client:chat_many(reqs, opts)
       reply.tools_rejected = no_tools or nil
       self:log({ kind = "reply", id = ids[j], tag = reqs[i].tag, status = resp.status, attempts = resp.attempts,
                  elapsed_s = resp.elapsed_s, request_id = resp.headers and resp.headers["x-request-id"],
-                 content = reply.content, tool_calls = reply.tool_calls, tools_rejected = reply.tools_rejected,
-                 usage = reply.usage, ok = reply.ok or false,
+                 content = reply.content, finish_reason = reply.finish_reason, tool_calls = reply.tool_calls,
+                 tools_rejected = reply.tools_rejected, usage = reply.usage, ok = reply.ok or false,
                  error_kind = reply.kind, err = reply.err,
                  body = (not reply.ok and reply.content == nil) and (resp.body or ""):sub(1, 2000) or nil,
                  superseded = downgrade or nil })

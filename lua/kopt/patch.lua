@@ -394,17 +394,28 @@ function M.apply(source, diff)
         end
       end
       if not pos and not places and h.short then
-        -- the lines the header counts, without what follows them
-        local p2, n2 = find_block(src, h.short.old, from, h.old_start and (h.old_start + offset))
-        if p2 then h.old, h.new, h.ctx, pos = h.short.old, h.short.new, h.short.ctx, p2 end
-        places = places or n2
+        -- the whole hunk change by change first: the lines past the counts
+        -- may be real changes under counts written too small, not prose
+        local emit, next_from = apply_groups(src, h, from)
+        if emit then
+          h.grouped = { emit, next_from }
+        else
+          -- the lines the header counts, without what follows them
+          local p2, n2 = find_block(src, h.short.old, from, h.old_start and (h.old_start + offset))
+          if p2 then h.old, h.new, h.ctx, pos = h.short.old, h.short.new, h.short.ctx, p2 end
+          places = places or n2
+        end
       end
     end
     if places then
       return nil, string.format("hunk %d (%s) matches %d places in the source; give its line numbers or more "
                                 .. "context", h.n, h.header, places)
     end
-    if pos then
+    if h.grouped then
+      for _, l in ipairs(h.grouped[1]) do out[#out + 1] = l end
+      from, trail = h.grouped[2], 0
+      h.grouped = nil
+    elseif pos then
       for j = from, pos - 1 do out[#out + 1] = src[j] end
       for j, l in ipairs(h.new) do
         local c = h.ctx and h.ctx[j]

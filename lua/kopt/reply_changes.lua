@@ -1,7 +1,8 @@
 -- The knob changes a model's proposal carries, in the shapes models write
 -- (kopt.experts reads proposals with it): an object {"K": v}, the same sent
--- as a JSON string, "K=V, K2=V2", a list of "K=V" strings or of {knob=,
--- value=} objects, and a value written as {from=, to=}. Knob names match
+-- as a JSON string, "K=V, K2=V2" (or "K: 2 -> 8", "-DK=8", "#define K 8"),
+-- a list of "K=V" strings or of {knob=, value=} objects, one such object,
+-- and a value written as {from=, to=} or "2 -> 8". Knob names match
 -- exactly, else ignoring case when that names one knob.
 --
 --   reply_changes.given(proposal, change_keys, by_name) -> { [name] = value }
@@ -9,22 +10,45 @@ local json = require("kopt.json")
 
 local M = {}
 
+-- A value written as a change, "256 -> 512" (->, =>, the arrows → and ⟶)
+-- or "from 256 to 512": the new one; anything else as it is.
+local function arrow_value(v)
+  if type(v) ~= "string" then return v end
+  local t = v:gsub("\xE2\x86\x92", "->"):gsub("\xE2\x9F\xB6", "->"):gsub("=>", "->")
+  local after = t:match("%->%s*([^>]-)%s*$")
+  if after and after ~= "" then return after end
+  return t:match("^%s*[Ff]rom%s+%S+%s+to%s+(%S+)%s*$") or v
+end
+
+local function unquote(v) return (v:gsub("^[\"']", ""):gsub("[\"']$", "")) end
+
 -- "K=V, K2: V2; K3 = V3" -> { K = "V", ... } (values stay strings; the
 -- knob's own values decide what they mean), or nil when there is no pair.
+-- Also as models write a change: "K: 2 -> 8" (the new value), "K from 2 to
+-- 8", "set K to 8", "-DK=8" and "#define K 8" (the knobs are defines).
 local function pairs_of_text(text)
   local out, any = {}, false
-  for name, v in text:gmatch("([%a_][%w_]*)%s*[=:]%s*([^,;%s]+)") do
-    out[name], any = v:gsub("^[\"']", ""):gsub("[\"']$", ""), true
+  local function put(name, v)
+    if out[name] == nil and v ~= nil and v ~= "" then out[name], any = unquote(v), true end
   end
+  text = text:gsub("\xE2\x86\x92", "->"):gsub("\xE2\x9F\xB6", "->"):gsub("=>", "->")
+  text = text:gsub("%-D([%a_])", "%1")
+  for name, v in text:gmatch("#%s*define%s+([%a_][%w_]*)%s+([^%s,;]+)") do put(name, v) end
+  for name, v in text:gmatch("([%a_][%w_]*)%s+[Ff]rom%s+[^%s,;]+%s+to%s+([^%s,;]+)") do put(name, v) end
+  for name, v in text:gmatch("([%a_][%w_]*)%s*[=:]?%s*[^%s,;>]*%s*%->%s*([^%s,;]+)") do put(name, v) end
+  for name, v in text:gmatch("[Ss]et%s+([%a_][%w_]*)%s+to%s+([^%s,;]+)") do put(name, v) end
+  for name, v in text:gmatch("([%a_][%w_]*)%s*[=:]%s*([^,;%s]+)") do put(name, v) end
   return any and out or nil
 end
 
 -- The new value of an entry written as a change: {from=, to=}, {old=, new=},
--- {value=}, {new_value=}; anything else as it is.
+-- {current=, proposed=}, {value=}, {new_value=}, "256 -> 512"; anything
+-- else as it is.
 local function new_value(v)
+  if type(v) == "string" then return arrow_value(v) end
   if type(v) ~= "table" or #v > 0 then return v end
-  for _, k in ipairs({ "to", "new", "new_value", "value" }) do
-    if v[k] ~= nil then return v[k] end
+  for _, k in ipairs({ "to", "new", "new_value", "proposed", "suggested", "target", "value" }) do
+    if v[k] ~= nil then return arrow_value(v[k]) end
   end
   return v
 end
@@ -36,6 +60,9 @@ local function field_changes(f)
     if type(decoded) == "table" then f = decoded else return pairs_of_text(f) end
   end
   if type(f) ~= "table" or f == json.null then return nil end
+  -- (one change written as the object itself: {"knob": K, "value": V})
+  local one = #f == 0 and (f.knob or f.name or f.parameter or f.param)
+  if type(one) == "string" and new_value(f) ~= f then return { [one] = new_value(f) } end
   local out = {}
   for name, v in pairs(f) do
     if math.type(name) == "integer" then

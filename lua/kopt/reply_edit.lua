@@ -22,6 +22,24 @@ function M.unflatten(t)
   return (t:gsub("\\r\\n", "\n"):gsub("\\[nt\"]", { ["\\n"] = "\n", ["\\t"] = "\t", ['\\"'] = '"' }))
 end
 
+-- An edit field that refers to another proposal's edit ("Same patch as
+-- proposal 1.", "the diff from proposal 2", "same as above"): the number of
+-- the proposal it names, or "previous"; nil for any other text.
+function M.refers_to(text)
+  if type(text) ~= "string" or #text > 160 or text:find("\n") then return nil end
+  local t = text:lower()
+  if t:find("[{};=#@]") then return nil end
+  local n = t:match("proposal%s*#?%s*(%d+)") or t:match("option%s*#?%s*(%d+)") or t:match("suggestion%s*#?%s*(%d+)")
+  if n and (t:find("same", 1, true) or t:find("from", 1, true) or t:find("as in", 1, true)
+            or t:find("keep", 1, true) or t:find("reuse", 1, true)) then
+    return math.tointeger(tonumber(n))
+  end
+  if t:find("same[%s%a]*as%s+above") or t:find("same[%s%a]*as%s+the%s+previous") or t:find("previous proposal", 1, true)
+     or t:find("same[%s%a]*as%s+before") then
+    return "previous"
+  end
+end
+
 -- Text a model writes in an edit field to say there is no edit.
 local NO_EDIT_START = { "^no%s", "^no%-", "^none", "^not needed", "^not applicable", "^not required", "^unchanged",
                         "^nothing", "^n/a", "^na%s", "^knob", "^only knob", "^keep", "^same" }
@@ -73,7 +91,8 @@ end
 local TEXT_KEYS = { "diff", "patch", "text", "unified_diff", "content", "code", "hunk", "body" }
 local SOURCE_KEYS = { "source", "new_source", "kernel", "kernel_source" }
 -- The proposal fields that carry an edit, for the note when none is read.
-local EDIT_FIELDS = { "patch", "diff", "edit", "edits" }
+local EDIT_FIELDS = { "patch", "diff", "edit", "edits", "source", "kernel", "kernel_source", "new_source" }
+local SOURCE_FIELD = { source = true, kernel = true, kernel_source = true, new_source = true }
 
 -- The keys of an edit object that carry its text (what decides whether an
 -- object is an empty edit).
@@ -91,7 +110,13 @@ for _, pk in ipairs(PAIR_KEYS) do CARRIES[pk[1]], CARRIES[pk[2]] = true, true en
 local function edit_of(p)
   local function text_of(v)
     local t = str(v)
-    if t and not says_no_edit(t) then return M.unflatten(t) end
+    if t and not M.refers_to(t) and not says_no_edit(t) then return M.unflatten(t) end
+  end
+  -- (an edit field that names another proposal's edit: kopt.experts takes
+  -- that edit, or refuses this proposal)
+  for _, key in ipairs({ "patch", "diff", "edit", "source" }) do
+    local ref = M.refers_to(p[key])
+    if ref then return { ref = ref } end
   end
   local function object_text(b)
     for _, k in ipairs(TEXT_KEYS) do
@@ -104,8 +129,21 @@ local function edit_of(p)
     end
   end
   -- (a one-line "kernel" or "source" names the kernel or its file; code
-  -- has lines)
+  -- has lines; a list of strings is the source's lines, an object holds
+  -- it under a text key)
   local function code_of(v)
+    if type(v) == "table" then
+      local lines = {}
+      for _, x in ipairs(v) do
+        if type(x) ~= "string" then lines = nil break end
+        lines[#lines + 1] = x
+      end
+      if lines and #lines > 0 and #lines == #v then v = table.concat(lines, "\n")
+      elseif #v == 0 then
+        local e = object_text(v)
+        v = e and e.text
+      end
+    end
     local t = text_of(v)
     if t and (t:find("\n") or t:find("__global__", 1, true)) then return t end
   end
@@ -176,7 +214,9 @@ local function edit_of(p)
   if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
   for _, key in ipairs(EDIT_FIELDS) do
     local v = p[key]
-    if not empty(v, 0) then
+    -- ("kernel" or "source" as a string may name the kernel; as a list or
+    -- an object it was meant as the code)
+    if (SOURCE_FIELD[key] and type(v) == "table" or not SOURCE_FIELD[key]) and not empty(v, 0) then
       return nil, string.format("its \"%s\" field (%s) is not an edit kopt reads: a unified diff, " ..
         "search/replace pairs or a whole kernel source", key, type(v) == "table" and "an object or list" or type(v))
     end

@@ -100,7 +100,7 @@ end
 -- Schema violations, prose without JSON, cut-off replies, quota.
 local cases = { badschema = "schema", garbage = "parse", length = "length", quota = "http", filtered = "refusal" }
 for sc, kind in pairs(cases) do
-  local r = ask(client(sc))
+  local r = ask(client(sc), "cut_" .. sc)
   check(not r.ok and r.kind == kind, "%s: expected kind %s, got %s (%s)", sc, kind, tostring(r.kind), tostring(r.err))
 end
 do
@@ -207,6 +207,14 @@ do
   check(rs[1].ok and #rs[1].value.proposals == 2, "replay: %s", tostring(rs[1].err))
   local again = rc:chat_many({ { tag = "memory", schema = schema, messages = { { role = "user", content = "x" } } } })
   check(not again[1].ok and again[1].kind == "replay", "replay: a second 'memory' reply does not exist")
+  -- a reply cut off (finish_reason length or content_filter) is cut off
+  -- again on replay: its text alone parsed, the filtered one whole to its
+  -- first proposal, and a replayed run measured other proposals
+  for sc, kind in pairs({ length = "length", filtered = "refusal" }) do
+    local cut = rc:chat_many({ { tag = "cut_" .. sc, schema = schema, messages = { { role = "user", content = "x" } } } })
+    check(not cut[1].ok and cut[1].kind == kind, "replay of %s: expected kind %s, got %s (%s)", sc, kind,
+          tostring(cut[1].kind), tostring(cut[1].err))
+  end
 end
 os.remove(transcript)
 os.remove(dir)

@@ -1,0 +1,141 @@
+-- Reply shapes of real models that kopt misread (a third round, each check
+-- failed before its fix): knob changes written as "2 -> 8", "-DK=8",
+-- "#define K 8", "K from 2 to 8", {current=, proposed=} or one {knob=,
+-- value=} object; the answer under a wrapper ({"response": ...}, the
+-- schema's name, an echoed schema, "Proposals", {"items": [...]}, a list of
+-- JSON strings, capitalised keys); a kernel sent as a list of lines; "Same
+-- patch as proposal 1."; a diff whose counts were too small, of which only
+-- the counted part was applied; tool calls streamed as server-sent events.
+-- Each goes through the client's reply decoding and kopt.experts, as a
+-- run's replies do; no server, no GPU.
+local T = require("testlib")
+local json = require("kopt.json")
+local llm = require("kopt.llm")
+local patch = require("kopt.patch")
+local X = require("kopt.experts")
+
+local SRC = T.slurp("kernels/reduce.cu")
+local ENTRY = "reduce_rows"
+local KNOBS = {
+  { name = "BLOCK_SIZE", values = { 64, 128, 256, 512, 1024 }, family = "block" },
+  { name = "ROWS_PER_BLOCK", values = { 1, 2, 4, 8 }, family = "rows" },
+  { name = "VEC", values = { 1, 2, 4 }, family = "vector" },
+  { name = "UNROLL", values = { 1, 2, 4, 8 }, family = "unroll" },
+}
+local VIEW = { knobs = KNOBS, edits = true, entry = ENTRY, source = SRC }
+local client = assert(llm.new({ base_url = "http://127.0.0.1:1/v1", model = "m", mode = "json_schema" }))
+
+local function parse(content)
+  local body = json.encode({ choices = { { index = 0, message = { role = "assistant", content = content },
+                                           finish_reason = "stop" } } })
+  local r = client:interpret({ schema = X.schema(VIEW) }, { status = 200, body = body, headers = {} })
+  if not r.ok then return {}, { { index = 0, why = r.err } }, {} end
+  return X.parse(r.value, VIEW, "t", r.content)
+end
+
+local function one(p) return json.encode({ analysis = "a", proposals = { p } }) end
+
+-- knob changes
+local CHANGES = {
+  { "UNROLL: 2 -> 4, VEC: 4", { UNROLL = 4, VEC = 4 } },
+  { { BLOCK_SIZE = "256 \226\134\146 512" }, { BLOCK_SIZE = 512 } },
+  { "UNROLL=2->8, BLOCK_SIZE=256=>512", { UNROLL = 8, BLOCK_SIZE = 512 } },
+  { "-DBLOCK_SIZE=512 -DUNROLL=4", { BLOCK_SIZE = 512, UNROLL = 4 } },
+  { "#define BLOCK_SIZE 512\n#define UNROLL 4", { BLOCK_SIZE = 512, UNROLL = 4 } },
+  { { UNROLL = { current = 2, proposed = 8 } }, { UNROLL = 8 } },
+  { { knob = "BLOCK_SIZE", value = 512 }, { BLOCK_SIZE = 512 } },
+  { "UNROLL from 2 to 8", { UNROLL = 8 } },
+  { "set UNROLL to 8", { UNROLL = 8 } },
+  { "BLOCK_SIZE=512", { BLOCK_SIZE = 512 } },  -- (as before)
+}
+local function kv(t)
+  if type(t) ~= "table" then return tostring(t) end
+  local out = {}
+  for k, v in pairs(t) do out[#out + 1] = k .. "=" .. tostring(v) end
+  table.sort(out)
+  return table.concat(out, " ")
+end
+for _, c in ipairs(CHANGES) do
+  local moves, rejected = parse(one({ method = "more_threads", changes = c[1], reason = "r", patch = json.null }))
+  T.eq(moves[1] and kv(moves[1].changes), kv(c[2]),
+       "changes " .. json.encode(c[1]) .. (rejected[1] and (" (" .. rejected[1].why .. ")") or ""))
+end
+
+-- wrappers around the answer
+local P = { method = "more_threads", changes = { BLOCK_SIZE = 512 }, reason = "r", patch = json.null }
+local WRAPPED = {
+  response = json.encode({ response = { analysis = "x", proposals = { P } } }),
+  schema_name = json.encode({ kopt_proposals = { analysis = "x", proposals = { P } } }),
+  schema_echo = json.encode({ type = "object", properties = { analysis = "x", proposals = { P } } }),
+  items = json.encode({ analysis = "x", proposals = { items = { P } } }),
+  json_strings = json.encode({ analysis = "x", proposals = { json.encode(P) } }),
+  capitalised = [[{"Analysis":"x","Proposals":[{"Method":"more_threads","Changes":{"BLOCK_SIZE":512},"Reason":"r","Patch":null}]}]],
+}
+for name, content in pairs(WRAPPED) do
+  local moves, rejected, notes = parse(content)
+  T.check(moves[1] and moves[1].changes.BLOCK_SIZE == 512 and moves[1].method == "more_threads",
+          "wrapped (%s): %s %s", name, rejected[1] and rejected[1].why or "", notes[1] and notes[1].note or "")
+end
+
+-- a kernel sent as a list of lines, in "source" or "kernel"
+do
+  local edited = SRC:gsub("s %+= acc%[u%];", "s += acc[u] * 1.0f;")
+  local lines = {}
+  for l in edited:gmatch("(.-)\n") do lines[#lines + 1] = l end
+  for _, field in ipairs({ "source", "kernel" }) do
+    local p = { method = "strength_reduction", changes = { UNROLL = 4 }, reason = "r", patch = json.null }
+    p[field] = lines
+    local moves = parse(one(p))
+    local new = moves[1] and moves[1].edit and patch.apply_edit(SRC, moves[1].edit, { entry = ENTRY })
+    T.check(new and new:find("acc[u] * 1.0f", 1, true), "%s as a list of lines is the edit", field)
+  end
+  -- an object that holds no code: refused, not measured as the knob change
+  local moves, rejected = parse(one({ method = "strength_reduction", changes = { UNROLL = 4 }, reason = "r",
+                                      patch = json.null, source = { language = "cuda" } }))
+  T.check(#moves == 0 and rejected[1] and rejected[1].why:find('"source"', 1, true),
+          "an unreadable source object refuses the proposal (%s)", rejected[1] and rejected[1].why)
+end
+
+-- "Same patch as proposal 1."
+do
+  local d = "@@ -72,2 +72,2 @@\n \tfor (int u = 0; u < UNROLL; u++)\n-\t\ts += acc[u];\n+\t\ts += acc[u] * 1.0f;\n"
+  local moves, rejected = parse(json.encode({ analysis = "a", proposals = {
+    { method = "strength_reduction", changes = {}, reason = "r", patch = d },
+    { method = "strength_reduction", changes = { BLOCK_SIZE = 512 }, reason = "r", patch = "Same patch as proposal 1." },
+    { method = "strength_reduction", changes = { BLOCK_SIZE = 256 }, reason = "r", patch = "The diff from proposal 7." },
+  } }))
+  T.check(moves[2] and moves[2].edit and moves[2].edit.text == d and moves[2].changes.BLOCK_SIZE == 512,
+          "the second proposal takes the first's edit")
+  T.check(#moves == 2 and rejected[1] and rejected[1].index == 3 and rejected[1].why:find("proposal 7", 1, true),
+          "an edit naming a proposal with none is refused (%s)", rejected[1] and rejected[1].why)
+end
+
+-- a diff whose counts cover only its first change: both changes, not the first alone
+do
+  local d = "--- a/kernel.cu\n+++ b/kernel.cu\n@@ -70,3 +70,3 @@\n" ..
+    " \tfloat s = 0.0f;\n-#pragma unroll\n+#pragma unroll 4\n \tfor (int u = 0; u < UNROLL; u++)\n-\t\ts += acc[u];\n" ..
+    "+\t\ts += acc[u] * 1.0f;\n #pragma unroll\n \tfor (int off = (GROUP < 32 ? GROUP : 32)/2; off > 0; off /= 2)\n"
+  local moves = parse(one({ method = "loop_unrolling", changes = {}, reason = "r", patch = d }))
+  local new, err = moves[1] and patch.apply_edit(SRC, moves[1].edit, { entry = ENTRY })
+  T.check(new and new:find("#pragma unroll 4", 1, true) and new:find("acc[u] * 1.0f", 1, true),
+          "short counts: both changes applied (%s)", tostring(err))
+end
+
+-- tool calls streamed as server-sent events
+do
+  local function chunk(delta, finish)
+    return "data: " .. json.encode({ choices = { { index = 0, delta = delta, finish_reason = finish } } }) .. "\n\n"
+  end
+  local body = chunk({ role = "assistant", tool_calls = { { index = 0, id = "call_1", type = "function",
+                                                             ["function"] = { name = "overview", arguments = "" } } } })
+    .. chunk({ tool_calls = { { index = 0, ["function"] = { arguments = '{"de' } } } })
+    .. chunk({ tool_calls = { { index = 0, ["function"] = { arguments = 'pth": 2}' } } } })
+    .. chunk({}, "tool_calls") .. "data: [DONE]\n\n"
+  local r = client:interpret({ schema = X.schema(VIEW), tools = { { type = "function", ["function"] = { name = "overview" } } } },
+                             { status = 200, body = body, headers = {} })
+  local call = r.tool_calls and r.tool_calls[1]
+  T.check(r.ok and call and call["function"].name == "overview", "a streamed tool call is read (%s)", tostring(r.err))
+  T.eq(call and call["function"].arguments, '{"depth": 2}', "its arguments joined from the pieces")
+end
+
+return T.done()
