@@ -116,7 +116,8 @@ do
     " \tfloat s = 0.0f;\n-#pragma unroll\n+#pragma unroll 4\n \tfor (int u = 0; u < UNROLL; u++)\n-\t\ts += acc[u];\n" ..
     "+\t\ts += acc[u] * 1.0f;\n #pragma unroll\n \tfor (int off = (GROUP < 32 ? GROUP : 32)/2; off > 0; off /= 2)\n"
   local moves = parse(one({ method = "loop_unrolling", changes = {}, reason = "r", patch = d }))
-  local new, err = moves[1] and patch.apply_edit(SRC, moves[1].edit, { entry = ENTRY })
+  local new, err
+  if moves[1] then new, err = patch.apply_edit(SRC, moves[1].edit, { entry = ENTRY }) end
   T.check(new and new:find("#pragma unroll 4", 1, true) and new:find("acc[u] * 1.0f", 1, true),
           "short counts: both changes applied (%s)", tostring(err))
 end
