@@ -86,7 +86,9 @@ function M.read(file, mode)
     -- (Kernel Tuner ends a cache "...}}\n}": the last entry shares its line
     -- with the cache's brace; a pretty-printed one "  }\n}": the file's own
     -- brace alone on the last line, unindented)
-    local ends_closed = text:find("}[ \t]*\r?\n}%s*$") ~= nil
+    -- (and a cache written on one line ends "}}}": the last entry's, the
+    -- cache's and the file's braces; a cache cut after an entry ends in one)
+    local ends_closed = text:find("}[ \t]*\r?\n}%s*$") ~= nil or text:find("}%s*}%s*}%s*$") ~= nil
     -- (only the file's last brace or two missing, every entry whole: closed
     -- as they were; a file that ends closed is not, since a brace missing
     -- inside it would then nest the later entries in the damaged one)

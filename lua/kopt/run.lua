@@ -25,6 +25,16 @@ local sys = require("kopt.sys")
 
 local M = {}
 
+-- Whether a replayed recording charges its evaluations a cost (the
+-- simulated clock --time-limit reads): old Kernel Tuner caches and T4 files
+-- without "times" record none.
+function M.records_cost(backend)
+  for _, e in ipairs(backend.rec and backend.rec.entries or {}) do
+    if type(e.cost_s) == "number" and e.cost_s > 0 then return true end
+  end
+  return false
+end
+
 local function cuda_backend()
   -- lazy: optional, a kopt built without the cuda backend still replays
   local ok, cuda = pcall(require, "kopt.backends.cuda")
@@ -384,6 +394,11 @@ function M.main(opts, pos)
   if choice.kind == "replay" then
     backend = replay.open(spec, { file = choice.file, check = opts.replay_check, quiet_edits = opts.q })
     if space then space = M.recorded_part(space, backend, choice.file, spec) end
+    if opts.time_limit and not opts.q and not M.records_cost(backend) then
+      io.stderr:write(string.format("kopt: note: --time-limit: %s records no evaluation cost (no compile or " ..
+                                    "benchmark times), so the simulated clock stays at 0 and the limit is never " ..
+                                    "reached; --budget bounds this run\n", choice.file))
+    end
   else
     local cuda, err = cuda_backend()
     if not cuda then errors.usage("%s", err) end

@@ -24,7 +24,8 @@ local KT_FAILED_NUMBER = 1e19
 local function repair_kt(text)
   local body = text:gsub("%s+$", "")
   for _ = 1, 4 do
-    local v = json.decode(body:gsub(",%s*$", "") .. "\n}\n}")
+    -- (NaN and Infinity as Kernel Tuner writes them: a sample that failed)
+    local v = json.decode_with_nonfinite(body:gsub(",%s*$", "") .. "\n}\n}")
     if v then return v end
     local cut = body:match("^(.*)\n[^\n]*$")
     if not cut then break end
@@ -37,7 +38,7 @@ local function repair_kt(text)
     pos = text:sub(1, pos - 1):match(".*()}")
     if not pos then break end
     tries = tries + 1
-    local v = json.decode(text:sub(1, pos) .. "\n}\n}")
+    local v = json.decode_with_nonfinite(text:sub(1, pos) .. "\n}\n}")
     if v and type(v.cache) == "table" then return v end
   end
   return nil
@@ -60,6 +61,12 @@ local function from_kt(doc, file, repaired, r)
     return nil, file .. ": not a Kernel Tuner cache (tune_params_keys, tune_params and cache are required)"
   end
   local objective = doc.objective or "time"
+  -- (Kernel Tuner 1.4 writes the objective as a list: one name)
+  if type(objective) == "table" and #objective == 1 and type(objective[1]) == "string" then objective = objective[1] end
+  if type(objective) == "table" and #objective > 1 then
+    return nil, string.format("replay file %s: objective: %s names %d objectives; kopt replays one", file,
+                              show(objective), #objective)
+  end
   if type(objective) ~= "string" then
     return nil, string.format("replay file %s: objective: expected a string, got %s", file, show(objective))
   end
@@ -180,6 +187,15 @@ local function from_kt(doc, file, repaired, r)
     local entry = { config = config, cost_s = cost / 1000,
                     compile_s = type(e.compile_time) == "number" and e.compile_time / 1000 or nil }
     local obj = e[objective]
+    -- a failure where Kernel Tuner puts it: "__error__" (1.4), or the
+    -- objective tuned for (a rate, when the entries are replayed by time:
+    -- 0.4.5 to 1.3 write no time for a failed config)
+    local failed = e.__error__ ~= nil and e.__error__ ~= json.null and e.__error__
+    if not failed and obj == nil and rec.objective_replaced then failed = e[rec.objective_replaced] end
+    if type(failed) == "string" and (KT_FAILURES[failed] or failed:find("Config$")) and
+       not (type(obj) == "number" and finite(obj) and obj < KT_FAILED_NUMBER) then
+      obj = failed
+    end
     if type(obj) == "number" and (not finite(obj) or obj < KT_FAILED_NUMBER) then
       -- (Kernel Tuner's times are in ms; an objective named for its unit,
       -- such as "time_s", is in that unit)

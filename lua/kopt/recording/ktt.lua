@@ -73,8 +73,13 @@ local function from_ktt(doc, file, r)
       -- KTT speaks OpenCL: "local memory" is CUDA shared memory, "private
       -- memory" is per-thread local memory.
       local cd = type(cr.CompilationData) == "table" and cr.CompilationData or {}
-      entry.resources = { regs = cd.RegistersCount, smem = cd.LocalMemorySize,
-                          local_bytes = cd.PrivateMemorySize, max_threads = cd.MaxWorkGroupSize }
+      -- (a number, or nothing: null or text there is no size)
+      local function size(v)
+        v = math.type(v) and v or (type(v) == "string" and tonumber(v)) or nil
+        return v and v == v and v >= 0 and v < math.huge and v or nil
+      end
+      entry.resources = { regs = size(cd.RegistersCount), smem = size(cd.LocalMemorySize),
+                          local_bytes = size(cd.PrivateMemorySize), max_threads = size(cd.MaxWorkGroupSize) }
       local g, l = cr.GlobalSize, cr.LocalSize
       if type(g) == "table" and type(l) == "table" then
         entry.launch = { grid = { g.X, g.Y, g.Z }, block = { l.X, l.Y, l.Z } }

@@ -34,6 +34,13 @@ end
 -- or its measurement's unit.
 local function is_rate(res, objective)
   if objective:find("/s", 1, true) then return true end
+  -- (a rate named without "/s": GFLOPS, TFLOPS, OPS, bandwidth, throughput;
+  -- not an efficiency such as GFLOPS/W)
+  local lower = objective:lower()
+  if lower:match("flops$") or lower:match("ops$") or lower:find("bandwidth", 1, true)
+     or lower:find("throughput", 1, true) then
+    return true
+  end
   for _, m in ipairs(type(res.measurements) == "table" and res.measurements or {}) do
     if type(m) == "table" and m.name == objective and type(m.unit) == "string" and m.unit:find("/s", 1, true) then
       return true
@@ -102,6 +109,9 @@ local function from_t4(doc, file, r)
     if mtime then
       rec.objective_replaced = rec.objective_replaced or objective
       objective = mtime
+      -- (the time it is replayed by, whichever entry comes first: a failed
+      -- one may record no time)
+      if rec.objective == rec.objective_replaced then rec.objective = nil end
     end
     rec.objective = rec.objective or objective
     local entry = { config = config, metrics = {} }
@@ -122,7 +132,9 @@ local function from_t4(doc, file, r)
     local also_time = time_measurement(res, objective)
     local besides = also_time and string.format(" (its '%s' ranks by something else)", also_time)
       or ", and no measurement is a time"
-    if found and (unit == nil or unit == "") and meta_unit == nil and not common.time_like(objective) then
+    -- (metadata.timeunit does not make it one: Kernel Tuner's T4 writer
+    -- adds it to every file and writes "unit": "" for GFLOPS/W or energy)
+    if status == "ok" and found and (unit == nil or unit == "") and not common.time_like(objective) then
       bad_file(".measurements[%d]: objective '%s' has no unit and its name is not a time%s; kopt replays time " ..
                "objectives", found, objective, besides)
     end
