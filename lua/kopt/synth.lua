@@ -243,7 +243,7 @@ local function knobs_of(v, notes)
       local d = v[k]
       -- {"WARPS": [1, 2, 4]}, or {"WARPS": {"values": [...], "default": 4}}
       if type(d) == "table" and #d == 0 and next(d) ~= nil then
-        out[#out + 1] = { name = k, values = d.values or d.allowed or d.choices, default = d.default }
+        out[#out + 1] = { name = k, values = d.values or d.allowed or d.choices or d.options, default = d.default }
       else
         out[#out + 1] = { name = k, values = d }
       end
@@ -251,7 +251,7 @@ local function knobs_of(v, notes)
   else
     for i, k in ipairs(v) do
       if type(k) == "table" then
-        out[#out + 1] = { name = k.name, values = k.values or k.allowed or k.choices, default = k.default }
+        out[#out + 1] = { name = k.name, values = k.values or k.allowed or k.choices or k.options, default = k.default }
       else
         notes[#notes + 1] = string.format("knobs[%d] is not an object: ignored", i)
       end
@@ -259,6 +259,12 @@ local function knobs_of(v, notes)
   end
   for _, k in ipairs(out) do
     local vals = {}
+    -- ("128, 256, 512" or "[128, 256]": the values as one string)
+    if type(k.values) == "string" then
+      local list = {}
+      for x in k.values:gmatch("[^%s,%[%]]+") do list[#list + 1] = x end
+      k.values = list
+    end
     for _, x in ipairs(type(k.values) == "table" and k.values or {}) do
       if type(x) == "string" and tonumber(x) then x = tonumber(x) end
       if math.type(x) == "float" and math.tointeger(x) then x = math.tointeger(x) end
@@ -292,13 +298,22 @@ end
 function M.parse(value, reply_text, hints)
   if type(value) ~= "table" then return nil, "the reply is not a JSON object" end
   if #value > 0 and type(value[1]) == "table" then value = value[1] end
-  if type(value.kernel) == "table" then
+  if type(value.kernel) == "table" and #value.kernel == 0 then
     local k = value.kernel
     k.analysis = k.analysis or value.analysis
     value = k
   end
   local notes = {}
-  local src = str(value.source) or str(value.code) or str(value.cuda) or str(value.kernel_source)
+  -- (the source as one string, or as its lines; "kernel" may hold it too)
+  local function text_or_lines(v)
+    if type(v) ~= "table" or #v == 0 then return str(v) end
+    for _, x in ipairs(v) do if type(x) ~= "string" then return nil end end
+    return str(table.concat(v, "\n"))
+  end
+  local src = text_or_lines(value.source) or text_or_lines(value.code) or text_or_lines(value.cuda)
+    or text_or_lines(value.kernel_source)
+  local ktext = text_or_lines(value.kernel)
+  if not src and ktext and (ktext:find("\n") or ktext:find("__global__", 1, true)) then src = ktext end
   if src then src = reply_edit.unflatten(src) end
   if not src and type(reply_text) == "string" then
     -- (the kernel in a code block of its own, the JSON beside it without it)
@@ -333,8 +348,9 @@ function M.parse(value, reply_text, hints)
   end
   local l = value.launch
   if type(l) ~= "table" then return nil, "the reply has no launch (grid, block, smem)" end
-  K.launch = { grid = dims_of(l.grid or l.grid_dim), block = dims_of(l.block or l.block_dim),
-               smem = expr_of(l.smem or l.shared_memory or l.dynamic_smem) or 0 }
+  K.launch = { grid = dims_of(l.grid or l.grid_dim or l.gridDim or l.grid_size),
+               block = dims_of(l.block or l.block_dim or l.blockDim or l.block_size),
+               smem = expr_of(l.smem or l.shared_memory or l.dynamic_smem or l.sharedMem or l.shared_mem) or 0 }
   if #K.launch.grid == 0 or #K.launch.block == 0 then return nil, "the launch needs grid and block expressions" end
   return K, notes
 end

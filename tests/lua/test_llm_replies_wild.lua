@@ -139,4 +139,36 @@ do
   T.eq(call and call["function"].arguments, '{"depth": 2}', "its arguments joined from the pieces")
 end
 
+-- synthesis: the kernel as "kernel" or as lines, values as one string or
+-- under "options", gridDim/blockDim
+do
+  local synth = require("kopt.synth")
+  local spec = require("kopt.spec").load("examples/synth/gelu.json")
+  local src = "#define BLOCK 256\nextern \"C\" __global__ void synth_gelu_synth(float *__restrict__ y, " ..
+    "const float *__restrict__ x, int n)\n{\n    int i = blockIdx.x * BLOCK + threadIdx.x;\n    if (i < n) { float v = x[i]; " ..
+    "y[i] = 0.5f * v * (1.0f + tanhf(0.7978845608028654f * (v + 0.044715f * v * v * v))); }\n}\n"
+  local lines = {}
+  for l in src:gmatch("(.-)\n") do lines[#lines + 1] = l end
+  local knob = { name = "BLOCK", values = { 128, 256, 512 }, default = 256 }
+  local launch = { grid = { "cdiv(n, BLOCK)", 1, 1 }, block = { "BLOCK", 1, 1 }, smem = 0 }
+  local CASES = {
+    kernel_string = { entry = "synth_gelu_synth", kernel = src, knobs = { knob }, launch = launch },
+    source_lines = { entry = "synth_gelu_synth", source = lines, knobs = { knob }, launch = launch },
+    values_string = { entry = "synth_gelu_synth", source = src,
+                      knobs = { { name = "BLOCK", values = "128, 256, 512", default = 256 } }, launch = launch },
+    options = { entry = "synth_gelu_synth", source = src,
+                knobs = { { name = "BLOCK", options = { 128, 256, 512 }, default = 256 } }, launch = launch },
+    griddim = { entry = "synth_gelu_synth", source = src, knobs = { knob },
+                launch = { gridDim = { "cdiv(n, BLOCK)", 1, 1 }, blockDim = { "BLOCK", 1, 1 }, sharedMem = 0 } },
+  }
+  for name, v in pairs(CASES) do
+    v.analysis = "a"
+    local K, why = synth.parse(v, json.encode(v), { prefer = synth.entry_for(spec), avoid = "gelu_ref" })
+    local K2, cwhy
+    if K then K2, cwhy = synth.check(K, spec) end
+    T.check(K2 and #K2.knobs == 1 and #K2.knobs[1].values == 3 and K2.launch.block[1] == "BLOCK",
+            "synthesis (%s): %s", name, tostring(K and cwhy or why))
+  end
+end
+
 return T.done()
