@@ -350,6 +350,8 @@ local function apply_groups(src, h, from)
   return emit, from
 end
 
+local apply_hunks
+
 function M.apply(source, diff)
   if type(diff) == "string" and #diff > M.MAX_EDIT then
     return nil, string.format("the patch is larger than %d bytes", M.MAX_EDIT)
@@ -363,10 +365,21 @@ function M.apply(source, diff)
     numbered = numbered and h.old_start ~= nil
     if i > 1 and numbered and h.old_start < hunks[i - 1].old_start then sorted = false end
   end
-  if numbered and not sorted then
-    table.sort(hunks, function(a, b) if a.old_start ~= b.old_start then return a.old_start < b.old_start end
-                                      return a.n < b.n end)
-  end
+  if not (numbered and not sorted) then return apply_hunks(source, hunks) end
+  table.sort(hunks, function(a, b) if a.old_start ~= b.old_start then return a.old_start < b.old_start end
+                                    return a.n < b.n end)
+  local text, a, b = apply_hunks(source, hunks)
+  if text then return text, a, b end
+  -- unless a number was wrong and the reply's order right: its hunks in
+  -- that order, by their bodies alone
+  local again = M.parse(diff)
+  for _, h in ipairs(again) do h.old_start = nil end
+  local t2, a2, b2 = apply_hunks(source, again)
+  if t2 then return t2, a2, b2 end
+  return text, a, b
+end
+
+function apply_hunks(source, hunks)
   local crlf = source:find("\r\n", 1, true) ~= nil
   if crlf then source = source:gsub("\r\n", "\n") end
   local src, trailing_nl = split_lines(source)

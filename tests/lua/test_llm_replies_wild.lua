@@ -122,6 +122,19 @@ do
           "short counts: both changes applied (%s)", tostring(err))
 end
 
+-- two hunks in the source's order, the second numbered wrong (counted from
+-- the kernel's first line): sorted by the numbers they did not apply
+do
+  local d = "--- a/kernel.cu\n+++ b/kernel.cu\n" ..
+    "@@ -45,4 +45,4 @@\n \tfloat acc[UNROLL];\n #pragma unroll\n \tfor (int u = 0; u < UNROLL; u++)\n" ..
+    "-\t\tacc[u] = 0.0f;\n+\t\tacc[u] = 0.f;\n" ..
+    "@@ -34,4 +34,4 @@\n \tfloat s = 0.0f;\n #pragma unroll\n \tfor (int u = 0; u < UNROLL; u++)\n" ..
+    "-\t\ts += acc[u];\n+\t\ts += acc[u] * 1.0f;\n"
+  local new, err = patch.apply(SRC, d)
+  T.check(new and new:find("acc[u] = 0.f;", 1, true) and new:find("acc[u] * 1.0f", 1, true),
+          "a hunk numbered wrong, in the right order: both applied (%s)", tostring(err))
+end
+
 -- tool calls streamed as server-sent events
 do
   local function chunk(delta, finish)
