@@ -82,6 +82,7 @@ function S.init(ctx)
     experts = X.resolve(o.experts),
     history = {},       -- {config=, key=, result=, origin=} in evaluation order
     asked = {},         -- state keys proposed in this run
+    asked_code = {},    -- and edited ones by their code alone (code_key)
     queue = {},         -- candidates not yet handed out
     outstanding = 0,    -- handed out, not yet told
     iter = 0, stall = 0, improved = false, done = nil,
@@ -112,6 +113,16 @@ function S.init(ctx)
 end
 
 local function spec_source(ctx) return ctx.spec and ctx.spec.kernel and ctx.spec.kernel.source end
+
+-- An edited candidate's key by its code alone (patch.code_digest): one
+-- edit re-indented is not measured twice.
+local function code_key(ctx, config, source) return ctx.space:key(config) .. "#" .. patch_mod.code_digest(source) end
+
+-- Marks a candidate asked for, by its key and by its code.
+local function mark_asked(ctx, st, key, cand, source)
+  st.asked[key] = true
+  if cand.patch and source then st.asked_code[code_key(ctx, cand.config, source)] = true end
+end
 
 -- A candidate key the engine would give (config key + source hash).
 local function cand_key(ctx, config, source)
@@ -181,6 +192,9 @@ local function candidate_of(ctx, st, mv, iter, base)
   if cand_patch == "" then cand_patch = nil end
   local key = cand_key(ctx, config, source)
   if st.asked[key] then return nil, "already proposed" end
+  if cand_patch and st.asked_code[code_key(ctx, config, source)] then
+    return nil, "already proposed (the same code but for white space or comments)"
+  end
   if not cand_patch and ctx:lookup(config) then return nil, "already measured" end
   return { config = config, patch = cand_patch, source = cand_patch and source or nil,
            origin = { expert = mv.expert, method = mv.method, label = mv.label, iteration = iter, reason = mv.reason },
@@ -304,7 +318,7 @@ local function start_repairs(ctx, st)
             cand.origin.repair = ch.attempt
             cand.origin.method = ch.method or cand.origin.method
             cand._source, cand._key, cand._chain = source, key, ch
-            st.asked[key] = true
+            mark_asked(ctx, st, key, cand, source)
             st.queue[#st.queue + 1] = cand
             got[#got + 1] = string.format("%s/%s", ch.expert, tostring(cand.origin.method))
             taken = true
@@ -376,7 +390,7 @@ local function start_iteration(ctx, st)
       local cand, why, key, source, apply_failed = candidate_of(ctx, st, mv, st.iter)
       if cand then
         stats.valid = stats.valid + 1
-        st.asked[key] = true
+        mark_asked(ctx, st, key, cand, source)
         cand._source, cand._key, cand._chain = source, key, chain
         st.queue[#st.queue + 1] = cand
         taken = taken + 1

@@ -52,6 +52,7 @@ Edits, made against the ```cuda source in the prompt: the statement with
   e_fenced      a unified diff inside a ```diff fence, inside the JSON string
   e_crlf        a unified diff with CRLF line ends
   e_nonewline   a unified diff without its last newline ("\\ No newline at end of file")
+  e_dup_indent  the same search/replace edit twice, the second re-indented
   e_blankend    a diff made against the source followed by a blank line, removing it
   e_searchreplace  a <<<<<<< SEARCH / ======= / >>>>>>> REPLACE block
   e_source      the whole new kernel in "source"
@@ -244,6 +245,14 @@ def edit_reply(req, scenario):
     elif scenario == "e_searchreplace":
         line = next(l for l in src.split("\n") if old in l)
         prop["patch"] = "<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n" % (line, line.replace(old, FAST))
+    elif scenario == "e_dup_indent":
+        # the same edit twice, the second re-indented (tabs for spaces)
+        line = next(l for l in src.split("\n") if old in l)
+        new = line.replace(old, FAST)
+        again = "\t" + new.lstrip() if new.startswith(" ") else "    " + new.lstrip()
+        return json.dumps({"analysis": "scenario " + scenario, "proposals": [
+            dict(prop, patch="<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n" % (line, new)),
+            dict(prop, patch="<<<<<<< SEARCH\n%s\n=======\n%s\n>>>>>>> REPLACE\n" % (line, again))]})
     elif scenario == "e_source":
         del prop["patch"]
         prop["source"] = src.replace(old, FAST)

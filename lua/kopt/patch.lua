@@ -746,17 +746,24 @@ M.check_kernel_only = device_only.check
 -- Whether two sources differ in comments and white space only (line by
 -- line, runs of blanks as one, empty lines dropped): the same code for the
 -- compiler, so an edit that changes nothing else is not measured.
-function M.same_code(a, b)
-  local function norm(s)
-    local out = {}
-    for line in (strip_comments(s) .. "\n"):gmatch("(.-)\n") do
-      local t = line:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
-      if t ~= "" then out[#out + 1] = t end
-    end
-    return table.concat(out, "\n")
+-- A source without its comments, blank lines and runs of white space: two
+-- sources that differ only there are the same code.
+local function code_norm(s)
+  local out = {}
+  for line in (strip_comments(s) .. "\n"):gmatch("(.-)\n") do
+    local t = line:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
+    if t ~= "" then out[#out + 1] = t end
   end
-  return a == b or norm(a) == norm(b)
+  return table.concat(out, "\n")
 end
+
+function M.same_code(a, b)
+  return a == b or code_norm(a) == code_norm(b)
+end
+
+-- A digest of the code alone (same_code's sense): equal for sources that
+-- differ only in comments or white space.
+function M.code_digest(s) return require("kopt.sys").sha256(code_norm(s)):sub(1, 16) end
 M.strip_comments = strip_comments
 
 return M

@@ -67,6 +67,14 @@ for _, sc in ipairs({ "e_think", "e_rawnl", "e_twofence", "e_listfence", "e_edit
   end
 end
 
+-- The same edit twice, the second re-indented: measured once (it was
+-- measured twice, under two keys).
+do
+  local evals, log = run("e_dup_indent", "--opt per_expert=2")
+  T.eq(fast_edits(evals), 1, "e_dup_indent: one measurement of the edit; log:\n" .. log)
+  T.check(log:find("the same code but for white space", 1, true), "e_dup_indent: the second is said:\n%s", log)
+end
+
 -- "patch": "None" is no edit: the knob change is measured, no edit fails.
 do
   local evals, log = run("e_nopatch_word")
