@@ -406,8 +406,13 @@ function M.parse(value, view, expert_name, reply_text)
     end
     edits[i] = edit or (not edit_why and false) or nil
     if reply_edit.points_elsewhere(edit) then
-      local beside = reply_edit.kernel_beside(reply_text)
-      if beside then
+      -- (a diff first: one that touches the signature holds __global__ too)
+      local diff = reply_edit.diff_beside(reply_text)
+      local beside = not diff and reply_edit.kernel_beside(reply_text)
+      if diff then
+        edit = { text = diff }
+        notes[#notes + 1] = { index = i, note = "the edit is the diff the reply wrote beside its JSON" }
+      elseif beside then
         edit = { kind = "source", text = beside }
         notes[#notes + 1] = { index = i, note = "the edit is the kernel the reply wrote beside its JSON" }
       end

@@ -242,6 +242,24 @@ function M.kernel_beside(text)
   return found
 end
 
+-- A diff or search/replace blocks a reply wrote in a code block of its own,
+-- beside its JSON, for an edit field that points at it ("see the diff
+-- below"): the one such block, or nil when there is none or more than one.
+function M.diff_beside(text)
+  if type(text) ~= "string" then return nil end
+  local found
+  for _, b in ipairs(edit_text.fenced_blocks(text)) do
+    local body = b.body
+    local is_diff = b.info == "diff" or b.info == "patch" or body:find("^@@") or body:find("\n@@")
+      or body:find("^%-%-%- ") or body:find("<<<<<<< SEARCH", 1, true)
+    if b.info ~= "json" and not body:find("^%s*[{%[]") and is_diff then
+      if found then return nil end
+      found = body
+    end
+  end
+  return found
+end
+
 -- An edit text that is a pointer, not code: one line, no code in it.
 function M.points_elsewhere(edit)
   local t = edit and edit.kind ~= "search_replace" and edit.text

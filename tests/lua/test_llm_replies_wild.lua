@@ -135,6 +135,24 @@ do
           "a hunk numbered wrong, in the right order: both applied (%s)", tostring(err))
 end
 
+-- "See the diff below.": the diff (or search/replace blocks) in a fence
+-- of its own beside the JSON is the edit
+do
+  local json_part = one({ method = "strength_reduction", changes = {}, reason = "r", patch = "See the diff below." })
+  local diffs = {
+    diff = "```diff\n--- a/kernel.cu\n+++ b/kernel.cu\n@@ -72,2 +72,2 @@\n \tfor (int u = 0; u < UNROLL; u++)\n" ..
+           "-\t\ts += acc[u];\n+\t\ts += acc[u] * 1.0f;\n```\n",
+    search_replace = "```\n<<<<<<< SEARCH\n\t\ts += acc[u];\n=======\n\t\ts += acc[u] * 1.0f;\n>>>>>>> REPLACE\n```\n",
+  }
+  for name, block in pairs(diffs) do
+    local moves, rejected, notes = parse("The JSON:\n\n```json\n" .. json_part .. "\n```\n\nThe edit:\n\n" .. block)
+    local new
+    if moves[1] and moves[1].edit then new = patch.apply_edit(SRC, moves[1].edit, { entry = ENTRY }) end
+    T.check(new and new:find("acc[u] * 1.0f", 1, true) and notes[1] and notes[1].note:find("beside its JSON", 1, true),
+            "%s beside the JSON is the edit (%s)", name, rejected[1] and rejected[1].why or "")
+  end
+end
+
 -- tool calls streamed as server-sent events
 do
   local function chunk(delta, finish)
