@@ -120,7 +120,7 @@ M.SYNONYMS = {
   doubl = "up", enlarge = "up", wider = "up", deeper = "up", up = "up", bump = "up", max = "up",
   decrease = "down", reduce = "down", smaller = "down", lower = "down", shrink = "down", fewer = "down",
   less = "down", halve = "down", shallower = "down", narrower = "down", cut = "down", down = "down",
-  min = "down", drop = "down", double = "up", disable = "down", disabl = "down", off = "down",
+  min = "down", drop = "down", double = "up", disable = "down", off = "down",
   enable = "up", on = "up",
   til = "tile", tile = "tile", tiling = "tile", blocking = "tile",
   thread = "thread", warp = "warp",
