@@ -135,15 +135,19 @@ end
 -- A reply whose text is a tool call the server did not parse.
 local function text_tool_call(reply)
   local c = reply.content
+  -- (Hermes/Qwen tags, Llama's function tag, and gpt-oss's harmony format:
+  -- "<|channel|>commentary to=functions.overview ... <|call|>")
   if type(c) == "string" and (c:find("<tool_call>", 1, true) or c:find("<|tool_call", 1, true)
-                              or c:find("<function=[%w_]+>")) then
+                              or c:find("<function=[%w_]+>") or c:find("to=functions%.[%w_]+")
+                              or c:find("<|call|>", 1, true)) then
     return true
   end
   local v = reply.value
   if type(v) == "table" and #v > 0 then v = v[1] end
   if type(v) ~= "table" or v.proposals ~= nil then return false end
   if type(v.tool_calls) == "table" then return true end
-  return type(v.name) == "string" and registry[v.name] ~= nil and (v.arguments ~= nil or v.parameters ~= nil)
+  local name = type(v.name) == "string" and v.name:gsub("^functions%.", "") or nil
+  return name ~= nil and registry[name] ~= nil and (v.arguments ~= nil or v.parameters ~= nil)
 end
 M.text_tool_call = text_tool_call
 

@@ -72,6 +72,12 @@ local tools = require("kopt.tools")
 T.check(tools.text_tool_call({ content = '<function=overview>{"detail": 1}</function>' }),
         "a <function=...> tool call in the text is not recognised")
 T.check(not tools.text_tool_call({ content = "the function = f(x) is fast" }), "prose taken for a tool call")
+-- gpt-oss writes its calls in the harmony format, or as a JSON object
+-- naming functions.NAME
+T.check(tools.text_tool_call({ content = "<|channel|>commentary to=functions.overview <|constrain|>json<|message|>{}<|call|>" }),
+        "a harmony tool call")
+T.check(tools.text_tool_call({ content = "x", value = { name = "functions.overview", arguments = {} } }),
+        "a JSON call naming functions.overview")
 
 -- synthesis: the source inside its JSON string, in any fence
 local K = 'extern "C" __global__ void k(float *y) { y[threadIdx.x] = 1.0f; }\n'
