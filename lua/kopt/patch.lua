@@ -565,6 +565,9 @@ function M.detect(text)
     else code = code + 1 end
   end
   if plus + minus > 0 and code <= 2 then return "diff" end
+  -- (context lines that lost their leading space read as code; a whole
+  -- kernel defines a __global__ function, a fragment of changes does not)
+  if plus + minus > 0 and code <= 4 * (plus + minus) + 2 and not t:find("__global__", 1, true) then return "diff" end
   return "source"
 end
 

@@ -153,6 +153,14 @@ do
   end
 end
 
+-- a diff without headers whose context lines lost their leading space (a
+-- tab-indented kernel): three such lines made it "a whole source"
+do
+  local d = "\tfloat s = 0.0f;\n#pragma unroll\n\tfor (int u = 0; u < UNROLL; u++)\n-\t\ts += acc[u];\n" ..
+    "+\t\ts += acc[u] * 1.0f;\n#pragma unroll\n\tfor (int off = (GROUP < 32 ? GROUP : 32) / 2; off > 0; off /= 2)\n"
+  T.eq(patch.detect(d), "diff", "a headerless diff with unprefixed context is a diff")
+end
+
 -- tool calls streamed as server-sent events
 do
   local function chunk(delta, finish)
