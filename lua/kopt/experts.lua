@@ -478,6 +478,11 @@ local function take_edit(ctx, mv, spec_src, bases, entry)
     if base then
       local new, aerr, note = patch_mod.apply_edit(base, mv.edit or mv.patch, { entry = entry })
       if note then note_once(ctx, note) end
+      if new and patch_mod.only_knob_defaults(base, new, names) then
+        mv.edit = nil
+        return false, "the edit changes only knob defaults inside their #ifndef guards, which the knobs' defines " ..
+                      "always override: propose the knob's value in \"changes\" instead"
+      end
       if new and not patch_mod.same_code(base, new) then
         local allowed, perr = patch_mod.check_kernel_only(patch_mod.diff(base, new), { knobs = names, base = base, new = new })
         if not allowed then mv.edit = nil return false, "edit rejected: " .. perr end

@@ -764,6 +764,21 @@ function M.same_code(a, b)
   return a == b or code_norm(a) == code_norm(b)
 end
 
+-- Whether an edit changes nothing but knobs' defaults inside their
+-- "#ifndef K / #define K v / #endif" guards: kopt defines every knob ahead
+-- of the source, so such a default is never compiled (the model meant the
+-- knob's value). names: the knobs.
+function M.only_knob_defaults(base, new, names)
+  local function strip(s)
+    for _, k in ipairs(names or {}) do
+      local e = k:gsub("%p", "%%%0")
+      s = s:gsub("#[ \t]*ifndef[ \t]+" .. e .. "[ \t]*\n[ \t]*#[ \t]*define[ \t]+" .. e .. "[^\n]*\n[ \t]*#[ \t]*endif", "")
+    end
+    return s
+  end
+  return not M.same_code(base, new) and M.same_code(strip(base), strip(new))
+end
+
 -- A digest of the code alone (same_code's sense): equal for sources that
 -- differ only in comments or white space.
 function M.code_digest(s) return require("kopt.sys").sha256(code_norm(s)):sub(1, 16) end

@@ -161,6 +161,15 @@ do
   T.eq(patch.detect(d), "diff", "a headerless diff with unprefixed context is a diff")
 end
 
+-- a knob's default changed inside its #ifndef guard: never compiled (the
+-- knob's define comes first), so no edit to measure
+do
+  local new = SRC:gsub("#define UNROLL 2", "#define UNROLL 8")
+  T.check(new ~= SRC and patch.only_knob_defaults(SRC, new, { "UNROLL", "VEC" }), "a default in its guard")
+  local real = SRC:gsub("s %+= acc%[u%];", "s += acc[u] * 1.0f;")
+  T.check(not patch.only_knob_defaults(SRC, real, { "UNROLL" }), "a real edit is not one")
+end
+
 -- tool calls streamed as server-sent events
 do
   local function chunk(delta, finish)
