@@ -253,6 +253,7 @@ struct worker {
 
 	struct scrub_kernels scrub[KOPT_SCRUB_MODULES];
 	size_t scrub_stack; /* the context's stack limit at the first scrub */
+	size_t scrub_reach; /* the candidate in progress's largest frame */
 
 	CUmodule ref_mod;
 	CUfunction ref_fn;
@@ -400,11 +401,14 @@ void kopt_worker_free_params(struct wparams *p);
 int kopt_worker_wait(struct worker *w, CUstream s, int64_t timeout_ms, CUresult *res);
 
 /* Overwrites local memory (reach bytes a thread, the candidate's largest
- * frame, plus the context's stack limit) on every thread slot, and shared
- * memory on every multiprocessor, so a candidate finds nothing an earlier
- * kernel left there (data_scrub.c). 0, or -1 with w->log set. */
+ * frame, plus the context's stack limit at start; at least the limit now)
+ * on every thread slot, and shared memory on every multiprocessor, so a
+ * kernel finds nothing an earlier one left there (data_scrub.c): before a
+ * candidate's check 1, its timing and its checks 2 and 3. 0, or -1 with
+ * w->log set. */
 int kopt_worker_scrub(struct worker *w, size_t reach);
-/* The frame the scrub uses for `need` bytes (a bucket at least that large). */
+/* The frame the scrub uses for `need` bytes (a bucket at least that large,
+ * up to the 512 KiB a thread may have). */
 size_t kopt_worker_scrub_frame(size_t need);
 /* Host-device copies on w->stream, waited for (data.c says why not the
  * plain cuMemcpyHtoD/DtoH); a copy that does not finish in a minute is

@@ -83,7 +83,8 @@ const char *kopt_worker_launch_and_wait(struct worker *w, CUfunction f, const st
 	CUresult r = kopt_worker_launch(w, f, l, params);
 	if (r == CUDA_SUCCESS && rest)
 		r = kopt_worker_launch_rest(w); /* a pipeline's later kernels */
-	if (r == CUDA_SUCCESS && ms != NULL && kopt_cu.cuEventRecord(ev[1], w->stream) != CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS && ms != NULL &&
+	    kopt_cu.cuEventRecord(ev[1], w->stream) != CUDA_SUCCESS)
 		ms = NULL;
 	if (gated)
 		kopt_bench_gate_open(w); /* (on every path: the stream waits for it) */
@@ -140,6 +141,10 @@ static const char *check_run(struct worker *w, struct prepared *pr, struct input
 	memset(to, 0, sizeof *to);
 	char buf[256];
 	w->cur_set = s;
+	/* (nothing carried in local or shared memory from the launches before:
+	 * an answer worked out for these inputs during check 1) */
+	if (kopt_worker_scrub(w, w->scrub_reach) != 0)
+		return "error";
 	CUresult r = kopt_worker_guard_arm(w, s);
 	if (r != CUDA_SUCCESS) {
 		snprintf(w->log, sizeof w->log, "arming the guard bands: %s",
@@ -155,7 +160,6 @@ static const char *check_run(struct worker *w, struct prepared *pr, struct input
 		st = kopt_worker_check_globals(w, &pr->m, what);
 	return st;
 }
-
 
 /* Whether the timed launches (median_ms) ran much faster than check 2's
  * one launch, in the same module and buffers on new inputs (check2_ms): a
@@ -189,7 +193,8 @@ static double event_floor_ms(struct worker *w)
 	void *params[] = {&w->stamps_dev};
 	for (int i = 0; i < 7; i++) {
 		float ms = -1.0f;
-		if (kopt_worker_launch_and_wait(w, w->stamp, &l, params, "event calibration", 0, &ms) != NULL)
+		if (kopt_worker_launch_and_wait(w, w->stamp, &l, params, "event calibration", 0,
+						&ms) != NULL)
 			break;
 		if (ms > 0.0f && (best < 0.0 || ms < best))
 			best = ms;
@@ -201,7 +206,8 @@ static double event_floor_ms(struct worker *w)
 static int timed_faster_than_checked(struct worker *w, double median_ms, double check2_ms)
 {
 	double kernel_ms = check2_ms - event_floor_ms(w);
-	return median_ms > 0.0 && kernel_ms > TIMED_CHECKED_RATIO * median_ms + TIMED_CHECKED_SLACK_MS;
+	return median_ms > 0.0 &&
+	       kernel_ms > TIMED_CHECKED_RATIO * median_ms + TIMED_CHECKED_SLACK_MS;
 }
 
 /* NULL when set s's inputs on the device are as drawn; else "wrong" (and
@@ -246,8 +252,8 @@ static const char *trial(struct worker *w, struct inputset *s, const struct job 
 	return st;
 }
 
-static void set_launch(struct launch *l, int64_t gx, int64_t gy, int64_t gz, int64_t bx,
-		       int64_t by, int64_t bz, int64_t smem)
+static void set_launch(struct launch *l, int64_t gx, int64_t gy, int64_t gz, int64_t bx, int64_t by,
+		       int64_t bz, int64_t smem)
 {
 	l->cluster[0] = l->cluster[1] = l->cluster[2] = 1;
 	l->cooperative = 0;
@@ -337,10 +343,11 @@ static int check3(struct worker *w, struct prepared *pr, uint64_t seed, struct j
 		*st = "launch_error";
 		return -1;
 	}
-	*st = check_run(w, pr, &tc, j,
-			"check 3 (new inputs of the timed distributions, in the module and buffers just "
-			"timed)",
-			&t3, ms);
+	*st = check_run(
+	    w, pr, &tc, j,
+	    "check 3 (new inputs of the timed distributions, in the module and buffers just "
+	    "timed)",
+	    &t3, ms);
 	c->have_ref = tc.have_ref;
 	return *st == NULL ? 0 : -1;
 }
@@ -359,7 +366,8 @@ static void set_nudges(struct worker *w, const struct inputset *view, int on)
 			continue;
 		w->nudge_ptr[w->nudges] = view->dev[i];
 		w->nudge_stride[w->nudges] = a->type == KOPT_F64 ? 2 : 1;
-		w->nudge_words[w->nudges] = a->count * kopt_dtype_size(a->type) / 4 / w->nudge_stride[w->nudges];
+		w->nudge_words[w->nudges] =
+		    a->count * kopt_dtype_size(a->type) / 4 / w->nudge_stride[w->nudges];
 		w->nudge_last[w->nudges] = ~0ull;
 		w->nudge_arg[w->nudges] = i;
 		if (w->nudge_words[w->nudges] > 0)
@@ -378,7 +386,8 @@ static size_t largest_frame(const struct wmodule *mod, const char *stages)
 		size_t n = strcspn(p, ":;");
 		char entry[1024];
 		CUfunction f;
-		snprintf(entry, sizeof entry, "%.*s", (int)(n < sizeof entry ? n : sizeof entry - 1), p);
+		snprintf(entry, sizeof entry, "%.*s",
+			 (int)(n < sizeof entry ? n : sizeof entry - 1), p);
 		if (kopt_cu.cuModuleGetFunction(&f, mod->mod, entry) == CUDA_SUCCESS &&
 		    kopt_cu.cuFuncGetAttribute(&local, CU_FUNC_ATTRIBUTE_LOCAL_SIZE_BYTES, f) ==
 			CUDA_SUCCESS &&
@@ -423,8 +432,8 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 	int verify2 = (int)rq->verify2;
 	w->timeout_ms = rq->timeout_ms;
 	struct timing_opts o = {
-	    (int)rq->min_samples, (int)rq->max_samples, rq->max_time_s, rq->max_noise,
-	    rq->min_gpu_s,
+	    (int)rq->min_samples, (int)rq->max_samples, rq->max_time_s,
+	    rq->max_noise,	  rq->min_gpu_s,
 	};
 	if (j.cubin == NULL || j.cubin_len == 0 || j.entry[0] == '\0') {
 		snprintf(w->log, sizeof w->log, "request without cubin or entry");
@@ -453,6 +462,7 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 	}
 	/* nothing an earlier candidate left in local or shared memory */
 	double t_scrub = kopt_worker_now_ms();
+	w->scrub_reach = reach;
 	if (kopt_worker_scrub(w, reach) != 0)
 		return "error";
 	KOPT_REPLY_NUM(m, scrub_ms, kopt_worker_now_ms() - t_scrub);
@@ -483,10 +493,14 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		struct inputset ta;
 		int nudged = 0;
 		memset(&pr, 0, sizeof pr); /* released below even when never prepared */
-		st = kopt_worker_scratch_view(w, a, &ta) != 0 ? "crash"
-							     : kopt_worker_prepare(w, &j, &ta, &pr);
+		st = kopt_worker_scratch_view(w, a, &ta) != 0
+			 ? "crash"
+			 : kopt_worker_prepare(w, &j, &ta, &pr);
 		if (st == NULL && kopt_worker_guard_arm(w, &ta) != CUDA_SUCCESS)
 			st = "crash";
+		/* (nothing carried from check 1's launches into the timed ones) */
+		if (st == NULL && kopt_worker_scrub(w, reach) != 0)
+			st = "error";
 		if (st == NULL) {
 			set_nudges(w, &ta, j.nudge);
 			/* CUPTI times one kernel by its name: a pipeline is timed by events */
@@ -526,10 +540,11 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			else if (kopt_worker_fill_constants(w, pr.m.mod, &tb) != 0)
 				st = "launch_error";
 			else {
-				st = check_run(w, &pr, &tb, &j,
-					       "check 2 (new inputs and distribution, in the module "
-					       "and buffers just timed)",
-					       &t2, &check2_ms);
+				st =
+				    check_run(w, &pr, &tb, &j,
+					      "check 2 (new inputs and distribution, in the module "
+					      "and buffers just timed)",
+					      &t2, &check2_ms);
 				b->have_ref = tb.have_ref;
 				put_trial(m, 1, &t2);
 			}
@@ -544,17 +559,19 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 					     : 0;
 				if (c3 == 0 && check3_ms > 0.0f)
 					KOPT_REPLY_NUM(m, check3_ms, (double)check3_ms);
-				if (c3 == 1 || (c3 == 0 && check3_ms > 0.0f &&
-						timed_faster_than_checked(w, t.median_ms, check3_ms))) {
+				if (c3 == 1 ||
+				    (c3 == 0 && check3_ms > 0.0f &&
+				     timed_faster_than_checked(w, t.median_ms, check3_ms))) {
 					/* (its kernel time: the event pair's floor taken off) */
 					float charged = (c3 == 0 ? check3_ms : check2_ms) -
 							(float)event_floor_ms(w);
-					snprintf(w->log, sizeof w->log,
-						 "the timed launches (median %.4g ms) ran %.1fx faster "
-						 "than check %d's launch on new inputs (%.4g ms): the "
-						 "result is charged that time",
-						 t.median_ms, charged / t.median_ms, c3 == 0 ? 3 : 2,
-						 charged);
+					snprintf(
+					    w->log, sizeof w->log,
+					    "the timed launches (median %.4g ms) ran %.1fx faster "
+					    "than check %d's launch on new inputs (%.4g ms): the "
+					    "result is charged that time",
+					    t.median_ms, charged / t.median_ms, c3 == 0 ? 3 : 2,
+					    charged);
 					time_ms = charged;
 					KOPT_REPLY_INT(m, charged_check2, 1);
 				}
@@ -598,7 +615,10 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 			return "error";
 		}
 		struct trial_out t2;
-		st = trial(w, b, &j, "check 2 (other inputs and distribution)", &t2);
+		memset(&t2, 0, sizeof t2);
+		st = kopt_worker_scrub(w, reach) != 0
+			 ? "error"
+			 : trial(w, b, &j, "check 2 (other inputs and distribution)", &t2);
 		put_trial(m, 1, &t2);
 		if (st != NULL) {
 			return with_inputs_restored(w, a, st);

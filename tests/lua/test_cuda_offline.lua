@@ -183,6 +183,12 @@ do
   T.check(cuda.cubin_uses_heap(cubin), "the CUBIN does")
   cubin = cubin_of("  y[0] = 1;")
   T.check(not cuda.cubin_uses_heap(cubin), "a kernel without the heap")
+  -- CUDA's aligned allocator, kept without free: no malloc in the text or
+  -- the symbols (a system call of its own)
+  local aligned = "  float *p = (float *)__nv_aligned_device_malloc(64, 16);\n  if (p) { p[0] = 1; y[0] = p[0]; }"
+  cubin, src = cubin_of(aligned)
+  T.check(cuda.uses_heap(src), "the text of __nv_aligned_device_malloc shows the heap")
+  T.check(cuda.cubin_uses_heap(cubin), "and its CUBIN")
   os.execute("rm -rf '" .. tmpd .. "'")
 end
 

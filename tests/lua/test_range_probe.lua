@@ -328,8 +328,59 @@ do
   T.eq(row2.new_winner, "c", "strict: the first config that passes both passes wins (%s)", text2)
   T.eq(b.result.range_probe.status, "wrong", "b passed the whole-array pass only")
   local text3 = run_sparse(function() return "ok" end, { { key = "h", config = {}, result = {} } }, "note")
-  T.check(text3:find("matches the reference on x scaled 1000x (all of them, one element in 64, one alone)", 1, true),
+  T.check(text3:find("matches the reference on x scaled 1000x (all of them, one element in 64, one element alone)", 1, true),
           "%s", text3)
 end
 
-T.done()
+T.done()-- strict mode with a float and an integer input: the float pass hands the
+-- title to k2, and the integer pass probes k2 (it probed the demoted k1,
+-- and k2, wrong on integers, won unprobed)
+do
+  local args2 = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 8 },
+                  { name = "A", kind = "array", type = "i32", init = { dist = "uniform" }, count = 8 },
+                  { name = "y", kind = "array", type = "f32", output = true, init = { dist = "zeros" }, count = 8 } }
+  local ranked = {}
+  for i = 1, 4 do ranked[i] = { key = "k" .. i, config = {}, result = { status = "ok" } } end
+  local best, probed = "k1", {}
+  local fake = { check_variants = function(_, job, variants)
+    local out = {}
+    for i, v in ipairs(variants) do
+      local kind = v.scales[1] and "float" or "int"
+      if not v.reference then probed[#probed + 1] = kind .. ":" .. job.rec end
+      local st = "ok"
+      if not v.reference and kind == "float" and job.rec == "k1" then st = "wrong" end
+      if not v.reference and kind == "int" and job.rec == "k2" then st = "wrong" end
+      out[i] = { status = st, log = "rel L2 0.3 > 1e-05" }
+    end
+    return out
+  end }
+  probe.run({ backend = fake, ranked = ranked, mode = "strict", max_tries = 4,
+    job_for = function(rec) return { rec = rec.key } end, args_for = function() return args2 end,
+    describe = function(rec) return rec.key end, make_best = function(rec) best = rec.key end })
+  T.eq(best, "k3", "strict, floats then integers: the config that passes both wins")
+  T.check(table.concat(probed, " "):find("int:k2", 1, true) and not table.concat(probed, " "):find("int:k1", 1, true),
+          "the integer pass probes the float pass's winner: %s", table.concat(probed, " "))
+end
+
+-- sparse passes that could not run are named, not claimed
+do
+  local args3 = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 8 },
+                  { name = "y", kind = "array", type = "f32", output = true, init = { dist = "zeros" }, count = 8 } }
+  for _, how in ipairs({ "nil", "refcrash", "noreply" }) do
+    local n = 0
+    local fake = { check_variants = function()
+      n = n + 1
+      if n == 1 then return { { status = "ok" }, { status = "ok" } } end
+      if how == "nil" then return nil, "the worker did not start" end
+      if how == "refcrash" then return { { status = "crash", log = "CUDA_ERROR_LAUNCH_FAILED" } } end
+      return { { status = "ok" } }
+    end }
+    local lines = probe.run({ backend = fake, ranked = { { key = "a", config = {}, result = {} } },
+      args_for = function() return args3 end, job_for = function() return {} end, describe = function() return "a" end })
+    local text = table.concat(lines, " | ")
+    T.check(not text:find("one element in 64, one", 1, true) and text:find("not run: one element in 64", 1, true),
+            "sparse passes not run (%s): %s", how, text)
+  end
+end
+
+return T.done()

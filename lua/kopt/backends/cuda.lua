@@ -428,7 +428,7 @@ end
 local function uses_heap(source)
   local code = device_only.strip_comments(source or "")
   return (code:find("%f[%w_]malloc%s*%(") or code:find("%f[%w_]free%s*%(") or code:find("%f[%w_]new%s+[%a_:]")
-          or code:find("%f[%w_]operator%s+new")) ~= nil
+          or code:find("%f[%w_]operator%s+new") or code:find("__nv_aligned_device_malloc", 1, true)) ~= nil
 end
 M.uses_heap = uses_heap
 
@@ -436,13 +436,16 @@ M.uses_heap = uses_heap
 -- its string table names, however the source spelt the call (through a
 -- macro, or in an included header, which the source's text does not show:
 -- tests/cheats/heap_hidden).
+-- (__nv_aligned_device_malloc compiles to a system call of its own.)
 local HEAP_SYMBOLS = { "malloc", "free", "_Znwm", "_Znam", "_ZdlPv", "_ZdaPv" }
 local function cubin_uses_heap(cubin)
   if type(cubin) ~= "string" then return false end
   for _, name in ipairs(HEAP_SYMBOLS) do
     if cubin:find("\0" .. name .. "\0", 1, true) then return true end
   end
-  return false
+  -- (the device runtime's allocators, whatever the call: __cuda_syscall_malloc,
+  -- __cuda_syscall_aligned_malloc, __cuda_syscall_free)
+  return cubin:find("\0__cuda_syscall_[%w_]*malloc\0") ~= nil or cubin:find("\0__cuda_syscall_[%w_]*free\0") ~= nil
 end
 M.cubin_uses_heap = cubin_uses_heap
 
