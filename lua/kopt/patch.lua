@@ -21,6 +21,7 @@
 local device_only = require("kopt.device_only")
 local edit_text = require("kopt.edit_text")
 local entry_mod = require("kopt.entry")
+local sys = require("kopt.sys")
 
 local M = {}
 local whole_file_diff  -- (below)
@@ -781,7 +782,7 @@ end
 
 -- A digest of the code alone (same_code's sense): equal for sources that
 -- differ only in comments or white space.
-function M.code_digest(s) return require("kopt.sys").sha256(code_norm(s)):sub(1, 16) end
+function M.code_digest(s) return sys.sha256(code_norm(s)):sub(1, 16) end
 M.strip_comments = strip_comments
 
 return M

@@ -375,9 +375,9 @@ do
       if how == "refcrash" then return { { status = "crash", log = "CUDA_ERROR_LAUNCH_FAILED" } } end
       return { { status = "ok" } }
     end }
-    local lines = probe.run({ backend = fake, ranked = { { key = "a", config = {}, result = {} } },
+    local said = probe.run({ backend = fake, ranked = { { key = "a", config = {}, result = {} } },
       args_for = function() return args3 end, job_for = function() return {} end, describe = function() return "a" end })
-    local text = table.concat(lines, " | ")
+    local text = table.concat(said, " | ")
     T.check(not text:find("one element in 64, one", 1, true) and text:find("not run: one element in 64", 1, true),
             "sparse passes not run (%s): %s", how, text)
   end
