@@ -377,9 +377,9 @@ do
     end }
     local said = probe.run({ backend = fake, ranked = { { key = "a", config = {}, result = {} } },
       args_for = function() return args3 end, job_for = function() return {} end, describe = function() return "a" end })
-    local text = table.concat(said, " | ")
-    T.check(not text:find("one element in 64, one", 1, true) and text:find("not run: one element in 64", 1, true),
-            "sparse passes not run (%s): %s", how, text)
+    local said_text = table.concat(said, " | ")
+    T.check(not said_text:find("one element in 64, one", 1, true) and said_text:find("not run: one element in 64", 1, true),
+            "sparse passes not run (%s): %s", how, said_text)
   end
 end
 
