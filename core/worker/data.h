@@ -254,6 +254,7 @@ struct worker {
 	struct scrub_kernels scrub[KOPT_SCRUB_MODULES];
 	size_t scrub_stack; /* the context's stack limit at the first scrub */
 	size_t scrub_reach; /* the candidate in progress's largest frame */
+	double scrub_ms;    /* time the scrubs of the request in progress took */
 
 	CUmodule ref_mod;
 	CUfunction ref_fn;

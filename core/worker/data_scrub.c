@@ -129,6 +129,7 @@ int kopt_worker_scrub(struct worker *w, size_t reach)
 {
 	if (!w->scrub_on)
 		return 0;
+	double t0 = kopt_worker_now_ms();
 	/* the candidate's frame plus the stack limit as the context started,
 	 * and at least the context's stack limit now: the driver raises it to
 	 * the largest frame launched and keeps it, so a kernel that grows its
@@ -168,5 +169,6 @@ int kopt_worker_scrub(struct worker *w, size_t reach)
 	char what[96];
 	snprintf(what, sizeof what, "clearing local memory (%zu bytes a thread) and shared memory",
 		 frame);
+	w->scrub_ms += kopt_worker_now_ms() - t0;
 	return kopt_worker_cu_check(r, what, w->log, sizeof w->log);
 }

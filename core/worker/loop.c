@@ -178,7 +178,11 @@ static void handle_run(struct worker *w, const struct kopt_msgview *v)
 	w->log[0] = '\0';
 	KOPT_REPLY_STR(&m, op, "result");
 	KOPT_REPLY_INT(&m, id, rq.id);
-	finish(w, &m, kopt_worker_run(w, &rq, v, &m));
+	w->scrub_ms = 0.0;
+	const char *status = kopt_worker_run(w, &rq, v, &m);
+	if (w->scrub_ms > 0.0)
+		KOPT_REPLY_NUM(&m, scrub_ms, w->scrub_ms);
+	finish(w, &m, status);
 }
 
 static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
@@ -222,7 +226,8 @@ static void handle_set_ref(struct worker *w, const struct kopt_msgview *v)
 	int smem_static = 0;
 	kopt_cu.cuFuncGetAttribute(&smem_static, CU_FUNC_ATTRIBUTE_SHARED_SIZE_BYTES, m.fn);
 	if (w->dev.cc_major >= 9)
-		kopt_cu.cuFuncSetAttribute(m.fn, CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
+		kopt_cu.cuFuncSetAttribute(m.fn,
+					   CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED, 1);
 	if (w->dev.max_smem_optin > smem_static + 49152)
 		kopt_cu.cuFuncSetAttribute(m.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
 					   w->dev.max_smem_optin - smem_static);

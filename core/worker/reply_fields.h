@@ -28,7 +28,7 @@
 	X(max_threads, INT, "run.c resources: most threads per block for this kernel")             \
 	X(blocks_per_sm, INT, "run.c resources: resident blocks per multiprocessor")               \
 	X(occupancy, NUM, "run.c resources: resident threads / the multiprocessor's most")         \
-	X(scrub_ms, NUM, "run.c: milliseconds clearing local and shared memory before check 1")    \
+	X(scrub_ms, NUM, "loop.c: milliseconds clearing local and shared memory (every scrub)")     \
 	X(ref_cached, INT, "run.c check 1: the reference output was already computed")             \
 	X(err_rel_l2, NUM, "run.c check 1: relative L2 error")                                     \
 	X(err_max_abs, NUM, "run.c check 1: largest absolute error")                               \

@@ -141,10 +141,6 @@ static const char *check_run(struct worker *w, struct prepared *pr, struct input
 	memset(to, 0, sizeof *to);
 	char buf[256];
 	w->cur_set = s;
-	/* (nothing carried in local or shared memory from the launches before:
-	 * an answer worked out for these inputs during check 1) */
-	if (kopt_worker_scrub(w, w->scrub_reach) != 0)
-		return "error";
 	CUresult r = kopt_worker_guard_arm(w, s);
 	if (r != CUDA_SUCCESS) {
 		snprintf(w->log, sizeof w->log, "arming the guard bands: %s",
@@ -343,6 +339,10 @@ static int check3(struct worker *w, struct prepared *pr, uint64_t seed, struct j
 		*st = "launch_error";
 		return -1;
 	}
+	if (kopt_worker_scrub(w, w->scrub_reach) != 0) {
+		*st = "error";
+		return -1;
+	}
 	*st = check_run(
 	    w, pr, &tc, j,
 	    "check 3 (new inputs of the timed distributions, in the module and buffers just "
@@ -461,11 +461,9 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 		return "invalid";
 	}
 	/* nothing an earlier candidate left in local or shared memory */
-	double t_scrub = kopt_worker_now_ms();
 	w->scrub_reach = reach;
 	if (kopt_worker_scrub(w, reach) != 0)
 		return "error";
-	KOPT_REPLY_NUM(m, scrub_ms, kopt_worker_now_ms() - t_scrub);
 
 	/* 2. correctness on set A */
 	struct inputset *a = kopt_worker_get_set(w, seed, 0, w->log, sizeof w->log);
@@ -539,6 +537,8 @@ const char *kopt_worker_run(struct worker *w, const struct kopt_request *rq,
 				st = "crash";
 			else if (kopt_worker_fill_constants(w, pr.m.mod, &tb) != 0)
 				st = "launch_error";
+			else if (kopt_worker_scrub(w, reach) != 0)
+				st = "error"; /* (nothing carried from check 1 or timing) */
 			else {
 				st =
 				    check_run(w, &pr, &tb, &j,

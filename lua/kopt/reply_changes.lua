@@ -33,10 +33,25 @@ local function pairs_of_text(text)
   end
   text = text:gsub("\xE2\x86\x92", "->"):gsub("\xE2\x9F\xB6", "->"):gsub("=>", "->")
   text = text:gsub("%-D([%a_])", "%1")
+  -- (a change written out is read only for a number that ends its clause:
+  -- "TILE=8 -> fewer loads" is TILE=8 and prose, "move X from registers to
+  -- shared" no change of X)
+  local NUM = "(%-?[%d][%w%.]*)%s*[,;]?"
+  local function ends(t, at) return t:sub(at):match("^%s*[,;]") or t:sub(at):match("^%s*$") end
+  local function scan(pattern)
+    local from = 1
+    while true do
+      local s0, e0, name, v = text:find(pattern, from)
+      if not s0 then break end
+      if ends(text, e0 + 1) or text:sub(e0, e0):match("[,;]") then put(name, (v:gsub("[,;]$", ""))) end
+      from = e0 + 1
+    end
+  end
   for name, v in text:gmatch("#%s*define%s+([%a_][%w_]*)%s+([^%s,;]+)") do put(name, v) end
-  for name, v in text:gmatch("([%a_][%w_]*)%s+[Ff]rom%s+[^%s,;]+%s+to%s+([^%s,;]+)") do put(name, v) end
-  for name, v in text:gmatch("([%a_][%w_]*)%s*[=:]?%s*[^%s,;>]*%s*%->%s*([^%s,;]+)") do put(name, v) end
-  for name, v in text:gmatch("[Ss]et%s+([%a_][%w_]*)%s+to%s+([^%s,;]+)") do put(name, v) end
+  scan("([%a_][%w_]*)%s+[Ff]rom%s+%-?[%d][%w%.]*%s+to%s+" .. NUM)
+  scan("([%a_][%w_]*)%s*[=:]%s*%-?[%d][%w%.]*%s*%->%s*" .. NUM)
+  scan("([%a_][%w_]*)%s*%->%s*" .. NUM)
+  scan("[Ss]et%s+([%a_][%w_]*)%s+to%s+" .. NUM)
   for name, v in text:gmatch("([%a_][%w_]*)%s*[=:]%s*([^,;%s]+)") do put(name, v) end
   return any and out or nil
 end

@@ -47,6 +47,11 @@ local CHANGES = {
   { "UNROLL from 2 to 8", { UNROLL = 8 } },
   { "set UNROLL to 8", { UNROLL = 8 } },
   { "BLOCK_SIZE=512", { BLOCK_SIZE = 512 } },  -- (as before)
+  -- prose after an arrow, "from ... to" or "set ... to" is no value
+  { "TILE_UNUSED=1, UNROLL=8 -> fewer global loads", { UNROLL = 8 } },
+  { "VEC=4, move UNROLL from registers to shared", { VEC = 4 } },
+  { "BLOCK_SIZE=256 (set UNROLL to taste)", { BLOCK_SIZE = 256 } },
+  { "increase UNROLL -> 8", { UNROLL = 8 } },
 }
 local function kv(t)
   if type(t) ~= "table" then return tostring(t) end
