@@ -399,6 +399,9 @@ function M.parse(value, view, expert_name, reply_text)
         notes[#notes + 1] = { index = i, note = string.format("the edit is proposal %d's, as the reply says", n) }
       elseif src == false then
         edit = nil  -- (the same as a proposal without an edit: none)
+      elseif math.type(n) == "integer" and n >= i and n <= #props then
+        edit, edit_why = nil, string.format("its edit refers to proposal %d, which comes after it (kopt reads the " ..
+          "proposals in order: write the edit in the first one that uses it)", n)
       else
         edit, edit_why = nil, string.format("its edit refers to %s, which has no edit kopt read",
           edit.ref == "previous" and "the proposal before it" or ("proposal " .. tostring(edit.ref)))

@@ -29,6 +29,10 @@ function M.refers_to(text)
   if type(text) ~= "string" or #text > 160 or text:find("\n") then return nil end
   local t = text:lower()
   if t:find("[{};=#@]") then return nil end
+  -- ("None: knob-only, unlike proposal 1", "not the kernel from proposal 1")
+  for _, w in ipairs({ "none", "unlike", "not ", "n't", "no code", "no change", "no edit", "instead of", "without" }) do
+    if t:find(w, 1, true) then return nil end
+  end
   local n = t:match("proposal%s*#?%s*(%d+)") or t:match("option%s*#?%s*(%d+)") or t:match("suggestion%s*#?%s*(%d+)")
   if n and (t:find("same", 1, true) or t:find("from", 1, true) or t:find("as in", 1, true)
             or t:find("keep", 1, true) or t:find("reuse", 1, true)) then

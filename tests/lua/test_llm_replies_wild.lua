@@ -113,6 +113,14 @@ do
           "the second proposal takes the first's edit")
   T.check(#moves == 2 and rejected[1] and rejected[1].index == 3 and rejected[1].why:find("proposal 7", 1, true),
           "an edit naming a proposal with none is refused (%s)", rejected[1] and rejected[1].why)
+  -- a "no edit" sentence that mentions another proposal is no edit
+  for _, said in ipairs({ "None: knob-only, unlike proposal 1 this keeps the source as it is",
+                          "No code change (the kernel from proposal 1 is not needed here)" }) do
+    local m2 = parse(json.encode({ analysis = "a", proposals = {
+      { method = "strength_reduction", changes = {}, reason = "r", patch = d },
+      { method = "more_threads", changes = { BLOCK_SIZE = 512 }, reason = "r", patch = said } } }))
+    T.check(m2[2] and not m2[2].edit, "no edit: %s", said)
+  end
 end
 
 -- a diff whose counts cover only its first change: both changes, not the first alone
