@@ -194,6 +194,7 @@ function M.parse(diff)
         for q = 1, prose_at - 1 do short[q] = ops[q] end
         h.short = {}
         h.short.old, h.short.new, h.short.ctx = M.sides(short)
+        h.short.prose = true
       elseif h.want_old and h.want_new then
         local no, nn = 0, 0
         for k, op in ipairs(ops) do
@@ -204,6 +205,11 @@ function M.parse(diff)
             for q = 1, k do short[q] = ops[q] end
             h.short = {}
             h.short.old, h.short.new, h.short.ctx = M.sides(short)
+            -- (what follows the counts after a blank line reads as prose:
+            -- "+ This doubles ..."; straight on, as changes under counts
+            -- written too small)
+            local nxt = ops[k + 1]
+            h.short.prose = nxt ~= nil and nxt[1] == " " and (nxt[2] or "") == ""
             break
           end
         end
@@ -408,16 +414,23 @@ function apply_hunks(source, hunks)
         end
       end
       if not pos and not places and h.short then
-        -- the whole hunk change by change first: the lines past the counts
-        -- may be real changes under counts written too small, not prose
-        local emit, next_from = apply_groups(src, h, from)
-        if emit then
-          h.grouped = { emit, next_from }
-        else
-          -- the lines the header counts, without what follows them
+        -- the lines the header counts, without what follows them: first
+        -- when prose follows them, else after the whole hunk change by
+        -- change (the lines past the counts may be changes under counts
+        -- written too small)
+        local function counted()
           local p2, n2 = find_block(src, h.short.old, from, h.old_start and (h.old_start + offset))
           if p2 then h.old, h.new, h.ctx, pos = h.short.old, h.short.new, h.short.ctx, p2 end
           places = places or n2
+          return p2 ~= nil
+        end
+        if not (h.short.prose and counted()) then
+          local emit, next_from = apply_groups(src, h, from)
+          if emit then
+            h.grouped = { emit, next_from }
+          elseif not h.short.prose then
+            counted()
+          end
         end
       end
     end

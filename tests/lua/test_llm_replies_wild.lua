@@ -135,6 +135,18 @@ do
           "short counts: both changes applied (%s)", tostring(err))
 end
 
+-- a counted diff, a blank line, then "+" prose: cut at its counts (the
+-- prose was put into the kernel, four lines away)
+do
+  local src = "__global__ void k(float* x) {\n  int i = threadIdx.x;\n  x[i] = 1.0f;\n}\n__global__ void other(float* y) {\n" ..
+    "  y[0] = 0.0f;\n}\n\n// end\n"
+  local d = "@@ -2,3 +2,3 @@\n   int i = threadIdx.x;\n-  x[i] = 1.0f;\n+  x[i] = 2.0f;\n }\n\n" ..
+    "+ This doubles the value stored per thread.\n+ It needs no more registers.\n"
+  local new = patch.apply(src, d)
+  T.check(new and new:find("x[i] = 2.0f;", 1, true) and not new:find("doubles", 1, true), "prose after the counts: %s",
+          tostring(new))
+end
+
 -- two hunks in the source's order, the second numbered wrong (counted from
 -- the kernel's first line): sorted by the numbers they did not apply
 do
