@@ -159,7 +159,7 @@ local function apply_move_edit(ctx, mv, base)
   if note then ctx:log("%s", note) end
   if new == base then return nil, "the edit changes nothing" end
   if patch_mod.same_code(base, new) then return nil, "the edit changes only comments or white space" end
-  if patch_mod.only_knob_defaults(base, new, names) then
+  if patch_mod.only_knob_defaults(base, new, X.defined_knobs(ctx)) then
     return nil, "the edit changes only knob defaults inside their #ifndef guards, which the knobs' defines always " ..
                 "override: propose the knob's value in \"changes\" instead"
   end

@@ -469,6 +469,16 @@ local function note_once(ctx, text)
   end
 end
 
+-- The knobs kopt defines ahead of the source (not those of "define": false).
+local function defined_knobs(ctx)
+  local out = {}
+  for _, k in ipairs(ctx.spec and ctx.spec.knobs or ctx.space.knobs) do
+    if k.define ~= false then out[#out + 1] = k.name end
+  end
+  return out
+end
+M.defined_knobs = defined_knobs
+
 -- Applies an edit move to the first base source it fits (bases: a list,
 -- nils skipped) and sets mv.patch to the whole difference from the spec's
 -- kernel, after the device-code-only check. Returns true, or false and why.
@@ -481,7 +491,7 @@ local function take_edit(ctx, mv, spec_src, bases, entry)
     if base then
       local new, aerr, note = patch_mod.apply_edit(base, mv.edit or mv.patch, { entry = entry })
       if note then note_once(ctx, note) end
-      if new and patch_mod.only_knob_defaults(base, new, names) then
+      if new and patch_mod.only_knob_defaults(base, new, defined_knobs(ctx)) then
         mv.edit = nil
         return false, "the edit changes only knob defaults inside their #ifndef guards, which the knobs' defines " ..
                       "always override: propose the knob's value in \"changes\" instead"

@@ -337,7 +337,7 @@ function M.assemble_stream(body)
   if not (first:match("^data:") or first:match("^event:") or first:match("^id:") or first:match("^:")) then
     return nil
   end
-  local parts, thoughts, finish, usage, seen, calls = {}, {}, nil, nil, false, {}
+  local parts, thoughts, finish, usage, seen, calls, slot_of = {}, {}, nil, nil, false, {}, {}
   for line in body:gmatch("[^\r\n]+") do
     local data = line:match("^data:%s*(.-)%s*$")
     if data and data ~= "[DONE]" then
@@ -357,10 +357,14 @@ function M.assemble_stream(body)
           for j, tc in ipairs(d.tool_calls) do
             if type(tc) == "table" then
               local at = math.tointeger(tc.index) or (j - 1)
-              local call = calls[at + 1]
+              local call = slot_of[at]
+              -- (a new id at an index already taken is another call: some
+              -- servers send every call at index 0)
+              if call and type(tc.id) == "string" and call.id and call.id ~= tc.id then call = nil end
               if not call then
                 call = { type = "function", ["function"] = { arguments = "" } }
-                calls[at + 1] = call
+                calls[#calls + 1] = call
+                slot_of[at] = call
               end
               if type(tc.id) == "string" then call.id = tc.id end
               local fn = type(tc["function"]) == "table" and tc["function"] or {}
@@ -377,11 +381,9 @@ function M.assemble_stream(body)
     end
   end
   if not seen then return nil end
-  local tool_calls, at = {}, {}
-  for i in pairs(calls) do at[#at + 1] = i end
-  table.sort(at)
-  for _, i in ipairs(at) do
-    if calls[i]["function"].name then tool_calls[#tool_calls + 1] = calls[i] end
+  local tool_calls = {}
+  for _, c in ipairs(calls) do
+    if c["function"].name then tool_calls[#tool_calls + 1] = c end
   end
   return { choices = { { message = { content = table.concat(parts), reasoning_content = #thoughts > 0 and table.concat(thoughts) or nil,
                                      tool_calls = #tool_calls > 0 and tool_calls or nil },

@@ -113,15 +113,14 @@ M.STOP = {}
 for w in ([[a an the to of for via with by and or in on into from at per use using enable apply add try
   instead so that it its is be all each some kernel value size factor level count number num better
   improve optimize optimise bit avoid kill remove eliminate fix get make do each across inner outer our
-  x y z m n k wise within sync turn go]]):gmatch("%S+") do M.STOP[w] = true end
+  x y z m n k wise within sync]]):gmatch("%S+") do M.STOP[w] = true end
 
 M.SYNONYMS = {
   increase = "up", raise = "up", bigger = "up", larger = "up", grow = "up", more = "up", higher = "up",
   doubl = "up", enlarge = "up", wider = "up", deeper = "up", up = "up", bump = "up", max = "up",
   decrease = "down", reduce = "down", smaller = "down", lower = "down", shrink = "down", fewer = "down",
   less = "down", halve = "down", shallower = "down", narrower = "down", cut = "down", down = "down",
-  min = "down", drop = "down", double = "up", disable = "down", off = "down",
-  enable = "up", on = "up",
+  min = "down", drop = "down", double = "up",
   til = "tile", tile = "tile", tiling = "tile", blocking = "tile",
   thread = "thread", warp = "warp",
   stage = "pipeline", pipelin = "pipeline", pipeline = "pipeline", prefetch = "pipeline",

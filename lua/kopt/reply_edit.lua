@@ -218,9 +218,16 @@ local function edit_of(p)
   if #blocks > 0 then return { kind = "search_replace", blocks = blocks } end
   for _, key in ipairs(EDIT_FIELDS) do
     local v = p[key]
-    -- ("kernel" or "source" as a string may name the kernel; as a list or
-    -- an object it was meant as the code)
-    if (SOURCE_FIELD[key] and type(v) == "table" or not SOURCE_FIELD[key]) and not empty(v, 0) then
+    -- ("kernel" or "source" may name the kernel: as a string, a list of
+    -- names or an object {name=, file=}; one that holds code kopt could
+    -- not read refuses the proposal)
+    local function holds_code(x, depth)
+      if type(x) == "string" then return x:find("\n") ~= nil or x:find("__global__", 1, true) ~= nil end
+      if type(x) ~= "table" or depth > 3 then return false end
+      for _, y in pairs(x) do if holds_code(y, depth + 1) then return true end end
+      return false
+    end
+    if (not SOURCE_FIELD[key] or (type(v) == "table" and holds_code(v, 0))) and not empty(v, 0) then
       return nil, string.format("its \"%s\" field (%s) is not an edit kopt reads: a unified diff, " ..
         "search/replace pairs or a whole kernel source", key, type(v) == "table" and "an object or list" or type(v))
     end

@@ -260,9 +260,13 @@ local function knobs_of(v, notes)
   for _, k in ipairs(out) do
     local vals = {}
     -- ("128, 256, 512" or "[128, 256]": the values as one string)
+    -- (only a list of numbers: "64-512" or "powers of two" is no list)
     if type(k.values) == "string" then
       local list = {}
-      for x in k.values:gmatch("[^%s,%[%]]+") do list[#list + 1] = x end
+      for x in k.values:gmatch("[^%s,%[%]]+") do
+        if not tonumber(x) then list = nil break end
+        list[#list + 1] = x
+      end
       k.values = list
     end
     for _, x in ipairs(type(k.values) == "table" and k.values or {}) do

@@ -94,11 +94,19 @@ do
     local new = moves[1] and moves[1].edit and patch.apply_edit(SRC, moves[1].edit, { entry = ENTRY })
     T.check(new and new:find("acc[u] * 1.0f", 1, true), "%s as a list of lines is the edit", field)
   end
-  -- an object that holds no code: refused, not measured as the knob change
+  -- an object that holds code kopt cannot read: refused, not measured as
+  -- the knob change; one that names the kernel is no edit
   local moves, rejected = parse(one({ method = "strength_reduction", changes = { UNROLL = 4 }, reason = "r",
-                                      patch = json.null, source = { language = "cuda" } }))
+                                      patch = json.null, source = { language = "cuda", body = { "x\ny" } } }))
   T.check(#moves == 0 and rejected[1] and rejected[1].why:find('"source"', 1, true),
           "an unreadable source object refuses the proposal (%s)", rejected[1] and rejected[1].why)
+  for _, named in ipairs({ { kernel = { name = "reduce_rows", file = "kernels/reduce.cu" } },
+                           { source = { "kernels/reduce.cu" } } }) do
+    local p = { method = "more_unroll", changes = { UNROLL = 4 }, reason = "r", patch = json.null }
+    for k, v in pairs(named) do p[k] = v end
+    local m3 = parse(one(p))
+    T.check(m3[1] and not m3[1].edit and m3[1].changes.UNROLL == 4, "a field naming the kernel: %s", json.encode(named))
+  end
 end
 
 -- "Same patch as proposal 1."
@@ -197,6 +205,19 @@ end
 
 -- tool calls streamed as server-sent events
 do
+  -- (two calls at one index, told apart by their ids: some servers send
+  -- every call at index 0)
+  local two = table.concat({
+    'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_a","type":"function",' ..
+      '"function":{"name":"overview","arguments":"{}"}}]}}]}',
+    'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_b","type":"function",' ..
+      '"function":{"name":"compile","arguments":"{\\"config\\":{\\"BLOCK\\":128}}"}}]}}]}',
+    'data: {"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}', "data: [DONE]", "" }, "\n")
+  local calls = llm.assemble_stream(two).choices[1].message.tool_calls
+  T.check(calls and #calls == 2 and calls[1]["function"].name == "overview" and calls[2]["function"].name == "compile",
+          "two streamed calls at one index stay two (%s)", json.encode(calls))
+end
+do
   local function chunk(delta, finish)
     return "data: " .. json.encode({ choices = { { index = 0, delta = delta, finish_reason = finish } } }) .. "\n\n"
   end
@@ -234,6 +255,15 @@ do
     griddim = { entry = "synth_gelu_synth", source = src, knobs = { knob },
                 launch = { gridDim = { "cdiv(n, BLOCK)", 1, 1 }, blockDim = { "BLOCK", 1, 1 }, sharedMem = 0 } },
   }
+  -- values as prose are no list: refused, not "64-512" as one value
+  for _, prose in ipairs({ "64-512", "powers of two from 32 to 1024" }) do
+    local v = { analysis = "a", entry = "synth_gelu_synth", source = src, launch = launch,
+                knobs = { { name = "BLOCK", values = prose, default = 256 } } }
+    local K = synth.parse(v, json.encode(v), { prefer = synth.entry_for(spec), avoid = "gelu_ref" })
+    local K2, cwhy
+    if K then K2, cwhy = synth.check(K, spec) end
+    T.check(not K2 and tostring(cwhy):find("no allowed values", 1, true), "values %q are refused (%s)", prose, tostring(cwhy))
+  end
   for name, v in pairs(CASES) do
     v.analysis = "a"
     local K, why = synth.parse(v, json.encode(v), { prefer = synth.entry_for(spec), avoid = "gelu_ref" })

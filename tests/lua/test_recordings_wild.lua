@@ -38,6 +38,9 @@ T.check(code == 2 and err:find("objective 'GFLOPS/W' has no unit and its name is
 local c2, b2, e2 = best_of("t4_gflops_noslash.json")
 T.check(c2 == 0 and b2 == 1 and e2:find("tuned for 'GFLOPS'", 1, true), "GFLOPS replays by time: best %s (%s)",
         tostring(b2), e2)
+-- (a time named with its unit and no unit field still reads as one)
+local c2b, b2b, e2b = best_of("t4_kernel_ms.json")
+T.check(c2b == 0 and b2b == 1, "a T4 objective kernel_ms with no unit: best %s (%s)", tostring(b2b), e2b)
 local c3, b3 = best_of("t4_rate_failfirst.json")
 T.check(c3 == 0 and b3 == 1, "a T4 rate file whose first entry failed: best %s", tostring(b3))
 

@@ -29,10 +29,6 @@ for _, m in ipairs(misses) do io.stdout:write("  miss: " .. m .. "\n") end
 T.check(acc >= 0.90, "offline relabel accuracy %.3f below 0.90", acc)
 
 -- the two old vocabularies are one: rule names are aliases of expert names
--- a label that turns something off goes down, not to the method it names
-T.eq(O:canonical("Turn off vectorization"), "narrower_vectors", "turn off vectorization")
-T.eq(O:canonical("Disable unrolling"), "less_unroll", "disable unrolling")
-T.eq(O:canonical("turn on async copies"), "async_copy", "turn on async copies")
 T.eq(O:canonical("tile_k_up"), "tile_up", "rule name")
 T.eq(O:canonical("tile_up"), "tile_up", "expert name")
 T.eq(O:canonical("block_size_x_down"), "fewer_threads", "rule name with axis")

@@ -134,7 +134,8 @@ local function from_t4(doc, file, r)
       or ", and no measurement is a time"
     -- (metadata.timeunit does not make it one: Kernel Tuner's T4 writer
     -- adds it to every file and writes "unit": "" for GFLOPS/W or energy)
-    if status == "ok" and found and (unit == nil or unit == "") and not common.time_like(objective) then
+    if status == "ok" and found and (unit == nil or unit == "") and not common.time_like(objective)
+       and not unit_of_name(objective) then
       bad_file(".measurements[%d]: objective '%s' has no unit and its name is not a time%s; kopt replays time " ..
                "objectives", found, objective, besides)
     end
