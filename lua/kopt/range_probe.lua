@@ -134,7 +134,7 @@ local function probe(opts, winner, args, inputs, what)
       if not prev or prev.status == "ok" then winner.result.range_probe = { scale = scale, status = w.status } end
       if w.status == "ok" then
         return { string.format("  range probe: the winner matches the reference on %s scaled %gx (%s)%s", label, scale,
-          table.concat(ran, ", "), #skipped > 0 and ("; not run: " .. table.concat(skipped, ", ")) or "") }, row
+          table.concat(ran, ", "), #skipped > 0 and ("; not run: " .. table.concat(skipped, ", ")) or "") }, row, passes
       end
       local lines = { string.format("  range probe: on %s scaled %gx%s the winner fails (%s: %s): it matches the " ..
         "reference only on the spec's input ranges (docs/TRUST.md, \"The range probe\")", label, scale, how,
@@ -149,6 +149,11 @@ local function probe(opts, winner, args, inputs, what)
         local rec = opts.ranked[i]
         local checks = {}
         for k, sc in ipairs(passes) do checks[k] = { scales = sc, relative_only = true, timed = true } end
+        -- (and the passes of the family probed before: a config the float
+        -- pass never checked must pass it too to take the title)
+        for _, sc in ipairs(opts.prior_passes or {}) do
+          checks[#checks + 1] = { scales = sc, relative_only = true, timed = true }
+        end
         local o2, e2 = opts.backend:check_variants(opts.job_for(rec), checks, limit_s)
         local st = o2 and o2[1] and o2[1].status or ("not run: " .. tostring(e2))
         for k = 2, #checks do
@@ -160,7 +165,7 @@ local function probe(opts, winner, args, inputs, what)
           opts.make_best(rec)
           row.new_winner = rec.key
           lines[#lines + 1] = string.format("  the range probe changed the winner: %s passes", opts.describe(rec))
-          return lines, row
+          return lines, row, passes
         end
       end
       lines[#lines + 1] = "  range probe: no config checked passes; the winner stays, flagged"
@@ -197,12 +202,12 @@ function M.run(opts)
   -- floats, then integers on their own: an integer input can be an index,
   -- whose larger draws fail the reference too, and must not cost the float
   -- inputs their probe
-  local lines, row = {}, nil
-  if #floats > 0 then lines, row = probe(opts, winner, args, floats, "") end
+  local lines, row, fpasses = {}, nil, nil
+  if #floats > 0 then lines, row, fpasses = probe(opts, winner, args, floats, "") end
   if #ints > 0 then
     -- (on the winner the float pass left: a config it crowned in strict
     -- mode, with those it found wrong left out of the integer pass's tries)
-    local iopts = opts
+    local iopts = setmetatable({ prior_passes = fpasses }, { __index = opts })
     if row and row.new_winner then
       local failed = {}
       for _, t in ipairs(row.tried or {}) do if t.status ~= "ok" then failed[t.key] = true end end
@@ -211,7 +216,7 @@ function M.run(opts)
       for _, rec in ipairs(opts.ranked) do
         if rec.key == row.new_winner then table.insert(ranked, 1, rec) elseif not failed[rec.key] then ranked[#ranked + 1] = rec end
       end
-      iopts = setmetatable({ ranked = ranked }, { __index = opts })
+      iopts.ranked = ranked
     end
     local ilines, irow = probe(iopts, iopts.ranked[1], args, ints, " (integers)")
     for _, l in ipairs(ilines) do lines[#lines + 1] = l end
