@@ -404,7 +404,10 @@ function M.collect_lists(ctx, state, generators)
   local base_ok = not space.members and space:is_valid(state.config)
   local act, code_of, index, members = f.act, f.code, space.index, space.members
   local state_key = state.key
-  local lazy = base_ok and f.unconstrained and f.plain_keys
+  -- (a state with a code edit: its children keep the edit, and their keys
+  -- carry its source hash, so none takes the lazy path)
+  local state_patch = type(state.patch) == "string" and state.patch or nil
+  local lazy = base_ok and f.unconstrained and f.plain_keys and state_patch == nil
   -- whether the state's key is its parts' (not a state with a patch): a
   -- one-knob change to the same value leads back to it
   local plain_state = lazy and state_key == table.concat(parts, ",")
@@ -507,7 +510,9 @@ function M.collect_lists(ctx, state, generators)
         if lazy then lazy, left, right = false, keys_to_strings(parts, out, by_key, n_out) end
         cfg, key = M.apply(space, state.config, mv, parts, base_ok)
       end
-      local patch = mv.patch
+      -- (a move without an edit of its own, from an edited state, keeps
+      -- that state's edit: a rule move tunes the edited kernel's knobs)
+      local patch = mv.patch or state_patch
       if key and patch then
         key = key .. "#" .. source_hash(ctx, patch)
         action = nil

@@ -15,6 +15,9 @@
 --   called: every state was closed as exhausted before it earned the visits.
 -- * rules asked an expensive generator (one LLM request each) about the same
 --   state again at every local optimum, and in every perturbation.
+-- * A rule move from a state with a code edit dropped the edit: MCGS and
+--   rules then tuned the original kernel's knobs as the edited state's
+--   children (and recorded them as 2x slowdowns of the edit).
 local T = require("testlib")
 
 local tmp = T.tmpdir("moves-mistakes")
@@ -135,4 +138,22 @@ end }
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
+-- a rule move from an edited state keeps the edit (and the key its hash)
+do
+  local moves = require("kopt.moves")
+  local space = require("kopt.space").new({ knobs = { { name = "block_size_x", values = { 32, 64, 128 } },
+                                                      { name = "x", values = { 1, 2 } } } })
+  local ctx = { space = space, quiet_generators = true }
+  function ctx:key(c) return space:key(c) end
+  function ctx:log() end
+  local P = "@@ -1,1 +1,1 @@\n-a\n+b\n"
+  local props = moves.propose(ctx, { config = { block_size_x = 64, x = 1 }, key = "64,1#dead", patch = P },
+                              moves.resolve("rules"))
+  T.check(#props > 0, "rule moves from the edited state")
+  for _, m in ipairs(props) do
+    T.check(m.patch == P and tostring(m.key):find("#", 1, true), "%s keeps the edit (%s, %s)", tostring(m.method),
+            tostring(m.key), tostring(m.patch))
+  end
+end
+
 return T.done()
