@@ -28,7 +28,7 @@ function M.repair_rec(ctx, st, p, ops)
   -- the same broken source, failed in another state, is fixed once: the
   -- fix is reused there without asking again
   local moves, note
-  local cached = p.failed_patch and st.fixes[p.failed_patch]
+  local cached = p.failed_patch and st.fixes[p.failed_patch] or nil
   if cached then
     moves, note = cached, "the fix of the same broken source, reused"
   else
@@ -39,6 +39,10 @@ function M.repair_rec(ctx, st, p, ops)
   local props = #moves > 0 and moves_mod.propose(ctx, { config = st.cfg[parent], key = st.g:key(parent) },
                                                   { { name = p.gen, propose = function() return moves end } }) or {}
   local m = props[1]
+  if m and not cached and p.failed_patch and m.patch then
+    st.fix_of = st.fix_of or {}
+    st.fix_of[m.patch] = p.failed_patch
+  end
   local child = m and ops.node_for(ctx, st, m.config, m.patch, m.key)
   if m and not ops.idle(st, child) then
     note, m = "the fix is a state already measured or in flight", nil
@@ -59,6 +63,14 @@ function M.repair_rec(ctx, st, p, ops)
   st.edge_method[e], st.edge_expert[e], st.edge_chain[e], st.edge_gen[e] = ch.method, ch.expert, chain, p.gen
   st.method_in[child] = st.method_in[child] or ch.method
   return { path = M.extend(p.path, e), leaf = child, repair = attempt }
+end
+
+-- A measured state failed: when its edit was the fix of another broken
+-- source, that fix is not reused for it again (it was, and the same broken
+-- fix measured in every state that failed the same way).
+function M.fix_failed(st, patch)
+  local orig = patch and st.fix_of and st.fix_of[patch]
+  if orig then st.fixes[orig] = false end
 end
 
 -- When no descent finds a new state (a small space, every state measured),

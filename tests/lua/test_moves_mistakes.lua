@@ -156,4 +156,15 @@ do
   end
 end
 
+-- MCGS's repair turns: a fix that failed when measured is not reused for
+-- the next state that fails with the same broken source
+do
+  local edits = require("kopt.mcgs_edits")
+  local st = { fixes = { broken = { { patch = "fix" } } }, fix_of = { fix = "broken" } }
+  edits.fix_failed(st, "other")
+  T.check(st.fixes.broken, "a failure of another edit leaves the fix")
+  edits.fix_failed(st, "fix")
+  T.eq(st.fixes.broken, false, "the fix that failed is not reused")
+end
+
 return T.done()
