@@ -38,6 +38,8 @@ local is_method = {}
 for _, m in ipairs(M.METHODS) do is_method[m] = true end
 
 M.DEFAULT = "throughput,memory,robustness"
+-- (the experts kopt ships, for the message that names an unknown one)
+M.BUILTIN = { "throughput", "memory", "robustness" }
 M.null = json.null
 
 ---------------------------------------------------------------------------
@@ -60,8 +62,16 @@ function M.load(name)
     if not name:match("^[%w_]+$") then return nil, string.format("bad expert name '%s'", name) end
     local ok, m = pcall(require, "kopt.experts." .. name)
     if not ok then
-      return nil, string.format("unknown expert '%s' (no kopt/experts/%s.lua on the Lua path, and not a .lua file): %s",
-                                name, name, tostring(m):match("^[^\n]*"))
+      -- (require's first line ends in a colon before its list of paths:
+      -- the reason alone when the module is simply not there)
+      local why = tostring(m):match("^[^\n]*")
+      if why:find("not found:$") then
+        local known = {}
+        for _, k in ipairs(M.BUILTIN or {}) do known[#known + 1] = k end
+        return nil, string.format("unknown expert '%s' (not a built-in expert%s, and not a .lua file)", name,
+                                  #known > 0 and (": " .. table.concat(known, ", ")) or "")
+      end
+      return nil, string.format("expert '%s' failed to load: %s", name, why)
     end
     mod = m
   end

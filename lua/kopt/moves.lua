@@ -159,6 +159,7 @@ function M.resolve(list)
   for name in tostring(list):gmatch("[^,%s]+") do
     local g, err = M.get(name)
     if not g then errors.usage("%s", err) end
+    if type(g.check) == "function" then g.check() end
     out[#out + 1] = g
   end
   if #out == 0 then

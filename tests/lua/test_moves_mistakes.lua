@@ -167,4 +167,14 @@ do
   T.eq(st.fixes.broken, false, "the fix that failed is not reused")
 end
 
+-- an unknown expert in KOPT_EXPERTS under mcgs's expert moves: refused
+-- before the run (it was found at the first expert call, exit 0, and cost
+-- every expert its moves)
+do
+  local code, _, err = T.run("mcgs " .. REC .. " --opt moves=rules,experts --out " .. tmp .. "/badexp",
+                             "KOPT_EXPERTS=throughput,memroy")
+  T.check(code == 2 and err:find("unknown expert 'memroy'", 1, true) and not err:find("not found:", 1, true),
+          "an unknown expert is refused at the start (%d): %s", code, err)
+end
+
 return T.done()

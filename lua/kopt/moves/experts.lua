@@ -47,6 +47,14 @@ local function record(ctx)
   if c and c.usage.requests > 0 then llm.record_usage(ctx, c) end
 end
 
+-- Called by kopt.moves.resolve when a strategy names this generator: the
+-- experts KOPT_EXPERTS names must exist, said before the run starts (a
+-- wrong name was found only at the first expert call, and cost every
+-- expert its moves).
+function G.check()
+  X.resolve(os.getenv("KOPT_EXPERTS") or X.DEFAULT)
+end
+
 function G.propose(ctx, state)
   local moves = generator(ctx).propose(ctx, state)
   record(ctx)
