@@ -500,7 +500,7 @@ local function take_edit(ctx, mv, spec_src, bases, entry)
     local base = bases[i]
     if base then
       local new, aerr, note = patch_mod.apply_edit(base, mv.edit or mv.patch, { entry = entry })
-      if note then note_once(ctx, note) end
+      if new and note then note_once(ctx, note) end  -- (on failure the third value is the edit's kind)
       if new and patch_mod.only_knob_defaults(base, new, defined_knobs(ctx)) then
         mv.edit = nil
         return false, "the edit changes only knob defaults inside their #ifndef guards, which the knobs' defines " ..
