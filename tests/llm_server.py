@@ -150,10 +150,17 @@ def find_json_line(text, label):
         return None
 
 
+def current_of(user):
+    """The state the prompt asks about: "Current best (JSON): {...}", or
+    "Current state (not the best measured) (JSON): {...}" (MCGS)."""
+    return (find_json_line(user, "Current best (JSON):")
+            or find_json_line(user, "Current state (not the best measured) (JSON):"))
+
+
 def proposals_for(req, scenario):
     user = "\n".join(m.get("content") or "" for m in req.get("messages", []) if m.get("role") == "user")
     allowed = find_json_line(user, "Allowed values (JSON):") or {}
-    best = find_json_line(user, "Current best (JSON):") or {}
+    best = current_of(user) or {}
     m = re.search(r"Proposals wanted:\s*(\d+)", user)
     wanted = int(m.group(1)) if m else 2
     digest = hashlib.sha256(json.dumps(req.get("messages"), sort_keys=True).encode()).hexdigest()
@@ -287,7 +294,7 @@ def edit_reply(req, scenario):
     elif scenario == "e_nopatch_word":
         # "None" in the patch field: a knob move, not a failed edit
         allowed = find_json_line(user, "Allowed values (JSON):") or {}
-        best = find_json_line(user, "Current best (JSON):") or {}
+        best = current_of(user) or {}
         prop["changes"] = {n: next(v for v in reversed(allowed[n]) if v != best.get(n)) for n in names[:1]}
         prop["patch"], prop["reason"] = "None", "knob only"
     elif scenario == "e_noproposals":
@@ -302,7 +309,7 @@ def edit_reply(req, scenario):
         if FAST not in src:
             prop["patch"] = diff_of(src, old, FAST)
         else:
-            best = find_json_line(user, "Current best (JSON):") or {}
+            best = current_of(user) or {}
             allowed = find_json_line(user, "Allowed values (JSON):") or {}
             knob = {n: next(v for v in reversed(allowed[n]) if v != best.get(n)) for n in names[:1]}
             # (a change of code, not only a comment: kopt measures no comment-only edit)
@@ -340,7 +347,7 @@ def row_sum_reply(req, scenario):
     _, fmt, flow = scenario.split("_", 2)
     names = sorted(find_json_line(user, "Allowed values (JSON):") or {})
     if "__shfl_down_sync" in src or "extern \"C\"" not in src:
-        best = find_json_line(user, "Current best (JSON):") or {}
+        best = current_of(user) or {}
         allowed = find_json_line(user, "Allowed values (JSON):") or {}
         knob = {n: next((v for v in allowed[n] if v != best.get(n)), best.get(n)) for n in names[:1]}
         props = [{"method": "more_threads", "changes": knob, "reason": "block size on the warp-per-row kernel"}]

@@ -93,16 +93,18 @@ function M.user_prompt(view, focus, edit_format)
     for _, c in ipairs(view.constraints) do add("- %s", type(c) == "table" and (c.text or "?") or tostring(c)) end
   end
   add("")
-  add("Current best (JSON): %s", config_json(view, view.config))
+  local which = view.is_best == false and "Current state (not the best measured)" or "Current best"
+  add("%s (JSON): %s", which, config_json(view, view.config))
   local r = view.result
   if r then
     local res = r.resources or {}
-    add("Current best time: %s (status %s)%s", fmt_ms(r.time_ms), tostring(r.status),
+    add("%s time: %s (status %s)%s", view.is_best == false and "Current state" or "Current best", fmt_ms(r.time_ms),
+        tostring(r.status),
         res.regs and string.format("; %s registers, %s bytes shared memory, %s bytes spilled", tostring(res.regs),
                                    tostring(res.smem), tostring(res.spills)) or "")
   end
   if #view.symptoms > 0 then
-    add("Symptoms of the current best:")
+    add("Symptoms of the %s:", view.is_best == false and "current state" or "current best")
     for _, s in ipairs(view.symptoms) do add("- %s", s.summary) end
   end
   local h = view.history
@@ -169,9 +171,11 @@ function M.user_prompt(view, focus, edit_format)
   add("Your focus: %s", focus or "")
   add("")
   add("Proposals wanted: %d", view.n)
-  add("Propose up to %d new configurations that are not in the measurements above. For each: \"method\", a short name for it (such as %s); " ..
+  add("Propose up to %d new configurations %s. For each: \"method\", a short name for it (such as %s); " ..
       "\"changes\", an object with the knobs you change and their new values (knobs left out or null keep " ..
-      "their current value); \"reason\", one sentence; \"patch\", %s.", view.n, table.concat(M.METHODS, ", "),
+      "their current value); \"reason\", one sentence; \"patch\", %s.", view.n,
+      #h > 0 and "that are not in the measurements above" or "that differ from the current one",
+      table.concat(M.METHODS, ", "),
       view.edits and ("null, or " .. M.EDIT_FORMATS[M.edit_format_shown(edit_format or view.edit_format, truncated)] ..
         " when you change code (device code only: no host code, no new #include outside CUDA's device " ..
         "headers, no global __device__ variables, no redefinition of a knob)")

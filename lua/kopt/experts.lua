@@ -172,6 +172,9 @@ function M.view(ctx, state, opts)
     symptoms = M.symptoms_of(state.result), measured = opts.measured or function() return false end,
   }
   if not v.source and spec and spec.kernel then v.source = spec.kernel.source end
+  -- (MCGS asks about states that are not the best: the prompt says which)
+  local best = ctx.best
+  v.is_best = not (best and best.key and state.key and best.key ~= state.key)
   return v
 end
 

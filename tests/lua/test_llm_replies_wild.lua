@@ -274,4 +274,21 @@ do
   end
 end
 
+-- the prompt about a state that is not the best (MCGS asks about any
+-- state) says so, and asks for configurations other than the current one
+-- when it lists no measurements
+do
+  local space = require("kopt.space").new({ knobs = { { name = "BLOCK_SIZE", values = { 64, 128 } } } })
+  local ctx = { space = space, best = { key = "128" } }
+  local function text(key)
+    local v = X.view(ctx, { config = { BLOCK_SIZE = 64 }, key = key, result = { status = "ok", time_ms = 2 } }, { n = 2 })
+    local msgs = X.messages({ name = "throughput", focus = "f" }, v)
+    return msgs[#msgs].content
+  end
+  local other, best = text("64"), text("128")
+  T.check(other:find("Current state (not the best measured) (JSON)", 1, true) and other:find("differ from the current one", 1, true),
+          "a state that is not the best is named so:\n%s", other:sub(1, 400))
+  T.check(best:find("Current best (JSON)", 1, true), "the best is the current best")
+end
+
 return T.done()
