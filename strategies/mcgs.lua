@@ -781,10 +781,10 @@ function S.tell(ctx, results)
     end
   end
   local every = o.snapshot_every
-  if (every > 0 and ctx.evaluations % every == 0) or ctx.evaluations >= (ctx.budget or math.huge) then
-    save_snapshot(ctx, st)
-  end
+  if every > 0 and ctx.evaluations % every == 0 then save_snapshot(ctx, st) end
 end
+
+function S.finish(ctx) if ctx.mcgs then save_snapshot(ctx, ctx.mcgs) end end  -- (however the run stopped)
 
 -- Counters for benchmarks (kopt compare sums them over seeds): calls of the
 -- expensive generators (an LLM expert: one request each) and evaluations

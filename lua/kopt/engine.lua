@@ -708,6 +708,14 @@ function M.run(opts)
     reason = "error"
   end
   self.stop_reason = reason
+  -- the strategy's own last word (MCGS writes its graph snapshot), however
+  -- the run stopped; a failure there is noted, the run's record stands
+  if type(self.strategy.finish) == "function" then
+    local fok, ferr = pcall(self.strategy.finish, self.ctx, reason)
+    if not fok and not self.quiet then
+      io.stderr:write("kopt: the strategy's finish failed: ", errors.describe(ferr):match("^[^\n]*"), "\n")
+    end
+  end
   return self
 end
 
