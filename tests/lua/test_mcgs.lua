@@ -338,10 +338,10 @@ end
 -- (it was written only at the budget and every snapshot_every evaluations)
 do
   local out = tmp .. "/timelimit"
-  local code = T.run(string.format("mcgs --backend replay:tests/data/convolution_A100.json --time-limit 20 --budget 500 " ..
+  local tcode = T.run(string.format("mcgs --backend replay:tests/data/convolution_A100.json --time-limit 20 --budget 500 " ..
                                    "--out %s -q", out))
   local _, stop = T.events(out)
-  T.check(code == 0 and stop and stop.reason == "time limit", "mcgs stops by its time limit")
+  T.check(tcode == 0 and stop and stop.reason == "time limit", "mcgs stops by its time limit")
   T.check(T.exists(out .. "/graph.kgr") and T.exists(out .. "/graph.json"), "graph.kgr and graph.json written")
 end
 
