@@ -62,7 +62,7 @@ function M.open(ctx, strategy)
   local src = spec and spec.kernel and spec.kernel.source
   self.kernel = (spec and spec.name) or "?"
   self.source_hash = type(src) == "string" and sys.sha256(src):sub(1, 16) or nil
-  self.device = spec and type(spec.device) == "table" and spec.device.name or nil
+  self.device = spec and (spec.recorded_device or type(spec.device) == "table" and spec.device.name) or nil
   return self
 end
 

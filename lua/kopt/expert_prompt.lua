@@ -76,7 +76,10 @@ function M.user_prompt(view, focus, edit_format)
   for k, x in pairs(view.problem) do sizes[#sizes + 1] = k .. "=" .. tostring(x) end
   table.sort(sizes)
   if #sizes > 0 then add("Problem sizes: %s", table.concat(sizes, ", ")) end
-  if type(view.device) == "table" and view.device.name then
+  if view.recorded_device then
+    -- (a replayed recording: its GPU by name; kopt knows no more of it)
+    add("GPU: %s (the recording's; its limits are not known here)", tostring(view.recorded_device))
+  elseif type(view.device) == "table" and view.device.name then
     add("GPU: %s (%s, %s SMs, %s bytes shared memory per block opt-in)", tostring(view.device.name),
         tostring(view.device.arch), tostring(view.device.sm_count), tostring(view.device.max_smem_optin))
   end

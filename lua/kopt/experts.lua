@@ -169,6 +169,7 @@ function M.view(ctx, state, opts)
     name = spec and spec.name or "recorded space", problem = spec and spec.problem or {},
     entry = spec and spec.kernel and spec.kernel.entry, source = opts.source, edit_format = opts.edit_format,
     constraints = spec and spec.constraints, device = spec and spec.device,
+    recorded_device = spec and spec.recorded_device,
     symptoms = M.symptoms_of(state.result), measured = opts.measured or function() return false end,
   }
   if not v.source and spec and spec.kernel then v.source = spec.kernel.source end

@@ -394,6 +394,12 @@ function M.main(opts, pos)
   if choice.kind == "replay" then
     backend = replay.open(spec, { file = choice.file, check = opts.replay_check, quiet_edits = opts.q })
     if space then space = M.recorded_part(space, backend, choice.file, spec) end
+    -- (the GPU the recording was made on, by name: what experts are told and
+    -- transitions are filed under; its limits stay the assumed device's)
+    if spec and backend.rec and type(backend.rec.device) == "string" and type(spec.device) == "table"
+       and spec.device.assumed then
+      spec.recorded_device = backend.rec.device
+    end
     if opts.time_limit and not opts.q and not M.records_cost(backend) then
       io.stderr:write(string.format("kopt: note: --time-limit: %s records no evaluation cost (no compile or " ..
                                     "benchmark times), so the simulated clock stays at 0 and the limit is never " ..

@@ -289,6 +289,11 @@ do
   T.check(other:find("Current state (not the best measured) (JSON)", 1, true) and other:find("differ from the current one", 1, true),
           "a state that is not the best is named so:\n%s", other:sub(1, 400))
   T.check(best:find("Current best (JSON)", 1, true), "the best is the current best")
+  -- under replay the GPU is the recording's, by name
+  local v = X.view({ space = space, spec = { name = "s", recorded_device = "NVIDIA RTX A4000", device = { name = "NVIDIA H100 (assumed: no GPU attached)" } } },
+                   { config = { BLOCK_SIZE = 64 }, key = "64" }, { n = 2 })
+  local msgs = X.messages({ name = "throughput", focus = "f" }, v)
+  T.check(msgs[#msgs].content:find("GPU: NVIDIA RTX A4000 (the recording's", 1, true), "the recording's GPU in the prompt")
 end
 
 return T.done()

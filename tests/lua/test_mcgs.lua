@@ -345,5 +345,14 @@ do
   T.check(T.exists(out .. "/graph.kgr") and T.exists(out .. "/graph.json"), "graph.kgr and graph.json written")
 end
 
+-- a spec replayed on its recording: transitions are filed under the
+-- recording's GPU, not the assumed one
+do
+  local out = tmp .. "/recdev"
+  T.run(string.format("mcgs tests/data/specs/vector_add.json --budget 10 --out %s -q", out))
+  local line = T.slurp(out .. "/transitions.jsonl"):match("[^\n]+") or ""
+  T.check(line:find('"device":"NVIDIA RTX A4000"', 1, true), "transitions name the recording's GPU: %s", line)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
