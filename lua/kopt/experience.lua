@@ -268,19 +268,27 @@ end
 -- Returns the number of transitions read, or nil and why when the file
 -- cannot be opened. A partial last line (a run killed mid-write) is skipped.
 function Agg:read(path)
-  if sys.stat(path) == "dir" then path = path .. "/transitions.jsonl" end
+  local kind = sys.stat(path)
+  if kind == "dir" then path, kind = path .. "/transitions.jsonl", sys.stat(path .. "/transitions.jsonl") end
+  if kind == nil then return nil, path .. ": no such file" end
   local f = io.open(path, "r")
-  if not f then return nil, path .. ": no transitions" end
+  if not f then return nil, path .. ": cannot be read" end
   local canon = {}
   local function c(label)
     local m = canon[label]
     if not m then m = relabel.canonical(label) canon[label] = m end
     return m
   end
-  local n = 0
+  local n, lines, bad = 0, 0, 0
   for line in f:lines() do
     if line:match("%S") then
+      lines = lines + 1
       local t = json.decode(line)
+      -- (not a transition: a line that decodes to something else, or text
+      -- that is no JSON object; a torn line of a killed run starts one)
+      if (t ~= nil and (type(t) ~= "table" or type(t.to) ~= "string")) or (t == nil and not line:match("^%s*{")) then
+        bad = bad + 1
+      end
       if type(t) == "table" and type(t.to) == "string" then
         local from = type(t.from) == "string" and t.from or "?"
         tally(self.methods, self.trans, from, t.to, t)
@@ -292,6 +300,12 @@ function Agg:read(path)
     end
   end
   f:close()
+  -- (a file of something else: not one line a transition; one torn last
+  -- line of a killed run is no reason)
+  if n == 0 and bad > 0 then
+    return nil, string.format("%s: not a transitions file (%d line%s, none a transition: {\"from\", \"to\", ...})", path,
+                              lines, lines == 1 and "" or "s")
+  end
   self.total = self.total + n
   self.sources[#self.sources + 1] = path
   return n

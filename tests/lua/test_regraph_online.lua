@@ -81,7 +81,15 @@ T.check(T.slurp(tmp .. "/res/trace.md"):find(string.format("regraph: %d transiti
 -- 5. A named source that cannot be read is a usage error naming it.
 local code, _, err = T.run(string.format("mcgs %s --budget 10 --opt regraph=%s/nope.jsonl --out %s/bad", space, tmp, tmp))
 T.eq(code, 2, "unreadable regraph source")
-T.check(err:find("--opt regraph", 1, true) and err:find("nope.jsonl", 1, true), "message: %s", err)
+T.check(err:find("--opt regraph", 1, true) and err:find("nope.jsonl: no such file", 1, true), "message: %s", err)
+-- a file of something else is named as such (it was read as no transitions)
+T.write(tmp .. "/garbage.jsonl", "not json\n")
+code, _, err = T.run(string.format("mcgs %s --budget 10 --opt regraph=%s/garbage.jsonl --out %s/bad2", space, tmp, tmp))
+T.check(code == 2 and err:find("not a transitions file", 1, true), "a file that is no transitions file: %s", err)
+-- (a killed run's torn last line alone is no such file: no transitions yet)
+T.write(tmp .. "/torn.jsonl", '{"to":"x","fr')
+code, _, err = T.run(string.format("mcgs %s --budget 10 --opt regraph=%s/torn.jsonl --out %s/torn", space, tmp, tmp))
+T.eq(code, 0, "a torn line alone: " .. err)
 
 -- --no-db: the dataset is neither appended to nor learned from (it was both)
 do
