@@ -105,7 +105,7 @@ function S.init(ctx)
     patch = {},        -- node id -> patch (states with a source change)
     method_in = {},    -- node id -> method of the move that first reached it
     edge_method = {},  -- edge id -> method
-    edge_expert = {},
+    edge_expert = {}, edge_label = {},  -- (an expert's own name for its move)
     mstats = {},       -- method -> { n, gain } (this run)
     learned_mult = {}, -- method -> its learned prior multiplier while its mstats stand
                        -- (add_moves, when no other factor depends on the parent)
@@ -317,7 +317,7 @@ local function add_moves(ctx, st, id, gens, noise, always)
     if e > 0 then
       local method = methods[i]
       edge_method[e] = method
-      if any_expert and experts[i] ~= nil then edge_expert[e] = experts[i] end
+      if any_expert and experts[i] ~= nil then edge_expert[e], st.edge_label[e] = experts[i], props.label[i] end
       -- the generator is asked again only for a repair, which needs a chain
       if any_chain and chains[i] ~= nil then edge_chain[e], edge_gen[e] = chains[i], gens_of[i] end
       if method_in[child] == nil then method_in[child] = method end
@@ -517,7 +517,7 @@ local function candidate_of(st, rec)
   local e = rec.path[#rec.path]
   local _, parent = st.g:ends(e)
   return { config = st.cfg[rec.leaf], patch = st.patch[rec.leaf],
-           origin = { method = st.edge_method[e], expert = st.edge_expert[e],
+           origin = { method = st.edge_method[e], expert = st.edge_expert[e], label = st.edge_label[e],
                       parent = parent ~= st.root and st.g:key(parent) or nil,
                       rollout = rec.rollout and true or nil, repair = rec.repair,
                       region = rec.freeze and portfolio.region_key(rec.freeze) } }
@@ -738,7 +738,7 @@ function S.tell(ctx, results)
       end
       local speedup = (ptime and t) and ptime / t or nil
       st.exp:add({ from = st.method_in[parent] or "root", to = method, status = r.status, speedup = speedup,
-                   reward = v, n = ctx.evaluations }, r)
+                   reward = v, n = ctx.evaluations, label = st.edge_label[rec.path[#rec.path]] }, r)
       if not failed and (not st.best_v or v > st.best_v) then
         st.best_v, st.best_id, st.last_improve = v, leaf, ctx.evaluations
         -- progress, for the portfolio's stall: a new best by stall_gain

@@ -344,6 +344,7 @@ end
 --   { n = <number of moves>, key = {}, action = {}, method = {}, prior = {},
 --     changes = {}, generator = {},                  -- every move has these
 --     config = {}, expert = {}, patch = {}, chain = {}, repair = {},  -- with holes
+--     label = {},                                    -- (a model's own name)
 --     knob = {}, value = {}, parts = {...} }
 -- (chain: an LLM edit's conversation, for its repair turn) in a
 -- deterministic order (generator order, then proposal order), with priors
@@ -448,11 +449,13 @@ function M.collect_lists(ctx, state, generators)
     if type(moves) == "table" then total = total + #moves end
   end
   local out = new_lists(total, lazy and LISTS_LAZY or LISTS_KEYED,
-                        { n = 0, parts = parts, config = {}, expert = {}, patch = {}, chain = {}, repair = {} })
+                        { n = 0, parts = parts, config = {}, expert = {}, patch = {}, chain = {}, repair = {},
+                          label = {} })
   out.key, out.knob, out.value = out.key or {}, out.knob or {}, out.value or {}
   local keys, actions, methods, priors, changes_of, gens = out.key, out.action, out.method, out.prior, out.changes,
     out.generator
   local configs, experts, patches, chains, repairs = out.config, out.expert, out.patch, out.chain, out.repair
+  local labels = out.label  -- (a model's own name for its move, when it is not the method's)
   local knob_of, value_of = out.knob, out.value
   local best = new_lists(total, SCRATCH).best  -- best[j]: the largest single prior merged into move j
   -- (codes are 1..f.codes: room for them all unless the space is large)
@@ -525,7 +528,7 @@ function M.collect_lists(ctx, state, generators)
         if code then j = by_code[code] else j = by_key[key] end
         if j then
           if prior > best[j] then
-            methods[j], experts[j], best[j] = mv.method or "move", mv.expert, prior
+            methods[j], experts[j], best[j], labels[j] = mv.method or "move", mv.expert, prior, mv.label
           end
           priors[j] = priors[j] + prior
         else
@@ -540,6 +543,7 @@ function M.collect_lists(ctx, state, generators)
           end
           if cfg then configs[j] = cfg end
           if mv.expert ~= nil then experts[j] = mv.expert end
+          if mv.label ~= nil then labels[j] = mv.label end
           if patch ~= nil then patches[j] = patch end
           if mv.chain ~= nil then chains[j] = mv.chain end
           if mv.repair ~= nil then repairs[j] = mv.repair end
@@ -569,7 +573,7 @@ function M.collect(ctx, state, generators)
     end
     out[j] = { key = key, changes = l.changes[j], action = l.action[j], method = l.method[j],
                prior = l.prior[j], generator = l.generator[j], config = l.config[j], expert = l.expert[j],
-               patch = l.patch[j], chain = l.chain[j], repair = l.repair[j] }
+               patch = l.patch[j], chain = l.chain[j], repair = l.repair[j], label = l.label[j] }
   end
   return out
 end

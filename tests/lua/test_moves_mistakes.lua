@@ -137,7 +137,6 @@ end }
           calls, again)
 end
 
-os.execute("rm -rf '" .. tmp .. "'")
 -- a rule move from an edited state keeps the edit (and the key its hash)
 do
   local moves = require("kopt.moves")
@@ -177,4 +176,29 @@ do
           "an unknown expert is refused at the start (%d): %s", code, err)
 end
 
+-- an expert move's own label reaches MCGS's events and transitions (it
+-- was dropped: only the canonical method was kept)
+do
+  -- (a move no rule proposes: three knobs at once)
+  local path = gen("labelled", 'return { name = "labelled", expensive = true, propose = function(ctx, state)\n' ..
+    '  local c = state.config\n' ..
+    '  return { { changes = { block_size_x = c.block_size_x == 32 and 64 or 32, tile_size_y = c.tile_size_y == 2 and 3 ' ..
+    'or 2, read_only = 1 - c.read_only }, method = "tile_up", label = "Hilbert-curve rasterization", ' ..
+    'expert = "memory", prior = 5 } }\nend }\n')
+  local out = tmp .. "/labelled"
+  local code, _, err = T.run("mcgs --backend replay:tests/data/convolution_A100.json --budget 60 -q --opt moves=rules," ..
+                             path .. " --opt expert_c=10 --out " .. out)
+  T.eq(code, 0, "labelled moves: " .. err)
+  local in_events, in_trans = false, false
+  for _, ev in ipairs((T.events(out))) do
+    if ev.origin and ev.origin.label == "Hilbert-curve rasterization" then in_events = true end
+  end
+  for line in T.slurp(out .. "/transitions.jsonl"):gmatch("[^\n]+") do
+    if line:find('"label":"Hilbert-curve rasterization"', 1, true) then in_trans = true end
+  end
+  T.check(in_events and in_trans, "the label in events.jsonl (%s) and transitions.jsonl (%s)", tostring(in_events),
+          tostring(in_trans))
+end
+
+os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
