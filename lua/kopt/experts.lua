@@ -711,7 +711,11 @@ function M.ask_all(experts, view, rng, client, opts)
         -- a reply that is not a list of proposals ("see [1]", an object of
         -- other keys) is a failed reply: the heuristic answers this turn
         local whole = rejected[1] and rejected[1].index == 0 and rejected[1].why
-        if #moves == 0 and whole then out[i].source, out[i].err = "heuristic", "parse: " .. whole end
+        if #moves == 0 and whole then
+          out[i].source, out[i].err = "heuristic", "parse: " .. whole
+          -- (counted with the client's failures: the summary's "failed")
+          if client and client.usage then client.usage.unusable = (client.usage.unusable or 0) + 1 end
+        end
       else
         out[i] = { expert = e.name, source = "heuristic",
                    err = string.format("%s: %s", tostring(r.kind), tostring(r.err)) }

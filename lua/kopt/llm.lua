@@ -741,8 +741,12 @@ function M.record_usage(ctx, client, tags)
                     completion_tokens = u.completion_tokens, total_tokens = u.total_tokens, experts = {},
                     off = client.off }
   for tag, t in pairs(client.by_tag) do ctx.llm_usage.experts[tag] = t end
-  local line = string.format("  LLM: %d requests, %d failed, %d tokens (%d prompt, %d completion)%s%s",
-                             u.requests, u.failures, u.total_tokens, u.prompt_tokens, u.completion_tokens,
+  local unusable = u.unusable or 0
+  ctx.llm_usage.unusable = unusable > 0 and unusable or nil
+  local line = string.format("  LLM: %d requests, %d failed%s, %d tokens (%d prompt, %d completion)%s%s",
+                             u.requests, u.failures,
+                             unusable > 0 and string.format(", %d answered without proposals", unusable) or "",
+                             u.total_tokens, u.prompt_tokens, u.completion_tokens,
                              #per > 0 and ("; " .. table.concat(per, ", ")) or "",
                              client.off and ("; off since: " .. client.off) or "")
   local lines = ctx.summary_lines or {}

@@ -275,6 +275,16 @@ do
   T.check((calls or 0) > 0, "the default's heuristic experts were not asked (expert_calls %s)", tostring(calls))
 end
 
+-- replies that parse but hold no proposals are counted in the summary's
+-- LLM line (it said "0 failed" while every reply fell back)
+do
+  local dnp = T.tmpdir("experts-noprops")
+  local c9, out9, e9 = T.run(string.format("mcgs --backend replay:tests/data/vector_add_A4000.json --opt moves=rules,experts " ..
+                                           "--budget 20 --out %s/run", dnp), llm_env("badschema"))
+  T.eq(c9, 0, "badschema under mcgs: exit code (" .. e9 .. ")")
+  T.check(out9:find("answered without proposals", 1, true), "the LLM line counts replies without proposals:\n%s", out9)
+end
+
 server:stop()
 
 -- 7. A custom expert from a file, and an unknown one.
