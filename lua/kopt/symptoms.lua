@@ -345,8 +345,9 @@ function M.diagnose(result, facts)
       { shared_pct = q.shared_pct }, { kind = "bandwidth" })
   end
 
-  -- Tail effect: too few blocks for the SMs, or a mostly empty last wave.
-  if facts.blocks and blocks_per_sm and blocks_per_sm > 0 then
+  -- Tail effect: too few blocks for the SMs, or a mostly empty last wave
+  -- (not on an assumed device: a replayed recording's GPU has its own SMs)
+  if facts.blocks and blocks_per_sm and blocks_per_sm > 0 and not (type(facts.device) == "table" and facts.device.assumed) then
     local sms = M.limits(facts.device).sms
     local slots = sms * blocks_per_sm
     local waves = facts.blocks / slots

@@ -141,6 +141,15 @@ local lo = sym.find(gemm, "low_occupancy")
 check(lo and lo.limiter == "registers", "gemm: low occupancy limited by registers")
 check(sym.find(gemm, "tensor_idle"), "gemm: tensor pipe idle")
 check(sym.find(gemm, "tail_effect"), "gemm: 300 blocks on 264 slots leave a tail (1.14 waves)")
+-- on an assumed device (a replayed recording's GPU is not known) no tail is
+-- claimed from SMs that are not its
+do
+  local assumed = {}
+  for k, v in pairs(gemm_facts) do assumed[k] = v end
+  assumed.device = { cc_major = 9, cc_minor = 0, sm_count = 132, assumed = true }
+  local g2 = sym.diagnose({ metrics = { ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 41.8 } }, assumed)
+  check(not sym.find(g2, "tail_effect"), "no tail effect on an assumed device")
+end
 check(sym.move_bias(gemm, { method = "increase", knob = "STAGES" }) > 1, "gemm: deeper pipeline favoured")
 
 -- Shared memory as the occupancy limiter.
