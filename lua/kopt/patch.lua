@@ -793,8 +793,7 @@ function M.only_knob_defaults(base, new, names)
   return not M.same_code(base, new) and M.same_code(strip(base), strip(new))
 end
 
--- A digest of the code alone (same_code's sense): equal for sources that
--- differ only in comments or white space.
+-- A digest of the code alone: equal where same_code is (comments, spacing).
 function M.code_digest(s) return sys.sha256(code_norm(s)):sub(1, 16) end
 M.strip_comments = strip_comments
 
