@@ -783,13 +783,12 @@ function S.tell(ctx, results)
   local every = o.snapshot_every
   if every > 0 and ctx.evaluations % every == 0 then save_snapshot(ctx, st) end
 end
-
 function S.finish(ctx) if ctx.mcgs then save_snapshot(ctx, ctx.mcgs) end end  -- (however the run stopped)
 
 -- Counters for benchmarks (kopt compare sums them over seeds): calls of the
--- expensive generators (an LLM expert: one request each) and evaluations
--- through an edge they proposed (their own moves and repairs, and cheap
--- moves they proposed too, whose priors they raised); model_kind=auto's fits that chose the GP.
+-- expensive generators (an LLM expert: one request each), evaluations through
+-- an edge they proposed (their moves, repairs, and cheap moves whose priors
+-- they raised); model_kind=auto's fits that chose the GP.
 function S.stats(ctx)
   local st = ctx.mcgs
   if not st then return {} end
