@@ -711,7 +711,7 @@ function S.tell(ctx, results)
       st.path_to[leaf] = st.path_to[leaf] or rec.path
       model_record(st, st.cfg[leaf], t)
       if st.portfolio then portfolio.record(ctx, st.portfolio, rec.arm, leaf, t, rec.rarm) end
-      if failed then set_flag(g, leaf, DEAD); edits.fix_failed(st, st.patch[leaf]) end
+      if failed then set_flag(g, leaf, DEAD); edits.fix_failed(st, leaf) end
       g:backup_path(rec.path, v, failed)  -- and the virtual losses taken back
       local ch = st.edge_chain[rec.path[#rec.path]]
       if failed and ch and X.REPAIRABLE[r.status] then

@@ -65,7 +65,7 @@ function M.load(name)
       -- (require's first line ends in a colon before its list of paths:
       -- the reason alone when the module is simply not there)
       local why = tostring(m):match("^[^\n]*")
-      if why:find("not found:$") then
+      if why:find("module 'kopt.experts." .. name .. "' not found", 1, true) then
         local known = {}
         for _, k in ipairs(M.BUILTIN or {}) do known[#known + 1] = k end
         return nil, string.format("unknown expert '%s' (not a built-in expert%s, and not a .lua file)", name,

@@ -360,13 +360,13 @@ function M.assemble_stream(body)
               local call = slot_of[at]
               -- (a new id at an index already taken is another call: some
               -- servers send every call at index 0)
-              if call and type(tc.id) == "string" and call.id and call.id ~= tc.id then call = nil end
+              if call and type(tc.id) == "string" and tc.id ~= "" and call.id and call.id ~= tc.id then call = nil end
               if not call then
                 call = { type = "function", ["function"] = { arguments = "" } }
                 calls[#calls + 1] = call
                 slot_of[at] = call
               end
-              if type(tc.id) == "string" then call.id = tc.id end
+              if type(tc.id) == "string" and tc.id ~= "" then call.id = tc.id end
               local fn = type(tc["function"]) == "table" and tc["function"] or {}
               if type(fn.name) == "string" then call["function"].name = (call["function"].name or "") .. fn.name end
               if type(fn.arguments) == "string" then

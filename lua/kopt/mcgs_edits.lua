@@ -39,11 +39,13 @@ function M.repair_rec(ctx, st, p, ops)
   local props = #moves > 0 and moves_mod.propose(ctx, { config = st.cfg[parent], key = st.g:key(parent) },
                                                   { { name = p.gen, propose = function() return moves end } }) or {}
   local m = props[1]
-  if m and not cached and p.failed_patch and m.patch then
-    st.fix_of = st.fix_of or {}
-    st.fix_of[m.patch] = p.failed_patch
-  end
   local child = m and ops.node_for(ctx, st, m.config, m.patch, m.key)
+  if child and not cached and p.failed_patch then
+    -- (the fix's own state, by node: a rule move's child of it carries the
+    -- same patch and may fail for its own reasons)
+    st.fix_of = st.fix_of or {}
+    st.fix_of[child] = p.failed_patch
+  end
   if m and not ops.idle(st, child) then
     note, m = "the fix is a state already measured or in flight", nil
   end
@@ -65,11 +67,11 @@ function M.repair_rec(ctx, st, p, ops)
   return { path = M.extend(p.path, e), leaf = child, repair = attempt }
 end
 
--- A measured state failed: when its edit was the fix of another broken
--- source, that fix is not reused for it again (it was, and the same broken
--- fix measured in every state that failed the same way).
-function M.fix_failed(st, patch)
-  local orig = patch and st.fix_of and st.fix_of[patch]
+-- A measured state failed: when it was the fix of another broken source,
+-- that fix is not reused for it again (it was, and the same broken fix
+-- measured in every state that failed the same way).
+function M.fix_failed(st, node)
+  local orig = node and st.fix_of and st.fix_of[node]
   if orig then st.fixes[orig] = false end
 end
 

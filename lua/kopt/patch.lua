@@ -81,6 +81,20 @@ end
 -- A diff without @@ lines is one hunk at an unknown place; a line of a hunk
 -- with no +/-/space prefix is context that lost its leading space (at the
 -- edges of a hunk, where it is more likely prose, it is dropped).
+-- Whether the ops from `from` on read as prose, not changes: every +/- line
+-- a sentence ("+ This doubles the value."), with no code marks in it.
+local function prose_tail(ops, from)
+  local any = false
+  for q = from, #ops do
+    local kind, text = ops[q][1], ops[q][1] == "-" and ops[q][2] or ops[q][3] or ops[q][2]
+    if kind == "+" or kind == "-" then
+      any = true
+      if type(text) ~= "string" or text:find("[;{}=()#<>%[%]]") or not text:match("^%s*%a") then return false end
+    end
+  end
+  return any
+end
+
 function M.parse(diff)
   if type(diff) ~= "string" or diff == "" then return nil, "empty patch" end
   diff = M.normalize(diff)
@@ -209,7 +223,7 @@ function M.parse(diff)
             -- "+ This doubles ..."; straight on, as changes under counts
             -- written too small)
             local nxt = ops[k + 1]
-            h.short.prose = nxt ~= nil and nxt[1] == " " and (nxt[2] or "") == ""
+            h.short.prose = nxt ~= nil and nxt[1] == " " and (nxt[2] or "") == "" and prose_tail(ops, k + 1)
             break
           end
         end

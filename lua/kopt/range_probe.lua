@@ -169,7 +169,7 @@ local function probe(opts, winner, args, inputs, what)
         end
       end
       lines[#lines + 1] = "  range probe: no config checked passes; the winner stays, flagged"
-      return lines, row
+      return lines, row, passes
     end
     refused[#refused + 1] = scale
   end
@@ -208,13 +208,16 @@ function M.run(opts)
     -- (on the winner the float pass left: a config it crowned in strict
     -- mode, with those it found wrong left out of the integer pass's tries)
     local iopts = setmetatable({ prior_passes = fpasses }, { __index = opts })
-    if row and row.new_winner then
+    if row and (row.new_winner or row.tried) then
+      -- (the configs the float pass found wrong are not tried again: a
+      -- winner that stayed, flagged, is still probed on integers)
       local failed = {}
       for _, t in ipairs(row.tried or {}) do if t.status ~= "ok" then failed[t.key] = true end end
-      failed[winner.key] = true
+      if row.new_winner then failed[winner.key] = true end
       local ranked = {}
       for _, rec in ipairs(opts.ranked) do
-        if rec.key == row.new_winner then table.insert(ranked, 1, rec) elseif not failed[rec.key] then ranked[#ranked + 1] = rec end
+        if rec.key == row.new_winner then table.insert(ranked, 1, rec)
+        elseif not failed[rec.key] or rec.key == winner.key and not row.new_winner then ranked[#ranked + 1] = rec end
       end
       iopts.ranked = ranked
     end

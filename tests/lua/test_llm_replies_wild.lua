@@ -153,6 +153,14 @@ do
   local new = patch.apply(src, d)
   T.check(new and new:find("x[i] = 2.0f;", 1, true) and not new:find("doubles", 1, true), "prose after the counts: %s",
           tostring(new))
+  -- (a blank context line, then more changes, is no prose: both apply)
+  local src2 = table.concat({ "__global__ void k(float *o) {", "  int a = 1;", "  int b = 2;", "  int x = 0;", "",
+                              "  int c = 3;", "  int d = 4;", "  o[0] = a + b + c + d + x;", "}", "" }, "\n")
+  local d2 = table.concat({ "--- a/k.cu", "+++ b/k.cu", "@@ -2,2 +2,2 @@", "-  int a = 1;", "+  int a = 10;", "   int b = 2;",
+                            "", "-  int c = 3;", "+  int c = 30;", "   int d = 4;", "" }, "\n")
+  local new2 = patch.apply_edit(src2, d2, {})
+  T.check(new2 and new2:find("int a = 10;", 1, true) and new2:find("int c = 30;", 1, true),
+          "changes after a blank line under short counts: %s", tostring(new2))
 end
 
 -- two hunks in the source's order, the second numbered wrong (counted from
@@ -216,6 +224,15 @@ do
   local calls = llm.assemble_stream(two).choices[1].message.tool_calls
   T.check(calls and #calls == 2 and calls[1]["function"].name == "overview" and calls[2]["function"].name == "compile",
           "two streamed calls at one index stay two (%s)", json.encode(calls))
+  -- (continuation chunks with an empty id are the same call)
+  local one_call = table.concat({
+    'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function",' ..
+      '"function":{"name":"compile","arguments":""}}]}}]}',
+    'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"","function":{"arguments":"{\\"a\\""}}]}}]}',
+    'data: {"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"","function":{"arguments":": 1}"}}]}}]}',
+    "data: [DONE]", "" }, "\n")
+  local c1 = llm.assemble_stream(one_call).choices[1].message.tool_calls
+  T.check(c1 and #c1 == 1 and c1[1]["function"].arguments == '{"a": 1}', "empty ids continue a call (%s)", json.encode(c1))
 end
 do
   local function chunk(delta, finish)

@@ -159,10 +159,11 @@ end
 -- the next state that fails with the same broken source
 do
   local edits = require("kopt.mcgs_edits")
-  local st = { fixes = { broken = { { patch = "fix" } } }, fix_of = { fix = "broken" } }
-  edits.fix_failed(st, "other")
-  T.check(st.fixes.broken, "a failure of another edit leaves the fix")
-  edits.fix_failed(st, "fix")
+  -- (node 7 is the fix's own state; node 9 a rule move's child of it)
+  local st = { fixes = { broken = { { patch = "fix" } } }, fix_of = { [7] = "broken" } }
+  edits.fix_failed(st, 9)
+  T.check(st.fixes.broken, "a failure of another state leaves the fix")
+  edits.fix_failed(st, 7)
   T.eq(st.fixes.broken, false, "the fix that failed is not reused")
 end
 
@@ -198,6 +199,17 @@ do
   end
   T.check(in_events and in_trans, "the label in events.jsonl (%s) and transitions.jsonl (%s)", tostring(in_events),
           tostring(in_trans))
+end
+
+-- an expert that exists but requires a module that does not is named for
+-- that module, not as an unknown expert
+do
+  os.execute("mkdir -p '" .. tmp .. "/lp/kopt/experts'")
+  T.write(tmp .. "/lp/kopt/experts/needy.lua", 'local h = require("my_missing_helper")\nreturn { heuristic = function() return {} end }\n')
+  local code, _, err = T.run("experts " .. REC .. " --opt experts=needy --out " .. tmp .. "/needy",
+                             "LUA_PATH='" .. tmp .. "/lp/?.lua;;'")
+  T.check(code == 2 and err:find("my_missing_helper", 1, true) and not err:find("unknown expert", 1, true),
+          "a missing module of an expert is named: %s", err)
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

@@ -385,4 +385,31 @@ do
   end
 end
 
+-- strict, every config wrong on floats and the winner also on integers:
+-- the integer pass crowns none of those the float pass found wrong
+do
+  local args4 = { { name = "x", kind = "array", type = "f32", init = { dist = "normal" }, count = 8 },
+                  { name = "A", kind = "array", type = "i32", init = { dist = "uniform" }, count = 8 },
+                  { name = "y", kind = "array", type = "f32", output = true, init = { dist = "zeros" }, count = 8 } }
+  local ranked = {}
+  for i = 1, 4 do ranked[i] = { key = "k" .. i, config = {}, result = { status = "ok" } } end
+  local best = "k1"
+  local fake = { check_variants = function(_, job, variants)
+    local out = {}
+    for i, v in ipairs(variants) do
+      local kind = v.scales[1] and "float" or "int"
+      local st = "ok"
+      if not v.reference and kind == "float" then st = "wrong" end
+      if not v.reference and kind == "int" and job.rec == "k1" then st = "wrong" end
+      out[i] = { status = st, log = "rel L2 0.3 > 1e-05" }
+    end
+    return out
+  end }
+  probe.run({ backend = fake, ranked = ranked, mode = "strict", max_tries = 4,
+    job_for = function(rec) return { rec = rec.key } end, args_for = function() return args4 end,
+    describe = function(rec) return rec.key end, make_best = function(rec) best = rec.key end })
+  T.eq(best, "k1", "no config wrong on floats takes the title in the integer pass")
+  T.eq(ranked[2].result.range_probe and ranked[2].result.range_probe.status, "wrong", "k2's float failure stays on record")
+end
+
 return T.done()

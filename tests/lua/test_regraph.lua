@@ -64,5 +64,13 @@ local c3, _, e3 = T.run("mcgs --backend replay:tests/data/convolution_A100.json 
 T.eq(c3, 2, "bad priors file")
 T.check(e3:find("priors", 1, true) ~= nil, "message names the option: %s", e3)
 
+-- a file of something else, and a folder without transitions, are named so
+T.write(tmp .. "/other.jsonl", '{"a":1}\n')
+local c4, _, e4 = T.run("regraph " .. tmp .. "/other.jsonl")
+T.check(c4 == 2 and e4:find("not a transitions file", 1, true), "a file of something else: %s", e4)
+os.execute("mkdir -p '" .. tmp .. "/empty'")
+local c5, _, e5 = T.run("regraph " .. tmp .. "/empty")
+T.check(c5 == 2 and e5:find("transitions.jsonl: no such file", 1, true), "a folder without transitions: %s", e5)
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

@@ -62,8 +62,9 @@ function M.main(argv)
     local file = sys.realpath(sys.stat(src) == "dir" and (src .. "/transitions.jsonl") or src) or src
     if seen[file] then errors.usage("regraph: %s is given twice (as %s and %s)", file, seen[file], src) end
     seen[file] = src
-    local n = agg:read(src)
-    if not n or n == 0 then
+    local n, why = agg:read(src)
+    if not n then errors.usage("regraph: %s (expected a run directory of mcgs, rules or experts, or a .jsonl file)", why) end
+    if n == 0 then
       errors.usage("regraph: %s: no transitions (expected a run directory of mcgs, rules or experts, or a .jsonl file)", src)
     end
   end
