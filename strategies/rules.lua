@@ -79,7 +79,9 @@ end
 -- Moves of the current state in evaluation order: prior (times the learned
 -- multiplier) descending, ties in a seeded random order.
 local function build_queue(ctx, st)
-  local state = { config = st.cur.config, key = st.cur.key, result = st.cur.result }
+  -- (a state with a code edit keeps it: its rule moves tune the edited kernel)
+  st.patch_of = st.patch_of or {}
+  local state = { config = st.cur.config, key = st.cur.key, result = st.cur.result, patch = st.patch_of[st.cur.key] }
   -- (an expensive generator is asked once per state: the state becomes
   -- current again at each local optimum and after each restart near it)
   local function copies(list)
@@ -96,6 +98,9 @@ local function build_queue(ctx, st)
   else
     props = moves_mod.propose(ctx, state, st.gens)
     if st.expensive then st.props_of[state.key] = copies(props) end
+  end
+  for _, m in ipairs(props) do
+    if m.patch and m.key then st.patch_of[m.key] = m.patch end
   end
   local order = {}
   for i = 1, #props do order[i] = i end

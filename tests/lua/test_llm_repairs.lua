@@ -370,5 +370,31 @@ do
   T.check(knob_on_edit, "mcgs r_compose: no knob move from an edited state was measured")
 end
 
+-- the rules strategy: a state reached by an edit keeps the edit in its
+-- rule moves' children (they were the original kernel's configs)
+do
+  local moves = require("kopt.moves")
+  local R = require("strategies.rules")
+  local fast = (T.slurp("tests/data/specs/vector_add.cu"):gsub("a%[i%] %+ b%[i%]", "__fadd_rn(a[i], b[i])"))
+  local edit = patch.diff(spec.kernel.source, fast)
+  moves.register("one_edit", { name = "one_edit", propose = function(_, state)
+    if state.patch then return {} end
+    return { { changes = {}, patch = edit, method = "strength_reduction", prior = 10 } }
+  end })
+  local engine = engine_mod.run({
+    strategy = R, strategy_name = "rules", options = strategy_mod.options(R, { { "moves", "rules,one_edit" } }),
+    space = new_space(), spec = spec, backend = stub_backend(), budget = 24, seed = 1, quiet = true,
+  })
+  local kept, plain_children = 0, 0
+  for _, rec in ipairs(engine.records) do
+    local parent = rec.candidate.origin and rec.candidate.origin.parent
+    if parent and parent:find("#", 1, true) then
+      if rec.key:find("#", 1, true) then kept = kept + 1 else plain_children = plain_children + 1 end
+    end
+  end
+  T.check(kept >= 1 and plain_children == 0, "rules: children of the edited state keep the edit (%d kept, %d dropped)",
+          kept, plain_children)
+end
+
 server:stop()
 return T.done()
