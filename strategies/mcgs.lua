@@ -360,12 +360,12 @@ end
 local function restart_config(ctx, st, perturb)
   local o = ctx.options
   for _ = 1, 20 do
-    local c, method
+    local c, method, patch
     if perturb and st.best_id then
-      c, method = st.cfg[st.best_id], "perturb"
+      c, method, patch = st.cfg[st.best_id], "perturb", st.patch[st.best_id]  -- (an edit of the best stays)
       for _ = 1, o.perturb do
         -- a random move (rng:choice's draw); its lists, not a table per move
-        local state = { config = c, key = ctx:key(c) }
+        local state = { config = c, key = ctx:key(c), patch = patch }
         local l = moves_mod.collect_lists(ctx, state, st.cheap)
         if l.n == 0 then break end
         local j = ctx.rng:random(1, l.n)
@@ -383,7 +383,7 @@ local function restart_config(ctx, st, perturb)
       end
     end
     if not c then return nil end
-    local child = S.node_for(ctx, st, c, nil)
+    local child = S.node_for(ctx, st, c, patch, patch and ctx:key(c) .. (st.g:key(st.best_id):match("#.*$") or ""))
     if not evaluated(st, child) and st.g:flags(child) & PENDING == 0 then return child, method end
   end
   -- (twenty samples all measured: the space is nearly done)
