@@ -283,6 +283,7 @@ do
                                            "--budget 20 --out %s/run", dnp), llm_env("badschema"))
   T.eq(c9, 0, "badschema under mcgs: exit code (" .. e9 .. ")")
   T.check(out9:find("answered without proposals", 1, true), "the LLM line counts replies without proposals:\n%s", out9)
+  T.check(out9:find("; throughput %d+") ~= nil, "the LLM line splits tokens per expert under mcgs:\n%s", out9)
 end
 
 server:stop()

@@ -44,7 +44,12 @@ end
 -- went off, as the experts strategy's do)
 local function record(ctx)
   local c = llm_client(ctx)
-  if c and c.usage.requests > 0 then llm.record_usage(ctx, c) end
+  if c and c.usage.requests > 0 then
+    -- (tokens per expert, as the experts strategy's line has them)
+    local names = {}
+    for i, e in ipairs(X.resolve(os.getenv("KOPT_EXPERTS") or X.DEFAULT)) do names[i] = e.name end
+    llm.record_usage(ctx, c, names)
+  end
 end
 
 -- Called by kopt.moves.resolve when a strategy names this generator: the
