@@ -21,7 +21,7 @@
 local device_only = require("kopt.device_only")
 local edit_text = require("kopt.edit_text")
 local entry_mod = require("kopt.entry")
-local sys = require("kopt.sys")
+local code_same = require("kopt.code_same")
 
 local M = {}
 local whole_file_diff  -- (below)
@@ -774,41 +774,9 @@ end
 M.INCLUDE_ALLOW, M.FORBIDDEN = device_only.INCLUDE_ALLOW, device_only.FORBIDDEN
 M.check_kernel_only = device_only.check
 
--- Whether two sources differ in comments and white space only (line by
--- line, runs of blanks as one, empty lines dropped): the same code for the
--- compiler, so an edit that changes nothing else is not measured.
--- A source without its comments, blank lines and runs of white space: two
--- sources that differ only there are the same code.
-local function code_norm(s)
-  local out = {}
-  for line in (strip_comments(s) .. "\n"):gmatch("(.-)\n") do
-    local t = line:gsub("%s+", " "):gsub("^ ", ""):gsub(" $", "")
-    if t ~= "" then out[#out + 1] = t end
-  end
-  return table.concat(out, "\n")
-end
-
-function M.same_code(a, b)
-  return a == b or code_norm(a) == code_norm(b)
-end
-
--- Whether an edit changes nothing but knobs' defaults inside their
--- "#ifndef K / #define K v / #endif" guards: kopt defines every knob ahead
--- of the source, so such a default is never compiled (the model meant the
--- knob's value). names: the knobs.
-function M.only_knob_defaults(base, new, names)
-  local function strip(s)
-    for _, k in ipairs(names or {}) do
-      local e = k:gsub("%p", "%%%0")
-      s = s:gsub("#[ \t]*ifndef[ \t]+" .. e .. "[ \t]*\n[ \t]*#[ \t]*define[ \t]+" .. e .. "[^\n]*\n[ \t]*#[ \t]*endif", "")
-    end
-    return s
-  end
-  return not M.same_code(base, new) and M.same_code(strip(base), strip(new))
-end
-
--- A digest of the code alone: equal where same_code is (comments, spacing).
-function M.code_digest(s) return sys.sha256(code_norm(s)):sub(1, 16) end
+-- Whether two sources are the same code, and the rest of kopt.code_same.
+M.same_code, M.code_digest, M.only_knob_defaults = code_same.same_code, code_same.code_digest,
+  code_same.only_knob_defaults
 M.strip_comments = strip_comments
 
 return M
