@@ -10,11 +10,14 @@ local json = require("kopt.json")
 
 local M = {}
 
--- A value written as a change, "256 -> 512" (->, =>, the arrows → and ⟶)
--- or "from 256 to 512": the new one; anything else as it is.
+-- The arrows models write (=>, → and ⟶) as "->".
+local function ascii_arrows(t) return (t:gsub("\xE2\x86\x92", "->"):gsub("\xE2\x9F\xB6", "->"):gsub("=>", "->")) end
+
+-- A value written as a change, "256 -> 512" or "from 256 to 512": the new
+-- one; anything else as it is.
 local function arrow_value(v)
   if type(v) ~= "string" then return v end
-  local t = v:gsub("\xE2\x86\x92", "->"):gsub("\xE2\x9F\xB6", "->"):gsub("=>", "->")
+  local t = ascii_arrows(v)
   local after = t:match("%->%s*([^>]-)%s*$")
   if after and after ~= "" then return after end
   return t:match("^%s*[Ff]rom%s+%S+%s+to%s+(%S+)%s*$") or v
@@ -31,8 +34,7 @@ local function pairs_of_text(text)
   local function put(name, v)
     if out[name] == nil and v ~= nil and v ~= "" then out[name], any = unquote(v), true end
   end
-  text = text:gsub("\xE2\x86\x92", "->"):gsub("\xE2\x9F\xB6", "->"):gsub("=>", "->")
-  text = text:gsub("%-D([%a_])", "%1")
+  text = ascii_arrows(text):gsub("%-D([%a_])", "%1")
   -- (a change written out is read only for a number that ends its clause:
   -- "TILE=8 -> fewer loads" is TILE=8 and prose, "move X from registers to
   -- shared" no change of X)
