@@ -302,7 +302,7 @@ do
   local llm = require("kopt.llm")
   local moves = require("kopt.moves")
   local M = require("strategies.mcgs")
-  local function mcgs_run(scenario, budget, extra)
+  local function mcgs_run(scenario, budget, extra, space)
     local client = assert(llm.new(llm.config({ llm_base_url = server:base(scenario) })))
     moves.register("llm_" .. scenario, X.generator("throughput", { client = client }))
     local opts = { { "moves", "rules,llm_" .. scenario } }
@@ -310,7 +310,7 @@ do
     captured = {}
     local dir = T.tmpdir("mcgs-" .. scenario)
     local engine = engine_mod.run({
-      strategy = M, strategy_name = "mcgs", options = strategy_mod.options(M, opts), space = new_space(),
+      strategy = M, strategy_name = "mcgs", options = strategy_mod.options(M, opts), space = space or new_space(),
       spec = spec, backend = stub_backend(), budget = budget, seed = 1, quiet = true, out_dir = dir,
     })
     local log = table.concat(captured, "\n")
@@ -351,6 +351,26 @@ do
     end
   end
   T.check(tuned >= 1, "mcgs r_compile: no rule move from the fixed edit kept it")
+
+  -- a perturbed restart from an edited best keeps the edit (it restarted
+  -- from the best's knobs on the original kernel); a second knob, which
+  -- the stub's times ignore, gives the restarts room
+  local knobs = { { name = "unused", values = { 1, 2, 3, 4, 5, 6 } } }
+  for _, k in ipairs(spec.knobs) do knobs[#knobs + 1] = k end
+  local wide = space_mod.new({ knobs = knobs, constraints = spec.constraints, scope = new_space().scope })
+  local ep = mcgs_run("r_compile", 90, { { "patience", "2" }, { "p_perturb", "1" } }, wide)
+  local perturbed, kept, best_t, best_key = 0, 0, math.huge, ""
+  for _, rec in ipairs(ep.records) do
+    local o = rec.candidate.origin or {}
+    if o.method == "perturb" and best_key:find("#", 1, true) then
+      perturbed = perturbed + 1
+      if rec.key:find("#", 1, true) then kept = kept + 1 end
+    end
+    local t = rec.result.time_ms
+    if rec.result.status == "ok" and t < best_t then best_t, best_key = t, rec.key end
+  end
+  T.check(perturbed >= 1, "mcgs r_compile: no perturbed restart from the edited best with patience=2")
+  T.eq(kept, perturbed, "mcgs r_compile: perturbed restarts from the edited best that kept the edit")
 
   local e2, log2 = mcgs_run("r_never", 40, { { "repairs", "2" } })
   local most = 0
