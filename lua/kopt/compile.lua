@@ -163,6 +163,18 @@ local function in_toolkit(name)
   return false
 end
 
+-- Whether a source may take code from a header of the user's: an
+-- #include "...", an #include <...> the toolkit does not hold (a folder of
+-- -I), or an #include of a macro's value. What a lint cannot see then may
+-- be defined there.
+function M.includes_local(source)
+  if source:find('#%s*include%s*"') or source:find("#%s*include%s*[%a_]") then return true end
+  for name in source:gmatch("#%s*include%s*<([^>]+)>") do
+    if not in_toolkit(name) then return true end
+  end
+  return false
+end
+
 -- (an #include of a macro's value, `#include HEADER`, names no file the
 -- scan can follow: every header-like file in the folders searched counts)
 local HEADER_LIKE = { h = true, hh = true, hpp = true, hxx = true, cuh = true, inc = true, inl = true, cu = true }
@@ -254,12 +266,28 @@ local function local_dirs(spec, kernel, opts)
   return dirs
 end
 
+-- A header an option pre-includes (--pre-include F, -include F, with or
+-- without "=") is read as if the source began by including it: its lines,
+-- ahead of the text the include scan reads, so an edit of it misses the cache.
+local function pre_included(opts)
+  local lines, want = {}, false
+  for _, o in ipairs(opts or {}) do
+    local name = o:match("^%-%-pre%-include=(.+)$") or o:match("^%-include=(.+)$")
+                 or (o:sub(1, 2) ~= "--" and o:match("^%-include(.+)$"))
+    if want then name = o end
+    want = (o == "--pre-include" or o == "-include")
+    if name then lines[#lines + 1] = string.format('#include "%s"\n', name) end
+  end
+  return table.concat(lines)
+end
+
 -- The digest of the headers a spec's kernel (or its reference: `kernel`)
 -- includes, through its own options' -I: a header edited is another
 -- problem for the experience database and a resumed run. nil when none.
 function M.headers_digest(spec, kernel)
   if not (kernel and kernel.source and kernel.path) then return nil end
-  return M.include_digest(kernel.source, dirname(kernel.path), local_dirs(spec, kernel, kernel.options))
+  return M.include_digest(pre_included(kernel.options) .. kernel.source, dirname(kernel.path),
+                          local_dirs(spec, kernel, kernel.options))
 end
 
 -- The compile job of a candidate. `source` replaces the spec's kernel text
@@ -271,7 +299,8 @@ function M.job_for(spec, config, arch, source)
   return { source = M.with_defines(source, spec:defines(config), program_name(spec.kernel.path)),
            entry = spec.entry and spec:entry(config) or spec.kernel.entry,
            name = program_name(spec.kernel.path), arch = arch or "sm_90", options = opts,
-           salt = M.include_digest(source, dirname(spec.kernel.path), local_dirs(spec, spec.kernel, opts)) }
+           salt = M.include_digest(pre_included(opts) .. source, dirname(spec.kernel.path),
+                                   local_dirs(spec, spec.kernel, opts)) }
 end
 
 -- The reference kernel's job, or nil when the spec has no reference: no
@@ -281,13 +310,14 @@ end
 function M.reference_job(spec, arch, config)
   local ref = spec.reference
   if not ref then return nil end
-  arch = ref.arch or arch  -- (a reference of its own target: sm_90a for wgmma)
+  -- (a reference of its own target, sm_90a for wgmma; else the kernel's)
+  arch = ref.arch or spec.kernel.arch or arch
   local opts = options(spec, ref, config, arch, false)
   local defs = config and spec.reference_defines and spec:reference_defines(config) or {}
   return { source = M.with_defines(ref.source, defs, program_name(ref.path)),
            entry = spec.reference_entry and spec:reference_entry(config) or ref.entry,
            name = program_name(ref.path), arch = arch or "sm_90", options = opts,
-           salt = M.include_digest(ref.source, dirname(ref.path), local_dirs(spec, ref, opts)) }
+           salt = M.include_digest(pre_included(opts) .. ref.source, dirname(ref.path), local_dirs(spec, ref, opts)) }
 end
 
 -- opts.cache: false disables the cache; opts.cache_dir overrides the default.

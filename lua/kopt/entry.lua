@@ -16,13 +16,59 @@ function M.name(entry)
   return qualified:match("([%a_][%w_]*)$") or qualified
 end
 
+-- The namespaces a qualified entry names ("ops::scale<B>": "ops"), or nil.
+local function qualifier(entry)
+  local qualified = entry:match("^%s*:*([%a_][%w_:]*)") or ""
+  return qualified:match("^(.-)::[%a_][%w_]*$")
+end
+
+-- The named namespaces open at `at` in code ("a::b"; an anonymous one adds
+-- nothing, as it adds nothing to a name).
+local function namespace_at(code, at)
+  local stack, pos = {}, 1
+  while true do
+    local s, e, kind = code:find("([{}])", pos)
+    if not s or s >= at then break end
+    if kind == "}" then
+      stack[#stack] = nil
+    else
+      local ns = code:sub(math.max(1, s - 200), s - 1):match("namespace%s+([%a_][%w_:]*)%s*$")
+      stack[#stack + 1] = ns or (code:sub(math.max(1, s - 200), s - 1):match("namespace%s*$") and "" or false)
+    end
+    pos = e + 1
+  end
+  local names = {}
+  for _, n in ipairs(stack) do if n and n ~= "" then names[#names + 1] = n end end
+  return table.concat(names, "::")
+end
+
+-- Where code defines the __global__ function `entry` (with_body: followed
+-- by a body): its position and parameter list. A qualified entry is the
+-- definition inside its namespaces ("v2::scale", not v1's scale).
+local function find_entry(code, entry, with_body)
+  local pattern = "__global__[^;{]-%f[%w_]" .. M.name(entry):gsub("%p", "%%%0") .. "%s*(%b())" ..
+                  (with_body and "%s*{" or "")
+  local want, first_at, first_params = qualifier(entry), nil, nil
+  local pos = 1
+  while true do
+    local at, e, params = code:find(pattern, pos)
+    if not at then break end
+    if not want then return at, params end
+    local ns = namespace_at(code, at)
+    if ns == want or ns:sub(-#want - 2) == "::" .. want then return at, params end
+    first_at, first_params = first_at or at, first_params or params
+    pos = e + 1
+  end
+  -- (a qualifier no namespace matches: a struct's or a using's; the first)
+  if want and first_at then return first_at, first_params end
+end
+
 -- Whether a source defines the __global__ function `entry`: its signature
 -- followed by a body, in code, not in a comment ("// was: __global__ void
 -- entry(" defines nothing, and neither does a declaration "...entry(...);"
 -- or a signature line quoted alone).
 function M.defines(source, entry)
-  local name = M.name(entry)
-  return strip_comments(source):find("__global__[^;{]-%f[%w_]" .. name:gsub("%p", "%%%0") .. "%s*%b()%s*{") ~= nil
+  return find_entry(strip_comments(source), entry, true) ~= nil
 end
 
 -- Whether a source's braces pair up, outside comments, strings and
@@ -46,7 +92,8 @@ local QUALIFIERS = { const = true, volatile = true, __restrict__ = true, restric
 local function parameter_kinds(params)
   local kinds, depth, cur = {}, 0, {}
   local function close()
-    local p = table.concat(cur):gsub("=.*$", "")
+    -- (without a default value and attributes: "[[maybe_unused]] int n" is no array)
+    local p = table.concat(cur):gsub("=.*$", ""):gsub("%[%[.-%]%]", ""):gsub("__attribute__%s*%b()", "")
     cur = {}
     if not p:find("%S") or p:find("^%s*void%s*$") then return end
     if p:find("[%*%[&]") then kinds[#kinds + 1] = "pointer" return end
@@ -71,8 +118,7 @@ end
 -- parameter list }, or nil when the source does not define the entry.
 function M.signature(source, entry)
   local code = strip_comments(source)
-  local name = M.name(entry):gsub("%p", "%%%0")
-  local at, _, params = code:find("__global__[^;{]-%f[%w_]" .. name .. "%s*(%b())")
+  local at, params = find_entry(code, entry, false)
   if not at then return nil end
   local prefix = code:sub(1, at - 1):match("[^;{}]*$") or ""
   local c_linkage = prefix:find('extern%s*"C"') ~= nil or code:sub(1, at - 1):find('extern%s*"C"%s*{') ~= nil

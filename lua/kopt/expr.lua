@@ -105,6 +105,10 @@ end
 -- fields of `device` only: no ':' call, no '[' index, no '.' after anything
 -- but `device`.
 local function reach(toks)
+  for _, t in ipairs(toks) do
+    -- (C's conditional: its ':' is no method call)
+    if t[1] == "op" and t[2] == "?" then return "uses C's 'a ? b : c', which expressions do not read (write 'a and b or c')" end
+  end
   for k, t in ipairs(toks) do
     if t[1] == "op" then
       if t[2] == ":" or t[2] == "::" then return "calls a method (':')" end
@@ -137,6 +141,7 @@ function M.compile(text, label)
   if not toks then return nil, string.format("expression '%s' has a syntax error: %s", text, bad) end
   local why = reach(toks)
   if why then
+    if why:find("^uses C") then return nil, string.format("expression '%s' %s", text, why) end
     return nil, string.format("expression '%s' %s; only device has fields (knobs, problem sizes and device are known)",
                               text, why)
   end

@@ -62,6 +62,9 @@ local function write_best(engine, dir)
     json.write_file(bdir .. "/" .. name, best.source, true)
     local opts = spec:compile_options(best.config)
     json.write_file(bdir .. "/options.txt", table.concat(opts, "\n") .. "\n", true)
+    -- (a template entry, "k<TILE>", is instantiated by knobs no option names)
+    local entry = spec.entry and spec:entry(best.config)
+    if entry and entry ~= spec.kernel.entry then json.write_file(bdir .. "/entry.txt", entry .. "\n", true) end
   end
 end
 

@@ -97,6 +97,7 @@ local function check_first_configs(spec, configs)
       end
     end
     if spec.launch_exprs then spec:launch(c) end
+    for i = 2, #(spec.pipeline or {}) do spec:launch_for(spec.pipeline[i].launch, c) end
     if spec.reference and spec.reference.launch then spec:reference_launch(c) end
     spec:args(c)
     spec:work(c)
@@ -134,6 +135,23 @@ end
 
 -- The spec's space, with its constraints and the first configs' values
 -- checked now (a spec error, in one sentence naming the config).
+-- Knobs that all declare defaults which together break a constraint: the
+-- baseline (the config a run starts from and speedups are quoted against)
+-- is another config then, said once per spec.
+local default_noted = {}
+local function default_note(spec, space)
+  local c, parts = {}, {}
+  for _, k in ipairs(spec.knobs) do
+    if k.default == nil then return end
+    c[k.name] = k.default
+    parts[#parts + 1] = k.name .. "=" .. tostring(k.default)
+  end
+  if #parts == 0 or space:is_valid(c) or default_noted[spec.path] then return end
+  default_noted[spec.path] = true
+  io.stderr:write(string.format("kopt: %s: note: the knobs' defaults (%s) break the constraints, so the baseline is " ..
+                                "the first valid config instead\n", spec.path, table.concat(parts, ", ")))
+end
+
 function M.build_space(spec)
   local scope = { device = spec.device }
   for k, v in pairs(spec.problem) do scope[k] = v end
@@ -166,6 +184,7 @@ function M.build_space(spec)
                  space:size_raw())
   end
   check_first_configs(spec, firsts)
+  default_note(spec, space)
   return space, first
 end
 

@@ -82,6 +82,17 @@ local function check_entry(c, v, path)
   return e
 end
 
+-- An option that sets the target (-arch, --gpu-architecture) is refused:
+-- kopt appends the target itself, from `arch` or the GPU, and checks it
+-- against the device, so a second one was either dropped or merged.
+local function target_free(c, o, where, owner)
+  if o:match("^%-arch") or o:match("^%-%-gpu%-architecture") then
+    c:fail(where, "'%s' sets the compile target, which kopt chooses: set %s.arch instead (for example \"sm_90a\")",
+           o, owner)
+  end
+  return o
+end
+
 -- Compiler options with their include folders read from the spec's folder
 -- when relative, as every path in a spec is (not from where kopt runs).
 local function anchored_options(list, dir)
@@ -121,7 +132,8 @@ local function check_kernel(c, k, path, dir, with_launch, names)
   out.path, out.source = read_text(c, c:string(k.source, path .. ".source"), path .. ".source", dir)
   out.options = {}
   for i, o in ipairs(c:array(k.options, path .. ".options", "an array of strings", true, true) or {}) do
-    out.options[i] = c:string(o, string.format("%s.options[%d]", path, i))
+    out.options[i] = target_free(c, c:string(o, string.format("%s.options[%d]", path, i)),
+                                 string.format("%s.options[%d]", path, i), path)
   end
   out.options = anchored_options(out.options, dir)
   -- module variables the kernel keeps across launches on purpose (a counter,
@@ -183,7 +195,8 @@ local function check_tensor_map(c, t, p, names)
   for j, e in ipairs(box) do out.box[j] = c:expression(e, string.format("%s.box[%d]", p, j), names) end
   local sw = t.swizzle or 0
   if sw ~= 0 and sw ~= 32 and sw ~= 64 and sw ~= 128 then
-    c:fail(p .. ".swizzle", "expected 0, 32, 64 or 128 (bytes), got %s", tostring(sw))
+    c:fail(p .. ".swizzle", "expected the number 0, 32, 64 or 128 (bytes), got %s",
+           type(sw) == "string" and string.format("the string \"%s\"", sw) or tostring(sw))
   end
   out.swizzle = math.tointeger(sw)
   return out
@@ -198,8 +211,9 @@ local function check_args(c, args, names, dir)
     local arg = { name = c:string(a.name, p .. ".name", false, IDENT, "an identifier") }
     if seen[arg.name] then c:fail(p .. ".name", "duplicate argument '%s'", arg.name) end
     seen[arg.name] = true
+    if a.help ~= nil then c:string(a.help, p .. ".help") end
     if a.tensor_map ~= nil then
-      if a.type or a.shape or a.value or a.init or a.output or a.constant then
+      if a.type or a.shape or a.value or a.init or a.output or a.constant or a.param ~= nil or a.scratch ~= nil then
         c:fail(p, "a tensor map takes its type and shape from the array it maps: give only 'name' and 'tensor_map'")
       end
       arg.kind, arg.tmap = "tensormap", check_tensor_map(c, a.tensor_map, p .. ".tensor_map", names)
@@ -367,8 +381,11 @@ function M.load(path, opts)
   end
   self.knobs = (self.synthesis and raw.knobs == nil) and {} or spec_knobs.check_knobs(c, raw.knobs, reserved)
 
-  for _, k in ipairs(self.knobs) do
-    for v, list in pairs(k.options or {}) do k.options[v] = anchored_options(list, dir) end
+  for i, k in ipairs(self.knobs) do
+    for v, list in pairs(k.options or {}) do
+      for j, o in ipairs(list) do target_free(c, o, string.format("knobs[%d].options[%q][%d]", i, v, j), "kernel") end
+      k.options[v] = anchored_options(list, dir)
+    end
   end
 
   local names = { device = true }
@@ -467,6 +484,7 @@ function M.load(path, opts)
   local prof = c:object(raw.profile, "profile", true) or {}
   c:unknown_fields(prof, { "metrics" }, "profile")
   self.profile_metrics = c:array(prof.metrics, "profile.metrics", "an array of metric names", true)
+  for i, m in ipairs(self.profile_metrics or {}) do c:string(m, string.format("profile.metrics[%d]", i)) end
   self.device = opts.device or M.default_device
   self.checker = c
   return self
@@ -568,8 +586,10 @@ function Spec:args(config, second_seed)
         local v = r.value
         if math.type(v) == "float" and v == math.floor(v) and math.abs(v) < 2^63 then v = math.tointeger(v) end
         if math.type(v) ~= "integer" or v < range[1] or v > range[2] then
-          errors.usage("%s: args[%d].value: gave %s, expected an integer that fits %s (at %s)", self.path, i,
-                       tostring(r.value), a.type, describe_config(self, config))
+          -- (expressions compute in signed 64-bit integers: a u64 stops at 2^63 - 1)
+          errors.usage("%s: args[%d].value: gave %s, expected an integer that fits %s%s (at %s)", self.path, i,
+                       tostring(r.value), a.type, a.type == "u64" and " as kopt computes it, 0 to 2^63 - 1" or "",
+                       describe_config(self, config))
         end
         r.value = v
       end

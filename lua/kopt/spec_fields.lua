@@ -39,6 +39,10 @@ function M.check_init(c, v, p, arg, dir)
   c:object(init, p)
   if init.file == nil and init.generate == nil then
     c:unknown_fields(init, { "dist", "value", "fixed" }, p)
+    -- (a value only a constant takes: with another dist it was ignored)
+    if init.value ~= nil and init.dist ~= "constant" then
+      c:fail(p .. ".value", "only {\"dist\": \"constant\"} takes a value; '%s' has none", tostring(init.dist))
+    end
     if init.fixed ~= nil then
       if type(init.fixed) ~= "boolean" then c:fail(p .. ".fixed", "expected true or false, got %s", c:type_name(init.fixed)) end
       -- check 2 varies a float constant (docs/TRUST.md); `fixed` keeps it,

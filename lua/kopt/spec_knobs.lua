@@ -41,6 +41,7 @@ local function check_knobs(c, knobs, reserved)
     local p = string.format("knobs[%d]", i)
     c:object(k, p)
     c:unknown_fields(k, { "name", "values", "tags", "default", "help", "options", "define" }, p)
+    if k.help ~= nil then c:string(k.help, p .. ".help") end
     local name = c:string(k.name, p .. ".name", false, IDENT, "an identifier (letters, digits, _)")
     if seen[name] then c:fail(p .. ".name", "duplicate knob '%s'", name) end
     if reserved[name] then c:fail(p .. ".name", "'%s' is reserved (%s)", name, reserved[name]) end

@@ -4,6 +4,7 @@
 --
 --   spec_lint.check_signatures(checker, spec)  (raises through checker:fail)
 --   spec_lint.notes(spec) -> { "a sentence", ... }
+local compile = require("kopt.compile")
 local entry_mod = require("kopt.entry")
 local json = require("kopt.json")
 
@@ -19,7 +20,8 @@ local M = {}
 function M.notes(self)
   local notes = {}
   local src = self.kernel and self.kernel.source or ""
-  local local_headers = src:find('#%s*include%s*"') ~= nil
+  local pre = table.concat(self.kernel and self.kernel.options or {}, " "):find("%-include") ~= nil
+  local local_headers = pre or compile.includes_local(src)
   -- (the expressions a knob can act through; a constraint only removes
   -- configs, and the reference's knobs change the problem, not the kernel)
   local raw = self.raw
@@ -66,8 +68,8 @@ function M.check_signatures(c, self)
   local function check(k, path, args)
     if not k or type(k.source) ~= "string" or type(k.entry) ~= "string" then return end
     local name = entry_mod.name(k.entry)
-    if not k.source:find("%f[%w_]" .. name:gsub("%p", "%%%0") .. "%f[^%w_]")
-       and not k.source:find('#%s*include%s*"') then
+    if not k.source:find("%f[%w_]" .. name:gsub("%p", "%%%0") .. "%f[^%w_]") and not compile.includes_local(k.source)
+       and not table.concat(k.options or {}, " "):find("%-include") then
       c:fail(path .. ".entry", "'%s' appears nowhere in %s", name, k.path or "the source")
       return
     end

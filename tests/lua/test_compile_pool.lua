@@ -153,6 +153,37 @@ if #compile.include_dirs() > 0 then
         "a toolkit header is hashed (its version is in the key)")
 end
 
+-- 7. so is a header an option pre-includes (--pre-include=F, -include F):
+-- the job's salt, the reference's and the headers' digest all change
+for _, form in ipairs({ '"--pre-include=defs.h"', '"-include", "defs.h"' }) do
+  local sd = dir .. "/pre"
+  assert(sys.mkdir_p(sd))
+  write(sd .. "/defs.h", "#define SCALE 2.0f\n")
+  write(sd .. "/k.cu", 'extern "C" __global__ void k(float *x) { x[0] *= SCALE; }\n')
+  write(sd .. "/spec.json", [[{ "name": "pre", "kernel": { "source": "k.cu", "entry": "k", "options": [ ]] .. form ..
+        [[ ] }, "knobs": [ { "name": "B", "values": [ 32 ] } ], "launch": { "grid": [ 1 ], "block": [ "B" ] },
+        "args": [ { "name": "x", "type": "f32", "shape": [ 1 ], "output": true } ],
+        "reference": { "source": "k.cu", "entry": "k", "options": [ ]] .. form .. [[ ], "launch": { "grid": [ 1 ], "block": [ 1 ] } } }]])
+  local pspec = require("kopt.spec").load(sd .. "/spec.json")
+  local before = { compile.job_for(pspec, { B = 32 }).salt, compile.reference_job(pspec).salt,
+                   compile.headers_digest(pspec, pspec.kernel) }
+  write(sd .. "/defs.h", "#define SCALE 3.0f\n")
+  local after = { compile.job_for(pspec, { B = 32 }).salt, compile.reference_job(pspec).salt,
+                  compile.headers_digest(pspec, pspec.kernel) }
+  for i, what in ipairs({ "the job's salt", "the reference's salt", "the headers' digest" }) do
+    check(before[i] and before[i] ~= after[i], "%s: %s unchanged after editing a pre-included header", form, what)
+  end
+end
+
+-- 8. a reference without an arch of its own is built for the kernel's
+do
+  local rspec = require("kopt.spec").load(dir .. "/pre/spec.json")
+  rspec.kernel.arch = "sm_90a"
+  check(compile.reference_job(rspec, "sm_90").arch == "sm_90a", "the reference does not inherit kernel.arch")
+  rspec.reference.arch = "sm_90"
+  check(compile.reference_job(rspec, "sm_90").arch == "sm_90", "the reference's own arch is not kept")
+end
+
 os.execute("rm -rf '" .. dir .. "'")
 print("compile pool: ok")
 return 0

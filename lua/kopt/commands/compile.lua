@@ -139,8 +139,20 @@ local function pipeline_problem(spec, config, r)
       return string.format("pipeline[%d]: no kernel '%s' in the module (an extern \"C\" __global__ of the source)",
                            i, st.entry)
     end
-    local l = spec:launch_for(st.launch, config)
+    -- (an expression that fails at this config fails this config only)
+    local lok, l = pcall(spec.launch_for, spec, st.launch, config)
+    if not lok then
+      if not errors.is_user_error(l) then error(l, 0) end
+      return (tostring(l):gsub("^" .. spec.path:gsub("%p", "%%%0") .. ": ", ""))
+    end
     local threads = l.block[1] * l.block[2] * l.block[3]
+    if l.grid[1] > 2147483647 or l.grid[2] > 65535 or l.grid[3] > 65535 then
+      return string.format("pipeline[%d] (%s) cannot launch: grid %d x %d x %d (at most 2147483647 x 65535 x 65535)",
+                           i, st.entry, l.grid[1], l.grid[2], l.grid[3])
+    elseif l.block[1] > 1024 or l.block[2] > 1024 or l.block[3] > 64 or threads > 1024 then
+      return string.format("pipeline[%d] (%s) cannot launch: block %d x %d x %d (at most 1024 threads, z at most 64)",
+                           i, st.entry, l.block[1], l.block[2], l.block[3])
+    end
     if rep.max_threads and rep.max_threads > 0 and rep.max_threads < threads then
       return string.format("pipeline[%d] (%s) cannot launch: block of %d threads, at most %d", i, st.entry, threads,
                            rep.max_threads)
