@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "graph.h"
@@ -16,7 +17,7 @@
 typedef uint64_t str;
 #define STR_MAX_LEN KOPT_GRAPH_STR_MAX
 #define STR_OFF(s) ((s) >> 24)
-#define STR_LEN(s) ((uint32_t)((s) & STR_MAX_LEN))
+#define STR_LEN(s) ((uint32_t)((s)&STR_MAX_LEN))
 
 struct node {
 	uint64_t edge_visits;
@@ -50,9 +51,10 @@ struct kopt_graph {
 	size_t n_edges, cap_edges, edges_ready;
 	char *arena;
 	size_t arena_len, arena_cap, arena_ready; /* *_ready: see grow */
-	struct slot *slots; /* size is a power of two */
+	struct slot *slots;			  /* size is a power of two */
 	size_t n_slots;
-	size_t n_always; /* edges flagged KOPT_GRAPH_EDGE_ALWAYS: with none, select stops at the limit */
+	size_t n_always; /* edges flagged KOPT_GRAPH_EDGE_ALWAYS: with none, select stops at the
+			    limit */
 };
 
 /* Snapshot header; written as is, so the sizes of the records are part of it
@@ -729,7 +731,24 @@ static int validate(const struct kopt_graph *g)
 		    (ed->next != KOPT_GRAPH_NONE && ed->next >= g->n_edges))
 			return -1;
 	}
-	return 0;
+	/* each edge in its parent's list once: a list that loops back would
+	 * keep every walk over it (select, edges) going for ever */
+	unsigned char *seen = calloc(g->n_edges ? g->n_edges : 1, 1);
+	if (seen == NULL)
+		return -1;
+	int rc = 0;
+	for (size_t i = 0; i < g->n_nodes && rc == 0; i++) {
+		for (uint32_t e = g->nodes[i].first_edge; e != KOPT_GRAPH_NONE;
+		     e = g->edges[e].next) {
+			if (seen[e] || g->edges[e].parent != i) {
+				rc = -1;
+				break;
+			}
+			seen[e] = 1;
+		}
+	}
+	free(seen);
+	return rc;
 }
 
 int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t errlen)
@@ -759,11 +778,24 @@ int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t
 		set_err(err, errlen, "%s: corrupt snapshot header", path);
 		goto out;
 	}
+	/* the counts against the file's size before anything is allocated: a
+	 * header that claims 2^30 nodes asked for 100 GB */
+	struct stat st;
+	uint64_t want = sizeof h + h.n_nodes * (uint64_t)sizeof(struct node) +
+			h.n_edges * (uint64_t)sizeof(struct edge) + h.arena_len + sizeof stored;
+	if (fstat(fileno(fp), &st) != 0)
+		st.st_size = 0;
+	if ((uint64_t)st.st_size != want) {
+		set_err(err, errlen, "%s: truncated snapshot (%lld bytes; its header needs %llu)",
+			path, (long long)st.st_size, (unsigned long long)want);
+		goto out;
+	}
 	g = kopt_graph_new((size_t)h.n_nodes);
-	if (g == NULL || grow((void **)&g->edges, &g->cap_edges, (size_t)h.n_edges + 1,
-			      sizeof *g->edges, &g->edges_ready) != 0 ||
-	    grow((void **)&g->arena, &g->arena_cap, (size_t)h.arena_len + 1, 1,
-		 &g->arena_ready) != 0) {
+	if (g == NULL ||
+	    grow((void **)&g->edges, &g->cap_edges, (size_t)h.n_edges + 1, sizeof *g->edges,
+		 &g->edges_ready) != 0 ||
+	    grow((void **)&g->arena, &g->arena_cap, (size_t)h.arena_len + 1, 1, &g->arena_ready) !=
+		0) {
 		set_err(err, errlen, "%s: out of memory", path);
 		goto out;
 	}
@@ -772,7 +804,8 @@ int kopt_graph_load(const char *path, struct kopt_graph **out, char *err, size_t
 	g->arena_len = (size_t)h.arena_len;
 	if (get(fp, &sum, g->nodes, g->n_nodes * sizeof *g->nodes) != 0 ||
 	    get(fp, &sum, g->edges, g->n_edges * sizeof *g->edges) != 0 ||
-	    get(fp, &sum, g->arena, g->arena_len) != 0 || fread(&stored, sizeof stored, 1, fp) != 1) {
+	    get(fp, &sum, g->arena, g->arena_len) != 0 ||
+	    fread(&stored, sizeof stored, 1, fp) != 1) {
 		set_err(err, errlen, "%s: truncated snapshot", path);
 		goto out;
 	}

@@ -208,9 +208,11 @@ static double retry_delay(const struct transfer *t, int retry, const struct kopt
 	return d * (1 - 0.25 * next_random(rng));
 }
 
+/* Milliseconds, at least 1: libcurl reads a timeout of 0 as none. */
 static long ms(double s)
 {
-	return (long)(s * 1000.0 + 0.5);
+	long v = (long)(s * 1000.0 + 0.5);
+	return v < 1 ? 1 : v;
 }
 
 static int transfer_setup(struct transfer *t, const struct kopt_http_request *r,
@@ -299,7 +301,8 @@ static void on_done(struct transfer *t, CURLcode code, struct kopt_http_response
 	resp->err[0] = '\0';
 	int retry;
 	if (t->overflow) {
-		snprintf(resp->err, sizeof resp->err, "response body exceeds %zu bytes", t->max_body);
+		snprintf(resp->err, sizeof resp->err, "response body exceeds %zu bytes",
+			 t->max_body);
 		retry = 0;
 	} else if (code != CURLE_OK) {
 		snprintf(resp->err, sizeof resp->err, "%s",
@@ -343,7 +346,8 @@ int kopt_http_request_many(const struct kopt_http_request *reqs, struct kopt_htt
 	}
 	if (n == 0)
 		return 0;
-	unsigned long long rng = o.seed ? o.seed : (unsigned long long)time(NULL) ^ 0x9e3779b97f4a7c15ull;
+	unsigned long long rng =
+	    o.seed ? o.seed : (unsigned long long)time(NULL) ^ 0x9e3779b97f4a7c15ull;
 	if (rng == 0)
 		rng = 1;
 	ts = calloc(n, sizeof *ts);
@@ -384,10 +388,12 @@ int kopt_http_request_many(const struct kopt_http_request *reqs, struct kopt_htt
 			if (o.deadline_s > 0) {
 				double left_s = t0 + o.deadline_s - now;
 				double cap = left_s < t->timeout_s ? left_s : t->timeout_s;
-				curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS, ms(cap > 0.1 ? cap : 0.1));
+				curl_easy_setopt(t->easy, CURLOPT_TIMEOUT_MS,
+						 ms(cap > 0.1 ? cap : 0.1));
 			}
 			if (curl_multi_add_handle(multi, t->easy) != CURLM_OK) {
-				snprintf(resps[i].err, sizeof resps[i].err, "curl_multi_add_handle failed");
+				snprintf(resps[i].err, sizeof resps[i].err,
+					 "curl_multi_add_handle failed");
 				finish(t, &resps[i], 0, now - t0);
 				left--;
 				continue;
@@ -419,9 +425,11 @@ int kopt_http_request_many(const struct kopt_http_request *reqs, struct kopt_htt
 				wait = 0;
 		}
 		if (left > 0 && wait > 0) {
-			mc = curl_multi_poll(multi, NULL, 0, (int)ms(wait < 0.001 ? 0.001 : wait), NULL);
+			mc = curl_multi_poll(multi, NULL, 0, (int)ms(wait < 0.001 ? 0.001 : wait),
+					     NULL);
 			if (mc != CURLM_OK) {
-				snprintf(err, errlen, "curl_multi_poll: %s", curl_multi_strerror(mc));
+				snprintf(err, errlen, "curl_multi_poll: %s",
+					 curl_multi_strerror(mc));
 				goto out;
 			}
 		}

@@ -54,6 +54,10 @@ void kopt_sys_utc_iso(char *buf, size_t n)
 int kopt_sys_mkdir_p(const char *path, char *err, size_t errlen)
 {
 	char buf[4096];
+	if (path[0] == '\0') {
+		snprintf(err, errlen, "an empty path names no directory");
+		return -1;
+	}
 	if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
 		snprintf(err, errlen, "%s: path too long", path);
 		return -1;
@@ -64,7 +68,8 @@ int kopt_sys_mkdir_p(const char *path, char *err, size_t errlen)
 		char saved = *p;
 		*p = '\0';
 		if (mkdir(buf, 0777) != 0 && errno != EEXIST) {
-			snprintf(err, errlen, "cannot create directory %s: %s", buf, strerror(errno));
+			snprintf(err, errlen, "cannot create directory %s: %s", buf,
+				 strerror(errno));
 			return -1;
 		}
 		*p = saved;

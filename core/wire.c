@@ -217,6 +217,8 @@ const char *kopt_msg_bytes(const struct kopt_msgview *v, const char *key, size_t
 	return f->s;
 }
 
+enum { MID_FRAME_MS = 5000 };
+
 static int write_all(int fd, const unsigned char *p, size_t n)
 {
 	while (n > 0) {
@@ -232,9 +234,21 @@ static int write_all(int fd, const unsigned char *p, size_t n)
 	return 0;
 }
 
-static int read_all(int fd, unsigned char *p, size_t n)
+/* Reads n bytes. stall_ms >= 0: the most it waits for the next bytes once
+ * a frame has begun (2: it stalled; the stream is out of step then, so the
+ * caller drops the worker); -1: no limit. 1: end of file. */
+static int read_all(int fd, unsigned char *p, size_t n, int stall_ms)
 {
 	while (n > 0) {
+		if (stall_ms >= 0) {
+			struct pollfd pfd = {fd, POLLIN, 0};
+			int pr;
+			do
+				pr = poll(&pfd, 1, stall_ms);
+			while (pr < 0 && errno == EINTR);
+			if (pr == 0)
+				return 2;
+		}
 		ssize_t r = read(fd, p, n);
 		if (r < 0) {
 			if (errno == EINTR)
@@ -283,10 +297,16 @@ int kopt_wire_read(int fd, unsigned char **payload, size_t *len, int timeout_ms,
 		snprintf(err, errlen, "poll: %s", strerror(errno));
 		return -1;
 	}
+	/* once a frame has begun, a caller's timeout still holds, but at least
+	 * MID_FRAME_MS between chunks: a large message arrives as the pipe drains */
+	int stall_ms = timeout_ms < 0 ? -1 : timeout_ms > MID_FRAME_MS ? timeout_ms : MID_FRAME_MS;
 	unsigned char head[8];
-	int r = read_all(fd, head, 8);
+	int r = read_all(fd, head, 8, stall_ms);
 	if (r != 0) {
-		snprintf(err, errlen, "%s", r > 0 ? "pipe closed" : strerror(errno));
+		snprintf(err, errlen, "%s",
+			 r == 2	 ? "the worker stopped sending mid-frame"
+			 : r > 0 ? "pipe closed"
+				 : strerror(errno));
 		return -1;
 	}
 	uint32_t n;
@@ -300,10 +320,13 @@ int kopt_wire_read(int fd, unsigned char **payload, size_t *len, int timeout_ms,
 		snprintf(err, errlen, "out of memory for a %u-byte message", n);
 		return -1;
 	}
-	r = read_all(fd, buf, n);
+	r = read_all(fd, buf, n, stall_ms);
 	if (r != 0) {
 		free(buf);
-		snprintf(err, errlen, "%s", r > 0 ? "pipe closed mid-frame" : strerror(errno));
+		snprintf(err, errlen, "%s",
+			 r == 2	 ? "the worker stopped sending mid-frame"
+			 : r > 0 ? "pipe closed mid-frame"
+				 : strerror(errno));
 		return -1;
 	}
 	*payload = buf;

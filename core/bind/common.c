@@ -1,6 +1,7 @@
 /* Helpers shared by the bindings: result shapes and class setup (common.h). */
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "bind/common.h"
 
@@ -35,8 +36,7 @@ int kopt_bind_ok(lua_State *L)
 	return 1;
 }
 
-void kopt_bind_class(lua_State *L, const char *name, const luaL_Reg *meta,
-		     const luaL_Reg *methods)
+void kopt_bind_class(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods)
 {
 	luaL_newmetatable(L, name);
 	luaL_setfuncs(L, meta, 0);
@@ -85,7 +85,8 @@ void kopt_bind_table_to_msg(lua_State *L, int idx, struct kopt_msg *m, const cha
 }
 
 int kopt_bind_send_table(lua_State *L, int idx, const char *what,
-			 int (*send)(void *ctx, const void *buf, size_t len, char *err, size_t errlen),
+			 int (*send)(void *ctx, const void *buf, size_t len, char *err,
+				     size_t errlen),
 			 void *ctx)
 {
 	luaL_checktype(L, idx, LUA_TTABLE);
@@ -134,4 +135,13 @@ int kopt_bind_push_msg(lua_State *L, void *buf, size_t len, char *err, size_t er
 	if (rc != LUA_OK)
 		return lua_error(L);
 	return 0;
+}
+
+const char *kopt_bind_check_text(lua_State *L, int arg)
+{
+	size_t len;
+	const char *s = luaL_checklstring(L, arg, &len);
+	if (strlen(s) != len)
+		luaL_argerror(L, arg, "holds a NUL byte");
+	return s;
 }

@@ -23,12 +23,16 @@ int kopt_bind_fail_kind(lua_State *L, const char *kind, const char *msg);
 /* Success without a value: pushes true and returns 1. */
 int kopt_bind_ok(lua_State *L);
 
+/* The string argument at arg (luaL_checkstring's), refused with an
+ * argument error when it holds a NUL byte: C reads it up to the first one,
+ * so "a\0b" would name the file a, or run the first SQL statement alone. */
+const char *kopt_bind_check_text(lua_State *L, int arg);
+
 /* Registers the metatable `name` ("kopt.Graph"): the metamethods in meta
  * (__gc, __close, __tostring, ...) and, when methods is not NULL, a table of
  * methods as __index. Leaves the stack as it found it; run it once from the
  * module's luaopen. Objects get it with luaL_setmetatable(L, name). */
-void kopt_bind_class(lua_State *L, const char *name, const luaL_Reg *meta,
-		     const luaL_Reg *methods);
+void kopt_bind_class(lua_State *L, const char *name, const luaL_Reg *meta, const luaL_Reg *methods);
 
 /* A flat Lua table (string keys; integer, number, string or boolean values,
  * a boolean as the integer 0 or 1) at stack index idx, put into m (the
@@ -41,7 +45,8 @@ void kopt_bind_table_to_msg(lua_State *L, int idx, struct kopt_msg *m, const cha
  * -1 with err set. Returns what a Lua binding returns: true, or nil and the
  * reason (a message too large for memory included). */
 int kopt_bind_send_table(lua_State *L, int idx, const char *what,
-			 int (*send)(void *ctx, const void *buf, size_t len, char *err, size_t errlen),
+			 int (*send)(void *ctx, const void *buf, size_t len, char *err,
+				     size_t errlen),
 			 void *ctx);
 
 /* Pushes the fields of a wire payload as a flat table (returns 0), or

@@ -37,14 +37,15 @@ static int l_new(lua_State *L)
 	double timeout = 0;
 	if (!lua_isnoneornil(L, 2)) {
 		luaL_checktype(L, 2, LUA_TTABLE);
+		/* (left on the stack until the pool has its copy: a number's
+		 * text, or an __index's string, is held by nothing else) */
 		if (lua_getfield(L, 2, "cache_dir") != LUA_TNIL)
-			dir = luaL_checkstring(L, -1); /* held by the table */
+			dir = luaL_checkstring(L, -1);
 		if (lua_getfield(L, 2, "timeout_s") != LUA_TNIL)
 			timeout = luaL_checknumber(L, -1);
 		/* (NaN fails the comparison: it would disable the limit) */
 		if (!(timeout >= 0) && !(timeout < 0))
 			return luaL_error(L, "cpool.new: timeout_s is NaN");
-		lua_pop(L, 2);
 	}
 	luaL_argcheck(L, n >= 1 && n <= 1024, 1, "expected 1 to 1024 workers");
 	struct lpool *lp = lua_newuserdatauv(L, sizeof *lp, 0);

@@ -64,7 +64,7 @@ static const char *kind_name(int status)
 
 static int l_open(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = kopt_bind_check_text(L, 1);
 	int flags = 0;
 	lua_Integer busy_ms = 10000;
 	if (!lua_isnoneornil(L, 2)) {
@@ -106,7 +106,7 @@ static int l_tostring(lua_State *L)
 static int l_exec(lua_State *L)
 {
 	struct kopt_db *db = check_db(L, 1);
-	const char *sql = luaL_checkstring(L, 2);
+	const char *sql = kopt_bind_check_text(L, 2);
 	char err[512];
 	int status = kopt_db_exec(db, sql, err, sizeof err);
 	if (status != KOPT_DB_OK)
@@ -127,7 +127,7 @@ static int stmt_gc(lua_State *L)
  * (nil, kind, msg) pushed and its count in *nret. */
 static struct lstmt *prepare(lua_State *L, struct kopt_db *db, int *nret)
 {
-	const char *sql = luaL_checkstring(L, 2);
+	const char *sql = kopt_bind_check_text(L, 2);
 	int top = lua_gettop(L);
 	struct kopt_db_value v;
 	for (int i = 3; i <= top; i++) {
@@ -254,28 +254,24 @@ static int l_run(lua_State *L)
 }
 
 static const luaL_Reg db_methods[] = {
-	{"exec", l_exec},
-	{"rows", l_rows},
-	{"run", l_run},
-	{"close", l_close},
-	{NULL, NULL},
+    {"exec", l_exec}, {"rows", l_rows}, {"run", l_run}, {"close", l_close}, {NULL, NULL},
 };
 
 static const luaL_Reg db_meta[] = {
-	{"__gc", l_close},
-	{"__close", l_close},
-	{"__tostring", l_tostring},
-	{NULL, NULL},
+    {"__gc", l_close},
+    {"__close", l_close},
+    {"__tostring", l_tostring},
+    {NULL, NULL},
 };
 
 static const luaL_Reg stmt_meta[] = {
-	{"__gc", stmt_gc},
-	{NULL, NULL},
+    {"__gc", stmt_gc},
+    {NULL, NULL},
 };
 
 static const luaL_Reg db_funcs[] = {
-	{"open", l_open},
-	{NULL, NULL},
+    {"open", l_open},
+    {NULL, NULL},
 };
 
 int luaopen_kopt_db(lua_State *L)

@@ -194,6 +194,14 @@ static int w_stop(lua_State *L)
 	return 1;
 }
 
+/* __gc and __close: stop at once (__close's second argument is the error
+ * that closed the scope, no grace period) */
+static int w_release(lua_State *L)
+{
+	lua_settop(L, 1);
+	return w_stop(L);
+}
+
 static int w_pid(lua_State *L)
 {
 	lua_pushinteger(L, check_worker(L, 1)->p.pid);
@@ -303,8 +311,8 @@ static int l_request_fields(lua_State *L)
 {
 	int i = 0;
 	lua_newtable(L);
-#define X(name, type, need, def, doc)                                                          \
-	RF_PUSH_##type(L, def);                                                                \
+#define X(name, type, need, def, doc)                                                              \
+	RF_PUSH_##type(L, def);                                                                    \
 	push_field(L, ++i, #name, RF_TYPE_##type, RF_##need, doc, RF_MAX_##type);
 	KOPT_REQUEST_FIELDS(X)
 	i = 0;
@@ -356,8 +364,8 @@ static const luaL_Reg worker_methods[] = {
 };
 
 static const luaL_Reg worker_meta[] = {
-    {"__gc", w_stop},
-    {"__close", w_stop},
+    {"__gc", w_release},
+    {"__close", w_release},
     {"__tostring", w_tostring},
     {NULL, NULL},
 };

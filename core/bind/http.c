@@ -69,13 +69,34 @@ static void read_options(lua_State *L, int t, struct kopt_http_options *o)
 	luaL_argcheck(L, retries >= 0 && retries <= 100, t, "max_retries must be in [0, 100]");
 	luaL_argcheck(L, max_body >= 1 && max_body <= 1e12, t, "max_body must be in [1, 1e12]");
 	luaL_argcheck(L, seed >= 0 && seed < 1.8e19, t, "seed must be a non-negative integer");
-	luaL_argcheck(L, o->timeout_s > 0 && o->connect_timeout_s > 0, t, "timeouts must be positive");
+	luaL_argcheck(L, o->timeout_s > 0 && o->connect_timeout_s > 0, t,
+		      "timeouts must be positive");
 	o->max_retries = (int)retries;
 	o->max_body = (size_t)max_body;
 	o->seed = (unsigned long)seed;
-	lua_getfield(L, t, "ca_file");
-	o->ca_file = lua_tostring(L, -1); /* anchored: opts stays on the stack */
-	lua_pop(L, 1);
+	/* (ca_file: read where the strings are anchored, l_request_many) */
+}
+
+/* Pushes the string field `name` of table t (nil when absent) into the
+ * anchor table at index a, under key *k, and returns it: a number's
+ * conversion, or a string an __index made, lives only as long as a stack
+ * slot, which would be gone while curl reads it. */
+static const char *anchored_string(lua_State *L, int t, const char *name, int a, lua_Integer *k,
+				   size_t *len, const char *what, size_t idx)
+{
+	lua_getfield(L, t, name);
+	if (lua_isnil(L, -1)) {
+		lua_pop(L, 1);
+		return NULL;
+	}
+	if (lua_type(L, -1) != LUA_TSTRING) {
+		if (idx > 0)
+			luaL_error(L, "request %d: %s must be a string", (int)idx, what);
+		luaL_error(L, "%s must be a string", what);
+	}
+	const char *s = lua_tolstring(L, -1, len);
+	lua_rawseti(L, a, ++*k);
+	return s;
 }
 
 /* Pushes the header lines of request table at index r as a Lua list of
@@ -97,10 +118,12 @@ static void header_lines(lua_State *L, int r, size_t idx)
 		if (lua_type(L, -2) == LUA_TNUMBER) {
 			if (!lua_isstring(L, -1))
 				luaL_error(L, "request %d: header lines must be strings", (int)idx);
-			lua_pushvalue(L, -1);
+			lua_pushstring(
+			    L, lua_tostring(L, -1)); /* (a number: its text, kept by the list) */
 		} else {
 			if (!lua_isstring(L, -2) || !lua_isstring(L, -1))
-				luaL_error(L, "request %d: header names and values must be strings", (int)idx);
+				luaL_error(L, "request %d: header names and values must be strings",
+					   (int)idx);
 			lua_pushfstring(L, "%s: %s", lua_tostring(L, -2), lua_tostring(L, -1));
 		}
 		lua_rawseti(L, out, k++);
@@ -143,28 +166,28 @@ static int l_request_many(lua_State *L)
 	/* the raw length: a __len could claim more than the list holds */
 	size_t n = lua_rawlen(L, 1);
 	if (n > 65536)
-		return luaL_error(L, "%d requests in one call, more than 65536", (int)(n > INT32_MAX ? INT32_MAX : n));
+		return luaL_error(L, "%d requests in one call, more than 65536",
+				  (int)(n > INT32_MAX ? INT32_MAX : n));
 
 	/* Check every request and anchor its strings before any C allocation. */
 	struct kopt_http_request *reqs =
-		lua_newuserdatauv(L, (n ? n : 1) * sizeof *reqs, 0); /* index 3 */
-	lua_createtable(L, (int)n, 0); /* index 4: header line lists */
+	    lua_newuserdatauv(L, (n ? n : 1) * sizeof *reqs, 0); /* index 3 */
+	lua_createtable(L, (int)n, 0);				 /* index 4: header line lists */
+	lua_createtable(L, (int)(2 * n + 1), 0); /* index 5: the other strings curl reads */
+	lua_Integer anchored = 0;
+	if (lua_istable(L, 2))
+		o.ca_file = anchored_string(L, 2, "ca_file", 5, &anchored, NULL, "ca_file", 0);
 	for (size_t i = 0; i < n; i++) {
 		lua_geti(L, 1, (lua_Integer)i + 1);
 		int r = lua_gettop(L);
 		if (!lua_istable(L, r))
 			return luaL_error(L, "request %d is not a table", (int)i + 1);
 		memset(&reqs[i], 0, sizeof reqs[i]);
-		lua_getfield(L, r, "url");
-		reqs[i].url = lua_tostring(L, -1);
+		reqs[i].url = anchored_string(L, r, "url", 5, &anchored, NULL, "url", i + 1);
 		if (reqs[i].url == NULL)
 			return luaL_error(L, "request %d: url must be a string", (int)i + 1);
-		lua_pop(L, 1); /* still anchored by the request table */
-		lua_getfield(L, r, "body");
-		reqs[i].body = lua_tolstring(L, -1, &reqs[i].body_len);
-		if (reqs[i].body == NULL && !lua_isnil(L, -1))
-			return luaL_error(L, "request %d: body must be a string", (int)i + 1);
-		lua_pop(L, 1);
+		reqs[i].body =
+		    anchored_string(L, r, "body", 5, &anchored, &reqs[i].body_len, "body", i + 1);
 		reqs[i].timeout_s = opt_number(L, r, "timeout_s", 0);
 		header_lines(L, r, i + 1);
 		size_t nh = (size_t)luaL_len(L, -1);
@@ -224,14 +247,14 @@ static int l_retry_after(lua_State *L)
 }
 
 static const luaL_Reg batch_meta[] = {
-	{"__gc", batch_gc},
-	{NULL, NULL},
+    {"__gc", batch_gc},
+    {NULL, NULL},
 };
 
 static const luaL_Reg http_funcs[] = {
-	{"request_many", l_request_many},
-	{"retry_after", l_retry_after},
-	{NULL, NULL},
+    {"request_many", l_request_many},
+    {"retry_after", l_retry_after},
+    {NULL, NULL},
 };
 
 int luaopen_kopt_http(lua_State *L)

@@ -12,12 +12,24 @@
 #include "bind/nvrtc.h"
 #include "compile/kopt_nvrtc.h"
 
+/* The string at idx, which C reads up to its first NUL: one inside it would
+ * cut what the compiler or the cache sees, unseen. */
+static const char *text_without_nul(lua_State *L, int idx, const char *fmt, const char *what)
+{
+	size_t len;
+	const char *s = lua_tolstring(L, idx, &len);
+	if (strlen(s) != len)
+		luaL_error(L, fmt, what);
+	return s;
+}
+
 static const char *opt_field(lua_State *L, int idx, const char *key)
 {
 	int t = lua_getfield(L, idx, key);
 	const char *s = NULL;
 	if (t == LUA_TSTRING)
-		s = lua_tostring(L, -1);
+		s = text_without_nul(
+		    L, -1, "job.%s holds a NUL byte, where the compiler would stop reading", key);
 	else if (t != LUA_TNIL)
 		luaL_error(L, "job.%s: expected a string, got %s", key, luaL_typename(L, -1));
 	lua_pop(L, 1); /* the table still holds the string */
@@ -42,12 +54,15 @@ void kopt_lua_check_job(lua_State *L, int idx, struct kopt_nvrtc_job *job)
 	if (t != LUA_TTABLE && t != LUA_TNIL)
 		luaL_error(L, "job.options: expected a list of strings");
 	if (n > 4096)
-		luaL_error(L, "job.options: %d options, more than 4096", (int)(n > INT32_MAX ? INT32_MAX : n));
+		luaL_error(L, "job.options: %d options, more than 4096",
+			   (int)(n > INT32_MAX ? INT32_MAX : n));
 	const char **opts = lua_newuserdatauv(L, (n ? n : 1) * sizeof *opts, 0);
 	for (size_t i = 0; i < n; i++) {
 		if (lua_rawgeti(L, -2, (lua_Integer)i + 1) != LUA_TSTRING)
 			luaL_error(L, "job.options[%d]: expected a string", (int)i + 1);
-		opts[i] = lua_tostring(L, -1);
+		char what[32];
+		snprintf(what, sizeof what, "%d", (int)i + 1);
+		opts[i] = text_without_nul(L, -1, "job.options[%s] holds a NUL byte", what);
 		lua_pop(L, 1);
 	}
 	lua_remove(L, -2); /* options table (held by the job table); keep the array */
@@ -97,9 +112,11 @@ void kopt_lua_push_result(lua_State *L, const struct kopt_nvrtc_result *res)
  * result with ok == false; only running out of memory raises. */
 static int l_compile(lua_State *L)
 {
+	/* (the cache folder first: checking the job pushes its options array) */
+	const char *dir = luaL_optstring(L, 2, NULL);
+	lua_settop(L, 2);
 	struct kopt_nvrtc_job job;
 	kopt_lua_check_job(L, 1, &job);
-	const char *dir = luaL_optstring(L, 2, NULL);
 	struct kopt_nvrtc_result res;
 	int cached;
 	char err[256];
@@ -188,15 +205,15 @@ static int l_parse_log(lua_State *L)
 	kopt_nvrtc_parse_log(log, entry, &res);
 	res.ok = res.regs >= 0;
 	if (res.ok && cubin != NULL && entry != NULL)
-		res.max_threads = kopt_nvrtc_entry_max_threads((const unsigned char *)cubin, cubin_size, entry,
-							       res.regs);
+		res.max_threads = kopt_nvrtc_entry_max_threads((const unsigned char *)cubin,
+							       cubin_size, entry, res.regs);
 	kopt_lua_push_result(L, &res);
 	return 1;
 }
 
 static const luaL_Reg nvrtc_funcs[] = {
     {"compile", l_compile},	{"version", l_version}, {"parse_log", l_parse_log},
-    {"cache_key", l_cache_key}, {"ptx", l_ptx},	{NULL, NULL},
+    {"cache_key", l_cache_key}, {"ptx", l_ptx},		{NULL, NULL},
 };
 
 int luaopen_kopt_nvrtc(lua_State *L)

@@ -71,7 +71,7 @@ static int l_utc_iso(lua_State *L)
 static int l_mkdir_p(lua_State *L)
 {
 	char err[512];
-	if (kopt_sys_mkdir_p(luaL_checkstring(L, 1), err, sizeof err) != 0) {
+	if (kopt_sys_mkdir_p(kopt_bind_check_text(L, 1), err, sizeof err) != 0) {
 		return kopt_bind_fail(L, err);
 	}
 	return kopt_bind_ok(L);
@@ -81,7 +81,7 @@ static int l_mkdir_p(lua_State *L)
 static int l_stat(lua_State *L)
 {
 	struct stat st;
-	if (stat(luaL_checkstring(L, 1), &st) != 0) {
+	if (stat(kopt_bind_check_text(L, 1), &st) != 0) {
 		return kopt_bind_fail(L, strerror(errno));
 	}
 	lua_pushstring(L, S_ISREG(st.st_mode) ? "file" : S_ISDIR(st.st_mode) ? "dir" : "other");
@@ -91,7 +91,7 @@ static int l_stat(lua_State *L)
 
 static int l_list_dir(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = kopt_bind_check_text(L, 1);
 	DIR *d = opendir(path);
 	if (d == NULL) {
 		return kopt_bind_failf(L, "%s: %s", path, strerror(errno));
@@ -111,7 +111,7 @@ static int l_list_dir(lua_State *L)
 
 static int l_realpath(lua_State *L)
 {
-	char *p = realpath(luaL_checkstring(L, 1), NULL);
+	char *p = realpath(kopt_bind_check_text(L, 1), NULL);
 	if (p == NULL) {
 		return kopt_bind_fail(L, strerror(errno));
 	}
@@ -299,7 +299,7 @@ static struct log_file *check_file(lua_State *L)
 /* open_log(path, "a"|"w") -> file | nil, msg */
 static int l_open_log(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = kopt_bind_check_text(L, 1);
 	const char *mode = luaL_optstring(L, 2, "a");
 	if (strcmp(mode, "a") != 0 && strcmp(mode, "w") != 0)
 		return luaL_argerror(L, 2, "expected \"a\" or \"w\"");
@@ -372,22 +372,22 @@ static int file_tostring(lua_State *L)
 }
 
 static const luaL_Reg file_meta[] = {
-	{"__gc", file_close},
-	{"__close", file_close},
-	{"__tostring", file_tostring},
-	{NULL, NULL},
+    {"__gc", file_close},
+    {"__close", file_close},
+    {"__tostring", file_tostring},
+    {NULL, NULL},
 };
 static const luaL_Reg file_methods[] = {
-	{"write", file_write},
-	{"sync", file_sync},
-	{"close", file_close},
-	{NULL, NULL},
+    {"write", file_write},
+    {"sync", file_sync},
+    {"close", file_close},
+    {NULL, NULL},
 };
 
 /* write_atomic(path, data) -> true | nil, msg */
 static int l_write_atomic(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = kopt_bind_check_text(L, 1);
 	size_t n;
 	const char *data = luaL_checklstring(L, 2, &n);
 	char err[512];
@@ -399,7 +399,7 @@ static int l_write_atomic(lua_State *L)
 /* truncate(path, size) -> true | nil, msg */
 static int l_truncate(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = kopt_bind_check_text(L, 1);
 	lua_Integer size = luaL_checkinteger(L, 2);
 	luaL_argcheck(L, size >= 0, 2, "expected a non-negative size");
 	char err[256];
@@ -411,7 +411,7 @@ static int l_truncate(lua_State *L)
 /* rmdir(path) -> true | nil, msg (an empty folder only) */
 static int l_rmdir(lua_State *L)
 {
-	if (rmdir(luaL_checkstring(L, 1)) != 0)
+	if (rmdir(kopt_bind_check_text(L, 1)) != 0)
 		return kopt_bind_fail(L, strerror(errno));
 	return kopt_bind_ok(L);
 }
@@ -426,7 +426,7 @@ struct run_lock {
 /* lock(path) -> lock | nil, msg, holder_pid (0: unknown; nil: not a conflict) */
 static int l_lock(lua_State *L)
 {
-	const char *path = luaL_checkstring(L, 1);
+	const char *path = kopt_bind_check_text(L, 1);
 	struct run_lock *k = lua_newuserdatauv(L, sizeof *k, 0);
 	k->fd = -1;
 	luaL_setmetatable(L, LOCK_MT);
@@ -463,14 +463,14 @@ static int lock_tostring(lua_State *L)
 }
 
 static const luaL_Reg lock_meta[] = {
-	{"__gc", lock_close},
-	{"__close", lock_close},
-	{"__tostring", lock_tostring},
-	{NULL, NULL},
+    {"__gc", lock_close},
+    {"__close", lock_close},
+    {"__tostring", lock_tostring},
+    {NULL, NULL},
 };
 static const luaL_Reg lock_methods[] = {
-	{"close", lock_close},
-	{NULL, NULL},
+    {"close", lock_close},
+    {NULL, NULL},
 };
 
 /* kill_self([signal]): SIGKILL, or "INT" (test hooks: a kill -9, a Ctrl-C) */
@@ -492,32 +492,32 @@ static int l_hostname(lua_State *L)
 }
 
 static const luaL_Reg sys_funcs[] = {
-	{"now", l_now},
-	{"memory", l_memory},
-	{"memory_grant", l_memory_grant},
-	{"memory_rearm", l_memory_rearm},
-	{"utc_iso", l_utc_iso},
-	{"mkdir_p", l_mkdir_p},
-	{"stat", l_stat},
-	{"list_dir", l_list_dir},
-	{"realpath", l_realpath},
-	{"sha256", l_sha256},
-	{"isatty", l_isatty},
-	{"getpid", l_getpid},
-	{"die_with_parent", l_die_with_parent},
-	{"cpu_count", l_cpu_count},
-	{"sleep", l_sleep},
-	{"install_signal_handlers", l_install_signal_handlers},
-	{"interrupted", l_interrupted},
-	{"in_strategy", l_in_strategy},
-	{"hostname", l_hostname},
-	{"kill_self", l_kill_self},
-	{"open_log", l_open_log},
-	{"write_atomic", l_write_atomic},
-	{"truncate", l_truncate},
-	{"rmdir", l_rmdir},
-	{"lock", l_lock},
-	{NULL, NULL},
+    {"now", l_now},
+    {"memory", l_memory},
+    {"memory_grant", l_memory_grant},
+    {"memory_rearm", l_memory_rearm},
+    {"utc_iso", l_utc_iso},
+    {"mkdir_p", l_mkdir_p},
+    {"stat", l_stat},
+    {"list_dir", l_list_dir},
+    {"realpath", l_realpath},
+    {"sha256", l_sha256},
+    {"isatty", l_isatty},
+    {"getpid", l_getpid},
+    {"die_with_parent", l_die_with_parent},
+    {"cpu_count", l_cpu_count},
+    {"sleep", l_sleep},
+    {"install_signal_handlers", l_install_signal_handlers},
+    {"interrupted", l_interrupted},
+    {"in_strategy", l_in_strategy},
+    {"hostname", l_hostname},
+    {"kill_self", l_kill_self},
+    {"open_log", l_open_log},
+    {"write_atomic", l_write_atomic},
+    {"truncate", l_truncate},
+    {"rmdir", l_rmdir},
+    {"lock", l_lock},
+    {NULL, NULL},
 };
 
 int luaopen_kopt_sys(lua_State *L)

@@ -278,10 +278,11 @@ static int spawn(struct kopt_cpool *p, int i, char *err, size_t errlen)
 		return -1;
 	}
 	if (pid == 0) {
-		/* The main process owns Ctrl-C; a worker ends when its socket
-		 * closes, or with the main process. */
+		/* The main process owns Ctrl-C and SIGTERM (it stops between
+		 * evaluations, so the compile in flight is kept); a worker ends
+		 * when its socket closes, or with the main process. */
 		signal(SIGINT, SIG_IGN);
-		signal(SIGTERM, SIG_DFL);
+		signal(SIGTERM, SIG_IGN); /* (a SIGTERM to the group: timeout, systemd, Slurm) */
 		signal(SIGPIPE, SIG_DFL);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
@@ -515,6 +516,7 @@ int kopt_cpool_wait_any(struct kopt_cpool *p, double timeout_s, long *id,
 		snprintf(err, errlen, "out of memory");
 		goto out;
 	}
+	int looked_last = 0; /* (a timeout that has passed still looks once: wait_any(0) polls) */
 	while (p->ready == NULL) {
 		dispatch(p);
 		nfds_t nf = 0;
@@ -545,10 +547,14 @@ int kopt_cpool_wait_any(struct kopt_cpool *p, double timeout_s, long *id,
 			goto out;
 		}
 		if (deadline >= 0 && now >= deadline) {
-			rc = 0;
-			goto out;
+			if (looked_last) {
+				rc = 0;
+				goto out;
+			}
+			looked_last = 1;
+			wait = 0;
 		}
-		int ms = wait < 0 ? -1 : (int)(wait * 1000.0) + 1;
+		int ms = wait < 0 ? -1 : looked_last ? 0 : (int)(wait * 1000.0) + 1;
 		int r = poll(fds, nf, ms);
 		if (r < 0 && errno != EINTR) {
 			snprintf(err, errlen, "poll: %s", strerror(errno));

@@ -4,9 +4,11 @@
  * exits, since its context is unusable. Floor "loop", the top of the worker:
  * includes run and what is below it, and nothing includes it. */
 #include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/random.h>
 #include <time.h>
 #include <unistd.h>
@@ -242,6 +244,17 @@ int kopt_worker_main(int argc, char **argv)
 		fprintf(stderr, "kopt: %s is internal (the GPU worker)\n", KOPT_WORKER_ARG);
 		return 2;
 	}
+	/* Ctrl-C and a SIGTERM to the process group (timeout, systemd, Slurm)
+	 * are the main process's: it stops between evaluations, so the
+	 * candidate measured here finishes and is recorded (killed, it was
+	 * recorded as a crash). The worker ends when main closes the pipe, is
+	 * stopped with SIGKILL, or dies with main. */
+	pid_t parent = getppid();
+	signal(SIGINT, SIG_IGN);
+	signal(SIGTERM, SIG_IGN);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		return 0;
 	int device = atoi(argv[2]);
 	in_fd = atoi(argv[3]);
 	out_fd = atoi(argv[4]);

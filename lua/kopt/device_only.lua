@@ -474,6 +474,8 @@ function M.check(diff, opts)
   local knobs = {}
   for _, k in ipairs(opts.knobs or {}) do knobs[k] = true end
   local whole = opts.base ~= nil and opts.new ~= nil
+  -- (the compiler reads a C string: what follows a NUL byte would go unseen)
+  if (opts.new or diff):find("\0", 1, true) then return nil, "the edit holds a NUL byte" end
   local lines = added_lines(diff, opts.new)
   for _, l in ipairs(lines) do
     local n, code = l.n, host_device(l.code)

@@ -673,6 +673,7 @@ function M.apply_edit(source, edit, opts)
     if source:sub(-1) == "\n" and new:sub(-1) ~= "\n" then new = new .. "\n" end
   end
   if not new then return nil, err, kind end
+  if new:find("\0", 1, true) then return nil, "the edit holds a NUL byte, where the compiler would stop reading", kind end
   if kind ~= "source" then
     -- a diff or a search/replace that puts "// ... rest unchanged" where
     -- code was deletes that code, as a whole source with it would
