@@ -6,7 +6,8 @@
 -- are "knob <= value"; failures count as `failure_penalty` log-units slower
 -- than the slowest success). The mean and the spread of the trees' answers
 -- give expected improvement over a candidate pool: `pool` random unmeasured
--- configurations plus every unmeasured neighbour of the `local_top` best.
+-- configurations plus every unmeasured neighbour of the `local_top` best (a
+-- knob of many values lends `span` near and `span` random ones).
 -- The pool ranked by EI is measured in order; the forest is refitted once the
 -- data grew by `refit` (a fraction) since the last fit, or when the ranking
 -- is used up.
@@ -27,6 +28,8 @@ local S = {
     local_top = { default = 5, min = 0, max = 100000, help = "the unmeasured neighbours of this many best configurations join the pool" },
     neighbourhood = { default = "hamming", choices = { "adjacent", "hamming" },
       help = "neighbours that join the pool: adjacent (one knob one step) or hamming (one knob any value)" },
+    span = { default = 32, min = 1, max = 1000000,
+      help = "hamming: a knob of more than 2*span+1 values gives the span/2 values either side and span others at random, not every value (the pool's size then does not grow with a knob's)" },
     explore = { default = 0.0, min = 0, max = 1,
       help = "probability of measuring a random configuration instead of the best-ranked one" },
     refit = { default = 0.05, min = 0,
@@ -70,7 +73,11 @@ local function fit_and_rank(ctx, st)
     if not inpool[k] and not mem:is_seen(c) then inpool[k] = true; pool[#pool + 1] = c end
   end
   for _, b in ipairs(mem:best(o.local_top)) do
-    for _, c in ipairs(mem:fresh_neighbours(b.config, o.neighbourhood)) do add(c) end
+    -- (every value of a knob of 50,000 was scored at each refit: the
+    -- run's time went into the pool, not the search)
+    local near = o.neighbourhood == "hamming" and ctx.space:neighbours(b.config, "hamming", { span = o.span, rng = rng })
+      or mem:fresh_neighbours(b.config, o.neighbourhood)
+    for _, c in ipairs(near) do add(c) end
   end
   for _ = 1, o.pool do
     local c = mem:fresh(rng)
