@@ -20,6 +20,7 @@ local errors = require("kopt.errors")
 local json = require("kopt.json")
 local kt = require("kopt.recording.kt")
 local ktt = require("kopt.recording.ktt")
+local space = require("kopt.space")
 local sys = require("kopt.sys")
 local t4 = require("kopt.recording.t4")
 
@@ -29,15 +30,18 @@ M.time_like = common.time_like
 
 -- A configuration recorded twice (under two cache keys, or 1 and "1") is
 -- ambiguous: strict mode refuses it naming both entries; lenient mode keeps
--- the first and counts the others as skipped.
+-- the first and counts the others as skipped. Two entries are one
+-- configuration when the space's key (kopt.space, which replay looks
+-- entries up by) is one: 0.1 and 0.10000000000000002 are two, 0.1 and
+-- "0.10000000000000001" one.
 local function drop_duplicates(rec, r)
   local names = {}
   for i, k in ipairs(rec.knobs) do names[i] = k.name end
   local seen, kept = {}, {}
   for _, e in ipairs(rec.entries) do
     local parts = {}
-    for i, name in ipairs(names) do parts[i] = tostring(e.config[name]) end
-    local key = table.concat(parts, "\0")
+    for i, name in ipairs(names) do parts[i] = space.format_value(e.config[name]) end
+    local key = table.concat(parts, ",")
     local first = seen[key]
     if first then
       local msg = string.format("%s: the same configuration as %s", e.label or "an entry", first.label or "another entry")
@@ -70,9 +74,19 @@ function M.read(file, mode)
   if text:sub(1, 2) == "\31\139" then
     return nil, string.format("replay file %s is gzip-compressed: gunzip it first", file)
   end
+  if not text:find("%S") then
+    return nil, string.format("replay file %s is empty%s", file, #text > 0 and " (only white space)" or "")
+  end
   local doc, derr = json.decode_with_nonfinite(text)
-  local repaired = false
+  local repaired, tried_repair = false, false
   if doc == nil then
+    -- (a CSV file, as KTT writes its results by default: a header line of
+    -- comma-separated names, no JSON bracket)
+    local first_line = text:gsub("^\239\187\191", ""):match("^[^\r\n]*")
+    if not first_line:find("^%s*[%[{]") and first_line:find(",", 1, true) then
+      return nil, string.format("replay file %s is CSV, not JSON (KTT writes its results as CSV or JSON; kopt " ..
+                                "reads KTT's JSON results, Kernel Tuner caches and T4 files)", file)
+    end
     -- only a cache cut short (no closing brace at the end) is repaired: a
     -- complete file that does not parse is an error, not entries to drop
     -- (cut right after an entry's closing brace, the file ends in one too:
@@ -93,6 +107,7 @@ function M.read(file, mode)
     -- as they were; a file that ends closed is not, since a brace missing
     -- inside it would then nest the later entries in the damaged one)
     if not ends_closed and text:find('"tune_params_keys"', 1, true) and opened > closed then
+      tried_repair = true
       for _, tail in ipairs({ "\n}", "\n}\n}" }) do
         local whole = json.decode_with_nonfinite(text .. tail)
         if type(whole) == "table" and type(whole.cache) == "table" then doc, repaired = whole, true break end
@@ -101,20 +116,22 @@ function M.read(file, mode)
     if doc == nil and text:find('"tune_params_keys"', 1, true) and text:find('"cache"', 1, true) and not ends_closed
        and (not text:find("}%s*$") or opened > closed) then
       doc = kt.repair(text)
-      repaired = true
+      repaired, tried_repair = true, true
     end
     if doc == nil and ends_closed and text:find('"cache"', 1, true) then
       return nil, string.format("replay file %s is not valid JSON (%s); it ends as a whole Kernel Tuner cache does, " ..
                                 "so it is damaged inside, not cut short: no entry is dropped to read it", file, derr)
     end
-    if doc == nil then
-      return nil, string.format("replay file %s is not valid JSON (%s) and could not be repaired", file, derr)
+    if doc == nil and tried_repair then
+      return nil, string.format("replay file %s is not valid JSON (%s); read as a Kernel Tuner cache cut short, " ..
+                                "it could not be repaired", file, derr)
     end
+    if doc == nil then return nil, string.format("replay file %s is not valid JSON (%s)", file, derr) end
   end
   if type(doc) ~= "table" then return nil, "replay file " .. file .. " holds no object" end
   local r = common.new_reader(file, mode)
   local ok, rec, rerr = pcall(function()
-    if doc.cache and doc.tune_params then return kt.read(doc, file, repaired, r)
+    if doc.cache and doc.tune_params then return kt.read(doc, file, repaired, r, text)
     elseif type(doc.results) == "table" then return t4.read(doc, file, r)
     elseif type(doc.Results) == "table" then return ktt.read(doc, file, r)
     end
@@ -153,8 +170,8 @@ function M.notes(rec)
   end
   if rec.objective_replaced then
     out[#out + 1] = string.format("replay file %s was tuned for '%s'; it is replayed by the time each entry " ..
-                                  "records (a spec's objective ranks by its own metric)", rec.file,
-                                  rec.objective_replaced)
+                                  "records, its '%s' (a spec's objective ranks by its own metric)", rec.file,
+                                  rec.objective_replaced, tostring(rec.objective))
   end
   if rec.direction_ignored then
     out[#out + 1] = string.format("replay file %s: objective_higher_is_better is true for '%s', a time: it is " ..

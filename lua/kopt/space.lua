@@ -107,12 +107,26 @@ function Space:key(config)
   return table.concat(parts, ",")
 end
 
+-- A value as describe() shows it: as tostring gives it, unless that
+-- names another number (tostring keeps 14 digits: 0.1 and
+-- 0.10000000000000002 would read as one value).
+local function shown(v)
+  local s = tostring(v)
+  if math.type(v) ~= "float" or tonumber(s) == v or v ~= v then return s end
+  for digits = 15, 16 do
+    local exact = string.format("%." .. digits .. "g", v)
+    if tonumber(exact) == v then return exact end
+  end
+  return string.format("%.17g", v)
+end
+
 -- "NAME=value NAME=value ..." in knob order, for summaries, traces and
--- reports (the values as tostring gives them; key() is the canonical form).
+-- reports (the values as tostring gives them where that is exact; key() is
+-- the canonical form).
 function Space:describe(config)
   if type(config) ~= "table" then error("space:describe(config): expected a config table, got " .. type(config), 2) end
   local parts = {}
-  for i, k in ipairs(self.knobs) do parts[i] = k.name .. "=" .. tostring(config[k.name]) end
+  for i, k in ipairs(self.knobs) do parts[i] = k.name .. "=" .. shown(config[k.name]) end
   return table.concat(parts, " ")
 end
 

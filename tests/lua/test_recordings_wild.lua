@@ -11,7 +11,13 @@
 -- * a one-line cache with a brace missing inside was "repaired" as cut
 --   short, its later entries dropped;
 -- * a KTT PrivateMemorySize of null ended in an internal error;
--- * --time-limit on a recording with no evaluation cost did nothing, unsaid.
+-- * --time-limit on a recording with no evaluation cost did nothing, unsaid;
+-- * a NaN sample among a T4 result's runtimes, or a NaN compile_time in a
+--   cache, refused the file (a NaN outside the time is an unknown cost);
+-- * a T4 file tuned for GFLOP/s was replayed by the first time-like
+--   measurement, a transfer_time listed before its time: the optimum last;
+-- * a cache tuned for GFLOPS/W replayed by its times (the fastest clock
+--   crowned) where the same tuning as a T4 file is refused.
 local T = require("testlib")
 
 local D = "tests/data/recordings_wild/"
@@ -65,6 +71,22 @@ T.check(c6 == 0 and b6 == 0.05, "a KTT PrivateMemorySize of null: best %s (%s)",
 -- --time-limit where the recording records no cost
 local _, _, e7 = run("kt04_nocost.json", "--time-limit 0.001")
 T.check(e7:find("records no evaluation cost", 1, true), "--time-limit without costs is said: %s", e7)
+
+-- NaN in a cost: no harm (the entry's cost counts it as 0)
+local c8, b8, e8 = best_of("t4_nan_runtime.json")
+T.check(c8 == 0 and b8 == 1, "a T4 result with a NaN runtime sample: best %s (%s)", tostring(b8), e8)
+local c9, b9, e9 = best_of("kt_nan_compile.json")
+T.check(c9 == 0 and b9 == 1, "a cache entry with a NaN compile_time: best %s (%s)", tostring(b9), e9)
+
+-- a rate beside two times: replayed by the one named time, and the note names it
+local c10, b10, e10 = best_of("t4_rate_transfer_time.json")
+T.check(c10 == 0 and b10 == 1 and e10:find("replayed by the time each entry records, its 'time'", 1, true),
+        "a T4 rate file with a transfer_time first: best %s (%s)", tostring(b10), e10)
+
+-- an efficiency: refused in a cache as in a T4 file
+local c11, _, e11 = run("kt_gflops_per_watt.json")
+T.check(c11 == 2 and e11:find("objective 'GFLOPS/W' is an efficiency", 1, true),
+        "a cache tuned for GFLOPS/W is refused (%d: %s)", c11, e11)
 
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()

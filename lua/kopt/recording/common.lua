@@ -101,8 +101,11 @@ function Reader:time(entry, name, value, scale, unit_label)
   self.first_bad_time = self.first_bad_time or (self.entry .. name .. ": " .. show(value) .. " " .. unit_label)
 end
 
+-- A recorded cost (a compile time, a run's sample): 0 when absent, or when
+-- NaN, as Python's json.dump writes a sample that failed (an unknown cost,
+-- not a bad entry: the entry's time still ranks it).
 local function number_or_nil(v, path)
-  if v == nil then return 0 end
+  if v == nil or (type(v) == "number" and v ~= v) then return 0 end
   if not finite(v) or v < 0 then bad("%s: expected a non-negative number, got %s", path, show(v)) end
   return v
 end
@@ -110,11 +113,33 @@ end
 -- An integer knob value at or past 2^53 reaches kopt as a double, where
 -- 2^53 and 2^53 + 1 are one number: two configs would merge unseen.
 local function inexact(v)
-  return math.type(v) == "float" and v == math.floor(v) and math.abs(v) >= 2^53
+  return finite(v) and math.type(v) == "float" and v == math.floor(v) and math.abs(v) >= 2^53
 end
-local INEXACT = "%s: %.17g is past 2^53, where JSON numbers no longer tell integers apart; write it as a string"
 
-local NAN_KNOB = "%s: NaN is not a knob value (no config can be told by it)"
+-- The shortest text that reads back as the number x.
+local function exact_text(x)
+  for digits = 15, 16 do
+    local t = string.format("%." .. digits .. "g", x)
+    if tonumber(t) == x then return t end
+  end
+  return string.format("%.17g", x)
+end
+
+-- Why a knob value that is a number cannot be one (NaN, an infinity, a
+-- whole number past 2^53), or nil.
+local function knob_number_fault(v)
+  if type(v) ~= "number" then return nil end
+  if v ~= v then return "NaN is not a knob value (no config can be told by it)" end
+  if not finite(v) then
+    return string.format("%s is not a knob value (configurations are written as JSON, which has no infinity)",
+                         v > 0 and "Infinity" or "-Infinity")
+  end
+  if inexact(v) then
+    return string.format("%s is past %s2^53, where JSON numbers no longer tell integers apart; write it as a string",
+                         exact_text(v), v < 0 and "-" or "")
+  end
+  return nil
+end
 
 -- A boolean knob value (Kernel Tuner tunes Python's True and False too) is
 -- the string Kernel Tuner's cache keys spell it with: knob values are
@@ -129,8 +154,8 @@ local function knob_value(v, path)
   if type(v) ~= "number" and type(v) ~= "string" then
     bad("%s: expected a number or a string, got %s", path, show(v))
   end
-  if v ~= v then bad(NAN_KNOB, path) end
-  if inexact(v) then bad(INEXACT, path, v) end
+  local fault = knob_number_fault(v)
+  if fault then bad("%s: %s", path, fault) end
   return v
 end
 
@@ -146,6 +171,20 @@ local function minimised(name)
   local n = name:lower()
   if time_like(n) then return true end
   for _, w in ipairs(MINIMISED_WORDS) do
+    if n:find(w, 1, true) then return true end
+  end
+  return false
+end
+
+-- Whether a maximised objective is an efficiency (GFLOPS/W, a per-joule or
+-- energy figure): work per energy, which a faster config need not have more
+-- of (a lower clock saves power), so it is never replayed by the time each
+-- entry records, in a Kernel Tuner cache or a T4 file.
+local EFFICIENCY_WORDS = { "watt", "joule", "energy", "power", "efficien" }
+local function efficiency(name)
+  local n = tostring(name):lower()
+  if n:find("/w%f[%A]") or n:find("/j%f[%A]") then return true end
+  for _, w in ipairs(EFFICIENCY_WORDS) do
     if n:find(w, 1, true) then return true end
   end
   return false
@@ -220,8 +259,9 @@ M.Bad = Bad
 M.bad, M.bad_file, M.new_reader = bad, bad_file, new_reader
 M.sorted_values, M.finite, M.stats, M.show = sorted_values, finite, stats, show
 M.unit_to_ms, M.unit_of_name, M.time_like, M.minimised = unit_to_ms, unit_of_name, time_like, minimised
+M.efficiency = efficiency
 M.number_or_nil, M.knob_value, M.bool_name, M.inexact = number_or_nil, knob_value, bool_name, inexact
-M.INEXACT, M.NAN_KNOB = INEXACT, NAN_KNOB
+M.knob_number_fault = knob_number_fault
 M.extend_values, M.add_entries, M.names_of, M.common_names = extend_values, add_entries, names_of, common_names
 
 return M

@@ -5,8 +5,8 @@ local common = require("kopt.recording.common")
 local json = require("kopt.json")
 
 local bad, show = common.bad, common.show
-local minimised, bool_name, NAN_KNOB, inexact = common.minimised, common.bool_name, common.NAN_KNOB, common.inexact
-local INEXACT, knob_value, number_or_nil, finite = common.INEXACT, common.knob_value, common.number_or_nil, common.finite
+local minimised, bool_name = common.minimised, common.bool_name
+local knob_value, number_or_nil, finite = common.knob_value, common.number_or_nil, common.finite
 local unit_of_name, stats, extend_values = common.unit_of_name, common.stats, common.extend_values
 
 local KT_FAILURES = {
@@ -54,11 +54,16 @@ local function times_recorded(cache)
   return false
 end
 
--- The name of a T4 result's measurement that is a time (a time unit, or no
-local function from_kt(doc, file, repaired, r)
+-- Reads a decoded cache; text: the file's text, which tells an empty array
+-- from an empty object.
+local function from_kt(doc, file, repaired, r, text)
   local keys = doc.tune_params_keys
   if type(keys) ~= "table" or type(doc.tune_params) ~= "table" or type(doc.cache) ~= "table" then
     return nil, file .. ": not a Kernel Tuner cache (tune_params_keys, tune_params and cache are required)"
+  end
+  -- (configurations of no parameter: kopt's spaces and results have one at least)
+  if #keys == 0 then
+    return nil, string.format("replay file %s: tune_params_keys: expected at least one parameter name, got none", file)
   end
   local objective = doc.objective or "time"
   -- (Kernel Tuner 1.4 writes the objective as a list: one name)
@@ -86,6 +91,10 @@ local function from_kt(doc, file, repaired, r)
     -- (a time marked higher-is-better: a writer's slip; times are minimised)
     rec.direction_ignored = objective
     higher = false
+  end
+  if higher and common.efficiency(objective) then
+    return nil, string.format("replay file %s: objective '%s' is an efficiency (work per energy): the time each " ..
+                              "entry records ranks by something else; kopt replays time objectives", file, objective)
   end
   if higher and times_recorded(doc.cache) then
     -- Kernel Tuner records every entry's time whatever it tuned for, so a
@@ -124,12 +133,8 @@ local function from_kt(doc, file, repaired, r)
         return nil, string.format("replay file %s: tune_params.%s[%d]: expected a number or a string, got %s",
                                   file, name, j, show(v))
       end
-      if v ~= v then
-        return nil, string.format("replay file %s: " .. NAN_KNOB, file, string.format("tune_params.%s[%d]", name, j))
-      end
-      if inexact(v) then
-        return nil, string.format("replay file %s: " .. INEXACT, file, string.format("tune_params.%s[%d]", name, j), v)
-      end
+      local fault = common.knob_number_fault(v)
+      if fault then return nil, string.format("replay file %s: tune_params.%s[%d]: %s", file, name, j, fault) end
       allowed[name][v] = true
     end
     rec.knobs[i] = { name = name, values = values }
@@ -185,7 +190,7 @@ local function from_kt(doc, file, repaired, r)
     local cost = number_or_nil(e.compile_time, ".compile_time") + number_or_nil(e.verification_time, ".verification_time")
       + number_or_nil(e.benchmark_time, ".benchmark_time")
     local entry = { config = config, cost_s = cost / 1000,
-                    compile_s = type(e.compile_time) == "number" and e.compile_time / 1000 or nil }
+                    compile_s = finite(e.compile_time) and e.compile_time / 1000 or nil }
     local obj = e[objective]
     -- a failure where Kernel Tuner puts it: "__error__" (1.4), or the
     -- objective tuned for (a rate, when the entries are replayed by time:
@@ -231,7 +236,8 @@ local function from_kt(doc, file, repaired, r)
     end
     return entry
   end
-  if #doc.cache > 0 then
+  -- (an empty array decodes as an empty object does: the text tells them apart)
+  if #doc.cache > 0 or (next(doc.cache) == nil and text and text:find('"cache"%s*:%s*%[')) then
     return nil, string.format("replay file %s: cache: expected an object keyed by configuration, got an array", file)
   end
   -- pairs() order changes from process to process; a run must not.

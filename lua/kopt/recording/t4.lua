@@ -13,7 +13,9 @@ local T4_INVALIDITY = { correct = "ok", compile = "compile_error", runtime = "la
                         correctness = "wrong", constraints = "invalid", timeout = "timeout" }
 
 -- The name of a T4 result's measurement that is a time (a time unit, or no
--- unit and a time's name), when its objective's measurement is not.
+-- unit and a time's name), when its objective's measurement is not: the one
+-- named "time" where there is one (the kernel's time; a "transfer_time"
+-- listed before it times something else), else the first.
 local function time_measurement(res, objective)
   if type(res.measurements) ~= "table" then return nil end
   local function is_time(m)
@@ -24,7 +26,9 @@ local function time_measurement(res, objective)
   for _, m in ipairs(res.measurements) do
     if type(m) == "table" and type(m.name) == "string" then
       if m.name == objective and is_time(m) then return nil end
-      if m.name ~= objective and not other and is_time(m) then other = m.name end
+      if m.name ~= objective and is_time(m) and (not other or (m.name == "time" and other ~= "time")) then
+        other = m.name
+      end
     end
   end
   return other
@@ -33,6 +37,7 @@ end
 -- Whether a T4 objective is a rate (per second: GFLOP/s, GB/s), by its name
 -- or its measurement's unit.
 local function is_rate(res, objective)
+  if common.efficiency(objective) then return false end
   if objective:find("/s", 1, true) then return true end
   -- (a rate named without "/s": GFLOPS, TFLOPS, OPS, bandwidth, throughput;
   -- not an efficiency such as GFLOPS/W)
@@ -48,6 +53,30 @@ local function is_rate(res, objective)
   end
   return false
 end
+-- Per parameter whose values mix numbers with numbers written as strings
+-- (1, "2", 4), the kind that is odd out: "string" or "number", whichever
+-- fewer entries use (the strings on a tie). Mixed, the knob's values sort
+-- numbers before strings ([1, 4, "2"]), and neighbours are not adjacent.
+local function odd_kinds(results)
+  local count = {}
+  for _, res in ipairs(type(results) == "table" and results or {}) do
+    if type(res) == "table" and type(res.configuration) == "table" then
+      for name, v in pairs(res.configuration) do
+        local kind = (type(v) == "number" and "number") or (type(v) == "string" and tonumber(v) and "string")
+        if kind then
+          count[name] = count[name] or { number = 0, string = 0 }
+          count[name][kind] = count[name][kind] + 1
+        end
+      end
+    end
+  end
+  local odd = {}
+  for name, c in pairs(count) do
+    if c.number > 0 and c.string > 0 then odd[name] = c.string <= c.number and "string" or "number" end
+  end
+  return odd
+end
+
 local function from_t4(doc, file, r)
   local rec = { format = "t4", knobs = {}, entries = {} }
   -- the GPU, where the writer said it: kopt's own results.json (metadata.backend.device)
@@ -66,6 +95,7 @@ local function from_t4(doc, file, r)
       return type(res) == "table" and type(res.configuration) == "table" and names_of(res.configuration) or nil
     end)
   end
+  local odd = odd_kinds(doc.results)
   local meta_unit = type(doc.metadata) == "table" and doc.metadata.timeunit or nil
   local default_unit = 1
   if meta_unit ~= nil then
@@ -91,6 +121,15 @@ local function from_t4(doc, file, r)
     -- cache spells it)
     local config = {}
     for name, v in pairs(res.configuration) do config[name] = knob_value(v, ".configuration." .. tostring(name)) end
+    for name, v in pairs(config) do
+      if odd[name] == "string" and type(v) == "string" and tonumber(v) then
+        bad(".configuration.%s: %s is a number written as a string, where most entries give %s as a number",
+            tostring(name), show(v), tostring(name))
+      elseif odd[name] == "number" and type(v) == "number" then
+        bad(".configuration.%s: %s is a number, where most entries give %s as a string of digits", tostring(name),
+            show(v), tostring(name))
+      end
+    end
     first_names = first_names or names
     if names ~= first_names then
       bad(".configuration: has the parameters %s where %s %s", names, r.lenient and "most entries have" or
