@@ -66,8 +66,14 @@ function M.check_mode(v, flag)
   errors.usage("%s: expected strict or lenient, got '%s'", flag, tostring(v))
 end
 
+-- The third value read() returns for JSON of another kind (no recording at
+-- all, as opposed to a recording it cannot read): compare's default spaces
+-- leave such files out.
+M.NOT_RECORDING = "not a recording"
+
 -- Reads a recording. mode: "strict" (default) or "lenient". Returns the
--- table above, or nil and one sentence.
+-- table above, or nil, one sentence and, for JSON that is no recording,
+-- M.NOT_RECORDING.
 function M.read(file, mode)
   local text, terr = json.read_text(file)
   if not text then return nil, "cannot read replay file " .. terr end
@@ -128,18 +134,22 @@ function M.read(file, mode)
     end
     if doc == nil then return nil, string.format("replay file %s is not valid JSON (%s)", file, derr) end
   end
-  if type(doc) ~= "table" then return nil, "replay file " .. file .. " holds no object" end
+  if type(doc) ~= "table" then return nil, "replay file " .. file .. " holds no object", M.NOT_RECORDING end
   local r = common.new_reader(file, mode)
   local ok, rec, rerr = pcall(function()
     if doc.cache and doc.tune_params then return kt.read(doc, file, repaired, r, text)
     elseif type(doc.results) == "table" then return t4.read(doc, file, r)
     elseif type(doc.Results) == "table" then return ktt.read(doc, file, r)
     end
-    return nil, "replay file " .. file .. " is not a Kernel Tuner cache, a T4 results file or a KTT results file"
+    return M.NOT_RECORDING
   end)
   if not ok then
     if getmetatable(rec) == common.Bad then return nil, rec.msg end
     error(rec, 0)
+  end
+  if rec == M.NOT_RECORDING then
+    return nil, "replay file " .. file .. " is not a Kernel Tuner cache, a T4 results file or a KTT results file",
+           M.NOT_RECORDING
   end
   if not rec then return nil, rerr end
   if #rec.entries == 0 then

@@ -10,7 +10,10 @@
 --     CLI (`kopt STRATEGY --backend replay:FILE --seed S`), read from events.jsonl;
 --   * the simulated random row against the exact expectation within four
 --     standard errors, with 60 seeds on vector_add;
---   * the SVG curves and the markdown table.
+--   * the SVG curves and the markdown table;
+--   * without --spaces (every tests/data/*.json), JSON that is no recording
+--     is left out, while a recording that cannot be read (one bad entry) is
+--     an error naming it (it was left out unsaid, changing every average).
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -238,6 +241,26 @@ do
   local p = io.popen("ls '" .. tmp .. "/odd/img' | wc -l")
   T.eq(tonumber(p:read("l")), 3, "one chart per space (one, needle, one_2)")
   p:close()
+end
+
+-- the default spaces: other JSON left out, a bad recording refused by name
+do
+  local dir = tmp .. "/default"
+  os.execute("mkdir -p '" .. dir .. "/tests/data'")
+  T.write(dir .. "/tests/data/vector_add.json", T.slurp(VA))
+  T.write(dir .. "/tests/data/corpus.json", '{"replies": []}')
+  local doc = cjson.decode(T.slurp(VA))
+  local first = next(doc.cache)
+  doc.cache[first].time = "1.5"
+  T.write(dir .. "/tests/data/vector_add_bad.json", cjson.encode(doc))
+  local c, _, e = T.run("compare --strategies random --seeds 1 --budgets 5 --out cmp -q", nil, dir)
+  T.check(c == 2 and e:find("tests/data/vector_add_bad.json", 1, true) ~= nil and e:find("--spaces", 1, true) ~= nil,
+          "a bad recording among the default spaces is an error naming it (%d: %s)", c, e)
+  os.remove(dir .. "/tests/data/vector_add_bad.json")
+  c, _, e = T.run("compare --strategies random --seeds 1 --budgets 5 --out cmp -q", nil, dir)
+  T.eq(c, 0, "the default spaces, other JSON among them\n" .. e)
+  local rep = cjson.decode(T.slurp(dir .. "/cmp/benchmark.json"))
+  T.eq(#rep.spaces, 1, "the default spaces: the recording alone")
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

@@ -11,7 +11,8 @@ local M = {}
 local Replay = {}
 Replay.__index = Replay
 
--- opts.file: the recording; spec may be nil (the space then comes from the
+-- opts.file: the recording; opts.rec: the recording already read from it
+-- (kopt.recording), if it was; spec may be nil (the space then comes from the
 -- file). opts.check: "strict" (default) or "lenient" (kopt.recording);
 -- opts.quiet: no notes on stderr about skipped or failed entries;
 -- opts.quiet_edits: none about edited sources it cannot measure (-q).
@@ -48,7 +49,8 @@ function M.align_floats(rec, spec)
 end
 
 function M.open(spec, opts)
-  local rec, err = recording.read(opts.file, opts.check)
+  local rec, err = opts.rec, nil
+  if not rec then rec, err = recording.read(opts.file, opts.check) end
   if not rec then errors.usage("%s", err) end
   if not opts.quiet then
     for _, note in ipairs(recording.notes(rec)) do io.stderr:write("kopt: ", note, "\n") end

@@ -39,7 +39,9 @@ usage: kopt compare [--strategies a,b,...] [--spaces FILE,...] [--seeds N|A-B]
                 under that label; variants of one strategy are chosen between
                 leave-one-space-out
   --spaces      recorded spaces (Kernel Tuner cache, T4, KTT); default every
-                tests/data/*.json under the current directory
+                tests/data/*.json under the current directory that is one
+                (other JSON is left out; a recording kopt cannot read is an
+                error)
   --seeds       runs per strategy and space, seeds 1..N (default 50), or
                 A-B for seeds A..B (fresh seeds for a check of settings
                 chosen on 1..N)
@@ -257,13 +259,21 @@ function M.main(argv)
   -- every space read and the output folder made before any run: a bad one
   -- is an error now, not after the runs of the spaces before it
   -- (the default, every tests/data/*.json, holds other JSON too, such as
-  -- the LLM reply corpus: a file that is no recording is left out there,
-  -- and is an error when named)
+  -- the LLM reply corpus: JSON that is no recording is left out there, and
+  -- is an error when named; a recording that cannot be read is an error in
+  -- both, as a space left out unsaid would change every average)
   local opened, kept = {}, {}
   for _, file in ipairs(files) do
-    local ok, backend = pcall(replay.open, nil, { file = file, check = o.check })
-    if not ok and not (defaulted and errors.is_user_error(backend)) then error(backend, 0) end
-    if ok then
+    local rec, rerr, kind = recording.read(file, o.check)
+    if not rec and not (defaulted and kind == recording.NOT_RECORDING) then
+      if defaulted then
+        errors.usage("%s (compare reads every recording among tests/data/*.json; --spaces names the ones to compare)",
+                     rerr)
+      end
+      errors.usage("%s", rerr)
+    end
+    if rec then
+      local backend = replay.open(nil, { file = file, check = o.check, rec = rec })
       local facts = benchstats.space_facts(backend.rec.entries)
       if facts.valid == 0 then errors.usage("compare: %s records no successful configuration", file) end
       opened[#opened + 1], kept[#kept + 1] = { backend = backend, facts = facts }, file
