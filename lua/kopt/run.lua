@@ -258,14 +258,9 @@ local function check_resume(events, dir, info, opts)
     errors.usage("--resume: %s was measured on %s, this backend is %s; its results cannot be mixed with that run's",
                  dir, was_dev, now_dev)
   end
-  -- the same recording's name with other contents (measured again, edited):
-  -- its times would mix with the ones on record
-  local was_rec = type(start.device) == "table" and start.device.recording
-  local now_rec = type(info.device) == "table" and info.device.recording
-  if type(was_rec) == "string" and type(now_rec) == "string" and was_rec ~= now_rec then
-    errors.usage("--resume: %s replayed %s as it was then; the file has changed since, and its times cannot be " ..
-                 "mixed with that run's (start again in another --out)", dir, tostring(start.device.file))
-  end
+  -- a recording of the same name with other contents: its times would mix with the ones on record
+  local other_rec = replay.other_recording(start.device, info.device)
+  if other_rec then errors.usage("--resume: %s %s", dir, other_rec) end
   -- a different file of the same strategy name, or other options, make
   -- another search: said, not refused (a fixed bug is a fair reason)
   if info.strategy_file and start.strategy_file and info.strategy_file ~= start.strategy_file then

@@ -22,7 +22,9 @@
 --   with "0 evaluations ... nothing measured" over a run with 4 on record;
 -- * a resumed run under --time-limit counted only the evaluations' own
 --   times, not the run's clock when they were recorded (a GPU's compiles
---   and checks between them), and made more evaluations than the first run.
+--   and checks between them), and made more evaluations than the first run;
+-- * resuming with another recording of the same file name (another folder)
+--   said the first file "has changed since", though it had not.
 local T = require("testlib")
 
 local tmp = T.tmpdir("resume-more")
@@ -351,6 +353,25 @@ do
   T.eq(code, 0, "--time-limit: the resume ends\n" .. err)
   T.eq(#T.events(dir), 5, "--time-limit: no evaluation past the first run's clock")
   T.check(T.slurp(dir .. "/events.jsonl"):find('"reason":"time limit"', 1, true), "stopped by the time limit")
+end
+
+-- another recording of the same name: said as another file, not as the
+-- first one changed
+do
+  local cjson = require("cjson")
+  local doc = cjson.decode(T.slurp("tests/data/vector_add_A4000.json"))
+  os.execute("mkdir -p '" .. tmp .. "/rec1' '" .. tmp .. "/rec2'")
+  T.write(tmp .. "/rec1/va.json", cjson.encode(doc))
+  for _, e in pairs(doc.cache) do
+    if type(e.time) == "number" then e.time = 2 * e.time end
+  end
+  T.write(tmp .. "/rec2/va.json", cjson.encode(doc))
+  local out = tmp .. "/other_rec"
+  local code, _, err = T.run(string.format("random --backend replay:%s/rec1/va.json --budget 3 --out %s -q", tmp, out))
+  T.eq(code, 0, "another recording: the first run\n" .. err)
+  code, _, err = T.run(string.format("random --resume --backend replay:%s/rec2/va.json --budget 6 --out %s -q", tmp, out))
+  T.check(code == 2 and err:find("rec2/va.json is another recording", 1, true) ~= nil
+          and not err:find("has changed since", 1, true), "resumed with another file of the name (%d): %s", code, err)
 end
 
 os.execute("rm -rf '" .. tmp .. "'")

@@ -150,4 +150,21 @@ end
 
 function Replay:close() end
 
+-- Why a run that replayed as `was` describes (its start event's device)
+-- cannot be resumed with the recording `now` describes, or nil: the
+-- recording's contents differ (the file measured again or edited, or
+-- another file of the same name), so its times would mix with the run's.
+function M.other_recording(was, now)
+  local was_rec = type(was) == "table" and was.recording
+  local now_rec = type(now) == "table" and now.recording
+  if type(was_rec) ~= "string" or type(now_rec) ~= "string" or was_rec == now_rec then return nil end
+  local was_file, now_file = tostring(was.file), tostring(now.file)
+  local why = string.format("replayed %s as it was then; the file has changed since", was_file)
+  -- (under another path: another file, as far as kopt can tell)
+  if was_file ~= now_file then
+    why = string.format("replayed %s; %s is another recording (other contents)", was_file, now_file)
+  end
+  return why .. ", and its times cannot be mixed with that run's (start again in another --out)"
+end
+
 return M
