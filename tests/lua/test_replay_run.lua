@@ -263,7 +263,8 @@ end
 
 -- results.json's costs under replay with several slots: each config's own
 -- recorded cost (a batch's average eval_s was written), and its compile time
--- under compilation (it was 0)
+-- under compilation (it was 0); a KOPT_REPLAY_SLOTS that is no whole number
+-- of at least 1 (abc, 0) was read as 1 without a word
 do
   local d = T.tmpdir("replay-costs")
   local json = require("kopt.json")
@@ -276,6 +277,13 @@ do
                                           tune_params = { BX = { 1, 2, 3, 4, 5, 6 } }, objective = "time", cache = cache }))
   local c, _, e = T.run("exhaustive --backend replay:" .. d .. "/kt.json --no-db -q --out " .. d .. "/run", "KOPT_REPLAY_SLOTS=3")
   T.eq(c, 0, "exhaustive with 3 slots\n" .. e)
+  -- (a value that is no whole number of at least 1 is said, not read as 1)
+  for _, bad in ipairs({ "abc", "0", "2.5" }) do
+    local cb, _, eb = T.run("exhaustive --backend replay:" .. d .. "/kt.json --no-db -q --out " .. d .. "/bad_" .. bad,
+                            "KOPT_REPLAY_SLOTS=" .. bad)
+    T.check(cb == 2 and eb:find("KOPT_REPLAY_SLOTS: expected a whole number", 1, true) ~= nil,
+            "KOPT_REPLAY_SLOTS=%s (%d): %s", bad, cb, eb)
+  end
   local doc = json.decode(T.slurp(d .. "/run/results.json"))
   for _, r in ipairs(doc.results) do
     local b, t = r.configuration.BX, r.times

@@ -48,6 +48,17 @@ function M.align_floats(rec, spec)
   end
 end
 
+-- KOPT_REPLAY_SLOTS's value: 1 when unset or empty, else a whole number of
+-- at least 1 (a typo is said, not read as 1).
+local function slots_from_env(text)
+  if text == nil or text == "" then return 1 end
+  local n = math.tointeger(tonumber(text))
+  if not n or n < 1 then
+    errors.usage("KOPT_REPLAY_SLOTS: expected a whole number of candidates per round, at least 1, got '%s'", text)
+  end
+  return n
+end
+
 function M.open(spec, opts)
   local rec, err = opts.rec, nil
   if not rec then rec, err = recording.read(opts.file, opts.check) end
@@ -57,7 +68,7 @@ function M.open(spec, opts)
   end
   -- KOPT_REPLAY_SLOTS: candidates per round, so a one-process replay can be
   -- compared with an MPI run of as many ranks (docs/MPI.md)
-  local slots = opts.slots or math.tointeger(tonumber(os.getenv("KOPT_REPLAY_SLOTS") or "")) or 1
+  local slots = opts.slots or slots_from_env(os.getenv("KOPT_REPLAY_SLOTS"))
   if spec then M.align_floats(rec, spec) end
   local self = setmetatable({ name = "replay", slots = math.max(1, slots), rec = rec, clock = 0, spec = spec,
                               quiet_edits = opts.quiet_edits }, Replay)
