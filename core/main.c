@@ -2,10 +2,14 @@
  * the command line to lua/kopt/cli.lua, all under one protected call (as lua.c
  * does), so no Lua error escapes as a crash. Exit codes: 0 success, 1 runtime
  * failure, 2 bad input (decided by cli.lua), 130 interrupted. */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <lauxlib.h>
 #include <lua.h>
@@ -103,17 +107,39 @@ static int check_lua_dev(const char *dir)
 		return 2;
 	}
 	if (!is_dir(dir, "/lua/kopt") && !is_dir(dir, "/strategies")) {
-		fprintf(stderr,
-			"kopt: --lua-dev (or KOPT_LUA_DEV) %s has neither lua/kopt/ nor strategies/: "
-			"name the root of a kopt source tree\n",
-			dir);
+		fprintf(
+		    stderr,
+		    "kopt: --lua-dev (or KOPT_LUA_DEV) %s has neither lua/kopt/ nor strategies/: "
+		    "name the root of a kopt source tree\n",
+		    dir);
 		return 2;
 	}
 	return 0;
 }
 
+/* Standard streams closed by the caller (2>&-) are opened on /dev/null: the
+ * next file kopt opened took their number, and the progress lines written
+ * to stderr went into the run folder's lock file. */
+static void open_std_streams(void)
+{
+	for (int fd = 0; fd <= 2; fd++) {
+		if (fcntl(fd, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0 && null != fd) {
+			dup2(null, fd);
+			close(null);
+		}
+	}
+}
+
 int main(int argc, char **argv)
 {
+	open_std_streams();
+	/* A write past a file-size limit (ulimit -f, batch clusters) fails with
+	 * EFBIG, which kopt reports and recovers from, instead of SIGXFSZ
+	 * killing it with a torn line and no summary. */
+	signal(SIGXFSZ, SIG_IGN);
 	/* A GPU worker process (core/worker.c), started by kopt itself: no Lua. */
 	if (argc > 1 && strcmp(argv[1], KOPT_WORKER_ARG) == 0)
 		return kopt_worker_main(argc, argv);
@@ -129,7 +155,8 @@ int main(int argc, char **argv)
 	if (limit_text != NULL && limit_text[0] != '\0' &&
 	    kopt_memlimit_parse(limit_text, &mem.limit) != 0) {
 		fprintf(stderr,
-			"kopt: KOPT_MEMORY_LIMIT: expected a size such as 8G, 512M or 65536 (bytes), or 0 "
+			"kopt: KOPT_MEMORY_LIMIT: expected a size such as 8G, 512M or 65536 "
+			"(bytes), or 0 "
 			"for none; got '%s'\n",
 			limit_text);
 		return 2;

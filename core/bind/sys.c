@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -321,21 +322,34 @@ static int l_open_log(lua_State *L)
 	return 1;
 }
 
-/* file:write(s) -> true | nil, msg */
+/* file:write(s) -> true | nil, msg. A write that fails part-way takes its
+ * part back, so the file stays whole lines; other kopt processes may append
+ * to the same file (the experience dataset), so the write holds an
+ * exclusive flock, and the part is cut only while it is still the file's
+ * end (a writer that takes no lock may have appended after it: a cut would
+ * take its lines). */
 static int file_write(lua_State *L)
 {
 	struct log_file *f = check_file(L);
 	size_t n;
 	const char *s = luaL_checklstring(L, 2, &n);
 	char err[256];
-	if (kopt_sys_write_all(f->fd, s, n, err, sizeof err) != 0) {
-		/* whatever part of s reached the file goes: the file stays whole lines */
-		if (ftruncate(f->fd, (off_t)f->size) != 0) {
+	int locked = flock(f->fd, LOCK_EX) == 0;
+	off_t start = lseek(f->fd, 0, SEEK_END);
+	int rc = kopt_sys_write_all(f->fd, s, n, err, sizeof err);
+	if (rc != 0) {
+		off_t end = lseek(f->fd, 0, SEEK_CUR);
+		struct stat st;
+		if (start >= 0 && end >= start && fstat(f->fd, &st) == 0 && st.st_size == end &&
+		    ftruncate(f->fd, start) != 0) {
 			/* the cut failed too: the next resume cuts the torn tail */
 		}
-		return kopt_bind_fail(L, err);
 	}
-	f->size += (long long)n;
+	if (locked)
+		flock(f->fd, LOCK_UN);
+	if (rc != 0)
+		return kopt_bind_fail(L, err);
+	f->size = start >= 0 ? (long long)start + (long long)n : f->size + (long long)n;
 	return kopt_bind_ok(L);
 }
 
@@ -420,15 +434,50 @@ static int l_rmdir(lua_State *L)
 #define LOCK_MT "kopt.Lock"
 
 struct run_lock {
-	int fd; /* -1 once released */
+	int fd;	    /* -1 once released */
+	int dir_fd; /* the folder the lock file is in, locked too; -1 once released */
 };
+
+/* The folder of path, flocked (non-blocking): a lock file deleted by hand
+ * during a run freed the way for a second kopt on the same folder, and the
+ * folder itself is not deleted while it holds the run. Returns its fd, -1
+ * when another process holds it (err says so), -2 on other failures. */
+static int lock_folder(const char *path, char *err, size_t errlen)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%.400s: %s", dir, strerror(errno));
+		return -2;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		close(fd);
+		if (e == EWOULDBLOCK) {
+			snprintf(err, errlen,
+				 "in use by another kopt process, whose lock file %s was removed",
+				 path);
+			return -1;
+		}
+		snprintf(err, errlen, "flock %.400s: %s", dir, strerror(e));
+		return -2;
+	}
+	return fd;
+}
 
 /* lock(path) -> lock | nil, msg, holder_pid (0: unknown; nil: not a conflict) */
 static int l_lock(lua_State *L)
 {
 	const char *path = kopt_bind_check_text(L, 1);
 	struct run_lock *k = lua_newuserdatauv(L, sizeof *k, 0);
-	k->fd = -1;
+	k->fd = k->dir_fd = -1;
 	luaL_setmetatable(L, LOCK_MT);
 	char err[512];
 	long holder;
@@ -441,7 +490,15 @@ static int l_lock(lua_State *L)
 		lua_pushinteger(L, (lua_Integer)holder);
 		return 3;
 	}
+	int dir_fd = lock_folder(path, err, sizeof err);
+	if (dir_fd < 0) {
+		close(fd);
+		lua_pushnil(L);
+		lua_pushstring(L, err);
+		return 2;
+	}
 	k->fd = fd;
+	k->dir_fd = dir_fd;
 	return 1;
 }
 
@@ -451,6 +508,10 @@ static int lock_close(lua_State *L)
 	if (k->fd >= 0) {
 		close(k->fd);
 		k->fd = -1;
+	}
+	if (k->dir_fd >= 0) {
+		close(k->dir_fd);
+		k->dir_fd = -1;
 	}
 	return 0;
 }
