@@ -51,7 +51,7 @@ local S = {
     llm_mode = { default = "json_schema", choices = { "json_schema", "json_object", "none" },
                  help = "structured output to ask for first (falls back when the server rejects it)" },
     llm_replay = { default = "", help = "answer from a recorded llm_transcript.jsonl instead of the network" },
-    llm_deadline = { default = 900, help = "seconds one LLM request may take, retries included" },
+    llm_deadline = { default = 900, gt = 0, help = "seconds one LLM request may take, retries included" },
   },
 }
 

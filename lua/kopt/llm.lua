@@ -31,28 +31,53 @@ M.null = json.null
 
 -- Reads the endpoint settings: options (llm_base_url, llm_model, llm_api_key,
 -- llm_timeout, llm_replay, ...) first, then KOPT_LLM_*, then OPENAI_*.
+-- A value out of its range is a usage error naming where it came from,
+-- raised here, before anything runs (read mid-run, it stopped the run or
+-- silently cost the experts their moves).
+local function positive(n) return n > 0 and n < math.huge end
+local function whole(lo, hi) return function(n) return math.type(n) == "integer" and n >= lo and n <= hi end end
 function M.config(options, getenv)
   options = options or {}
   getenv = getenv or os.getenv
   local function pick(opt, ...)
-    local v = options[opt]
-    if v ~= nil and v ~= "" then return v end
+    local v = opt and options[opt]
+    if v ~= nil and v ~= "" then return v, "--opt " .. opt end
     for _, name in ipairs({ ... }) do
       local e = getenv(name)
-      if e ~= nil and e ~= "" then return e end
+      if e ~= nil and e ~= "" then return e, name end
     end
     return nil
+  end
+  local function number(default, fits, expected, opt, ...)
+    local v, from = pick(opt, ...)
+    if v == nil then return default end
+    local n = tonumber(v)
+    n = n and (math.tointeger(n) or n)
+    if not (n and fits(n)) then errors.usage("%s=%s: expected %s", from, tostring(v), expected) end
+    return n
+  end
+  local mode, mode_from = pick("llm_mode", "KOPT_LLM_MODE")
+  if mode ~= nil and not ({ json_schema = true, json_object = true, none = true })[mode] then
+    errors.usage("%s=%s: expected json_schema, json_object or none", mode_from, tostring(mode))
+  end
+  local field, field_from = pick("llm_max_tokens_field", "KOPT_LLM_MAX_TOKENS_FIELD")
+  if field ~= nil and not tostring(field):match("^[%a_][%w_]*$") then
+    errors.usage("%s=%s: expected a request field name such as max_completion_tokens or max_tokens", field_from,
+                 tostring(field))
   end
   return {
     base_url = pick("llm_base_url", "KOPT_LLM_BASE_URL", "OPENAI_BASE_URL"),
     model = pick("llm_model", "KOPT_LLM_MODEL", "OPENAI_MODEL") or "gpt-4o-mini",
     api_key = pick("llm_api_key", "KOPT_LLM_API_KEY", "OPENAI_API_KEY"),
-    timeout_s = tonumber(pick("llm_timeout", "KOPT_LLM_TIMEOUT")) or 120,
-    max_retries = tonumber(pick("llm_retries", "KOPT_LLM_RETRIES")) or 2,
-    max_tokens = tonumber(pick("llm_max_tokens", "KOPT_LLM_MAX_TOKENS")) or 4096,
-    max_tokens_field = pick("llm_max_tokens_field", "KOPT_LLM_MAX_TOKENS_FIELD") or "max_completion_tokens",
-    temperature = tonumber(pick("llm_temperature", "KOPT_LLM_TEMPERATURE")),
-    mode = pick("llm_mode", "KOPT_LLM_MODE") or "json_schema",
+    timeout_s = number(120, positive, "a number of seconds above 0 (e.g. 120)", "llm_timeout", "KOPT_LLM_TIMEOUT"),
+    max_retries = number(2, whole(0, 100), "an integer from 0 to 100", "llm_retries", "KOPT_LLM_RETRIES"),
+    -- (the environment only: the experts' llm_max_tokens option is the
+    -- run's token budget, not the reply's)
+    max_tokens = number(4096, whole(1, math.maxinteger), "an integer above 0", nil, "KOPT_LLM_MAX_TOKENS"),
+    max_tokens_field = field or "max_completion_tokens",
+    temperature = number(nil, function(n) return n >= 0 and n <= 2 end, "a number from 0 to 2",
+                         "llm_temperature", "KOPT_LLM_TEMPERATURE"),
+    mode = mode or "json_schema",
     replay = pick("llm_replay", "KOPT_LLM_REPLAY"),
   }
 end

@@ -53,11 +53,12 @@ local function record(ctx)
 end
 
 -- Called by kopt.moves.resolve when a strategy names this generator: the
--- experts KOPT_EXPERTS names must exist, said before the run starts (a
--- wrong name was found only at the first expert call, and cost every
--- expert its moves).
+-- experts KOPT_EXPERTS names must exist and the KOPT_LLM_* settings must
+-- hold, said before the run starts (found only at the first expert call,
+-- either cost every expert its moves, heuristic ones too).
 function G.check()
   X.resolve(os.getenv("KOPT_EXPERTS") or X.DEFAULT)
+  llm.config({})
 end
 
 function G.propose(ctx, state)
