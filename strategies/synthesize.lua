@@ -101,7 +101,10 @@ function S.init(ctx)
   -- that config too (its knobs arrive as -D defines the new source ignores).
   st.config = ctx.space:first() or {}
   st.baseline = ctx.spec.synthesis and "the reference" or "the spec's kernel"
-  if o.templates ~= "only" then st.client, st.why = llm.for_run(ctx, o, S.name) end
+  if o.templates ~= "only" then
+    st.client, st.why = llm.for_run(ctx, o, S.name, o.templates == "off" and "no kernel is written from then on"
+                                                     or "the templates write the kernels")
+  end
   if o.templates ~= "off" then st.templates = templates.candidates(ctx.spec) end
   st.entry = synth.entry_for(ctx.spec)
   st.messages = synth.messages(ctx.spec, { entry = st.entry })

@@ -40,6 +40,12 @@ http://127.0.0.1:<n>/s/<scenario>/v1 ; the scenario name picks the behaviour
   html200    200 with an HTML page
   sse        ok, sent as server-sent events (chunks with deltas, then [DONE])
   sse_framed the same, opened by a keep-alive comment and with event:/id: fields
+  sse_cut    the same stream cut halfway: no finish_reason, no usage, no [DONE]
+  sse_error  a first content delta, then an error event ({"error": {"message"}})
+  nofinish   ok cut at two thirds, finish_reason null
+  usageother ok, with usage as input_tokens / output_tokens
+  nousage    ok, with no usage at all
+  ratelimit20  ok, with x-ratelimit-remaining-requests: 0 and a 20 s reset
   latin1     ok, with a Latin-1 byte in the analysis (not UTF-8)
   moved      307 with a Location header
 
@@ -548,13 +554,14 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.flush()
             self.close_connection = True
             return
-        if scenario == "ratelimit":
+        if scenario in ("ratelimit", "ratelimit20"):
             doc = json.dumps(proposals_for(req, scenario))
             return self.send(200, {
                 "id": "chatcmpl-test", "object": "chat.completion", "model": "test",
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": doc}, "finish_reason": "stop"}],
                 "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2}},
-                headers=[("x-ratelimit-remaining-requests", "0"), ("x-ratelimit-reset-requests", "1s")])
+                headers=[("x-ratelimit-remaining-requests", "0"),
+                         ("x-ratelimit-reset-requests", "20s" if scenario == "ratelimit20" else "1s")])
         auth = (self.headers.get("Authorization") or "")[len("Bearer "):]
         if scenario == "down503":
             return self.send(503, {"error": {"message": "upstream unavailable"}})
@@ -570,6 +577,24 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(200, {"error": {"message": "Provider returned error: model overloaded"}})
         if scenario == "html200":
             return self.send(200, raw=b"<html><body><h1>502 Bad Gateway</h1></body></html>")
+        if scenario in ("sse_cut", "sse_error", "nofinish", "usageother", "nousage"):
+            content = json.dumps(proposals_for(req, scenario))
+            cut = content[: len(content) // 2]
+            if scenario == "sse_cut":
+                body = "data: " + json.dumps({"choices": [{"index": 0, "delta": {"content": cut}}]}) + "\n\n"
+                return self.send(200, raw=body.encode())
+            if scenario == "sse_error":
+                body = "".join("data: " + json.dumps(c) + "\n\n" for c in [
+                    {"choices": [{"index": 0, "delta": {"content": cut}}]},
+                    {"error": {"message": "Provider returned error: upstream overloaded", "code": 502}}])
+                return self.send(200, raw=body.encode())
+            usage = {"input_tokens": 100, "output_tokens": 20} if scenario == "usageother" else None
+            return self.send(200, {
+                "choices": [{"index": 0, "message": {"role": "assistant",
+                                                     "content": content[: len(content) * 2 // 3]
+                                                     if scenario == "nofinish" else content},
+                             "finish_reason": None if scenario == "nofinish" else "stop"}],
+                **({"usage": usage} if usage else {})})
         if scenario in ("keyslash", "nototal", "sse", "sse_framed", "latin1"):
             doc = proposals_for(req, scenario)
             if scenario == "keyslash":

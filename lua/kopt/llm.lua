@@ -5,7 +5,10 @@
 --   local client = llm.new(llm.config(options))      -- nil, why when no endpoint
 --   local replies = client:chat_many({ {tag=, messages=, schema={name=, schema=}}, ... })
 --   reply = { ok=true, value=<decoded JSON>, content=, usage=, attempts=, elapsed_s= }
---        or { ok=false, kind="http"|"transport"|"parse"|"schema"|"length"|"refusal"|"replay", err= }
+--        or { ok=false, kind="http"|"transport"|"parse"|"schema"|"length"|"refusal"|"replay"|"off", err= }
+--   (replayed: answered from a resumed run's own transcript; interrupted:
+--   the batch was cut short, no answer; unasked: nothing to ask, no
+--   endpoint: none of these three is the endpoint's answer now)
 --
 -- Structured output is tried in this order, each step taken once for the
 -- client's life when the server answers 400 to the previous one:
@@ -21,6 +24,7 @@ local json = require("kopt.json")
 local json_schema = require("kopt.json_schema")
 local reply_json = require("kopt.reply_json")
 local sys = require("kopt.sys")
+local wire = require("kopt.llm_wire")
 
 local M = {}
 local Client = {}
@@ -28,6 +32,12 @@ Client.__index = Client
 
 M.MODES = { "json_schema", "json_object", "none" }
 M.null = json.null
+
+-- A mode's place in the fallback order (0: not a mode).
+local function mode_rank(mode)
+  for i, m in ipairs(M.MODES) do if m == mode then return i end end
+  return 0
+end
 
 -- Reads the endpoint settings: options (llm_base_url, llm_model, llm_api_key,
 -- llm_timeout, llm_replay, ...) first, then KOPT_LLM_*, then OPENAI_*.
@@ -87,11 +97,12 @@ end
 -- append to (nil: none).
 function M.new(cfg)
   cfg = cfg or M.config()
-  if not cfg.base_url and not cfg.replay then return nil, "no LLM endpoint configured" end
+  if not cfg.base_url and not cfg.replay and not cfg.prefix then return nil, "no LLM endpoint configured" end
   local self = setmetatable({ cfg = cfg, mode = cfg.mode or "json_schema", seq = 0,
                               usage = { prompt_tokens = 0, completion_tokens = 0, total_tokens = 0,
                                         requests = 0, failures = 0 },
-                              by_tag = {} }, Client)
+                              by_tag = {}, fallback = cfg.fallback or "the experts use their heuristics" },
+                        Client)
   local ok_mode = false
   for _, m in ipairs(M.MODES) do if m == self.mode then ok_mode = true end end
   if not ok_mode then return nil, "llm mode must be json_schema, json_object or none, got " .. tostring(self.mode) end
@@ -105,15 +116,22 @@ function M.new(cfg)
     local recorded, err = M.read_transcript(source, cfg.transcript == source)
     if not recorded then return nil, err end
     self.replay = { by_tag = {}, next = {}, prefix = cfg.replay == nil }
+    local fell_back_to
     for _, rec in ipairs(recorded) do
       -- (a resumed run appends to the same file: its ids go on from there)
       if self.replay.prefix and math.type(rec.id) == "integer" and rec.id > self.seq then self.seq = rec.id end
-      if rec.kind == "reply" and not rec.superseded then
+      -- (a batch cut short by an interruption got no answer: asked again)
+      if rec.kind == "reply" and not rec.superseded and not rec.interrupted then
         local tag = rec.tag or ""
         self.replay.by_tag[tag] = self.replay.by_tag[tag] or {}
         table.insert(self.replay.by_tag[tag], rec)
       end
+      if rec.kind == "request" and not rec.replay and rec.url == self.url then fell_back_to = rec.mode end
     end
+    -- The structured-output fallback holds for the run: a resumed run
+    -- starts where its transcript left off with the same endpoint, rather
+    -- than paying for the same refused requests again.
+    if self.replay.prefix and mode_rank(fell_back_to) > mode_rank(self.mode) then self.mode = fell_back_to end
   end
   if cfg.transcript then
     self.transcript = io.open(cfg.transcript, "a")
@@ -126,12 +144,14 @@ end
 -- when it is off or no endpoint is configured. Its transcript is the run
 -- folder's llm_transcript.jsonl; a resumed run first answers from it, so it
 -- asks what it asked before and gets the same answers (with no endpoint,
--- from it alone). A bad setting is a usage error naming `who`.
-function M.for_run(ctx, o, who)
+-- from it alone). A bad setting is a usage error naming `who`. fallback:
+-- what the run does instead once the LLM is off (said on stderr).
+function M.for_run(ctx, o, who, fallback)
   if o.llm == "off" then return nil, "llm=off" end
   local options = { llm_base_url = o.llm_base_url, llm_model = o.llm_model, llm_timeout = o.llm_timeout,
                     llm_mode = o.llm_mode, llm_replay = o.llm_replay }
   local cfg = M.config(options)
+  cfg.fallback = fallback
   if o.llm_key_env and o.llm_key_env ~= "" then
     cfg.api_key = os.getenv(o.llm_key_env)
     if (cfg.api_key or "") == "" and (cfg.base_url or cfg.replay == nil) then
@@ -142,9 +162,10 @@ function M.for_run(ctx, o, who)
   if not cfg.base_url and not cfg.replay then
     -- a run resumed with no endpoint still gets the answers it was given
     -- (so it proposes what it proposed before); the questions after them go
-    -- to the heuristics. Its transcript is read, not written to.
+    -- to the heuristics, unasked and uncounted. Its transcript is read, not
+    -- written to.
     if not (own and sys.stat(own)) then return nil, "no LLM endpoint configured" end
-    cfg.replay, own = own, nil
+    cfg.prefix, own = own, nil
   end
   if own then
     sys.mkdir_p(ctx.run_dir)
@@ -186,6 +207,7 @@ end
 
 function Client:describe()
   if self.replay and not self.replay.prefix then return "replay of " .. self.cfg.replay end
+  if not self.url then return "the answers recorded in " .. tostring(self.cfg.prefix) .. " (no endpoint)" end
   return string.format("%s (model %s)", self.cfg.base_url, self.cfg.model)
 end
 
@@ -231,10 +253,16 @@ function Client:close()
   if self.transcript then self.transcript:close() self.transcript = nil end
 end
 
--- JSON in replies: kopt.reply_json, re-exported
+-- JSON in replies: kopt.reply_json, re-exported; the shapes servers send
+-- (kopt.llm_wire) too
 for _, name in ipairs({ "extract_json", "strip_reasoning", "fences", "repair_json", "python_to_json" }) do
   M[name] = reply_json[name]
 end
+for _, name in ipairs({ "content_text", "server_message", "assemble_stream", "tool_calls_of", "parse_duration",
+                        "usage_counts" }) do
+  M[name] = wire[name]
+end
+local usage_add = wire.usage_add
 
 function M.validate(value, schema) return json_schema.validate(value, schema) end
 
@@ -262,25 +290,22 @@ function Client:body(req, mode)
   return b
 end
 
--- Adds a reply's usage to total. Counts sent as strings are read; a usage
--- without total_tokens counts prompt plus completion (the token cap reads
--- the total).
-local function usage_add(total, u)
-  if type(u) ~= "table" then return end
-  local n = {}
-  for _, k in ipairs({ "prompt_tokens", "completion_tokens", "total_tokens" }) do
-    local v = tonumber(u[k])
-    if v and v >= 0 and v < math.huge then n[k] = v end
-  end
-  if not n.total_tokens and (n.prompt_tokens or n.completion_tokens) then
-    n.total_tokens = (n.prompt_tokens or 0) + (n.completion_tokens or 0)
-  end
-  for k, v in pairs(n) do total[k] = total[k] + v end
-end
-
+-- A reply cut off is a failed reply, never the fragment it holds: one
+-- stopped at the token limit, a stream that ended with neither a
+-- finish_reason nor [DONE] (reply.cut_off), and one without a
+-- finish_reason whose text ends inside an unclosed JSON value (its inner
+-- objects would read as an answer).
 local function decode_content(req, reply, finish_reason)
   if finish_reason == "length" then
     reply.kind, reply.err = "length", "the reply was cut off at the token limit (finish_reason=length)"
+    return reply
+  end
+  if reply.cut_off then
+    reply.kind, reply.err = "length", "the streamed reply ended with neither a finish_reason nor [DONE]: cut off"
+    return reply
+  end
+  if finish_reason == nil and reply_json.ends_inside_json(reply.content) then
+    reply.kind, reply.err = "length", "the reply has no finish_reason and ends inside its JSON: cut off"
     return reply
   end
   if finish_reason == "content_filter" then
@@ -315,106 +340,6 @@ local function decode_content(req, reply, finish_reason)
   return reply
 end
 
--- A message's text: the content string, or the text parts of a content
--- list (some servers send [{type="thinking"}, {type="text", text=}]); nil
--- when it has none.
-function M.content_text(content)
-  if type(content) == "string" then return content end
-  if type(content) ~= "table" then return nil end
-  local parts = {}
-  for _, part in ipairs(content) do
-    if type(part) == "string" then
-      parts[#parts + 1] = part
-    elseif type(part) == "table" and type(part.text) == "string"
-           and (part.type == nil or part.type == "text" or part.type == "output_text") then
-      parts[#parts + 1] = part.text
-    end
-  end
-  return #parts > 0 and table.concat(parts, "\n") or nil
-end
-
--- What a server said about a failed request, in the shapes servers use:
--- {"error": {"message": ...}} (OpenAI, Anthropic), {"error": "..."}
--- (Ollama), {"message": ...} (vLLM), {"detail": ...} (FastAPI), else the
--- body's first line (an HTML page, a proxy's text). nil when empty.
-function M.server_message(body)
-  if type(body) ~= "string" or not body:find("%S") then return nil end
-  local doc = json.decode(body)
-  if type(doc) == "table" then
-    local e = doc.error
-    local msg = type(e) == "table" and e.message or e or doc.message or doc.detail
-    if type(msg) == "string" and msg:find("%S") then return msg:sub(1, 300) end
-    if type(msg) == "table" then return json.encode(msg):sub(1, 300) end
-  end
-  local line = body:gsub("<[^>]*>", " "):match("%S[^\n]*") or ""
-  return (line:gsub("%s+", " "):gsub("%s$", ""):sub(1, 200))
-end
-
--- A reply sent as server-sent events (a server that streams although the
--- request says stream=false): its chunks' deltas joined into one completion
--- { choices = { { message = { content = }, finish_reason = } }, usage = },
--- or nil when body is not such a stream.
-function M.assemble_stream(body)
-  -- (an event stream opens with data:, event: or id: fields, or with a
-  -- comment line, ": keep-alive"; its other lines are skipped below)
-  if type(body) ~= "string" then return nil end
-  local first = body:match("^%s*([^\r\n]*)")
-  if not (first:match("^data:") or first:match("^event:") or first:match("^id:") or first:match("^:")) then
-    return nil
-  end
-  local parts, thoughts, finish, usage, seen, calls, slot_of = {}, {}, nil, nil, false, {}, {}
-  for line in body:gmatch("[^\r\n]+") do
-    local data = line:match("^data:%s*(.-)%s*$")
-    if data and data ~= "[DONE]" then
-      local chunk = json.decode(data)
-      if type(chunk) ~= "table" then return nil end
-      seen = true
-      local c = type(chunk.choices) == "table" and chunk.choices[1]
-      if type(c) == "table" then
-        local d = type(c.delta) == "table" and c.delta or type(c.message) == "table" and c.message or {}
-        local text = M.content_text(d.content)
-        if text then parts[#parts + 1] = text end
-        local thought = M.content_text(d.reasoning_content) or M.content_text(d.reasoning)
-        if thought then thoughts[#thoughts + 1] = thought end
-        -- tool calls come in pieces: by index, the name once, the
-        -- arguments' JSON text in parts
-        if type(d.tool_calls) == "table" then
-          for j, tc in ipairs(d.tool_calls) do
-            if type(tc) == "table" then
-              local at = math.tointeger(tc.index) or (j - 1)
-              local call = slot_of[at]
-              -- (a new id at an index already taken is another call: some
-              -- servers send every call at index 0)
-              if call and type(tc.id) == "string" and tc.id ~= "" and call.id and call.id ~= tc.id then call = nil end
-              if not call then
-                call = { type = "function", ["function"] = { arguments = "" } }
-                calls[#calls + 1] = call
-                slot_of[at] = call
-              end
-              if type(tc.id) == "string" and tc.id ~= "" then call.id = tc.id end
-              local fn = type(tc["function"]) == "table" and tc["function"] or {}
-              if type(fn.name) == "string" then call["function"].name = (call["function"].name or "") .. fn.name end
-              if type(fn.arguments) == "string" then
-                call["function"].arguments = call["function"].arguments .. fn.arguments
-              end
-            end
-          end
-        end
-        if type(c.finish_reason) == "string" then finish = c.finish_reason end
-      end
-      if type(chunk.usage) == "table" then usage = chunk.usage end
-    end
-  end
-  if not seen then return nil end
-  local tool_calls = {}
-  for _, c in ipairs(calls) do
-    if c["function"].name then tool_calls[#tool_calls + 1] = c end
-  end
-  return { choices = { { message = { content = table.concat(parts), reasoning_content = #thoughts > 0 and table.concat(thoughts) or nil,
-                                     tool_calls = #tool_calls > 0 and tool_calls or nil },
-                        finish_reason = finish } }, usage = usage }
-end
-
 -- Turns an HTTP response into a reply table (see the top of the file).
 function Client:interpret(req, resp)
   local reply = { status = resp.status, attempts = resp.attempts, elapsed_s = resp.elapsed_s,
@@ -443,17 +368,26 @@ function Client:interpret(req, resp)
                             (said and ("; it begins: " .. said) or "")
     return reply
   end
-  reply.usage = doc.usage
-  usage_add(self.usage, doc.usage)
   local choice = type(doc.choices) == "table" and doc.choices[1]
   local msg = type(choice) == "table" and choice.message
   if type(msg) ~= "table" then
-    -- (some gateways answer 200 with an error object)
-    local said = M.server_message(resp.body)
+    -- (a gateway that answers 200 with an error object, or sends one as
+    -- an event of its stream: the server failed, as with a 5xx)
+    local said = M.server_message(json.encode({ error = doc.error, message = doc.message, detail = doc.detail }))
+    if doc.error ~= nil and doc.error ~= json.null then
+      reply.kind, reply.server_error = "http", true
+      reply.err = "HTTP 200 with an error instead of a reply" .. (said and (": " .. said) or "")
+      return reply
+    end
     reply.kind, reply.err = "parse", "the response has no choices[1].message" ..
                             (said and ("; the server said: " .. said) or "")
     return reply
   end
+  -- (a server that sends no usage: estimated, so a token cap holds)
+  reply.usage = M.usage_counts(doc.usage) and doc.usage or
+    wire.estimate_usage(req.messages, M.content_text(msg.content), M.content_text(msg.reasoning_content),
+                        M.content_text(msg.reasoning), type(msg.tool_calls) == "table" and json.encode(msg.tool_calls))
+  usage_add(self.usage, reply.usage)
   if type(msg.refusal) == "string" and msg.refusal:find("%S") then
     reply.kind, reply.err = "refusal", "the model refused: " .. msg.refusal
     return reply
@@ -461,29 +395,14 @@ function Client:interpret(req, resp)
   reply.content = M.content_text(msg.content)
   -- (kept in the transcript: a reply cut off is cut off again on replay)
   reply.finish_reason = type(choice.finish_reason) == "string" and choice.finish_reason or nil
+  reply.cut_off = doc.cut_off
   local reasoning = M.content_text(msg.reasoning_content) or M.content_text(msg.reasoning)
   if reasoning and reasoning:find("%S") then reply.reasoning = reasoning end
-  if req.tools and type(msg.tool_calls) == "table" and #msg.tool_calls > 0 then
+  if req.tools and type(msg.tool_calls) == "table" and #msg.tool_calls > 0 and not reply.cut_off then
     reply.ok, reply.tool_calls = true, M.tool_calls_of(msg.tool_calls)
     return reply
   end
-  return decode_content(req, reply, choice.finish_reason)
-end
-
--- A reply's tool calls in one shape: { id=, type="function", ["function"] =
--- {name=, arguments=<JSON text>} }; a call without an id gets one, arguments
--- sent as an object are encoded, a call without a name keeps name "".
-function M.tool_calls_of(list)
-  local out = {}
-  for i, c in ipairs(list) do
-    local f = type(c) == "table" and type(c["function"]) == "table" and c["function"] or {}
-    local args = f.arguments
-    if type(args) == "table" then args = json.encode(args) end
-    out[i] = { id = type(c) == "table" and type(c.id) == "string" and c.id or ("call_" .. i), type = "function",
-               ["function"] = { name = type(f.name) == "string" and f.name or "",
-                                arguments = type(args) == "string" and args or "" } }
-  end
-  return out
+  return decode_content(req, reply, reply.finish_reason)
 end
 
 -- A server that does not take `tools` says so with a 400 (or 422) whose
@@ -496,21 +415,6 @@ local function rejects_tools(req, resp)
 end
 M.rejects_tools = rejects_tools
 
-
--- OpenAI-style durations: "12ms", "1s", "6m0s", "1h2m3.5s". Seconds or nil.
-function M.parse_duration(s)
-  if type(s) ~= "string" or s == "" then return nil end
-  local total, rest = 0, s
-  local units = { h = 3600, m = 60, s = 1, ms = 0.001 }
-  while rest ~= "" do
-    local num, unit, tail = rest:match("^([%d.]+)(ms)(.*)$")
-    if not num then num, unit, tail = rest:match("^([%d.]+)([hms])(.*)$") end
-    if not num or not tonumber(num) then return nil end
-    total = total + tonumber(num) * units[unit]
-    rest = tail
-  end
-  return total
-end
 
 -- Client-side pacing: when the server says no requests are left in its
 -- window (x-ratelimit-remaining-requests: 0), the next batch waits for the
@@ -525,9 +429,15 @@ function Client:note_limits(resp)
   end
 end
 
-function Client:pace()
+-- ends_at: the batch's deadline (sys.now() time) or nil. A wait that would
+-- end past it is not made: the window's reset is returned as the reason,
+-- and the next batch waits for it instead.
+function Client:pace(ends_at)
   if self.paused_until then
     local wait = self.paused_until - sys.now()
+    if ends_at and wait > 0 and self.paused_until >= ends_at then
+      return string.format("the rate limit's window resets in %.1f s, past the batch's deadline", wait)
+    end
     self.paused_until = nil
     if wait > 0 then
       self:log({ kind = "note", msg = string.format("rate limit: waiting %.2f s for the window to reset", wait) })
@@ -561,6 +471,8 @@ function Client:replay_one(req)
   local rec = (self.replay.by_tag[tag] or {})[n]
   if not rec and self.replay.prefix then return nil end
   self.replay.next[tag] = n
+  -- (a recorded failure of a run resumed is not the endpoint's answer now:
+  -- Client:watch leaves it alone)
   local reply
   if not rec then
     reply = { kind = "replay", err = string.format("the transcript has no reply #%d for '%s'", n, tag) }
@@ -570,10 +482,10 @@ function Client:replay_one(req)
     usage_add(self.usage, rec.usage)
   elseif rec.content == nil then
     reply = { kind = rec.error_kind or "replay", err = rec.err or "recorded failure", status = rec.status,
-              tools_rejected = rec.tools_rejected }
+              tools_rejected = rec.tools_rejected, server_error = rec.server_error }
   else
     reply = decode_content(req, { content = rec.content, status = rec.status, attempts = 0,
-                                       elapsed_s = 0 }, rec.finish_reason)
+                                       elapsed_s = 0, cut_off = rec.cut_off }, rec.finish_reason)
     usage_add(self.usage, rec.usage)
     reply.usage = rec.usage
   end
@@ -585,6 +497,7 @@ function Client:replay_one(req)
                content = reply.content, finish_reason = rec and rec.finish_reason, tool_calls = reply.tool_calls,
                ok = reply.ok or false, error_kind = reply.kind, err = reply.err, tools_rejected = reply.tools_rejected })
   end
+  reply.replayed = self.replay.prefix or nil
   return reply
 end
 
@@ -612,13 +525,21 @@ end
 -- no provider for the request; 408, 429, 5xx after their retries; a reply
 -- that answers wrongly is the model's fault, not the endpoint's).
 -- The experts fall back to their heuristics; the run says so once on
--- stderr and in its summary (Client.off). A resumed run replays the same
--- failures, so it turns the LLM off at the same point.
+-- stderr and in its summary (Client.off). A replay of a transcript
+-- (llm_replay) replays the same failures, so it turns the LLM off at the
+-- same point; a resumed run does not act on the failures it replays from
+-- its own transcript (the key or URL may have been fixed since): its live
+-- requests decide.
 M.DEAD_BATCHES = 3
 local FATAL_STATUS = { [401] = "the key was refused", [403] = "the key may not use it" }
 
-function Client:watch(out)
+function Client:watch(all)
   if self.off then return end
+  local out = {}
+  for _, r in ipairs(all) do
+    if not r.replayed and not r.interrupted and not r.unasked then out[#out + 1] = r end
+  end
+  if #out == 0 then return end
   for _, r in ipairs(out) do
     if r.ok then
       self.dead_batches = 0
@@ -629,11 +550,16 @@ function Client:watch(out)
   for _, r in ipairs(out) do
     last = r
     if r.kind == "http" and FATAL_STATUS[r.status] then
-      self.off = string.format("%s (%s)", r.err, FATAL_STATUS[r.status])
+      -- (a 401 to a request without a key is no key refused)
+      local why = (r.status == 401 and not self.cfg.api_key) and
+                  "no key was sent: set KOPT_LLM_API_KEY or OPENAI_API_KEY, or name its variable with llm_key_env"
+                  or FATAL_STATUS[r.status]
+      self.off = string.format("%s (%s)", r.err, why)
       break
     end
-    if not (r.kind == "transport" or (r.kind == "http" and (r.status == 404 or r.status == 408 or r.status == 429 or
-                                                             (r.status or 0) >= 500))) then
+    if not (r.kind == "transport" or r.server_error or
+            (r.kind == "http" and (r.status == 404 or r.status == 408 or r.status == 429 or
+                                   (r.status or 0) >= 500))) then
       dead = false
     end
   end
@@ -648,8 +574,8 @@ function Client:watch(out)
                              self:redact(tostring(last.err)))
   end
   self:log({ kind = "note", msg = "the LLM is off for the rest of the run: " .. self.off })
-  io.stderr:write(string.format("kopt: LLM at %s: %s; the LLM is off for the rest of the run (the experts use " ..
-                                "their heuristics)\n", self.cfg.base_url or "the transcript", self:redact(self.off)))
+  io.stderr:write(string.format("kopt: LLM at %s: %s; the LLM is off for the rest of the run (%s)\n",
+                                self.cfg.base_url or "the transcript", self:redact(self.off), self.fallback))
 end
 
 function Client:chat_many(reqs, opts)
@@ -660,25 +586,29 @@ function Client:chat_many(reqs, opts)
     for i = 1, #reqs do out[i] = { kind = "off", err = "the LLM is off: " .. self.off } end
     return out
   end
-  self.usage.requests = self.usage.requests + #reqs
   local out, todo = {}, {}
   for i, req in ipairs(reqs) do
     out[i] = self.replay and self:replay_one(req) or nil
     if out[i] == nil then todo[#todo + 1] = i end
   end
   if #todo > 0 and not self.url then
-    for _, i in ipairs(todo) do out[i] = { kind = "replay", err = "no endpoint to go on from the transcript" } end
+    -- (a run resumed without an endpoint, past its transcript's answers:
+    -- nothing is asked, so nothing is counted; the heuristics answer)
+    for _, i in ipairs(todo) do
+      out[i] = { kind = "off", unasked = true, err = "the transcript's answers are used up and no endpoint is configured" }
+    end
     todo = {}
   end
   local started = sys.now()
   while #todo > 0 do
-    if opts.deadline_s and sys.now() - started >= opts.deadline_s then
+    local paced = self:pace(opts.deadline_s and started + opts.deadline_s)
+    if paced or (opts.deadline_s and sys.now() - started >= opts.deadline_s) then
+      local why = string.format("the batch's deadline (%g s) passed", opts.deadline_s)
       for _, i in ipairs(todo) do
-        out[i] = { kind = "transport", err = string.format("the batch's deadline (%g s) passed", opts.deadline_s) }
+        out[i] = { kind = "transport", err = paced and string.format("%s (%g s)", paced, opts.deadline_s) or why }
       end
       break
     end
-    self:pace()
     local mode = self.mode
     local batch, ids = {}, {}
     local headers = { ["Content-Type"] = "application/json" }
@@ -703,7 +633,15 @@ function Client:chat_many(reqs, opts)
                                                   backoff_initial_s = self.cfg.backoff_initial_s,
                                                   connect_timeout_s = self.cfg.connect_timeout_s })
     if not resps then
-      for _, i in ipairs(todo) do out[i] = { kind = "transport", err = err } end
+      -- (the batch did not run: each request gets its reply record; one
+      -- cut short by an interruption had no answer, so it counts as no
+      -- request, and a resumed run asks it again)
+      local interrupted = err == "interrupted" or nil
+      for j, i in ipairs(todo) do
+        out[i] = { kind = "transport", err = err, interrupted = interrupted }
+        self:log({ kind = "reply", id = ids[j], tag = reqs[i].tag, ok = false, error_kind = "transport", err = err,
+                   interrupted = interrupted })
+      end
       break
     end
     local again, last_said = {}, nil
@@ -720,8 +658,9 @@ function Client:chat_many(reqs, opts)
       reply.tools_rejected = no_tools or nil
       self:log({ kind = "reply", id = ids[j], tag = reqs[i].tag, status = resp.status, attempts = resp.attempts,
                  elapsed_s = resp.elapsed_s, request_id = resp.headers and resp.headers["x-request-id"],
-                 content = reply.content, finish_reason = reply.finish_reason, tool_calls = reply.tool_calls,
-                 tools_rejected = reply.tools_rejected, usage = reply.usage, ok = reply.ok or false,
+                 content = reply.content, finish_reason = reply.finish_reason, cut_off = reply.cut_off,
+                 tool_calls = reply.tool_calls, tools_rejected = reply.tools_rejected, usage = reply.usage,
+                 ok = reply.ok or false, server_error = reply.server_error,
                  error_kind = reply.kind, err = reply.err,
                  body = (not reply.ok and reply.content == nil) and (resp.body or ""):sub(1, 2000) or nil,
                  superseded = downgrade or nil })
@@ -740,12 +679,16 @@ function Client:chat_many(reqs, opts)
   for i, r in ipairs(out) do
     -- what a reply carries reaches the run's log, events and prompts
     r.err, r.content, r.said = self:redact(r.err), self:redact(r.content), self:redact(r.said)
-    local u = self:tag_usage(reqs[i].tag)
-    u.requests = u.requests + 1
-    usage_add(u, r.usage)
-    if not r.ok then
-      self.usage.failures = self.usage.failures + 1
-      u.failures = u.failures + 1
+    -- (counted: what was sent, and what a transcript answered for it)
+    if not (r.unasked or r.interrupted) then
+      local u = self:tag_usage(reqs[i].tag)
+      self.usage.requests = self.usage.requests + 1
+      u.requests = u.requests + 1
+      usage_add(u, r.usage)
+      if not r.ok then
+        self.usage.failures = self.usage.failures + 1
+        u.failures = u.failures + 1
+      end
     end
   end
   self:watch(out)
@@ -768,10 +711,14 @@ function M.record_usage(ctx, client, tags)
   for tag, t in pairs(client.by_tag) do ctx.llm_usage.experts[tag] = t end
   local unusable = u.unusable or 0
   ctx.llm_usage.unusable = unusable > 0 and unusable or nil
-  local line = string.format("  LLM: %d requests, %d failed%s, %d tokens (%d prompt, %d completion)%s%s",
+  local estimated = u.estimated_tokens or 0
+  ctx.llm_usage.estimated_tokens = estimated > 0 and estimated or nil
+  local line = string.format("  LLM: %d requests, %d failed%s, %d tokens (%d prompt, %d completion%s)%s%s",
                              u.requests, u.failures,
                              unusable > 0 and string.format(", %d answered without proposals", unusable) or "",
                              u.total_tokens, u.prompt_tokens, u.completion_tokens,
+                             estimated > 0 and string.format("; %d estimated: no usage sent",
+                                                             estimated) or "",
                              #per > 0 and ("; " .. table.concat(per, ", ")) or "",
                              client.off and ("; off since: " .. client.off) or "")
   local lines = ctx.summary_lines or {}

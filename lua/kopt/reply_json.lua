@@ -5,6 +5,7 @@
 --
 --   reply_json.extract_json(text [, accept]) -> value | nil, why
 --   reply_json.strip_reasoning(text), fences(text), repair_json(s), python_to_json(s)
+--   reply_json.ends_inside_json(text) -> true when the reply is cut off inside its JSON
 local json = require("kopt.json")
 
 local M = {}
@@ -212,7 +213,24 @@ local function balanced_spans(text, newline_ends_string)
       i = j + 1
     end
   end
-  return spans
+  return spans, stack, top
+end
+
+-- Whether a reply ends inside a JSON object or array that is never closed
+-- (a reply cut off mid-answer): an opener still open at the end that
+-- starts like JSON ('{' then a key or '}', '[' then a value), not a stray
+-- bracket in prose. The balanced objects inside such a value are
+-- fragments of an answer, not one.
+local JSON_START = { [123] = '^{%s*["}]', [91] = '^%[%s*[%[{"%d%-tfn%]]' }
+function M.ends_inside_json(text)
+  if type(text) ~= "string" then return false end
+  local answer = M.strip_reasoning(text)
+  local _, stack, top = balanced_spans(answer, false)
+  for k = 1, top do
+    local pattern = JSON_START[answer:byte(stack[k])]
+    if pattern and answer:find(pattern, stack[k]) then return true end
+  end
+  return false
 end
 
 -- The answer part of a reply that thinks aloud first: the text after the

@@ -4,8 +4,10 @@
 -- model unknown (404) after DEAD_BATCHES batches in a row. Either way the run goes on with the
 -- experts' heuristics, says so once on stderr, and its summary and
 -- results.json say why. The same under MCGS with moves=experts, whose
--- summary said nothing of the LLM before. A resumed run replays the same
--- failures and stays off.
+-- summary said nothing of the LLM before. A resumed run replays its
+-- recorded failures without acting on them: its live requests decide, so
+-- one resumed after the key was fixed asks the endpoint again, and one
+-- resumed with the same refused key goes off after one live batch.
 local T = require("testlib")
 local json = require("kopt.json")
 
@@ -42,11 +44,29 @@ local res = json.decode(T.slurp(tmp .. "/key/results.json"))
 T.check(res.metadata.llm and res.metadata.llm.off and res.metadata.llm.off:find("HTTP 401", 1, true),
         "keyerr: results.json's llm.off")
 
--- resumed with more iterations: the recorded failure turns it off again, no new request
-code, _, err = T.run(string.format("experts --backend replay:%s --out %s/key --resume --opt iterations=7", REC, tmp),
-                     env("keyerr"))
+-- resumed with more iterations and the same refused key: the recorded
+-- failures replayed, one live batch refused again, then off
+code, out, err = T.run(string.format("experts --backend replay:%s --out %s/key --resume --opt iterations=7", REC,
+                                     tmp), env("keyerr"))
 T.eq(code, 0, "keyerr resumed (" .. err .. ")")
-T.eq(requests(tmp .. "/key"), 3, "keyerr resumed: no request after the LLM went off")
+T.eq(requests(tmp .. "/key"), 6, "keyerr resumed: one live batch, then off")
+_, n_lines = err:gsub("the LLM is off for the rest of the run", "")
+T.eq(n_lines, 1, "keyerr resumed: said once on stderr:\n" .. err)
+T.check(out:find("LLM: 6 requests, 6 failed", 1, true), "keyerr resumed: the summary:\n%s", out)
+
+-- a wrong key, then resumed with the right one (and another URL): the
+-- recorded refusals do not keep the fixed endpoint off
+code, _, err = T.run(string.format("experts --backend replay:%s --out %s/fixed --opt iterations=3", REC, tmp),
+                     string.format("KOPT_LLM_BASE_URL=%s KOPT_LLM_API_KEY=sk-wrong KOPT_LLM_MODEL=test",
+                                   server:base("ok")))
+T.check(code == 0 and err:find("the key was refused", 1, true), "wrong key: off (%s)", err)
+code, out, err = T.run(string.format("experts --backend replay:%s --out %s/fixed --resume --opt iterations=5 " ..
+                                     "--opt patience=100", REC, tmp), env("ok"))
+T.eq(code, 0, "key fixed, resumed (" .. err .. ")")
+T.check(not err:find("the LLM is off", 1, true), "key fixed: not off:\n%s", err)
+T.check(requests(tmp .. "/fixed") > 3, "key fixed: the endpoint is asked again")
+T.check(out:find("LLM: %d+ requests, 3 failed") and not out:find("off since", 1, true),
+        "key fixed: only the recorded refusals failed:\n%s", out)
 
 -- an endpoint down: DEAD_BATCHES batches of failures, then off
 code, _, err = T.run(string.format("experts --backend replay:%s --out %s/down --opt iterations=6 --opt llm_timeout=5",

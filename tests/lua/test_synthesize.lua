@@ -10,7 +10,8 @@
 --     (NVRTC's log, the verifier's figures); the correct kernel is tuned
 --     over its declared knobs and a tuned config wins; trace.md shows it all;
 --  2. s_never: no attempt is correct, the run says so and the reference
---     stands;
+--     stands; keyerr: the LLM goes off, and stderr says the templates
+--     write the kernels (synthesize has no experts);
 --  3. s_prose: a reply in prose with knobs as an object and a fenced source;
 --  4. templates (no LLM): the pipeline runs offline, a template wins;
 --  5. the reply parser and the checks on their own;
@@ -276,6 +277,20 @@ if server then
     local _, _, _, log = run({ { "llm_base_url", server:base("s_constexpr") }, { "attempts", "1" } })
     T.check(log:find("knob WARPS: the source declares it (`int WARPS =`)", 1, true),
             "s_constexpr: the refusal names the declaration:\n%s", log)
+  end
+
+  -- 8. the writer's endpoint refuses the key: the LLM goes off, and the
+  -- line on stderr says the templates write the kernels (there are no
+  -- experts to fall back on)
+  do
+    local real, said = io.stderr, {}
+    io.stderr = { write = function(_, ...) for _, t in ipairs({ ... }) do said[#said + 1] = t end end } -- luacheck: ignore 122
+    local ok, err = pcall(run, { { "llm_base_url", server:base("keyerr") }, { "attempts", "2" }, { "improve", "0" } })
+    io.stderr = real -- luacheck: ignore 122
+    assert(ok, err)
+    said = table.concat(said)
+    T.check(said:find("the LLM is off for the rest of the run (the templates write the kernels)", 1, true) and
+            not said:find("experts", 1, true), "keyerr: what synthesize does instead:\n%s", said)
   end
   server:stop()
 else
