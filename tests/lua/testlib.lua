@@ -38,8 +38,11 @@ function T.run(args, env, cwd)
   local out, err = os.tmpname(), os.tmpname()
   local kopt = T.kopt
   if cwd and kopt:sub(1, 1) ~= "/" then kopt = require("kopt.sys").realpath(kopt) or kopt end
-  local cmd = string.format("%s%s %s %s >%s 2>%s", cwd and ("cd '" .. cwd .. "' && ") or "", env or "", kopt, args,
-                            out, err)
+  -- (a user's shared experience dataset is no test's input: a test names
+  -- KOPT_EXPERIENCE itself when it wants one)
+  local unset = env:find("KOPT_EXPERIENCE=", 1, true) and "" or "unset KOPT_EXPERIENCE; "
+  local cmd = string.format("%s%s%s %s %s >%s 2>%s", unset, cwd and ("cd '" .. cwd .. "' && ") or "", env or "", kopt,
+                            args, out, err)
   local _, _, code = os.execute(cmd)
   local o, e = slurp(out), slurp(err)
   os.remove(out)
