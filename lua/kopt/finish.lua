@@ -166,11 +166,19 @@ function M.finish(engine, meta)
     local best = engine.best
     -- (an error's message too, so the folder says why the run ended)
     local why = engine.stop_reason == "error" and engine.error ~= nil and errors.describe(engine.error) or nil
-    rd:event({ event = "stop", reason = engine.stop_reason, evaluations = engine.evaluations,
-               best = best and { key = best.key, time_ms = best.result.time_ms } or nil,
-               error = why, timestamp = sys.utc_iso() })
-    rd:trace("\n## Stopped: %s after %d evaluations\n\n%s```\n%s```", engine.stop_reason, engine.evaluations,
-             why and ("Error: " .. why .. "\n\n") or "", text)
+    -- (kopt.run calls this again when a signal interrupted it while the
+    -- files were written: the stop event and its section are written once)
+    if not engine.stop_event_written then
+      rd:event({ event = "stop", reason = engine.stop_reason, evaluations = engine.evaluations,
+                 best = best and { key = best.key, time_ms = best.result.time_ms } or nil,
+                 error = why, timestamp = sys.utc_iso() })
+      engine.stop_event_written = true
+    end
+    if not engine.stop_trace_written then
+      rd:trace("\n## Stopped: %s after %d evaluations\n\n%s```\n%s```", engine.stop_reason, engine.evaluations,
+               why and ("Error: " .. why .. "\n\n") or "", text)
+      engine.stop_trace_written = true
+    end
     json.write_file(rd.dir .. "/results.json", rundir_mod.t4(engine.records, meta.t4))
     write_best(engine, rd.dir)
     if meta.after_finish then meta.after_finish(engine, rd.dir) end
