@@ -14,6 +14,7 @@ local profiling = require("kopt.profiling")
 local replay = require("kopt.backends.replay")
 local relabel = require("kopt.relabel")
 local report = require("kopt.report")
+local resume_check = require("kopt.resume_check")
 local rng_mod = require("kopt.rng")
 local rundir_mod = require("kopt.rundir")
 local range_probe = require("kopt.range_probe")
@@ -186,115 +187,6 @@ function M.build_space(spec)
   check_first_configs(spec, firsts)
   default_note(spec, space)
   return space, first
-end
-
-local function check_resume(events, dir, info, opts)
-  if not events then
-    errors.usage("--resume: %s holds no run to resume (no events.jsonl)", dir)
-  end
-  if #events == 0 then
-    errors.usage("--resume: %s/events.jsonl is empty: the run recorded nothing to resume; start it again without --resume", dir)
-  end
-  -- a line edited by hand (valid JSON of the wrong shape: null, a number,
-  -- an ok result with no time or a time of 0, a config outside the space)
-  -- is named, not met later as an internal error or crowned the winner
-  for i, ev in ipairs(events) do
-    if type(ev) ~= "table" or #ev > 0 or type(ev.event) ~= "string" then
-      errors.usage("--resume: %s/events.jsonl: event %d is not a JSON object; the run cannot be resumed", dir, i)
-    end
-  end
-  local start = events[1]
-  if start.event ~= "start" then errors.usage("--resume: %s/events.jsonl does not begin with a start event", dir) end
-  for i, ev in ipairs(events) do
-    if ev.event == "eval" then
-      local r = ev.result
-      local why = type(ev.key) ~= "string" and "no 'key'" or type(ev.config) ~= "table" and "no 'config'"
-        or type(r) ~= "table" and "no 'result'" or type(r.status) ~= "string" and "no result 'status'"
-        or (r.time_ms ~= nil and type(r.time_ms) ~= "number") and "a result 'time_ms' that is not a number" or nil
-      if not why and r.status == "ok" then
-        local t = r.time_ms
-        if not (type(t) == "number" and t > 0 and t < math.huge) then
-          why = "an ok result whose 'time_ms' is not a positive time"
-        end
-      end
-      if why then
-        errors.usage("--resume: %s/events.jsonl: event %d, an evaluation, has %s; the run cannot be resumed", dir, i,
-                     why)
-      end
-    end
-  end
-  if start.strategy ~= info.strategy then
-    errors.usage("--resume: %s was started with strategy '%s', not '%s'", dir, tostring(start.strategy), info.strategy)
-  end
-  if start.problem ~= info.problem then
-    errors.usage("--resume: %s was started on '%s', not '%s'", dir, tostring(start.problem), info.problem)
-  end
-  -- an edited spec, kernel source, knob list or constraint: the times on
-  -- record were measured on another problem (runs begun before the digest
-  -- was kept have none)
-  if type(start.problem_digest) == "string" and start.problem_digest ~= info.problem_digest then
-    errors.usage("--resume: the spec of %s (its kernel source, knobs, constraints, sizes or checks) has changed " ..
-                 "since the run began; its measurements cannot be mixed with the new problem's (start again in " ..
-                 "another --out)", dir)
-  end
-  if opts.seed and opts.seed ~= start.seed then
-    errors.usage("--resume: %s was started with --seed %s, not %d", dir, tostring(start.seed), opts.seed)
-  end
-  -- (after the spec's digest: an edited constraint is said as such)
-  for i, ev in ipairs(events) do
-    if ev.event == "eval" and ev.result.status == "ok" and info.space then
-      local okv, valid = pcall(info.space.is_valid, info.space, ev.config)
-      if okv and not valid then
-        errors.usage("--resume: %s/events.jsonl: event %d, an evaluation, has an ok result for a config outside the " ..
-                     "spec's space; the run cannot be resumed", dir, i)
-      end
-    end
-  end
-  -- another GPU's measurements would mix with these (a recording of another
-  -- device under the same name, or another card)
-  local was_dev = type(start.device) == "table" and start.device.device
-  local now_dev = type(info.device) == "table" and info.device.device
-  if type(was_dev) == "string" and type(now_dev) == "string" and was_dev ~= now_dev then
-    errors.usage("--resume: %s was measured on %s, this backend is %s; its results cannot be mixed with that run's",
-                 dir, was_dev, now_dev)
-  end
-  -- a recording of the same name with other contents: its times would mix with the ones on record
-  local other_rec = replay.other_recording(start.device, info.device)
-  if other_rec then errors.usage("--resume: %s %s", dir, other_rec) end
-  -- a different file of the same strategy name, or other options, make
-  -- another search: said, not refused (a fixed bug is a fair reason)
-  if info.strategy_file and start.strategy_file and info.strategy_file ~= start.strategy_file then
-    info.changed = true
-    io.stderr:write(string.format("kopt: note: %s was started with the strategy file %s; resuming with %s\n", dir,
-                                  tostring(start.strategy_file), info.strategy_file))
-  elseif info.strategy_code and start.strategy_code and info.strategy_code ~= start.strategy_code then
-    -- the same path, edited since (or another kopt): its questions may differ
-    info.changed = true
-    io.stderr:write(string.format("kopt: note: %s was started with another version of the strategy file %s (its code, " ..
-                                  "a file its options name, or kopt's has changed since)\n", dir, info.strategy_file))
-  end
-  -- (with no --opt given, the run's own options are taken back, below)
-  local latest = start
-  for _, ev in ipairs(events) do
-    if ev.event == "start" or ev.event == "resume" then latest = ev end
-  end
-  if info.options and type(latest.options) == "table" and #(opts.opt or {}) > 0 then
-    local diff = {}
-    for k, v in pairs(info.options) do
-      local was = latest.options[k]
-      -- (numbers by value: the log reads -2.0 back as -2)
-      local same = type(was) == "number" and type(v) == "number" and was == v or tostring(was) == tostring(v)
-      if was ~= nil and not same then
-        diff[#diff + 1] = string.format("%s=%s (was %s)", k, tostring(v), tostring(was))
-      end
-    end
-    table.sort(diff)
-    if #diff > 0 then
-      info.changed = true
-      io.stderr:write(string.format("kopt: note: resuming %s with other options: %s\n", dir, table.concat(diff, ", ")))
-    end
-  end
-  return start
 end
 
 -- The knobs' names in the space's order: results.json keeps it, so a replay
@@ -564,14 +456,14 @@ function M.locked(opts, r)
     rundir_mod.clear_derived(dir)
   end
   local torn_at = existing and good_end < size and good_end or nil
-  local digest = expdb.problem_digest(spec, space)
+  local digest, knobs_digest = expdb.problem_digest(spec, space), resume_check.knobs_digest(spec)
   local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options,
                  strategy_code = r.strategy_code, device = opts.resume and backend:describe() or nil,
-                 problem_digest = digest, space = space }
+                 problem_digest = digest, knobs_digest = knobs_digest, space = space }
   local seed = opts.seed or 1
   local resume_events, prior = nil, 0
   if opts.resume then
-    local start = check_resume(existing, dir, info, opts)
+    local start = resume_check.check(existing, dir, info, opts)
     seed = start.seed
     -- the budget, time limit and options of the run resumed (as its latest
     -- start or resume event gives them: a resume may have extended it),
@@ -616,7 +508,7 @@ function M.locked(opts, r)
                  spec = spec and spec.path,
                  backend = backend_label, seed = seed, budget = budget, time_limit = opts.time_limit,
                  options = options, kopt = sys.version, host = sys.hostname(), timestamp = sys.utc_iso(),
-                 device = backend:describe(), problem_digest = digest }
+                 device = backend:describe(), problem_digest = digest, knobs_digest = knobs_digest }
     rd:event(ev)
     if opts.resume then
       rd:trace("\n## Resumed %s (%d evaluations on record)\n", ev.timestamp, prior)
