@@ -27,7 +27,25 @@ local sys = require("kopt.sys")
 local M = {}
 
 M.SCHEMA_VERSION = 2
+-- How long a statement waits for another process's lock in all, and the
+-- slices SQLite waits in: its wait is C code, deaf to signals, so kopt waits
+-- slice by slice and a signal between two ends the wait (SIGTERM is
+-- answered within a slice, inside docker stop's grace, not after 15 s).
 M.BUSY_MS = 15000
+M.BUSY_SLICE_MS = 200
+
+-- Calls call() (a kopt.db call: its results, or nil, kind, msg) again while
+-- it finds the file busy, up to BUSY_MS in all or until a signal comes.
+local function patient(call)
+  local deadline = sys.now() + M.BUSY_MS / 1000
+  while true do
+    local res = table.pack(call())
+    if res[1] or res[2] ~= "busy" or sys.now() >= deadline then return table.unpack(res, 1, res.n) end
+    if sys.interrupted() then
+      return nil, "busy", tostring(res[3] or "database is locked") .. " (interrupted while waiting for it)"
+    end
+  end
+end
 
 -- Schema migrations: MIGRATIONS[v] takes a file from version v-1 to v; the
 -- first creates everything. A file with a version above SCHEMA_VERSION is
@@ -93,26 +111,38 @@ DB.__index = DB
 
 local ADVICE = "move it aside to start a new one, or run with --db PATH or --no-db"
 
--- An error of the file that stops the command: one sentence naming the file.
+-- An error of the file that stops the command: one sentence naming the file
+-- (`busy` set when another process held it past BUSY_MS: a run opening
+-- the default file goes on without it).
 local function refuse(path, kind, msg)
   if kind == "corrupt" then
     errors.usage("the experience database %s is damaged or not a database (%s); %s", path,
                  (msg or ""):gsub("^.-: ", ""), ADVICE)
   end
   local why = (msg or kind or "?"):gsub("^" .. path:gsub("%p", "%%%0") .. ": ", "")
-  errors.usage("the experience database %s cannot be used: %s", path, why)
+  local _, err = pcall(errors.usage, "the experience database %s cannot be used: %s", path, why)
+  err.busy = kind == "busy" or nil
+  error(err, 0)
 end
 
 function DB:rows(sql, ...)
-  local rows, kind, msg = self.h:rows(sql, ...)
+  local args = table.pack(...)
+  local rows, kind, msg = patient(function() return self.h:rows(sql, table.unpack(args, 1, args.n)) end)
   if not rows then refuse(self.path, kind, msg) end
   return rows
 end
 
 function DB:run(sql, ...)
-  local n, kind, msg = self.h:run(sql, ...)
+  local args = table.pack(...)
+  local n, kind, msg = patient(function() return self.h:run(sql, table.unpack(args, 1, args.n)) end)
   if not n then refuse(self.path, kind, msg) end
   return n, kind
+end
+
+-- Runs sql (no rows), or refuses the file.
+function DB:exec(sql)
+  local ok, kind, msg = patient(function() return self.h:exec(sql) end)
+  if not ok then refuse(self.path, kind, msg) end
 end
 
 -- Brings the file to SCHEMA_VERSION in one immediate transaction (two kopt
@@ -141,12 +171,10 @@ function DB:migrate()
                  self.path, v, M.SCHEMA_VERSION, ADVICE)
   end
   if v == M.SCHEMA_VERSION or self.readonly then return end
-  local ok, kind, msg = self.h:exec("BEGIN IMMEDIATE")
-  if not ok then refuse(self.path, kind, msg) end
+  self:exec("BEGIN IMMEDIATE")
   local done, err = pcall(function()
     for step = version() + 1, M.SCHEMA_VERSION do
-      local eok, ekind, emsg = self.h:exec(M.MIGRATIONS[step])
-      if not eok then refuse(self.path, ekind, emsg) end
+      self:exec(M.MIGRATIONS[step])
       self:run("INSERT INTO schema_version (version, applied, kopt) VALUES (?, ?, ?)", step, sys.utc_iso(),
                sys.version)
     end
@@ -155,15 +183,14 @@ function DB:migrate()
     self.h:exec("ROLLBACK")
     error(err, 0)
   end
-  ok, kind, msg = self.h:exec("COMMIT")
-  if not ok then refuse(self.path, kind, msg) end
+  self:exec("COMMIT")
 end
 
 -- Opens the database at path (creating it and its folder unless readonly).
 -- A damaged file, another program's SQLite file or a newer schema is a
 -- usage error naming the file; nothing is ever reset. With soft, a folder
--- or file that cannot be created or opened (a read-only home) returns nil
--- and the reason instead.
+-- or file that cannot be created or opened (a read-only home), or that
+-- another process held past BUSY_MS, returns nil and the reason instead.
 function M.open(path, readonly, soft)
   if not readonly then
     local dir = path:match("^(.*)/[^/]*$")
@@ -184,19 +211,34 @@ function M.open(path, readonly, soft)
   end
   -- (the journal is switched to WAL only once the file is known to be
   -- kopt's or empty: a file of another program is refused untouched)
-  local h, kind, msg = db_mod.open(path, { readonly = readonly, busy_ms = M.BUSY_MS, keep_journal = true })
-  if not h and soft and (kind == "cantopen" or kind == "readonly") then return nil, msg end
+  local h, kind, msg = patient(function()
+    return db_mod.open(path, { readonly = readonly, busy_ms = M.BUSY_SLICE_MS, keep_journal = true })
+  end)
+  if not h and soft and (kind == "cantopen" or kind == "readonly" or kind == "busy") then return nil, msg end
   if not h then refuse(path, kind, msg) end
   local self = setmetatable({ h = h, path = path, readonly = readonly }, DB)
-  self:migrate()
-  if not readonly then
-    local mode = self:rows("PRAGMA journal_mode")[1]
-    if not (mode and mode.journal_mode == "wal") then
-      local ok, k2, m2 = self.h:exec("PRAGMA journal_mode=WAL")
-      if not ok then refuse(path, k2, m2) end
+  local ok, err = pcall(function()
+    self:migrate()
+    if not readonly then
+      local mode = self:rows("PRAGMA journal_mode")[1]
+      if not (mode and mode.journal_mode == "wal") then
+        self:exec("PRAGMA journal_mode=WAL")
+      end
     end
+  end)
+  if not ok then
+    self:close()
+    if soft and M.busy_reason(err) then return nil, M.busy_reason(err) end
+    error(err, 0)
   end
   return self
+end
+
+-- Why the file could not be used when another process held it (refuse's
+-- sentence without its beginning), or nil for any other error.
+function M.busy_reason(err)
+  if not (errors.is_user_error(err) and err.busy) then return nil end
+  return (tostring(err.msg):gsub("^the experience database .- cannot be used: ", ""))
 end
 
 function DB:close()
@@ -468,17 +510,12 @@ function Session:start_run()
   self.run_id = rid
 end
 
-local function exec(db, sql)
-  local ok, kind, msg = db.h:exec(sql)
-  if not ok then refuse(db.path, kind, msg) end
-end
-
 -- Writes the pending evaluations in one transaction.
 function Session:flush()
   if self.broken or not self.db or #self.pending == 0 then return end
   local db = self.db
   local ok, err = pcall(function()
-    exec(db, "BEGIN IMMEDIATE")
+    db:exec("BEGIN IMMEDIATE")
     local wok, werr = pcall(function()
       if not self.run_id then self:start_run() end
       for _, item in ipairs(self.pending) do
@@ -512,7 +549,7 @@ function Session:flush()
       db.h:exec("ROLLBACK")
       error(werr, 0)
     end
-    exec(db, "COMMIT")
+    db:exec("COMMIT")
   end)
   self.pending = {}
   if not ok then self:warn(err) end
@@ -620,23 +657,37 @@ end
 function M.session(opts, info)
   local path, default = M.path(opts)
   if not path then return nil end
-  -- the default place may be unwritable (a read-only home): the run goes
-  -- on without; a file named with --db or KOPT_DB must open
+  -- the default place may be unwritable (a read-only home), or held by
+  -- another program past the busy timeout (SQLite's exclusive locking
+  -- mode): the run goes on without; a file named with --db or KOPT_DB must
+  -- open
+  local function without(why)
+    why = tostring(why):gsub("^" .. path:gsub("%p", "%%%0") .. ": ", "")
+    io.stderr:write(string.format("kopt: the experience database %s cannot be opened (%s); this run goes on without it"
+                                  .. " (--db PATH names another, --no-db says none)\n", path, why))
+  end
   local created = not sys.stat(path)
   local db, why = M.open(path, false, default)
   if not db then
-    io.stderr:write(string.format("kopt: the experience database %s cannot be opened (%s); this run goes on without it"
-                                  .. " (--db PATH names another, --no-db says none)\n", path, why))
+    without(why)
     return nil
   end
   local self = setmetatable({ db = db, path = path, info = info, pending = {}, measured = 0, served = 0,
                               sources_seen = {}, created = created }, Session)
   self.id = M.identity(info)
-  if not info.fresh and not info.resume then
-    self.hit = db:known_best(self.id, info)
+  local ok, err = pcall(function()
+    if not info.fresh and not info.resume then
+      self.hit = db:known_best(self.id, info)
+    end
+    self.known, self.known_n = {}, 0
+    if not info.fresh and not self.hit then self.known, self.known_n = db:measured(self.id) end
+  end)
+  if not ok then
+    db:close()
+    if not (default and M.busy_reason(err)) then error(err, 0) end
+    without(M.busy_reason(err))
+    return nil
   end
-  self.known, self.known_n = {}, 0
-  if not info.fresh and not self.hit then self.known, self.known_n = db:measured(self.id) end
   return self
 end
 
