@@ -234,6 +234,9 @@ function M.new(opts)
     -- run records as them, nor the next run of kopt compare)
     seed = opts.seed or 1, options = shallow(opts.options or {}), budget = self.budget, evaluations = 0,
     best = nil, run_dir = opts.out_dir, backend_name = opts.backend.name,
+    -- the run's identity, kept across its resumes (the transitions it
+    -- writes carry it), and whether this is a resume
+    run_id = opts.run_id, resumed = opts.resume_events ~= nil,
   }, Ctx)
   -- record_best: the best on record, for what the trace and the progress
   -- line call a new best (a resumed strategy that asks in another order is

@@ -17,7 +17,9 @@
 -- their canonical methods (kopt.relabel's O), the names statistics count.
 -- The kernel is keyed by the spec's name and the hash of its source, never by
 -- the run folder's name (lines written before had only "kernel", sometimes
--- the folder's name: `kopt regraph` reads both).
+-- the folder's name: `kopt regraph` reads both). "run" is the run's id (its
+-- start event's run_id, kept across resumes): what a resume finds of its
+-- own run in each file.
 local errors = require("kopt.errors")
 local json = require("kopt.json")
 local relabel = require("kopt.relabel")
@@ -54,10 +56,12 @@ function M.open(ctx, strategy)
   self.paths = paths
   -- A resumed run replays its evaluations from its log, and the transitions
   -- of those were written the first time, but for one whose evaluation was
-  -- on record when a kill came before its transition: the keys written are
-  -- read back, so that one is written now. (A file from before lines had
-  -- keys: every replayed transition is taken as written.)
-  if self.in_run_dir then self.written = M.written_keys(paths[1]) end
+  -- on record when a kill came before its transition: what each file holds
+  -- of this run is read back (self:written_to, when a replayed one comes),
+  -- so that one is written now, and a run folder's file deleted since is
+  -- written again without a second copy in the user's dataset.
+  self.run_id, self.resumed = ctx.run_id, ctx.resumed
+  self.written = {}
   local spec = ctx.spec
   local src = spec and spec.kernel and spec.kernel.source
   self.kernel = (spec and spec.name) or "?"
@@ -67,16 +71,18 @@ function M.open(ctx, strategy)
 end
 
 -- The state keys of a transitions file's lines, as a set; nil when a line
--- has none (an older file) or the file cannot be read.
-function M.written_keys(path)
+-- has none (an older file) or the file cannot be read. With run_id, only
+-- the lines of that run (a dataset many runs append to).
+function M.written_keys(path, run_id)
   local kind = sys.stat(path)
   if kind and kind ~= "file" then errors.usage("cannot read %s: it is a %s, not a file", path, kind == "dir" and "directory" or "special file") end
   local f = io.open(path, "r")
   if not f then return {} end
   local keys = {}
   for line in f:lines() do
-    local t = json.decode(line)
-    if type(t) == "table" then
+    -- (the id's text first: most lines of a dataset are other runs')
+    local t = (not run_id or line:find(run_id, 1, true)) and json.decode(line)
+    if type(t) == "table" and (not run_id or t.run == run_id) then
       if type(t.key) ~= "string" then f:close() return nil end
       keys[t.key] = true
     end
@@ -85,16 +91,45 @@ function M.written_keys(path)
   return keys
 end
 
+-- The keys of this run's transitions that the i-th file holds (read once),
+-- or false when every replayed transition is to be taken as written there:
+-- a file from before lines had keys, and the user's dataset of a run begun
+-- before runs had ids, whose run folder's file is lost (its lines cannot be
+-- told from other runs').
+function Log:written_to(i)
+  local w = self.written[i]
+  if w == nil then
+    local path = self.paths[i]
+    if i == 1 and self.in_run_dir then
+      w = M.written_keys(path) or false
+    elseif self.run_id then
+      w = M.written_keys(path, self.run_id) or false
+    else
+      w = self.in_run_dir and self:written_to(1) or false
+      if w and sys.stat(self.paths[1]) == nil then w = false end
+    end
+    self.written[i] = w
+  end
+  return w
+end
+
 -- Appends one transition. Results answered from the engine's cache are
 -- skipped: written when they were measured, except a resumed run's
 -- evaluation whose transition a kill left unwritten (self.written).
 function Log:add(t, result)
+  -- the files this transition is written to: all of them, but for one
+  -- answered from the cache: only those that miss it
+  local to = nil
   if result and result.cached then
     -- (a resumed evaluation the first run wrote no line for: one the
     -- experience database served is never written, resumed or not)
-    local missing = result.resumed and not result.served and self.written and result.key
-      and not self.written[result.key]
-    if not missing then
+    local replayed = result.resumed and not result.served and result.key
+    to = {}
+    for i in ipairs(self.paths) do
+      local w = replayed and self:written_to(i)
+      if w and not w[result.key] then to[i] = true end
+    end
+    if next(to) == nil then
       -- the labels are still named, in the order the first run named them:
       -- a new label joins the method set, and what later labels map to
       -- depends on which came first (a resumed run wrote "region" where
@@ -106,7 +141,11 @@ function Log:add(t, result)
   end
   if #self.paths == 0 then return end
   t.key = t.key or (result and result.key)
-  if self.written and t.key then self.written[t.key] = true end
+  for i in ipairs(self.paths) do
+    local w = self.written[i]
+    if w and t.key and (not to or to[i]) then w[t.key] = true end
+  end
+  t.run = t.run or self.run_id
   t.kernel = t.kernel or self.kernel
   t.source_hash = t.source_hash or self.source_hash
   t.device = t.device or self.device
@@ -118,7 +157,9 @@ function Log:add(t, result)
   for i, p in ipairs(self.paths) do
     local f = self.files[p]
     local ok, err = true, nil
-    if f == nil then
+    if to and not to[i] then
+      f = false  -- (this file has it)
+    elseif f == nil then
       f, err = sys.open_log(p, "a")
       self.files[p] = f or false
       ok = f ~= nil
@@ -266,8 +307,9 @@ end
 
 -- Reads one transitions file (or a run directory's transitions.jsonl).
 -- Returns the number of transitions read, or nil and why when the file
--- cannot be opened. A partial last line (a run killed mid-write) is skipped.
-function Agg:read(path)
+-- cannot be opened. A partial last line (a run killed mid-write) is skipped,
+-- and so are the lines of the run skip_run (a resumed run's own).
+function Agg:read(path, skip_run)
   local kind = sys.stat(path)
   if kind == "dir" then path, kind = path .. "/transitions.jsonl", sys.stat(path .. "/transitions.jsonl") end
   if kind == nil then return nil, path .. ": no such file" end
@@ -289,7 +331,7 @@ function Agg:read(path)
       if (t ~= nil and (type(t) ~= "table" or type(t.to) ~= "string")) or (t == nil and not line:match("^%s*{")) then
         bad = bad + 1
       end
-      if type(t) == "table" and type(t.to) == "string" then
+      if type(t) == "table" and type(t.to) == "string" and not (skip_run and t.run == skip_run) then
         local from = type(t.from) == "string" and t.from or "?"
         tally(self.methods, self.trans, from, t.to, t)
         local cfrom = type(t.from_method) == "string" and t.from_method or c(from)
@@ -380,15 +422,22 @@ end
 -- directory or a `kopt regraph` statistics file. The statistics are kept in
 -- <run dir>/regraph.json, and a resumed run reads them back from there, so
 -- it searches with the graph it started with (its own transitions have
--- joined the dataset since). Returns M.online(...) and a line for the log,
--- or nil and that line when there is nothing to learn from; raises a usage
--- error for a named source that cannot be read.
+-- joined the dataset since). A resumed run whose regraph.json is lost or
+-- unreadable builds it again without its own transitions (those of other
+-- runs since join it), and says so. Returns M.online(...) and a line for
+-- the log, or nil and that line when there is nothing to learn from;
+-- raises a usage error for a named source that cannot be read.
 function M.regraph_for_run(ctx, spec_value)
   local saved = ctx.run_dir and (ctx.run_dir .. "/regraph.json")
-  local stats, from
+  local stats, from, lost
   if saved and sys.stat(saved) == "file" then
     stats = json.read_file(saved)
     from = saved
+    if type(stats) ~= "table" or type(stats.methods) ~= "table" then
+      stats, lost = nil, ctx.resumed and "cannot be read" or nil
+    end
+  elseif saved and ctx.resumed then
+    lost = "is missing"
   end
   if type(stats) ~= "table" then
     if spec_value ~= "auto" and spec_value:match("%.json$") and sys.stat(spec_value) == "file" then
@@ -400,12 +449,17 @@ function M.regraph_for_run(ctx, spec_value)
       local agg = M.aggregator()
       local sources = spec_value == "auto" and M.default_sources() or { spec_value }
       for _, p in ipairs(sources) do
-        local n, err = agg:read(p)
+        local n, err = agg:read(p, ctx.resumed and ctx.run_id or nil)
         if not n and spec_value ~= "auto" then errors.usage("--opt regraph: %s", err) end
       end
       stats = agg:result()
     end
     from = #(stats.sources or {}) > 0 and table.concat(stats.sources, ", ") or spec_value
+    if lost then
+      io.stderr:write(string.format("kopt: note: %s %s; the transition graph this resumed run began with is built " ..
+                                    "again from %s%s, and may differ from it\n", saved, lost, from,
+                                    ctx.run_id and " without this run's own transitions" or ""))
+    end
     if saved then
       pcall(sys.mkdir_p, ctx.run_dir)
       json.write_file(saved, json.encode(stats) .. "\n", true)

@@ -462,9 +462,14 @@ function M.locked(opts, r)
                  problem_digest = digest, knobs_digest = knobs_digest, space = space }
   local seed = opts.seed or 1
   local resume_events, prior = nil, 0
+  -- the run's identity across its resumes: its lines in the user's
+  -- transitions dataset are told from other runs' by it (a run begun
+  -- before it was kept has none)
+  local run_id = sys.sha256(table.concat({ sys.hostname(), sys.getpid(), sys.utc_iso(), sys.now(), dir }, " ")):sub(1, 16)
   if opts.resume then
     local start = resume_check.check(existing, dir, info, opts)
     seed = start.seed
+    run_id = type(start.run_id) == "string" and start.run_id or nil
     -- the budget, time limit and options of the run resumed (as its latest
     -- start or resume event gives them: a resume may have extended it),
     -- unless given again
@@ -508,7 +513,7 @@ function M.locked(opts, r)
                  spec = spec and spec.path,
                  backend = backend_label, seed = seed, budget = budget, time_limit = opts.time_limit,
                  options = options, kopt = sys.version, host = sys.hostname(), timestamp = sys.utc_iso(),
-                 device = backend:describe(), problem_digest = digest, knobs_digest = knobs_digest }
+                 device = backend:describe(), problem_digest = digest, knobs_digest = knobs_digest, run_id = run_id }
     rd:event(ev)
     if opts.resume then
       rd:trace("\n## Resumed %s (%d evaluations on record)\n", ev.timestamp, prior)
@@ -537,6 +542,7 @@ function M.locked(opts, r)
     strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
     backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events, resumed_changed = info.changed,
+    run_id = run_id,
     quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler, stop_when = opts.stop_when,
     on_eval = function(e, rec)
       if e.rundir then artifacts:record(e, rec) end
