@@ -42,9 +42,12 @@ function M:update(state, improved)
   local rate = measured / math.max(wall, 1e-9)
   local eta = measured > 0 and math.max(0, self.budget - state.evaluations) / rate or nil
   if self.budget == math.huge then eta = nil end
-  local budget = self.budget == math.huge and "-" or tostring(self.budget)
-  local line = string.format("[%s%d/%s] %s | %d failed | %.1f eval/s | ETA %s", self.label,
-                             state.evaluations, budget, best_text(state.best, state.spec and state.spec.objective), state.failures, rate, clock(eta))
+  -- (past the budget, as a resume with a smaller one keeps what is on
+  -- record: said so, not "[55/50]")
+  local count = string.format("%d/%s", state.evaluations, self.budget == math.huge and "-" or tostring(self.budget))
+  if state.evaluations > self.budget then count = string.format("%d, past the budget of %d", state.evaluations, self.budget) end
+  local line = string.format("[%s%s] %s | %d failed | %.1f eval/s | ETA %s", self.label, count,
+                             best_text(state.best, state.spec and state.spec.objective), state.failures, rate, clock(eta))
   if self.waiting then line = line .. " | " .. self.waiting end
   if self.tty then
     local now = sys.now()

@@ -2,7 +2,8 @@
 -- * evaluations read back from a resumed run's log (or served by the
 --   experience database) took no time here; counted in the rate, they made
 --   the ETA 0:00 for the whole remainder of a resumed run;
--- * past the budget (a resume with a smaller one) the ETA went negative;
+-- * past the budget (a resume with a smaller one) the ETA went negative,
+--   and the count read "[120/100]";
 -- * an engine note written while the line was drawn landed on it
 --   ("ETA 0:04kopt: 1200 evaluations on record ...").
 local T = require("testlib")
@@ -32,10 +33,12 @@ local ok, err = pcall(function()
   p:update({ evaluations = 60, not_measured = 50, failures = 0 }, true)
   line = take()
   T.check(line:find("1.0 eval/s | ETA 0:40", 1, true), "the rate of the measured ones: %q", line)
-  -- past the budget: 0:00, not a negative time
+  -- past the budget: 0:00, not a negative time, and no count over the budget
   p:update({ evaluations = 120, not_measured = 50, failures = 0 }, true)
   line = take()
   T.check(line:find("ETA 0:00", 1, true) and not line:find("ETA -", 1, true), "past the budget: %q", line)
+  T.check(line:find("[120, past the budget of 100]", 1, true) and not line:find("120/100", 1, true),
+          "past the budget, said so: %q", line)
   -- a note clears the drawn line first
   p:message("a note")
   line = take()
