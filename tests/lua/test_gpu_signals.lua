@@ -33,7 +33,7 @@ for _, sig in ipairs({ "INT", "TERM" }) do
     sys.sleep(0.2)
   end
   sys.sleep(0.5)
-  os.execute(string.format("kill -%s -- -%d", sig, pid))
+  os.execute(string.format("bash -c 'kill -%s -- -%d'", sig, pid))
   local alive = true
   t0 = sys.now()
   while alive and sys.now() - t0 < 120 do
