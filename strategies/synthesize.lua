@@ -83,6 +83,9 @@ local function summarize(ctx, st)
       lines[#lines + 1] = string.format("  tuning: %s over %d knob%s, %d evaluations", st.tune_name, #st.base.K.knobs,
                                         #st.base.K.knobs == 1 and "" or "s", st.tuned)
     end
+  elseif st.why_none then
+    lines[#lines + 1] = string.format("  no attempts: %s; %s stands (%s)", st.why_none, st.baseline,
+                                      ms(ref and ref.time_ms))
   else
     lines[#lines + 1] = string.format("  no attempt was correct: %s stands (%s)", st.baseline, ms(ref and ref.time_ms))
   end
@@ -458,7 +461,8 @@ function S.tell(ctx, results)
     st.phase, st.improved_tries = "attempts", 0
     if ctx.backend_name == "replay" then
       -- a recording answers for the spec's own kernel, whatever the source
-      ctx:log("no attempts: the replay backend answers from recorded measurements and cannot measure a written kernel")
+      st.why_none = "the replay backend answers from recorded measurements and cannot measure a written kernel"
+      ctx:log("no attempts: %s", st.why_none)
       st.phase = "done"
     end
   elseif st.phase == "attempts" then

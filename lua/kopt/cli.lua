@@ -70,10 +70,13 @@ function convert.backend(v, flag)
   errors.usage("%s: expected 'cuda' or 'replay:FILE', got '%s'", flag, v)
 end
 function convert.gpu_list(v, flag)
-  local list = {}
+  local list, seen = {}, {}
   for item in (v .. ","):gmatch("([^,]*),") do
     local n = math.tointeger(tonumber(item))
     if not n or n < 0 then errors.usage("%s: expected a comma-separated list of GPU indices, got '%s'", flag, v) end
+    -- (two workers timing on one GPU would each measure the other's load)
+    if seen[n] then errors.usage("%s: GPU %d is given twice", flag, n) end
+    seen[n] = true
     list[#list + 1] = n
   end
   return list

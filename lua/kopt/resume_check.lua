@@ -107,6 +107,14 @@ function M.check(events, dir, info, opts)
     errors.usage("--resume: %s holds no run to resume (no events.jsonl)", dir)
   end
   if #events == 0 then
+    -- (a file of one torn line, a kill during the first write, is no empty one)
+    local f = io.open(dir .. "/events.jsonl", "rb")
+    local size = f and f:seek("end") or 0
+    if f then f:close() end
+    if size > 0 then
+      errors.usage("--resume: %s/events.jsonl holds only a line cut short (%d bytes): the run recorded nothing " ..
+                   "whole to resume; start it again without --resume", dir, size)
+    end
     errors.usage("--resume: %s/events.jsonl is empty: the run recorded nothing to resume; start it again without --resume", dir)
   end
   -- a line edited by hand (valid JSON of the wrong shape: null, a number,

@@ -531,7 +531,8 @@ function M.locked(opts, r)
   -- a replay's report names the recording's GPU, not the device a spec's
   -- expressions assumed (no peaks are known for it: no speed of light)
   local recorded = backend.name == "replay" and backend:describe().device
-  local report_device = type(recorded) == "string" and { name = recorded .. " (recorded)" } or nil
+  -- (assumed: its SM count and limits are unknown here, so no tail effect is claimed)
+  local report_device = type(recorded) == "string" and { name = recorded .. " (recorded)", assumed = true } or nil
   local profiler = profiling.new({ mode = opts.profile, backend = backend, spec = spec, quiet = opts.q,
                                    report_device = report_device })
   -- Per-variant files in variants/ (kopt.artifacts); none without a spec.

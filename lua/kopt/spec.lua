@@ -104,7 +104,8 @@ end
 local function check_kernel(c, k, path, dir, with_launch, names)
   c:object(k, path)
   c:unknown_fields(k, with_launch and { "source", "entry", "options", "launch", "state", "knobs", "arch", "args" }
-                     or { "source", "entry", "options", "launch", "state", "arch", "kernel_tuner_defines" }, path)
+                     or { "source", "entry", "options", "launch", "state", "arch", "kernel_tuner_defines" }, path,
+                   with_launch and { "state" } or { "launch" })
   -- the defines Kernel Tuner adds of its own: block_size_x/y/z (the launch's
   -- block, for those that are no knob), grid_size_x/y/z and kernel_tuner
   local kt_defines

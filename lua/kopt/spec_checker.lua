@@ -68,8 +68,9 @@ function Checker:number(v, path, optional, positive, real)
   if not bad and (v ~= v or v == math.huge or v == -math.huge) then
     self:fail(path, "expected a finite number, got %s (a JSON number too large for a double?)", tostring(v))
   end
-  if not bad and not real and math.type(v) == "float" and v == math.floor(v) and math.abs(v) > 2^53 then
-    self:fail(path, "%.17g is past 2^53: a JSON number is read as a double, so it would not be exact", v)
+  -- (>=: 2^53 + 1 arrives as 2^53 itself, so 2^53 cannot be told from it)
+  if not bad and not real and math.type(v) == "float" and v == math.floor(v) and math.abs(v) >= 2^53 then
+    self:fail(path, "%.17g is 2^53 or more: a JSON number is read as a double, so it would not be exact", v)
   end
   if bad then
     self:fail(path, "expected %s, got %s",
@@ -79,13 +80,19 @@ function Checker:number(v, path, optional, positive, real)
   return v
 end
 
-function Checker:unknown_fields(obj, known, path)
-  local set = {}
-  for _, k in ipairs(known) do set[k] = true end
+-- known: the fields read; refused_later: those among them that a later
+-- check refuses here with its own sentence (not offered as a suggestion).
+function Checker:unknown_fields(obj, known, path, refused_later)
+  local set, offered, skip = {}, {}, {}
+  for _, k in ipairs(refused_later or {}) do skip[k] = true end
+  for _, k in ipairs(known) do
+    set[k] = true
+    if not skip[k] then offered[#offered + 1] = k end
+  end
   for k in pairs(obj) do
     if not set[k] then
       self:fail(path .. (path == "" and "" or ".") .. tostring(k),
-                "unknown field (expected one of: %s)", table.concat(known, ", "))
+                "unknown field (expected one of: %s)", table.concat(offered, ", "))
     end
   end
 end

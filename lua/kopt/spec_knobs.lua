@@ -77,6 +77,10 @@ local function check_knobs(c, knobs, reserved)
         c:fail(string.format("%s.values[%d]", p, j), "expected a finite number, got %s (a JSON number too large " ..
                "for a double?)", tostring(v))
       end
+      if type(v) == "number" and math.type(v) == "float" and v == math.floor(v) and math.abs(v) >= 2^53 then
+        c:fail(string.format("%s.values[%d]", p, j), "%.17g is 2^53 or more: a JSON number is read as a double, " ..
+               "so it would not be exact (write it as a string)", v)
+      end
       as_text[tostring(v)], vseen[v] = true, true
     end
     local tags = {}

@@ -78,6 +78,10 @@ local function ptx_text(o)
     local c, text = config_of(o, spec)
     local job = compile.job_for(spec, c, o.arch)
     local ptx, lowered = nvrtc.ptx(job)
+    if not ptx and tostring(lowered):find("invalid value for --gpu-architecture", 1, true) then
+      -- (the architecture, not the kernel: as kopt compile says it)
+      errors.usage("ptx: --arch %s: NVRTC %s does not compile for it", job.arch, compile.version())
+    end
     if not ptx then return nil, string.format("%s: %s, %s:\n%s", spec.path, spec.kernel.entry, text, lowered) end
     return ptx, string.format("%s: %s, %s, NVRTC %s", spec.path, spec.kernel.entry, text, compile.version()), lowered
   end
