@@ -183,7 +183,7 @@ refused("a knob value of 1e400", nil, "knobs[1].values[2]: expected a finite num
         json.encode(base()):gsub('"values":%[32,64,128%]', '"values":[32,1e400]'))
 refused("a problem size of 1e400", nil, "problem.n: expected a finite number",
         json.encode(base()):gsub('"n":1024', '"n":1e400'))
-refused("a problem size past 2^53", nil, "past 2^53", json.encode(base()):gsub('"n":1024', '"n":18014398509481985'))
+refused("a problem size past 2^53", nil, "is 2^53 or more", json.encode(base()):gsub('"n":1024', '"n":18014398509481985'))
 
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
