@@ -395,7 +395,13 @@ static int sample_kind(const struct worker *w, const struct inputset *s, int i)
 	     w->box_bytes[i] < compared_count(a) * kopt_dtype_size(a->type)))
 		return SAMPLE_NONE;
 	double tol = kopt_worker_output_tol(a, w->sample_tol_rel_l2);
-	if (tol == 0.0 && !(output_tol_abs(a, w->sample_tol_max_abs) > 0.0))
+	double tol_abs = output_tol_abs(a, w->sample_tol_max_abs);
+	if (tol == 0.0 && !(tol_abs > 0.0))
+		return SAMPLE_BITS;
+	/* an integer output whose max-abs tolerance is below 1 may differ
+	 * nowhere (both tolerances must hold): exact, and compared as such on
+	 * every timed launch, not left to the last one */
+	if (!kopt_dtype_is_float(a->type) && tol_abs >= 0.0 && tol_abs < 1.0)
 		return SAMPLE_BITS;
 	return device_type(a->type) >= 0 ? SAMPLE_FLOAT : SAMPLE_NONE;
 }

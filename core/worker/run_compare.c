@@ -267,7 +267,12 @@ const char *kopt_worker_compare_outputs(struct worker *w, struct inputset *s, co
 			status = "wrong";
 		}
 	}
-	const char *tag = strncmp(what, "check 2", 7) == 0 ? "c2" : strncmp(what, "timed", 5) == 0 ? "timed" : "c1";
+	/* (check 3's own dump: under "c1" it overwrote check 1's, and a spec's
+	 * check failing on it named check 1) */
+	const char *tag = strncmp(what, "check 2", 7) == 0   ? "c2"
+			  : strncmp(what, "check 3", 7) == 0 ? "c3"
+			  : strncmp(what, "timed", 5) == 0   ? "timed"
+							     : "c1";
 	if (j->dump[0] != '\0' && dump_data(w, s, j->dump, tag) != 0)
 		return "error";
 	return status;

@@ -67,7 +67,7 @@ T.check(pcall(be.check_request, be, treq), "the worker's field list accepts the 
 
 -- decisions over scripted replies. A fake backend answers check_variants
 -- from a script: reply(scale, variant, rec) -> status.
-local function run_with(reply, mode, ranked_n)
+local function run_with(reply, mode, ranked_n, small)
   local ranked, calls, made = {}, {}, nil
   for i = 1, ranked_n or 3 do ranked[i] = { key = "k" .. i, config = { CHEAT = i }, result = { status = "ok" } } end
   local fake = {}
@@ -88,7 +88,7 @@ local function run_with(reply, mode, ranked_n)
     return out
   end
   local lines, row = probe.run({
-    backend = fake, ranked = ranked, mode = mode, max_tries = 3,
+    backend = fake, ranked = ranked, mode = mode, max_tries = 3, small = small or false,
     job_for = function(rec) return { rec = rec.key } end,
     args_for = function() return cargs end,
     describe = function(rec) return "config " .. rec.key end,
@@ -138,6 +138,25 @@ T.eq(#row.tried, 2, "max_tries 3: the winner and two more")
 text, row = run_with(function() return "wrong" end, "note")
 T.check(text:find("range probe not run: the reference itself does not pass", 1, true), "%s", text)
 T.eq(row.scale, nil, "no scale")
+
+-- inputs scaled down: a kernel exact near 1 and wrong near 0 (expm1 as
+-- __expf(x) - 1, 3.5x faster on an H200 and right on every other check) is
+-- said after the larger scales, in note and strict mode alike, and the
+-- winner stays; the sparse passes are not run there
+do
+  local near_zero = function(scale, ref, rec) if ref or rec ~= "k1" or scale >= 1 then return "ok" end return "wrong" end
+  local stext, srow, smade, scalls = run_with(near_zero, "strict", 3, true)
+  T.check(stext:find("matches the reference on x scaled 1000x", 1, true), "%s", stext)
+  T.check(stext:find("on x scaled 0.001x the winner fails (wrong", 1, true), "%s", stext)
+  T.check(stext:find("inputs near 0 are said, not ruled on", 1, true), "%s", stext)
+  T.eq(smade, nil, "strict: a failure near 0 changes no winner")
+  T.eq(srow.small and srow.small.status, "wrong", "the row's small pass")
+  T.eq(#scalls, 6 + 2, "the larger scales' 6 checks, then the reference and the winner at 0.001x")
+  -- the reference itself failing near 0: nothing said of the winner
+  stext = run_with(function(scale, ref) if scale < 1 and ref then return "wrong" end return "ok" end, "note", 3, true)
+  T.check(stext:find("range probe not run: the reference itself does not pass on inputs scaled 0.001x", 1, true),
+          "%s", stext)
+end
 
 -- integer inputs: a pass of their own after the float ones. A kernel that
 -- narrowed its integers to 8 bits (red-team int8_dp4a: 2.7x faster, right
@@ -230,7 +249,8 @@ do
   T.eq(checked[1], "k2", "the current winner is probed, not the fastest before the sanitizer")
   T.eq(#opts.ranked, 2, "a config with sanitizer errors of its own is never a fallback")
   T.eq(opts.ranked[2].key, "k1", "the others keep their order")
-  T.eq(#summary, 2, "the probe's line joins the summary")
+  T.eq(#summary, 3, "the probe's lines join the summary (the larger scales, then the small one)")
+  T.check(summary[3]:find("scaled 0.001x", 1, true), "the small pass's line: %s", tostring(summary[3]))
   T.check(summary[2]:find("matches the reference", 1, true), summary[2])
   T.eq(events[1].event, "range_probe", "event")
   T.eq(events[1].mode, "note", "its mode")

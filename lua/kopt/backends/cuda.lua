@@ -367,8 +367,8 @@ function Cuda:custom_check(r, job, dir)
     if v == nil then v = self.spec.problem[k] end
     return v
   end })
-  local LABEL = { c1 = "check 1", c2 = "check 2", timed = "the last timed launch" }
-  for _, tag in ipairs({ "c1", "c2", "timed" }) do
+  local LABEL = { c1 = "check 1", c2 = "check 2", c3 = "check 3", timed = "the last timed launch" }
+  for _, tag in ipairs({ "c1", "c2", "c3", "timed" }) do
     local out, ref, inp = hostdata.read_dump(dir, tag, args, r.status ~= "ok")
     if r.status == "ok" and next(out) then
       local ok, pass, why = pcall(self.spec.verify.check, out, ref, inp, sizes)
