@@ -315,11 +315,17 @@ end
 
 -- State identity: the config key, plus a hash of the source when a candidate
 -- carries its own source (a patch); spec, options and problem are fixed for a run.
+-- An edit with no source to apply it to (no spec, or a patch that does not
+-- apply) is named by a hash of its own text: it is never the plain config's
+-- state, whose result it must neither take nor give.
 function Engine:job_for(cand)
   local key = self.space:key(cand.config)
   local source, err = self:source_of(cand)
+  local edit = type(cand.source) == "string" and cand.source or type(cand.patch) == "string" and cand.patch or nil
   if self.spec and source and source ~= self.spec.kernel.source then
     key = key .. "#" .. sys.sha256(source):sub(1, 16)
+  elseif not source and edit then
+    key = key .. "#" .. sys.sha256(edit):sub(1, 16)
   end
   -- (a copy: a strategy that edits its config table after ask(), or hands
   -- out the space's own, must not rewrite what was measured)

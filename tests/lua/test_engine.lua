@@ -1,7 +1,8 @@
 -- Engine accounting: repeats are answered from the cache and cost nothing; a
 -- config rejected by the constraints costs nothing; a failure costs one
 -- evaluation; --time-limit stops on the simulated clock; a strategy that only
--- repeats itself is stopped.
+-- repeats itself is stopped; a code edit (patch or source) on a run without a
+-- spec is its own state, never answered by the plain config nor answering it.
 local T = require("testlib")
 local tmp = T.tmpdir("engine")
 
@@ -67,6 +68,38 @@ code, _, err = T.run(string.format("%s/stuck.lua --backend replay:tests/data/vec
 T.eq(code, 0, "exit code of a stalled strategy")
 T.check(err:find("proposed nothing new for 200 rounds", 1, true) ~= nil, "stall message: %s", err)
 T.eq(#events(tmp .. "/st"), 1, "a stalled strategy measured its config once")
+-- Regression: with no spec, a candidate with a patch or a source had the plain
+-- config's key: the edit's "invalid" answered the plain config afterwards (or
+-- the plain config's time the edit), and went into the experience database.
+for _, edit in ipairs({ 'patch = "--- a/k.cu\\n+++ b/k.cu\\n@@ -1 +1 @@\\n-x\\n+y\\n"', 'source = "__global__ void k() {}"' }) do
+  for _, edit_first in ipairs({ true, false }) do
+    T.write(tmp .. "/edit.lua", string.format([[
+local S = { name = "edit", options = {} }
+local round = 0
+function S.ask(ctx, n)
+  round = round + 1
+  local c = ctx.space:enumerate()[1]
+  local edited, plain = { config = c, %s }, { config = c }
+  if round == 1 then return { %s } end
+  if round == 2 then return { %s } end
+  return {}
+end
+function S.tell(ctx, results)
+  local r = results[1]
+  ctx:log("told %%s %%s cached=%%s", r.key, r.status, tostring(r.cached))
+end
+return S]], edit, edit_first and "edited" or "plain", edit_first and "plain" or "edited"))
+    local out = string.format("%s/edit_%s_%s", tmp, edit:match("^%a+"), tostring(edit_first))
+    T.eq(T.run(string.format("%s/edit.lua --backend replay:tests/data/pnpoly_RTX_3090.json -q --out %s", tmp, out)), 0,
+         "exit code of the edit run")
+    local told = T.slurp(out .. "/trace.md")
+    local what = string.format("%s, edit first: %s", edit:match("^%a+"), tostring(edit_first))
+    T.check(told:find("told 0,128,1,0 ok cached=nil", 1, true) ~= nil, "the plain config measured (%s):\n%s", what, told)
+    T.check(told:find("told 0,128,1,0#%x+ invalid cached=nil") ~= nil, "the edit its own state (%s):\n%s", what, told)
+    T.eq(#events(out), 2, "two evaluations: the edit and the plain config (" .. what .. ")")
+  end
+end
+
 -- Regression: a resumed run logged again, as new lines, every strategy message
 -- of the part it replays from the log. A logging strategy killed after 10
 -- evaluations and resumed must leave as many log lines as an uninterrupted run.
