@@ -38,7 +38,8 @@ function M.run_one(name, label, options, backend, seed, length)
       curve[#curve + 1] = best
     end,
   })
-  if e.stop_reason == "error" then
+  if e.stop_reason == "error" or e.finish_error then
+    e.error = e.stop_reason == "error" and e.error or e.finish_error
     -- (which run: a strategy that fails on one space or seed only)
     local where = string.format("compare: %s on %s (seed %d)", name, backend.rec and backend.rec.file or "?", seed)
     if errors.is_user_error(e.error) then

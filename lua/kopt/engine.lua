@@ -133,31 +133,6 @@ function Ctx:profile(candidate)
   return type(a) == "table" and shallow(a) or a, type(b) == "table" and shallow(b) or b
 end
 
--- Whether a source path (a chunk's, or an error message's position) is
--- one of kopt's own modules: embedded ("lua/kopt/space.lua"), or read from
--- a tree with --lua-dev ("/src/kopt/lua/kopt/space.lua", "./lua/kopt/...",
--- or a long path shortened to ".../lua/kopt/...").
-local function kopt_source(path)
-  path = path:gsub("^@", "")
-  return path:find("^lua/kopt/") ~= nil or path:find("^[^:\n]*/lua/kopt/") ~= nil
-end
-
--- The innermost line of the strategy's own code on the stack of an error
--- (from its handler): an error raised inside kopt's modules by a call the
--- strategy made (ctx:key(nil)), or with no position at all (a C function:
--- `for _, k in ipairs(nil)` says only "attempt to index a nil value"), is
--- reported with the line that made it.
-local function strategy_line()
-  for level = 3, 60 do
-    local info = debug.getinfo(level, "Sl")
-    if not info then return nil end
-    local src = info.short_src or ""
-    if (info.currentline or 0) > 0 and src ~= "[C]" and not kopt_source(info.source or src) then
-      return src .. ":" .. info.currentline
-    end
-  end
-end
-
 local function call_strategy(self, fname, ...)
   local f = self.strategy[fname]
   if f == nil then return nil end
@@ -166,13 +141,7 @@ local function call_strategy(self, fname, ...)
     if errors.is_user_error(err) or errors.is_interrupt(err) then return err end
     -- past the memory limit, this handler itself may need the reserve
     if select(3, sys.memory()) then sys.memory_grant() end
-    local msg = errors.describe(err)
-    local pos = msg:match("^([^\n]-):%d+: ")
-    if not pos or kopt_source(pos) then
-      local at = strategy_line()
-      if at then msg = msg .. (pos and " (called from " or " (at ") .. at .. ")" end
-    end
-    return debug.traceback(msg, 2)
+    return debug.traceback(errors.with_user_line(err), 2)
   end, ...)
   sys.in_strategy(false)
   if ok then return a end
@@ -718,12 +687,28 @@ function M.run(opts)
   end
   self.stop_reason = reason
   -- the strategy's own last word (MCGS writes its graph snapshot), however
-  -- the run stopped; a failure there is noted, the run's record stands
-  if type(self.strategy.finish) == "function" then
-    local fok, ferr = pcall(self.strategy.finish, self.ctx, reason)
-    if not fok and not self.quiet then
-      io.stderr:write("kopt: the strategy's finish failed: ", errors.describe(ferr):match("^[^\n]*"), "\n")
-    end
+  -- the run stopped, guarded as ask and tell are: a signal interrupts a
+  -- finish that does not return, and an error names the strategy's line.
+  -- The run's record stands either way: its files are written, then a
+  -- failure there ends the command as one in ask or tell would
+  -- (finish_error).
+  local fok, ferr = pcall(call_strategy, self, "finish", self.ctx, reason)
+  if fok then return self end
+  local msg
+  if errors.is_interrupt(ferr) then
+    sys.interrupted()  -- answered: the rest of the run is written
+    msg = string.format("strategy '%s' was interrupted by a signal in finish(); the run's files are written",
+                        self.strategy_name)
+  else
+    msg = errors.describe(ferr)
+  end
+  if self.rundir then pcall(self.rundir.trace, self.rundir, "\n%s\n", msg) end
+  if errors.is_interrupt(ferr) or self.error then
+    -- (said, not raised: the run's own error, if any, is the one it ends with)
+    self.progress:clear()
+    io.stderr:write("kopt: ", msg, "\n")
+  else
+    self.finish_error = ferr
   end
   return self
 end

@@ -60,6 +60,45 @@ function M.describe(e)
   return "{" .. table.concat(parts, ", ") .. "}"
 end
 
+-- Whether a source path (a chunk's, or an error message's position) is
+-- one of kopt's own modules: embedded ("lua/kopt/space.lua"), or read from
+-- a tree with --lua-dev ("/src/kopt/lua/kopt/space.lua", "./lua/kopt/...",
+-- or a long path shortened to ".../lua/kopt/...").
+function M.kopt_source(path)
+  path = path:gsub("^@", "")
+  return path:find("^lua/kopt/") ~= nil or path:find("^[^:\n]*/lua/kopt/") ~= nil
+end
+
+-- The innermost line of the user's own code (a strategy, a sibling module,
+-- a move generator) on the stack of an error, from its handler: an error
+-- raised inside kopt's modules by a call the user's code made
+-- (ctx:key(nil)), or with no position at all (a C function: `for _, k in
+-- ipairs(nil)` says only "attempt to index a nil value"), is reported with
+-- the line that made it.
+local function user_line()
+  for level = 3, 60 do
+    local info = debug.getinfo(level, "Sl")
+    if not info then return nil end
+    local src = info.short_src or ""
+    if (info.currentline or 0) > 0 and src ~= "[C]" and not M.kopt_source(info.source or src) then
+      return src .. ":" .. info.currentline
+    end
+  end
+end
+
+-- An error's message (from its handler) with that line added where the
+-- message itself names no line of the user's: " (called from FILE:LINE)"
+-- after a position inside kopt, " (at FILE:LINE)" after none.
+function M.with_user_line(err)
+  local msg = M.describe(err)
+  local pos = msg:match("^([^\n]-):%d+: ")
+  if not pos or M.kopt_source(pos) then
+    local at = user_line()
+    if at then msg = msg .. (pos and " (called from " or " (at ") .. at .. ")" end
+  end
+  return msg
+end
+
 -- Runs f(...) and turns any non-user error into a user error whose message
 -- starts with `what`, keeping the traceback for -v.
 function M.guard(code, what, f, ...)

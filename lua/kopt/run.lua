@@ -201,6 +201,9 @@ end
 function M.main(opts, pos)
   if #pos == 0 then errors.usage("missing STRATEGY (see kopt --help)") end
   if #pos > 2 then errors.usage("too many arguments: '%s' (expected STRATEGY [SPEC])", pos[3]) end
+  -- (from before the strategy file runs: a signal interrupts a loop in its
+  -- top-level code as in init; a rank serving a cluster keeps the defaults)
+  if not opts.cluster then sys.install_signal_handlers() end
   local strategy, strategy_label, strategy_code = strategy_mod.load(pos[1])
   if opts.help then
     io.stdout:write(strategy_mod.help(strategy))
@@ -649,6 +652,12 @@ function M.locked(opts, r)
   if meta.report and not opts.q then io.stdout:write(meta.report) end
   if engine.rundir then io.stdout:write("  run directory: ", dir, "\n") end
   if engine.stop_reason == "error" then error(engine.error, 0) end
+  -- (the strategy's finish failed: the run's files are written, the command
+  -- fails as for an error in ask or tell; an interrupted run says both)
+  if engine.finish_error then
+    if engine.stop_reason ~= "interrupted" then error(engine.finish_error, 0) end
+    io.stderr:write("kopt: ", tostring(engine.finish_error), "\n")
+  end
   if engine.stop_reason == "interrupted" then
     if engine.rundir then
       io.stderr:write(string.format("kopt: interrupted after %d evaluations; continue with --resume (same command)\n",

@@ -145,16 +145,24 @@ function M.load(arg)
     if not chunk then errors.usage("built-in strategy %s", err) end
     label = arg
   end
-  local ok, s = xpcall(chunk, debug.traceback)
+  -- (the file's top-level code is the strategy's as init is: a signal
+  -- interrupts a loop there; its error names the file and line, a sibling
+  -- module's too)
+  sys.in_strategy(true)
+  local ok, s = xpcall(chunk, function(e)
+    if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
+    return errors.with_user_line(e)
+  end)
+  sys.in_strategy(false)
   -- (a file that cannot be loaded, whatever the reason, is bad input: exit 2;
   -- an error raised while it runs, in init, ask or tell, exits 1)
   if not ok then
-    if errors.is_user_error(s) then error(s, 0) end
+    if errors.is_user_error(s) or errors.is_interrupt(s) then error(s, 0) end
     errors.usage("strategy %s failed to load: %s", label, (tostring(s):match("^[^\n]*")))
   end
   if type(s) ~= "table" then errors.usage("strategy %s must return a table, got %s", label, type(s)) end
   if type(s.ask) ~= "function" then errors.usage("strategy %s has no ask(ctx, n) function", label) end
-  for _, f in ipairs({ "init", "tell" }) do
+  for _, f in ipairs({ "init", "tell", "finish" }) do
     if s[f] ~= nil and type(s[f]) ~= "function" then errors.usage("strategy %s: '%s' must be a function", label, f) end
   end
   s.options = s.options or {}

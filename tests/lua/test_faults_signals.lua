@@ -10,6 +10,9 @@
 --   5. A strategy whose loop catches the interruption (pcall), or runs in a
 --      coroutine the hook does not watch: ended 5 s after the signal with
 --      the resume message; resumable to the uninterrupted run's evaluations.
+--   6. A finish(ctx, reason) that does not return, after the search ended:
+--      interrupted from the hook as ask and tell are, and the run's files
+--      written (it was left running, the signal ignored).
 local T = require("testlib")
 
 local tmp = T.tmpdir("signals")
@@ -39,6 +42,9 @@ function S.ask(ctx, n)
     while true do t[#t + 1] = {} end
   end
   return { { config = ctx.space:sample(ctx.rng) } }
+end
+function S.finish()
+  if os.getenv("STUCK") == "finish" then while true do end end
 end
 return S]])
 
@@ -126,6 +132,15 @@ for _, mode in ipairs({ "pcall", "coroutine" }) do
   T.eq(code, 0, mode .. ": exit code of the resume\n" .. rerr)
   T.same_list(T.keys(dir), ref, mode .. ": evaluations after the resume")
 end
+
+-- 6. stuck in finish, once the search has ended (30 evaluations)
+dir = tmp .. "/finish"
+rc, ms, err = signal_run(dir, "finish", 1, 0, 0.5)
+T.eq(rc, 0, "stuck in finish: exit status (the search had ended)\n" .. err)
+T.check(ms and ms >= 900 and ms < 4000, "stuck in finish: stopped %d ms after SIGTERM (expected the grace second)", ms or -1)
+T.check(err:find("interrupted by a signal in finish()", 1, true), "stuck in finish: message:\n%s", err)
+T.check(T.exists(dir .. "/results.json") and T.exists(dir .. "/best"), "stuck in finish: results.json and best/ written")
+T.same_list(T.keys(dir), ref, "stuck in finish: evaluations")
 
 T.strict_json(tmp, "every file of the interrupted runs")
 os.execute("rm -rf '" .. tmp .. "'")
