@@ -81,7 +81,9 @@ local function user_line()
     if not info then return nil end
     local src = info.short_src or ""
     if (info.currentline or 0) > 0 and src ~= "[C]" and not M.kopt_source(info.source or src) then
-      return src .. ":" .. info.currentline
+      -- (a file's whole path: short_src cuts a long one to ".../x.lua")
+      local file = (info.source or ""):match("^@(.+)$") or src
+      return file .. ":" .. info.currentline
     end
   end
 end

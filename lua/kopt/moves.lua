@@ -66,8 +66,9 @@ function M.load(path)
 end
 
 -- A user generator's proposals, checked: a return that is not a list of
--- moves, a move that is not a table, changes that are not a table, a patch
--- that is not a string are dropped, with one note per generator naming its
+-- moves, a move that is not a table, a move with neither changes nor a
+-- patch, changes that are not a table, a patch that is not a string are
+-- dropped, with one note per generator naming its
 -- file and the first fault; priors become finite floats in [1e-3, 1e6] (a
 -- NaN or infinite prior used to turn every prior of the state into NaN);
 -- methods become short one-line strings. The built-in generators' moves
@@ -95,6 +96,11 @@ function M.checked(ctx, gen, moves)
     local mv, why = moves[i], nil
     if type(mv) ~= "table" then
       why = string.format("move %d is %s, expected a table", i, type(mv))
+    elseif mv.changes == nil and mv.patch == nil then
+      -- (not a move that changes nothing: a move without its changes, such
+      -- as a whole config given as `config =`, which no move has)
+      why = string.format("move %d has no changes (expected { changes = { KNOB = value }, ... }%s)", i,
+                          mv.config ~= nil and ": config is no field of a move, give the knobs it changes" or "")
     elseif mv.changes ~= nil and type(mv.changes) ~= "table" then
       why = string.format("move %d: changes is %s, expected a table of KNOB = value", i, type(mv.changes))
     elseif mv.patch ~= nil and type(mv.patch) ~= "string" then
@@ -124,8 +130,19 @@ function M.checked(ctx, gen, moves)
   return out
 end
 
+-- Forgets the generators loaded from files, so the next run loads them
+-- again as it loads its strategy file: a file that keeps state between
+-- calls starts each run afresh (kopt compare's runs in one process, or
+-- spread over jobs, make the same searches). kopt.strategy.load calls it.
+function M.forget_files()
+  for name, g in pairs(registry) do
+    if g.file then registry[name] = nil end
+  end
+end
+
 -- A generator by registry name or by file path (anything ending in .lua or
--- holding a '/'); files are loaded once. Returns the generator or nil + msg.
+-- holding a '/'); a file is loaded once per run (M.forget_files). Returns
+-- the generator or nil + msg.
 function M.get(name)
   if registry[name] then return registry[name] end
   if name:find("/", 1, true) or name:match("%.lua$") then
@@ -156,11 +173,15 @@ function M.resolve(list)
           type(list), 2)
   end
   local out = {}
-  for name in tostring(list):gmatch("[^,%s]+") do
-    local g, err = M.get(name)
-    if not g then errors.usage("%s", err) end
-    if type(g.check) == "function" then g.check() end
-    out[#out + 1] = g
+  -- (split at commas only: a path may hold a space; spaces around an item go)
+  for item in list:gmatch("[^,]+") do
+    local name = item:match("^%s*(.-)%s*$")
+    if name ~= "" then
+      local g, err = M.get(name)
+      if not g then errors.usage("%s", err) end
+      if type(g.check) == "function" then g.check() end
+      out[#out + 1] = g
+    end
   end
   if #out == 0 then
     errors.usage("no move generator given (an empty list: --opt moves=rules, say, or a generator file's path)")
@@ -391,6 +412,11 @@ local function as_generators(generators)
   return out or generators
 end
 
+local function generator_error(err)
+  if errors.is_interrupt(err) then return err end
+  return errors.with_user_line(err)
+end
+
 function M.collect_lists(ctx, state, generators)
   generators = as_generators(generators)
   local space = ctx.space
@@ -430,15 +456,19 @@ function M.collect_lists(ctx, state, generators)
       arg.config = {}
       for k, v in pairs(state.config) do arg.config[k] = v end
     end
-    local ok, moves, unchanging = pcall(gen.propose, ctx, arg)
+    -- (an error names the user's file and line, as the engine names a
+    -- strategy's; a signal raised in the generator stops the run)
+    local ok, moves, unchanging = xpcall(gen.propose, generator_error, ctx, arg)
     if not ok then
-      ctx:log("move generator %s failed: %s", gen.name, tostring(moves))
+      if errors.is_interrupt(moves) then error(moves, 0) end
+      local label = gen.file and gen.file ~= gen.name and (gen.name .. " (" .. gen.file .. ")") or gen.name
+      ctx:log("move generator %s failed: %s", label, tostring(moves))
       -- (the first failure of each generator on stderr too: the search goes
       -- on without its moves, which a user should not learn from trace.md)
       gen.failures = (gen.failures or 0) + 1
       if gen.failures == 1 and not ctx.quiet_generators then
         io.stderr:write(string.format("kopt: move generator %s failed (the search goes on without its moves; " ..
-                                      "later failures only in trace.md): %s\n", gen.name,
+                                      "later failures only in trace.md): %s\n", label,
                                       (tostring(moves):match("^[^\n]*"))))
       end
       moves = {}

@@ -124,6 +124,10 @@ function M.files_digest(options)
 end
 
 function M.load(arg)
+  -- (a new run's strategy: the move generator files its last run loaded
+  -- are loaded again, their state afresh)
+  local moves = package.loaded["kopt.moves"]
+  if moves then moves.forget_files() end
   local chunk, err, label, text
   if M.is_path(arg) then
     local f = io.open(arg, "r")

@@ -1,7 +1,9 @@
 -- `kopt compare --jobs N`: the runs made in N child processes give the same
 -- report as the runs made in one, every figure but the timings; a bad --jobs
 -- is refused; a run that fails in a child fails the whole compare, with the
--- child's message, and leaves no report behind.
+-- child's message, and leaves no report behind; a move generator file that
+-- keeps state between calls is loaded afresh for each run, so its figures
+-- are the same in one process and in two (it was loaded once per process).
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -21,6 +23,30 @@ local three = cjson.decode(T.slurp(tmp .. "/three/benchmark.json"))
 T.same_tree(T.untimed(one), T.untimed(three), "benchmark.json")
 T.check(#one.spaces == 2 and #one.spaces[1].strategies == 4, "the report holds 2 spaces of 3 strategies and exact random search: %d, %d", #one.spaces, #one.spaces[1].strategies)
 T.check(not T.exists(tmp .. "/three/.shards"), "the job files are gone after the runs")
+
+-- a generator file with state of its own (a focus that moves to another
+-- knob every 5 calls)
+do
+  T.write(tmp .. "/rotate.lua", [[
+local calls = 0
+return { name = "rotate", propose = function(ctx, state)
+  calls = calls + 1
+  local k = ctx.space.knobs[(calls // 5) % #ctx.space.knobs + 1]
+  local out = {}
+  for _, v in ipairs(k.values) do out[#out + 1] = { changes = { [k.name] = v }, method = "focus", prior = 50 } end
+  return out
+end }
+]])
+  local args = "compare --strategies rules --opt rules.moves=" .. tmp .. "/rotate.lua --spaces " ..
+               "tests/data/pnpoly_RTX_3090.json --seeds 4 --budgets 25,50 -q --out " .. tmp
+  local reports = {}
+  for _, jobs in ipairs({ 1, 2 }) do
+    code, _, err = T.run(string.format("%s/rotate%d --jobs %d", args, jobs, jobs))
+    T.eq(code, 0, "compare with a stateful generator file, --jobs " .. jobs .. " (" .. err .. ")")
+    reports[jobs] = T.untimed(cjson.decode(T.slurp(string.format("%s/rotate%d/benchmark.json", tmp, jobs))))
+  end
+  T.same_tree(reports[1], reports[2], "benchmark.json with a stateful generator file")
+end
 
 -- the user's experience dataset ($KOPT_EXPERIENCE) is neither written nor
 -- read by a benchmark: the same figures as without it, twice, and no file

@@ -18,6 +18,11 @@
 -- * A rule move from a state with a code edit dropped the edit: MCGS and
 --   rules then tuned the original kernel's knobs as the edited state's
 --   children (and recorded them as 2x slowdowns of the edit).
+-- * Moves given as whole configs (`config =`, no `changes`) were taken as
+--   moves that change nothing and dropped without a word.
+-- * A generator's error named neither its file nor the line: "attempt to
+--   index a nil value", or a kopt module's line for a kopt call it made.
+-- * A generator path with a space in --opt moves= was cut at the space.
 local T = require("testlib")
 
 local tmp = T.tmpdir("moves-mistakes")
@@ -44,6 +49,9 @@ local cases = {
     "--backend replay:tests/data/pnpoly_RTX_3090.json --budget 30 -q" },
   { "nan_prior", "return function(ctx, state)\n  return { { changes = { block_size_x = 32 }, prior = 0/0, " ..
                  'method = "nan_move" } }\nend\n', "prior" },
+  { "configs", "return function(ctx, state)\n  local out = {}\n  for _, c in ipairs(ctx.space:neighbours(state.config, " ..
+               '"adjacent")) do out[#out + 1] = { config = c, method = "nb", prior = 5 } end\n  return out\nend\n',
+    "move 1 has no changes (expected { changes = { KNOB = value }, ... }: config is no field of a move" },
 }
 for _, c in ipairs(cases) do
   local path = gen(c[1], c[2])
@@ -72,6 +80,37 @@ do
     T.check(m.prior == m.prior and m.prior > 0 and m.prior < math.huge, "NaN prior: move %s has prior %s", m.key,
             tostring(m.prior))
   end
+end
+
+-- a generator's error names its file and the line, its own or the one
+-- that made a failing kopt call
+do
+  local moves = require("kopt.moves")
+  local space = require("kopt.space").new({ knobs = { { name = "x", values = { 1, 2, 3 } } } })
+  for _, c in ipairs({ { "index", "  for _ in ipairs(state.knobs) do end\n", "attempt to index a nil value (at " },
+                       { "kopt_call", "  local pick = ctx.rng:choice({})\n", "rng:choice: empty list (" } }) do
+    local path = gen("err_" .. c[1], 'return { name = "reshape", propose = function(ctx, state)\n' .. c[2] ..
+                                     "  return {}\nend }\n")
+    local logged = {}
+    local ctx = { space = space, quiet_generators = true, rng = require("kopt.rng").new(1) }
+    function ctx:key(cfg) return space:key(cfg) end
+    function ctx:log(fmt, ...) logged[#logged + 1] = string.format(fmt, ...) end
+    moves.propose(ctx, { config = { x = 1 }, key = "1" }, moves.resolve("rules," .. path))
+    local msg = table.concat(logged, "\n")
+    T.check(msg:find("move generator reshape (" .. path .. ") failed: ", 1, true) and
+            msg:find(c[3], 1, true) and msg:find(path .. ":2)", 1, true), "%s: the error names the file and line:\n%s", c[1], msg)
+  end
+end
+
+-- a generator path with a space, and spaces around the list's items
+do
+  local moves = require("kopt.moves")
+  os.execute("mkdir -p '" .. tmp .. "/my gens'")
+  local path = tmp .. "/my gens/spaced.lua"
+  T.write(path, 'return { name = "spaced", propose = function() return {} end }\n')
+  local gens = moves.resolve("rules , " .. path .. " ")
+  T.eq(#gens, 2, "a path with a space: two generators")
+  T.eq(gens[2] and gens[2].name, "spaced", "a path with a space: the file's generator")
 end
 
 -- state.result: a generator that proposes only from a measured state
