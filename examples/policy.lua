@@ -8,6 +8,9 @@
 -- passes its candidates through a filter, and tells it every result in the
 -- order it asked: a candidate the policy refused comes back `invalid`, as a
 -- config that breaks a constraint would, so the strategy learns to avoid it.
+-- Everything else a strategy may declare is passed on: its budget defaults,
+-- its finish (MCGS writes its graph snapshot there) and its stats (what
+-- kopt compare reports of it).
 local strategy_mod = require("kopt.strategy")
 
 local INNER = "mcgs"  -- the strategy wrapped: a built-in name or a file's path
@@ -17,6 +20,9 @@ local S = {
   name = "policy",
   description = "a shipped strategy (" .. INNER .. ") under a user policy",
   plans_with_budget = inner.plans_with_budget,
+  default_budget = inner.default_budget,
+  finish = inner.finish,
+  stats = inner.stats,
   options = {},
 }
 for k, o in pairs(inner.options or {}) do S.options[k] = o end

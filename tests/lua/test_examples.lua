@@ -1,6 +1,7 @@
 -- The examples in examples/ run as documented. hill_climb must stop at a
 -- local optimum: every adjacent neighbour of its best was measured and is not
--- faster.
+-- faster. policy passes on mcgs's finish: its graph snapshot counts the
+-- run's evaluations (it was never written: "evaluations": 0).
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -39,5 +40,7 @@ end
 T.check(n > 10 and refused == 0, "policy: %d evaluations, %d of them refused configs", n, refused)
 T.check(stop and stop.time_ms <= 9 * 1.01, "policy: the best when it stopped (%s ms) is within 1 %% of 9 ms",
         tostring(stop and stop.time_ms))
+local graph = cjson.decode(T.slurp(tmp .. "/pol/graph.json"))
+T.eq(graph.evaluations, n, "policy: mcgs's graph snapshot, written by its finish, counts the run's evaluations")
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
