@@ -187,6 +187,9 @@ function M.new(opts)
   self.resumed_left, self.last_n = 0, 0
   -- resumed with other options or another strategy file (kopt.run said so)
   self.resumed_changed = opts.resumed_changed
+  -- resumed with another number of evaluation slots ({ was =, now = }):
+  -- other batches, so another search after the first round
+  self.resumed_slots = opts.resumed_slots
   for _, ev in ipairs(opts.resume_events or {}) do
     if ev.event == "eval" then
       if not self.resumed[ev.key] then self.resumed_left = self.resumed_left + 1 end
@@ -644,6 +647,11 @@ function Engine:keep_unasked(reason)
                         #left, #left == 1 and "" or "s", #left == 1 and "lies" or "lie",
                         reason == "budget" and ("budget of " .. self.budget) or "time limit",
                         reason == "budget" and "budget" or "time-limit")
+  elseif self.resumed_slots then
+    msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (resumed with " ..
+                        "%d evaluation slots, the record made with %d: other batches, another search); kept in " ..
+                        "the results", #left, #left == 1 and "" or "s", #left == 1 and "was" or "were",
+                        self.resumed_slots.now, self.resumed_slots.was)
   elseif self.resumed_changed then
     msg = string.format("%d evaluation%s on record %s not asked for again by the resumed strategy (resumed with " ..
                         "other options, another strategy file or, for a strategy that plans with its budget, " ..

@@ -176,13 +176,35 @@ function M.check(events, dir, info, opts)
   local other_rec = replay.other_recording(start.device, info.device)
   if other_rec then errors.usage("--resume: %s %s", dir, other_rec) end
   M.note_changes(events, start, dir, info, opts)
+  M.note_slots(events, dir, info)
   return start
+end
+
+-- The number of evaluation slots (the n of ask(ctx, n)) the record was made
+-- with, against this resume's (info.slots): with another, the strategy is
+-- asked for other batches, so its questions after the first may differ,
+-- through no fault of its own (a GPU run's slots follow the compile pool
+-- and --gpus: another machine has others). Said, and info.slots_were set.
+function M.note_slots(events, dir, info)
+  if math.type(info.slots) ~= "integer" then return end
+  for _, ev in ipairs(events) do
+    if (ev.event == "start" or ev.event == "resume") and math.type(ev.slots) == "integer" and ev.slots ~= info.slots then
+      info.slots_were = ev.slots
+      io.stderr:write(string.format("kopt: note: %s was run with %d evaluation slots, this resume has %d: the " ..
+                                    "strategy is asked for other batches, so the search after the record may " ..
+                                    "differ from the one the first run would have made\n", dir, ev.slots, info.slots))
+      return
+    end
+  end
 end
 
 -- A different file of the same strategy name, or other options, make
 -- another search: said, not refused (a fixed bug is a fair reason).
 function M.note_changes(events, start, dir, info, opts)
-  if info.strategy_file and start.strategy_file and info.strategy_file ~= start.strategy_file then
+  -- (the same code under another path, such as the same file from another
+  -- folder, is the same strategy: the path as typed alone says nothing)
+  local same_code = info.strategy_code ~= nil and info.strategy_code == start.strategy_code
+  if info.strategy_file and start.strategy_file and info.strategy_file ~= start.strategy_file and not same_code then
     info.changed = true
     io.stderr:write(string.format("kopt: note: %s was started with the strategy file %s; resuming with %s\n", dir,
                                   tostring(start.strategy_file), info.strategy_file))
@@ -192,15 +214,18 @@ function M.note_changes(events, start, dir, info, opts)
     io.stderr:write(string.format("kopt: note: %s was started with another version of the strategy file %s (its code, " ..
                                   "a file its options name, or kopt's has changed since)\n", dir, info.strategy_file))
   end
-  -- (with no --opt given, the run's own options are taken back, by kopt.run)
+  -- (the options not given again are the run's own, taken back by
+  -- kopt.run: only those given can differ)
   local latest = start
   for _, ev in ipairs(events) do
     if ev.event == "start" or ev.event == "resume" then latest = ev end
   end
-  if info.options and type(latest.options) == "table" and #(opts.opt or {}) > 0 then
+  local given = {}
+  for _, kv in ipairs(opts.opt or {}) do given[kv[1]] = true end
+  if info.options and type(latest.options) == "table" and next(given) then
     local diff = {}
-    for k, v in pairs(info.options) do
-      local was = latest.options[k]
+    for k in pairs(given) do
+      local v, was = info.options[k], latest.options[k]
       -- (numbers by value: the log reads -2.0 back as -2)
       local same = type(was) == "number" and type(v) == "number" and was == v or tostring(was) == tostring(v)
       if was ~= nil and not same then

@@ -462,7 +462,7 @@ function M.locked(opts, r)
   local digest, knobs_digest = expdb.problem_digest(spec, space), resume_check.knobs_digest(spec)
   local info = { strategy = strategy.name, problem = problem, strategy_file = strategy_label, options = options,
                  strategy_code = r.strategy_code, device = opts.resume and backend:describe() or nil,
-                 problem_digest = digest, knobs_digest = knobs_digest, space = space }
+                 problem_digest = digest, knobs_digest = knobs_digest, space = space, slots = backend.slots or 1 }
   local seed = opts.seed or 1
   local resume_events, prior = nil, 0
   -- the run's identity across its resumes: its lines in the user's
@@ -490,9 +490,13 @@ function M.locked(opts, r)
                                     "makes another search\n", strategy.name, dir, tostring(budget), tostring(latest.budget)))
     end
     if opts.time_limit == nil and type(latest.time_limit) == "number" then opts.time_limit = latest.time_limit end
-    if #(opts.opt or {}) == 0 and type(latest.options) == "table" then
+    -- (each option on record stays unless given again: a resume with one
+    -- --opt changes that one, not the others back to their defaults)
+    local given = {}
+    for _, kv in ipairs(opts.opt or {}) do given[kv[1]] = true end
+    if type(latest.options) == "table" then
       for k, v in pairs(latest.options) do
-        if options[k] ~= nil and type(v) == type(options[k]) then
+        if not given[k] and options[k] ~= nil and type(v) == type(options[k]) then
           -- (the log reads -2.0 back as -2: a float option stays a float)
           if math.type(options[k]) == "float" and math.type(v) == "integer" then v = v + 0.0 end
           options[k] = v
@@ -516,7 +520,8 @@ function M.locked(opts, r)
                  spec = spec and spec.path,
                  backend = backend_label, seed = seed, budget = budget, time_limit = opts.time_limit,
                  options = options, kopt = sys.version, host = sys.hostname(), timestamp = sys.utc_iso(),
-                 device = backend:describe(), problem_digest = digest, knobs_digest = knobs_digest, run_id = run_id }
+                 device = backend:describe(), problem_digest = digest, knobs_digest = knobs_digest, run_id = run_id,
+                 slots = backend.slots or 1 }
     rd:event(ev)
     if opts.resume then
       rd:trace("\n## Resumed %s (%d evaluations on record)\n", ev.timestamp, prior)
@@ -546,6 +551,7 @@ function M.locked(opts, r)
     strategy = strategy, strategy_name = strategy.name, options = options, space = space, spec = spec,
     backend = backend, budget = budget, time_limit = opts.time_limit, seed = seed,
     run_dir_opener = open_rundir, out_dir = dir, resume_events = resume_events, resumed_changed = info.changed,
+    resumed_slots = info.slots_were and { was = info.slots_were, now = info.slots },
     run_id = run_id,
     quiet = opts.q, verbose = opts.v, progress = true, profiler = profiler, stop_when = opts.stop_when,
     on_eval = function(e, rec)

@@ -24,7 +24,14 @@
 --   times, not the run's clock when they were recorded (a GPU's compiles
 --   and checks between them), and made more evaluations than the first run;
 -- * resuming with another recording of the same file name (another folder)
---   said the first file "has changed since", though it had not.
+--   said the first file "has changed since", though it had not;
+-- * a resume with one --opt set every other option on record back to its
+--   default (and noted them as changed);
+-- * the same strategy file resumed from another folder (another path as
+--   typed) was noted as another strategy file;
+-- * a resume with another number of evaluation slots (KOPT_REPLAY_SLOTS;
+--   on a GPU, the compile pool and --gpus) blamed the strategy for not
+--   being deterministic; the start event did not record the slots.
 local T = require("testlib")
 
 local tmp = T.tmpdir("resume-more")
@@ -208,6 +215,59 @@ do
   local ref = tmp .. "/extend_ref"
   T.run(string.format("mcgs --backend replay:%s --out %s -q --budget 40 --opt rollout_misses=3", REC, ref))
   T.same_list(T.keys(dir), T.keys(ref), "an extended, killed and resumed run: the uninterrupted run's states")
+end
+
+-- a resume with one --opt keeps the other options on record
+do
+  local dir, strat = tmp .. "/opts", tmp .. "/two.lua"
+  T.write(strat, [[
+local S = { name = "two", options = { a = { default = 1 }, b = { default = 1 } } }
+function S.init(ctx) ctx:log("options a=%d b=%d", ctx.options.a, ctx.options.b) end
+function S.ask(ctx, n) return { { config = ctx.space:sample(ctx.rng) } } end
+return S
+]])
+  local base = string.format("%s --backend replay:%s --out %s -q --budget 10", strat, REC, dir)
+  T.eq(T.run(base .. " --opt a=5 --opt b=7", "KOPT_TEST_SIGKILL_AFTER=3"), 137, "options: the first run, killed")
+  local code, _, err = T.run(base .. " --resume --opt b=7")
+  T.eq(code, 0, "options: the resume with one --opt\n" .. err)
+  T.check(not err:find("other options", 1, true), "options: b given again as it was: no note\n%s", err)
+  local trace = T.slurp(dir .. "/trace.md")
+  T.check(not trace:find("options a=1", 1, true), "options: a kept at 5 on resume:\n%s", trace)
+  code, _, err = T.run(base .. " --resume --budget 12 --opt b=3")
+  T.eq(code, 0, "options: a resume that changes b\n" .. err)
+  T.check(err:find("other options: b=3 (was 7)", 1, true) and not err:find("a=", 1, true),
+          "options: the note names b alone\n%s", err)
+  local last
+  for line in io.lines(dir .. "/events.jsonl") do
+    local ev = require("cjson").decode(line)
+    if ev.event == "resume" then last = ev end
+  end
+  T.check(last and last.options.a == 5 and last.options.b == 3, "options: the last resume ran with a=5 b=3")
+end
+
+-- the same strategy file resumed from another folder
+do
+  local dir, strat = tmp .. "/elsewhere", tmp .. "/walk.lua"
+  T.write(strat, 'local S = { name = "walk" }\nfunction S.ask(ctx, n) return { { config = ctx.space:sample(ctx.rng) } } end\nreturn S\n')
+  os.execute("mkdir -p '" .. tmp .. "/sub'")
+  T.eq(T.run(string.format("walk.lua --backend replay:%s/%s --out %s -q --budget 20", T.source_dir, REC, dir),
+             "KOPT_TEST_SIGKILL_AFTER=5", tmp), 137, "another folder: the first run, killed")
+  local code, _, err = T.run(string.format("../walk.lua --backend replay:%s/%s --out %s -q --resume", T.source_dir, REC,
+                                           dir), nil, tmp .. "/sub")
+  T.eq(code, 0, "another folder: the resume\n" .. err)
+  T.check(not err:find("note:", 1, true), "another folder: the same file is no other strategy file\n%s", err)
+end
+
+-- another number of evaluation slots: said, and the strategy not blamed
+do
+  local dir = tmp .. "/slots"
+  local base = string.format("mcgs --backend replay:tests/data/pnpoly_RTX_3090.json --out %s --budget 60", dir)
+  T.eq(T.run(base .. " -q", "KOPT_REPLAY_SLOTS=4 KOPT_TEST_SIGKILL_AFTER=30"), 137, "slots: the first run, killed")
+  local code, _, err = T.run(base:gsub(" %-%-budget 60", "") .. " --resume", "KOPT_REPLAY_SLOTS=2")
+  T.eq(code, 0, "slots: the resume\n" .. err)
+  T.check(err:find("was run with 4 evaluation slots, this resume has 2", 1, true), "slots: the note\n%s", err)
+  T.check(not err:find("is it deterministic", 1, true), "slots: the strategy is not blamed\n%s", err)
+  T.check(T.slurp(dir .. "/events.jsonl"):find('"slots":4', 1, true), "slots: the start event records them")
 end
 
 -- results a resumed run reads from its log are marked resumed, not only
