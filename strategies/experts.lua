@@ -50,10 +50,10 @@ local S = {
     edit_format = { default = "diff", choices = { "diff", "search_replace", "source" },
                     help = "the edit format the prompt asks for (any of the three is accepted); an expert's own " ..
                       "edit_format wins" },
-    tool_rounds = { default = 4, help = "rounds of tool calls (overview, region, metrics, ...) an LLM expert may " ..
+    tool_rounds = { default = 4, min = 0, help = "rounds of tool calls (overview, region, metrics, ...) an LLM expert may " ..
                       "make before it answers (0: none; servers without tools get the overview in the prompt)" },
     tools = { default = "", help = "a .lua file registering more tools for the LLM experts (kopt.tools.register)" },
-    repairs = { default = 2, help = "follow-up turns in which an expert may fix its edit after it failed to apply, " ..
+    repairs = { default = 2, min = 0, help = "follow-up turns in which an expert may fix its edit after it failed to apply, " ..
                   "compile or verify (0: none)" },
   },
 }

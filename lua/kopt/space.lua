@@ -15,6 +15,10 @@ Space.__index = Space
 -- Enumeration is refused above this many raw points; sampling never enumerates
 -- above it.
 M.ENUMERATE_LIMIT = 5e7
+-- Space:sample lists a rarely valid space when a walk of at most this many
+-- knob values finds at most this many configs.
+M.SAMPLE_WALK_STEPS = 2e6
+M.SAMPLE_LIST_LIMIT = 1e5
 
 -- An integral float is the integer it equals (128.0 is 128: Lua tables
 -- already treat them as one key, and knob values from JSON are normalised),
@@ -329,6 +333,23 @@ function Space:sample(rng)
   if self.raw <= 2e6 then
     self:enumerate()
     return self:sample(rng)
+  end
+  -- A large raw space whose valid configs are rare (products of knobs held
+  -- to a value: BX * BY == 256 over eight knobs of 128 values leaves 420 of
+  -- 1.7e7) but few: the walk, pruned by the constraints, lists them in
+  -- milliseconds, where each rejected sample cost a second and a nil
+  -- ended the strategies that read it as an exhausted space. Tried once.
+  if not self.walk_tried then
+    self.walk_tried = true
+    local found, over = {}, false
+    local cut = self:walk(function(c)
+      found[#found + 1] = c
+      if #found > M.SAMPLE_LIST_LIMIT then over = true return false end
+    end, M.SAMPLE_WALK_STEPS)
+    if not cut and not over then
+      self.list_cache = found
+      return self:sample(rng)
+    end
   end
   for _ = 1, 200000 do
     local c = random_raw(self, rng)

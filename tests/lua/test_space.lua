@@ -236,6 +236,35 @@ do
   T.check(huge:sample(rng_mod.new(1)) ~= nil, "and is sampled")
 end
 
+-- a large raw space whose valid configs are rare but few (products held to
+-- a value over eight knobs of the powers of 2 to 128: 420 of 1.7e7): sampling gave up
+-- after 202,000 draws (nil, read as an exhausted space: random, anneal and
+-- genetic stopped after 23 to 32 evaluations, mcgs took seconds a step);
+-- the pruned walk lists them once, and samples are drawn from that list
+do
+  local vals = { 1, 2, 4, 8, 16, 32, 64, 128 }
+  local names = { "BX", "BY", "TX", "TY", "UX", "UY", "SX", "SY" }
+  local ks = {}
+  for i, n in ipairs(names) do ks[i] = { name = n, values = vals } end
+  local cons = {}
+  for i, t in ipairs({ "BX * BY == 256", "TX * TY == 16", "UX * UY == 8", "SX * SY == 4" }) do
+    cons[i] = assert(expr.compile(t, "c" .. i))
+  end
+  local tight = space_mod.new({ knobs = ks, constraints = cons })
+  local r = rng_mod.new(3)
+  local t0 = os.clock()
+  local seen, distinct = {}, 0
+  for _ = 1, 200 do
+    local c = tight:sample(r)
+    T.check(c ~= nil and tight:is_valid(c), "a rarely valid space: a valid sample")
+    if not c then break end
+    local k = tight:key(c)
+    if not seen[k] then seen[k], distinct = true, distinct + 1 end
+  end
+  T.check(os.clock() - t0 < 2, "200 samples of a rarely valid space in %.2f s", os.clock() - t0)
+  T.check(distinct > 100, "200 samples of 420 configs: %d distinct", distinct)
+end
+
 local e = assert(expr.compile("cdiv(N, BLOCK) * max(2, WARPS) + log2(8)", "y"))
 T.eq(e:number({ BLOCK = 128, WARPS = 4 }, { N = 1000 }), 35, "cdiv/max/log2")
 T.eq(#e.names, 3, "free names of the expression")

@@ -372,12 +372,22 @@ function M.main(argv)
     M.write_svg(o.out .. "/img/" .. name .. ".svg", sp, maxb)
   end
   -- (a folder reused from an earlier compare: its charts of spaces not in
-  -- this report would read as part of it)
-  for _, f in ipairs(sys.list_dir(o.out .. "/img") or {}) do
-    local name = f:match("^(.*)%.svg$")
-    if name and not used[name] then os.remove(o.out .. "/img/" .. f) end
+  -- this report would read as part of it. Only the charts that report
+  -- listed go: other pictures in the folder are not compare's)
+  local old = io.open(o.out .. "/benchmark.json")
+  local old_text = old and old:read("a")
+  if old then old:close() end
+  local ok, prev = pcall(json.decode, old_text or "null")
+  for _, name in ipairs(ok and type(prev) == "table" and type(prev.charts) == "table" and prev.charts or {}) do
+    if type(name) == "string" and not used[name] and name:match("^[^/]+$") then
+      os.remove(o.out .. "/img/" .. name .. ".svg")
+    end
   end
-  json.write_file(o.out .. "/benchmark.json", M.plain(report))
+  local plain = M.plain(report)
+  plain.charts = {}
+  for name in pairs(used) do plain.charts[#plain.charts + 1] = name end
+  table.sort(plain.charts)
+  json.write_file(o.out .. "/benchmark.json", plain)
   return 0
 end
 
