@@ -252,16 +252,16 @@ do
   end
   local tight = space_mod.new({ knobs = ks, constraints = cons })
   local r = rng_mod.new(3)
-  local t0 = os.clock()
+  local ts0 = os.clock()
   local seen, distinct = {}, 0
   for _ = 1, 200 do
-    local c = tight:sample(r)
-    T.check(c ~= nil and tight:is_valid(c), "a rarely valid space: a valid sample")
-    if not c then break end
-    local k = tight:key(c)
+    local sc = tight:sample(r)
+    T.check(sc ~= nil and tight:is_valid(sc), "a rarely valid space: a valid sample")
+    if not sc then break end
+    local k = tight:key(sc)
     if not seen[k] then seen[k], distinct = true, distinct + 1 end
   end
-  T.check(os.clock() - t0 < 2, "200 samples of a rarely valid space in %.2f s", os.clock() - t0)
+  T.check(os.clock() - ts0 < 2, "200 samples of a rarely valid space in %.2f s", os.clock() - ts0)
   T.check(distinct > 100, "200 samples of 420 configs: %d distinct", distinct)
 end
 
