@@ -131,5 +131,8 @@ end
 OPTIONS.arm_discount.max = 1
 -- (counts a loop runs that many times: past these it would not end)
 OPTIONS.model_pool.max, OPTIONS.design_pool.max, OPTIONS.model_trees.max = 1000000, 100000, 1000
+-- (a pool of no candidates picks nothing: every initial sample after the
+-- first was abandoned, and a failing first one ended the search)
+OPTIONS.design_pool.min = 1
 
 return OPTIONS

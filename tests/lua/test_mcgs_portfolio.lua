@@ -161,4 +161,12 @@ for i = 1, #c do if c[i].key ~= (d[i] and d[i].key) then rdiffer = true end end
 T.check(rdiffer, "the rollout bandit changes what is measured")
 T.check((by.ei or 0) > 0 and (by.cross or 0) > 0, "ei and cross candidates measured: %s %s", by.ei, by.cross)
 
+-- a maximin design of no candidates per sample picked nothing: with a
+-- failing first sample the search ended after one evaluation
+do
+  local code, _, err = T.run("mcgs --backend replay:tests/data/pnpoly_RTX_3090.json --opt init_design=maximin " ..
+                             "--opt design_pool=0 --no-db -q --out " .. T.tmpdir("dp0") .. "/run")
+  T.check(code == 2 and err:find("design_pool: expected an integer from 1", 1, true), "design_pool=0: %d %s", code, err)
+end
+
 return T.done()
