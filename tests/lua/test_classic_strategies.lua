@@ -85,5 +85,31 @@ for _, s in ipairs(STRATEGIES) do
   T.check(f > random, "%s: mean fraction %.3f does not beat random search's %.3f", s, f, random)
 end
 
+-- the surrogate asked for a Gaussian process on a space of more knobs than
+-- it takes (70 varying knobs, 64 columns) models it with the forest: said
+-- in trace.md (the runs of gp and forest were the same, unsaid)
+do
+  local names, params, cache = {}, {}, {}
+  for i = 1, 70 do names[i] = "k" .. i; params[names[i]] = { 0, 1 } end
+  local r = require("kopt.rng").new(5)
+  for _ = 1, 40 do
+    local entry, parts, t = {}, {}, 1
+    for i, n in ipairs(names) do
+      local v = r:random(0, 1)
+      entry[n], parts[i], t = v, tostring(v), t + v * (i % 7) / 10
+    end
+    entry.time = t
+    cache[table.concat(parts, ",")] = entry
+  end
+  local path = tmp .. "/k70.json"
+  T.write(path, require("kopt.json").encode({ tune_params_keys = names, tune_params = params, objective = "time",
+                                              cache = cache }))
+  local code, _, err = T.run(string.format("surrogate --backend replay:%s --budget 25 --opt model=gp --no-db -q --out %s",
+                                           path, tmp .. "/k70_run"))
+  T.eq(code, 0, "surrogate model=gp on 70 knobs: " .. err)
+  T.check((T.slurp(tmp .. "/k70_run/trace.md") or ""):find("past the Gaussian process's 64 columns", 1, true),
+          "surrogate model=gp on 70 knobs: the forest's use is not said in trace.md")
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
