@@ -102,4 +102,16 @@ code, _, stderr = T.run(string.format("compare --strategies random@nosuch=1 --sp
 T.eq(code, 2, "unknown variant option: usage error")
 T.check(stderr:find("nosuch", 1, true) ~= nil, "the message names the option: %s", stderr)
 
+-- a short curve (budgets up to 10) is drawn whole: its axis came from the
+-- last point alone, and everything below 0.9 was drawn on the floor
+do
+  local cmp = require("kopt.commands.compare")
+  local curve = { 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0 }
+  local path = os.tmpname()
+  cmp.write_svg(path, { name = "short", results = { { name = "r", curve = curve } }, exact = { curve = curve } }, 10)
+  local text = T.slurp(path)
+  os.remove(path)
+  T.check(text:find(">0.2<", 1, true), "a short curve's axis reaches down to its values")
+end
+
 return T.done()

@@ -704,11 +704,15 @@ end
 
 function M.write_svg(path, sp, maxb)
   local series, lo = {}, 1
+  -- (the axis starts at the tenth evaluation's values on long curves, whose
+  -- first samples would flatten the rest; a short one is drawn whole: from
+  -- its last point alone, everything below was drawn on the axis's floor)
+  local from = maxb <= 20 and 1 or 10
   local function pts(curve)
     local p = {}
     for n = 1, maxb do
       p[#p + 1] = { n, curve[n] }
-      if n >= math.min(10, maxb) then lo = math.min(lo, curve[n]) end
+      if n >= from then lo = math.min(lo, curve[n]) end
     end
     return p
   end
