@@ -333,3 +333,37 @@ int kopt_sys_lock(const char *path, int *fd_out, long *holder, char *err, size_t
 	snprintf(err, errlen, "%s keeps being replaced", path);
 	return -1;
 }
+
+/* The folder of path, flocked (non-blocking): a lock file deleted by hand
+ * during a run freed the way for a second kopt on the same folder, and the
+ * folder itself is not deleted while it holds the run. Returns its fd, -1
+ * when another process holds it (err says so), -2 on other failures. */
+int kopt_sys_lock_folder(const char *path, char *err, size_t errlen)
+{
+	char dir[4096];
+	const char *slash = strrchr(path, '/');
+	if (slash == NULL)
+		snprintf(dir, sizeof dir, ".");
+	else if (slash == path)
+		snprintf(dir, sizeof dir, "/");
+	else
+		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%.400s: %s", dir, strerror(errno));
+		return -2;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int e = errno;
+		close(fd);
+		if (e == EWOULDBLOCK) {
+			snprintf(err, errlen,
+				 "in use by another kopt process, whose lock file %s was removed",
+				 path);
+			return -1;
+		}
+		snprintf(err, errlen, "flock %.400s: %s", dir, strerror(e));
+		return -2;
+	}
+	return fd;
+}

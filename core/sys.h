@@ -73,5 +73,8 @@ int kopt_sys_truncate(const char *path, long long size, char *err, size_t errlen
  * with *holder its PID (0 if it has not written one yet); other failures
  * leave *holder at -1. */
 int kopt_sys_lock(const char *path, int *fd, long *holder, char *err, size_t errlen);
+/* The folder holding the lock file at path, flocked too (non-blocking): its
+ * fd, -1 when another process holds it (err says so), -2 on other failures. */
+int kopt_sys_lock_folder(const char *path, char *err, size_t errlen);
 
 #endif

@@ -438,40 +438,6 @@ struct run_lock {
 	int dir_fd; /* the folder the lock file is in, locked too; -1 once released */
 };
 
-/* The folder of path, flocked (non-blocking): a lock file deleted by hand
- * during a run freed the way for a second kopt on the same folder, and the
- * folder itself is not deleted while it holds the run. Returns its fd, -1
- * when another process holds it (err says so), -2 on other failures. */
-static int lock_folder(const char *path, char *err, size_t errlen)
-{
-	char dir[4096];
-	const char *slash = strrchr(path, '/');
-	if (slash == NULL)
-		snprintf(dir, sizeof dir, ".");
-	else if (slash == path)
-		snprintf(dir, sizeof dir, "/");
-	else
-		snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%.400s: %s", dir, strerror(errno));
-		return -2;
-	}
-	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-		int e = errno;
-		close(fd);
-		if (e == EWOULDBLOCK) {
-			snprintf(err, errlen,
-				 "in use by another kopt process, whose lock file %s was removed",
-				 path);
-			return -1;
-		}
-		snprintf(err, errlen, "flock %.400s: %s", dir, strerror(e));
-		return -2;
-	}
-	return fd;
-}
-
 /* lock(path) -> lock | nil, msg, holder_pid (0: unknown; nil: not a conflict) */
 static int l_lock(lua_State *L)
 {
@@ -490,7 +456,7 @@ static int l_lock(lua_State *L)
 		lua_pushinteger(L, (lua_Integer)holder);
 		return 3;
 	}
-	int dir_fd = lock_folder(path, err, sizeof err);
+	int dir_fd = kopt_sys_lock_folder(path, err, sizeof err);
 	if (dir_fd < 0) {
 		close(fd);
 		lua_pushnil(L);
