@@ -299,6 +299,24 @@ static struct inputset *other_set(struct worker *w, uint64_t seed)
 	return kopt_worker_get_set(w, secret_seed(w, seed, 1), 1, w->log, sizeof w->log);
 }
 
+/* Whether sets a and b have the same reference answer, byte for byte, in
+ * every output (1 too when either is missing: not known to differ). */
+static int same_answer(struct worker *w, const struct inputset *a, const struct inputset *b)
+{
+	if (a == NULL || b == NULL || !a->have_ref || !b->have_ref)
+		return 1;
+	for (int i = 0; i < w->nargs; i++) {
+		const struct warg *o = &w->args[i];
+		if (o->kind != ARG_ARRAY || !kopt_worker_is_output(o))
+			continue;
+		if (a->ref_out[i] == NULL || b->ref_out[i] == NULL)
+			return 1;
+		if (memcmp(a->ref_out[i], b->ref_out[i], kopt_worker_arg_bytes(o)) != 0)
+			return 0;
+	}
+	return 1;
+}
+
 /* Check 3: a fresh draw of set A's own distributions (set C), run and timed
  * once in the module and buffers just timed, when the timed median beat
  * check 2's launch by the charge's margin. Check 2 draws from other
@@ -307,24 +325,32 @@ static struct inputset *other_set(struct worker *w, uint64_t seed)
  * a replay of set A's answer is not faster on set C's new values. So the
  * charge stands only when check 3's launch is slower too (its time is then
  * the one charged). 0 with *ms set, or -1 with the status in *st (the
- * launch failed its check), or 1 when set C would not be new (an input not
- * drawn by the seed) or could not be made (no memory): check 2's time is
- * charged as before. */
+ * launch failed its check), or 1 when set C would not be new (no input
+ * drawn by the seed, or its reference's answer set A's) or could not be
+ * made (no memory): check 2's time is charged as before. */
 static int check3(struct worker *w, struct prepared *pr, uint64_t seed, struct job *j, float *ms,
 		  const char **st)
 {
 	/* set C is new only where the seed draws: an input read from a file,
-	 * generated, or a constant or arange is set A's own bytes there, and a
-	 * replay keyed on it would be as fast on set C as when timed */
+	 * generated, or a constant or arange is set A's own bytes there. One
+	 * drawn input is enough: a replay of set A's answer is then wrong on
+	 * set C (or computes, and is slow); with none, a replay keyed on the
+	 * inputs would be as fast on set C as when timed. (Every input had to
+	 * be drawn before: one constant beside a drawn input charged an honest
+	 * data-dependent kernel check 2's time, tests/honest/mandelbrot_axis.) */
+	int drawn = 0, kept = 0;
 	for (int i = 0; i < w->nargs; i++) {
 		const struct warg *a = &w->args[i];
 		if (a->kind != ARG_ARRAY || kopt_worker_is_output(a))
 			continue;
-		if (a->file[0] != '\0' ||
-		    !(a->dist == KOPT_DIST_NORMAL || a->dist == KOPT_DIST_UNIFORM ||
-		      a->dist == KOPT_DIST_UNIFORM01))
-			return 1;
+		int d = a->file[0] == '\0' &&
+			(a->dist == KOPT_DIST_NORMAL || a->dist == KOPT_DIST_UNIFORM ||
+			 a->dist == KOPT_DIST_UNIFORM01);
+		drawn += d;
+		kept += !d;
 	}
+	if (!drawn)
+		return 1;
 	char err[256];
 	/* (a new draw every time: a set C that repeats across the candidates
 	 * of a seed's evaluations is one a cache kept from one candidate to the
@@ -349,7 +375,12 @@ static int check3(struct worker *w, struct prepared *pr, uint64_t seed, struct j
 	    "timed)",
 	    &t3, ms);
 	c->have_ref = tc.have_ref;
-	return *st == NULL ? 0 : -1;
+	if (*st != NULL)
+		return -1;
+	/* with inputs kept, set C is new only if its answer is: where the
+	 * outputs follow the kept inputs alone, a replay keyed on them is
+	 * right on set C and as fast as when timed */
+	return kept && same_answer(w, kopt_worker_get_set(w, seed, 0, err, sizeof err), c) ? 1 : 0;
 }
 
 /* The float input arrays of the timing copy that bench.c nudges before each

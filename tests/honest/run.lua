@@ -37,6 +37,7 @@ local CASES = {
   { "nbody_f64", "f64 accumulation, ~5 ms per launch, reordered sums (SPLIT 2) at 1e-12" },
   { "tiny_softmax_pipe", "tiny run time (microseconds), three-kernel pipeline: check 2 launched from the host" },
   { "mandelbrot_mc", "data-dependent run time: check 2's inputs are honestly 50x slower; declared queue state" },
+  { "mandelbrot_axis", "the same on the real axis: one input a constant, so check 3 redraws the other alone" },
   { "dequant_int4", "write-dominated exact f16 output, declared bytes just over 2x L2 (speed-of-light floor)" },
   { "upload_race", "three 1 MiB inputs only read: each fresh set's upload must land before its hash and first launch" },
 }
