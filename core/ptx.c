@@ -53,6 +53,7 @@ static int new_block(struct parser *p)
 	memset(b, 0, sizeof *b);
 	b->first = (int)p->n_insts;
 	b->loop = -1;
+	b->back_from = -1;
 	p->open_block = 1;
 	return 0;
 }
@@ -64,6 +65,7 @@ static int add_label(struct parser *p, struct span name)
 		if (new_block(p) != 0)
 			return -1;
 	p->blocks[p->n_blocks - 1].label = name;
+	p->blocks[p->n_blocks - 1].label_scope = p->cur_scope;
 	return 0;
 }
 
@@ -85,7 +87,9 @@ static long count_regs(struct span rest)
 
 static void declare(struct parser *p, struct span st)
 {
-	if (ptx_starts(st.s, st.n, ".reg")) {
+	/* registers of the function's own scope: inline asm's "{ .reg .pred
+	 * p; ... }" declares its own in every unrolled copy */
+	if (ptx_starts(st.s, st.n, ".reg") && p->cur_scope == 0) {
 		struct span rest = ptx_trim(st.s + 4, st.n - 4);
 		long n = count_regs(rest);
 		if (ptx_starts(rest.s, rest.n, ".pred"))
@@ -168,14 +172,32 @@ static int add_inst(struct parser *p, struct span st, int line)
 		if (ps.nops >= 1) {
 			b->target = ps.ops[0];
 			b->target_line = line;
+			b->target_scope = p->cur_scope;
 		}
 		b->cond = ps.pred.n > 0;
 		b->ends = !b->cond;
 		p->open_block = 0;
+		if (ps.nops >= 1 && ps.ops[0].n > 0 && ps.ops[0].s[0] == '%')
+			p->any_target = 1; /* to an address in a register */
 	} else if (ptx_span_eq(base, "brx") || ptx_span_eq(base, "ret") || ptx_span_eq(base, "exit") ||
 		   ptx_span_eq(base, "trap")) {
+		p->any_target |= ptx_span_eq(base, "brx");
 		b->ends = ps.pred.n == 0;
 		p->open_block = 0;
+	}
+	if (ptx_span_eq(base, "call")) {
+		/* "call.uni (retval0), name, (param0);" or "call.uni name, (...);";
+		 * a call through a register names no function */
+		for (int k = 0; k < ps.nops; k++) {
+			if (ps.ops[k].n == 0 || ps.ops[k].s[0] == '(')
+				continue;
+			if (ps.ops[k].s[0] != '%') {
+				if (grow((void **)&p->calls, &p->cap_calls, p->n_calls, sizeof *p->calls) != 0)
+					return ptx_oom(p);
+				p->calls[p->n_calls++] = (struct call){p->out->n_functions, ps.ops[k]};
+			}
+			break;
+		}
 	}
 	return 0;
 }
@@ -218,13 +240,17 @@ static int end_function(struct parser *p, int line)
 		struct block *bl = &p->blocks[b];
 		if (bl->target.s == NULL || bl->target.n == 0 || bl->target.s[0] == '%')
 			continue;
-		int t = ptx_find_label(p, bl->target);
+		int t = ptx_find_label(p, bl->target, bl->target_scope);
 		if (t < 0)
 			return fail(p, "malformed PTX: the branch at line %d goes to '%.*s', which function '%s' does not define",
 				    bl->target_line, (int)(bl->target.n > 80 ? 80 : bl->target.n),
 				    bl->target.s, p->fn.name);
-		if ((size_t)t > b)
+		if ((size_t)t > b) {
+			p->blocks[t].fwd_in = 1;
 			continue;
+		}
+		if ((int)b > p->blocks[t].back_from)
+			p->blocks[t].back_from = (int)b;
 		size_t k = 0;
 		while (k < p->n_loops && p->loops[k].head != t)
 			k++;
@@ -348,6 +374,62 @@ static int end_function(struct parser *p, int line)
 	return 0;
 }
 
+/* An entry's static shared memory with that of every function it reaches
+ * by direct calls (ptxas allocates a .func's shared arrays in each kernel
+ * that calls it), each counted once. */
+static int add_callee_shared(struct parser *p)
+{
+	struct kopt_ptx *o = p->out;
+	if (p->n_calls == 0)
+		return 0;
+	char *seen = malloc(o->n_functions);
+	size_t *stack = malloc(o->n_functions * sizeof *stack);
+	if (seen == NULL || stack == NULL) {
+		free(seen);
+		free(stack);
+		return ptx_oom(p);
+	}
+	for (size_t e = 0; e < o->n_functions; e++) {
+		if (!o->functions[e].is_entry)
+			continue;
+		memset(seen, 0, o->n_functions);
+		size_t n = 0;
+		long extra = 0;
+		seen[e] = 1;
+		stack[n++] = e;
+		while (n > 0) {
+			size_t f = stack[--n];
+			for (size_t c = 0; c < p->n_calls; c++) {
+				if (p->calls[c].caller != f)
+					continue;
+				for (size_t g = 0; g < o->n_functions; g++) {
+					if (seen[g] || strlen(o->functions[g].name) != p->calls[c].callee.n ||
+					    memcmp(o->functions[g].name, p->calls[c].callee.s,
+						   p->calls[c].callee.n) != 0)
+						continue;
+					seen[g] = 1;
+					extra += o->functions[g].smem_bytes;
+					stack[n++] = g;
+				}
+			}
+		}
+		o->functions[e].smem_bytes += extra;
+	}
+	free(seen);
+	free(stack);
+	return 0;
+}
+
+/* A brace scope inside the function being read (its body is scope 0). */
+static int open_scope(struct parser *p)
+{
+	if (grow((void **)&p->scope_parent, &p->cap_scopes, p->n_scopes, sizeof *p->scope_parent) != 0)
+		return ptx_oom(p);
+	p->scope_parent[p->n_scopes] = p->n_scopes ? p->cur_scope : -1;
+	p->cur_scope = (int)p->n_scopes++;
+	return 0;
+}
+
 static int begin_function(struct parser *p, struct span header, int line)
 {
 	/* ".visible .entry name(" or ".func (.param .b32 r) name(" */
@@ -393,7 +475,11 @@ static int begin_function(struct parser *p, struct span header, int line)
 	p->fn.is_entry = entry;
 	p->fn.ptx_first = line;
 	p->in_func = 1;
+	p->any_target = 0;
 	p->n_insts = p->n_blocks = 0;
+	p->n_scopes = 0;
+	if (open_scope(p) != 0)
+		return -1;
 	p->open_block = 0;
 	p->cur_file = p->cur_src = 0;
 	memset(p->file_count, 0, sizeof p->file_count);
@@ -577,6 +663,8 @@ static int parse(struct parser *p)
 				}
 				if (depth > 1000)
 					return fail(p, "malformed PTX: braces nested deeper than 1000 at line %d", line);
+				if (depth > 0 && p->in_func && open_scope(p) != 0)
+					return -1;
 				depth++;
 				sn = 0, multi = 0;
 			} else if (ch == '}') {
@@ -585,6 +673,8 @@ static int parse(struct parser *p)
 				if (st.n > 0 && statement(p, st, stmt_line, depth) != 0)
 					return -1;
 				sn = 0, multi = 0;
+				if (depth > 1 && p->in_func && p->cur_scope > 0)
+					p->cur_scope = p->scope_parent[p->cur_scope];
 				if (--depth == 0 && p->in_func) {
 					if (end_function(p, line) != 0)
 						return -1;
@@ -653,6 +743,8 @@ int kopt_ptx_parse(const char *text, size_t len, struct kopt_ptx **out, char *er
 	}
 	rc = parse(&p);
 	if (rc == 0)
+		rc = add_callee_shared(&p);
+	if (rc == 0)
 		for (size_t i = 0; i < p.out->n_functions; i++) {
 			size_t f = (size_t)(intptr_t)p.out->functions[i].src_file;
 			p.out->functions[i].src_file =
@@ -676,5 +768,7 @@ out:
 	free(p.blocks);
 	free(p.loops);
 	free(p.hash);
+	free(p.scope_parent);
+	free(p.calls);
 	return rc;
 }

@@ -93,8 +93,10 @@ struct kopt_ptx_function {
 	int n_loops;
 	int ptx_first, ptx_last;
 	const char *src_file; /* the main file of its .loc lines; NULL without -lineinfo */
-	long regs_pred, regs_16, regs_32, regs_64; /* declared by .reg, by width */
-	long smem_bytes; /* static .shared declared inside the function or at module scope */
+	long regs_pred, regs_16, regs_32, regs_64; /* declared by .reg in the function's own
+						      scope, by width */
+	long smem_bytes; /* static .shared declared inside the function (an entry's: and in the
+			    functions it calls) */
 };
 
 struct kopt_ptx {

@@ -28,11 +28,15 @@ struct inst {
 struct block {
 	int first, n; /* instruction range */
 	struct span label;
+	int label_scope;    /* the brace scope the label is declared in (0: the function's) */
 	struct span target; /* bra's target; s NULL when none */
+	int target_scope;   /* the scope the branch is in: a label is looked up from there out */
 	int target_line;
 	int cond;    /* the branch is predicated */
 	int ends;    /* ends without falling through (unconditional bra, ret, exit) */
 	int loop;    /* innermost loop, -1 none */
+	int fwd_in;    /* a branch from an earlier block comes here (paths join) */
+	int back_from; /* the last later block that branches here (a loop's latch), -1 none */
 	int region;
 	struct kopt_ptx_work work;
 };
@@ -57,12 +61,26 @@ struct parser {
 	struct block *blocks;
 	size_t n_blocks, cap_blocks;
 	int open_block; /* the last block takes instructions */
+	int any_target; /* an indirect branch (brx, bra to a register): any label may be a target */
 	struct loop *loops;
 	size_t n_loops, cap_loops;
 	int *hash;
 	size_t hash_cap;
+	/* brace scopes of the function: inline asm's "{ ... }" may declare a
+	 * label again (each unrolled copy of a wait loop), and a branch goes to
+	 * the one of its nearest enclosing scope */
+	int *scope_parent;
+	size_t n_scopes, cap_scopes;
+	int cur_scope;
 	int cur_file, cur_src;
 	int file_count[64];
+	/* direct calls (caller's index in out->functions, callee's name): an
+	 * entry's static shared memory includes its callees' */
+	struct call {
+		size_t caller;
+		struct span callee;
+	} *calls;
+	size_t n_calls, cap_calls;
 	/* copies of statements that span lines (rare: headers, long operand lists) */
 	char **copies;
 	size_t n_copies, cap_copies;
@@ -91,7 +109,7 @@ void ptx_work_add(struct kopt_ptx_work *a, const struct kopt_ptx_work *b, long t
 
 /* --- ptx_loops.c: labels and loops of the function being read --- */
 int ptx_build_labels(struct parser *p);
-int ptx_find_label(struct parser *p, struct span name);
+int ptx_find_label(struct parser *p, struct span name, int from_scope);
 long ptx_trip_count(struct parser *p, const struct loop *l);
 int ptx_cmp_loops(const void *a, const void *b);
 

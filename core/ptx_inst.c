@@ -272,7 +272,11 @@ void ptx_classify(const struct parsed *in, struct kopt_ptx_work *w)
 			w->st_shared++, w->st_shared_bytes += 4 * x;
 	} else if (ptx_span_eq(base, "cp")) {
 		if (has_part(op, "bulk")) {
-			w->tma++;
+			/* copies only: the group's commit and waits, and a
+			 * prefetch into L2, move nothing into shared memory */
+			if (!has_part(op, "commit_group") && !has_part(op, "wait_group") &&
+			    !has_part(op, "prefetch"))
+				w->tma++;
 		} else if (has_part(op, "async") && has_part_prefix(op, "shared") &&
 			   has_part(op, "global")) {
 			long long b = 0;

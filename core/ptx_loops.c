@@ -43,17 +43,27 @@ int ptx_build_labels(struct parser *p)
 	return 0;
 }
 
-int ptx_find_label(struct parser *p, struct span name)
+/* The block of label name as a branch in scope from_scope sees it: the
+ * declaration in its nearest enclosing scope (any one when none encloses it). */
+int ptx_find_label(struct parser *p, struct span name, int from_scope)
 {
 	size_t cap = 16;
 	while (cap < 2 * p->n_blocks + 1)
 		cap *= 2;
+	int best = -1, best_dist = -1;
 	for (size_t i = hash_span(name) & (cap - 1); p->hash[i] >= 0; i = (i + 1) & (cap - 1)) {
-		struct span l = p->blocks[p->hash[i]].label;
-		if (l.n == name.n && memcmp(l.s, name.s, name.n) == 0)
-			return p->hash[i];
+		const struct block *b = &p->blocks[p->hash[i]];
+		if (b->label.n != name.n || memcmp(b->label.s, name.s, name.n) != 0)
+			continue;
+		int dist = 0, s = from_scope;
+		while (s >= 0 && (size_t)s < p->n_scopes && s != b->label_scope)
+			s = p->scope_parent[s], dist++;
+		if (s != b->label_scope)
+			dist = 1 << 30; /* not visible from the branch */
+		if (best < 0 || dist < best_dist)
+			best = p->hash[i], best_dist = dist;
 	}
-	return -1;
+	return best;
 }
 
 int ptx_cmp_loops(const void *a, const void *b)
@@ -64,10 +74,77 @@ int ptx_cmp_loops(const void *a, const void *b)
 	return x->latch > y->latch ? -1 : x->latch < y->latch;
 }
 
-/* The register an instruction writes (its first operand) is reg. */
+/* The instruction writes reg: its first operand, or one of a vector
+ * destination's ("{%r1, %r2}"). */
 static int writes(const struct parsed *ps, struct span reg)
 {
-	return ps->nops > 0 && ps->ops[0].n == reg.n && memcmp(ps->ops[0].s, reg.s, reg.n) == 0;
+	if (ps->nops == 0)
+		return 0;
+	struct span d = ps->ops[0];
+	if (d.n == reg.n && memcmp(d.s, reg.s, reg.n) == 0)
+		return 1;
+	if (d.n < 2 || d.s[0] != '{')
+		return 0;
+	for (size_t i = 1; i < d.n;) {
+		size_t j = i;
+		while (j < d.n && d.s[j] != ',' && d.s[j] != '}')
+			j++;
+		struct span e = ptx_trim(d.s + i, j - i);
+		if (e.n == reg.n && memcmp(e.s, reg.s, reg.n) == 0)
+			return 1;
+		i = j + 1;
+	}
+	return 0;
+}
+
+/* Some instruction of [from, to) writes reg. */
+static int written_in(struct parser *p, int from, int to, struct span reg)
+{
+	struct parsed ps;
+	for (int i = from; i < to; i++) {
+		ptx_split_inst(p->insts[i].s, p->insts[i].len, &ps);
+		if (writes(&ps, reg))
+			return 1;
+	}
+	return 0;
+}
+
+/* The constant reg holds before instruction `at` of block blk, read back
+ * along the one path that reaches it: a mov of an immediate, or of a
+ * register that holds one (NVRTC keeps a zero in a register and copies
+ * it into each counter). 0 with *v set, or -1 when a predicated or other
+ * write sets it, or paths join before its last write: a block entered by
+ * a forward branch, or after an unconditional one, is where the walk
+ * stops; a loop head is crossed only when its loop leaves reg alone. */
+static int const_before(struct parser *p, int blk, int at, struct span reg, long long *v,
+			int depth)
+{
+	struct parsed ps;
+	for (;;) {
+		const struct block *b = &p->blocks[blk];
+		for (int i = at - 1; i >= b->first; i--) {
+			ptx_split_inst(p->insts[i].s, p->insts[i].len, &ps);
+			if (!writes(&ps, reg))
+				continue;
+			if (ps.pred.n > 0 || !ptx_span_eq(ptx_base_of(ps.op), "mov") || ps.nops != 2)
+				return -1;
+			if (ptx_parse_int(ps.ops[1], v))
+				return 0;
+			if (depth < 4 && ps.ops[1].n > 1 && ps.ops[1].s[0] == '%')
+				return const_before(p, blk, i, ps.ops[1], v, depth + 1);
+			return -1;
+		}
+		if (blk == 0 || p->blocks[blk - 1].ends || b->fwd_in ||
+		    (b->label.s != NULL && p->any_target))
+			return -1;
+		if (b->back_from >= 0) {
+			const struct block *latch = &p->blocks[b->back_from];
+			if (written_in(p, b->first, latch->first + latch->n, reg))
+				return -1;
+		}
+		blk--;
+		at = p->blocks[blk].first + p->blocks[blk].n;
+	}
 }
 
 /* The value as a register of the comparison's type holds it: its width
@@ -138,7 +215,8 @@ static struct span mirror(struct span cmp)
 /* The trip count of loop l when its counter starts, steps and ends at
  * constants: one register compared with an immediate by the branch that
  * continues (at the latch) or leaves (at the head), stepped once in the
- * loop by an immediate, set by mov of an immediate before the loop. */
+ * loop by an immediate, set before the loop to a constant on the one path
+ * into it (const_before). */
 long ptx_trip_count(struct parser *p, const struct loop *l)
 {
 	const struct block *head = &p->blocks[l->head], *latch = &p->blocks[l->latch];
@@ -154,7 +232,7 @@ long ptx_trip_count(struct parser *p, const struct loop *l)
 			return -1;
 		const struct inst *b = &p->insts[head->first + head->n - 1];
 		ptx_split_inst(b->s, b->len, &br);
-		int t = br.nops > 0 ? ptx_find_label(p, br.ops[0]) : -1;
+		int t = br.nops > 0 ? ptx_find_label(p, br.ops[0], head->target_scope) : -1;
 		if (t >= l->head && t <= l->latch)
 			return -1;
 		want = br.neg; /* continue when the exit is not taken */
@@ -210,16 +288,13 @@ long ptx_trip_count(struct parser *p, const struct loop *l)
 	}
 	if (at_step < 0 || step == 0)
 		return -1;
-	int found = 0;
-	for (int i = first - 1; i >= 0 && !found; i--) {
-		ptx_split_inst(p->insts[i].s, p->insts[i].len, &ps);
-		if (!writes(&ps, reg))
-			continue;
-		if (!ptx_span_eq(ptx_base_of(ps.op), "mov") || ps.nops != 2 || !ptx_parse_int(ps.ops[1], &init))
-			return -1;
-		found = 1;
-	}
-	if (!found)
+	/* the counter's start: entered only by falling through from the block
+	 * before the head (no other branch into it), set there or on the one
+	 * path back from it */
+	if (l->head == 0 || head->fwd_in || p->any_target || p->blocks[l->head - 1].ends)
+		return -1;
+	const struct block *pre = &p->blocks[l->head - 1];
+	if (const_before(p, l->head - 1, pre->first + pre->n, reg, &init, 0) != 0)
 		return -1;
 	long long v = init;
 	if (test_at_head) {

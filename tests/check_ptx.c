@@ -328,6 +328,129 @@ START_TEST(test_unsigned_trip)
 }
 END_TEST
 
+/* Inline asm's wait loop, unrolled twice: each copy declares its labels and
+ * a predicate again inside its own braces; each branch goes to the label of
+ * its own scope (the first copy's was taken for both: one loop spanning
+ * the two and the work between them). */
+static const char scoped_labels[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry w(.param .u64 w_param_0)\n{\n"
+    "\t.reg .pred %p<2>;\n\t.reg .b32 %r<4>;\n\t.reg .f32 %f<4>;\n"
+    "\t{\n\t.reg .pred P1;\n\tWAIT:\n"
+    "\tmbarrier.try_wait.parity.shared::cta.b64 P1, [%r1], %r2;\n"
+    "\t@P1 bra DONE;\n\tbra WAIT;\n\tDONE:\n\t}\n"
+    "\tfma.rn.f32 %f1, %f1, %f2, %f3;\n"
+    "\t{\n\t.reg .pred P1;\n\tWAIT:\n"
+    "\tmbarrier.try_wait.parity.shared::cta.b64 P1, [%r1], %r2;\n"
+    "\t@P1 bra DONE;\n\tbra WAIT;\n\tDONE:\n\t}\n"
+    "\tfma.rn.f32 %f1, %f1, %f2, %f3;\n"
+    "\tret;\n}\n";
+
+START_TEST(test_scoped_labels)
+{
+	struct kopt_ptx *p = parse_ok(scoped_labels);
+	const struct kopt_ptx_function *f = &p->functions[0];
+	ck_assert_int_eq(f->n_loops, 2);
+	const struct kopt_ptx_region *r = &p->regions[f->region];
+	for (int i = 0; i < f->n_regions; i++)
+		if (r[i].kind == KOPT_PTX_LOOP)
+			ck_assert_int_eq(r[i].work.flops_f32, 0); /* the fmas lie between the loops */
+	ck_assert_int_eq(f->regs_pred, 2); /* the function's %p<2>, not each copy's P1 */
+	kopt_ptx_free(p);
+}
+END_TEST
+
+/* A counter's start known only on one path: the trip count is unknown. A
+ * start copied from a register that holds a constant, set before an outer
+ * loop that leaves it alone: trips 3 and 5. */
+static const char trip_paths[] =
+    ".version 8.0\n.target sm_90\n.address_size 64\n"
+    ".visible .entry t(.param .u64 t_param_0)\n{\n"
+    "\t.reg .pred %p<8>;\n\t.reg .b32 %r<30>;\n\t.reg .f32 %f<4>;\n"
+    "\tmov.u32 %r13, 0;\n"
+    "\tmov.u32 %r18, %r13;\n"
+    "$L__BB0_1:\n"
+    "\tmul.f32 %f1, %f1, %f2;\n"
+    "\tmov.u32 %r19, %r13;\n"
+    "$L__BB0_2:\n"
+    "\tadd.f32 %f1, %f1, %f3;\n"
+    "\tadd.s32 %r19, %r19, 1;\n"
+    "\tsetp.lt.u32 %p1, %r19, 5;\n"
+    "\t@%p1 bra $L__BB0_2;\n"
+    "\tadd.s32 %r18, %r18, 1;\n"
+    "\tsetp.lt.u32 %p2, %r18, 3;\n"
+    "\t@%p2 bra $L__BB0_1;\n"
+    "\tsetp.eq.f32 %p5, %f1, %f2;\n"
+    "\t@%p5 bra $L__BB0_T;\n"
+    "\tmov.u32 %r22, 0;\n"
+    "\tbra.uni $L__BB0_J;\n"
+    "$L__BB0_T:\n"
+    "\tmov.u32 %r22, 6;\n"
+    "$L__BB0_J:\n"
+    "\tmul.f32 %f2, %f2, %f2;\n"
+    "$L__BB0_9:\n"
+    "\tadd.f32 %f1, %f1, %f3;\n"
+    "\tadd.s32 %r22, %r22, 1;\n"
+    "\tsetp.lt.u32 %p6, %r22, 8;\n"
+    "\t@%p6 bra $L__BB0_9;\n"
+    "\tret;\n}\n";
+
+START_TEST(test_trip_paths)
+{
+	struct kopt_ptx *p = parse_ok(trip_paths);
+	const struct kopt_ptx_function *f = &p->functions[0];
+	const struct kopt_ptx_region *r = &p->regions[f->region];
+	long trips[3];
+	int n = 0;
+	for (int i = 0; i < f->n_regions; i++)
+		if (r[i].kind == KOPT_PTX_LOOP && n < 3)
+			trips[n++] = r[i].trip;
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(trips[0], 3);
+	ck_assert_int_eq(trips[1], 5);
+	ck_assert_int_le(trips[2], 0); /* 8 trips on one path, 2 on the other */
+	kopt_ptx_free(p);
+}
+END_TEST
+
+/* A bulk tensor copy with its group's commit and waits: one copy. An entry
+ * calling a .func with shared arrays of its own: both sizes. */
+static const char bulk_and_calls[] =
+    ".version 8.0\n.target sm_90a\n.address_size 64\n"
+    ".func (.param .b32 func_retval0) helper(.param .b32 helper_param_0)\n{\n"
+    "\t.reg .b32 %r<3>;\n"
+    "\t.shared .align 4 .b8 hbuf[2048];\n"
+    "\tld.param.u32 %r1, [helper_param_0];\n"
+    "\tst.shared.u32 [hbuf], %r1;\n"
+    "\tst.param.b32 [func_retval0], %r1;\n"
+    "\tret;\n}\n"
+    ".visible .entry b(.param .u64 b_param_0)\n{\n"
+    "\t.reg .b32 %r<4>;\n\t.reg .b64 %rd<4>;\n"
+    "\t.shared .align 128 .b8 tile[1024];\n"
+    "\tcp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%rd1, {%r1, %r2}], [tile];\n"
+    "\tcp.async.bulk.commit_group;\n"
+    "\tcp.async.bulk.wait_group.read 0;\n"
+    "\tcp.async.bulk.wait_group 0;\n"
+    "\t{ // callseq 0, 0\n"
+    "\t.param .b32 param0;\n\tst.param.b32 [param0], %r1;\n"
+    "\t.param .b32 retval0;\n"
+    "\tcall.uni (retval0), \n\thelper, \n\t(\n\tparam0\n\t);\n"
+    "\tld.param.b32 %r3, [retval0];\n"
+    "\t} // callseq 0\n"
+    "\tret;\n}\n";
+
+START_TEST(test_bulk_and_calls)
+{
+	struct kopt_ptx *p = parse_ok(bulk_and_calls);
+	ck_assert_uint_eq(p->n_functions, 2);
+	const struct kopt_ptx_function *h = &p->functions[0], *e = &p->functions[1];
+	ck_assert_int_eq(h->smem_bytes, 2048);
+	ck_assert_int_eq(e->smem_bytes, 1024 + 2048);
+	ck_assert_int_eq(p->regions[e->region].total.tma, 1);
+	kopt_ptx_free(p);
+}
+END_TEST
+
 START_TEST(test_nvrtc_ptx)
 {
 	const char *opts[] = {"-std=c++17"};
@@ -441,6 +564,9 @@ int main(void)
 	tcase_add_test(tc, test_simple_loop);
 	tcase_add_test(tc, test_nested_loops);
 	tcase_add_test(tc, test_unsigned_trip);
+	tcase_add_test(tc, test_scoped_labels);
+	tcase_add_test(tc, test_trip_paths);
+	tcase_add_test(tc, test_bulk_and_calls);
 	tcase_add_test(tc, test_mma_shapes);
 	tcase_add_test(tc, test_wmma_memory);
 	tcase_add_test(tc, test_malformed);
