@@ -192,6 +192,7 @@ int cuGetProcAddress_v2(const char *name, void **fn, int ver, unsigned long long
   assert(os.execute(string.format("cc -shared -fPIC -o '%s/libcuda.so.1' '%s/fakecuda.c'", tmp, tmp)))
   T.write(tmp .. "/worker.lua", [[
 local sys = require("kopt.sys")
+local gpu = require("kopt.gpu")
 local w = assert(gpu.spawn(0))
 sys.sleep(0.3)
 local f = assert(io.open("/proc/" .. w:pid() .. "/status"))
