@@ -123,7 +123,7 @@ end
 function P:process(engine, rec, chosen)
   local r = rec.result
   if self.profiled[rec.key] or (not chosen and r.symptoms) then return end
-  local has = type(r.metrics) == "table" and next(r.metrics) ~= nil
+  local has = symptoms.has_counters(r.metrics)
   if not has and chosen then
     local m = self:collect(engine, rec)
     if m then
@@ -183,7 +183,7 @@ end
 function P:profile(engine, candidate)
   local job = engine:job_for(candidate)
   local cached = engine.cache[job.key]
-  if cached and type(cached.metrics) == "table" and next(cached.metrics) then
+  if cached and symptoms.has_counters(cached.metrics) then
     if not cached.symptoms then self:annotate(job.config, cached) end
     return cached.metrics, cached.symptoms
   end

@@ -119,6 +119,12 @@ function M.quantities(metrics)
   return q, from
 end
 
+-- Whether a metric table holds counters kopt reads. A recording's own columns
+-- (time, compile_time, energy) are measurements, not counters.
+function M.has_counters(metrics)
+  return type(metrics) == "table" and next((M.quantities(metrics))) ~= nil
+end
+
 -- Per-architecture limits for the occupancy calculator: warps, blocks,
 -- registers and shared memory per SM; shared memory the driver reserves per
 -- block. Keyed by compute capability major*10+minor.

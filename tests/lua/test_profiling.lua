@@ -1,6 +1,7 @@
--- kopt.profiling: whom --profile selects, what happens to the counters, and
--- that a backend that cannot profile switches profiling off once, not per
--- candidate. Uses a fake engine and backend (no GPU).
+-- kopt.profiling: whom --profile selects, what happens to the counters, that
+-- a backend that cannot profile switches profiling off once, not per
+-- candidate, and that a recording's time alone is not taken for counters.
+-- Uses a fake engine and backend (no GPU).
 local profiling = require("kopt.profiling")
 
 local failures = 0
@@ -98,6 +99,28 @@ do
   p:after_round(e, { rec })
   check(rec.result.symptoms and rec.result.symptoms[1].name == "compute_bound"
         and rec.result.symptoms[1].detail == "xu", "recorded counters diagnosed")
+end
+
+-- A recording whose only column is the time (tests/data/*.t4.json) has no
+-- counters: nothing is said to be profiled, no profile event is written, and
+-- ctx:profile gives the reason instead of the time as counters.
+do
+  local e = fake_engine()
+  e.cache = {}
+  function e.job_for(_, cand) return { key = "k" .. cand.config.x, config = cand.config, candidate = cand } end
+  local events, traced = {}, {}
+  e.rundir = { event = function(_, ev) events[#events + 1] = ev end,
+               trace = function(_, fmt, ...) traced[#traced + 1] = string.format(fmt, ...) end }
+  local p = profiling.new({ mode = "top-k", backend = { name = "replay" }, quiet = true })
+  local rec = e:add(1, 2.0)
+  rec.result.metrics = { time = 2.0 }
+  e.cache["k1"] = rec.result
+  p:after_round(e, { rec })
+  p:finish(e)
+  check(#events == 0 and #traced == 0, "time alone is no counters: %d events, %d trace lines", #events, #traced)
+  check(rec.result.symptoms == nil, "time alone: no symptoms stored")
+  local m, why = p:profile(e, { config = { x = 1 } })
+  check(m == nil and why and why:find("replay"), "ctx:profile of a time-only record: %s", tostring(why))
 end
 
 -- ctx:profile through the profiler: recorded counters are diagnosed, a
