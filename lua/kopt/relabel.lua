@@ -295,6 +295,16 @@ local function score(lt, at)
   return (inter / (lw + aw - inter) + inter / aw) / 2
 end
 
+-- A new method's name from its words: letters, digits and underscores, at
+-- most 40 characters, starting with a letter (what load accepts). Words that
+-- start with a digit ("2CTA cluster launch") get "m_" in front; "m" is a stop
+-- word, so the name still normalizes to the label's words.
+function M.method_name(words)
+  local name = words:lower():gsub("[^%w_]", "")
+  if not name:match("^%a") then name = "m_" .. name end
+  return (name:sub(1, 40))
+end
+
 -- The canonical method of one label, offline; adds a new method to O when
 -- nothing matches (and saves O). Returns name, how ("exact", "rule",
 -- "overlap", "new", "empty") and the score of an overlap match.
@@ -316,7 +326,7 @@ function Set:canonical(label)
     end
   end
   if best and best_s >= M.THRESHOLD then return best, "overlap", best_s end
-  local name = table.concat(toks, "_", 1, math.min(#toks, 4)):gsub("[^%w_]", ""):sub(1, 40)
+  local name = M.method_name(table.concat(toks, "_", 1, math.min(#toks, 4)))
   if self.by_name[name] then return name, "exact" end
   self:insert(name, { label })
   self.added[#self.added + 1] = name
@@ -372,15 +382,19 @@ function Set:load()
   local n = 0
   for _, m in ipairs(v.methods) do
     if n >= M.MAX_NEW then break end
-    if type(m) == "table" and type(m.name) == "string" and #m.name <= 40 and m.name:match(NAME_PAT) then
+    -- (a name that starts with a digit was written by an older build: it
+    -- loads under the name this one gives the same words)
+    local name = type(m) == "table" and type(m.name) == "string" and #m.name <= 40 and m.name
+    if name and name:match("^%d[a-z0-9_]*$") then name = M.method_name(name) end
+    if name and name:match(NAME_PAT) then
       local aliases = {}
       for _, a in ipairs(type(m.aliases) == "table" and m.aliases or {}) do
         if type(a) == "string" and #a <= 200 then aliases[#aliases + 1] = a end
       end
-      if self.by_name[m.name] then
-        for _, a in ipairs(aliases) do self:add_alias(m.name, a) end
+      if self.by_name[name] then
+        for _, a in ipairs(aliases) do self:add_alias(name, a) end
       else
-        self:insert(m.name, aliases)
+        self:insert(name, aliases)
       end
       n = n + 1
     end

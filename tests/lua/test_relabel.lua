@@ -6,7 +6,8 @@
 -- regression of the matcher). Then: a label that matches nothing becomes a
 -- new method of O; mapping is idempotent and deterministic; O persists in
 -- its file, and a second run (another process) sees the first one's new
--- methods; KOPT_METHODS=off writes nothing; the LLM path validates its
+-- methods, also those named from a label starting with a digit, and a file
+-- of an older build naming one with the digit first; KOPT_METHODS=off writes nothing; the LLM path validates its
 -- answer and falls back offline on a bad one.
 local T = require("testlib")
 local cjson = require("cjson")
@@ -93,6 +94,25 @@ T.eq(code, 0, "second run")
 T.check(out:find(m1 .. " exact", 1, true) or out:find(m1 .. " overlap", 1, true),
         "second run sees the first run's method: %s", out)
 T.check(out:find("tile_up", 1, true), "seed still maps: %s", out)
+-- a label whose first word starts with a digit: its new method is named so
+-- that the file loads it again, and a file of an older build that named it
+-- with the digit first still loads
+local dfile = tmp .. "/digit/methods.json"
+local dm, dhow = R.new({ path = dfile }):canonical("2CTA cluster launch")
+T.eq(dhow, "new", "digit label adds a method")
+T.check(dm:match("^%a"), "new method name starts with a letter: %s", dm)
+local D2 = R.new({ path = dfile })
+T.check(D2.by_name[dm] ~= nil, "second set loads %s", dm)
+local dm2, dhow2 = D2:canonical("2CTA cluster launch")
+T.eq(dm2, dm, "second set maps the label onto the saved method")
+T.eq(dhow2, "exact", "second set does not add it again")
+local lfile = tmp .. "/legacy_methods.json"
+T.write(lfile, cjson.encode({ version = 1, methods = { { name = "2cta_cluster_launch", aliases = { "2CTA cluster launch" } } } }))
+local L = R.new({ path = lfile })
+local lm, lhow = L:canonical("2CTA cluster launch")
+T.eq(lm, dm, "an older file's method loads under today's name")
+T.eq(lhow, "exact", "an older file's method is no new one")
+T.eq(L:canonical("2cta_cluster_launch"), dm, "the older name maps onto it too")
 -- opt-out
 local off = tmp .. "/off.json"
 code = T.run("script " .. script .. " 'some brand new trick'", "KOPT_METHODS=off XDG_CACHE_HOME=" .. tmp .. "/xdg")
@@ -162,4 +182,4 @@ T.check(shared_before ~= "tile_up", "offline alone does not know the label")
 local answers = X.ask_all({ E }, view, nil, fake, { relabel = "llm" })
 T.check(table.concat(seen_tags, ","):find("relabel", 1, true), "a relabel request was sent: %s", table.concat(seen_tags, ","))
 T.eq(answers[1].moves[1].method, "tile_up", "the LLM's mapping is used for the proposal")
-T.done()
+return T.done()
