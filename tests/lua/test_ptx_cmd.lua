@@ -3,7 +3,8 @@
 -- TILE=32 BLOCK_ROWS=8: four 4-byte loads, shared stores, shared loads and
 -- stores each and one barrier; matmul_f16 at its defaults: 64 mma.sync and
 -- 16 ldmatrix.x4 per pass of the main loop, 2 x 8 cp.async of 16 bytes
--- before it, 64 stores after it), a .ptx file, the Lua module, and bad
+-- before it, 64 stores after it), a .ptx file, the Lua module, a spec or
+-- PTX told by its text whatever its name (.JSON, no extension), and bad
 -- input (one sentence, exit 2).
 local T = require("testlib")
 local kptx = require("kopt.ptx")
@@ -48,6 +49,19 @@ for _ in ipairs(kptx.fields()) do nf = nf + 1 end
 T.check(nf >= 20, "module: fields() lists the work fields")
 local none, why = kptx.parse("not ptx at all")
 T.check(none == nil and why:find("not PTX", 1, true), "module: nil, err for text that is not PTX")
+
+-- a spec is told by its text, not its name: an upper-case .JSON and a spec
+-- without an extension compile as the .json does, a .json holding PTX is PTX
+T.write(tmp .. "/upper.JSON", (T.slurp(root .. "/specs/transpose.json"):gsub('"%.%./kernels/', '"' .. root .. '/kernels/')))
+T.write(tmp .. "/spec_noext", T.slurp(tmp .. "/upper.JSON"))
+for _, name in ipairs({ "upper.JSON", "spec_noext" }) do
+  code, out, err = T.run("ptx " .. tmp .. "/" .. name)
+  T.eq(code, 0, name .. ": exit code (" .. err .. ")")
+  T.check(out:find("TILE=32 BLOCK_ROWS=8 PAD=1", 1, true), "%s: compiled as a spec:\n%s", name, out)
+end
+T.write(tmp .. "/ptx_named.json", T.slurp(tmp .. "/t.ptx"))
+code, out, err = T.run("ptx " .. tmp .. "/ptx_named.json --function transpose")
+T.check(code == 0 and out:find("ld.global 4 (16 B)", 1, true), "PTX named .json: %d %s%s", code, out, err)
 
 -- bad input: one sentence, exit 2
 local function fails(args, what)

@@ -2,11 +2,13 @@
 -- stages (prologue, main loop, epilogue), loops with their nesting and
 -- constant trip counts, and per region the loads and stores (bytes per
 -- thread), FLOPs by type, barriers, branches and source lines. FILE is a
--- .ptx file; SPEC a spec whose kernel is compiled to PTX for one config (a
--- separate NVRTC call with -lineinfo; no GPU needed). Bad input is one
--- sentence and exit 2; a kernel that does not compile is exit 1.
+-- PTX file; SPEC a spec whose kernel is compiled to PTX for one config (a
+-- separate NVRTC call with -lineinfo; no GPU needed), told apart by their
+-- text, not their name. Bad input is one sentence and exit 2; a kernel that
+-- does not compile is exit 1.
 local compile = require("kopt.compile")
 local errors = require("kopt.errors")
+local json = require("kopt.json")
 local kptx = require("kopt.ptx")
 local nvrtc = require("kopt.nvrtc")
 local space_mod = require("kopt.space")
@@ -19,7 +21,8 @@ M.flags_without_value = { "--help" }
 
 local USAGE = [[
 usage: kopt ptx FILE.ptx|SPEC [--config K=V,...] [--arch sm_90] [--function NAME] [--save FILE]
-  FILE.ptx        analyse this PTX text
+  FILE.ptx        analyse this PTX text (a file is a spec when its text is
+                  JSON, whatever its name)
   SPEC            compile the spec's kernel to PTX for one config (the knobs'
                   defaults; --config changes some) and analyse it
   --arch          target architecture (default sm_90; the PTX is for compute_90)
@@ -70,10 +73,22 @@ local function config_of(o, spec)
   return c, space:describe(c)
 end
 
+-- Whether FILE is a spec, told by its text whatever its name (kopt compile
+-- takes a spec by any name): JSON opens with "{", PTX never does. A name
+-- ending in .json whose text is no PTX either (empty, unreadable) goes to the
+-- spec loader too, which says what is wrong with it.
+local function is_spec(path, text)
+  if text and text:gsub("^" .. json.BOM, ""):match("^%s*{") then return true end
+  return path:lower():match("%.json$") ~= nil and not (text and text:find(".version", 1, true))
+end
+
 -- The PTX text and a line saying where it came from; nil, log when the
 -- kernel does not compile.
 local function ptx_text(o)
-  if o.path:match("%.json$") then
+  local f, err = io.open(o.path, "rb")
+  local content = f and f:read("a")
+  if f then f:close() end
+  if is_spec(o.path, content) then
     local spec = spec_mod.load(o.path)
     local c, text = config_of(o, spec)
     local job = compile.job_for(spec, c, o.arch)
@@ -88,12 +103,9 @@ local function ptx_text(o)
   if #o.configs > 0 or o.arch_given then
     errors.usage("ptx: --config and --arch are for a spec; %s is PTX already", o.path)
   end
-  local f, err = io.open(o.path, "rb")
   if not f then errors.usage("ptx: cannot read %s", err) end
-  local text = f:read("a")
-  f:close()
-  if not text then errors.usage("ptx: cannot read %s", o.path) end
-  return text, o.path
+  if not content then errors.usage("ptx: cannot read %s", o.path) end
+  return content, o.path
 end
 
 local function fmt_range(r)
