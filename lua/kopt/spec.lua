@@ -213,6 +213,13 @@ local function check_args(c, args, names, dir)
     if seen[arg.name] then c:fail(p .. ".name", "duplicate argument '%s'", arg.name) end
     seen[arg.name] = true
     if a.help ~= nil then c:string(a.help, p .. ".help") end
+    -- (a flag is true or false: "false" and 0 are true to Lua, and made
+    -- an argument a __constant__ symbol without a word)
+    for _, flag in ipairs({ "constant", "param", "scratch" }) do
+      if a[flag] ~= nil and type(a[flag]) ~= "boolean" then
+        c:fail(p .. "." .. flag, "expected true or false, got %s", c:type_name(a[flag]))
+      end
+    end
     if a.tensor_map ~= nil then
       if a.type or a.shape or a.value or a.init or a.output or a.constant or a.param ~= nil or a.scratch ~= nil then
         c:fail(p, "a tensor map takes its type and shape from the array it maps: give only 'name' and 'tensor_map'")
@@ -237,6 +244,9 @@ local function check_args(c, args, names, dir)
       arg.kind = "scalar"
       arg.value = c:expression(a.value, p .. ".value", names)
       if a.output or a.init or a.constant then c:fail(p, "a scalar takes no output, init or constant") end
+      -- (both are for arrays: a scalar is always a parameter, never a buffer)
+      if a.param == false then c:fail(p .. ".param", "a scalar is always a kernel parameter ('param' is for arrays)") end
+      if a.scratch then c:fail(p .. ".scratch", "a scalar is no buffer ('scratch' is for arrays)") end
     else
       arg.kind = a.constant and "constant" or "array"
       arg.shape = {}
@@ -246,9 +256,6 @@ local function check_args(c, args, names, dir)
       if a.output ~= nil and type(a.output) ~= "boolean" then c:fail(p .. ".output", "expected true or false") end
       -- scratch: a buffer one kernel of a pipeline writes and a later one
       -- reads; poisoned before every run like an output, never compared
-      if a.scratch ~= nil and type(a.scratch) ~= "boolean" then
-        c:fail(p .. ".scratch", "expected true or false, got %s", c:type_name(a.scratch))
-      end
       arg.scratch = a.scratch == true
       if arg.scratch and (a.init ~= nil or a.constant) then
         c:fail(p .. ".scratch", "a scratch buffer takes no init and is no constant")
@@ -260,9 +267,6 @@ local function check_args(c, args, names, dir)
       arg.output = a.output == true or arg.scratch
       -- param=false: an input that is no kernel parameter, only the initial
       -- contents of an in/out buffer ("init": "copy:NAME")
-      if a.param ~= nil and type(a.param) ~= "boolean" then
-        c:fail(p .. ".param", "expected true or false, got %s", c:type_name(a.param))
-      end
       if a.param == false and (arg.output or arg.kind == "constant") then
         c:fail(p .. ".param", "only an input array can be left out of the kernel's parameters")
       end

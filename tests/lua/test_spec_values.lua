@@ -9,7 +9,9 @@
 -- * a shape whose element count wraps past 2^63 (2^32 x 2^32 was 0);
 -- * a work value that wraps to a negative number;
 -- * a knob value or a problem size of 1e400 (inf), and a size past 2^53
---   that JSON's doubles cannot hold exactly.
+--   that JSON's doubles cannot hold exactly;
+-- * an argument's `constant` of "false" or 0 (true to Lua: the array became
+--   a __constant__ symbol), and `param` or `scratch` on a scalar (ignored).
 local T = require("testlib")
 local json = require("kopt.json")
 
@@ -128,6 +130,23 @@ refused("verify on a scratch buffer", sv, "verify.outputs.b: 'b' is a scratch bu
 sv.verify = nil
 sv.reference = { source = "k.cu", entry = "k" }
 refused("no compared output", sv, "args: no output is compared with the reference and there is no verify.check")
+
+-- a flag that is no boolean, and the array flags on a scalar: "constant":
+-- "false" made the array a __constant__ symbol, and a scalar's "param" and
+-- "scratch" were ignored without a word
+for _, v in ipairs({ "false", 0 }) do
+  local cf = base()
+  cf.args[1].constant = v
+  refused("constant " .. json.encode(v), cf, "args[1].constant: expected true or false, got a " ..
+          (type(v) == "string" and "string" or "number"))
+end
+local sp = base()
+sp.args[3].param = "no"
+refused("a scalar's param \"no\"", sp, "args[3].param: expected true or false, got a string")
+sp.args[3].param = false
+refused("a scalar's param false", sp, "args[3].param: a scalar is always a kernel parameter")
+sp.args[3].param, sp.args[3].scratch = nil, true
+refused("a scalar's scratch", sp, "args[3].scratch: a scalar is no buffer")
 
 -- a pipeline's reference without its own launch ran with the first
 -- kernel's (a scan reference of one 1024-thread block ran as 4096 blocks of
