@@ -18,8 +18,8 @@ M.flags_without_value = { "--all", "--no-cache", "--log", "--help" }
 local USAGE = [[
 usage: kopt compile SPEC [--config K=V,...] [--sample N | --all] [--seed N]
                          [--arch sm_90] [--workers N] [--timeout S] [--no-cache] [--log] [--cubin DIR]
-  (no selection)  the knobs' defaults, or the first valid config
-  --config        one config; knobs not named keep their default (repeatable)
+  (no selection)  the knobs' defaults (a knob without one: its first value), or the first valid config
+  --config        one config; knobs not named keep their default, or their first value (repeatable)
   --sample N      N random valid configs (seeded by --seed, default 1)
   --all           every valid config
   --arch          target architecture (default sm_90; a spec's kernel.arch, e.g. sm_90a, wins)
@@ -75,9 +75,15 @@ local function parse(argv)
 end
 
 -- The configs to compile, each checked against the space.
--- first: a valid config build_space found (the default config goes first).
+-- first: a valid config build_space found.
 local function select(o, spec, space, first)
-  local base = space:default() or first
+  -- every knob at its default, a knob without one at its first value (the
+  -- first valid config had changed them all when one knob had no default)
+  local defaults = {}
+  for _, k in ipairs(space.knobs) do
+    if k.default ~= nil then defaults[k.name] = k.default else defaults[k.name] = k.values[1] end
+  end
+  local base = space:is_valid(defaults) and defaults or first
   if o.all then
     local ok, list = pcall(space.enumerate, space)
     if not ok then
@@ -109,7 +115,9 @@ local function select(o, spec, space, first)
     end
   end
   for _, text in ipairs(o.configs) do
-    local c, why = space:with(base, text)
+    -- (from the defaults even when they are no valid config: --config may
+    -- name the knob that makes them one)
+    local c, why = space:with(defaults, text)
     if not c then errors.usage("compile: --config %s: %s (%s)", text, why, spec.path) end
     out[#out + 1] = c
   end
