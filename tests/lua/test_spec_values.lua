@@ -11,7 +11,9 @@
 -- * a knob value or a problem size of 1e400 (inf), and a size past 2^53
 --   that JSON's doubles cannot hold exactly;
 -- * an argument's `constant` of "false" or 0 (true to Lua: the array became
---   a __constant__ symbol), and `param` or `scratch` on a scalar (ignored).
+--   a __constant__ symbol), and `param` or `scratch` on a scalar (ignored);
+-- * an architecture NVRTC does not know in reference.arch or kernel.arch was
+--   blamed on `--arch`, with the kernel's architecture or a flag not given.
 local T = require("testlib")
 local json = require("kopt.json")
 
@@ -110,6 +112,11 @@ local ra = base()
 ra.reference = { source = "r90a.cu", entry = "r", arch = "sm_90a" }
 local racode, raout, raerr = compile(ra)
 T.check(racode == 0 and raout:find("reference r", 1, true), "a reference built for its own arch (sm_90a): %s%s", raout, raerr)
+ra.reference.arch = "sm_900"
+refused("a reference.arch NVRTC does not know", ra, "reference.arch: sm_900: NVRTC")
+local ka = base()
+ka.kernel.arch = "sm_900"
+refused("a kernel.arch NVRTC does not know", ka, "kernel.arch: sm_900: NVRTC")
 local rs = base()
 rs.reference = { source = "k.cu", entry = "k", state = { "counter" } }
 refused("reference.state", rs, "reference.state: a reference cannot keep state across launches")

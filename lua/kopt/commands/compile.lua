@@ -209,15 +209,18 @@ function M.main(argv)
       local defs = table.concat(spec:reference_defines(c), " ")
       -- (one CUBIN file per reference build: ref, ref-2, ...)
       jobs[id] = { what = "reference " .. ref.entry .. (defs ~= "" and (" " .. defs) or ""),
-                   file = n_refs == 1 and "ref" or ("ref-" .. n_refs) }
+                   file = n_refs == 1 and "ref" or ("ref-" .. n_refs),
+                   arch_from = spec.reference.arch and "reference.arch" or spec.kernel.arch and "kernel.arch" or nil,
+                   arch = ref.arch }
       order[#order + 1] = id
     end
   end
   for n, c in ipairs(configs) do
-    local id = pool:submit(compile.job_for(spec, c, o.arch))
+    local job = compile.job_for(spec, c, o.arch)
+    local id = pool:submit(job)
     local entry = spec:entry(c)
     jobs[id] = { what = space:describe(c) .. (entry ~= spec.kernel.entry and (" (" .. entry .. ")") or ""),
-                 config = c, n = n }
+                 config = c, n = n, arch_from = spec.kernel.arch and "kernel.arch" or nil, arch = job.arch }
     order[#order + 1] = id
   end
   local results = {}
@@ -264,8 +267,13 @@ function M.main(argv)
       end
     end
     if not r.ok and (r.log or ""):find("invalid value for --gpu-architecture", 1, true) then
-      -- (the architecture, not the kernel: every config would fail the same way)
-      errors.usage("compile: --arch %s: NVRTC %s does not compile for it", spec.kernel.arch or o.arch, compile.version())
+      -- (the architecture, not the kernel: every config would fail the same
+      -- way; named where it was set, the spec's field or --arch)
+      if job.arch_from then
+        errors.usage("compile: %s: %s: %s: NVRTC %s does not compile for it", spec.path, job.arch_from, job.arch,
+                     compile.version())
+      end
+      errors.usage("compile: --arch %s: NVRTC %s does not compile for it", job.arch, compile.version())
     end
     if not r.ok then
       why = "compile error"
