@@ -311,17 +311,30 @@ function Methods:generated(i, r, config, inputs, draw_seed)
   })
   local bytes, err, values = hostdata.generate(a.init, r, sizes, watched, draw_seed)
   if not bytes then
-    -- (an input read before it was generated: the arguments' order decides)
-    local later = {}
+    -- (an input it read and did not find: generated later, where the
+    -- arguments' order decides, or not generated at all, which no order mends)
+    local later, drawn = {}, {}
     for _, n in ipairs(in_list) do
       if inputs and inputs[n] == nil then
         for _, b in ipairs(self.arg_specs) do
-          if b.name == n and not b.output then later[#later + 1] = n end
+          if b.name == n and not b.output and b.init then
+            if b.init.dist == "generate" then
+              later[#later + 1] = n
+            else
+              drawn[#drawn + 1] = string.format("%s has init '%s'", n, tostring(b.init.dist))
+            end
+          end
         end
       end
     end
-    local hint = #later > 0 and string.format("; ctx.inputs holds the arrays generated before this one, and %s " ..
-      "comes later in args (move it before %s)", table.concat(later, ", "), a.name) or ""
+    local hint = ""
+    if #later > 0 then
+      hint = string.format("; ctx.inputs holds the arrays generated before this one, and %s comes later in args " ..
+                           "(move it before %s)", table.concat(later, ", "), a.name)
+    elseif #drawn > 0 then
+      hint = string.format("; ctx.inputs holds only arrays made by a generator, and %s, not a generator " ..
+                           "(give it one, ahead of %s, to read it here)", table.concat(drawn, ", "), a.name)
+    end
     -- (the code's own chunk name already says where: not said twice)
     local label = string.format("args[%d].init.generate", i)
     local where = tostring(err):sub(1, #label) == label and "" or (label .. ": ")

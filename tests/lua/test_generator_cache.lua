@@ -3,6 +3,9 @@
 -- the other inputs' arrays (ctx.inputs). Keyed by the element count and the
 -- sizes alone, a generator of b = -a (a scaled by a knob) and one of row
 -- indices (a shape set by a knob) gave a config another config's array.
+-- A generator that reads an input ctx.inputs does not hold is told why: one
+-- generated later in args, or one drawn from a distribution (it was told to
+-- move an input that no order brings into ctx.inputs).
 local T = require("testlib")
 local json = require("kopt.json")
 local hostdata = require("kopt.hostdata")
@@ -92,6 +95,16 @@ do
   T.check(not okg and msg:find("args[1].init.generate:1:", 1, true) and
           not msg:find("args[1].init.generate: args[1]", 1, true) and
           msg:find("b comes later in args (move it before a)", 1, true), "an input read before it is made: %s", msg)
+end
+
+-- a generator that reads an input drawn from a distribution: no order of
+-- the arguments puts it in ctx.inputs
+do
+  local sp = spec_with("S", { "n" }, "return function(ctx) local t = {} for i = 1, #ctx.inputs.b do t[i] = 1 end return t end")
+  local okg, gerr = pcall(sp.args, sp, { BLOCK = 32, S = 2 })
+  local msg = require("kopt.errors").describe(gerr)
+  T.check(not okg and msg:find("b has init 'normal', not a generator", 1, true) and
+          not msg:find("comes later", 1, true), "an input that is not generated: %s", msg)
 end
 
 os.execute("rm -rf '" .. tmp .. "'")
