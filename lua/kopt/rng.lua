@@ -42,8 +42,11 @@ function M:uniform()
 end
 
 -- Uniform integer in [m, n] (or [1, m] with one argument), without modulo bias.
-function M:random(m, n)
-  if n == nil then m, n = 1, m end
+-- (a second argument given as nil, ctx.sizes.typo, is no one-argument call:
+-- it read as [1, m])
+function M:random(...)
+  local m, n = ...
+  if select("#", ...) < 2 then m, n = 1, m end
   local im, in_ = math.tointeger(m), math.tointeger(n)
   if not im or not in_ then
     error(string.format("rng:random(m, n): the bounds must be whole numbers, got %s and %s", tostring(m), tostring(n)), 2)
