@@ -125,7 +125,7 @@ function Checker:expression(v, path, names)
       table.sort(known)
       local shown = #known > 24 and table.concat(known, ", ", 1, 24) .. ", ..." or table.concat(known, ", ")
       self:fail(path, "expression '%s' uses unknown name '%s' (known: %s%sdevice, and %s)", e.text, n, shown,
-                #known > 0 and ", " or "", "ceil/floor/min/max/abs/sqrt/log/log2/exp/cdiv")
+                #known > 0 and ", " or "", "ceil/floor/min/max/abs/sqrt/log/log2/exp/cdiv/int")
     end
   end
   return e

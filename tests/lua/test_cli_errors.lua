@@ -512,7 +512,7 @@ case("random " .. s, 2, "kopt: " .. s .. ": verify.outputs.y.rel_l2: expected a 
 s = byok("byok_verify_check", nil, '"verify": {"check": "return 42"}')
 case("random " .. s, 2, "kopt: " .. s .. ": verify.check: the code must return a function, it returned number")
 s = byok("byok_metric_name", nil, '"metrics": {"GB/s": "bites / time_s"}')
-case("random " .. s, 2, "kopt: " .. s .. ": metrics.GB/s: expression 'bites / time_s' uses unknown name 'bites' (known: block_size_x, n, time_ms, time_s, unroll, device, and ceil/floor/min/max/abs/sqrt/log/log2/exp/cdiv)")
+case("random " .. s, 2, "kopt: " .. s .. ": metrics.GB/s: expression 'bites / time_s' uses unknown name 'bites' (known: block_size_x, n, time_ms, time_s, unroll, device, and ceil/floor/min/max/abs/sqrt/log/log2/exp/cdiv/int)")
 s = byok("byok_objective_metric", nil, '"metrics": {"GB/s": "n / time_s"}, "objective": {"metric": "GFLOP/s", "goal": "max"}')
 case("random " .. s, 2, "kopt: " .. s .. ": objective.metric: 'GFLOP/s' is not one of the spec's metrics")
 s = byok("byok_objective_goal", nil, '"metrics": {"GB/s": "n / time_s"}, "objective": {"metric": "GB/s", "goal": "up"}')
