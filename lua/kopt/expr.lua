@@ -125,6 +125,21 @@ local function reach(toks)
   return nil
 end
 
+-- A hint for an expression written with C's or Python's operators (a
+-- Kernel Tuner restriction copied as it is), which Lua spells otherwise;
+-- "" when it has none. Only after a syntax error: a lone & or | is Lua's
+-- bitwise operator.
+local function c_operators(toks)
+  for k, t in ipairs(toks) do
+    local nxt = toks[k + 1]
+    if t[1] == "op" and (t[2] == "!" or ((t[2] == "&" or t[2] == "|") and nxt and nxt[1] == "op" and nxt[2] == t[2]))
+    then
+      return " (Lua writes != as ~=, && as and, || as or, ! as not)"
+    end
+  end
+  return ""
+end
+
 -- Compiles `text` (a string or a number). Returns a callable object, or nil
 -- and a message. `label` names the field for messages (e.g. "constraints[2]").
 function M.compile(text, label)
@@ -151,7 +166,8 @@ function M.compile(text, label)
     -- (the parser's "C stack overflow" on deep nesting can reach here as
     -- the message handler's table, not a string)
     if type(err) ~= "string" then return nil, string.format("expression '%s' is nested too deeply", text) end
-    return nil, string.format("expression '%s' has a syntax error: %s", text, (err:gsub("^[^:]*:%d+: ", "")))
+    return nil, string.format("expression '%s' has a syntax error: %s%s", text, (err:gsub("^[^:]*:%d+: ", "")),
+                              c_operators(toks))
   end
   local obj = setmetatable({ text = text, label = label, names = free_names(toks), chunk = chunk }, M)
   setmetatable(env, { __index = function(_, k)

@@ -344,6 +344,11 @@ s = spec_file("never", { constraints = '["block_size_x > 4096"]' })
 case("random " .. s, 2, "kopt: " .. s .. ": constraints: no configuration of the 4 satisfies every constraint")
 s = spec_file("syntax_expr", { constraints = '["block_size_x >"]' })
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'block_size_x >' has a syntax error: unexpected symbol near <eof>")
+-- C's and Python's operators (a Kernel Tuner restriction copied as it is):
+-- a bare syntax error said nothing of Lua's spelling
+s = spec_file("c_ops", { constraints = '["block_size_x != 48 && unroll > 0"]' })
+case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'block_size_x != 48 && unroll > 0' has a syntax " ..
+     "error: <eof> expected near '!' (Lua writes != as ~=, && as and, || as or, ! as not)")
 s = spec_file("os_expr", { constraints = '["os.time() > 0"]' })
 case("random " .. s, 2, "kopt: " .. s .. ": constraints[1]: expression 'os.time() > 0' reads a field of 'os'; only device has fields (knobs, problem sizes and device are known)")
 s = spec_file("func_expr", { constraints = '["(function() while true do end end)()"]' })
