@@ -175,6 +175,46 @@ function M.includes_local(source)
   return false
 end
 
+-- Why a compile failed inside a header of the toolkit or the system:
+-- a knob's define had replaced a name the header uses (a template parameter
+-- `Size` in cooperative_groups.h, `N` in cuda_pipeline.h), which breaks
+-- every compile of the kernel. NVRTC's log shows an error's line with a
+-- caret under the token it stopped at; a knob's name there is the clash.
+-- A sentence naming the knob, or nil.
+function M.define_clash(log, spec)
+  if type(log) ~= "string" then return nil end
+  local defined = {}
+  for _, k in ipairs(spec.knobs or {}) do
+    if k.define ~= false then defined[k.name] = true end
+  end
+  local dirs = {}
+  for _, d in ipairs(M.include_dirs()) do dirs[#dirs + 1] = d .. "/" end
+  dirs[#dirs + 1] = "/usr/include/"
+  local lines = {}
+  for line in (log .. "\n"):gmatch("([^\n]*)\n") do lines[#lines + 1] = line end
+  for i, line in ipairs(lines) do
+    local file, at_line = line:match("^(.-)%((%d+)%): error")
+    local header
+    for _, d in ipairs(file and dirs or {}) do
+      if file:sub(1, #d) == d then header = file:sub(#d + 1) break end
+    end
+    local text, caret = lines[i + 1], lines[i + 2] and lines[i + 2]:match("^( *)%^%s*$")
+    if header and text and caret then
+      local col = #caret + 1
+      for first, name, after in text:gmatch("()([%a_][%w_]*)()") do
+        if first <= col and col < after then
+          if defined[name] then
+            return string.format("knob %s is a define, and <%s> uses %s as a name (line %s): " ..
+                                 "rename the knob, or set \"define\": false", name, header, name, at_line)
+          end
+          break
+        end
+      end
+    end
+  end
+  return nil
+end
+
 -- (an #include of a macro's value, `#include HEADER`, names no file the
 -- scan can follow: every header-like file in the folders searched counts)
 local HEADER_LIKE = { h = true, hh = true, hpp = true, hxx = true, cuh = true, inc = true, inl = true, cu = true }

@@ -2,7 +2,9 @@
 -- line per config with its registers), a kernel that does not compile is
 -- exit 1 with the compiler's message, bad input is exit 2; the knobs that
 -- --config leaves out keep their defaults when another knob has none (they
--- were all the first valid config's, away from every default).
+-- were all the first valid config's, away from every default); a knob whose
+-- define breaks a CUDA header (N in cuda_pipeline.h) is named, ahead of the
+-- header's errors, which alone never said the knob was the cause.
 local kopt = os.getenv("KOPT") or "build/kopt"
 
 local function run(args)
@@ -58,7 +60,34 @@ check(rc == 0 and out:find("A=128 B=256 C=128", 1, true), "the defaults, C at it
 out, rc = run(dir .. "/d.json --config C=256")
 check(rc == 0 and out:find("A=128 B=256 C=256", 1, true), "--config C=256 keeps A's and B's defaults: rc %s\n%s",
       tostring(rc), out)
+
+-- a knob named as a CUDA header's template parameter
+f = assert(io.open(dir .. "/p.cu", "w"))
+f:write('#include <cuda_pipeline.h>\nextern "C" __global__ void k(float *x) { x[0] = N; }\n')
+f:close()
+f = assert(io.open(dir .. "/p.json", "w"))
+f:write([[{ "name": "clash", "kernel": { "source": "p.cu", "entry": "k" },
+  "knobs": [ { "name": "N", "values": [1, 2] } ], "launch": { "grid": [1], "block": [32] },
+  "args": [ { "name": "x", "type": "f32", "shape": [32], "output": true } ] }]])
+f:close()
+out, rc = run(dir .. "/p.json")
+check(rc == 1 and out:find("knob N is a define, and <cuda_pipeline", 1, true) and
+      out:find('rename the knob, or set "define": false', 1, true), "knob N in cuda_pipeline.h: rc %s\n%s",
+      tostring(rc), out)
 os.execute("rm -rf '" .. dir .. "'")
+
+-- the clash is read from the caret under a knob's name in a system header,
+-- not from an error in the kernel's own file or under another name
+local compile = require("kopt.compile")
+local knobs = { knobs = { { name = "Size" }, { name = "BLOCK" } } }
+local log = '/usr/include/x.h(3): error: expected a "," or ">"\n  template <int Size>\n                ^\n'
+local clash = compile.define_clash(log, knobs)
+check(clash and clash:find("knob Size is a define, and <x.h> uses Size as a name (line 3)", 1, true),
+      "a caret under Size in /usr/include/x.h: %s", tostring(clash))
+check(compile.define_clash(log, { knobs = { { name = "Size", define = false } } }) == nil,
+      "a knob that is no define clashes with nothing")
+check(compile.define_clash(log:gsub("/usr/include/x.h", "k.cu"), knobs) == nil, "an error in the kernel's own file")
+check(compile.define_clash(log:gsub("Size>", "Sz>  "), knobs) == nil, "a caret under a name that is no knob")
 
 out, rc = run("specs/transpose.json --config TILE=7")
 check(rc == 2 and out:find("not one of the knob's values", 1, true), "bad value: rc %s\n%s", tostring(rc), out)

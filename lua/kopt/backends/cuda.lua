@@ -73,8 +73,9 @@ function Cuda:reference_for(config)
   local rjob = compile.reference_job(self.spec, self.arch, config)
   local rres = compile.compile(rjob)
   if not rres.ok then
+    local clash = compile.define_clash(rres.log, self.spec)
     errors.usage("%s: the reference kernel does not compile%s:\n%s", self.spec.path,
-                 key ~= "" and (" with " .. key) or "", rres.log or "")
+                 key ~= "" and (" with " .. key) or "", clash and (clash .. "\n" .. (rres.log or "")) or rres.log or "")
   end
   ref = { cubin = rres.cubin, entry = rres.lowered or rjob.entry }
   self.refs[key] = ref
@@ -476,7 +477,11 @@ function Cuda:evaluate(jobs)
     by_compile[id] = nil
     pending_compiles = pending_compiles - 1
     if not res.ok then
-      results[i] = { status = "compile_error", log = res.log, compile_s = res.compile_s }
+      -- (a knob's define that breaks a CUDA header: said first, ahead of
+      -- the header's errors)
+      local clash = compile.define_clash(res.log, self.spec)
+      results[i] = { status = "compile_error", log = clash and (clash .. "\n" .. (res.log or "")) or res.log,
+                     compile_s = res.compile_s }
       finished = finished + 1
     else
       ready[#ready + 1] = { i = i, res = res }

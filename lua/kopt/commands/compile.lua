@@ -309,6 +309,8 @@ function M.main(argv)
                           (r.local_bytes or 0) > 0 and string.format("  [local %d B]", r.local_bytes) or ""))
     else
       print(string.format("  FAIL compile error  %s", job.what))
+      local clash = compile.define_clash(r.log, spec)
+      if clash then print("    " .. clash) end
     end
     if why then
       failed = failed + 1
