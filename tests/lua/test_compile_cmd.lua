@@ -4,7 +4,8 @@
 -- --config leaves out keep their defaults when another knob has none (they
 -- were all the first valid config's, away from every default); a knob whose
 -- define breaks a CUDA header (N in cuda_pipeline.h) is named, ahead of the
--- header's errors, which alone never said the knob was the cause.
+-- header's errors, which alone never said the knob was the cause; a spec
+-- without a launch is compiled with a note that no launch was checked.
 local kopt = os.getenv("KOPT") or "build/kopt"
 
 local function run(args)
@@ -60,6 +61,15 @@ check(rc == 0 and out:find("A=128 B=256 C=128", 1, true), "the defaults, C at it
 out, rc = run(dir .. "/d.json --config C=256")
 check(rc == 0 and out:find("A=128 B=256 C=256", 1, true), "--config C=256 keeps A's and B's defaults: rc %s\n%s",
       tostring(rc), out)
+
+-- no launch (a replay spec's): compiled, and said that nothing launched
+f = assert(io.open(dir .. "/d.json", "w"))
+f:write([[{ "name": "nolaunch", "kernel": { "source": "k.cu", "entry": "k" },
+  "knobs": [ { "name": "A", "values": [64] }, { "name": "B", "values": [128] }, { "name": "C", "values": [128] } ],
+  "args": [ { "name": "x", "type": "f32", "shape": [32], "output": true } ] }]])
+f:close()
+out, rc = run(dir .. "/d.json")
+check(rc == 0 and out:find("note: the spec has no launch", 1, true), "no launch: rc %s\n%s", tostring(rc), out)
 
 -- a knob named as a CUDA header's template parameter
 f = assert(io.open(dir .. "/p.cu", "w"))

@@ -242,6 +242,10 @@ function M.main(argv)
     print(string.format("  note: shared memory is not checked: kopt knows the limits of %s (%s), not of %s",
                         spec.device.arch, spec.device.name, target))
   end
+  -- (a spec for replay may leave the launch out; a run on a GPU refuses it)
+  if not spec.launch_exprs then
+    print("  note: the spec has no launch: blocks and grids are not checked, and a run on a GPU needs one")
+  end
   local failed, shown_logs = 0, {}
   for _, id in ipairs(order) do
     local job, r = jobs[id], results[id]
