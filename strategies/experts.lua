@@ -8,8 +8,9 @@
 -- apply, compile or verify goes back to its expert as a follow-up turn of the
 -- same conversation, with the reason, for up to `repairs` fixed attempts.
 -- A new best must beat the old by more than the measurement noise and at
--- least min_gain. The search stops after `iterations` iterations, or when
--- `patience` iterations in a row bring no new best.
+-- least min_gain. The search stops after `iterations` iterations, when
+-- `patience` iterations in a row bring no new best, or when every
+-- configuration has been measured; the trace says which.
 local experience = require("kopt.experience")
 local X = require("kopt.experts")
 local llm = require("kopt.llm")
@@ -92,6 +93,7 @@ function S.init(ctx)
     repairs = {},       -- pending repairs: {chain=, feedback=, failed_source=}
     expert_by_name = {},
     method_of = {},     -- state key -> the method that produced it (transitions)
+    scans = {},         -- source -> Space:scanner of the configs not asked yet (false: none)
   }
   for _, e in ipairs(st.experts) do st.expert_by_name[e.name] = e end
   for _, e in ipairs(st.experts) do st.stats[e.name] = { proposed = 0, valid = 0, measured = 0, improved = 0 } end
@@ -357,6 +359,20 @@ local function finish_iteration(ctx, st)
   end
 end
 
+-- A config not proposed yet with `source` (nor measured), for when random
+-- samples keep finding proposed ones: the space is scanned once per source
+-- (Space:scanner), in key order. Nil and why when none is left, or the space
+-- is too large to list.
+local function next_unasked(ctx, st, source)
+  local tag = source or ""
+  if st.scans[tag] == nil then st.scans[tag] = ctx.space:scanner() or false end
+  local scan = st.scans[tag]
+  if not scan then return nil, "random samples find nothing new in a space too large to list" end
+  local c = scan(function(config) return not st.asked[cand_key(ctx, config, source)] and not ctx:lookup(config) end)
+  if not c then return nil, "every configuration has been measured" end
+  return c
+end
+
 local function start_iteration(ctx, st)
   local o = ctx.options
   if st.iter >= o.iterations then return false, string.format("reached %d iterations", o.iterations) end
@@ -433,7 +449,16 @@ local function start_iteration(ctx, st)
       local c = ctx.space:sample(ctx.rng)
       if c then take(c, "sample") end
     end
-    if got == 0 then return false, "no expert has anything new to propose" end
+    -- samples keep finding asked configs near the end of a small space:
+    -- the rest is listed (the search stops when the space is used up)
+    while got < want do
+      local c, why = next_unasked(ctx, st, st.best.source)
+      if not c then
+        if got == 0 then return false, "no expert has anything new to propose, and " .. why end
+        break
+      end
+      take(c, "unmeasured")
+    end
   end
   ctx:log("iteration %d: %s in %.2f s; %d candidates", st.iter, table.concat(summary, " "), dt, #st.queue)
   return true
@@ -449,28 +474,47 @@ local function start_init(ctx, st)
     local c = ctx.space:sample(ctx.rng)
     if c then configs[#configs + 1] = c end
   end
-  for _, c in ipairs(configs) do
+  local function take(c, method)
     local key = cand_key(ctx, c, spec_source(ctx))
     if not st.asked[key] then
       st.asked[key] = true
       st.queue[#st.queue + 1] = { config = c, _source = spec_source(ctx), _key = key,
-                                  origin = { expert = "init", method = "sample", iteration = 0 } }
+                                  origin = { expert = "init", method = method, iteration = 0 } }
     end
   end
+  for _, c in ipairs(configs) do take(c, "sample") end
+  if #st.queue > 0 then return end
+  -- every draw was asked before (nothing has run yet, in a small space):
+  -- the configs not asked yet, listed
+  for _ = 1, math.max(1, ctx.options.init) do
+    local c, why = next_unasked(ctx, st, spec_source(ctx))
+    if not c then return why end
+    take(c, "unmeasured")
+  end
+end
+
+-- Ends the search, saying why in the trace.
+local function stop(ctx, st, why)
+  st.done = why
+  ctx:log("stopping: %s", why)
+  return {}
 end
 
 function S.ask(ctx, n)
   local st = ctx.experts_state
   if st.done then return {} end
   if #st.queue == 0 and st.outstanding == 0 then
+    local why
     if not st.init_done then
-      start_init(ctx, st)
+      why = start_init(ctx, st)
     elseif not st.best then
-      -- Every initial sample failed: sample more.
-      if st.iter >= ctx.options.iterations then st.done = "no configuration ran" return {} end
+      -- Every sample so far failed: sample more, for up to `iterations` rounds.
+      if st.iter >= ctx.options.iterations then
+        return stop(ctx, st, string.format("no configuration ran in %d iterations", ctx.options.iterations))
+      end
       st.iter = st.iter + 1
       st.init_done = false
-      start_init(ctx, st)
+      why = start_init(ctx, st)
     else
       -- Pending repairs first (they finish the iteration), then the next
       -- iteration; an iteration whose proposals and repairs all failed
@@ -480,16 +524,12 @@ function S.ask(ctx, n)
           start_repairs(ctx, st)
         else
           if st.iter > 0 then finish_iteration(ctx, st) end
-          local ok, why = start_iteration(ctx, st)
-          if not ok then
-            st.done = why
-            ctx:log("stopping: %s", why)
-            return {}
-          end
+          local ok, ended = start_iteration(ctx, st)
+          if not ok then return stop(ctx, st, ended) end
         end
       end
     end
-    if #st.queue == 0 then st.done = "nothing to measure" return {} end
+    if #st.queue == 0 then return stop(ctx, st, why or "nothing to measure") end
   end
   local out = {}
   while #out < n and #st.queue > 0 do
