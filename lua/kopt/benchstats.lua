@@ -100,6 +100,23 @@ function M.cutoff(facts, p)
   return math.max(1, math.ceil(i / (n + 1 - i))), target
 end
 
+-- Whether the score's term at b counts: R(b) - opt, its denominator, is
+-- not 0 (random search's expected best is not the optimum yet).
+local function score_counts(facts, r) return r - facts.opt > 1e-12 * facts.opt end
+
+-- Why the methodology score is not defined on a space, or nil when it is:
+-- with every success at one time, "nothing found yet" is charged that time
+-- too, so R(b) is the optimum at every b and each term divides by 0.
+function M.score_undefined(facts, cutoff, random_times)
+  for b = 1, cutoff do
+    if score_counts(facts, random_times[b]) then return nil end
+  end
+  local who = facts.valid == 1 and string.format("only one of the %d configurations ran", facts.entries)
+    or string.format("the %d configurations that ran all take %.5g ms", facts.valid, facts.opt)
+  return who .. ", so random search's expected best (with \"nothing found yet\" charged at the slowest time that "
+    .. "ran) is the optimum at every evaluation, and each (R(b) - S(b)) / (R(b) - t_opt) divides by 0"
+end
+
 -- Summary of one strategy on one space. curves[s][b] = best time after b
 -- evaluations in seed s (math.huge before the first success).
 -- random_times: M.random_curve's times, at least `cutoff` long.
@@ -133,7 +150,8 @@ function M.summarise(facts, curves, budgets, cutoff, random_times)
   end
   -- Methodology score: mean over b = 1..cutoff of (R(b) - S(b)) / (R(b) - opt),
   -- R the exact random expectation and S the strategy's mean best time
-  -- (the worst time stands for "nothing found yet", in both).
+  -- (the worst time stands for "nothing found yet", in both); nil where
+  -- no b counts (M.score_undefined).
   local total, count = 0, 0
   for b = 1, cutoff do
     local r = random_times[b]
@@ -142,12 +160,11 @@ function M.summarise(facts, curves, budgets, cutoff, random_times)
       local t = c[math.min(b, #c)]
       sum = sum + ((t and t < math.huge) and t or facts.worst)
     end
-    local denom = r - facts.opt
-    if denom > 1e-12 * facts.opt then
-      total, count = total + (r - sum / S) / denom, count + 1
+    if score_counts(facts, r) then
+      total, count = total + (r - sum / S) / (r - facts.opt), count + 1
     end
   end
-  out.score = count > 0 and total / count or 0
+  out.score = count > 0 and total / count or nil
   return out
 end
 

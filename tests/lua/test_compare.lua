@@ -11,6 +11,8 @@
 --   * the simulated random row against the exact expectation within four
 --     standard errors, with 60 seeds on vector_add;
 --   * the SVG curves and the markdown table;
+--   * a space whose successes all take one time has no score (n/a, with the
+--     reason) and is left out of the averaged score, saying so;
 --   * without --spaces (every tests/data/*.json), JSON that is no recording
 --     is left out, while a recording that cannot be read (one bad entry) is
 --     an error naming it (it was left out unsaid, changing every average).
@@ -245,6 +247,41 @@ do
   local p = io.popen("ls '" .. tmp .. "/odd/img' | wc -l")
   T.eq(tonumber(p:read("l")), 3, "one chart per space (one, needle, one_2)")
   p:close()
+end
+
+-- a space whose successes all take one time: the score is not defined there
+-- (every R(b) - t_opt is 0; it read +0.000, "as good as random search", for
+-- every strategy), says why, and is left out of the averaged score
+do
+  local only = T.grid_space(tmp .. "/only_one.json", { { "a", 6 }, { "b", 5 } }, function(a, b)
+    return (a == 5 and b == 4) and 1.0 or "RuntimeFailedConfig"
+  end)
+  local tied = T.grid_space(tmp .. "/tied.json", { { "a", 4 } }, function(a) return a <= 2 and 2.0 or "InvalidConfig" end)
+  local dir = tmp .. "/undefined"
+  local c, md, e = T.run(string.format("compare --strategies random,anneal --spaces %s,%s,%s --seeds 2 --budgets 5,10 " ..
+                                       "--out %s -q", only, tied, VA, dir))
+  T.eq(c, 0, "spaces without a score: exit code\n" .. e)
+  local rep = cjson.decode(T.slurp(dir .. "/benchmark.json"))
+  local va_score = {}
+  for _, space in ipairs(rep.spaces) do
+    for _, st in ipairs(space.strategies) do
+      if space.name == "vector_add_A4000" then
+        T.check(type(st.score) == "number", "vector_add: %s has a score", st.name)
+        va_score[st.name] = st.score
+      else
+        T.eq(st.score, cjson.null, space.name .. ": " .. st.name .. "'s score in benchmark.json")
+      end
+    end
+    T.eq(space.score_undefined ~= nil, space.name ~= "vector_add_A4000", space.name .. ": score_undefined given")
+  end
+  T.check(md:find("only one of the 30 configurations ran, so random search's expected best", 1, true),
+          "the note on the space with one success:\n%s", md)
+  T.check(md:find("the 2 configurations that ran all take 2 ms", 1, true), "the note on the tied space:\n%s", md)
+  T.check(md:find("| anneal | [%d.]+ | [%d.]+ | [%d.>]+ | [%d.>]+ | n/a |"), "n/a in the score column:\n%s", md)
+  T.check(md:find("Score: the mean over the 1 space where it is defined; left out: only_one, tied.", 1, true),
+          "the average says which spaces it leaves out:\n%s", md)
+  local avg = md:match("### Average over 3 spaces\n.-\n| anneal |[^\n]* | ([^ |]+) |\n")
+  T.eq(avg, string.format("%+.3f", va_score.anneal), "anneal's averaged score: vector_add's alone")
 end
 
 -- the default spaces: other JSON left out, a bad recording refused by name

@@ -311,7 +311,9 @@ function M.main(argv)
     local rtimes, rfrac = benchstats.random_curve(facts, length)
     local sp = { name = names[fi], file = file, entries = facts.entries, valid = facts.valid,
                  opt_ms = facts.opt, median_ms = facts.median, cutoff = cutoff, results = {} }
-    local exact = { name = "random (exact)", fraction = {}, within = {}, score = 0, curve = rfrac }
+    sp.score_note = benchstats.score_undefined(facts, cutoff, rtimes)
+    local exact = { name = "random (exact)", fraction = {}, within = {}, score = not sp.score_note and 0 or nil,
+                    curve = rfrac }
     for i, b in ipairs(budgets) do exact.fraction[i] = rfrac[math.min(b, #rfrac)] end
     for _, tol in ipairs({ 0.05, 0.01 }) do exact.within[tol] = (benchstats.random_evals_within(facts, tol)) end
     sp.exact = exact
@@ -408,7 +410,7 @@ local function row(r, budgets, limit, with_evals)
     cells[#cells + 1] = fmt_evals(r.within[0.05], limit)
     cells[#cells + 1] = fmt_evals(r.within[0.01], limit)
   end
-  cells[#cells + 1] = string.format("%+.3f", r.score)
+  cells[#cells + 1] = r.score and string.format("%+.3f", r.score) or "n/a"
   return "| " .. table.concat(cells, " | ") .. " |\n"
 end
 
@@ -444,24 +446,34 @@ function M.markdown(report)
     out[#out + 1] = header(budgets, true)
     out[#out + 1] = row(sp.exact, budgets, sp.entries, true)
     for _, r in ipairs(sp.results) do out[#out + 1] = row(r, budgets, length, true) end
+    if sp.score_note then out[#out + 1] = "\nScore not defined (n/a): " .. sp.score_note .. ".\n" end
     out[#out + 1] = "\n"
   end
   if #report.spaces > 1 then
     out[#out + 1] = string.format("### Average over %d spaces\n\n", #report.spaces)
     out[#out + 1] = header(budgets, false)
+    -- (the score over the spaces where it is defined)
+    local scored, unscored = 0, {}
+    for _, sp in ipairs(report.spaces) do
+      if sp.score_note then unscored[#unscored + 1] = sp.name else scored = scored + 1 end
+    end
     local function avg(get)
-      local r = { fraction = {}, score = 0 }
+      local r = { fraction = {}, score = scored > 0 and 0 or nil }
       for _, sp in ipairs(report.spaces) do
         local x = get(sp)
         r.name = x.name
         for i = 1, #budgets do r.fraction[i] = (r.fraction[i] or 0) + x.fraction[i] / #report.spaces end
-        r.score = r.score + x.score / #report.spaces
+        if r.score and not sp.score_note then r.score = r.score + x.score / scored end
       end
       return r
     end
     out[#out + 1] = row(avg(function(sp) return sp.exact end), budgets, 0, false)
     for i in ipairs(report.spaces[1].results) do
       out[#out + 1] = row(avg(function(sp) return sp.results[i] end), budgets, 0, false)
+    end
+    if #unscored > 0 then
+      out[#out + 1] = string.format("\nScore: the mean over the %d space%s where it is defined; left out: %s.\n",
+        scored, scored == 1 and "" or "s", table.concat(unscored, ", "))
     end
     out[#out + 1] = "\n"
   end
@@ -732,10 +744,10 @@ function M.plain(report)
                 spaces = {} }
   for _, sp in ipairs(report.spaces) do
     local s = { name = sp.name, file = sp.file, entries = sp.entries, valid = sp.valid, opt_ms = sp.opt_ms,
-                median_ms = sp.median_ms, cutoff = sp.cutoff, strategies = {} }
+                median_ms = sp.median_ms, cutoff = sp.cutoff, score_undefined = sp.score_note, strategies = {} }
     for _, r in ipairs({ sp.exact, table.unpack(sp.results) }) do
       local w5, w1 = r.within[0.05], r.within[0.01]
-      s.strategies[#s.strategies + 1] = { name = r.name, fraction = r.fraction, score = r.score,
+      s.strategies[#s.strategies + 1] = { name = r.name, fraction = r.fraction, score = r.score or json.null,
         evals_to_5pct = w5 < math.huge and w5 or json.null, evals_to_1pct = w1 < math.huge and w1 or json.null,
         seconds = r.seconds, cpu_s = r.cpu_s, evaluations = r.evals, stats = r.stats,
         seed_fraction = r.seed_fraction, per_budget = r.per_budget }
