@@ -1,9 +1,12 @@
 /* Byte strings between MPI ranks; see mpi.h. */
+#include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi.h"
 
@@ -57,7 +60,41 @@ static void mpi_message(int rc, const char *what, char *err, size_t errlen)
 	snprintf(err, errlen, "%s: %s", what, text);
 }
 
-int kopt_mpi_init(int *rank, int *size, char *err, size_t errlen)
+/* The watch over MPI_Init: a thread that ends the process unless the
+ * init finishes first. */
+static pthread_mutex_t watch_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t watch_cond = PTHREAD_COND_INITIALIZER;
+static int init_done;
+
+static void *watch_init(void *arg)
+{
+	double limit = *(const double *)arg;
+	struct timespec until;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += (time_t)limit;
+	until.tv_nsec += (long)((limit - (double)(time_t)limit) * 1e9);
+	if (until.tv_nsec >= 1000000000L)
+		until.tv_sec++, until.tv_nsec -= 1000000000L;
+	pthread_mutex_lock(&watch_lock);
+	int rc = 0;
+	while (!init_done && rc != ETIMEDOUT)
+		rc = pthread_cond_timedwait(&watch_cond, &watch_lock, &until);
+	int late = !init_done;
+	pthread_mutex_unlock(&watch_lock);
+	if (late) {
+		char msg[256];
+		int n = snprintf(msg, sizeof msg,
+				 "kopt: MPI_Init did not finish within %.0f s: a rank of the job died "
+				 "or never started (this rank stops; end the job)\n",
+				 limit);
+		if (write(2, msg, (size_t)n) < 0)
+			n = 0;
+		_exit(1);
+	}
+	return NULL;
+}
+
+int kopt_mpi_init(int *rank, int *size, double init_timeout_s, char *err, size_t errlen)
 {
 	*rank = 0;
 	*size = 0;
@@ -66,7 +103,20 @@ int kopt_mpi_init(int *rank, int *size, char *err, size_t errlen)
 		return -1;
 	}
 	if (!initialised) {
+		static double limit;
+		pthread_t watcher;
+		int watching = 0;
+		limit = init_timeout_s;
+		if (init_timeout_s > 0)
+			watching = pthread_create(&watcher, NULL, watch_init, &limit) == 0;
 		int rc = MPI_Init(NULL, NULL);
+		if (watching) {
+			pthread_mutex_lock(&watch_lock);
+			init_done = 1;
+			pthread_cond_signal(&watch_cond);
+			pthread_mutex_unlock(&watch_lock);
+			pthread_join(watcher, NULL);
+		}
 		if (rc != MPI_SUCCESS) {
 			mpi_message(rc, "MPI_Init", err, errlen);
 			return -1;
@@ -239,8 +289,9 @@ int kopt_mpi_built(void)
 	return 0;
 }
 
-int kopt_mpi_init(int *rank, int *size, char *err, size_t errlen)
+int kopt_mpi_init(int *rank, int *size, double init_timeout_s, char *err, size_t errlen)
 {
+	(void)init_timeout_s;
 	*rank = 0;
 	*size = 0;
 	snprintf(err, errlen, "this kopt was built without MPI (configure with -DKOPT_MPI=ON and "

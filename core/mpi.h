@@ -21,8 +21,11 @@ int kopt_mpi_launched(void);
 
 /* MPI_Init (once) and this process's place. Errors on the world
  * communicator return instead of aborting the job, so a send to a lost rank
- * is a status. Returns 0, or -1 with the reason in err. */
-int kopt_mpi_init(int *rank, int *size, char *err, size_t errlen);
+ * is a status. MPI_Init waits for every rank of the job: one killed before
+ * it got there (under mpirun --enable-recovery) kept the others waiting
+ * for ever, so after init_timeout_s seconds (0: no bound) the process says
+ * so on stderr and exits 1. Returns 0, or -1 with the reason in err. */
+int kopt_mpi_init(int *rank, int *size, double init_timeout_s, char *err, size_t errlen);
 
 /* Sends len bytes to rank dest without waiting for it to receive them: the
  * bytes are copied and kept until the send completes (a send to a rank that

@@ -65,7 +65,7 @@ START_TEST(test_built_without)
 		return;
 	char err[256] = "";
 	int rank = 7, size = 7;
-	ck_assert_int_eq(kopt_mpi_init(&rank, &size, err, sizeof err), -1);
+	ck_assert_int_eq(kopt_mpi_init(&rank, &size, 0, err, sizeof err), -1);
 	ck_assert_int_eq(rank, 0);
 	ck_assert_int_eq(size, 0);
 	ck_assert_msg(strstr(err, "built without MPI") != NULL, "init error: %s", err);

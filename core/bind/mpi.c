@@ -3,7 +3,7 @@
  *
  *   mpi.built() -> bool              this kopt has MPI
  *   mpi.launched() -> bool           started by mpirun / srun (nothing initialised)
- *   mpi.init() -> rank, size | nil, msg
+ *   mpi.init([init_timeout_s]) -> rank, size | nil, msg (exits 1 when MPI_Init outlasts the bound)
  *   mpi.send(dest, t) -> true | nil, msg
  *       t: a flat table (string keys; integer, number, string, boolean),
  *       framed as a core/wire.h payload; the call does not wait for dest
@@ -43,7 +43,8 @@ static int l_init(lua_State *L)
 {
 	int rank = 0, size = 0;
 	char err[512];
-	if (kopt_mpi_init(&rank, &size, err, sizeof err) != 0) {
+	double init_timeout_s = luaL_optnumber(L, 1, 0);
+	if (kopt_mpi_init(&rank, &size, init_timeout_s, err, sizeof err) != 0) {
 		return kopt_bind_fail(L, err);
 	}
 	lua_pushinteger(L, rank);

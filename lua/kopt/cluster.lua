@@ -87,7 +87,10 @@ local function describe(e)
 end
 
 function M.main(opts, pos)
-  local rank, size = mpi.init()
+  -- MPI_Init waits for every rank: one that died before it got there kept
+  -- the others waiting for ever; after twice --mpi-timeout (at least 60 s,
+  -- as a hello's bound) this rank says so and exits
+  local rank, size = mpi.init(math.max(60, 2 * (opts.mpi_timeout or mpi_backend.TIMEOUT_S)))
   if not rank then errors.raise(errors.RUNTIME, "MPI: %s", size) end
   local self = setmetatable({ rank = rank, size = size, lost = {}, opts = opts }, Cluster)
   opts.cluster = self

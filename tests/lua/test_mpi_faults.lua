@@ -4,7 +4,8 @@
 -- candidates in flight: they are evaluated elsewhere and the run ends with
 -- exactly the evaluations of an undisturbed one-process run. Without
 -- --enable-recovery Open MPI ends the whole job when a rank dies; --resume
--- then continues it to the same end.
+-- then continues it to the same end. A rank that never reaches MPI_Init
+-- does not keep the others waiting for ever.
 local T = require("testlib")
 local M = require("mpi_testlib")
 
@@ -67,6 +68,19 @@ dir, err = lost_run("alone", 2, "1:2:kill", " --mpi-root engine", "--enable-reco
 M.same_evals(tmp .. "/one-1", dir, "alone: eval events")
 T.check(err:find("no serving rank is left: rank 0 evaluates the rest itself", 1, true) ~= nil,
         "alone: the note:\n%s", err)
+
+-- a rank that never reaches MPI_Init (here a program that exits at once):
+-- under --enable-recovery the others waited in MPI_Init for ever; after
+-- twice --mpi-timeout, at least 60 s, each says so and exits
+do
+  local t0 = os.time()
+  local code, _, e = M.mpirun(2, args .. " --mpi-timeout 1 --out " .. tmp .. "/noinit : -np 1 true", nil,
+                              "--enable-recovery")
+  T.check(code ~= 124, "noinit: the job ended by itself (exit %s)", tostring(code))
+  local _, said = e:gsub("MPI_Init did not finish within 60 s", "")
+  T.eq(said, 2, "noinit: each kopt rank says why it stops:\n" .. e)
+  T.check(os.time() - t0 < 110, "noinit: ended after %d s", os.time() - t0)
+end
 
 os.execute("rm -rf '" .. tmp .. "'")
 os.exit(T.done())
