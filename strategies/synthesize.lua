@@ -219,6 +219,7 @@ local function next_attempt(ctx, st)
         if src then
           cand = { config = st.config, source = src, entry = K.entry, name = K.entry .. ".cu", launch = launch,
                    origin = { expert = source, method = K.origin.method, attempt = st.n,
+                              model = source == "llm" and st.client.cfg.model or nil,
                               knobs = synth.describe(K, K.default) } }
         else
           why = "its default config cannot launch: " .. tostring(launch)

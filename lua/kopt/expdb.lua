@@ -26,7 +26,7 @@ local sys = require("kopt.sys")
 
 local M = {}
 
-M.SCHEMA_VERSION = 2
+M.SCHEMA_VERSION = 3
 -- How long a statement waits for another process's lock in all, and the
 -- slices SQLite waits in: its wait is C code, deaf to signals, so kopt waits
 -- slice by slice and a signal between two ends the wait (SIGTERM is
@@ -79,6 +79,15 @@ CREATE TABLE llm_attempts (
   -- have none, so they answer nothing (their evaluations are still served)
   [2] = [[
 ALTER TABLE runs ADD COLUMN strategy_code TEXT;
+]],
+  -- every name a problem was run under (the name is outside the key: a
+  -- renamed spec is the same problem, and `kopt db show` finds it by either)
+  [3] = [[
+CREATE TABLE problem_names (
+  problem_id INTEGER NOT NULL REFERENCES problems(id), name TEXT NOT NULL, last_seen TEXT,
+  PRIMARY KEY (problem_id, name));
+INSERT OR IGNORE INTO problem_names (problem_id, name, last_seen)
+  SELECT id, name, first_seen FROM problems WHERE name IS NOT NULL;
 ]],
 }
 
@@ -444,14 +453,16 @@ end
 
 -- LLM attempts carried by a candidate's origin (origin.llm, one table, or
 -- origin.attempts, a list: {attempt=, expert=, model=, hint= or hints=,
--- outcome=}; or the origin itself when it has a numeric `attempt`, as
--- strategies/synthesize.lua's candidates do, with the hint the attempt was
--- written from in origin.hint), one row each; the outcome defaults to the
--- evaluation's status.
+-- outcome=}; or the origin itself when its expert is "llm" and it has a
+-- numeric `attempt`, as the kernels strategies/synthesize.lua has the LLM
+-- write, with the hint the attempt was written from in origin.hint), one
+-- row each; the outcome defaults to the evaluation's status. (Synthesize's
+-- tuning of an attempt's knobs, expert "tune", and its templates carry the
+-- attempt's number too: no LLM wrote them.)
 local function attempts_of(origin, status)
   if type(origin) ~= "table" then return {} end
   local list = type(origin.attempts) == "table" and origin.attempts or (type(origin.llm) == "table" and { origin.llm })
-    or (math.type(origin.attempt) == "integer" and { origin }) or {}
+    or (origin.expert == "llm" and math.type(origin.attempt) == "integer" and { origin }) or {}
   local out = {}
   for _, a in ipairs(list) do
     if type(a) == "table" then
@@ -495,6 +506,16 @@ function Session:add(rec, engine)
   self.pending[#self.pending + 1] = { rec = rec, served = served, source = source }
 end
 
+-- path as an absolute path (a run folder on record is found from any
+-- working directory)
+local function absolute(path)
+  if path == nil or path:sub(1, 1) == "/" then return path end
+  local real = sys.realpath(path)
+  if real then return real end
+  local cwd = sys.realpath(".")
+  return cwd and (cwd .. "/" .. path:gsub("^%./", "")) or path
+end
+
 function Session:start_run()
   local i, db = self.info, self.db
   local p = db:problem(self.id, true)
@@ -506,8 +527,12 @@ function Session:start_run()
                         .. " driver, device, out_dir, host, kopt, started) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                         p.id, i.strategy, i.strategy_code or "", canon(i.options), i.seed,
                         i.budget ~= math.huge and i.budget or nil, i.time_limit, i.backend_label, self.id.driver,
-                        self.id.device, i.out_dir, sys.hostname(), sys.version, sys.utc_iso())
+                        self.id.device, absolute(i.out_dir), sys.hostname(), sys.version, sys.utc_iso())
   self.run_id = rid
+  if i.problem then
+    db:run("INSERT OR REPLACE INTO problem_names (problem_id, name, last_seen) VALUES (?, ?, ?)", p.id, i.problem,
+           sys.utc_iso())
+  end
 end
 
 -- Writes the pending evaluations in one transaction.
@@ -555,15 +580,31 @@ function Session:flush()
   if not ok then self:warn(err) end
 end
 
+-- The options a finished run is filed under: the question's, but for a run
+-- whose LLM went off (the endpoint unreachable, the key refused), which
+-- searched with the heuristics under the endpoint's name: its LLM is said
+-- as it was, so it answers neither the endpoint's question nor the
+-- heuristics' (a run that was not what was asked is never a hit).
+function Session:filed_options(engine)
+  local options = self.info.options or {}
+  local usage = engine.ctx and engine.ctx.llm_usage
+  local llm = options["llm (resolved)"]
+  if not (usage and usage.off and llm and llm ~= "none" and llm ~= "off") then return options end
+  local out = {}
+  for k, v in pairs(options) do out[k] = v end
+  out["llm (resolved)"] = string.format("%s, off during the run: %s", llm, usage.off)
+  return out
+end
+
 -- The run's last line in the file: how and why it stopped, and its best.
 function Session:finish(engine)
   self:flush()
   if self.broken or not self.db or not self.run_id then return end
   local best = engine.best
   local ok, err = pcall(self.db.run, self.db, "UPDATE runs SET finished = ?, stop_reason = ?, evaluations = ?, measured = ?,"
-                        .. " best_ms = ?, best_n = ? WHERE id = ?", sys.utc_iso(), engine.stop_reason,
+                        .. " best_ms = ?, best_n = ?, options = ? WHERE id = ?", sys.utc_iso(), engine.stop_reason,
                         engine.evaluations, self.measured, best and best.result.time_ms or nil, best and best.n or nil,
-                        self.run_id)
+                        canon(self:filed_options(engine)), self.run_id)
   if not ok then self:warn(err) end
 end
 
@@ -597,9 +638,22 @@ end
 -- best: nil fields when the run found no valid configuration).
 function Session:hit_summary()
   local h, best = self.hit, self.hit.top[1]
-  return { path = h.path, run = h.run.id, key = h.problem.key, stop_reason = h.run.stop_reason,
+  return { path = h.path, run = h.run.id, key = h.problem.key, stop_reason = h.run.stop_reason, out_dir = h.run.out_dir,
            time_ms = best and best.time_ms, n = best and best.n, config = best and json.decode(best.config or ""),
            result = best and json.decode(best.result or "") }
+end
+
+-- A hit's problem asked under a name new to it: the name is kept, so that
+-- `kopt db show NAME` finds it. One try, no wait: a busy file costs the
+-- hit nothing, and the name is kept by the next run under it.
+function Session:note_name()
+  local p, name = self.hit.problem, self.info.problem
+  if not name or name == p.name then return end
+  local known = self.db:rows("SELECT 1 AS x FROM problem_names WHERE problem_id = ? AND name = ?", p.id, name)
+  if #known == 0 then
+    self.db.h:run("INSERT OR IGNORE INTO problem_names (problem_id, name, last_seen) VALUES (?, ?, ?)", p.id, name,
+                  sys.utc_iso())
+  end
 end
 
 -- The known best of a hit, with its evidence, as the lines a run prints.
@@ -614,7 +668,7 @@ function Session:hit_text(space)
   end
   local h, r, p = self.hit, self.hit.run, self.hit.problem
   local lines = {
-    string.format("kopt: %s on %s (%s)", r.strategy, p.name or "?", self.info.backend_label),
+    string.format("kopt: %s on %s (%s)", r.strategy, self.info.problem or p.name or "?", self.info.backend_label),
     string.format("  answered from the experience database %s: 0 evaluations (--fresh searches again)", h.path),
     string.format("  known since run %d of %s on %s (%s): seed %d, %s, %d evaluations, stopped: %s", r.id,
                   r.finished or r.started, r.host or "?", r.out_dir or "?", r.seed,
@@ -622,6 +676,10 @@ function Session:hit_text(space)
     string.format("  device %s, %s%s, kopt %s", p.device or r.device or "?", p.toolkit, r.driver and (", driver " .. r.driver) or "",
                   r.kopt or "?"),
   }
+  if p.name and self.info.problem and p.name ~= self.info.problem then
+    -- (the name is outside the key: a renamed spec is the problem it was)
+    lines[#lines + 1] = string.format("  problem %d of the database, first run as %s", p.id, p.name)
+  end
   local best = h.top[1]
   if not best then
     lines[#lines + 1] = "  no valid configuration found"
@@ -681,6 +739,7 @@ function M.session(opts, info)
     end
     self.known, self.known_n = {}, 0
     if not info.fresh and not self.hit then self.known, self.known_n = db:measured(self.id) end
+    if self.hit then self:note_name() end
   end)
   if not ok then
     db:close()

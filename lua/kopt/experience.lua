@@ -115,19 +115,27 @@ end
 
 -- Appends one transition. Results answered from the engine's cache are
 -- skipped: written when they were measured, except a resumed run's
--- evaluation whose transition a kill left unwritten (self.written).
+-- evaluation whose transition a kill left unwritten (self.written). One
+-- the experience database served is an evaluation of this run: its run
+-- folder's file has its line, as a cold run's has (a warm run visits the
+-- same states); the dataset has it from the run that measured it, and
+-- counts each measurement once.
 function Log:add(t, result)
   -- the files this transition is written to: all of them, but for one
   -- answered from the cache: only those that miss it
   local to = nil
   if result and result.cached then
-    -- (a resumed evaluation the first run wrote no line for: one the
-    -- experience database served is never written, resumed or not)
-    local replayed = result.resumed and not result.served and result.key
+    -- (a resumed evaluation the first run wrote no line for)
+    local replayed = result.resumed and result.key
     to = {}
     for i in ipairs(self.paths) do
-      local w = replayed and self:written_to(i)
-      if w and not w[result.key] then to[i] = true end
+      local own = i == 1 and self.in_run_dir
+      if result.served and not result.resumed then
+        to[i] = own or nil
+      elseif not result.served or own then
+        local w = replayed and self:written_to(i)
+        if w and not w[result.key] then to[i] = true end
+      end
     end
     if next(to) == nil then
       -- the labels are still named, in the order the first run named them:

@@ -280,12 +280,16 @@ function M.main(opts, pos)
   local question_options = options
   local llm_id = llm_identity(options)
   local files_id = strategy_mod.files_digest(options)
-  if llm_id or files_id then
+  -- (a lenient replay skips the recording's bad entries, where a strict one
+  -- refuses the file: a lenient run answers no strict question)
+  local lenient = choice.kind == "replay" and opts.replay_check == "lenient"
+  if llm_id or files_id or lenient then
     question_options = {}
     for k, v in pairs(options) do question_options[k] = v end
     question_options["llm (resolved)"] = llm_id
     -- (the contents of the files the options name: an edited generator)
     question_options["files (contents)"] = files_id
+    question_options["replay check"] = lenient and "lenient" or nil
   end
   local memory = expdb.session(opts, {
     spec = spec, space = space, choice = choice, gpus = opts.gpus, problem = problem,

@@ -306,7 +306,7 @@ os.execute(string.format("cp '%s' '%s'", KDB, newer))
 h = assert(dbm.open(newer))
 assert(h:run("INSERT INTO schema_version (version, applied) VALUES (99, 'later')"))
 h:close()
-refused(newer, "has schema version 99, newer than this kopt's (2)", "a newer schema")
+refused(newer, "has schema version 99, newer than this kopt's (3)", "a newer schema")
 
 -- 7b. A file of schema version 1 (before strategy_code) is migrated in
 -- place: its runs are kept, answer nothing (no code digest), and what they
@@ -319,7 +319,7 @@ assert(h:run("INSERT INTO schema_version (version, applied) VALUES (1, 'then')")
 h:close()
 code, _, err = T.run(cmd("random", VA, 5, tmp .. "/v1a", "-q"), env(v1))
 T.eq(code, 0, "a version-1 file: the run\n" .. err)
-T.eq(query(v1, "SELECT max(version) AS v FROM schema_version")[1].v, 2, "a version-1 file is migrated to 2")
+T.eq(query(v1, "SELECT max(version) AS v FROM schema_version")[1].v, 3, "a version-1 file is migrated to 3")
 h = assert(dbm.open(v1))
 assert(h:run("UPDATE runs SET strategy_code = NULL"))
 h:close()

@@ -63,8 +63,9 @@ local function lines(f)
 end
 T.same_list(lines(d .. "/transitions.jsonl"), lines(ref .. "/transitions.jsonl"), "the transitions of the uninterrupted run")
 -- A run warm-started from the experience database, killed and resumed:
--- the evaluations the database served were written as transitions on the
--- resume (never in an uninterrupted run), so the dataset counted them twice.
+-- the evaluations the database served were written to the dataset on the
+-- resume (never by an uninterrupted run), so it counted them twice. The
+-- run's own file has every evaluation, served or measured, once.
 do
   local env = string.format("KOPT_DB=%s/exp.db KOPT_EXPERIENCE=%s/exp.jsonl", tmp, tmp)
   local function warm(dir, budget) return string.format("mcgs --backend replay:%s --budget %d --seed 1 --out %s -q",
@@ -82,7 +83,7 @@ do
   T.eq(twice, 0, "no state twice in the dataset (" .. count .. " lines)")
   local n = 0
   for _ in io.lines(tmp .. "/b/transitions.jsonl") do n = n + 1 end
-  T.eq(n, 30, "the warm run's own transitions: the 30 it measured")
+  T.eq(n, 90, "the warm run's own transitions: its 90 evaluations")
 end
 
 -- a resume with a smaller budget keeps the evaluations past it, and their

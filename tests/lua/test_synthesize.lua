@@ -9,6 +9,7 @@
 --     each attempt's hint goes back to the writer in the same conversation
 --     (NVRTC's log, the verifier's figures); the correct kernel is tuned
 --     over its declared knobs and a tuned config wins; trace.md shows it all;
+--     an attempt's origin names the model that wrote it;
 --  2. s_never: no attempt is correct, the run says so and the reference
 --     stands; keyerr: the LLM goes off, and stderr says the templates
 --     write the kernels (synthesize has no experts);
@@ -121,9 +122,17 @@ if server then
   -- 1. compile error -> wrong -> correct -> tuned
   do
     local e, _, dir, log = run({ { "llm_base_url", server:base("s_flow") }, { "llm_timeout", "20" },
-                                 { "attempts", "4" }, { "improve", "0" } })
+                                 { "attempts", "4" }, { "improve", "0" }, { "llm_model", "m-flow" } })
     T.eq(e.stop_reason, "strategy finished", "s_flow: stop reason")
     T.eq(statuses(e), "compile_error,wrong,ok", "s_flow: the attempts' statuses")
+    -- (the model that wrote an attempt is on its origin, for the experience
+    -- database's llm_attempts; the tuning of an attempt names none)
+    for _, rec in ipairs(e.records) do
+      local o = rec.origin or {}
+      if o.attempt then
+        T.eq(o.model, o.expert == "llm" and "m-flow" or nil, "s_flow: the model of " .. tostring(o.expert))
+      end
+    end
     T.eq(e.records[1].origin.method, "reference", "s_flow: the reference is measured first")
     T.check(log:find("attempt 1 (llm/synthesis): compile_error", 1, true), "s_flow: attempt 1 in the log:\n%s", log)
     T.check(log:find("hint for attempt 2: It did not compile. NVRTC says:", 1, true), "s_flow: the compile hint")
