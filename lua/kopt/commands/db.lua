@@ -53,17 +53,32 @@ local function parse(argv)
   return o, pos
 end
 
+-- The latest measurement of each state of problem ? (the one served and
+-- exported: a state measured again by a --fresh run has two), as a WHERE
+-- clause over evaluations.
+local LATEST = [[id IN (SELECT max(id) FROM evaluations WHERE problem_id = ? AND served_from IS NULL GROUP BY state)]]
+
+-- Whether the file keeps the names problems were run under (a file of
+-- schema version 2, read-only, is read as it is).
+local function has_names(db)
+  return #db:rows("SELECT 1 AS x FROM sqlite_master WHERE type = 'table' AND name = 'problem_names'") > 0
+end
+
 local function find_problem(db, what)
   local n = math.tointeger(tonumber(what))
   local rows = n and db:rows("SELECT * FROM problems WHERE id = ?", n) or {}
-  if #rows == 0 then rows = db:rows("SELECT * FROM problems WHERE name = ?", what) end
+  -- (by any name it was run under: a renamed spec is the same problem)
+  local named = has_names(db) and "SELECT * FROM problems WHERE %s OR id IN (SELECT problem_id FROM problem_names WHERE %s)"
+    or "SELECT * FROM problems WHERE %s OR (0 AND %s)"
+  if #rows == 0 then rows = db:rows(named:format("name = ?", "name = ?"), what, what) end
   -- (the start of a key, hex digits only: LIKE would read '_' and '%' as wildcards)
   if #rows == 0 and what:match("^%x%x%x%x+$") then
     rows = db:rows("SELECT * FROM problems WHERE substr(key, 1, length(?)) = ?", what, what)
   end
   -- the start of a name ("softmax" for softmax_f32_8192), when it is unique
   if #rows == 0 then
-    rows = db:rows("SELECT * FROM problems WHERE substr(name, 1, length(?)) = ?", what, what)
+    local prefix = "substr(name, 1, length(?)) = ?"
+    rows = db:rows(named:format(prefix, prefix), what, what, what, what)
   end
   if #rows == 0 then errors.usage("db: no problem '%s' in %s (see kopt db list)", what, db.path) end
   if #rows > 1 then
@@ -99,7 +114,7 @@ local function list(db)
     FROM problems p ORDER BY p.id]])
   -- (the best by the spec's objective when it has one: its time)
   for _, r in ipairs(rows) do
-    local best = db:best_rows(1, "problem_id = ?", r.id)[1]
+    local best = db:best_rows(1, LATEST, r.id)[1]
     r.best = best and best.time_ms
   end
   local out = { string.format("%s: %d problem%s", db.path, #rows, #rows == 1 and "" or "s"),
@@ -113,9 +128,19 @@ local function list(db)
   return table.concat(out, "\n") .. "\n"
 end
 
+-- The other names problem p was run under, as " (also run as a, b)".
+local function other_names(db, p)
+  local names = {}
+  if not has_names(db) then return "" end
+  for _, r in ipairs(db:rows("SELECT name FROM problem_names WHERE problem_id = ? ORDER BY last_seen, name", p.id)) do
+    if r.name ~= p.name then names[#names + 1] = r.name end
+  end
+  return #names > 0 and (" (also run as " .. table.concat(names, ", ") .. ")") or ""
+end
+
 local function show(db, p, run)
   local out = {
-    string.format("problem %d: %s", p.id, p.name or "?"),
+    string.format("problem %d: %s%s", p.id, p.name or "?", other_names(db, p)),
     string.format("  key %s (spec %s, source %s, space %s)", p.key, p.spec_hash, p.source_hash, p.space_hash),
     string.format("  device %s, %s; first seen %s", p.device, p.toolkit, p.first_seen or "?"),
     "",
@@ -135,14 +160,19 @@ local function show(db, p, run)
     if #evs == 0 then errors.usage("db: problem %d has no run %d with evaluations", p.id, run) end
     out[#out + 1] = string.format("  run %d: %d evaluations", run, #evs)
   else
-    evs = db:best_rows(10, [[id IN (SELECT max(id) FROM evaluations
-                     WHERE problem_id = ? AND served_from IS NULL GROUP BY state)]], p.id)
+    evs = db:best_rows(10, LATEST, p.id)
     out[#out + 1] = string.format("  the %d best configurations measured", #evs)
   end
-  out[#out + 1] = string.format("  %-5s %-12s %-10s %-9s %-14s %s", "n", "status", "time (ms)", "p90 (ms)", "method", "config")
+  out[#out + 1] = string.format("  %-4s %-5s %-12s %-10s %-9s %-14s %s", "run", "n", "status", "time (ms)", "p90 (ms)",
+                                "method", "config")
   for _, e in ipairs(evs) do
-    out[#out + 1] = string.format("  %-5s %-12s %-10s %-9s %-14s %s%s", tostring(e.n), e.status or "?", fmt_ms(e.time_ms),
-                                  fmt_ms(e.p90_ms), e.method or "-", config_text(e.config),
+    -- (an edited or written kernel is told by its source hash: the same
+    -- knobs, or none, with other code)
+    local variant = type(e.state) == "string" and e.state:match("#(%x+)$")
+    local config = config_text(e.config)
+    if variant then config = (config ~= "" and (config .. " ") or "") .. "(kernel " .. variant:sub(1, 8) .. ")" end
+    out[#out + 1] = string.format("  %-4s %-5s %-12s %-10s %-9s %-14s %s%s", tostring(e.run_id), tostring(e.n),
+                                  e.status or "?", fmt_ms(e.time_ms), fmt_ms(e.p90_ms), e.method or "-", config,
                                   e.served_from and " (served)" or "")
   end
   local n = db:rows([[SELECT count(*) AS n FROM llm_attempts a JOIN evaluations e ON a.evaluation_id = e.id
@@ -157,8 +187,7 @@ local function export(db, p, run)
     evs = db:rows("SELECT * FROM evaluations WHERE problem_id = ? AND run_id = ? ORDER BY n", p.id, run)
     if #evs == 0 then errors.usage("db: problem %d has no run %d with evaluations", p.id, run) end
   else
-    evs = db:rows([[SELECT * FROM evaluations WHERE id IN (SELECT max(id) FROM evaluations
-                     WHERE problem_id = ? AND served_from IS NULL GROUP BY state) ORDER BY id]], p.id)
+    evs = db:rows("SELECT * FROM evaluations WHERE " .. LATEST .. " ORDER BY id", p.id)
   end
   local records = {}
   for i, e in ipairs(evs) do
