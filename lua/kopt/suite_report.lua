@@ -83,8 +83,12 @@ function M.markdown(doc)
     w("")
     for _, n in ipairs(notes) do w("%s", n) end
   end
+  local answered = 0
+  for _, r in ipairs(doc.rows) do if r.from_db then answered = answered + 1 end end
   w("")
-  w("Each problem's run is in its own folder (`<problem>/`: events.jsonl, trace.md, best/). Speed of light:")
+  w("Each problem's run is in its own folder (`<problem>/`: events.jsonl, trace.md, best/)%s. Speed of light:",
+    answered > 0 and "; a problem the experience database answered has none here (suite.json's `run_dir` names "
+      .. "the folder of the run that answered it)" or "")
   w("the spec's work at the device's peak f32 (or tensor) rate and DRAM bandwidth, whichever is slower.")
   return table.concat(L, "\n") .. "\n"
 end

@@ -2,7 +2,8 @@
 -- softmax, gemv) copied with synthetic recordings and a synthetic baselines
 -- file whose numbers make fast_p known by hand; --only, --target (speedup
 -- and speed of light), --resume after kill -9 and after a finished suite,
--- and the usage errors.
+-- a problem the experience database answered (its row names the folder of
+-- the run that answered it), and the usage errors.
 local T = require("testlib")
 local cjson = require("cjson")
 local spec_mod = require("kopt.spec")
@@ -287,6 +288,11 @@ by = rows_by_name(read_json(root .. "/db2/suite.json"))
 T.eq(by.relu.evaluations, 0, "database hit: no evaluations")
 near(by.relu.time_ms, 1.0, "database hit: the known best")
 near(by.relu.speedup_eager, 4.0, "database hit: its speedup")
+-- (no folder of its own: its row names the folder of the run that answered)
+T.check(not T.exists(root .. "/db2/relu"), "database hit: no run folder")
+T.eq(by.relu.run_dir, require("kopt.sys").realpath(root .. "/db1/relu"), "database hit: the answering run's folder")
+T.check(T.slurp(root .. "/db2/suite.md"):find("a problem the experience database answered has none here", 1, true),
+        "database hit: suite.md says where its run is")
 code, _, err = suite("--only relu --fresh --out '" .. root .. "/db3'", "KOPT_DB='" .. db .. "'")
 T.eq(code, 0, "--fresh (" .. err .. ")")
 T.eq(rows_by_name(read_json(root .. "/db3/suite.json")).relu.evaluations, sizes.relu, "--fresh measures again")

@@ -287,7 +287,7 @@ end
 
 -- A problem the experience database answered: its known best, no run.
 local function from_memory(p, hit)
-  local r = { evaluations = 0, stop_reason = "known best (experience database; --fresh searches again)",
+  local r = { evaluations = 0, stop_reason = "known best (experience database; --fresh searches again)", from_db = true,
               time_ms = type(hit.time_ms) == "number" and hit.time_ms or nil, config = hit.config }
   if r.time_ms and type(hit.config) == "table" then
     local ok, work = pcall(p.spec.work, p.spec, hit.config)
@@ -523,7 +523,11 @@ function M.main(argv)
       io.stderr:write(string.format("kopt: suite: %s: %s\n", p.name, res.error))
     end
     if res.error and rc_total == 0 then rc_total = errors.RUNTIME end
-    res.name, res.run_dir, res.precision = p.name, p.name, suite.precision(p.spec)
+    -- (a problem the database answered has no folder here: its row names
+    -- the folder of the run that answered it, when that is on record whole)
+    local answered_in = hit and type(hit.out_dir) == "string" and hit.out_dir:sub(1, 1) == "/" and hit.out_dir or nil
+    res.name, res.precision = p.name, suite.precision(p.spec)
+    if hit then res.run_dir = answered_in else res.run_dir = p.name end
     res.wall_s = st ~= "done" and (sys.now() - t0) or (prev_rows[p.name] and prev_rows[p.name].wall_s)
     res.kernelbench = p.spec.torch and p.spec.torch.kernelbench
     res.baseline_error = base and base.error
