@@ -4,6 +4,8 @@
 -- only arithmetic helpers: no io, os, require, load, debug, string or table.
 -- `function` is rejected so an expression cannot loop, and string methods
 -- (reached through any string value) are out of reach (below).
+local conditions = require("kopt.expr_conditions")
+
 local M = {}
 
 local helpers = {
@@ -25,8 +27,8 @@ M.helpers = helpers
 local keywords = { ["and"] = true, ["or"] = true, ["not"] = true, ["true"] = true,
                    ["false"] = true, ["nil"] = true }
 
--- The tokens of `text` as Lua's lexer reads them: { kind, text } with kind
--- "name", "number", "string" or "op"; comments dropped. Strings are read
+-- The tokens of `text` as Lua's lexer reads them: { kind, text, position }
+-- with kind "name", "number", "string" or "op"; comments dropped. Strings are read
 -- with their escapes and long brackets, so a quote of the other kind inside
 -- one ('"') cannot hide the code after it from the checks below. Nil and
 -- why when a string or comment is not closed (load would refuse it too).
@@ -49,7 +51,7 @@ local function tokens(text)
     elseif c == "[" and long_bracket(i) ~= nil then
       local close = long_bracket(i)
       if not close then return nil, "a string is not closed" end
-      out[#out + 1] = { "string", text:sub(i, close) }
+      out[#out + 1] = { "string", text:sub(i, close), i }
       i = close + 1
     elseif c == '"' or c == "'" then
       local j = i + 1
@@ -58,16 +60,16 @@ local function tokens(text)
         if d == "" or d == "\n" then return nil, "a string is not closed" end
         if d == "\\" then j = j + 2 elseif d == c then break else j = j + 1 end
       end
-      out[#out + 1] = { "string", text:sub(i, j) }
+      out[#out + 1] = { "string", text:sub(i, j), i }
       i = j + 1
     elseif c:find("[%a_]") then
       local name = text:match("^[%a_][%w_]*", i)
-      out[#out + 1] = { "name", name }
+      out[#out + 1] = { "name", name, i }
       i = i + #name
     elseif c:find("%d") or (c == "." and text:sub(i + 1, i + 1):find("%d")) then
       local num = text:match("^0[xX][%x%.]*[pP][%+%-]?%d+", i) or text:match("^0[xX][%x%.]*", i)
         or text:match("^[%d%.]*[eE][%+%-]?%d+", i) or text:match("^[%d%.]+", i)
-      out[#out + 1] = { "number", num }
+      out[#out + 1] = { "number", num, i }
       i = i + #num
     else
       local op = text:match("^%.%.%.", i) or text:match("^[%.=~<>/:][%.=/:<>]?", i) or c
@@ -76,7 +78,7 @@ local function tokens(text)
                              ["//"] = true, ["::"] = true, ["<<"] = true, [">>"] = true })[op] then
         op = c
       end
-      out[#out + 1] = { "op", op }
+      out[#out + 1] = { "op", op, i }
       i = i + #op
     end
   end
@@ -140,6 +142,25 @@ local function c_operators(toks)
   return ""
 end
 
+-- A name no token of the expression spells: the checks of kopt.expr_conditions
+-- are locals of the compiled chunk, which must not hide a knob.
+local function unused_name(base, toks)
+  local taken = {}
+  for _, t in ipairs(toks) do if t[1] == "name" then taken[t[2]] = true end end
+  while taken[base] do base = base .. "_" end
+  return base
+end
+
+-- The function that evaluates the expression in `env`: its text, or the
+-- text with its conditions checked, which binds the checks as upvalues.
+local function instantiate(obj, env)
+  local name = "=" .. (obj.label or "expression")
+  if #obj.guards == 0 then return (load("return " .. obj.text, name, "t", env)) end
+  local chunk = load(string.format("local %s, %s = ... return function() return %s end", obj.truth, obj.equal,
+                                   obj.source), name, "t", env)
+  return chunk(conditions.checks(obj.label, obj.guards))
+end
+
 -- Compiles `text` (a string or a number). Returns a callable object, or nil
 -- and a message. `label` names the field for messages (e.g. "constraints[2]").
 function M.compile(text, label)
@@ -169,7 +190,14 @@ function M.compile(text, label)
     return nil, string.format("expression '%s' has a syntax error: %s%s", text, (err:gsub("^[^:]*:%d+: ", "")),
                               c_operators(toks))
   end
-  local obj = setmetatable({ text = text, label = label, names = free_names(toks), chunk = chunk }, M)
+  -- (Python's readings that Lua would take silently: kopt.expr_conditions)
+  local truth, equal = unused_name("truth", toks), unused_name("equal", toks)
+  local source, guards = conditions.rewrite(text, toks, truth, equal)
+  if not source then return nil, string.format("expression '%s' %s", text, guards) end
+  if #guards > 0 and not load("return " .. source, "=", "t", {}) then guards = {} end
+  local obj = setmetatable({ text = text, label = label, names = free_names(toks), source = source, guards = guards,
+                             truth = truth, equal = equal }, M)
+  obj.chunk = #guards > 0 and instantiate(obj, env) or chunk
   setmetatable(env, { __index = function(_, k)
     local scopes = obj.scopes
     for i = 1, scopes.n do
@@ -213,8 +241,7 @@ end
 -- helpers (see M.helpers) if the expression uses them.
 function M:bind(scope)
   if self.const then local c = self.const return function() return c end end
-  local env = setmetatable({}, { __index = scope })
-  return (load("return " .. self.text, "=" .. (self.label or "expression"), "t", env))
+  return instantiate(self, setmetatable({}, { __index = scope }))
 end
 
 -- Like eval but requires a finite number; integral floats become integers,
