@@ -12,7 +12,10 @@
 -- * a CSV file (KTT's default output) and an empty file were "not valid
 --   JSON ... and could not be repaired", though nothing was tried;
 -- * a T4 knob of numbers and numbers written as strings (1, "2", 4) was
---   read as [1, 4, "2"], its neighbours out of order, without a word.
+--   read as [1, 4, "2"], its neighbours out of order, without a word;
+-- * lenient mode put a value beyond tune_params' list into the space, and
+--   said it was there, when only a skipped entry (a bad time, a key that
+--   names other values) used it.
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -111,6 +114,17 @@ do
   -- (numbers beside words are a knob of two kinds, as before)
   local code3, err3 = run("words.t4.json", t4({ res(1, 5), res("auto", 4), res(4, 3) }))
   T.eq(code3, 0, "a T4 knob of 1, 'auto', 4\n" .. err3)
+end
+
+-- values beyond tune_params' list: those of kept entries only
+do
+  local text = '{"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]}, "objective": "time", "cache": {' ..
+    '"1": {"a": 1, "time": 1.0}, "2": {"a": 2, "time": 2.0}, "3": {"a": 3, "time": 1.5}, ' ..
+    '"4": {"a": 4, "time": "0.5"}, "8": {"a": 16, "time": 3.0}}}'
+  local code, err, evals = run("skipped_values.json", text, "--replay-check lenient")
+  T.check(code == 0 and #evals == 3 and err:find("skipped 2 bad entries", 1, true) ~= nil,
+          "lenient: two entries skipped, three replayed (%d, %d evals: %s)", code, #evals, err)
+  T.eq(err:match("do not list (%b())"), "(a: 3)", "only the kept entry's value joins the space")
 end
 
 T.strict_json(tmp, "every file of the runs")

@@ -181,8 +181,6 @@ local function from_kt(doc, file, repaired, r, text)
           bad(".%s: %s is not one of the recording's tune_params.%s (they are %s)", name, show(v), name,
               type(v) == "number" and "strings" or "numbers")
         end
-        added[name] = added[name] or {}
-        added[name][v] = true
       end
       config[name] = v
     end
@@ -250,6 +248,15 @@ local function from_kt(doc, file, repaired, r, text)
     if entry then
       entry.label = label
       rec.entries[#rec.entries + 1] = entry
+      -- values beyond tune_params' lists, from the entries kept only (a
+      -- skipped entry's value would be a config no entry records)
+      for _, name in ipairs(keys) do
+        local v = entry.config[name]
+        if not allowed[name][v] then
+          added[name] = added[name] or {}
+          added[name][v] = true
+        end
+      end
     end
   end
   for i, name in ipairs(keys) do
