@@ -181,57 +181,90 @@ function M.explain_error(text, derr)
   return msg
 end
 
--- The first key an object of text (valid JSON) holds twice, as
--- "path.to.key" with its line, or nil. cjson keeps the last of two and
--- says nothing, so a block pasted twice would drop the first silently.
-function M.duplicate_key(text)
-  local stack = {}  -- per open container: { keys = set or nil (array), name =, index = }
-  local pos, n, line = 1, #text, 1
-  local function where()
-    local out = ""
-    for _, f in ipairs(stack) do
-      if f.name then out = out .. ((out == "" or f.name:sub(1, 1) == "[") and "" or ".") .. f.name end
-    end
-    return out
-  end
-  local expect_key = false
-  while pos <= n do
-    local c = text:sub(pos, pos)
-    if c == "\n" then
-      line = line + 1
-    elseif c == '"' then
-      local j = pos + 1
+-- Every key an object of text (valid JSON) holds again, in the order met
+-- (the first `limit`): { path = { names }, line =, first = { from =, to = } }
+-- with path the names of the containers down to the key ("[i]" for the
+-- i-th element of an array, from 0) and first the byte range of the value
+-- the key's first occurrence has. cjson keeps the last of two and says
+-- nothing, so a block pasted twice would drop the first silently. (The scan
+-- jumps from one bracket, quote, colon or comma to the next: a recording
+-- of 100 MB is read in seconds.)
+function M.duplicate_keys(text, limit)
+  local found, stack = {}, {}  -- per open container: { keys = map or nil (array), name =, index =, current = }
+  local expect_key, pos = false, 1
+  while not limit or #found < limit do
+    local at = text:find('["{}%[%],:]', pos)
+    if not at then break end
+    local c = text:sub(at, at)
+    local top = stack[#stack]
+    pos = at + 1
+    if c == '"' then
+      local j = at + 1
       while true do
         local q = text:find('["\\]', j)
-        if not q then return nil end
+        if not q then return found end
         if text:sub(q, q) == "\\" then j = q + 2 else j = q break end
       end
-      local raw = text:sub(pos + 1, j - 1)
-      local top = stack[#stack]
       if expect_key and top and top.keys then
-        local key = M.decode('"' .. raw .. '"') or raw
-        if top.keys[key] then
-          local at = where()
-          return (at ~= "" and (at .. ".") or "") .. tostring(key), line
+        local raw = text:sub(at + 1, j - 1)
+        local key = raw:find("\\", 1, true) and (M.decode('"' .. raw .. '"') or raw) or raw
+        local value = {}
+        local first = top.keys[key]
+        if first then
+          local path = {}
+          for _, f in ipairs(stack) do path[#path + 1] = f.name end
+          path[#path + 1] = key
+          found[#found + 1] = { path = path, at = at, first = first }
+        else
+          top.keys[key] = value
         end
-        top.keys[key] = true
-        top.pending = key
+        top.pending, top.current = key, value
       end
       expect_key = false
-      pos = j
+      pos = j + 1
+    elseif c == ":" then
+      if top and top.current then top.current.from = at + 1 end
     elseif c == "{" or c == "[" then
-      local top = stack[#stack]
       local name = top and (top.keys and top.pending or (top.index and ("[" .. top.index .. "]")))
       stack[#stack + 1] = { keys = c == "{" and {} or nil, index = c == "[" and 0 or nil, name = name }
       expect_key = c == "{"
     elseif c == "}" or c == "]" then
+      if top and top.current then top.current.to = at - 1 end
       stack[#stack] = nil
-    elseif c == "," then
-      local top = stack[#stack]
-      if top and top.keys then expect_key = true elseif top then top.index = top.index + 1 end
+    elseif c == "," and top then
+      if top.keys then
+        if top.current then top.current.to = at - 1 end
+        expect_key = true
+      else
+        top.index = top.index + 1
+      end
     end
-    pos = pos + 1
   end
+  -- (lines counted once, between one duplicate and the next)
+  local line, counted = 1, 1
+  for _, d in ipairs(found) do
+    local _, n = text:sub(counted, d.at):gsub("\n", "")
+    line, counted = line + n, d.at + 1
+    d.line, d.at = line, nil
+  end
+  return found
+end
+
+-- A key's path as "a.b[2].c".
+function M.key_path(path)
+  local out = ""
+  for _, name in ipairs(path) do
+    name = tostring(name)
+    out = out .. ((out == "" or name:sub(1, 1) == "[") and "" or ".") .. name
+  end
+  return out
+end
+
+-- The first key an object of text (valid JSON) holds twice, as
+-- "path.to.key" with its line, or nil.
+function M.duplicate_key(text)
+  local d = M.duplicate_keys(text, 1)[1]
+  if d then return M.key_path(d.path), d.line end
   return nil
 end
 

@@ -59,6 +59,48 @@ local function drop_duplicates(rec, r)
   rec.entries = kept
 end
 
+-- A key the file writes twice, which JSON reads as its last value without a
+-- word. A cache entry written twice is a configuration recorded twice, as
+-- above: strict mode refuses it, lenient mode keeps the first. A field
+-- written twice in an entry makes the entry bad (lenient mode skips it); a
+-- key twice anywhere else is refused in either mode. Returns why, or nil
+-- (doc then holds what lenient mode keeps).
+local function keys_given_twice(doc, text, r, file)
+  local cache = doc.tune_params ~= nil and type(doc.cache) == "table" and doc.cache
+  local kept, dropped = {}, {}
+  for _, d in ipairs(json.duplicate_keys(text, not r.lenient and 1 or nil)) do
+    local path = d.path
+    if not (cache and path[1] == "cache" and #path >= 2) then
+      return string.format("replay file %s: line %d: '%s' is given twice (JSON keeps only the last one; merge the two)",
+                           file, d.line, json.key_path(path))
+    end
+    local entry = string.format('cache["%s"]', path[2])
+    local field = #path > 2 and "." .. json.key_path({ table.unpack(path, 3) }) or ""
+    if not r.lenient then
+      return string.format("replay file %s: line %d: %s%s is given twice (JSON keeps only the last one); %s", file,
+                           d.line, entry, field, field == "" and "remove one, or replay with --replay-check lenient " ..
+                             "to keep the first" or "fix the entry, or replay with --replay-check lenient to skip it")
+    end
+    if field == "" then
+      kept[path[2]] = kept[path[2]] or d.first
+    else
+      dropped[path[2]] = true
+    end
+    r.skipped = r.skipped + 1
+    r.first_skipped = r.first_skipped or string.format("%s%s (line %d): given twice; %s", entry, field, d.line,
+                                                       field == "" and "the first is kept" or "the entry is skipped")
+  end
+  for key, first in pairs(kept) do
+    local value = first.to and json.decode_with_nonfinite(text:sub(first.from, first.to))
+    if value == nil then
+      return string.format("replay file %s: cache[\"%s\"] is given twice and its first entry cannot be read", file, key)
+    end
+    cache[key] = value
+  end
+  for key in pairs(dropped) do cache[key] = nil end
+  return nil
+end
+
 -- The value of a --replay-check flag: "strict" or "lenient" (the reader's
 -- modes); anything else is a usage error naming the flag.
 function M.check_mode(v, flag)
@@ -136,6 +178,8 @@ function M.read(file, mode)
   end
   if type(doc) ~= "table" then return nil, "replay file " .. file .. " holds no object", M.NOT_RECORDING end
   local r = common.new_reader(file, mode)
+  local twice = keys_given_twice(doc, text, r, file)
+  if twice then return nil, twice end
   local ok, rec, rerr = pcall(function()
     if doc.cache and doc.tune_params then return kt.read(doc, file, repaired, r, text)
     elseif type(doc.results) == "table" then return t4.read(doc, file, r)

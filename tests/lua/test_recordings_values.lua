@@ -15,7 +15,9 @@
 --   read as [1, 4, "2"], its neighbours out of order, without a word;
 -- * lenient mode put a value beyond tune_params' list into the space, and
 --   said it was there, when only a skipped entry (a bad time, a key that
---   names other values) used it.
+--   names other values) used it;
+-- * a cache key written twice replayed its last entry without a word (JSON
+--   keeps the last), where two spellings of one key were refused.
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -125,6 +127,32 @@ do
   T.check(code == 0 and #evals == 3 and err:find("skipped 2 bad entries", 1, true) ~= nil,
           "lenient: two entries skipped, three replayed (%d, %d evals: %s)", code, #evals, err)
   T.eq(err:match("do not list (%b())"), "(a: 3)", "only the kept entry's value joins the space")
+end
+
+-- a key written twice: the duplicate policy of two spellings of one key
+do
+  local head = '{"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]}, "objective": "time", "cache": {\n'
+  local twice = head .. '"1": {"a": 1, "time": 1.0},\n"2": {"a": 2, "time": 2.0},\n"1": {"a": 1, "time": 9.0}}}'
+  local code, err = run("twice.json", twice)
+  T.check(code == 2 and err:find('line 4: cache["1"] is given twice (JSON keeps only the last one); remove one, or ' ..
+                                 'replay with --replay-check lenient to keep the first', 1, true) ~= nil,
+          "strict: a key written twice is refused (%d: %s)", code, err)
+  local code2, err2, evals, stop = run("twice.json", twice, "--replay-check lenient")
+  T.check(code2 == 0 and #evals == 2 and stop and stop.best and stop.best.time_ms == 1.0 and
+          err2:find('skipped 1 bad entry (the first: cache["1"] (line 4): given twice; the first is kept)', 1, true)
+          ~= nil, "lenient: the first of the two is kept and counted (%d, %d evals, best %s: %s)", code2, #evals,
+          tostring(stop and stop.best and stop.best.time_ms), err2)
+  local field = head .. '"1": {"a": 1, "time": 1.0},\n"2": {"a": 2, "time": 2.0, "time": 0.5}}}'
+  code, err = run("field_twice.json", field)
+  T.check(code == 2 and err:find('line 3: cache["2"].time is given twice', 1, true) ~= nil,
+          "strict: a field written twice is refused (%d: %s)", code, err)
+  code2, err2, evals = run("field_twice.json", field, "--replay-check lenient")
+  T.check(code2 == 0 and #evals == 1 and err2:find("the entry is skipped", 1, true) ~= nil,
+          "lenient: the entry is skipped (%d, %d evals: %s)", code2, #evals, err2)
+  code, err = run("params_twice.json", '{"tune_params_keys": ["a"], "tune_params": {"a": [1, 2], "a": [1]}, ' ..
+                  '"objective": "time", "cache": {"1": {"a": 1, "time": 1.0}}}', "--replay-check lenient")
+  T.check(code == 2 and err:find("line 1: 'tune_params.a' is given twice (JSON keeps only the last one; merge the two)",
+                                 1, true) ~= nil, "a key twice outside the cache is refused (%d: %s)", code, err)
 end
 
 T.strict_json(tmp, "every file of the runs")
