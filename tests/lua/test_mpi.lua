@@ -2,8 +2,10 @@
 -- the same evaluations, in the same order with the same results and times,
 -- the same winner and the same counts as one process asking as many
 -- candidates per round (KOPT_REPLAY_SLOTS=3), and every rank evaluates some
--- of them; with --mpi-root engine rank 0 evaluates none; a rank on another
--- device is refused before anything is written, unless --allow-mixed.
+-- of them; with --mpi-root engine rank 0 evaluates none; candidates with an
+-- edited kernel (a source or a patch, replayed without a spec) are invalid
+-- on every rank, as in one process; a rank on another device is refused
+-- before anything is written, unless --allow-mixed.
 local T = require("testlib")
 local M = require("mpi_testlib")
 
@@ -53,6 +55,43 @@ do
   local start = require("cjson").decode(io.lines(dir .. "/events.jsonl")())
   local r0 = start and start.device and start.device.mpi and start.device.mpi.ranks and start.device.mpi.ranks[1]
   T.check(r0 and r0.evaluates == true, "one rank: the start event says rank 0 evaluates")
+end
+
+-- Edited candidates on a replay without a spec: the edit (a source, a
+-- patch) travels with the candidate, so a serving rank finds them invalid as
+-- one process does, rather than giving them the plain config's time.
+do
+  local strategy = tmp .. "/edit.lua"
+  T.write(strategy, [[
+local S = { name = "edits", options = {} }
+function S.init(ctx) ctx.i, ctx.asked = 0, {} end
+function S.ask(ctx, n)
+  local out = {}
+  for _ = 1, n do
+    local c
+    repeat c = ctx.space:sample(ctx.rng) until not ctx.asked[ctx:key(c)]
+    ctx.asked[ctx:key(c)] = true
+    ctx.i = ctx.i + 1
+    local edit = ctx.i % 3
+    out[#out + 1] = { config = c, source = edit == 1 and "// an edited kernel\n" or nil,
+                      patch = edit == 2 and "--- a/k.cu\n+++ b/k.cu\n" or nil }
+  end
+  return out
+end
+return S
+]])
+  local args = string.format("%s --backend replay:%s --budget 12 --seed 3 --no-db -q", strategy, file)
+  local one, many = tmp .. "/edit-one", tmp .. "/edit-many"
+  local code1, _, err1 = T.run(args .. " --out " .. one, "KOPT_REPLAY_SLOTS=3")
+  T.eq(code1, 0, "edited candidates: one process exit code\n" .. err1)
+  local code3, _, err3 = M.mpirun(3, args .. " --out " .. many)
+  T.eq(code3, 0, "edited candidates: mpirun exit code\n" .. err3)
+  M.same_evals(one, many, "edited candidates: eval events")
+  local invalid = 0
+  for _, ev in ipairs((T.events(many))) do
+    if ev.result and ev.result.status == "invalid" then invalid = invalid + 1 end
+  end
+  T.eq(invalid, 8, "edited candidates: every edited one is invalid under mpirun")
 end
 
 -- A rank whose device differs (its recording is another GPU's) is refused

@@ -110,21 +110,30 @@ local function now() return sys.now() end
 
 -- --- what a job carries between ranks -----------------------------------------
 
+-- The fields of a candidate that a backend reads: its edit (source or
+-- patch: without a spec, replay.lua sees an edited kernel only there),
+-- origin, and a synthesized kernel's entry, name and launch (cuda.lua's
+-- prepare).
+local CANDIDATE_FIELDS = { "source", "patch", "origin", "entry", "name", "launch" }
+
 -- The fields of an engine job a serving rank needs: its own spec gives the
--- source unless the candidate carries another one.
+-- source unless the job carries another one.
 local function job_message(job, spec)
   local m = { key = job.key, config = job.config }
   if job.source and not (spec and job.source == spec.kernel.source) then m.source = job.source end
-  if job.candidate and job.candidate.origin then m.origin = job.candidate.origin end
-  -- a synthesized kernel's own entry, name and launch (backends/cuda.lua's prepare)
-  local c = job.candidate or {}
-  m.entry, m.name, m.launch = c.entry, c.name, c.launch
+  local c, cand = job.candidate or {}, {}
+  for _, k in ipairs(CANDIDATE_FIELDS) do cand[k] = c[k] end
+  -- (a candidate's source that is the job's travels once)
+  if cand.source ~= nil and cand.source == m.source then cand.source, m.source_is_candidates = nil, true end
+  m.candidate = cand
   return m
 end
 
 local function job_from_message(m, spec)
-  return { key = m.key, config = m.config, source = m.source or (spec and spec.kernel.source),
-           candidate = { config = m.config, origin = m.origin, entry = m.entry, name = m.name, launch = m.launch } }
+  local cand = m.candidate or {}
+  cand.config = m.config
+  if m.source_is_candidates then cand.source = m.source end
+  return { key = m.key, config = m.config, source = m.source or (spec and spec.kernel.source), candidate = cand }
 end
 
 -- --- serving ranks ---------------------------------------------------------------
