@@ -235,20 +235,35 @@ function M.new(opts)
   return self
 end
 
-function Engine:clock() return self.restored_clock + self.backend:elapsed() end
+-- The run's clock. A resume's floor (restore_clock) is reached here, when
+-- the clock is next read: after the round that replayed its batch, so the
+-- batch's evaluations measured again in that round count inside it.
+function Engine:clock()
+  local now = self.restored_clock + self.backend:elapsed()
+  if self.clock_floor then
+    if self.clock_floor > now then
+      self.restored_clock = self.restored_clock + (self.clock_floor - now)
+      now = self.clock_floor
+    end
+    self.clock_floor = nil
+  end
+  return now
+end
 
 -- A recorded evaluation replayed on resume: the run's clock moves on by its
 -- time, and to the clock it was recorded at (clock_s) when that is later:
 -- the first run's clock counted more than evaluation times (a GPU's
 -- compiles and checks between them), and a resumed run under --time-limit
 -- must stop where it did, not make up the difference with more evaluations.
+-- Every evaluation of a batch is recorded at the clock after the whole
+-- batch, so that clock is a floor for when the batch is done (Engine:clock),
+-- not for the clock before the batch's other evaluations are added.
 function Engine:restore_clock(ev)
   if type(ev.eval_s) == "number" and ev.eval_s == ev.eval_s then
     self.restored_clock = self.restored_clock + ev.eval_s
   end
   if type(ev.clock_s) == "number" and ev.clock_s == ev.clock_s then
-    local floor = ev.clock_s - self.backend:elapsed()
-    if floor > self.restored_clock then self.restored_clock = floor end
+    self.clock_floor = math.max(self.clock_floor or ev.clock_s, ev.clock_s)
   end
 end
 

@@ -31,7 +31,11 @@
 --   typed) was noted as another strategy file;
 -- * a resume with another number of evaluation slots (KOPT_REPLAY_SLOTS;
 --   on a GPU, the compile pool and --gpus) blamed the strategy for not
---   being deterministic; the start event did not record the slots.
+--   being deterministic; the start event did not record the slots;
+-- * a resumed run under --time-limit with several evaluation slots stopped
+--   a batch early: each evaluation of a batch is recorded at the clock
+--   after the whole batch, and the resume added the batch's other
+--   evaluations on top of it.
 local T = require("testlib")
 
 local tmp = T.tmpdir("resume-more")
@@ -413,6 +417,27 @@ do
   T.eq(code, 0, "--time-limit: the resume ends\n" .. err)
   T.eq(#T.events(dir), 5, "--time-limit: no evaluation past the first run's clock")
   T.check(T.slurp(dir .. "/events.jsonl"):find('"reason":"time limit"', 1, true), "stopped by the time limit")
+end
+
+-- --time-limit with three slots (three ranks' worth of candidates a round):
+-- interrupted, then resumed, the run stops where an undisturbed one does,
+-- with the same clock on every evaluation.
+do
+  local cmd = "random --backend replay:" .. REC .. " --budget 400 --time-limit 150 --seed 4 -q --out "
+  local whole, parted = tmp .. "/tl_whole", tmp .. "/tl_parted"
+  T.eq((T.run(cmd .. whole, "KOPT_REPLAY_SLOTS=3")), 0, "--time-limit, 3 slots: the undisturbed run")
+  T.eq((T.run(cmd .. parted, "KOPT_REPLAY_SLOTS=3 KOPT_TEST_SIGINT_AFTER=30")), 130, "--time-limit, 3 slots: interrupted")
+  local code, _, err = T.run(cmd .. parted .. " --resume", "KOPT_REPLAY_SLOTS=3")
+  T.eq(code, 0, "--time-limit, 3 slots: the resume\n" .. err)
+  local a, b = T.events(whole), T.events(parted)
+  T.eq(#b, #a, "--time-limit, 3 slots: evaluations of the resumed run")
+  for i = 1, math.min(#a, #b) do
+    if a[i].key ~= b[i].key or math.abs(a[i].clock_s - b[i].clock_s) > 1e-9 * a[i].clock_s then
+      T.check(false, "--time-limit, 3 slots: evaluation %d: %s at %.17g s, undisturbed %s at %.17g s", i, b[i].key,
+              b[i].clock_s, a[i].key, a[i].clock_s)
+      break
+    end
+  end
 end
 
 -- another recording of the same name: said as another file, not as the
