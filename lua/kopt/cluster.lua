@@ -54,27 +54,70 @@ function M.local_ranks(getenv)
 end
 
 -- Several ranks on one host share its GPUs: local rank i of n takes GPUs
--- i, i+n, i+2n, ... (mpirun and srun say which local rank this is). nil when
--- the rank is alone on its host or no driver. kopt.run asks only for a run
--- on GPUs without --gpus: a replay run needs none, so any number of ranks
--- may share a host then.
-function M.share_gpus()
-  local lr, ln = M.local_ranks()
-  if not lr or ln < 2 then return nil end
+-- i, i+n, i+2n, ... (mpirun and srun say which local rank this is). Under
+-- --mpi-root engine rank 0 evaluates nothing, so on its host the GPUs are
+-- dealt among the other ranks alone, and rank 0 keeps the host's first GPU
+-- for the checks after the search that stay in one process (--finalists,
+-- --sanitize): a serving rank evaluated on it, and is idle by then.
+-- root_local: rank 0's local rank when it runs on this host under --mpi-root
+-- engine, else nil; is_root: this rank is rank 0; getenv: os.getenv (tests
+-- pass their own). nil when the rank is alone on its host or no driver.
+-- kopt.run asks only for a run on GPUs without --gpus: a replay run needs
+-- none, so any number of ranks may share a host then.
+function M.share_gpus(root_local, is_root, getenv)
+  local lr, ln = M.local_ranks(getenv)
+  if not lr or (ln < 2 and not (is_root and root_local)) then return nil end
   local devices = gpu.devices()
   if not devices or #devices == 0 then return nil end
+  if is_root and root_local then return { 0 } end
+  local place, among = lr, ln
+  if root_local then
+    among = ln - 1
+    if lr > root_local then place = lr - 1 end
+  end
   local mine = {}
-  for g = lr, #devices - 1, ln do mine[#mine + 1] = g end
+  for g = place, #devices - 1, among do mine[#mine + 1] = g end
   if #mine == 0 then
-    errors.usage("local rank %d of %d on this host has no GPU (the host has %d); start fewer ranks per host", lr, ln,
-                 #devices)
+    errors.usage("local rank %d of %d on this host has no GPU (the host has %d%s); start fewer ranks per host", lr, ln,
+                 #devices, root_local and ", dealt among the ranks other than rank 0 under --mpi-root engine" or "")
   end
   return mine
 end
 
+-- What rank 0 tells every rank at the start under --mpi-root engine: its
+-- host and local rank, so the ranks of its host leave it out of the dealing.
+function M.root_message()
+  return { op = "root", host = sys.hostname(), local_rank = (M.local_ranks()) }
+end
+
+-- Rank 0's local rank from its message when it runs on this host, else nil.
+function M.root_here(msg, host)
+  if type(msg) == "table" and msg.host == (host or sys.hostname()) then return msg.local_rank end
+  return nil
+end
+
+M.ROOT_WAIT_S = 60  -- how long a rank waits for rank 0's message before dealing GPUs
+
 -- The same, for kopt.run, which holds this run's cluster but does not
 -- require this module (it requires kopt.run).
-function Cluster:share_gpus() return M.share_gpus() end
+function Cluster:share_gpus()
+  local root_local
+  if self.opts.mpi_root == "engine" and self.size > 1 then
+    if self.rank == 0 then
+      root_local = (M.local_ranks())
+    else
+      -- (rank 0 sent it first thing: nothing from it comes before)
+      local src, flat = mpi.recv(M.ROOT_WAIT_S)
+      local msg = src == 0 and mpi_backend.decode(flat) or nil
+      if not (msg and msg.op == "root") then
+        errors.raise(errors.RUNTIME, "MPI: rank 0 did not say where it runs within %d s (--mpi-root engine)",
+                     M.ROOT_WAIT_S)
+      end
+      root_local = M.root_here(msg)
+    end
+  end
+  return M.share_gpus(root_local, self.rank == 0)
+end
 
 local function handler(e)
   if errors.is_user_error(e) or errors.is_interrupt(e) then return e end
@@ -94,6 +137,9 @@ function M.main(opts, pos)
   if not rank then errors.raise(errors.RUNTIME, "MPI: %s", size) end
   local self = setmetatable({ rank = rank, size = size, lost = {}, opts = opts }, Cluster)
   opts.cluster = self
+  if rank == 0 and opts.mpi_root == "engine" then
+    for r = 1, size - 1 do mpi.send(r, mpi_backend.encode(M.root_message())) end
+  end
   if rank ~= 0 then
     opts.no_db = true  -- the experience database is rank 0's
   end
