@@ -5,7 +5,9 @@
 -- of them; with --mpi-root engine rank 0 evaluates none; candidates with an
 -- edited kernel (a source or a patch, replayed without a spec) are invalid
 -- on every rank, as in one process; a rank on another device is refused
--- before anything is written, unless --allow-mixed.
+-- before anything is written, unless --allow-mixed; a rank replaying another
+-- space (part of rank 0's configurations, another kernel) is refused even
+-- with --allow-mixed.
 local T = require("testlib")
 local M = require("mpi_testlib")
 
@@ -111,6 +113,31 @@ T.check(not T.exists(mixed), "mixed devices: a run folder was written")
 code, _, err = mpmd(" --allow-mixed")
 T.eq(code, 0, "--allow-mixed: exit code\n" .. err)
 T.eq(#(T.events(mixed)), 10, "--allow-mixed: evaluations")
+
+-- --allow-mixed is about devices: a rank replaying part of the space (every
+-- second entry of the other GPU's recording), or another kernel, is refused
+-- all the same (its missing configs came back unmeasured, as invalid)
+do
+  local cjson = require("cjson")
+  local doc = cjson.decode(T.slurp(other))
+  local keys, half = {}, {}
+  for k in pairs(doc.cache) do keys[#keys + 1] = k end
+  table.sort(keys)
+  for i = 1, #keys, 2 do half[keys[i]] = doc.cache[keys[i]] end
+  doc.cache = half
+  local part = tmp .. "/half.json"
+  T.write(part, cjson.encode(doc))
+  for _, rec in ipairs({ part, "tests/data/pnpoly_RTX_3090.json" }) do
+    local dir = tmp .. "/other_space"
+    local a = string.format("random --backend replay:%s --budget 10 --no-db -q --allow-mixed --out %s", file, dir)
+    local b = string.format("random --backend replay:%s --budget 10 --no-db -q --allow-mixed --out %s", rec, dir)
+    code, _, err = M.mpirun(1, a .. " : -np 1 " .. T.kopt .. " " .. b)
+    T.eq(code, 2, rec .. " on rank 1, --allow-mixed: exit code")
+    T.check(err:find("kopt: rank 1 (", 1, true) and err:find("which records another space than rank 0's", 1, true),
+            "%s on rank 1, --allow-mixed: the sentence:\n%s", rec, err)
+    T.check(not T.exists(dir), "%s on rank 1: a run folder was written", rec)
+  end
+end
 
 -- A rank replaying another recording of the same GPU (a stale copy: here
 -- every time x10) is refused the same way: it mixed the two sets of times

@@ -18,6 +18,7 @@
 -- MPI_Abort once the run is written, since MPI_Finalize would wait for the
 -- lost rank for ever.
 local errors = require("kopt.errors")
+local expdb = require("kopt.expdb")
 local mpi = require("kopt.mpi")
 local sys = require("kopt.sys")
 
@@ -146,17 +147,48 @@ local function planted_fault(rank)
   if r and tonumber(r) == rank then return tonumber(n), how end
 end
 
-local function hello(backend, comm)
+-- A knob value as text, every bit of a float kept.
+local function value_text(v)
+  if math.type(v) == "float" then return string.format("%.17g", v) end
+  return tostring(v)
+end
+
+-- What a rank answers for, as two digests: its spec (kernel, knobs and
+-- constraints; "none" without one) and, under replay, its recording's space
+-- (the kernel the recording names and every configuration it holds,
+-- whatever the knobs' order; nil on a GPU). Ranks that differ in either
+-- answer other questions than rank 0 asks (a config missing from a
+-- recording comes back invalid and unmeasured), whichever their devices.
+function M.problem_digest(backend, spec)
+  local of_spec = spec and expdb.problem_digest(spec, { knobs = spec.knobs }) or "none"
+  local rec = backend.name == "replay" and backend.rec
+  if not rec then return of_spec, nil end
+  local names = {}
+  for i, k in ipairs(backend.space.knobs) do names[i] = k.name end
+  table.sort(names)
+  local configs = {}
+  for i, c in ipairs(backend.space.list) do
+    local pairs_text = {}
+    for j, name in ipairs(names) do pairs_text[j] = name .. "=" .. value_text(c[name]) end
+    configs[i] = table.concat(pairs_text, ",")
+  end
+  table.sort(configs)
+  return of_spec, sys.sha256(tostring(rec.kernel) .. "\n" .. table.concat(configs, "\n")):sub(1, 16)
+end
+
+local function hello(backend, comm, spec)
   local d = backend:describe()
-  return { op = "hello", rank = comm.rank, host = sys.hostname(), pid = sys.getpid(),
-           slots = backend.slots or 1, name = backend.name, device = d and d.device,
-           arch = d and d.arch, describe = d }
+  local m = { op = "hello", rank = comm.rank, host = sys.hostname(), pid = sys.getpid(),
+              slots = backend.slots or 1, name = backend.name, device = d and d.device,
+              arch = d and d.arch, describe = d }
+  m.spec_digest, m.space_digest = M.problem_digest(backend, spec)
+  return m
 end
 
 -- The loop of a serving rank: hello, then chunks until rank 0 says quit.
 -- Returns when told to quit; a message it cannot read is an internal error.
 function M.serve(backend, comm, spec)
-  assert(send(0, hello(backend, comm)))
+  assert(send(0, hello(backend, comm, spec)))
   local fault_at, fault_how = planted_fault(comm.rank)
   local chunks, last_beat = 0, now()
   -- a long local evaluation (the cuda backend waiting on NVRTC or a GPU)
@@ -220,6 +252,19 @@ local function gather(self, local_backend)
           errors.usage("rank %d (%s) evaluates with the %s backend, rank 0 with %s: every rank must use the same",
                        src, tostring(msg.host), tostring(msg.name), local_backend.name)
         end
+        -- another problem is refused whatever the devices: --allow-mixed
+        -- is about devices
+        if msg.spec_digest ~= self.spec_digest then
+          errors.usage("rank %d (%s) runs another spec than rank 0 (another kernel, knobs or constraints): every " ..
+                       "rank must run the same problem", src, tostring(msg.host))
+        end
+        if msg.space_digest ~= self.space_digest then
+          local theirs_d = type(msg.describe) == "table" and msg.describe or {}
+          errors.usage("rank %d (%s) replays %s (kernel %s), which records another space than rank 0's %s " ..
+                       "(kernel %s): other knobs, values or configurations; every rank must replay the same " ..
+                       "space (--allow-mixed accepts other devices, not other spaces)", src, tostring(msg.host),
+                       tostring(theirs_d.file), tostring(theirs_d.kernel), tostring(mine.file), tostring(mine.kernel))
+        end
         -- a recording with other contents under the same GPU's name (a
         -- stale copy on another host) would mix two sets of times
         local theirs = type(msg.describe) == "table" and msg.describe.recording
@@ -255,6 +300,7 @@ function M.open(local_backend, opts)
     counts = { [0] = 0 }, requeued = 0, hello_timeout = opts.hello_timeout,
     simulated = local_backend.name == "replay",
   }, Mpi)
+  self.spec_digest, self.space_digest = M.problem_digest(local_backend, opts.spec)
   gather(self, local_backend)
   local slots = self.root_evaluates and (local_backend.slots or 1) or 0
   for _, r in pairs(self.ranks) do
@@ -348,8 +394,9 @@ function Mpi:service(wait_s)
             res.rank = src
             self.results[i] = res
             self.done = self.done + 1
+            -- (a free result, never measured, is no evaluation)
+            if not res.free then self.counts[src] = (self.counts[src] or 0) + 1 end
           end
-          self.counts[src] = (self.counts[src] or 0) + #c.idx
         end
       elseif msg.op == "fail" then
         self:lose(r, "it failed: " .. tostring(msg.msg))
@@ -390,8 +437,8 @@ function Mpi:evaluate_here(jobs, size)
     res.rank = 0
     self.results[i] = res
     self.done = self.done + 1
+    if not res.free then self.counts[0] = self.counts[0] + 1 end
   end
-  self.counts[0] = self.counts[0] + #idx
 end
 
 function Mpi:evaluate(jobs)
