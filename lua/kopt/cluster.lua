@@ -142,6 +142,7 @@ function M.main(opts, pos)
   end
   if rank ~= 0 then
     opts.no_db = true  -- the experience database is rank 0's
+    run.notes = false  -- and so are the notes: rank 0 says each once
   end
   local ok, rc = xpcall(function() return run.main(opts, pos) end, handler)
   if rank ~= 0 and not ok then

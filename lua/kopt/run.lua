@@ -26,6 +26,12 @@ local sys = require("kopt.sys")
 
 local M = {}
 
+-- Notes (what kopt noticed and goes on with) are said by one process: under
+-- MPI kopt.cluster turns them off on every rank but 0, which parses the same
+-- command line and says them once. Errors are no notes: a rank that cannot
+-- serve stops, and rank 0 says why.
+M.notes = true
+
 -- Whether a replayed recording charges its evaluations a cost (the
 -- simulated clock --time-limit reads): old Kernel Tuner caches and T4 files
 -- without "times" record none.
@@ -147,7 +153,7 @@ local function default_note(spec, space)
     c[k.name] = k.default
     parts[#parts + 1] = k.name .. "=" .. tostring(k.default)
   end
-  if #parts == 0 or space:is_valid(c) or default_noted[spec.path] then return end
+  if not M.notes or #parts == 0 or space:is_valid(c) or default_noted[spec.path] then return end
   default_noted[spec.path] = true
   io.stderr:write(string.format("kopt: %s: note: the knobs' defaults (%s) break the constraints, so the baseline is " ..
                                 "the first valid config instead\n", spec.path, table.concat(parts, ", ")))
@@ -212,7 +218,9 @@ function M.main(opts, pos)
   local options = strategy_mod.options(strategy, opts.opt)
 
   local spec = pos[2] and spec_mod.load(pos[2]) or nil
-  for _, note in ipairs(spec and spec.notes or {}) do io.stderr:write("kopt: ", spec.path, ": note: ", note, "\n") end
+  for _, note in ipairs(M.notes and spec and spec.notes or {}) do
+    io.stderr:write("kopt: ", spec.path, ": note: ", note, "\n")
+  end
   if not spec and not (opts.backend and opts.backend.kind == "replay") then
     errors.usage("missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
   end
@@ -232,15 +240,17 @@ function M.main(opts, pos)
     for _, flag in ipairs({ { "sanitize", #(opts.sanitize or {}) > 0 }, { "range_probe", opts.range_probe ~= nil and
                              opts.range_probe ~= "off" } }) do
       if flag[2] then
-        io.stderr:write(string.format("kopt: --%s skipped: it checks the winner on a GPU, and this run replays %s\n",
-                                      flag[1]:gsub("_", "-"), choice.file))
+        if M.notes then
+          io.stderr:write(string.format("kopt: --%s skipped: it checks the winner on a GPU, and this run replays %s\n",
+                                        flag[1]:gsub("_", "-"), choice.file))
+        end
         opts[flag[1]] = nil
       end
     end
   end
   -- flags that act only where kernels run: said once under replay, not
   -- taken silently as if they had
-  if choice.kind ~= "cuda" and not opts.q then
+  if choice.kind ~= "cuda" and not opts.q and M.notes then
     local idle = {}
     if opts.gpus then idle[#idle + 1] = "--gpus" end
     if opts.finalists then idle[#idle + 1] = "--finalists" end
@@ -305,7 +315,8 @@ function M.main(opts, pos)
   end
   local backend
   if choice.kind == "replay" then
-    backend = replay.open(spec, { file = choice.file, check = opts.replay_check, quiet_edits = opts.q })
+    backend = replay.open(spec, { file = choice.file, check = opts.replay_check, quiet = not M.notes,
+                                  quiet_edits = opts.q or not M.notes })
     if space then space = M.recorded_part(space, backend, choice.file, spec) end
     -- (the GPU the recording was made on, by name: what experts are told and
     -- transitions are filed under; its limits stay the assumed device's)
@@ -313,7 +324,7 @@ function M.main(opts, pos)
        and spec.device.assumed then
       spec.recorded_device = backend.rec.device
     end
-    if opts.time_limit and not opts.q and not M.records_cost(backend) then
+    if opts.time_limit and not opts.q and M.notes and not M.records_cost(backend) then
       io.stderr:write(string.format("kopt: note: --time-limit: %s records no evaluation cost (no compile or " ..
                                     "benchmark times), so the simulated clock stays at 0 and the limit is never " ..
                                     "reached; --budget bounds this run\n", choice.file))
@@ -403,7 +414,9 @@ function M.recorded_part(space, backend, file, spec)
   local held = whole and string.format("%d of the %d configurations %s allows", #inside, whole, spec.path)
     or string.format("%d configurations, and %s allows others (up to %.3g in all)", #inside, spec.path,
                      space:size_raw())
-  io.stderr:write(string.format("kopt: %s holds %s; the search runs over those %d\n", file, held, #inside))
+  if M.notes then
+    io.stderr:write(string.format("kopt: %s holds %s; the search runs over those %d\n", file, held, #inside))
+  end
   return space_mod.listed({ knobs = space.knobs, configs = inside })
 end
 

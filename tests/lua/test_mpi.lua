@@ -7,7 +7,8 @@
 -- on every rank, as in one process; a rank on another device is refused
 -- before anything is written, unless --allow-mixed; a rank replaying another
 -- space (part of rank 0's configurations, another kernel) is refused even
--- with --allow-mixed.
+-- with --allow-mixed; notes from the command line are said once, by rank 0,
+-- not once per rank.
 local T = require("testlib")
 local M = require("mpi_testlib")
 
@@ -94,6 +95,16 @@ return S
     if ev.result and ev.result.status == "invalid" then invalid = invalid + 1 end
   end
   T.eq(invalid, 8, "edited candidates: every edited one is invalid under mpirun")
+end
+
+-- Notes are rank 0's: said once, not by every rank (here a spec run
+-- replays the spec's recording: the GPU flags do nothing)
+do
+  local code, _, err = M.mpirun(3, "random specs/convolution.json --backend replay:" .. file .. " --budget 5 --no-db "
+                                   .. "--finalists 2 --gpus 0 --out " .. tmp .. "/notes")
+  T.eq(code, 0, "notes: exit code\n" .. err)
+  local _, said = err:gsub("do nothing here", "")
+  T.eq(said, 1, "notes: --finalists and --gpus said once, by rank 0:\n" .. err)
 end
 
 -- A rank whose device differs (its recording is another GPU's) is refused
