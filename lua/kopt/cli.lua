@@ -271,11 +271,11 @@ function M.main(argv)
         .. "every evaluation it recorded, and --resume continues it under a higher limit\n", limit / 2 ^ 30))
       return errors.RUNTIME
     end
-    io.stderr:write("kopt: internal error: ", result.msg, "\n")
+    io.stderr:write("kopt: internal error: " .. tostring(result.msg) .. "\n")
     return errors.RUNTIME
   end
-  io.stderr:write("kopt: ", result.msg, "\n")
-  if verbose and result.traceback then io.stderr:write(result.traceback, "\n") end
+  io.stderr:write("kopt: " .. tostring(result.msg) .. "\n")
+  if verbose and result.traceback then io.stderr:write(result.traceback .. "\n") end
   return result.code
 end
 

@@ -169,7 +169,7 @@ function M.main(opts, pos)
     -- rank 0 says it once (the same sentence N times helps nobody), naming
     -- this rank when only this rank failed
     if not ok and type(rc) == "table" then return rc.code or errors.RUNTIME end
-    if not ok then io.stderr:write("kopt: internal error on rank ", rank, ": ", tostring(rc), "\n") end
+    if not ok then io.stderr:write("kopt: internal error on rank " .. rank .. ": " .. tostring(rc) .. "\n") end
     return ok and rc or errors.RUNTIME
   else
     local code = ok and rc or (type(rc) == "table" and rc.code) or errors.RUNTIME
@@ -177,13 +177,14 @@ function M.main(opts, pos)
     local evaluated = false
     for _, n in pairs(self.backend and self.backend.counts or {}) do evaluated = evaluated or n > 0 end
     if self.backend and not opts.q and (ok or evaluated) then
-      io.stderr:write("kopt: ", self.backend:summary(), "\n")
+      io.stdout:flush()  -- (after the run's summary, not inside it)
+      io.stderr:write("kopt: " .. self.backend:summary() .. "\n")
     end
     if #self.lost > 0 then
       local names = {}
       for i, l in ipairs(self.lost) do names[i] = string.format("rank %d (%s)", l.rank, l.host or "?") end
       io.stdout:flush()
-      if not ok then io.stderr:write("kopt: ", describe(rc), "\n") end
+      if not ok then io.stderr:write("kopt: " .. describe(rc) .. "\n") end
       io.stderr:write(string.format("kopt: %s lost during the run; the run is written, and the job ends with "
                                     .. "MPI_Abort (exit code %d), which Open MPI reports below\n",
                                     table.concat(names, ", "), code))
@@ -202,7 +203,7 @@ function M.main(opts, pos)
     local said = not ok and type(rc) == "table" and rc.msg ~= nil
     if said then
       io.stdout:flush()
-      io.stderr:write("kopt: ", rc.msg, "\n")
+      io.stderr:write("kopt: " .. rc.msg .. "\n")
     end
     for r = 1, size - 1 do mpi.send(r, mpi_backend.encode({ op = "quit" })) end
     mpi.finalize()

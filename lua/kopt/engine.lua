@@ -679,7 +679,7 @@ function Engine:keep_unasked(reason)
   end
   if not self.quiet then
     self.progress:clear()  -- (else written onto the live line)
-    io.stderr:write("kopt: ", msg, "\n")
+    io.stderr:write("kopt: " .. msg .. "\n")
   end
   if self.rundir then self.rundir:trace("\n%s\n", msg) end
 end
@@ -729,7 +729,7 @@ function M.run(opts)
   if errors.is_interrupt(ferr) or self.error then
     -- (said, not raised: the run's own error, if any, is the one it ends with)
     self.progress:clear()
-    io.stderr:write("kopt: ", msg, "\n")
+    io.stderr:write("kopt: " .. msg .. "\n")
   else
     self.finish_error = ferr
   end

@@ -52,7 +52,7 @@ function M:update(state, improved)
   if self.tty then
     local now = sys.now()
     if improved or now - self.last_draw > 0.1 or state.evaluations == self.budget then
-      io.stderr:write("\r\27[K", line)
+      io.stderr:write("\r\27[K" .. line)
       io.stderr:flush()
       self.last_draw = now
       self.drawn = true
@@ -60,7 +60,7 @@ function M:update(state, improved)
   else
     local mark = self.budget ~= math.huge and math.max(1, self.budget // 10) or 50
     if improved or state.evaluations >= self.next_mark then
-      io.stderr:write("kopt: ", line, improved and "  (new best)" or "", "\n")
+      io.stderr:write("kopt: " .. line .. (improved and "  (new best)" or "") .. "\n")
       while self.next_mark <= state.evaluations do self.next_mark = self.next_mark + mark end
     end
   end
@@ -75,7 +75,7 @@ function M:status(state, msg, verbose)
     self.last_draw = 0
     self:update(state, true)
   elseif msg and verbose then
-    io.stderr:write("kopt: ", msg, "\n")
+    io.stderr:write("kopt: " .. msg .. "\n")
   end
 end
 
@@ -88,7 +88,7 @@ end
 function M:message(fmt, ...)
   if self.quiet then return end
   self:clear()
-  io.stderr:write("kopt: ", string.format(fmt, ...), "\n")
+  io.stderr:write("kopt: " .. string.format(fmt, ...) .. "\n")
 end
 
 -- Clears the live line before other output on stderr (it is drawn again at

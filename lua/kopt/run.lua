@@ -219,7 +219,7 @@ function M.main(opts, pos)
 
   local spec = pos[2] and spec_mod.load(pos[2]) or nil
   for _, note in ipairs(M.notes and spec and spec.notes or {}) do
-    io.stderr:write("kopt: ", spec.path, ": note: ", note, "\n")
+    io.stderr:write("kopt: " .. spec.path .. ": note: " .. note .. "\n")
   end
   if not spec and not (opts.backend and opts.backend.kind == "replay") then
     errors.usage("missing SPEC (a JSON file); it may be left out only with --backend replay:FILE")
@@ -527,7 +527,7 @@ function M.locked(opts, r)
   end
   local backend_label = choice.kind == "replay" and ("replay: " .. choice.file) or "cuda"
   if r.memory then r.memory.info.seed = seed end  -- a resumed run's own
-  if choice.note and not opts.q then io.stderr:write("kopt: ", choice.note, "\n") end
+  if choice.note and not opts.q then io.stderr:write("kopt: " .. choice.note .. "\n") end
 
   local function open_rundir()
     r.state.opened = true
@@ -597,7 +597,7 @@ function M.locked(opts, r)
       final_verdict = verdict
       finalist_lines = finalists.apply(engine, verdict)
     elseif not ok then
-      io.stderr:write("kopt: the finalists could not be re-measured: ", tostring(verdict), "\n")
+      io.stderr:write("kopt: the finalists could not be re-measured: " .. tostring(verdict) .. "\n")
     end
   end
   -- under MPI, rank 0's own GPU backend checks (as for the finalists)
@@ -618,7 +618,7 @@ function M.locked(opts, r)
         engine.rundir:trace("\n## Sanitizer\n\n```\n%s\n```", table.concat(lines, "\n"))
       end
     else
-      io.stderr:write("kopt: the sanitizer check failed: ", tostring(lines), "\n")
+      io.stderr:write("kopt: the sanitizer check failed: " .. tostring(lines) .. "\n")
     end
   end
   local probe_row
@@ -679,7 +679,7 @@ function M.locked(opts, r)
   -- fails as for an error in ask or tell; an interrupted run says both)
   if engine.finish_error then
     if engine.stop_reason ~= "interrupted" then error(engine.finish_error, 0) end
-    io.stderr:write("kopt: ", tostring(engine.finish_error), "\n")
+    io.stderr:write("kopt: " .. tostring(engine.finish_error) .. "\n")
   end
   if engine.stop_reason == "interrupted" then
     if engine.rundir then

@@ -335,7 +335,7 @@ function Cuda:result(reply, job, cres)
   -- first reply past check 2 names them, once per run
   if reply.trivial and not self.spec_warnings then
     self.spec_warnings = trivial.describe(reply.trivial, self.spec)
-    for _, line in ipairs(self.spec_warnings) do io.stderr:write("kopt: ", self.spec.path, ": ", line, "\n") end
+    for _, line in ipairs(self.spec_warnings) do io.stderr:write("kopt: " .. self.spec.path .. ": " .. line .. "\n") end
   end
   if self.dump_root and math.tointeger(reply.id) then
     self:custom_check(r, job, string.format("%s/%d", self.dump_root, math.tointeger(reply.id)))

@@ -315,7 +315,7 @@ function M.open(local_backend, opts)
 end
 
 function Mpi:note(fmt, ...)
-  if not self.quiet then io.stderr:write("kopt: ", string.format(fmt, ...), "\n") end
+  if not self.quiet then io.stderr:write("kopt: " .. string.format(fmt, ...) .. "\n") end
 end
 
 -- A rank is lost: nothing more is sent to it and its chunks in flight go

@@ -64,7 +64,7 @@ function M.open(spec, opts)
   if not rec then rec, err = recording.read(opts.file, opts.check) end
   if not rec then errors.usage("%s", err) end
   if not opts.quiet then
-    for _, note in ipairs(recording.notes(rec)) do io.stderr:write("kopt: ", note, "\n") end
+    for _, note in ipairs(recording.notes(rec)) do io.stderr:write("kopt: " .. note .. "\n") end
   end
   -- KOPT_REPLAY_SLOTS: candidates per round, so a one-process replay can be
   -- compared with an MPI run of as many ranks (docs/MPI.md)
@@ -128,7 +128,7 @@ function Replay:evaluate(jobs)
                  log = "a replay measures the recorded kernel only: this candidate's edited source cannot be measured" }
       if not self.said_edited and not self.quiet_edits then
         self.said_edited = true
-        io.stderr:write("kopt: a replay measures the recorded kernel only: candidates with an edited source are ",
+        io.stderr:write("kopt: a replay measures the recorded kernel only: candidates with an edited source are " ..
                         "invalid here (a GPU backend measures them)\n")
       end
     elseif not e then
