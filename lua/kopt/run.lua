@@ -260,6 +260,18 @@ function M.main(opts, pos)
                                     "run)\n", table.concat(idle, ", "), #idle == 1 and "does" or "do", choice.file))
     end
   end
+  -- the same for the flags of an MPI run, in a run that is none
+  if not opts.cluster and not opts.q then
+    local idle = {}
+    if opts.mpi_root then idle[#idle + 1] = "--mpi-root" end
+    if opts.mpi_timeout then idle[#idle + 1] = "--mpi-timeout" end
+    if opts.allow_mixed then idle[#idle + 1] = "--allow-mixed" end
+    if #idle > 0 then
+      io.stderr:write(string.format("kopt: note: %s %s nothing here: this run is not spread over MPI ranks (not " ..
+                                    "started by mpirun or srun, or KOPT_MPI=0; docs/MPI.md)\n",
+                                    table.concat(idle, ", "), #idle == 1 and "does" or "do"))
+    end
+  end
   if opts.sanitize and #opts.sanitize > 0 and choice.kind ~= "cuda" then
     errors.usage("--sanitize: checks the winner on a GPU; this run replays %s (no kernel runs)", choice.file)
   end

@@ -587,6 +587,15 @@ do
   os.execute("rm -rf '" .. tmp .. "/run_gpu_flags'")
 end
 
+-- MPI flags in a run that is no MPI job: said (they were taken silently)
+do
+  local code, _, err = T.run("random --backend replay:" .. replay .. " --budget 2 --no-db --out " .. tmp ..
+                             "/run_mpi_flags --mpi-root engine --mpi-timeout 5 --allow-mixed")
+  T.check(code == 0 and err:find("note: --mpi-root, --mpi-timeout, --allow-mixed do nothing here: this run is not " ..
+                                 "spread over MPI ranks", 1, true), "MPI flags without MPI: exit %d\n%s", code, err)
+  os.execute("rm -rf '" .. tmp .. "/run_mpi_flags'")
+end
+
 for _, c in ipairs(cases) do
   local code, _, err = T.run(c.args, nil, tmp)
   T.check(not err:lower():find("traceback", 1, true), "`kopt %s`: a traceback on stderr:\n%s", c.args, err)
