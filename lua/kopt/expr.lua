@@ -196,7 +196,7 @@ function M.compile(text, label)
   if not source then return nil, string.format("expression '%s' %s", text, guards) end
   if #guards > 0 and not load("return " .. source, "=", "t", {}) then guards = {} end
   local obj = setmetatable({ text = text, label = label, names = free_names(toks), source = source, guards = guards,
-                             truth = truth, equal = equal }, M)
+                             truth = truth, equal = equal, toks = toks }, M)
   obj.chunk = #guards > 0 and instantiate(obj, env) or chunk
   setmetatable(env, { __index = function(_, k)
     local scopes = obj.scopes

@@ -138,6 +138,9 @@ local function parse(toks)
   return root
 end
 
+-- (kopt.space_bounds evaluates the same tree over intervals)
+M.parse = parse
+
 local function unparen(node)
   while node.kind == "paren" do node = node.inner end
   return node

@@ -5,6 +5,7 @@
 --   space.listed{knobs=, configs=}           an explicit set (a recorded space)
 -- Interface: knobs, key(c), describe(c), is_valid(c), sample(rng), enumerate(),
 -- size(), size_raw(), neighbours(c, "adjacent"|"hamming"), default().
+local bounds = require("kopt.space_bounds")
 local expr = require("kopt.expr")
 local json = require("kopt.json")
 
@@ -176,13 +177,59 @@ function Space:is_valid(config)
   return true
 end
 
+-- For each depth d, the constraints not yet decided once knobs 1..d are
+-- fixed that kopt.space_bounds can follow, and a lookup of names at that
+-- depth: a fixed knob's value, an open knob's range, a size.
+local function bounds_at(self)
+  local index, knobs, values = self.index, self.knobs, self.values
+  local hull = {}
+  for i, k in ipairs(knobs) do
+    local lo, hi, kind = nil, nil, nil
+    for _, v in ipairs(k.values) do
+      local tv = type(v)
+      if kind == nil then kind = tv elseif kind ~= tv then kind = "mixed" end
+      if tv == "number" and v == v then
+        lo = (lo == nil or v < lo) and v or lo
+        hi = (hi == nil or v > hi) and v or hi
+      end
+    end
+    hull[i] = kind == "number" and { lo, hi } or kind == "boolean" and { false, true } or nil
+  end
+  local depth = 0
+  local function lookup(name)
+    local ix = index[name]
+    if ix then
+      if ix.i <= depth then return values[name] end
+      local h = hull[ix.i]
+      if h then return h[1], h[2] end
+      return nil
+    end
+    local v = values[name]
+    if type(v) == "number" or type(v) == "boolean" then return v end
+    return nil
+  end
+  local pending = {}
+  for d = 0, #knobs do pending[d] = {} end
+  for dd = 1, #knobs do
+    for _, check in ipairs(self.checks_at[dd]) do
+      check.can_hold = check.can_hold == nil and (bounds.compile(check.expr) or false) or check.can_hold
+      if check.can_hold then
+        for d = 1, dd - 1 do table.insert(pending[d], check) end
+      end
+    end
+  end
+  return pending, lookup, function(d) depth = d end
+end
+
 -- Depth-first walk over knob values, calling visit(config) on each valid
--- config; a constraint prunes its subtree as soon as its knobs are fixed.
--- Constraint errors propagate (the caller turns them into user errors).
--- max_steps: stop after trying this many knob values (a walk of a huge
--- space whose constraints prune nothing would not end); returns true when
--- it stopped for that reason.
-function Space:walk(visit, max_steps)
+-- config; a constraint prunes its subtree as soon as its knobs are fixed
+-- (with `bounded`, also as soon as its value over the open knobs' ranges
+-- is certainly false: kopt.space_bounds, for constraints that read many
+-- knobs). Constraint errors propagate (the caller turns them into user
+-- errors). max_steps: stop after trying this many knob values (a walk of a
+-- huge space whose constraints prune nothing would not end); returns true
+-- when it stopped for that reason.
+function Space:walk(visit, max_steps, bounded)
   if self.list then
     -- a recorded space: its configs, in the recording's order
     for _, c in ipairs(self.list) do
@@ -201,6 +248,8 @@ function Space:walk(visit, max_steps)
       return
     end
   end
+  local pending, lookup, set_depth
+  if bounded then pending, lookup, set_depth = bounds_at(self) end
   local stop, steps, cut = false, 0, false
   local function rec(d)
     if d > n then
@@ -221,6 +270,13 @@ function Space:walk(visit, max_steps)
           if res ~= false then not_boolean(checks[i], res) end
           ok = false
           break
+        end
+      end
+      if ok and pending and #pending[d] > 0 then
+        set_depth(d)
+        local open = pending[d]
+        for i = 1, #open do
+          if not open[i].can_hold(lookup) then ok = false break end
         end
       end
       if ok then rec(d + 1) end
@@ -336,8 +392,9 @@ function Space:sample(rng)
   end
   -- A large raw space whose valid configs are rare (products of knobs held
   -- to a value: BX * BY == 256 over eight knobs of 128 values leaves 420 of
-  -- 1.7e7) but few: the walk, pruned by the constraints, lists them in
-  -- milliseconds, where each rejected sample cost a second and a nil
+  -- 1.7e7; 26 flags whose sum is 2, 325 of 6.7e7) but few: the walk, pruned
+  -- by the constraints and by their bounds over the knobs still open, lists
+  -- them in milliseconds, where each rejected sample cost a second and a nil
   -- ended the strategies that read it as an exhausted space. Tried once.
   if not self.walk_tried then
     self.walk_tried = true
@@ -345,7 +402,7 @@ function Space:sample(rng)
     local cut = self:walk(function(c)
       found[#found + 1] = c
       if #found > M.SAMPLE_LIST_LIMIT then over = true return false end
-    end, M.SAMPLE_WALK_STEPS)
+    end, M.SAMPLE_WALK_STEPS, true)
     if not cut and not over then
       self.list_cache = found
       return self:sample(rng)
