@@ -441,6 +441,10 @@ CUresult kopt_worker_samples_enqueue(struct worker *w, int k);
 /* (a sample fails only grossly: NaN/Inf, poison, or a relative L2 error far
  * above the tolerance; compare_dev.c says why) */
 const char *kopt_worker_samples_check(struct worker *w, int n);
+/* Timed launches the check of launches less exact than the last one needs
+ * (compare_dev.c); bench.c takes that many past its time cap while they
+ * cost little. */
+#define KOPT_CHECKED_SAMPLES 8
 
 /* Uploads the masked copies of set s's reference outputs (s->ref_out);
  * an output that cannot be uploaded is left to the host. */

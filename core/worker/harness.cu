@@ -83,11 +83,42 @@ __device__ __forceinline__ unsigned kopt_mask_word(unsigned long long key, unsig
 	unsigned long long k2 = kopt_fmix(key ^ 0x6a09e667f3bcc909ull);
 	return (unsigned)(kopt_fmix(kopt_fmix(key + w * 0x9e3779b97f4a7c15ull) ^ k2) >> 32);
 }
-// Element i of a float array of kopt dtype t (0 f32, 1 f16, 2 bf16, 3 f64),
-// unmasked with key when masked.
+// Element i of an array of kopt dtype t (enum kopt_dtype: 0 f32, 1 f16,
+// 2 bf16, 3 f64, 4 i32, 5 i64, 6 u32, 7 i8, 8 u8, 9 i16, 10 u16, 11 u64),
+// unmasked with key when masked. Integers are compared as doubles when the
+// spec gives them a tolerance (a rounding step); exact ones word for word.
 __device__ __forceinline__ double kopt_elem(const unsigned *p, unsigned long long i, int t,
                                            unsigned long long key, int masked)
 {
+	if (t == 5 || t == 11) {
+		unsigned lo = p[2 * i], hi = p[2 * i + 1];
+		if (masked) {
+			lo ^= kopt_mask_word(key, 2 * i);
+			hi ^= kopt_mask_word(key, 2 * i + 1);
+		}
+		unsigned long long u = (unsigned long long)hi << 32 | lo;
+		return t == 5 ? (double)(long long)u : (double)u;
+	}
+	if (t == 4 || t == 6) {
+		unsigned v = p[i];
+		if (masked)
+			v ^= kopt_mask_word(key, i);
+		return t == 4 ? (double)(int)v : (double)v;
+	}
+	if (t == 7 || t == 8) {
+		unsigned v = p[i >> 2];
+		if (masked)
+			v ^= kopt_mask_word(key, i >> 2);
+		unsigned b = (v >> (8 * (i & 3))) & 0xffu;
+		return t == 7 ? (double)(signed char)b : (double)b;
+	}
+	if (t == 9 || t == 10) {
+		unsigned v = p[i >> 1];
+		if (masked)
+			v ^= kopt_mask_word(key, i >> 1);
+		unsigned short h = (unsigned short)((i & 1) ? v >> 16 : v & 0xffffu);
+		return t == 9 ? (double)(short)h : (double)h;
+	}
 	if (t == 3) {
 		unsigned lo = p[2 * i], hi = p[2 * i + 1];
 		if (masked) {

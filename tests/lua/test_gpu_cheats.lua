@@ -72,6 +72,11 @@ local CAUGHT = {
     { { PCT = 55 }, { PCT = 25 } }, { PCT = 55 } },
   { "argmax_tail", "an i32 argmax of max_abs 0.5 (exact in effect: compared on every timed launch) computed in part " ..
     "on all but the last", { { PCT = 80 }, { PCT = 60 } }, { PCT = 80 } },
+  { "short_sampling", "tail_exact_tf32 with a 400 ms spin on the first tail: sampling stopped at 4 launches, under the 8 " ..
+    "the less-exact rule needs (now taken past the time cap while cheap)", { { SPIN_MS = 400, PACE_PCT = 55 } },
+    { SPIN_MS = 400, PACE_PCT = 55 } },
+  { "int_reltol_skip", "an i32 output under a relative tolerance (no per-launch comparison before) computed 55 % on " ..
+    "all but each batch's tail", { { PCT = 55 }, { PCT = 20 } }, { PCT = 55 } },
 }
 local KNOWN = {
   { "addr_dist", "skips when x sits next to y (the timing copy)" },
@@ -90,6 +95,8 @@ local KNOWN = {
   { "probe_dodge_dense", "probe_dodge sampling 1024 inputs (per evaluation; the range probe's single-element pass finds it)", { SAMPLES = 1024 } },
   { "probe_first_launch", "exact on a module's first launch only (check 1), __sinf after: within tolerance on the spec's distributions (per evaluation; the range probe's timed launches find it: test_gpu_range_probe)" },
   { "expm1_small", "expm1f as __expf - 1: wrong near 0 only (per evaluation; the range probe's pass at 0.001x says so)" },
+  { "probe_spin", "probe_first_launch with a 400 ms spin on the first tail (per evaluation; the range probe's timed launches find it: test_gpu_range_probe)",
+    { SPIN_MS = 400 } },
 }
 
 local spec_mod = require("kopt.spec")

@@ -89,4 +89,17 @@ row, made = run({ rec("cheat", 1, res[2]), rec("honest", 0, res[1]) }, "strict")
 T.eq(row.status, "wrong", "probe_first_launch: the cheat is wrong on the probe's timed launches")
 T.eq(made, "honest", "probe_first_launch: strict: the honest kernel takes the title")
 be:close()
+
+-- tests/cheats/probe_spin: the same with a 400 ms spin on the first batch's
+-- tail, which ended the probe's sampling at 4 launches, under the 8 its
+-- less-exact rule needs; bench.c now takes 8 past its time cap
+spec = spec_mod.load("tests/cheats/probe_spin.json")
+be = cuda.open(spec, { seed = 7, timing = { max_time_s = 0.3 } })
+res = be:evaluate({ { key = "honest", config = { CHEAT = 0, SPIN_MS = 400 } },
+                    { key = "cheat", config = { CHEAT = 1, SPIN_MS = 400 } } })
+T.eq(res[2].status, "ok", "probe_spin: the cheat passes checks 1 and 2")
+row = run({ { key = "cheat", config = { CHEAT = 1, SPIN_MS = 400 }, result = res[2] },
+            { key = "honest", config = { CHEAT = 0, SPIN_MS = 400 }, result = res[1] } }, "strict")
+T.eq(row.status, "wrong", "probe_spin: the cheat is wrong on the probe's timed launches")
+be:close()
 return T.done()
