@@ -66,6 +66,29 @@ end
 -- a longer source is cut at a line end, and the prompt says so).
 M.SOURCE_CAP = 48 * 1024
 
+-- What the prompt says of the built-in tools, in the order they are named
+-- (a user's tool is only named: its description is in its definition).
+M.TOOL_HINTS = {
+  { "overview", "overview(): the compiled kernel's stages and hot regions with their static work" },
+  { "region", "region(id): a region's PTX and source lines" },
+  { "metrics", "metrics(config): the measurements, counters and symptoms of a measured configuration" },
+  { "history", "history(n): the last n measurements" },
+  { "compare", "compare(a, b): two measured configurations side by side" },
+}
+
+-- The sentence about the tools offered (" ..." or ""): a model must not be
+-- told of a tool it would be refused (a recorded space has no overview).
+function M.tool_hints(offered)
+  local has = {}
+  for _, n in ipairs(offered) do has[n] = true end
+  local parts = {}
+  for _, h in ipairs(M.TOOL_HINTS) do
+    if has[h[1]] then parts[#parts + 1] = h[2] end
+  end
+  if #parts == 0 then return "" end
+  return " " .. table.concat(parts, "; ") .. "."
+end
+
 -- The common user message; `focus` is the expert's own paragraph.
 function M.user_prompt(view, focus, edit_format)
   local L = {}
@@ -165,10 +188,8 @@ function M.user_prompt(view, focus, edit_format)
     add("```")
   elseif view.tools and #view.tools > 0 then
     add("")
-    add("Tools: before you answer you may call %s. overview() shows the compiled kernel's stages and hot " ..
-        "regions with their static work, region(id) a region's PTX and source lines, metrics() the hardware " ..
-        "counters and symptoms of a measured configuration. Look before you propose, and cite in \"analysis\" " ..
-        "the numbers the tools showed.", table.concat(view.tools, ", "))
+    add("Tools: before you answer you may call %s.%s Look before you propose, and cite in \"analysis\" " ..
+        "the numbers the tools showed.", table.concat(view.tools, ", "), M.tool_hints(view.tools))
   end
   add("")
   add("Your focus: %s", focus or "")

@@ -8,7 +8,8 @@
 -- that writes the call as text, and one that ignores tools all fall back to
 -- the single-shot prompt with the overview inlined; the transcript records
 -- every call and answer, the trace names them, and a replay of the
--- transcript repeats the run.
+-- transcript repeats the run; the prompt tells of the tools offered alone
+-- (none of the PTX tools on a recorded space).
 local T = require("testlib")
 local json = require("kopt.json")
 local engine_mod = require("kopt.engine")
@@ -70,6 +71,19 @@ do
   T.check(not good and none:find("no kernel source", 1, true), "overview on a recording: %s", none)
   local offered = table.concat(builtin.offered(renv), ",")
   T.check(not offered:find("overview", 1, true) and offered:find("metrics", 1, true), "offered on a recording: %s", offered)
+  -- and the prompt tells of those alone: a model told of overview() would
+  -- call it and be refused
+  local prompt = require("kopt.expert_prompt")
+  local function prompt_with(names)
+    return prompt.user_prompt({ name = "matmul", problem = {}, knobs = {}, config = {}, symptoms = {}, history = {},
+                                space = space, n = 1, tools = names })
+  end
+  local told = prompt_with(builtin.offered(renv))
+  T.check(told:find("you may call metrics, history, compare.", 1, true) and told:find("compare(a, b):", 1, true)
+          and not told:find("overview", 1, true) and not told:find("region", 1, true),
+          "the prompt on a recording tells of tools it does not offer:\n%s", told)
+  local all = prompt_with(builtin.offered(env))
+  T.check(all:find("overview():", 1, true) and all:find("region(id):", 1, true), "the prompt with every tool:\n%s", all)
 end
 
 -- 2. A user's tool file (--opt tools=FILE): registered without recompiling.
