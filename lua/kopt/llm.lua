@@ -5,7 +5,7 @@
 --   local client = llm.new(llm.config(options))      -- nil, why when no endpoint
 --   local replies = client:chat_many({ {tag=, messages=, schema={name=, schema=}}, ... })
 --   reply = { ok=true, value=<decoded JSON>, content=, usage=, attempts=, elapsed_s= }
---        or { ok=false, kind="http"|"transport"|"parse"|"schema"|"length"|"refusal"|"replay"|"off", err= }
+--        or { ok=false, kind="http"|"transport"|"parse"|"schema"|"length"|"refusal"|"tools"|"replay"|"off", err= }
 --   (replayed: answered from a resumed run's own transcript; interrupted:
 --   the batch was cut short, no answer; unasked: nothing to ask, no
 --   endpoint: none of these three is the endpoint's answer now)
@@ -340,6 +340,16 @@ local function decode_content(req, reply, finish_reason)
   return reply
 end
 
+-- A reply that calls tools under tool_choice "none" (the tool rounds are
+-- spent) has failed, kind "tools", in the transcript as in the run; its calls
+-- are kept, so a replay fails the same way. req.tools_spent: why, in words.
+local function calls_past_limit(req, reply)
+  if req.tool_choice ~= "none" or not reply.tool_calls then return reply end
+  reply.ok, reply.kind = nil, "tools"
+  reply.err = req.tools_spent or 'the model called tools under tool_choice "none"'
+  return reply
+end
+
 -- Turns an HTTP response into a reply table (see the top of the file).
 function Client:interpret(req, resp)
   local reply = { status = resp.status, attempts = resp.attempts, elapsed_s = resp.elapsed_s,
@@ -400,7 +410,7 @@ function Client:interpret(req, resp)
   if reasoning and reasoning:find("%S") then reply.reasoning = reasoning end
   if req.tools and type(msg.tool_calls) == "table" and #msg.tool_calls > 0 and not reply.cut_off then
     reply.ok, reply.tool_calls = true, M.tool_calls_of(msg.tool_calls)
-    return reply
+    return calls_past_limit(req, reply)
   end
   return decode_content(req, reply, reply.finish_reason)
 end
@@ -477,8 +487,8 @@ function Client:replay_one(req)
   if not rec then
     reply = { kind = "replay", err = string.format("the transcript has no reply #%d for '%s'", n, tag) }
   elseif type(rec.tool_calls) == "table" then
-    reply = { ok = true, tool_calls = M.tool_calls_of(rec.tool_calls), content = rec.content, status = rec.status,
-              attempts = 0, elapsed_s = 0, usage = rec.usage }
+    reply = calls_past_limit(req, { ok = true, tool_calls = M.tool_calls_of(rec.tool_calls), content = rec.content,
+                                    status = rec.status, attempts = 0, elapsed_s = 0, usage = rec.usage })
     usage_add(self.usage, rec.usage)
   elseif rec.content == nil then
     reply = { kind = rec.error_kind or "replay", err = rec.err or "recorded failure", status = rec.status,

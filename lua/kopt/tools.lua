@@ -197,6 +197,9 @@ function M.converse(client, reqs, opts)
   for i, r in ipairs(reqs) do
     st[i] = { msgs = copy(r.messages), used = 0, calls = 0, tools = true, first = r.messages }
   end
+  -- (a reply that calls tools under tool_choice "none" fails with this:
+  -- kopt.llm marks it kind "tools")
+  local spent = string.format("the model still called tools after %d round%s", rounds, rounds == 1 and "" or "s")
   local first_batch = true
   local t0, deadline = sys.now(), tonumber(opts.deadline_s)
   local round_opts = {}
@@ -217,6 +220,7 @@ function M.converse(client, reqs, opts)
         if s.tools then
           q.tools = defs
           q.tool_choice = s.used >= rounds and "none" or "auto"
+          q.tools_spent = spent
         end
         batch[#batch + 1] = q
       end
@@ -235,35 +239,29 @@ function M.converse(client, reqs, opts)
         local sq = single(i)
         s.tools, s.msgs, s.first = false, sq.messages, sq.messages
       end
+      if s.tools and r.tool_calls then
+        -- (calls past the limit too: the server parses them)
+        called_now = true
+        client.tools_seen = true
+      end
       if s.tools and r.tools_rejected then
         fall_back("the server rejected tools (" .. tostring(r.err) .. ")")
       elseif s.tools and r.ok and r.tool_calls then
-        called_now = true
-        client.tools_seen = true
-        if s.used >= rounds then
-          out[i] = { ok = false, kind = "tools", status = r.status, usage = r.usage,
-                     err = string.format("the model still called tools after %d rounds", rounds) }
-          -- (the client counted the reply as answered: the turn failed)
-          client.usage.failures = client.usage.failures + 1
-          local u = client.by_tag[req.tag]
-          if u then u.failures = u.failures + 1 end
-        else
-          s.used = s.used + 1
-          s.msgs[#s.msgs + 1] = { role = "assistant", content = r.content or json.null, tool_calls = r.tool_calls }
-          for k, call in ipairs(r.tool_calls) do
-            local name, args = call["function"].name, call["function"].arguments
-            local answer, ok
-            if k > M.CALLS_PER_ROUND then
-              answer, ok = string.format("error: at most %d tool calls per turn", M.CALLS_PER_ROUND), false
-            else
-              answer, ok = M.call(name, args, req.env, allowed)
-            end
-            s.calls = s.calls + 1
-            client:log({ kind = "tool", tag = req.tag, call_id = call.id, name = name, arguments = args,
-                         answer = answer, ok = ok })
-            if opts.on_tool then opts.on_tool(req, call, answer, ok) end
-            s.msgs[#s.msgs + 1] = { role = "tool", tool_call_id = call.id, content = answer }
+        s.used = s.used + 1
+        s.msgs[#s.msgs + 1] = { role = "assistant", content = r.content or json.null, tool_calls = r.tool_calls }
+        for k, call in ipairs(r.tool_calls) do
+          local name, args = call["function"].name, call["function"].arguments
+          local answer, ok
+          if k > M.CALLS_PER_ROUND then
+            answer, ok = string.format("error: at most %d tool calls per turn", M.CALLS_PER_ROUND), false
+          else
+            answer, ok = M.call(name, args, req.env, allowed)
           end
+          s.calls = s.calls + 1
+          client:log({ kind = "tool", tag = req.tag, call_id = call.id, name = name, arguments = args,
+                       answer = answer, ok = ok })
+          if opts.on_tool then opts.on_tool(req, call, answer, ok) end
+          s.msgs[#s.msgs + 1] = { role = "tool", tool_call_id = call.id, content = answer }
         end
       elseif s.tools and text_tool_call(r) then
         fall_back("the server returned a tool call as text (it does not parse tool calls)")

@@ -4,7 +4,8 @@
 -- (vector_add, compiled to PTX with the real NVRTC): the model calls
 -- overview(), metrics() and region(k) and cites their numbers; unknown tools
 -- and malformed arguments are answered with an error and the loop goes on;
--- the loop is bounded by tool_rounds; a server that rejects tools (400), one
+-- the loop is bounded by tool_rounds (a reply that calls tools past it has
+-- failed, in the transcript too, kind "tools"); a server that rejects tools (400), one
 -- that writes the call as text, and one that ignores tools all fall back to
 -- the single-shot prompt with the overview inlined; the transcript records
 -- every call and answer, the trace names them, and a replay of the
@@ -255,8 +256,24 @@ do
   T.eq(#of_kind(recs, "tool"), 2, "tool calls answered")
   T.check(log:find("fell back to heuristic: tools: the model still called tools after 2 rounds", 1, true),
           "log:\n%s", log)
-  -- the turn that gave up counts as failed in the summary
+  -- the turn that gave up counts as failed in the summary, and in the
+  -- transcript: its reply is no success
   T.eq(e.ctx.llm_usage and e.ctx.llm_usage.failures, 1, "failed turns in the run's LLM usage")
+  local last = of_kind(recs, "reply")[3]
+  T.check(last.ok == false and last.error_kind == "tools" and last.tool_calls
+          and last.err == "the model still called tools after 2 rounds",
+          "the reply past the limit in the transcript: %s", json.encode(last))
+  -- one round: said in the singular; a replay of the transcript fails alike
+  local e1, recs1, log1, dir1 = run("t_forever", { { "tool_rounds", "1" }, { "iterations", "1" } })
+  T.check(log1:find("tools: the model still called tools after 1 round", 1, true)
+          and not log1:find("after 1 rounds", 1, true), "log:\n%s", log1)
+  T.eq(e1.ctx.llm_usage.failures, 1, "failed turns with tool_rounds=1")
+  local e2, recs2 = run(nil, { { "llm_replay", dir1 .. "/llm_transcript.jsonl" }, { "tool_rounds", "1" },
+                               { "iterations", "1" } })
+  T.eq(e2.ctx.llm_usage.failures, 1, "replay: failed turns")
+  local replayed = of_kind(recs2, "reply")
+  T.check(#replayed == #of_kind(recs1, "reply") and replayed[#replayed].error_kind == "tools"
+          and replayed[#replayed].ok == false, "replay: the reply past the limit: %s", json.encode(replayed[#replayed]))
 end
 
 -- 7. A server that rejects tools (HTTP 400): the same question again,
