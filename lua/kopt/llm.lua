@@ -707,13 +707,23 @@ end
 
 -- The run's record of the client's use: ctx.llm_usage (results.json) and
 -- the summary's "LLM:" line (ctx.summary_lines; one such line, replaced),
--- with the tokens of each tag in `tags` when given, and why the LLM went off.
+-- with the tokens of each tag in `tags` when given, then of the client's
+-- other tags (relabel's request: the parts add up to the total), and why
+-- the LLM went off.
 function M.record_usage(ctx, client, tags)
   local u = client.usage
-  local per = {}
+  local per, named, others = {}, {}, {}
   for _, tag in ipairs(tags or {}) do
     local t = client.by_tag[tag]
+    named[tag] = true
     if t then per[#per + 1] = string.format("%s %d", tag, t.total_tokens) end
+  end
+  if tags then
+    for tag, t in pairs(client.by_tag) do
+      if not named[tag] and (t.requests > 0 or t.total_tokens > 0) then others[#others + 1] = tag end
+    end
+    table.sort(others)
+    for _, tag in ipairs(others) do per[#per + 1] = string.format("%s %d", tag, client.by_tag[tag].total_tokens) end
   end
   ctx.llm_usage = { requests = u.requests, failures = u.failures, prompt_tokens = u.prompt_tokens,
                     completion_tokens = u.completion_tokens, total_tokens = u.total_tokens, experts = {},

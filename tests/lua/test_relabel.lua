@@ -8,7 +8,8 @@
 -- its file, and a second run (another process) sees the first one's new
 -- methods, also those named from a label starting with a digit, and a file
 -- of an older build naming one with the digit first; KOPT_METHODS=off writes nothing; the LLM path validates its
--- answer and falls back offline on a bad one.
+-- answer and falls back offline on a bad one; the run's LLM line counts the
+-- relabel request's tokens beside the experts'.
 local T = require("testlib")
 local cjson = require("cjson")
 local R = require("kopt.relabel")
@@ -182,4 +183,20 @@ T.check(shared_before ~= "tile_up", "offline alone does not know the label")
 local answers = X.ask_all({ E }, view, nil, fake, { relabel = "llm" })
 T.check(table.concat(seen_tags, ","):find("relabel", 1, true), "a relabel request was sent: %s", table.concat(seen_tags, ","))
 T.eq(answers[1].moves[1].method, "tile_up", "the LLM's mapping is used for the proposal")
+
+-- the run's LLM line names the relabel request's tokens beside the experts'
+-- (the experts strategy and MCGS's expert moves name their experts alone)
+do
+  local llm = require("kopt.llm")
+  local function tokens(n) return { requests = 1, failures = 0, total_tokens = n, prompt_tokens = n, completion_tokens = 0 } end
+  local usage_client = { usage = { requests = 4, failures = 0, total_tokens = 1361, prompt_tokens = 1361,
+                                   completion_tokens = 0 },
+                         by_tag = { throughput = tokens(120), memory = tokens(120), robustness = tokens(120),
+                                    relabel = tokens(1001) } }
+  local ctx = {}
+  llm.record_usage(ctx, usage_client, { "throughput", "memory", "robustness" })
+  T.check(ctx.summary_lines[1]:find("1361 tokens (1361 prompt, 0 completion); throughput 120, memory 120, " ..
+                                    "robustness 120, relabel 1001", 1, true), "the LLM line: %s", ctx.summary_lines[1])
+  T.eq(ctx.llm_usage.experts.relabel.total_tokens, 1001, "results.json: the relabel tokens")
+end
 return T.done()
