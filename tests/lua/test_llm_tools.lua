@@ -10,7 +10,8 @@
 -- the single-shot prompt with the overview inlined; the transcript records
 -- every call and answer, the trace names them, and a replay of the
 -- transcript repeats the run; the prompt tells of the tools offered alone
--- (none of the PTX tools on a recorded space).
+-- (none of the PTX tools on a recorded space), and metrics() on a recording
+-- says it has no counters and why.
 local T = require("testlib")
 local json = require("kopt.json")
 local engine_mod = require("kopt.engine")
@@ -72,6 +73,15 @@ do
   T.check(not good and none:find("no kernel source", 1, true), "overview on a recording: %s", none)
   local offered = table.concat(builtin.offered(renv), ",")
   T.check(not offered:find("overview", 1, true) and offered:find("metrics", 1, true), "offered on a recording: %s", offered)
+  -- a recording's own columns are no counters: metrics() says there are
+  -- none and why, and shows the columns under their own heading
+  local recorded = { status = "ok", time_ms = 1.3725, metrics = { ["GFLOP/s"] = 5501, compile_time = 2701 } }
+  local rctx = { space = space, lookup = function() return nil end,
+                 profile = function() return nil, "the replay backend cannot profile" end }
+  local rm = tools.call("metrics", "{}", builtin.env(rctx, { config = space:default(), result = recorded }, {}))
+  T.check(rm:find("no hardware counters: the replay backend cannot profile", 1, true) and not rm:find("\ncounters:", 1, true)
+          and rm:find("other measurements of the result (not hardware counters):\n  GFLOP/s = 5501", 1, true),
+          "metrics on a recording:\n%s", rm)
   -- and the prompt tells of those alone: a model told of overview() would
   -- call it and be refused
   local prompt = require("kopt.expert_prompt")

@@ -394,34 +394,47 @@ local function metrics_text(env, v)
   end
   L[#L + 1] = "measured: " .. result_line(r)
   local metrics, syms = r.metrics, r.symptoms
-  if (type(metrics) ~= "table" or next(metrics) == nil) and r.status == "ok" then
-    local ctx = env.ctx
-    local got, why
-    if ctx.profile then
-      got, why = ctx:profile({ config = c, patch = same and env.patch or nil,
-                               source = same and env.patch and env.source or nil })
-    else
-      why = "this strategy cannot profile"
+  -- (a recording's own columns, time or compile_time, are no counters: they
+  -- are shown as what they are, and the counters are asked for)
+  local others
+  if not symptoms.has_counters(metrics) then
+    others, metrics = metrics, nil
+    if r.status == "ok" then
+      local ctx = env.ctx
+      local got, why
+      if ctx.profile then
+        got, why = ctx:profile({ config = c, patch = same and env.patch or nil,
+                                 source = same and env.patch and env.source or nil })
+      else
+        why = "this strategy cannot profile"
+      end
+      if got then
+        metrics, syms = got, why
+        L[#L + 1] = "counters measured now (CUPTI):"
+      else
+        L[#L + 1] = "no hardware counters: " .. tostring(why)
+      end
     end
-    if got then
-      metrics, syms = got, why
-      L[#L + 1] = "counters measured now (CUPTI):"
-    else
-      L[#L + 1] = "no hardware counters: " .. tostring(why)
-    end
-  elseif type(metrics) == "table" and next(metrics) then
+  else
     L[#L + 1] = "counters:"
   end
-  if type(metrics) == "table" and next(metrics) then
+  local function list(values)
     local names = {}
-    for k, x in pairs(metrics) do if type(x) == "number" then names[#names + 1] = k end end
+    for k, x in pairs(values) do if type(x) == "number" then names[#names + 1] = k end end
     table.sort(names)
-    for i = 1, math.min(METRICS_SHOWN, #names) do L[#L + 1] = string.format("  %s = %s", names[i], fmt_num(metrics[names[i]])) end
+    for i = 1, math.min(METRICS_SHOWN, #names) do L[#L + 1] = string.format("  %s = %s", names[i], fmt_num(values[names[i]])) end
     if #names > METRICS_SHOWN then L[#L + 1] = string.format("  [%d more]", #names - METRICS_SHOWN) end
+  end
+  if type(metrics) == "table" and next(metrics) then
+    list(metrics)
     if type(syms) ~= "table" then
       local ok, d = pcall(symptoms.diagnose, { metrics = metrics, resources = r.resources, time_ms = r.time_ms })
       syms = ok and d or nil
     end
+  end
+  if type(others) == "table" and next(others) then
+    L[#L + 1] = "other measurements of the result (not hardware counters):"
+    list(others)
   end
   if type(syms) == "table" and #syms > 0 then
     L[#L + 1] = "symptoms:"
