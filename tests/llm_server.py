@@ -71,6 +71,7 @@ assistant message in the conversation, gets the fix):
   r_compile  an undefined identifier, then the fast edit
   r_wrong    a subtraction instead of the addition, then the fast edit
   r_never    a new compile error on every turn
+  r_noapply  a compile error, then on every repair turn a diff that does not apply
   r_same     the subtraction again on every turn (a source already measured)
   r_compose  the fast edit; once the source in the prompt has it, a knob change
              and a second edit of the edited line (edits compose)
@@ -313,6 +314,9 @@ def edit_reply(req, scenario):
         prop["patch"] = diff_of(src, old, FAST if turn else "a[i] - b[i]")
     elif scenario == "r_never":
         prop["patch"] = diff_of(src, old, "a[i] + b[i] + undefined_%d" % turn)
+    elif scenario == "r_noapply":
+        prop["patch"] = diff_of(src, old, "a[i] + b[i] + undefined_symbol") if not turn else \
+            "--- a/kernel.cu\n+++ b/kernel.cu\n@@ -1,1 +1,1 @@\n-no such line here\n+x\n"
     elif scenario == "r_compose":
         if FAST not in src:
             prop["patch"] = diff_of(src, old, FAST)

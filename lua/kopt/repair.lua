@@ -69,14 +69,18 @@ M.REPAIRABLE = { compile_error = true, wrong = true, launch_error = true, crash 
                  suspect = true }
 
 -- The follow-up turn of a repair: the conversation so far, the model's reply
--- and what happened to its edit.
+-- and what happened to its edit. feedback: sentences that say it, measured
+-- ("It did not compile. ...", feedback_of) or not ("It was not tried: the
+-- edit does not apply ..."), so the turn says one thing, never both.
 function M.repair_messages(chain, feedback)
   local msgs = {}
   for _, m in ipairs(chain.messages) do msgs[#msgs + 1] = m end
   msgs[#msgs + 1] = { role = "assistant", content = chain.content }
+  feedback = tostring(feedback or "")
   msgs[#msgs + 1] = { role = "user", content = string.format(
-    "Your edit (%s) was tried. %s\n\nFix it: answer with the same JSON object, with one proposal whose " ..
-    "\"patch\" is the corrected edit against the kernel source you were shown.", tostring(chain.method), feedback) }
+    "Your edit (%s): %s\n\nFix it: answer with the same JSON object, with one proposal whose " ..
+    "\"patch\" is the corrected edit against the kernel source you were shown.", tostring(chain.method),
+    feedback:match("^%u%l") and (feedback:sub(1, 1):lower() .. feedback:sub(2)) or feedback) }
   return msgs
 end
 

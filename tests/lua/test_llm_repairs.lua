@@ -5,8 +5,9 @@
 -- figures), and times "__fadd_rn" sources at half the original's time. A
 -- failed edit goes back to its expert in the same conversation; the fixed
 -- edit is measured and crowned; a chain that never converges stops after
--- `repairs` turns; a repair that reproduces a measured source is not
--- measured again; artifacts are written per source variant.
+-- `repairs` turns; a repair turn after an edit that did not apply says it
+-- was not tried (not that it was); a repair that reproduces a measured
+-- source is not measured again; artifacts are written per source variant.
 local T = require("testlib")
 local json = require("kopt.json")
 local compile = require("kopt.compile")
@@ -183,6 +184,25 @@ do
   T.check(log:find("ends after 2 attempts", 1, true), "r_never: the chain's end is not logged:\n%s", log)
   local e0 = run_logged("r_never", { { "repairs", "0" } })
   T.eq(count_repairs(e0), 0, "r_never with repairs=0: repaired candidates")
+end
+
+-- 3b. A repair whose edit does not apply: the next repair turn says it was
+-- not tried, and why, never that it was tried.
+do
+  local _, _, d = run_logged("r_noapply", { { "repairs", "2" }, { "iterations", "1" } })
+  local said = {}
+  for line in T.slurp(d .. "/llm_transcript.jsonl"):gmatch("[^\n]+") do
+    local rec = json.decode(line)
+    if rec.kind == "request" and rec.tag == "throughput#repair" then
+      local msgs = rec.body.messages
+      said[#said + 1] = msgs[#msgs].content
+    end
+  end
+  T.eq(#said, 2, "r_noapply: repair turns")
+  T.check(said[1] and said[1]:find("^Your edit %(strength_reduction%): it did not compile%."),
+          "r_noapply: the first repair turn: %s", tostring(said[1]))
+  T.check(said[2] and said[2]:find("^Your edit %(strength_reduction%): it was not tried: [^\n]*does not apply")
+          and not said[2]:find("was tried.", 1, true), "r_noapply: the second repair turn: %s", tostring(said[2]))
 end
 
 -- 4. A repair that answers a source already measured: asked, not measured again.
