@@ -461,7 +461,15 @@ function M.check(K, spec)
         return nil, string.format("knob %s: value '%s' cannot be a #define", k.name, v)
       end
     end
-    if k.default ~= nil and not vs[k.default] then k.default = nil end
+    -- (a default outside the values would be measured at another value,
+    -- the writer none the wiser: said, so the next attempt fixes it)
+    if k.default == json.null then k.default = nil end
+    if k.default ~= nil and not vs[k.default] then
+      local shown = {}
+      for j, v in ipairs(k.values) do shown[j] = tostring(v) end
+      return nil, string.format("knob %s: the default %s is not one of its values (%s); add it to the values or " ..
+                                "make the default one of them", k.name, tostring(k.default), table.concat(shown, ", "))
+    end
     raw = raw * #k.values
   end
   if raw > M.MAX_SPACE then return nil, string.format("the knobs span %d configs, more than %d", raw, M.MAX_SPACE) end

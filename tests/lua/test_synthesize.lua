@@ -15,7 +15,8 @@
 --     write the kernels (synthesize has no experts);
 --  3. s_prose: a reply in prose with knobs as an object and a fenced source;
 --  4. templates (no LLM): the pipeline runs offline, a template wins;
---  5. the reply parser and the checks on their own;
+--  5. the reply parser and the checks on their own (a knob's default must
+--     be one of its values);
 --  6. through the real binary: a spec without a kernel loads (kopt compile
 --     checks it), one without kernel and reference is refused in one
 --     sentence, and `kopt synthesize --help` lists the options.
@@ -381,6 +382,18 @@ do
     end
   end
 
+  -- a knob whose default is not among its values is refused, with why
+  do
+    local KD = synth.parse({ source = "#define WARPS 4\nextern \"C\" __global__ void k(float *y, const float *x, " ..
+                                      "int rows, int cols) { }", entry = "k",
+                             knobs = { { name = "WARPS", values = { 1, 2, 8 }, default = 4 } },
+                             launch = { grid = { "cdiv(rows, WARPS)" }, block = { "WARPS * 32" } } })
+    local okd, errd = synth.check(KD, spec)
+    T.check(not okd and tostring(errd):find("knob WARPS: the default 4 is not one of its values (1, 2, 8)", 1, true),
+            "a default outside the values: %s", tostring(errd))
+    KD.knobs[1].default = json.null
+    T.check(synth.check(KD, spec), "a null default is no default")
+  end
   local K, notes = synth.parse({ kernel = { code = "```cuda\nextern \"C\" __global__ void k(float *y, const float *x, " ..
                                                    "int rows, int cols) { }\n```",
                                             knobs = { B = { "64", 128 } }, launch = { grid = "cdiv(rows, B)", block = "B" } } })
