@@ -39,6 +39,11 @@ local function mode_rank(mode)
   return 0
 end
 
+-- The names chat-completions servers take for the reply cap: OpenAI's
+-- current one (reasoning models need it), and the older one most other
+-- servers read. Another name would be sent, ignored, and the cap lost.
+M.MAX_TOKENS_FIELDS = { max_completion_tokens = true, max_tokens = true }
+
 -- Reads the endpoint settings: options (llm_base_url, llm_model, llm_api_key,
 -- llm_timeout, llm_replay, ...) first, then KOPT_LLM_*, then OPENAI_*.
 -- A value out of its range is a usage error naming where it came from,
@@ -61,9 +66,13 @@ function M.config(options, getenv)
   local function number(default, fits, expected, opt, ...)
     local v, from = pick(opt, ...)
     if v == nil then return default end
-    local n = tonumber(v)
+    -- (decimal only: Lua reads "0x10" as 16, which nobody means by it)
+    local hex = tostring(v):find("^%s*[+-]?0[xX]")
+    local n = not hex and tonumber(v) or nil
     n = n and (math.tointeger(n) or n)
-    if not (n and fits(n)) then errors.usage("%s=%s: expected %s", from, tostring(v), expected) end
+    if not (n and fits(n)) then
+      errors.usage("%s=%s: expected %s%s", from, tostring(v), expected, hex and ", written in decimal" or "")
+    end
     return n
   end
   local mode, mode_from = pick("llm_mode", "KOPT_LLM_MODE")
@@ -71,9 +80,8 @@ function M.config(options, getenv)
     errors.usage("%s=%s: expected json_schema, json_object or none", mode_from, tostring(mode))
   end
   local field, field_from = pick("llm_max_tokens_field", "KOPT_LLM_MAX_TOKENS_FIELD")
-  if field ~= nil and not tostring(field):match("^[%a_][%w_]*$") then
-    errors.usage("%s=%s: expected a request field name such as max_completion_tokens or max_tokens", field_from,
-                 tostring(field))
+  if field ~= nil and not M.MAX_TOKENS_FIELDS[field] then
+    errors.usage("%s=%s: expected max_completion_tokens or max_tokens", field_from, tostring(field))
   end
   return {
     base_url = pick("llm_base_url", "KOPT_LLM_BASE_URL", "OPENAI_BASE_URL"),

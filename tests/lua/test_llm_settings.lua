@@ -3,7 +3,9 @@
 --  1. llm.config: KOPT_LLM_TIMEOUT, _RETRIES, _MAX_TOKENS, _TEMPERATURE,
 --     _MODE, _MAX_TOKENS_FIELD out of range or not numbers ("30s" was
 --     silently 120, -1 retries stopped the run mid-way, 1000 retries or a
---     mode "foo" silently cost MCGS every expert move); good values read;
+--     mode "foo" silently cost MCGS every expert move), numbers not in
+--     decimal ("0x10" was 16), a field name no server reads ("max_token"
+--     was sent); good values read;
 --     the experts' llm_max_tokens option (the run's token budget) is not
 --     the reply cap;
 --  2. through the binary: the experts strategy, MCGS with moves=experts,
@@ -26,7 +28,8 @@ for _, case in ipairs({ { "KOPT_LLM_TIMEOUT", "30s" }, { "KOPT_LLM_TIMEOUT", "0"
                         { "KOPT_LLM_TIMEOUT", "abc" }, { "KOPT_LLM_RETRIES", "-1" }, { "KOPT_LLM_RETRIES", "1000" },
                         { "KOPT_LLM_RETRIES", "1.5" }, { "KOPT_LLM_MAX_TOKENS", "0" },
                         { "KOPT_LLM_TEMPERATURE", "7" }, { "KOPT_LLM_MODE", "foo" },
-                        { "KOPT_LLM_MAX_TOKENS_FIELD", "max tokens" } }) do
+                        { "KOPT_LLM_MAX_TOKENS_FIELD", "max tokens" }, { "KOPT_LLM_MAX_TOKENS_FIELD", "max_token" },
+                        { "KOPT_LLM_MAX_TOKENS", "0x10" }, { "KOPT_LLM_TIMEOUT", "0x1E" } }) do
   local name, value = case[1], case[2]
   local err = config_error({ [name] = value })
   T.check(err and err:find(name .. "=" .. value, 1, true), "%s=%s: refused by name, got: %s", name, value,
