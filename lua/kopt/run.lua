@@ -159,10 +159,20 @@ local function default_note(spec, space)
                                 "the first valid config instead\n", spec.path, table.concat(parts, ", ")))
 end
 
-function M.build_space(spec)
+-- The spec's space, unchecked: a constraint that raises wherever a config
+-- is checked (a strategy's is_valid, a sample, a recording's configs) stops
+-- the command with the sentence constraint_failed says.
+function M.new_space(spec)
   local scope = { device = spec.device }
   for k, v in pairs(spec.problem) do scope[k] = v end
-  local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
+  local space
+  space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope,
+                          on_error = function(err, config) constraint_failed(spec, space, err, config) end })
+  return space
+end
+
+function M.build_space(spec)
+  local space = M.new_space(spec)
   -- A constraint that errors or never holds is a spec error, found now.
   local firsts, walk_cut = {}, false
   local ok, first = pcall(function()
@@ -180,7 +190,11 @@ function M.build_space(spec)
     end
     return firsts[1]
   end)
-  if not ok then constraint_failed(spec, space, first) end
+  if not ok then
+    -- (met by a sample: is_valid has said it already)
+    if errors.is_user_error(first) then error(first, 0) end
+    constraint_failed(spec, space, first)
+  end
   if not first and walk_cut then
     errors.usage("%s: constraints: no configuration of the %.15g found that satisfies every constraint (random samples " ..
                  "and a walk of %d knob values found none; constraints on fewer knobs at a time let the walk prune)",
@@ -395,10 +409,9 @@ end
 function M.recorded_part(space, backend, file, spec)
   local inside = {}
   for _, c in ipairs(backend.space.list) do
-    -- (a constraint that fails past the configs checked at load is met here)
-    local ok, valid = pcall(space.is_valid, space, c)
-    if not ok then constraint_failed(spec, space, valid, c) end
-    if valid then inside[#inside + 1] = c end
+    -- (a constraint that fails past the configs checked at load is met
+    -- here: is_valid raises it as the spec's error)
+    if space:is_valid(c) then inside[#inside + 1] = c end
   end
   if #inside == 0 then
     errors.usage("replay file %s holds none of the configurations %s allows (%d recorded, none within its knob " ..

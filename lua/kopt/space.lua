@@ -62,9 +62,13 @@ end
 
 -- knobs: { {name=, values=}, ... }; constraints: compiled expressions
 -- (kopt.expr) or strings; scope: table of other names (problem sizes, device).
+-- on_error(err, config): called when a constraint raises as is_valid checks
+-- config; it raises (a spec's error, in one sentence) or returns what
+-- is_valid returns. By default the error propagates as it is.
 function M.new(opts)
   local self = setmetatable({}, Space)
   init_common(self, opts.knobs)
+  self.on_error = opts.on_error
   local base = {}
   for k, v in pairs(expr.helpers) do base[k] = v end
   for k, v in pairs(opts.scope or {}) do base[k] = v end
@@ -147,7 +151,11 @@ local function not_boolean(check, res)
                         type(res) == "string" and "a string" or type(res)), 0)
 end
 
--- Returns true, or false and the reason.
+-- Returns true, or false and the reason. A constraint that raises (a number
+-- used as a condition, a division by zero) is a spec error wherever it is
+-- met, as in walk(), not an invalid config: its error propagates (through
+-- on_error), so a run over a space too large to walk whole stops on it
+-- rather than dropping the configs it is met on.
 function Space:is_valid(config)
   if type(config) ~= "table" then return false, "not a table" end
   local names, positions = self.names, self.positions
@@ -168,11 +176,12 @@ function Space:is_valid(config)
   for ci = 1, #constraints do
     local check = constraints[ci]
     local ok, res = pcall(check.fn)
-    if not ok then return false, string.format("constraint '%s' failed: %s", check.expr.text, res) end
-    if res ~= true then
-      if res == false then return false, string.format("constraint '%s' does not hold", check.expr.text) end
-      not_boolean(check, res)
+    if ok and res ~= true and res ~= false then ok, res = pcall(not_boolean, check, res) end
+    if not ok then
+      if self.on_error then return self.on_error(res, config) end
+      error(res, 0)
     end
+    if res == false then return false, string.format("constraint '%s' does not hold", check.expr.text) end
   end
   return true
 end

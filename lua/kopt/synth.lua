@@ -503,7 +503,10 @@ function M.check(K, spec)
   for k, v in pairs(spec.problem) do scope[k] = v end
   for k, v in pairs(K.scope or {}) do scope[k] = v end
   K.scope_all, K.exprs = scope, exprs
-  local space = space_mod.new({ knobs = K.knobs, constraints = exprs.constraints, scope = scope })
+  -- (the constraints are a generated kernel's: one that raises at a config
+  -- makes that config invalid, told to the model, not the run's end)
+  local space = space_mod.new({ knobs = K.knobs, constraints = exprs.constraints, scope = scope,
+                                on_error = function(raised) return false, "a constraint failed: " .. tostring(raised) end })
   local pok, first = pcall(space.first, space)
   if not pok then return nil, "constraints: " .. tostring(first) end
   if not first then return nil, "no config of the declared knobs satisfies the constraints" end

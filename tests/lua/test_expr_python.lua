@@ -11,7 +11,11 @@
 --     nested too, and boolean knobs are conditions;
 --   * the checks do not hide a knob named like them, reach every evaluation
 --     (eval, number, a space's constraints), and add nothing to an expression
---     whose conditions are comparisons (the speed of a large space's walk).
+--     whose conditions are comparisons (the speed of a large space's walk);
+--   * the error is raised by is_valid and sampling too, not taken as an
+--     invalid config: a space too large to walk before the run (over 10^6
+--     raw points) stops the run with the sentence, not a search that
+--     silently drops the configs the constraint errs on.
 local T = require("testlib")
 local expr = require("kopt.expr")
 local space_mod = require("kopt.space")
@@ -90,9 +94,39 @@ T.check(eval_err and eval_err:find("launch.block[1]: 'use_fast' is a number (0) 
         "number(): %s", tostring(eval_err))
 local space = space_mod.new({ knobs = knobs, constraints = { assert(expr.compile("not use_fast", "constraints[1]")) },
                               scope = {} })
-local valid, why = space:is_valid({ block_size_x = 16, tile = 1, use_fast = 1 })
-T.check(not valid and why:find("'use_fast' is a number (1) used as a condition", 1, true), "is_valid: %s",
-        tostring(why))
+local raised, why = pcall(space.is_valid, space, { block_size_x = 16, tile = 1, use_fast = 1 })
+T.check(not raised and tostring(why):find("'use_fast' is a number (1) used as a condition", 1, true),
+        "is_valid raises: %s", tostring(why))
+local mixed = space_mod.new({ knobs = { { name = "a", values = { 1, 20 } }, { name = "f", values = { 0, 1 } } },
+                              constraints = { assert(expr.compile("a < 16 or f and a > 0", "constraints[1]")) } })
+local sampled, sample_err = pcall(function()
+  local rng = require("kopt.rng").new(1)
+  for _ = 1, 200 do mixed:sample(rng) end
+end)
+T.check(not sampled and tostring(sample_err):find("'f' is a number", 1, true), "sampling raises: %s",
+        tostring(sample_err))
+
+-- a run over a space of 2^21 raw points (sampled, not walked, before it)
+local tmp = T.tmpdir("expr-python")
+T.write(tmp .. "/k.cu", "extern \"C\" __global__ void k(float *out, int n) { out[0] = a + b + c + f; }\n")
+local function count_to(n)
+  local vs = {}
+  for i = 1, n do vs[i] = tostring(i) end
+  return "[" .. table.concat(vs, ", ") .. "]"
+end
+T.write(tmp .. "/big.json", string.format([[{"name": "big", "kernel": {"source": "k.cu", "entry": "k"},
+  "problem": {"n": 1000},
+  "knobs": [{"name": "a", "values": %s}, {"name": "b", "values": %s}, {"name": "c", "values": %s},
+            {"name": "f", "values": [0, 1]}],
+  "constraints": ["a < 16 or f and b > 0"],
+  "launch": {"grid": [1], "block": [128]},
+  "args": [{"name": "out", "type": "f32", "shape": ["n"], "output": true}, {"name": "n", "type": "i32", "value": "n"}]}
+]], count_to(32), count_to(1024), count_to(32)))
+local code, _, err = T.run("random big.json --budget 5 --out r", nil, tmp)
+T.eq(code, 2, "a large space's run: exit code")
+T.check(err:find("^kopt: big.json: constraints%[1%]: 'f' is a number %(%d%) used as a condition %(left of 'and'%); in " ..
+                 "kopt's expressions 0 counts as true, unlike Python: write 'f ~= 0' %(at a=%d+, b=%d+, c=%d+, " ..
+                 "f=%d%)\n$") and not err:find("traceback", 1, true), "a large space's run: %s", err)
 
 -- comparisons as conditions: the expression runs as written
 for _, text in ipairs({ "BLOCK_M % (16 * WARPS_M) == 0 and BLOCK_N % 8 == 0",

@@ -11,7 +11,7 @@ local errors = require("kopt.errors")
 local json = require("kopt.json")
 local kptx = require("kopt.ptx")
 local nvrtc = require("kopt.nvrtc")
-local space_mod = require("kopt.space")
+local run_mod = require("kopt.run")
 local spec_mod = require("kopt.spec")
 local sys = require("kopt.sys")
 
@@ -60,9 +60,7 @@ end
 
 -- The config: the knobs' defaults (or the first valid one) changed by --config.
 local function config_of(o, spec)
-  local scope = { device = spec.device }
-  for k, v in pairs(spec.problem) do scope[k] = v end
-  local space = space_mod.new({ knobs = spec.knobs, constraints = spec.constraints, scope = scope })
+  local space = run_mod.new_space(spec)
   local c = space:first()
   if not c then errors.usage("%s: no configuration satisfies every constraint", spec.path) end
   for _, text in ipairs(o.configs) do
