@@ -202,9 +202,11 @@ function M.duplicate_keys(text, limit)
       local j = at + 1
       while true do
         local q = text:find('["\\]', j)
-        if not q then return found end
+        if not q then j = nil break end
         if text:sub(q, q) == "\\" then j = q + 2 else j = q break end
       end
+      -- (a string cut short ends the scan; the lines are still counted)
+      if not j then break end
       if expect_key and top and top.keys then
         local raw = text:sub(at + 1, j - 1)
         local key = raw:find("\\", 1, true) and (M.decode('"' .. raw .. '"') or raw) or raw

@@ -17,7 +17,10 @@
 --   said it was there, when only a skipped entry (a bad time, a key that
 --   names other values) used it;
 -- * a cache key written twice replayed its last entry without a word (JSON
---   keeps the last), where two spellings of one key were refused.
+--   keeps the last), where two spellings of one key were refused;
+-- * in a file cut short inside a string (an interrupted run), a key written
+--   twice before the cut ended lenient mode in an internal error (the
+--   duplicate had no line).
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -142,6 +145,13 @@ do
           err2:find('skipped 1 bad entry (the first: cache["1"] (line 4): given twice; the first is kept)', 1, true)
           ~= nil, "lenient: the first of the two is kept and counted (%d, %d evals, best %s: %s)", code2, #evals,
           tostring(stop and stop.best and stop.best.time_ms), err2)
+  local cut = head .. '"1": {"a": 1, "time": 5.0},\n"2": {"a": 2, "time": 3.0},\n"1": {"a": 1, "time": 1.0},\n' ..
+    '"3": {"a": 3, "ti'
+  code2, err2, evals = run("twice_cut.json", cut, "--replay-check lenient")
+  T.check(code2 == 0 and #evals == 2 and
+          err2:find('skipped 1 bad entry (the first: cache["1"] (line 4): given twice; the first is kept)', 1, true)
+          ~= nil and not err2:find("internal error", 1, true),
+          "lenient, cut short: the first of the two is kept (%d, %d evals: %s)", code2, #evals, err2)
   local field = head .. '"1": {"a": 1, "time": 1.0},\n"2": {"a": 2, "time": 2.0, "time": 0.5}}}'
   code, err = run("field_twice.json", field)
   T.check(code == 2 and err:find('line 3: cache["2"].time is given twice', 1, true) ~= nil,
