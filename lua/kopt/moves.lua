@@ -165,18 +165,49 @@ function M.get(name)
                             #names > 0 and table.concat(names, ", ") or "rules")
 end
 
--- Generators from a comma-separated list ("rules,examples/my_moves.lua").
--- Raises a usage error naming the bad entry.
+-- Whether a word of a --opt moves= list names a generator: a registered or
+-- built-in one, or a Lua file that exists.
+local function generator_word(word)
+  if registry[word] then return true end
+  if word:find("/", 1, true) or word:match("%.lua$") then
+    local f = io.open(word, "r")
+    if f then f:close() end
+    return f ~= nil
+  end
+  return word:match("^[%a_][%w_]*$") ~= nil and (pcall(require, "kopt.moves." .. word))
+end
+
+-- The generators one comma-separated item names: a variant of kopt compare
+-- cannot hold a comma ("mcgs@moves=rules experts"), so an item is split at
+-- spaces when each of its words names a generator; otherwise it is one name
+-- or path (a path may hold a space: "my dir/moves.lua").
+local function item_names(item)
+  if not item:find("%s") then return { item } end
+  local f = io.open(item, "r")
+  if f then
+    f:close()
+    return { item }
+  end
+  local words = {}
+  for word in item:gmatch("%S+") do
+    if not generator_word(word) then return { item } end
+    words[#words + 1] = word
+  end
+  return words
+end
+
+-- Generators from a comma-separated list ("rules,examples/my_moves.lua",
+-- "rules experts"). Raises a usage error naming the bad entry.
 function M.resolve(list)
   if type(list) ~= "string" then
     error("kopt.moves.resolve: expected a comma-separated string of generator names (such as ctx.options.moves), got " ..
           type(list), 2)
   end
   local out = {}
-  -- (split at commas only: a path may hold a space; spaces around an item go)
+  -- (spaces around an item go)
   for item in list:gmatch("[^,]+") do
-    local name = item:match("^%s*(.-)%s*$")
-    if name ~= "" then
+    item = item:match("^%s*(.-)%s*$")
+    for _, name in ipairs(item ~= "" and item_names(item) or {}) do
       local g, err = M.get(name)
       if not g then errors.usage("%s", err) end
       if type(g.check) == "function" then g.check() end

@@ -22,7 +22,9 @@
 --   moves that change nothing and dropped without a word.
 -- * A generator's error named neither its file nor the line: "attempt to
 --   index a nil value", or a kopt module's line for a kopt call it made.
--- * A generator path with a space in --opt moves= was cut at the space.
+-- * A generator path with a space in --opt moves= was cut at the space; and
+--   once it was not, "rules experts" (the list of a compare variant, which
+--   cannot hold a comma) was one unknown name.
 local T = require("testlib")
 
 local tmp = T.tmpdir("moves-mistakes")
@@ -111,6 +113,22 @@ do
   local gens = moves.resolve("rules , " .. path .. " ")
   T.eq(#gens, 2, "a path with a space: two generators")
   T.eq(gens[2] and gens[2].name, "spaced", "a path with a space: the file's generator")
+  -- names apart at spaces: each a generator, a path among them too
+  local spaced_ok, spaced = pcall(moves.resolve, "rules heuristics")
+  T.check(spaced_ok and #spaced == 2 and spaced[2].name == "heuristics", "rules heuristics: two generators (%s)",
+          spaced_ok and #spaced or tostring(spaced))
+  local plain = tmp .. "/plain.lua"
+  T.write(plain, 'return { name = "plain", propose = function() return {} end }\n')
+  local mixed_ok, mixed = pcall(moves.resolve, "rules " .. plain .. ", heuristics")
+  T.check(mixed_ok and #mixed == 3, "a name and a path at a space, then a comma: three generators (%s)",
+          mixed_ok and #mixed or tostring(mixed))
+  local ok, err = pcall(moves.resolve, "rules heuristicz")
+  T.check(not ok and tostring(err):find("unknown move generator 'rules heuristicz'", 1, true), "a word unknown: %s",
+          tostring(err))
+  local code, _, stderr = T.run("compare --strategies 'mcgs@moves=rules heuristics' " ..
+                                "--spaces tests/data/convolution_A100.json --seeds 1 --budgets 5 --out " .. tmp ..
+                                "/cmp -q")
+  T.check(code == 0, "compare with mcgs@moves=rules heuristics: %d %s", code, stderr)
 end
 
 -- state.result: a generator that proposes only from a measured state
