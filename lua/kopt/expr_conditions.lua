@@ -154,6 +154,32 @@ local function is_boolean(node)
   return (is_comparison(node) or (node.kind == "unary" and node.op == "not") or node.boolean) and true or false
 end
 
+-- A chain of comparisons ("a < b <= c < d", written without parentheses) as
+-- Lua reads it, "((a < b) <= c) < d", and as Python does, "a < b and b <= c
+-- and c < d"; Python's `not` takes the whole chain ("not x == 1 == 2" is
+-- "not (x == 1 and 1 == 2)"), where Lua's takes x alone.
+local function chain_readings(node, source)
+  local operands, ops = {}, {}
+  while is_comparison(node) do
+    table.insert(operands, 1, node.right)
+    table.insert(ops, 1, node.op)
+    node = node.left
+  end
+  local first, negated = source(node), node.kind == "unary" and node.op == "not"
+  local lua_reading = negated and "(" .. first .. ")" or first
+  local links = {}
+  local left = negated and source(node.operand) or first
+  for i, op in ipairs(ops) do
+    local right = source(operands[i])
+    lua_reading = (i == 1 and lua_reading or "(" .. lua_reading .. ")") .. " " .. op .. " " .. right
+    links[i] = left .. " " .. op .. " " .. right
+    left = right
+  end
+  local python_reading = table.concat(links, " and ")
+  if negated then python_reading = "not (" .. python_reading .. ")" end
+  return lua_reading, python_reading
+end
+
 -- Returns the expression's text with the checks in place as calls of
 -- `truth(value, i)` and `equal(a, b, i)` (named by the caller), and the list
 -- of what each i guards; or the text unchanged and an empty list when
@@ -249,10 +275,9 @@ function M.rewrite(text, toks, truth, equal)
   end
   local out = emit(root)
   if chained then
-    local a, b = chained.left, chained.right
-    return nil, string.format("chains comparisons, which kopt's expressions read as '(%s) %s %s', not as Python's " ..
-                              "'%s and %s %s %s': write the latter", source(a), chained.op, source(b), source(a),
-                              source(a.right), chained.op, source(b))
+    local lua_reading, python_reading = chain_readings(chained, source)
+    return nil, string.format("chains comparisons, which kopt's expressions read as '%s', not as Python's '%s': " ..
+                              "write the latter", lua_reading, python_reading)
   end
   if #guards == 0 then return text, guards end
   return out, guards

@@ -4,7 +4,9 @@
 --     naming the constraint and the fix, not a space that silently keeps
 --     other configs (Lua's 0 is true);
 --   * `not a == 1` (Python's `not (a == 1)`): the same error, with that fix;
---   * a chained comparison: refused when compiled, with the `and` to write;
+--   * a chained comparison: refused when compiled, with the `and` to write
+--     (every link of a chain of three or more, and Python's `not` over the
+--     whole chain), which compiles;
 --   * `==` between a condition's result and a number: an error;
 --   * the fixed forms keep Python's counts, and Python's XOR (`^`) is `~`;
 --   * `c and x or y` with numeric x and y (launch geometry) keeps working,
@@ -50,6 +52,14 @@ refused("block_size_x == tile * 16 == 32", "expression 'block_size_x == tile * 1
         "which kopt's expressions read as '(block_size_x == tile * 16) == 32', not as Python's " ..
         "'block_size_x == tile * 16 and tile * 16 == 32'")
 refused("16 < block_size_x <= 64", "chains comparisons")
+for text, readings in pairs({
+  ["16 <= block_size_x <= tile <= 1024"] = { "((16 <= block_size_x) <= tile) <= 1024",
+                                             "16 <= block_size_x and block_size_x <= tile and tile <= 1024" },
+  ["not use_fast == 1 == 2"] = { "((not use_fast) == 1) == 2", "not (use_fast == 1 and 1 == 2)" },
+}) do
+  refused(text, string.format("read as '%s', not as Python's '%s': write the latter", readings[1], readings[2]))
+  T.check(count(readings[2]) ~= nil, "%s: the form to write compiles", text)
+end
 refused("use_fast or tile > 2", "(left of 'or')")
 refused("block_size_x % 32 and use_fast == 1", "'block_size_x % 32' is a number (16) used as a " ..
         "condition (left of 'and'); in kopt's expressions 0 counts as true, unlike Python: write " ..
