@@ -5,7 +5,8 @@
 -- 16 ldmatrix.x4 per pass of the main loop, 2 x 8 cp.async of 16 bytes
 -- before it, 64 stores after it), a .ptx file, the Lua module, a spec or
 -- PTX told by its text whatever its name (.JSON, no extension), and bad
--- input (one sentence, exit 2).
+-- input (one sentence, exit 2; an architecture NVRTC refuses is named where
+-- it was set, the spec's kernel.arch or --arch).
 local T = require("testlib")
 local kptx = require("kopt.ptx")
 
@@ -74,6 +75,16 @@ T.check(fails("ptx " .. tmp .. "/bad.ptx", "truncated file"):find("truncated PTX
 fails("ptx " .. tmp .. "/missing.ptx", "missing file")
 fails("ptx " .. root .. "/specs/transpose.json --config TILE=7", "bad config")
 fails("ptx", "no argument")
+T.write(tmp .. "/ok.cu", 'extern "C" __global__ void k(float *x) { x[0] = N; }\n')
+T.write(tmp .. "/arch.json", [[{ "name": "arch", "kernel": { "source": "ok.cu", "entry": "k", "arch": "sm_99" },
+  "knobs": [ { "name": "N", "values": [1, 2] } ],
+  "launch": { "grid": [1, 1, 1], "block": [32, 1, 1] },
+  "args": [ { "name": "x", "type": "f32", "shape": [32], "output": true } ] }]])
+local arch_err = fails("ptx " .. tmp .. "/arch.json", "kernel.arch unknown to NVRTC")
+T.check(arch_err:find("arch.json: kernel.arch: sm_99: NVRTC ", 1, true) and not arch_err:find("--arch", 1, true),
+        "kernel.arch unknown to NVRTC: named as the spec's field: %s", arch_err)
+local flag_err = fails("ptx " .. root .. "/specs/transpose.json --arch sm_99", "--arch unknown to NVRTC")
+T.check(flag_err:find("ptx: --arch sm_99: NVRTC ", 1, true), "--arch unknown to NVRTC: %s", flag_err)
 
 -- a kernel that does not compile: exit 1 with the compiler's message
 T.write(tmp .. "/k.cu", 'extern "C" __global__ void k(float *x) { x[0] = N }\n')

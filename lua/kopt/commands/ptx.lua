@@ -92,7 +92,13 @@ local function ptx_text(o)
     local job = compile.job_for(spec, c, o.arch)
     local ptx, lowered = nvrtc.ptx(job)
     if not ptx and tostring(lowered):find("invalid value for --gpu-architecture", 1, true) then
-      -- (the architecture, not the kernel: as kopt compile says it)
+      -- (the architecture, not the kernel: named where it was set, the
+      -- spec's field, which --arch does not override, or --arch, as kopt
+      -- compile says it)
+      if spec.kernel.arch then
+        errors.usage("ptx: %s: kernel.arch: %s: NVRTC %s does not compile for it", spec.path, job.arch,
+                     compile.version())
+      end
       errors.usage("ptx: --arch %s: NVRTC %s does not compile for it", job.arch, compile.version())
     end
     if not ptx then return nil, string.format("%s: %s, %s:\n%s", spec.path, spec.kernel.entry, text, lowered) end
