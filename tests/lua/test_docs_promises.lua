@@ -10,7 +10,9 @@
 -- * synthesize under replay said "no attempt was correct" after making none;
 -- * an unknown field's message offered fields that are then refused there
 --   (kernel.launch, reference.state);
--- * --resume on an events.jsonl of one torn line said the file was empty.
+-- * --resume on an events.jsonl of one torn line said the file was empty;
+-- * docs/TRUST.md counted the honest kernels of tests/honest (specs and
+--   configs) of an earlier suite.
 local T = require("testlib")
 local json = require("kopt.json")
 
@@ -71,6 +73,21 @@ do
   T.write(tmp .. "/torn/events.jsonl", '{"event":"sta')
   refused("a torn first line", "random --backend replay:tests/data/pnpoly_RTX_3090.json --no-db --resume --out " ..
           tmp .. "/torn", "holds only a line cut short (13 bytes)")
+end
+
+-- the honest suite as docs/TRUST.md counts it: the cases tests/honest/run.lua
+-- runs, and their configs
+do
+  local run_text = T.slurp(T.source_dir .. "/tests/honest/run.lua")
+  local cases = run_text:match("\nlocal CASES = (%b{})")
+  local specs, configs = 0, 0
+  for name in (cases or ""):gmatch('\n%s*{ "([%w_]+)", "') do
+    local spec = require("kopt.spec").load(T.source_dir .. "/tests/honest/" .. name .. ".json")
+    specs, configs = specs + 1, configs + require("kopt.run").build_space(spec):size()
+  end
+  local said = T.slurp(T.source_dir .. "/docs/TRUST.md"):match("`tests/honest` holds the other side: (%d+ specs %(%d+ " ..
+                                                                "configs%))")
+  T.eq(said, string.format("%d specs (%d configs)", specs, configs), "docs/TRUST.md's count of tests/honest")
 end
 
 T.done()
