@@ -55,9 +55,19 @@ local function eval_shape(ev)
     return "an ok result whose 'time_ms' is not a positive time"
   end
   if ev.n == nil then return "no number 'n'" end
-  if math.type(ev.n) ~= "integer" or ev.n < 1 then
+  -- (a whole number of 2^53 or more is read as a float: whole, and past the
+  -- count, which check_evals says)
+  local past_2_53 = math.type(ev.n) == "float" and ev.n >= 2 ^ 53 and ev.n < math.huge and ev.n == math.floor(ev.n)
+  if not past_2_53 and (math.type(ev.n) ~= "integer" or ev.n < 1) then
     return string.format("the number n=%s, which is no whole number of at least 1", json.encode(ev.n))
   end
+end
+
+-- A whole number as written: 1e18 read as a float is 1000000000000000000.
+local function whole_text(n)
+  local i = math.tointeger(n)
+  if i then return string.format("%d", i) end
+  return string.format("%.17g", n)
 end
 
 -- Every evaluation line: its shape, a number and a state of its own, and
@@ -73,7 +83,7 @@ local function check_evals(events, dir)
       local why = eval_shape(ev)
       if why then bad_eval(dir, i, "%s", why) end
       if ev.n > count then
-        bad_eval(dir, i, "the number n=%d, past the %d evaluations on record", ev.n, count)
+        bad_eval(dir, i, "the number n=%s, past the %d evaluations on record", whole_text(ev.n), count)
       end
       if at_n[ev.n] then bad_eval(dir, i, "the number n=%d of event %d too", ev.n, at_n[ev.n]) end
       if at_key[ev.key] then bad_eval(dir, i, "the state '%s' of event %d too", ev.key, at_key[ev.key]) end

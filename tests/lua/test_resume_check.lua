@@ -4,8 +4,9 @@
 --   state on record twice; results.json then held one evaluation less than
 --   the log), a line without "n" (the numbers after it shifted), "n" as a
 --   string, negative, fractional or past the count on record (10^12: the
---   next evaluation took 10^12 + 1), a status no backend gives, a key that
---   is not its config's; each named with its line number;
+--   next evaluation took 10^12 + 1; 10^18 and 10^20, which JSON readers
+--   take as floats, were "no whole number"), a status no backend gives, a
+--   key that is not its config's; each named with its line number;
 -- * a spec whose knobs were edited in what the problem digest leaves out:
 --   a default (the baseline changed mid-run, and kopt blamed the strategy
 --   for not asking again), tags emptied (the moves changed silently);
@@ -64,6 +65,17 @@ resume_edited("n a string", field("n", "5"), "the number n=\"5\"")
 resume_edited("n negative", field("n", -3), "the number n=-3")
 resume_edited("n fractional", field("n", 10.5), "the number n=10.5")
 resume_edited("n huge", field("n", 10 ^ 12 // 1), "past the 30 evaluations on record")
+-- whole numbers past 2^53, as written in the line
+local function n_written(text)
+  return function(copy)
+    local at = field("n", "N")(copy)
+    copy[at] = copy[at]:gsub('"n":"N"', '"n":' .. text)
+    return at
+  end
+end
+resume_edited("n 10^18", n_written("1000000000000000000"),
+              "the number n=1000000000000000000, past the 30 evaluations on record")
+resume_edited("n 10^20", n_written("100000000000000000000"), "the number n=1e+20, past the 30 evaluations on record")
 resume_edited("a status of no backend", field("status", "weird"), "the result status 'weird'")
 resume_edited("a key of another config", function(copy)
   local at = first_eval + 4
