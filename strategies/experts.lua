@@ -483,12 +483,15 @@ local function start_init(ctx, st)
     end
   end
   for _, c in ipairs(configs) do take(c, "sample") end
-  if #st.queue > 0 then return end
-  -- every draw was asked before (nothing has run yet, in a small space):
-  -- the configs not asked yet, listed
-  for _ = 1, math.max(1, ctx.options.init) do
+  -- draws asked before (a round after one whose every config failed, or a
+  -- small space) are made up with the configs not asked yet, listed, so
+  -- each round measures `init` new ones while the space has them
+  while #st.queue < math.max(1, ctx.options.init) do
     local c, why = next_unasked(ctx, st, spec_source(ctx))
-    if not c then return why end
+    if not c then
+      if #st.queue == 0 then return why end
+      break
+    end
     take(c, "unmeasured")
   end
 end
