@@ -162,7 +162,7 @@ end
 -- The spec's space, unchecked: a constraint that raises wherever a config
 -- is checked (a strategy's is_valid, a sample, a recording's configs) stops
 -- the command with the sentence constraint_failed says.
-function M.new_space(spec)
+local function new_space(spec)
   local scope = { device = spec.device }
   for k, v in pairs(spec.problem) do scope[k] = v end
   local space
@@ -172,7 +172,7 @@ function M.new_space(spec)
 end
 
 function M.build_space(spec)
-  local space = M.new_space(spec)
+  local space = new_space(spec)
   -- A constraint that errors or never holds is a spec error, found now.
   local firsts, walk_cut = {}, false
   local ok, first = pcall(function()

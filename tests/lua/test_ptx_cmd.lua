@@ -6,7 +6,8 @@
 -- before it, 64 stores after it), a .ptx file, the Lua module, a spec or
 -- PTX told by its text whatever its name (.JSON, no extension), and bad
 -- input (one sentence, exit 2; an architecture NVRTC refuses is named where
--- it was set, the spec's kernel.arch or --arch).
+-- it was set, the spec's kernel.arch or --arch; a constraint that raises is
+-- the spec's error, not an internal one).
 local T = require("testlib")
 local kptx = require("kopt.ptx")
 
@@ -83,6 +84,11 @@ T.write(tmp .. "/arch.json", [[{ "name": "arch", "kernel": { "source": "ok.cu", 
 local arch_err = fails("ptx " .. tmp .. "/arch.json", "kernel.arch unknown to NVRTC")
 T.check(arch_err:find("arch.json: kernel.arch: sm_99: NVRTC ", 1, true) and not arch_err:find("--arch", 1, true),
         "kernel.arch unknown to NVRTC: named as the spec's field: %s", arch_err)
+T.write(tmp .. "/cond.json", (T.slurp(tmp .. "/arch.json"):gsub(', "arch": "sm_99"', ""):gsub('"knobs"',
+        '"constraints": ["N and N > 1"], "knobs"')))
+local cond_err = fails("ptx " .. tmp .. "/cond.json", "a number used as a condition")
+T.check(cond_err:find("cond.json: constraints[1]: 'N' is a number (1) used as a condition", 1, true),
+        "a number used as a condition: %s", cond_err)
 local flag_err = fails("ptx " .. root .. "/specs/transpose.json --arch sm_99", "--arch unknown to NVRTC")
 T.check(flag_err:find("ptx: --arch sm_99: NVRTC ", 1, true), "--arch unknown to NVRTC: %s", flag_err)
 

@@ -59,10 +59,11 @@ local function parse(argv)
 end
 
 -- The config: the knobs' defaults (or the first valid one) changed by --config.
+-- (the space as a run checks it: a constraint that fails is the spec's
+-- error in one sentence, as kopt compile says it)
 local function config_of(o, spec)
-  local space = run_mod.new_space(spec)
+  local space = run_mod.build_space(spec)
   local c = space:first()
-  if not c then errors.usage("%s: no configuration satisfies every constraint", spec.path) end
   for _, text in ipairs(o.configs) do
     local why
     c, why = space:with(c, text)
