@@ -27,6 +27,14 @@ local space_mod = require("kopt.space")
 local rng_mod = require("kopt.rng")
 local strategy_mod = require("kopt.strategy")
 local moves = require("kopt.moves")
+local experience = require("kopt.experience")
+local relabel = require("kopt.relabel")
+
+-- (a benchmark neither writes the user's dataset and method map nor learns
+-- from them, as `kopt compare`: its figures must not depend on the runs
+-- before it, and its synthetic runs must not skew the user's later ones)
+experience.set_persistent(false)
+relabel.set_persistent(false)
 
 local n = tonumber(arg[1]) or 1000000
 local keys = {}

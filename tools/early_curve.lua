@@ -16,6 +16,14 @@ local benchstats = require("kopt.benchstats")
 local replay = require("kopt.backends.replay")
 local engine_mod = require("kopt.engine")
 local strategy_mod = require("kopt.strategy")
+local experience = require("kopt.experience")
+local relabel = require("kopt.relabel")
+
+-- (a benchmark neither writes the user's dataset and method map nor learns
+-- from them, as `kopt compare`: its figures must not depend on the runs
+-- before it, and its synthetic runs must not skew the user's later ones)
+experience.set_persistent(false)
+relabel.set_persistent(false)
 
 local USAGE = "usage: kopt script tools/early_curve.lua STRATEGY SEEDS BUDGET SPACE.json[,...] [KEY=VALUE ...]"
 local name, seeds, budget, files = arg[1], math.tointeger(tonumber(arg[2] or "")),

@@ -10,6 +10,14 @@ local strategy_mod = require("kopt.strategy")
 local replay = require("kopt.backends.replay")
 local profiling = require("kopt.profiling")
 local rules = require("kopt.moves.rules")
+local experience = require("kopt.experience")
+local relabel = require("kopt.relabel")
+
+-- (a benchmark neither writes the user's dataset and method map nor learns
+-- from them, as `kopt compare`: its figures must not depend on the runs
+-- before it, and its synthetic runs must not skew the user's later ones)
+experience.set_persistent(false)
+relabel.set_persistent(false)
 
 local file = arg[1] or "tests/data/coulomb_2080.json"
 local seeds = tonumber(arg[2]) or 20

@@ -22,6 +22,15 @@ local json = require("kopt.json")
 local replay = require("kopt.backends.replay")
 local strategy_mod = require("kopt.strategy")
 local sys = require("kopt.sys")
+local experience = require("kopt.experience")
+local relabel = require("kopt.relabel")
+
+-- (a benchmark neither writes the user's dataset and method map nor learns
+-- from them, as `kopt compare`: its figures must not depend on the runs
+-- before it, and its runs must not skew the user's later ones; the
+-- learning runs' transitions go to their run folders and OUT only)
+experience.set_persistent(false)
+relabel.set_persistent(false)
 
 local out = arg and arg[1] or "regraph-experiment"
 local seeds = tonumber(arg and arg[2]) or 20
