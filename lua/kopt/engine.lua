@@ -112,6 +112,17 @@ function Ctx:recent(n)
   return out
 end
 
+-- The symptoms a measured candidate's static facts support, without
+-- counters (kopt.profiling's static_symptoms): a list, nil when the run has
+-- no profiler to know the launch and the device.
+function Ctx:static_symptoms(candidate, result)
+  local p = self._engine.profiler
+  if not p or type(candidate) ~= "table" or type(candidate.config) ~= "table" or type(result) ~= "table" then
+    return nil
+  end
+  return p:static_symptoms(shallow(candidate.config), shallow(result))
+end
+
 -- Profiles a measured candidate when the backend can (CUPTI); nil and a
 -- reason otherwise.
 function Ctx:profile(candidate)

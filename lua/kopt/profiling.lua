@@ -70,6 +70,20 @@ function P:facts(config, result)
   return symptoms.facts_from(result, launch, self.device, { matrix = self.matrix, work = work })
 end
 
+-- The symptoms a measured result's static facts support without counters
+-- (the spec's launch, the compile's resources, the device: occupancy and its
+-- limiter, spills), as the run's report finds them for a best without
+-- counters: a list of {name, severity, summary}, empty when none.
+function P:static_symptoms(config, result)
+  local facts = self:facts(config, result)
+  -- (the report's device: a replayed recording's GPU, whose limits are assumed)
+  if self.report_device then facts.device = self.report_device end
+  local ok, list = pcall(symptoms.diagnose, { resources = result.resources, time_ms = result.time_ms }, facts)
+  local brief = {}
+  for i, s in ipairs(ok and list or {}) do brief[i] = { name = s.name, severity = s.severity, summary = s.summary } end
+  return brief
+end
+
 -- Diagnoses a result that has counters; stores result.symptoms (a list of
 -- {name, severity, summary}) and returns the full diagnosis.
 function P:annotate(config, result)

@@ -11,10 +11,13 @@
 -- every call and answer, the trace names them, and a replay of the
 -- transcript repeats the run; the prompt tells of the tools offered alone
 -- (none of the PTX tools on a recorded space), and metrics() on a recording
--- says it has no counters and why.
+-- says it has no counters and why; without counters (a replay: DRY=1 of
+-- tools/device_tools.sh), metrics() gives the symptoms the static facts
+-- support, as the run's report does, and says they are static.
 local T = require("testlib")
 local json = require("kopt.json")
 local engine_mod = require("kopt.engine")
+local profiling = require("kopt.profiling")
 local space_mod = require("kopt.space")
 local spec_mod = require("kopt.spec")
 local strategy_mod = require("kopt.strategy")
@@ -123,14 +126,18 @@ end
 
 local spec = spec_mod.load("tests/data/specs/vector_add.json")
 
-local function stub_backend(with_profile)
+-- (static_only: times and resources alone, no counters and no profiling,
+-- as a replay; 80 registers a thread hold the best, 768 threads a block,
+-- to one block an SM: 38 % occupancy)
+local function stub_backend(with_profile, static_only)
   local b = { name = "stub", slots = 4, clock = 0, profiled = 0 }
   function b:evaluate(jobs)
     local out = {}
     for i, job in ipairs(jobs) do
       self.clock = self.clock + 0.01
-      local r = { status = "ok", time_ms = 1.0 + job.config.block_size_x / 1e4, resources = { regs = 16 } }
-      if not with_profile then
+      local r = { status = "ok", time_ms = 1.0 + job.config.block_size_x / 1e4,
+                  resources = { regs = static_only and 80 or 16 } }
+      if not with_profile and not static_only then
         r.metrics = { ["dram__throughput.avg.pct_of_peak_sustained_elapsed"] = 91.5,
                       ["sm__throughput.avg.pct_of_peak_sustained_elapsed"] = 12.25 }
       end
@@ -164,11 +171,13 @@ local function run(scenario, extra, opts)
   if scenario then o[#o + 1] = { "llm_base_url", server:base(scenario) } end
   for _, kv in ipairs(extra or {}) do o[#o + 1] = kv end
   local dir = T.tmpdir("tools-" .. (scenario or "replay"))
-  local backend = stub_backend(opts.profile)
+  local backend = stub_backend(opts.profile, opts.static_only)
   captured = {}
   local engine = engine_mod.run({
     strategy = S, strategy_name = "experts", options = strategy_mod.options(S, o), space = space_of(spec),
     spec = spec, backend = backend, budget = 12, seed = 1, quiet = true, out_dir = dir,
+    -- (as `kopt experts` runs it: the profiler knows the launch and device)
+    profiler = opts.static_only and profiling.new({ mode = "none", backend = backend, spec = spec, quiet = true }) or nil,
   })
   local log = table.concat(captured, "\n")
   captured = nil
@@ -240,6 +249,18 @@ do
   T.check(m.answer:find("counters measured now", 1, true) and m.answer:find("= 77.5", 1, true),
           "on-demand metrics: %s", m.answer)
   T.check(backend.profiled >= 1, "the backend was not asked to profile")
+end
+
+-- 4b. No counters and none to be had (a replay): metrics() gives the
+-- symptoms of the static facts, and says where they come from.
+do
+  local _, recs = run("t_tools", nil, { static_only = true })
+  local m = of_kind(recs, "tool")[2]
+  T.eq(m.name, "metrics", "second call")
+  T.check(m.answer:find("no hardware counters: ", 1, true)
+          and m.answer:find("symptoms from the static facts alone (launch, resources, device; no counters):\n"
+                            .. "  - low_occupancy (severity", 1, true)
+          and m.answer:find("theoretical 38%, limited by registers (1 block/SM)", 1, true), "metrics without counters: %s", m.answer)
 end
 
 -- 5. Unknown tools and malformed arguments are answered with errors.

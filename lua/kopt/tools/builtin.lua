@@ -436,8 +436,15 @@ local function metrics_text(env, v)
     L[#L + 1] = "other measurements of the result (not hardware counters):"
     list(others)
   end
+  -- (without counters, what the launch, the resources and the device say:
+  -- the symptoms the run's report gives such a best)
+  local heading = "symptoms:"
+  if type(syms) ~= "table" and not metrics and r.status == "ok" and env.ctx.static_symptoms then
+    syms = env.ctx:static_symptoms({ config = c }, r)
+    heading = "symptoms from the static facts alone (launch, resources, device; no counters):"
+  end
   if type(syms) == "table" and #syms > 0 then
-    L[#L + 1] = "symptoms:"
+    L[#L + 1] = heading
     for _, s in ipairs(syms) do
       L[#L + 1] = string.format("  - %s (severity %.2f): %s", tostring(s.name), tonumber(s.severity) or 0,
                                 tostring(s.summary or ""))
