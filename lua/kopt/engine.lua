@@ -725,9 +725,16 @@ function M.run(opts)
   -- finish that does not return, and an error names the strategy's line.
   -- The run's record stands either way: its files are written, then a
   -- failure there ends the command as one in ask or tell would
-  -- (finish_error).
+  -- (finish_error). After a failed write into the run folder nothing more
+  -- is written there: finish is called without ctx.run_dir, so the files it
+  -- would write (MCGS's snapshot) are left out quietly, and an error it
+  -- raises is not said: the failure's one sentence stays the only one.
+  local e, run_dir = self.error, self.ctx.run_dir
+  local folder_failed = (type(e) == "table" and e.io_failed) or (self.rundir and self.rundir.failed)
+  if folder_failed then self.ctx.run_dir = nil end
   local fok, ferr = pcall(call_strategy, self, "finish", self.ctx, reason)
-  if fok then return self end
+  self.ctx.run_dir = run_dir  -- (the failure's message reads the folder)
+  if fok or (folder_failed and not errors.is_interrupt(ferr)) then return self end
   local msg
   if errors.is_interrupt(ferr) then
     sys.interrupted()  -- answered: the rest of the run is written

@@ -12,7 +12,9 @@
 -- leave whole, strict JSON lines on record that are a prefix of what an
 -- uninterrupted run records; leave no temporary file and no half-written
 -- summary file; and continue with --resume (no fault) to exactly the
--- uninterrupted run's evaluations.
+-- uninterrupted run's evaluations. A strategy's finish after the failure
+-- writes nothing into the folder (regression: MCGS's finish wrote
+-- graph.kgr and tried graph.json, a second sentence about the full disk).
 local T = require("testlib")
 local sys = require("kopt.sys")
 
@@ -144,7 +146,36 @@ for i, f in ipairs({ 0, 0.1, 0.5, 0.8, 0.95, 0.99 }) do
   T.same_list(T.keys(dir), ref, what .. ": evaluations after the resume")
 end
 
--- 3. fsync fails (an I/O error): one sentence, exit 1, nothing on record lost.
+-- 3. A strategy with a finish (MCGS: its graph snapshot, at the end alone
+-- with snapshot_every past the budget): after the failure it writes nothing.
+local function run_mcgs(out, extra, env)
+  return T.run(string.format("mcgs --backend replay:%s --budget 40 --seed 3 --out %s -q %s", replay, out, extra or ""),
+               env)
+end
+local mcgs_ref = tmp .. "/mcgs_ref"
+T.eq((run_mcgs(mcgs_ref)), 0, "exit code of the uninterrupted MCGS run")
+T.check(T.exists(mcgs_ref .. "/graph.json") and T.exists(mcgs_ref .. "/graph.kgr"), "MCGS's finish writes its graph")
+-- (graph.kgr is written by the graph's own C code, outside the checked path;
+-- the failures below come before the end, where finish writes)
+local mcgs_total = bytes_written(mcgs_ref) - select(2, sys.stat(mcgs_ref .. "/graph.kgr"))
+for i, f in ipairs({ 0.1, 0.25, 0.4 }) do
+  local limit = math.floor(mcgs_total * f)
+  local dir = string.format("%s/mcgs_full_%d", tmp, i)
+  local what = string.format("MCGS with the disk full after %d of %d bytes", limit, mcgs_total)
+  local code, _, err = run_mcgs(dir, "", "KOPT_FAIL_WRITE_AFTER=" .. limit)
+  T.eq(code, 1, what .. ": exit code")
+  local _, recorded = T.one_sentence(err, what):match(PATTERN)
+  T.eq(tonumber(recorded), #T.keys(dir), what .. ": evaluations the message counts vs on record")
+  T.check(#T.keys(dir) < 40, "%s: the failure came before the end (%d evaluations on record)", what, #T.keys(dir))
+  T.check(not T.exists(dir .. "/graph.kgr") and not T.exists(dir .. "/graph.json"),
+          "%s: the graph snapshot was written after the failure", what)
+  check_leftovers(dir, what)
+  code, _, err = run_mcgs(dir, "--resume")
+  T.eq(code, 0, what .. ": exit code of the resume that continues it\n" .. err)
+  T.same_list(T.keys(dir), T.keys(mcgs_ref), what .. ": evaluations after the resume")
+end
+
+-- 4. fsync fails (an I/O error): one sentence, exit 1, nothing on record lost.
 local fs = tmp .. "/fsync"
 local code, _, err = run(fs, 10, "", "KOPT_FAIL_FSYNC=1")
 T.eq(code, 1, "exit code when fsync fails")
