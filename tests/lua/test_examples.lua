@@ -1,7 +1,9 @@
 -- The examples in examples/ run as documented. hill_climb must stop at a
 -- local optimum: every adjacent neighbour of its best was measured and is not
 -- faster. policy passes on mcgs's finish: its graph snapshot counts the
--- run's evaluations (it was never written: "evaluations": 0).
+-- run's evaluations (it was never written: "evaluations": 0). README's
+-- commands for the two run one after the other, as written, from a fresh
+-- checkout (they both went to runs/pnpoly_RTX_3090/: the second refused it).
 local T = require("testlib")
 local cjson = require("cjson")
 
@@ -42,5 +44,18 @@ T.check(stop and stop.time_ms <= 9 * 1.01, "policy: the best when it stopped (%s
         tostring(stop and stop.time_ms))
 local graph = cjson.decode(T.slurp(tmp .. "/pol/graph.json"))
 T.eq(graph.evaluations, n, "policy: mcgs's graph snapshot, written by its finish, counts the run's evaluations")
+
+-- README's commands, in a folder of their own (their runs/ goes there)
+local readme = T.slurp(T.source_dir .. "/README.md"):gsub("\\\n%s*", "")
+local checkout, source = tmp .. "/checkout", require("kopt.sys").realpath(T.source_dir)
+os.execute(string.format("mkdir -p '%s' && ln -s '%s/examples' '%s/tests' '%s/'", checkout, source, source, checkout))
+local commands = {}
+for args in readme:gmatch("\n    %./build/kopt (examples/[^\n]+)") do commands[#commands + 1] = args end
+T.eq(#commands, 2, "README's commands of the examples")
+for _, args in ipairs(commands) do
+  local c, _, err = T.run(args .. " -q", nil, checkout)
+  T.eq(c, 0, "README's `kopt " .. args .. "` after the one before it: " .. err)
+end
+
 os.execute("rm -rf '" .. tmp .. "'")
 return T.done()
