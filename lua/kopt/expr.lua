@@ -138,6 +138,15 @@ local function c_operators(toks)
     then
       return " (Lua writes != as ~=, && as and, || as or, ! as not)"
     end
+    if t[1] == "op" and t[2] == "*" and nxt and nxt[1] == "op" and nxt[2] == "*" then
+      return " (Lua writes Python's a ** b as a ^ b)"
+    end
+    if t[1] == "name" and t[2] == "if" then
+      return " (Lua writes Python's 'x if c else y' as 'c and x or y')"
+    end
+    if t[1] == "name" and t[2] == "in" and nxt and nxt[1] == "op" and (nxt[2] == "[" or nxt[2] == "(") then
+      return " (Lua has no 'in': write 'a in [1, 2]' as 'a == 1 or a == 2')"
+    end
   end
   return ""
 end
@@ -178,6 +187,8 @@ function M.compile(text, label)
   local why = reach(toks)
   if why then
     if why:find("^uses C") then return nil, string.format("expression '%s' %s", text, why) end
+    local python = c_operators(toks)
+    if python ~= "" then return nil, string.format("expression '%s' is not Lua%s", text, python) end
     return nil, string.format("expression '%s' %s; only device has fields (knobs, problem sizes and device are known)",
                               text, why)
   end

@@ -16,9 +16,11 @@ Space.__index = Space
 -- Enumeration is refused above this many raw points; sampling never enumerates
 -- above it.
 M.ENUMERATE_LIMIT = 5e7
--- Space:sample lists a rarely valid space when a walk of at most this many
--- knob values finds at most this many configs.
-M.SAMPLE_WALK_STEPS = 2e6
+-- Space:sample lists a rarely valid space when a walk of at most
+-- SAMPLE_BOUNDED_STEPS steps (knob values tried and constraint bounds
+-- evaluated, each a step: about a second; 26 flags summing to 2 take a few
+-- thousand) finds at most SAMPLE_LIST_LIMIT configs.
+M.SAMPLE_BOUNDED_STEPS = 2e5
 M.SAMPLE_LIST_LIMIT = 1e5
 
 -- An integral float is the integer it equals (128.0 is 128: Lua tables
@@ -217,13 +219,18 @@ local function bounds_at(self)
     if type(v) == "number" or type(v) == "boolean" then return v end
     return nil
   end
+  -- (a constraint is looked at again only where a knob it reads is fixed:
+  -- elsewhere its bounds are those that let the walk come here)
   local pending = {}
   for d = 0, #knobs do pending[d] = {} end
   for dd = 1, #knobs do
     for _, check in ipairs(self.checks_at[dd]) do
       check.can_hold = check.can_hold == nil and (bounds.compile(check.expr) or false) or check.can_hold
       if check.can_hold then
-        for d = 1, dd - 1 do table.insert(pending[d], check) end
+        for _, name in ipairs(check.expr.names) do
+          local ix = index[name]
+          if ix and ix.i < dd then table.insert(pending[ix.i], check) end
+        end
       end
     end
   end
@@ -284,6 +291,8 @@ function Space:walk(visit, max_steps, bounded)
       if ok and pending and #pending[d] > 0 then
         set_depth(d)
         local open = pending[d]
+        -- (each bound costs what many plain steps do, and counts as one)
+        steps = steps + #open
         for i = 1, #open do
           if not open[i].can_hold(lookup) then ok = false break end
         end
@@ -411,7 +420,7 @@ function Space:sample(rng)
     local cut = self:walk(function(c)
       found[#found + 1] = c
       if #found > M.SAMPLE_LIST_LIMIT then over = true return false end
-    end, M.SAMPLE_WALK_STEPS, true)
+    end, M.SAMPLE_BOUNDED_STEPS, true)
     if not cut and not over then
       self.list_cache = found
       return self:sample(rng)

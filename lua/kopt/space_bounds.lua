@@ -39,11 +39,22 @@ local function arith(op, a, b)
   return r
 end
 
+-- Lua's integers wrap past 2^63 (2^31 * 2^31 * 4 is negative), and floats
+-- round past 2^53: a range whose ends reach 2^53 is not followed, since
+-- values inside it may wrap or round where its ends did not.
+local EXACT = 2.0 ^ 53
+
 arith_raw = function(op, a, b)
   if not (is_num(a) and is_num(b)) then return nil end
-  if op == "+" then return num(a.lo + b.lo, a.hi + b.hi) end
-  if op == "-" then return num(a.lo - b.hi, a.hi - b.lo) end
-  if op == "*" then return span(a.lo * b.lo, a.lo * b.hi, a.hi * b.lo, a.hi * b.hi) end
+  if op == "+" or op == "-" or op == "*" then
+    -- (the ends in floats: no wrap there, and a range near it is refused)
+    local r
+    if op == "+" then r = num(a.lo + 0.0 + b.lo, a.hi + 0.0 + b.hi)
+    elseif op == "-" then r = num(a.lo + 0.0 - b.hi, a.hi + 0.0 - b.lo)
+    else r = span((a.lo + 0.0) * b.lo, (a.lo + 0.0) * b.hi, (a.hi + 0.0) * b.lo, (a.hi + 0.0) * b.hi) end
+    if r and (math.abs(r.lo) >= EXACT or math.abs(r.hi) >= EXACT) then return nil end
+    return r
+  end
   local zero_in_b = b.lo <= 0 and b.hi >= 0
   if op == "/" or op == "//" then
     if zero_in_b then return nil end

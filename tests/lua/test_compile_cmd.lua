@@ -5,7 +5,8 @@
 -- were all the first valid config's, away from every default); a knob whose
 -- define breaks a CUDA header (N in cuda_pipeline.h) is named, ahead of the
 -- header's errors, which alone never said the knob was the cause; a spec
--- without a launch is compiled with a note that no launch was checked.
+-- without a launch is compiled with a note that no launch was checked; --all
+-- on a constraint the spec got wrong offers no --sample.
 local kopt = os.getenv("KOPT") or "build/kopt"
 
 local function run(args)
@@ -80,6 +81,17 @@ f:write([[{ "name": "clash", "kernel": { "source": "p.cu", "entry": "k" },
   "knobs": [ { "name": "N", "values": [1, 2] } ], "launch": { "grid": [1], "block": [32] },
   "args": [ { "name": "x", "type": "f32", "shape": [32], "output": true } ] }]])
 f:close()
+-- --all refused for a constraint the spec got wrong says why, and offers
+-- no --sample (which is for spaces too large to list)
+f = assert(io.open(dir .. "/g.json", "w"))
+f:write([[{ "name": "guard", "kernel": { "source": "k.cu", "entry": "k" },
+  "knobs": [ { "name": "N", "values": [1, 2] }, { "name": "F", "values": [0, 1] } ],
+  "constraints": ["N > 1 or F and N > 0"], "launch": { "grid": [1], "block": [32] },
+  "args": [ { "name": "x", "type": "f32", "shape": [32], "output": true } ] }]])
+f:close()
+out, rc = run(dir .. "/g.json --all")
+check(rc == 2 and out:find("used as a condition", 1, true) and not out:find("--sample", 1, true),
+      "--all on a constraint error: rc %s\n%s", tostring(rc), out)
 out, rc = run(dir .. "/p.json")
 check(rc == 1 and out:find("knob N is a define, and <cuda_pipeline", 1, true) and
       out:find('rename the knob, or set "define": false', 1, true), "knob N in cuda_pipeline.h: rc %s\n%s",

@@ -9,6 +9,7 @@
 --     whole chain), which compiles;
 --   * `==` between a condition's result and a number: an error;
 --   * the fixed forms keep Python's counts, and Python's XOR (`^`) is `~`;
+--   * Python's `**`, `x if c else y` and `in [...]` refused with Lua's form;
 --   * `c and x or y` with numeric x and y (launch geometry) keeps working,
 --     nested too, and boolean knobs are conditions;
 --   * the checks do not hide a knob named like them, reach every evaluation
@@ -145,6 +146,16 @@ for _, text in ipairs({ "BLOCK_M % (16 * WARPS_M) == 0 and BLOCK_N % 8 == 0",
   local e = assert(expr.compile(text, "c"))
   T.eq(#e.guards, 0, text .. ": no check added")
   T.eq(e.source, text, text .. ": the text as written")
+end
+
+-- Python's **, x if c else y and `in [...]`, which Lua does not parse: the
+-- error says how Lua writes them ("in" read as an index before)
+for text, want in pairs({ ["block_size_x ** 2 <= 4096"] = "a ** b as a ^ b",
+                          ["(2 if a > 1 else 3) > 1"] = "'c and x or y'",
+                          ["block_size_y in [1, 2, 4]"] = "'a == 1 or a == 2'" }) do
+  local e, refusal = expr.compile(text)
+  T.check(e == nil and tostring(refusal):find(want, 1, true), "%s: the Python form named: %s", text,
+          tostring(refusal))
 end
 
 return T.done()

@@ -135,4 +135,18 @@ do
   T.check(not holds("x // 2 == 5", open), "x // 2 is at most 4")
   T.check(not holds("(x > 4 and 1 or 2) > 2", open), "the choice is 1 or 2")
 end
+
+-- integers that wrap: 2^31 * 2^31 * c is negative for every c in 1..4 (the
+-- product wraps), which a range of the ends' products would not hold
+do
+  local knobs = { { name = "a", values = { 1, 2 ^ 31 // 1 } }, { name = "b", values = { 1, 2 ^ 31 // 1 } },
+                  { name = "c", values = { 1, 2, 3, 4 } } }
+  local function count(bounded)
+    local s = space_mod.new({ knobs = knobs, constraints = { "a * b * c < 0" } })
+    local n = 0
+    s:walk(function() n = n + 1 end, nil, bounded)
+    return n
+  end
+  T.eq(count(true), count(false), "a wrapping product: the bounded walk keeps what the plain one does")
+end
 return T.done()

@@ -89,8 +89,8 @@ local function select(o, spec, space, first)
     if not ok then
       -- (a space too large to list is what --sample is for; a spec error is not)
       local msg = tostring(list)
-      errors.usage("compile: --all: %s (%s)%s", msg, spec.path,
-                   msg:find("expected true or false", 1, true) and "" or "; use --sample N")
+      local too_many = msg:find("too many to enumerate", 1, true) ~= nil
+      errors.usage("compile: --all: %s (%s)%s", msg, spec.path, too_many and "; use --sample N" or "")
     end
     return list
   end
