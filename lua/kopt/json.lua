@@ -181,36 +181,71 @@ function M.explain_error(text, derr)
   return msg
 end
 
+-- The position of the quote that closes the string opened at `at`, or nil.
+local function string_end(text, at)
+  local j = at + 1
+  while true do
+    local q = text:find('["\\]', j)
+    if not q then return nil end
+    if text:byte(q) == 92 then j = q + 2 else return q end
+  end
+end
+
+-- The byte range of the value after the key whose opening quote is at
+-- `at`: { from, to } (to nil when the text ends first).
+local function value_range(text, at)
+  local key_end = string_end(text, at)
+  local colon = key_end and text:find(":", key_end + 1, true)
+  local r = { from = colon and colon + 1 }
+  if not colon then return r end
+  local depth, pos = 0, colon + 1
+  while true do
+    local k = text:find('["{}%[%],]', pos)
+    if not k then return r end
+    local c = text:byte(k)
+    if c == 34 then -- a string: to its closing quote
+      local j = string_end(text, k)
+      if not j then return r end
+      pos = j + 1
+    elseif c == 123 or c == 91 then
+      depth, pos = depth + 1, k + 1
+    elseif (c == 125 or c == 93) and depth > 0 then
+      depth, pos = depth - 1, k + 1
+    elseif depth == 0 then -- the container's , or closing bracket
+      r.to = k - 1
+      return r
+    else
+      pos = k + 1
+    end
+  end
+end
+
 -- Every key an object of text (valid JSON) holds again, in the order met
 -- (the first `limit`): { path = { names }, line =, first = { from =, to = } }
 -- with path the names of the containers down to the key ("[i]" for the
 -- i-th element of an array, from 0) and first the byte range of the value
 -- the key's first occurrence has. cjson keeps the last of two and says
 -- nothing, so a block pasted twice would drop the first silently. (The scan
--- jumps from one bracket, quote, colon or comma to the next: a recording
--- of 100 MB is read in seconds.)
+-- jumps from one bracket, quote or comma to the next, reading bytes, and
+-- keeps only where each key starts: a value's range is found for the
+-- duplicates alone. A recording of 100 MB is read in seconds.)
 function M.duplicate_keys(text, limit)
-  local found, stack = {}, {}  -- per open container: { keys = map or nil (array), name =, index =, current = }
+  local found, stack = {}, {}  -- per open container: { keys = map or nil (array), name =, index =, pending = }
   local expect_key, pos = false, 1
+  local find, byte, sub = string.find, string.byte, string.sub
   while not limit or #found < limit do
-    local at = text:find('["{}%[%],:]', pos)
+    local at = find(text, '["{}%[%],]', pos)
     if not at then break end
-    local c = text:sub(at, at)
+    local c = byte(text, at)
     local top = stack[#stack]
     pos = at + 1
-    if c == '"' then
-      local j = at + 1
-      while true do
-        local q = text:find('["\\]', j)
-        if not q then j = nil break end
-        if text:sub(q, q) == "\\" then j = q + 2 else j = q break end
-      end
+    if c == 34 then
+      local j = string_end(text, at)
       -- (a string cut short ends the scan; the lines are still counted)
       if not j then break end
       if expect_key and top and top.keys then
-        local raw = text:sub(at + 1, j - 1)
-        local key = raw:find("\\", 1, true) and (M.decode('"' .. raw .. '"') or raw) or raw
-        local value = {}
+        local raw = sub(text, at + 1, j - 1)
+        local key = find(raw, "\\", 1, true) and (M.decode('"' .. raw .. '"') or raw) or raw
         local first = top.keys[key]
         if first then
           local path = {}
@@ -218,36 +253,30 @@ function M.duplicate_keys(text, limit)
           path[#path + 1] = key
           found[#found + 1] = { path = path, at = at, first = first }
         else
-          top.keys[key] = value
+          top.keys[key] = at
         end
-        top.pending, top.current = key, value
+        top.pending = key
       end
       expect_key = false
       pos = j + 1
-    elseif c == ":" then
-      if top and top.current then top.current.from = at + 1 end
-    elseif c == "{" or c == "[" then
+    elseif c == 123 or c == 91 then
       local name = top and (top.keys and top.pending or (top.index and ("[" .. top.index .. "]")))
-      stack[#stack + 1] = { keys = c == "{" and {} or nil, index = c == "[" and 0 or nil, name = name }
-      expect_key = c == "{"
-    elseif c == "}" or c == "]" then
-      if top and top.current then top.current.to = at - 1 end
+      stack[#stack + 1] = { keys = c == 123 and {} or nil, index = c == 91 and 0 or nil, name = name }
+      expect_key = c == 123
+    elseif c == 125 or c == 93 then
       stack[#stack] = nil
-    elseif c == "," and top then
-      if top.keys then
-        if top.current then top.current.to = at - 1 end
-        expect_key = true
-      else
-        top.index = top.index + 1
-      end
+    elseif top then -- a comma
+      if top.keys then expect_key = true else top.index = top.index + 1 end
     end
   end
-  -- (lines counted once, between one duplicate and the next)
+  -- (lines counted once, between one duplicate and the next; the first
+  -- occurrence's value found from where its key starts)
   local line, counted = 1, 1
   for _, d in ipairs(found) do
-    local _, n = text:sub(counted, d.at):gsub("\n", "")
+    local _, n = sub(text, counted, d.at):gsub("\n", "")
     line, counted = line + n, d.at + 1
     d.line, d.at = line, nil
+    d.first = value_range(text, d.first)
   end
   return found
 end
