@@ -240,8 +240,11 @@ function M:eval(...)
   self.scopes = table.pack(...)
   local ok, v = pcall(self.chunk)
   if not ok then
-    return nil, string.format("expression '%s' failed for %s: %s", self.text,
-                              describe(self.scopes[1]), (tostring(v):gsub("^[^:]*:%d+: ", "")))
+    local why = tostring(v):gsub("^[^:]*:%d+: ", "")
+    -- (a check of kopt.expr_conditions names the field itself, as the
+    -- caller of eval does before this sentence)
+    if self.label and why:sub(1, #self.label + 2) == self.label .. ": " then why = why:sub(#self.label + 3) end
+    return nil, string.format("expression '%s' failed for %s: %s", self.text, describe(self.scopes[1]), why)
   end
   return v
 end

@@ -283,6 +283,20 @@ function M.rewrite(text, toks, truth, equal)
   return out, guards
 end
 
+-- A name, or a text one pair of parentheses encloses whole: an operand as
+-- it stands ("(a & 1)" is not wrapped again).
+local function grouped(text)
+  if text:find("^[%w_%.]+$") then return true end
+  if text:sub(1, 1) ~= "(" or text:sub(-1) ~= ")" then return false end
+  local depth = 0
+  for i = 1, #text do
+    local c = text:sub(i, i)
+    if c == "(" then depth = depth + 1 elseif c == ")" then depth = depth - 1 end
+    if depth == 0 and i < #text then return false end
+  end
+  return true
+end
+
 -- The two checks for one expression (its label names it in messages).
 function M.checks(label, guards)
   local where = label and (label .. ": ") or ""
@@ -291,7 +305,7 @@ function M.checks(label, guards)
     if type(v) == "number" then
       local g = guards[i]
       local fix = g.fix or string.format(g.where == "after 'not'" and "%s == 0" or "%s ~= 0",
-                                         g.text:find("^[%w_%.]+$") and g.text or "(" .. g.text .. ")")
+                                         grouped(g.text) and g.text or "(" .. g.text .. ")")
       error(string.format("%s'%s' is a number (%s) used as a condition (%s); in kopt's expressions 0 counts as " ..
                           "true, unlike Python: write '%s'", where, g.text, tostring(v), g.where, fix), 0)
     end

@@ -101,7 +101,7 @@ T.check(not named:eval({ truth = 0, equal = 2 }), "and checked")
 
 -- every evaluation: eval, number, and a space's is_valid
 local _, eval_err = assert(expr.compile("use_fast and 4 or 8", "launch.block[1]")):number({ use_fast = 0 })
-T.check(eval_err and eval_err:find("launch.block[1]: 'use_fast' is a number (0) used as a condition", 1, true),
+T.check(eval_err and eval_err:find("failed for use_fast=0: 'use_fast' is a number (0) used as a condition", 1, true),
         "number(): %s", tostring(eval_err))
 local space = space_mod.new({ knobs = knobs, constraints = { assert(expr.compile("not use_fast", "constraints[1]")) },
                               scope = {} })
@@ -156,6 +156,18 @@ for text, want in pairs({ ["block_size_x ** 2 <= 4096"] = "a ** b as a ^ b",
   local e, refusal = expr.compile(text)
   T.check(e == nil and tostring(refusal):find(want, 1, true), "%s: the Python form named: %s", text,
           tostring(refusal))
+end
+
+-- the messages: an eval names its field once, and an operand already in
+-- parentheses is not wrapped again in the fix
+do
+  local e = assert(expr.compile("P and 2 or 1", "launch.grid[1]"))
+  local _, said = e:eval({ P = 0 })
+  T.check(said and not said:find("launch.grid[1]: ", 1, true), "the field named once by eval: %s", tostring(said))
+  local g = assert(expr.compile("(P & 1) and X > 2", "constraints[1]"))
+  local ok, wrapped_err = pcall(g.bind(g, { P = 0, X = 1 }))
+  T.check(not ok and tostring(wrapped_err):find("write '(P & 1) ~= 0'", 1, true), "one pair of parentheses: %s",
+          tostring(wrapped_err))
 end
 
 return T.done()
