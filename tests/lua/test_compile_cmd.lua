@@ -92,6 +92,23 @@ f:close()
 out, rc = run(dir .. "/g.json --all")
 check(rc == 2 and out:find("used as a condition", 1, true) and not out:find("--sample", 1, true),
       "--all on a constraint error: rc %s\n%s", tostring(rc), out)
+-- and a space too large to list is pointed to --sample (6 knobs of 40
+-- values: 4.1e9 raw points, past the enumeration limit)
+f = assert(io.open(dir .. "/big.json", "w"))
+local knob = '{ "name": "%s", "values": [' .. table.concat((function()
+  local v = {}
+  for i = 1, 40 do v[i] = tostring(i) end
+  return v
+end)(), ", ") .. '] }'
+local knobs_json = {}
+for _, name in ipairs({ "N", "A", "B", "C", "D", "E" }) do knobs_json[#knobs_json + 1] = knob:format(name) end
+f:write([[{ "name": "big", "kernel": { "source": "k.cu", "entry": "k" }, "knobs": []] ..
+        table.concat(knobs_json, ", ") .. [[], "launch": { "grid": [1], "block": [32] },
+  "args": [ { "name": "x", "type": "f32", "shape": [32], "output": true } ] }]])
+f:close()
+out, rc = run(dir .. "/big.json --all")
+check(rc == 2 and out:find("too many to enumerate", 1, true) and out:find("use --sample N", 1, true),
+      "--all on a space too large to list: rc %s\n%s", tostring(rc), out)
 out, rc = run(dir .. "/p.json")
 check(rc == 1 and out:find("knob N is a define, and <cuda_pipeline", 1, true) and
       out:find('rename the knob, or set "define": false', 1, true), "knob N in cuda_pipeline.h: rc %s\n%s",
